@@ -1,0 +1,11 @@
+//! What a test measured, and how it is reported.
+//!
+//! `model` holds the plain data that flows from the engine (one
+//! [`TrialResult`] per trial) through the methods (one
+//! [`ThroughputResult`] per frame size) to the reporters. Reporters only
+//! format; they never compute a measurement.
+
+pub mod model;
+pub mod report;
+
+pub use model::*;

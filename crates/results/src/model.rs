@@ -1,0 +1,136 @@
+//! Plain measurement records. Every rate says its layer in its name.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// What a method asks the engine to run: one constant-rate trial.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrialSpec {
+    /// Ethernet frame size on the wire, FCS included (and the L3 length it carries).
+    pub frame: linerate_wire::units::FrameSize,
+    /// Frames per second the generator is asked to send.
+    pub intended_fps: f64,
+    /// How long the generator sends.
+    pub duration: Duration,
+}
+
+/// Latency summary in nanoseconds, measured from each frame's scheduled
+/// send time to its arrival at the receiving port.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub min: u64,
+    pub avg: u64,
+    pub max: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+}
+
+/// The outcome of one trial. Counts are exact; rates are L2 frames/s.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialResult {
+    /// Ethernet frame size on the wire including the 4-byte FCS.
+    pub frame_size: u16,
+    /// IP packet length carried by each frame.
+    pub l3_length: u16,
+    /// Sending duration asked for, seconds.
+    pub duration_s: f64,
+    /// Rate the method asked for.
+    pub intended_fps: f64,
+    /// Rate that really left the tester: tx_frames over the sending time.
+    pub offered_fps: f64,
+    /// Frames the schedule called for (intended_fps x duration).
+    pub intended_frames: u64,
+    /// Frames the generator really handed to the port.
+    pub tx_frames: u64,
+    /// Distinct test frames received (duplicates are counted apart).
+    pub rx_frames: u64,
+    /// intended_frames - rx_frames: frames never sent count as lost.
+    pub lost_frames: u64,
+    /// lost_frames / intended_frames.
+    pub loss_ratio: f64,
+    /// Frames that arrived with a sequence number below one already seen.
+    pub reordered: u64,
+    /// Frames whose sequence number had already been received.
+    pub duplicated: u64,
+    /// None when no frame was received.
+    pub latency_ns: Option<LatencySummary>,
+    /// The generator could not send at the intended rate (offered < intended):
+    /// part of the loss is the tester's, not the device's.
+    pub generator_short: bool,
+    /// Which engine ran the trial (e.g. "af_packet").
+    pub engine: String,
+}
+
+impl TrialResult {
+    /// True when the trial's loss is within `allowed_loss_ratio`.
+    pub fn passed(&self, allowed_loss_ratio: f64) -> bool {
+        self.loss_ratio <= allowed_loss_ratio
+    }
+
+    /// Received test frames per second over the sending duration (L2 frames/s).
+    pub fn rx_fps(&self) -> f64 {
+        if self.duration_s > 0.0 {
+            self.rx_frames as f64 / self.duration_s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The RFC 2544 throughput found for one frame size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThroughputResult {
+    pub frame_size: u16,
+    pub l3_length: u16,
+    /// Highest rate that passed (0 when none did), frames/s.
+    pub throughput_fps: f64,
+    /// The same rate in Mbit/s counting the whole frame with FCS.
+    pub throughput_mbps_l2: f64,
+    /// The same rate in Mbit/s counting preamble and inter-frame gap too.
+    pub throughput_mbps_l1: f64,
+    /// The same rate in Mbit/s counting IP packets.
+    pub throughput_mbps_l3: f64,
+    /// The same rate in Mbit/s counting UDP payload.
+    pub throughput_mbps_l4: f64,
+    /// Theoretical maximum frames/s at the line speed.
+    pub line_rate_fps: f64,
+    /// Theoretical maximum Mbit/s (L2) at the line speed.
+    pub line_rate_mbps_l2: f64,
+    /// The search ended at the tester's own limit, not the device's:
+    /// the rate above the throughput could not be offered.
+    pub tester_limited: bool,
+    /// Every trial of the search, in the order run.
+    pub trials: Vec<TrialResult>,
+}
+
+/// Where the tester and the device ran (lab only), so readers can judge the figures.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Placement {
+    pub tester_cpus: Vec<usize>,
+    pub dut_cpus: Vec<usize>,
+    /// True when tester and DUT packet processing shared a core.
+    pub shared_core: bool,
+    /// One sentence for the report.
+    pub note: String,
+}
+
+/// A whole RFC 2544 throughput run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rfc2544Report {
+    pub linerate_version: String,
+    /// RFC 3339 UTC time the run started.
+    pub started_at: String,
+    /// "lab" or "external".
+    pub setup: String,
+    pub port_a: String,
+    pub port_b: String,
+    pub line_speed_bps: u64,
+    pub trial_duration_s: f64,
+    pub resolution: f64,
+    pub allowed_loss_ratio: f64,
+    pub engine: String,
+    pub placement: Option<Placement>,
+    pub results: Vec<ThroughputResult>,
+}

@@ -1,0 +1,3 @@
+//! Test frames and their arithmetic. Pure functions, no I/O.
+
+pub mod units;

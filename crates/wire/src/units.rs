@@ -1,0 +1,303 @@
+//! Frame sizes and rates at every layer.
+//!
+//! Frame size means the Ethernet frame including its 4-byte FCS, as RFC 2544
+//! and every hardware tester count it. On the wire each frame also costs
+//! 8 bytes of preamble/SFD and a 12-byte inter-frame gap (L1). An L3 length
+//! (the IP packet, as the Cisco report counts it) is carried in a frame of
+//! `l3 + 18` bytes, padded up to the 64-byte Ethernet minimum.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Ethernet II header: destination, source, EtherType.
+pub const ETH_HEADER_LEN: usize = 14;
+/// Frame check sequence, appended by the NIC.
+pub const FCS_LEN: usize = 4;
+/// Preamble + SFD (8) and inter-frame gap (12): what a frame costs on the wire beyond itself.
+pub const PREAMBLE_AND_GAP: usize = 20;
+pub const IPV4_HEADER_LEN: usize = 20;
+pub const UDP_HEADER_LEN: usize = 8;
+/// Smallest Ethernet frame (FCS included); shorter frames are padded.
+pub const MIN_FRAME_SIZE: u16 = 64;
+/// Largest frame accepted: a 9000-byte jumbo MTU plus header and FCS.
+pub const MAX_FRAME_SIZE: u16 = 9018;
+/// Smallest IP packet accepted: IPv4 + UDP headers + a 12-byte signature.
+pub const MIN_L3_LENGTH: u16 = 40;
+pub const MAX_L3_LENGTH: u16 = 9000;
+/// Bytes around an IP packet in an untagged frame: Ethernet header + FCS.
+pub const L2_OVERHEAD: u16 = (ETH_HEADER_LEN + FCS_LEN) as u16;
+
+/// The protocol layer a byte or bit count refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Layer {
+    /// On the wire: frame + preamble + inter-frame gap.
+    L1,
+    /// The Ethernet frame including FCS.
+    L2,
+    /// The IP packet.
+    L3,
+    /// The UDP payload (application data).
+    L4,
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Layer::L1 => "L1",
+            Layer::L2 => "L2",
+            Layer::L3 => "L3",
+            Layer::L4 => "L4",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnitError {
+    #[error("frame size {0} is out of range: use 64..9018 bytes (Ethernet frame including the 4-byte FCS)")]
+    FrameSize(u64),
+    #[error("L3 length {0} is out of range: use 40..9000 bytes (IPv4 + UDP headers + 12-byte signature at least)")]
+    L3Length(u64),
+    #[error("rate '{0}' is not understood: write it as 50%, 100000fps, 1.5Mpps, 300Mbps or 1Gbps")]
+    RateSyntax(String),
+    #[error("rate '{0}' must be greater than zero")]
+    RateZero(String),
+    #[error("line speed '{0}' is not understood: write it as 10G, 1G, 25G, 100G or 1000M")]
+    LineSpeed(String),
+}
+
+/// An Ethernet frame size on the wire (FCS included) and the IP packet it carries.
+///
+/// Built from a frame size (`l3 = frame - 18`) or from an L3 length
+/// (`frame = max(64, l3 + 18)`, the difference being Ethernet padding).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FrameSize {
+    frame: u16,
+    l3: u16,
+}
+
+impl FrameSize {
+    /// A frame of exactly `frame` bytes including the FCS (64..=9018).
+    pub fn from_frame(frame: u64) -> Result<Self, UnitError> {
+        if !(MIN_FRAME_SIZE as u64..=MAX_FRAME_SIZE as u64).contains(&frame) {
+            return Err(UnitError::FrameSize(frame));
+        }
+        let frame = frame as u16;
+        Ok(FrameSize { frame, l3: frame - L2_OVERHEAD })
+    }
+
+    /// The frame that carries an IP packet of `l3` bytes (40..=9000), padded to 64.
+    pub fn from_l3(l3: u64) -> Result<Self, UnitError> {
+        if !(MIN_L3_LENGTH as u64..=MAX_L3_LENGTH as u64).contains(&l3) {
+            return Err(UnitError::L3Length(l3));
+        }
+        let l3 = l3 as u16;
+        Ok(FrameSize { frame: (l3 + L2_OVERHEAD).max(MIN_FRAME_SIZE), l3 })
+    }
+
+    /// Frame size on the wire including FCS and any padding.
+    pub fn frame(self) -> u16 {
+        self.frame
+    }
+
+    /// IP packet length (IPv4 total length).
+    pub fn l3(self) -> u16 {
+        self.l3
+    }
+
+    /// Bytes the port hands to the NIC: the frame without the FCS the NIC appends.
+    pub fn buffer_len(self) -> usize {
+        self.frame as usize - FCS_LEN
+    }
+
+    /// UDP payload bytes (the signature lives at its start).
+    pub fn l4_payload(self) -> u16 {
+        self.l3 - (IPV4_HEADER_LEN + UDP_HEADER_LEN) as u16
+    }
+
+    /// True when the frame carries Ethernet padding after the IP packet.
+    pub fn padded(self) -> bool {
+        self.l3 + L2_OVERHEAD < self.frame
+    }
+
+    /// Bytes counted per frame at a layer.
+    pub fn bytes_at(self, layer: Layer) -> u64 {
+        match layer {
+            Layer::L1 => self.frame as u64 + PREAMBLE_AND_GAP as u64,
+            Layer::L2 => self.frame as u64,
+            Layer::L3 => self.l3 as u64,
+            Layer::L4 => self.l4_payload() as u64,
+        }
+    }
+
+    /// Megabits per second that `fps` frames per second make at a layer.
+    pub fn mbps(self, fps: f64, layer: Layer) -> f64 {
+        fps * self.bytes_at(layer) as f64 * 8.0 / 1e6
+    }
+
+    /// The most frames per second a link of `line_bps` carries (L1 accounting).
+    pub fn line_rate_fps(self, line_bps: u64) -> f64 {
+        line_bps as f64 / (8.0 * self.bytes_at(Layer::L1) as f64)
+    }
+}
+
+impl fmt::Display for FrameSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.frame)
+    }
+}
+
+/// A constant rate as the user writes it; turned into frames/s once the
+/// frame size and the line speed are known.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rate {
+    /// Frames per second.
+    Fps(f64),
+    /// Bits per second counted at a layer (`300Mbps` is L2, `300Mbps@L1` is L1).
+    Bps { bps: f64, layer: Layer },
+    /// Percent of line rate, computed at L1 so it means what it means on hardware.
+    PercentOfLine(f64),
+}
+
+impl Rate {
+    /// Parses `50%`, `100000fps`, `100kfps`, `1.5Mpps`, `300Mbps`, `1Gbps`, `300Mbps@L1`.
+    pub fn parse(text: &str) -> Result<Rate, UnitError> {
+        let bad = || UnitError::RateSyntax(text.to_string());
+        let s = text.trim();
+        let (s, layer) = match s.rsplit_once('@') {
+            Some((v, l)) => (v, parse_layer(l).ok_or_else(bad)?),
+            None => (s, Layer::L2),
+        };
+        let split = s
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+            .ok_or_else(bad)?;
+        let (num, unit) = s.split_at(split);
+        let value: f64 = num.replace('_', "").parse().map_err(|_| bad())?;
+        if !value.is_finite() {
+            return Err(bad());
+        }
+        let unit_lc = unit.trim().to_ascii_lowercase();
+        let rate = match unit_lc.as_str() {
+            "%" => Rate::PercentOfLine(value),
+            "fps" | "pps" => Rate::Fps(value),
+            "kfps" | "kpps" => Rate::Fps(value * 1e3),
+            "mfps" | "mpps" => Rate::Fps(value * 1e6),
+            "bps" => Rate::Bps { bps: value, layer },
+            "kbps" => Rate::Bps { bps: value * 1e3, layer },
+            "mbps" => Rate::Bps { bps: value * 1e6, layer },
+            "gbps" => Rate::Bps { bps: value * 1e9, layer },
+            _ => return Err(bad()),
+        };
+        if value <= 0.0 {
+            return Err(UnitError::RateZero(text.to_string()));
+        }
+        Ok(rate)
+    }
+
+    /// Frames per second for frames of `frame` on a link of `line_bps`.
+    pub fn to_fps(self, frame: FrameSize, line_bps: u64) -> f64 {
+        match self {
+            Rate::Fps(fps) => fps,
+            Rate::Bps { bps, layer } => bps / (8.0 * frame.bytes_at(layer) as f64),
+            Rate::PercentOfLine(pct) => frame.line_rate_fps(line_bps) * pct / 100.0,
+        }
+    }
+}
+
+fn parse_layer(s: &str) -> Option<Layer> {
+    match s.trim().to_ascii_uppercase().as_str() {
+        "L1" => Some(Layer::L1),
+        "L2" => Some(Layer::L2),
+        "L3" => Some(Layer::L3),
+        "L4" => Some(Layer::L4),
+        _ => None,
+    }
+}
+
+/// Parses a line speed: `10G`, `1G`, `100M`, `25000M`, `10000000000` (bits/s).
+pub fn parse_line_speed(text: &str) -> Result<u64, UnitError> {
+    let bad = || UnitError::LineSpeed(text.to_string());
+    let s = text.trim().to_ascii_lowercase();
+    let s = s.trim_end_matches("bps").trim_end_matches("bit/s");
+    let (num, mult) = match s.chars().last() {
+        Some('g') => (&s[..s.len() - 1], 1e9),
+        Some('m') => (&s[..s.len() - 1], 1e6),
+        Some('k') => (&s[..s.len() - 1], 1e3),
+        _ => (s, 1.0),
+    };
+    let v: f64 = num.trim().parse().map_err(|_| bad())?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(bad());
+    }
+    Ok((v * mult).round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_rate_matches_the_reference_arithmetic() {
+        // 10 Gbit/s: 14,880,952 frames/s at 64 bytes, 812,743 at 1518.
+        let f64b = FrameSize::from_frame(64).unwrap();
+        let f1518 = FrameSize::from_frame(1518).unwrap();
+        assert_eq!(f64b.line_rate_fps(10_000_000_000).floor(), 14_880_952.0);
+        assert_eq!(f1518.line_rate_fps(10_000_000_000).floor(), 812_743.0);
+    }
+
+    #[test]
+    fn udp_payload_of_a_512_byte_frame_is_466() {
+        let f = FrameSize::from_frame(512).unwrap();
+        assert_eq!(f.l3(), 494);
+        assert_eq!(f.bytes_at(Layer::L3) - 20, 474); // the UDP datagram
+        assert_eq!(f.l4_payload(), 466);
+    }
+
+    #[test]
+    fn cisco_l1_rate_of_a_64_byte_frame() {
+        // 9343 packets/s x 102 bytes on wire... the report counts L3 64 + 38.
+        let f = FrameSize::from_l3(64).unwrap();
+        assert_eq!(f.frame(), 82);
+        assert!((f.mbps(9343.0, Layer::L1) - 7.623888).abs() < 1e-6);
+    }
+
+    #[test]
+    fn short_l3_packets_are_padded_to_64() {
+        let f = FrameSize::from_l3(40).unwrap();
+        assert_eq!((f.frame(), f.l3(), f.l4_payload()), (64, 40, 12));
+        assert!(f.padded());
+        assert!(!FrameSize::from_frame(64).unwrap().padded());
+    }
+
+    #[test]
+    fn sizes_out_of_range_are_refused() {
+        assert!(FrameSize::from_frame(63).is_err());
+        assert!(FrameSize::from_frame(9019).is_err());
+        assert!(FrameSize::from_l3(39).is_err());
+        assert!(FrameSize::from_l3(9001).is_err());
+    }
+
+    #[test]
+    fn rates_parse_with_their_layer() {
+        let f = FrameSize::from_frame(64).unwrap();
+        assert_eq!(Rate::parse("100000fps").unwrap(), Rate::Fps(100_000.0));
+        assert_eq!(Rate::parse("1.5Mpps").unwrap(), Rate::Fps(1_500_000.0));
+        let half = Rate::parse("50%").unwrap().to_fps(f, 10_000_000_000);
+        assert!((half - 7_440_476.19).abs() < 0.01);
+        let l2 = Rate::parse("512Mbps").unwrap().to_fps(f, 0);
+        assert!((l2 - 1_000_000.0).abs() < 1e-6);
+        let l1 = Rate::parse("672Mbps@L1").unwrap().to_fps(f, 0);
+        assert!((l1 - 1_000_000.0).abs() < 1e-6);
+        for bad in ["", "fast", "10", "-5%", "0fps", "5 furlongs", "1e400fps"] {
+            assert!(Rate::parse(bad).is_err(), "{bad} should be refused");
+        }
+    }
+
+    #[test]
+    fn line_speeds_parse() {
+        assert_eq!(parse_line_speed("10G").unwrap(), 10_000_000_000);
+        assert_eq!(parse_line_speed("1000M").unwrap(), 1_000_000_000);
+        assert_eq!(parse_line_speed("25Gbps").unwrap(), 25_000_000_000);
+        assert!(parse_line_speed("fast").is_err());
+        assert!(parse_line_speed("0G").is_err());
+    }
+}
