@@ -1,1 +1,383 @@
-//! placeholder
+//! The engine runs one trial at a time: a paced generator on port A, a
+//! receiver on each port, exact counts and latency at the end.
+//!
+//! It never decides rates (the methods do) and never prints (the reporters
+//! do): a [`TrialSpec`] goes in, a [`TrialResult`] comes out.
+
+pub mod cpu;
+pub mod generator;
+pub mod host;
+pub mod pacer;
+pub mod receiver;
+pub mod stats;
+
+use generator::{generate, Schedule};
+pub use host::HostConfig;
+use linerate_port::{realtime_ns, Port, PortError, PortInfo, RxQueue, TxQueue};
+use linerate_results::{TrialResult, TrialSpec};
+use linerate_wire::template::DEFAULT_UDP_PORT;
+use linerate_wire::{FlowSpec, FrameTemplate, MacAddr};
+use pacer::Pacer;
+use receiver::{receive, Counted, ReceiverSignals, StreamRange};
+use stats::StreamStats;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Port(#[from] PortError),
+    #[error("gateway {gateway} did not answer ARP on port {port} within {secs} s: check the DUT's address and cabling, or give its MAC with --gw-mac")]
+    ArpTimeout {
+        port: String,
+        gateway: std::net::Ipv4Addr,
+        secs: u64,
+    },
+    #[error("a {frame}-byte frame does not fit port {port} (MTU {mtu}, frames up to {max} bytes with FCS): use a smaller --frame-size or raise the MTU")]
+    FrameTooLarge {
+        frame: u16,
+        port: String,
+        mtu: u32,
+        max: usize,
+    },
+    #[error("interrupted")]
+    Interrupted,
+    #[error("a tester thread failed: {0}")]
+    Thread(String),
+}
+
+/// How the engine behaves between and around trials.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// After the last frame is sent, wait this long for frames still in
+    /// flight (RFC 2544: 2 s). The wait ends early once every sent frame has
+    /// arrived: nothing can be late then.
+    pub straggler_wait: Duration,
+    /// CPUs the tester's threads run on (empty: anywhere).
+    pub tester_cpus: Vec<usize>,
+    pub arp_timeout: Duration,
+    /// Name recorded in every result ("af_packet", "loopback").
+    pub name: String,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            straggler_wait: Duration::from_secs(2),
+            tester_cpus: Vec::new(),
+            arp_timeout: Duration::from_secs(3),
+            name: String::new(),
+        }
+    }
+}
+
+struct Side<T, R> {
+    tx: T,
+    rx: R,
+    info: PortInfo,
+    host: HostConfig,
+    gateway_mac: Option<MacAddr>,
+}
+
+/// Two tester ports and what runs on them. Traffic flows from A to B.
+pub struct Engine<T: TxQueue, R: RxQueue> {
+    a: Side<T, R>,
+    b: Side<T, R>,
+    cfg: EngineConfig,
+    next_stream: u16,
+}
+
+/// Extra facts of the last trial that the result records do not carry yet.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TrialExtras {
+    pub stray_frames: u64,
+    pub tester_rx_drops: u64,
+}
+
+impl<T: TxQueue, R: RxQueue> Engine<T, R> {
+    pub fn new<P: Port<Tx = T, Rx = R>>(
+        a: P,
+        host_a: HostConfig,
+        b: P,
+        host_b: HostConfig,
+        cfg: EngineConfig,
+    ) -> Self {
+        let side = |p: P, host: HostConfig| {
+            let (tx, rx, info) = p.split();
+            let gateway_mac = host.gateway_mac;
+            Side {
+                tx,
+                rx,
+                info,
+                host,
+                gateway_mac,
+            }
+        };
+        Engine {
+            a: side(a, host_a),
+            b: side(b, host_b),
+            cfg,
+            next_stream: 1,
+        }
+    }
+
+    pub fn port_a(&self) -> &PortInfo {
+        &self.a.info
+    }
+    pub fn port_b(&self) -> &PortInfo {
+        &self.b.info
+    }
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    /// Checks that frames of `frame` bytes fit both ports.
+    pub fn check_frame(&self, frame: linerate_wire::FrameSize) -> Result<(), EngineError> {
+        for side in [&self.a, &self.b] {
+            let max = (side.info.mtu as usize + linerate_wire::units::ETH_HEADER_LEN)
+                .min(side.info.max_frame_len);
+            if frame.buffer_len() > max {
+                return Err(EngineError::FrameTooLarge {
+                    frame: frame.frame(),
+                    port: side.info.ifname.clone(),
+                    mtu: side.info.mtu,
+                    max: max + linerate_wire::units::FCS_LEN,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolves both gateways by ARP (a short trial of receivers only).
+    pub fn resolve(&mut self) -> Result<(), EngineError> {
+        self.run(None, &AtomicBool::new(false)).map(|_| ())
+    }
+
+    /// Runs one constant-rate trial from A to B. `interrupt` aborts it.
+    pub fn run_trial(
+        &mut self,
+        spec: &TrialSpec,
+        interrupt: &AtomicBool,
+    ) -> Result<TrialResult, EngineError> {
+        self.run_trial_with_extras(spec, interrupt).map(|(r, _)| r)
+    }
+
+    pub fn run_trial_with_extras(
+        &mut self,
+        spec: &TrialSpec,
+        interrupt: &AtomicBool,
+    ) -> Result<(TrialResult, TrialExtras), EngineError> {
+        self.check_frame(spec.frame)?;
+        let (result, extras) = self.run(Some(spec), interrupt)?;
+        Ok((result.expect("a trial was asked for"), extras))
+    }
+
+    fn run(
+        &mut self,
+        spec: Option<&TrialSpec>,
+        interrupt: &AtomicBool,
+    ) -> Result<(Option<TrialResult>, TrialExtras), EngineError> {
+        let range = StreamRange {
+            first: self.next_stream,
+            count: 1,
+        };
+        self.next_stream = self.next_stream.wrapping_add(1);
+        let cfg = &self.cfg;
+        // Split each side into what the threads take: the receive queue goes
+        // to its receiver, the transmit queue to the generator.
+        let Side {
+            tx: tx_a,
+            rx: rxq_a,
+            info: info_a,
+            host: host_a,
+            gateway_mac: gw_a,
+        } = &mut self.a;
+        let Side {
+            rx: rxq_b,
+            info: info_b,
+            host: host_b,
+            gateway_mac: gw_b,
+            ..
+        } = &mut self.b;
+        let (info_a, host_a, info_b, host_b) = (&*info_a, &*host_a, &*info_b, &*host_b);
+        let signals_a = ReceiverSignals::default();
+        let signals_b = ReceiverSignals::default();
+        let (signals_a, signals_b) = (&signals_a, &signals_b);
+
+        std::thread::scope(|scope| {
+            let rx_a = scope.spawn(move || {
+                let _ = cpu::pin_current_thread(&cfg.tester_cpus);
+                receive(rxq_a, info_a.mac, host_a, range, signals_a)
+            });
+            let rx_b = scope.spawn(move || {
+                let _ = cpu::pin_current_thread(&cfg.tester_cpus);
+                receive(rxq_b, info_b.mac, host_b, range, signals_b)
+            });
+            let stop_all = || {
+                signals_a.stop.store(true, Ordering::Release);
+                signals_b.stop.store(true, Ordering::Release);
+            };
+
+            // Both gateways must be known before the first test frame leaves.
+            let started = Instant::now();
+            loop {
+                *gw_a = gw_a.or_else(|| signals_a.gateway_mac());
+                *gw_b = gw_b.or_else(|| signals_b.gateway_mac());
+                if gw_a.is_some() && gw_b.is_some() {
+                    break;
+                }
+                let failed = rx_a.is_finished() || rx_b.is_finished();
+                if failed
+                    || interrupt.load(Ordering::Relaxed)
+                    || started.elapsed() > cfg.arp_timeout
+                {
+                    stop_all();
+                    let (ra, rb) = (join(rx_a), join(rx_b));
+                    ra?;
+                    rb?;
+                    if interrupt.load(Ordering::Relaxed) {
+                        return Err(EngineError::Interrupted);
+                    }
+                    let (info, host) = if gw_a.is_none() {
+                        (info_a, host_a)
+                    } else {
+                        (info_b, host_b)
+                    };
+                    return Err(EngineError::ArpTimeout {
+                        port: info.ifname.clone(),
+                        gateway: host.gateway,
+                        secs: cfg.arp_timeout.as_secs(),
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+
+            let Some(spec) = spec else {
+                stop_all();
+                join(rx_a)?;
+                join(rx_b)?;
+                return Ok((None, TrialExtras::default()));
+            };
+
+            let flow = FlowSpec {
+                src_mac: info_a.mac,
+                dst_mac: gw_a.expect("resolved above"),
+                src_ip: host_a.ip,
+                dst_ip: host_b.ip,
+                src_port: DEFAULT_UDP_PORT,
+                dst_port: DEFAULT_UDP_PORT,
+                ttl: 64,
+            };
+            let template = FrameTemplate::new(&flow, spec.frame);
+            let pacer = Pacer::new(spec.intended_fps, spec.duration);
+            // Frames not sent within 1 % (+10 ms) of the duration count as lost.
+            let give_up_after = spec.duration + spec.duration / 100 + Duration::from_millis(10);
+            // The generator gets a thread of its own so it can be pinned
+            // without changing the caller's affinity.
+            let sent = std::thread::scope(|gen_scope| {
+                gen_scope
+                    .spawn(|| {
+                        let _ = cpu::pin_current_thread(&cfg.tester_cpus);
+                        let schedule = Schedule {
+                            template: &template,
+                            stream: range.first,
+                            pacer,
+                            give_up_after,
+                            start_realtime_ns: realtime_ns(),
+                            start: Instant::now(),
+                        };
+                        generate(tx_a, &schedule, interrupt)
+                    })
+                    .join()
+            });
+            let sent = match sent {
+                Ok(Ok(sent)) => sent,
+                Ok(Err(e)) => {
+                    stop_all();
+                    let _ = (join(rx_a), join(rx_b));
+                    return Err(e.into());
+                }
+                Err(_) => {
+                    stop_all();
+                    return Err(EngineError::Thread("the generator panicked".into()));
+                }
+            };
+
+            // Stragglers: wait until every sent frame arrived, or the wait is over.
+            let wait_from = Instant::now();
+            while wait_from.elapsed() < cfg.straggler_wait
+                && signals_b.received.load(Ordering::Acquire) < sent.frames
+                && !interrupt.load(Ordering::Relaxed)
+                && !rx_b.is_finished()
+            {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            stop_all();
+            let counted_a = join(rx_a)?;
+            let counted_b = join(rx_b)?;
+            if interrupt.load(Ordering::Relaxed) {
+                return Err(EngineError::Interrupted);
+            }
+            let extras = TrialExtras {
+                stray_frames: counted_b.stray + counted_a.stray,
+                tester_rx_drops: counted_b.ring_drops,
+            };
+            Ok((
+                Some(summarize(spec, pacer.total(), &sent, &counted_b, &cfg.name)),
+                extras,
+            ))
+        })
+    }
+}
+
+fn join(
+    handle: std::thread::ScopedJoinHandle<'_, Result<Counted, PortError>>,
+) -> Result<Counted, EngineError> {
+    match handle.join() {
+        Ok(r) => Ok(r?),
+        Err(_) => Err(EngineError::Thread("a receiver panicked".into())),
+    }
+}
+
+/// Turns the counts of one trial into its result record.
+fn summarize(
+    spec: &TrialSpec,
+    intended_frames: u64,
+    sent: &generator::Sent,
+    counted: &Counted,
+    engine: &str,
+) -> TrialResult {
+    let mut total = StreamStats::default();
+    for s in &counted.streams {
+        total.merge(s);
+    }
+    let rx = total.received();
+    let lost = intended_frames.saturating_sub(rx);
+    let duration_s = spec.duration.as_secs_f64();
+    let send_s = sent.send_time.as_secs_f64().max(duration_s);
+    TrialResult {
+        frame_size: spec.frame.frame(),
+        l3_length: spec.frame.l3(),
+        duration_s,
+        intended_fps: spec.intended_fps,
+        offered_fps: if send_s > 0.0 {
+            sent.frames as f64 / send_s
+        } else {
+            0.0
+        },
+        intended_frames,
+        tx_frames: sent.frames,
+        rx_frames: rx,
+        lost_frames: lost,
+        loss_ratio: if intended_frames > 0 {
+            lost as f64 / intended_frames as f64
+        } else {
+            0.0
+        },
+        reordered: total.reordered(),
+        duplicated: total.duplicated(),
+        latency_ns: total.latency(),
+        generator_short: sent.frames < intended_frames,
+        engine: engine.to_string(),
+    }
+}

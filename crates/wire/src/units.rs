@@ -82,7 +82,10 @@ impl FrameSize {
             return Err(UnitError::FrameSize(frame));
         }
         let frame = frame as u16;
-        Ok(FrameSize { frame, l3: frame - L2_OVERHEAD })
+        Ok(FrameSize {
+            frame,
+            l3: frame - L2_OVERHEAD,
+        })
     }
 
     /// The frame that carries an IP packet of `l3` bytes (40..=9000), padded to 64.
@@ -91,7 +94,10 @@ impl FrameSize {
             return Err(UnitError::L3Length(l3));
         }
         let l3 = l3 as u16;
-        Ok(FrameSize { frame: (l3 + L2_OVERHEAD).max(MIN_FRAME_SIZE), l3 })
+        Ok(FrameSize {
+            frame: (l3 + L2_OVERHEAD).max(MIN_FRAME_SIZE),
+            l3,
+        })
     }
 
     /// Frame size on the wire including FCS and any padding.
@@ -182,9 +188,18 @@ impl Rate {
             "kfps" | "kpps" => Rate::Fps(value * 1e3),
             "mfps" | "mpps" => Rate::Fps(value * 1e6),
             "bps" => Rate::Bps { bps: value, layer },
-            "kbps" => Rate::Bps { bps: value * 1e3, layer },
-            "mbps" => Rate::Bps { bps: value * 1e6, layer },
-            "gbps" => Rate::Bps { bps: value * 1e9, layer },
+            "kbps" => Rate::Bps {
+                bps: value * 1e3,
+                layer,
+            },
+            "mbps" => Rate::Bps {
+                bps: value * 1e6,
+                layer,
+            },
+            "gbps" => Rate::Bps {
+                bps: value * 1e9,
+                layer,
+            },
             _ => return Err(bad()),
         };
         if value <= 0.0 {

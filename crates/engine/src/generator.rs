@@ -1,0 +1,83 @@
+//! The transmit loop: asks the pacer how many frames are due, writes that
+//! many stamped frames straight into the port's buffers and flushes them.
+//!
+//! When the port is slower than the schedule, frames due pile up and go out
+//! in larger batches (at most [`MAX_BURST`]), so the mean rate holds while
+//! the system-call cost is shared by more frames. Each frame carries its
+//! *scheduled* send time, so latency includes any delay the tester itself
+//! added (no coordinated omission).
+
+use crate::pacer::Pacer;
+use linerate_port::{PortError, TxQueue};
+use linerate_wire::{FrameTemplate, Signature};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Most frames handed to the port in one go.
+pub const MAX_BURST: usize = 64;
+/// Waits longer than this sleep; shorter ones spin (sleeping is too coarse).
+const SPIN_BELOW: Duration = Duration::from_micros(200);
+
+pub struct Sent {
+    /// Frames handed to the port and accepted by it.
+    pub frames: u64,
+    /// From the first frame's scheduled time to when the last left.
+    pub send_time: Duration,
+}
+
+pub struct Schedule<'a> {
+    pub template: &'a FrameTemplate,
+    pub stream: u16,
+    pub pacer: Pacer,
+    /// Stop sending at this point even if frames remain (they count as lost).
+    pub give_up_after: Duration,
+    /// CLOCK_REALTIME ns at `start`: the base of the timestamps.
+    pub start_realtime_ns: u64,
+    pub start: Instant,
+}
+
+pub fn generate<T: TxQueue>(
+    tx: &mut T,
+    s: &Schedule,
+    stop: &AtomicBool,
+) -> Result<Sent, PortError> {
+    let total = s.pacer.total();
+    let mut seq: u64 = 0;
+    while seq < total {
+        let elapsed = s.start.elapsed();
+        if elapsed > s.give_up_after || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let due = s.pacer.due(elapsed);
+        if due > seq {
+            let want = ((due - seq) as usize).min(MAX_BURST);
+            let queued = tx.queue(want, |i, buf| {
+                let n = seq + i as u64;
+                let ts = s.start_realtime_ns + s.pacer.scheduled_ns(n);
+                s.template.write(
+                    buf,
+                    Signature {
+                        stream: s.stream,
+                        seq: n as u32,
+                        tx_ts: ts as u32,
+                    },
+                )
+            })?;
+            seq += queued as u64;
+            tx.flush()?;
+        } else {
+            let next = Duration::from_nanos(s.pacer.scheduled_ns(seq));
+            let wait = next.saturating_sub(elapsed);
+            if wait > SPIN_BELOW {
+                std::thread::sleep(wait - SPIN_BELOW / 2);
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+    let refused = tx.drain(Duration::from_secs(5))?;
+    Ok(Sent {
+        frames: seq - refused,
+        send_time: s.start.elapsed(),
+    })
+}

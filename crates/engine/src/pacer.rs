@@ -1,0 +1,64 @@
+//! When to send: a constant-rate schedule, separate from the thing that sends.
+//!
+//! Frame `i` is due at `i / rate` seconds after the start. Time is passed
+//! in, never read here, so the schedule is testable with a manual clock.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Pacer {
+    interval_ns: f64,
+    total: u64,
+}
+
+impl Pacer {
+    /// A schedule of `rate_fps` frames per second for `duration`.
+    pub fn new(rate_fps: f64, duration: Duration) -> Pacer {
+        let total = (rate_fps * duration.as_secs_f64()).round() as u64;
+        Pacer {
+            interval_ns: 1e9 / rate_fps,
+            total,
+        }
+    }
+
+    /// Frames the schedule holds: intended rate x duration, rounded.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Frames due by `elapsed` since the start (frame 0 is due at once).
+    #[inline]
+    pub fn due(&self, elapsed: Duration) -> u64 {
+        let due = (elapsed.as_nanos() as f64 / self.interval_ns) as u64 + 1;
+        due.min(self.total)
+    }
+
+    /// Scheduled send time of frame `i`, in ns after the start.
+    #[inline]
+    pub fn scheduled_ns(&self, i: u64) -> u64 {
+        (i as f64 * self.interval_ns) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_is_rate_times_duration() {
+        let p = Pacer::new(1000.0, Duration::from_secs(2));
+        assert_eq!(p.total(), 2000);
+        assert_eq!(p.due(Duration::ZERO), 1);
+        assert_eq!(p.due(Duration::from_micros(999)), 1);
+        assert_eq!(p.due(Duration::from_millis(1)), 2);
+        assert_eq!(p.due(Duration::from_millis(500)), 501);
+        assert_eq!(p.due(Duration::from_secs(5)), 2000);
+        assert_eq!(p.scheduled_ns(3), 3_000_000);
+    }
+
+    #[test]
+    fn fractional_rates_round_the_count() {
+        let p = Pacer::new(14_880_952.38, Duration::from_secs(1));
+        assert_eq!(p.total(), 14_880_952);
+    }
+}

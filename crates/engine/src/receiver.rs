@@ -1,0 +1,129 @@
+//! The receive loop of one port: counts the trial's test frames per stream,
+//! answers ARP for the port's address and learns the gateway's MAC.
+
+use crate::host::{ArpAction, HostConfig};
+use crate::stats::StreamStats;
+use linerate_port::{PortError, RxQueue};
+use linerate_wire::signature::elapsed32;
+use linerate_wire::template::DEFAULT_UDP_PORT;
+use linerate_wire::{classify, MacAddr, Received};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How often a port asks again for a gateway that has not answered.
+const ARP_RETRY: Duration = Duration::from_millis(200);
+/// How long one wait for frames may block, which bounds how late a stop is seen.
+const POLL: Duration = Duration::from_millis(5);
+
+/// The streams a trial counts: ids `first .. first + count` (wrapping).
+/// Every trial gets fresh ids, so a straggler of an earlier trial is never
+/// counted in a later one: it is reported as stray instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamRange {
+    pub first: u16,
+    pub count: u16,
+}
+
+impl StreamRange {
+    #[inline]
+    pub fn index(&self, stream: u16) -> Option<usize> {
+        let i = stream.wrapping_sub(self.first);
+        (i < self.count).then_some(i as usize)
+    }
+}
+
+/// State a receiver shares with the thread that runs the trial.
+#[derive(Default)]
+pub struct ReceiverSignals {
+    pub stop: AtomicBool,
+    /// Distinct test frames received so far (for ending the straggler wait early).
+    pub received: AtomicU64,
+    pub gateway_mac: Mutex<Option<MacAddr>>,
+}
+
+impl ReceiverSignals {
+    pub fn gateway_mac(&self) -> Option<MacAddr> {
+        *self.gateway_mac.lock().expect("receiver signals poisoned")
+    }
+}
+
+/// What a receiver counted.
+pub struct Counted {
+    pub streams: Vec<StreamStats>,
+    /// Test frames that belong to no stream of this trial (late frames of
+    /// an earlier trial, or another tester's).
+    pub stray: u64,
+    /// Frames the port's own receive ring dropped: the tester's loss.
+    pub ring_drops: u64,
+}
+
+/// Runs until `signals.stop` is set.
+pub fn receive<R: RxQueue>(
+    rx: &mut R,
+    mac: MacAddr,
+    host: &HostConfig,
+    range: StreamRange,
+    signals: &ReceiverSignals,
+) -> Result<Counted, PortError> {
+    rx.take_drops()?; // start the trial's count of ring drops at zero
+    let mut streams: Vec<StreamStats> = (0..range.count).map(|_| StreamStats::default()).collect();
+    let mut stray = 0u64;
+    let mut distinct = 0u64;
+    let mut replies: Vec<[u8; 60]> = Vec::new();
+    let mut learned = host.gateway_mac;
+    // Always announce ourselves once: the DUT learns our MAC from the request.
+    rx.send_control(&host.gateway_request(mac))?;
+    let mut last_request = Instant::now();
+
+    while !signals.stop.load(Ordering::Relaxed) {
+        if learned.is_none() && last_request.elapsed() >= ARP_RETRY {
+            rx.send_control(&host.gateway_request(mac))?;
+            last_request = Instant::now();
+        }
+        rx.recv(POLL, |frame, arrival_ns| {
+            match classify(frame, DEFAULT_UDP_PORT) {
+                Received::Test { sig } => match range.index(sig.stream) {
+                    Some(i) => {
+                        let latency = elapsed32(sig.tx_ts, arrival_ns);
+                        // A negative latency (wrapped) can only come from a clock step: count it as 0.
+                        let latency = if latency > u32::MAX as u64 / 2 {
+                            0
+                        } else {
+                            latency
+                        };
+                        streams[i].record(sig.seq, latency);
+                    }
+                    None => stray += 1,
+                },
+                Received::Arp(arp) => match host.on_arp(mac, &arp) {
+                    ArpAction::Reply(frame) => replies.push(frame),
+                    ArpAction::LearnedGateway(gw) => {
+                        if learned.is_none() {
+                            learned = Some(gw);
+                            *signals
+                                .gateway_mac
+                                .lock()
+                                .expect("receiver signals poisoned") = Some(gw);
+                        }
+                    }
+                    ArpAction::Ignore => {}
+                },
+                Received::Other => {}
+            }
+        })?;
+        for frame in replies.drain(..) {
+            rx.send_control(&frame)?;
+        }
+        let now = streams.iter().map(StreamStats::received).sum();
+        if now != distinct {
+            distinct = now;
+            signals.received.store(distinct, Ordering::Release);
+        }
+    }
+    Ok(Counted {
+        streams,
+        stray,
+        ring_drops: rx.take_drops()?,
+    })
+}

@@ -1,0 +1,198 @@
+//! Per-stream receive statistics in fixed memory: exact counts of distinct,
+//! duplicated and reordered frames, and a latency histogram.
+//!
+//! Sequence numbers on the wire are 32 bits; they are extended to 64 bits
+//! against the highest seen so far. Which numbers were seen is kept in a
+//! bitmap window of the last [`WINDOW`] numbers below the highest: within it
+//! duplicates are told apart from late frames exactly; a frame older than
+//! the window (more than a million frames late) is counted as reordered.
+
+use hdrhistogram::Histogram;
+use linerate_results::LatencySummary;
+use linerate_wire::signature::extend_seq;
+
+/// Sequence numbers remembered below the highest one seen (128 KiB of bits).
+pub const WINDOW: u64 = 1 << 20;
+const WORDS: usize = (WINDOW / 64) as usize;
+
+pub struct StreamStats {
+    received: u64,
+    duplicated: u64,
+    reordered: u64,
+    highest: Option<u64>,
+    seen: Box<[u64; WORDS]>,
+    latency: Histogram<u64>,
+    latency_sum: u128,
+}
+
+impl Default for StreamStats {
+    fn default() -> Self {
+        StreamStats {
+            received: 0,
+            duplicated: 0,
+            reordered: 0,
+            highest: None,
+            seen: vec![0u64; WORDS]
+                .into_boxed_slice()
+                .try_into()
+                .expect("window size"),
+            // 1 ns .. 2^32 ns (the signature's timestamp range), 3 significant digits.
+            latency: Histogram::new_with_bounds(1, u32::MAX as u64, 3).expect("histogram bounds"),
+            latency_sum: 0,
+        }
+    }
+}
+
+impl StreamStats {
+    /// Distinct frames received.
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+    pub fn duplicated(&self) -> u64 {
+        self.duplicated
+    }
+    pub fn reordered(&self) -> u64 {
+        self.reordered
+    }
+
+    #[inline]
+    fn bit(&mut self, seq: u64) -> (&mut u64, u64) {
+        let i = (seq % WINDOW) as usize;
+        (&mut self.seen[i / 64], 1u64 << (i % 64))
+    }
+
+    /// Records one arrived frame with its 32-bit sequence number and latency.
+    #[inline]
+    pub fn record(&mut self, seq32: u32, latency_ns: u64) {
+        let seq = match self.highest {
+            None => seq32 as u64,
+            Some(h) => extend_seq(h, seq32),
+        };
+        match self.highest {
+            Some(h) if seq <= h => {
+                if h - seq >= WINDOW {
+                    // Too old to tell apart from a duplicate: count it late.
+                    self.reordered += 1;
+                } else {
+                    let (word, mask) = self.bit(seq);
+                    if *word & mask != 0 {
+                        self.duplicated += 1;
+                        return;
+                    }
+                    *word |= mask;
+                    self.reordered += 1;
+                }
+            }
+            _ => {
+                // A new highest: forget the numbers that slide out of the window.
+                let from = self.highest.map_or(seq, |h| h + 1);
+                if seq - from >= WINDOW {
+                    self.seen.fill(0);
+                } else {
+                    for s in from..seq {
+                        let (word, mask) = self.bit(s);
+                        *word &= !mask;
+                    }
+                }
+                let (word, mask) = self.bit(seq);
+                *word |= mask;
+                self.highest = Some(seq);
+            }
+        }
+        self.received += 1;
+        self.latency_sum += latency_ns as u128;
+        self.latency.saturating_record(latency_ns.max(1));
+    }
+
+    /// Adds another stream's counts (used to total a trial's streams).
+    pub fn merge(&mut self, other: &StreamStats) {
+        self.received += other.received;
+        self.duplicated += other.duplicated;
+        self.reordered += other.reordered;
+        self.latency_sum += other.latency_sum;
+        self.latency
+            .add(&other.latency)
+            .expect("histograms of equal bounds");
+    }
+
+    /// Latency summary of the distinct frames, None if nothing arrived.
+    pub fn latency(&self) -> Option<LatencySummary> {
+        if self.received == 0 {
+            return None;
+        }
+        let h = &self.latency;
+        Some(LatencySummary {
+            min: h.min(),
+            avg: (self.latency_sum / self.received as u128) as u64,
+            max: h.max(),
+            p50: h.value_at_quantile(0.50),
+            p90: h.value_at_quantile(0.90),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_order_frames_are_counted_once() {
+        let mut s = StreamStats::default();
+        for seq in 0..1000 {
+            s.record(seq, 1000);
+        }
+        assert_eq!((s.received(), s.duplicated(), s.reordered()), (1000, 0, 0));
+        let l = s.latency().unwrap();
+        assert_eq!((l.min, l.avg, l.max), (1000, 1000, 1000));
+    }
+
+    #[test]
+    fn duplicates_and_late_frames_are_told_apart() {
+        let mut s = StreamStats::default();
+        for seq in [0, 1, 3, 2, 3, 4, 1, 6] {
+            s.record(seq, 10);
+        }
+        // 2 arrived late (reordered), 3 and 1 twice (duplicates), 5 never.
+        assert_eq!((s.received(), s.duplicated(), s.reordered()), (6, 2, 1));
+    }
+
+    #[test]
+    fn sequence_numbers_wrap_past_32_bits() {
+        let mut s = StreamStats::default();
+        for seq in (u32::MAX - 10)..=u32::MAX {
+            s.record(seq, 1);
+        }
+        for seq in 0..10u32 {
+            s.record(seq, 1);
+        }
+        assert_eq!((s.received(), s.duplicated(), s.reordered()), (21, 0, 0));
+    }
+
+    #[test]
+    fn window_slides_without_false_duplicates() {
+        let mut s = StreamStats::default();
+        for seq in 0..(3 * WINDOW as u32) {
+            s.record(seq, 1);
+        }
+        s.record(3 * WINDOW as u32 - 5, 1); // a true duplicate inside the window
+        s.record(5, 1); // far too old: counted late
+        assert_eq!(s.received(), 3 * WINDOW + 1);
+        assert_eq!((s.duplicated(), s.reordered()), (1, 1));
+    }
+
+    #[test]
+    fn latency_percentiles_come_from_the_histogram() {
+        let mut s = StreamStats::default();
+        for seq in 0..1000u32 {
+            s.record(seq, (seq as u64 + 1) * 1000);
+        }
+        let l = s.latency().unwrap();
+        assert_eq!(l.min, 1000);
+        assert!(l.max >= 1_000_000 && l.max <= 1_001_000);
+        assert!((l.p50 as i64 - 500_000).abs() <= 1000);
+        assert!((l.p99 as i64 - 990_000).abs() <= 1000);
+        assert_eq!(l.avg, 500_500);
+    }
+}

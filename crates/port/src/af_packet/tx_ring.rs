@@ -1,0 +1,223 @@
+//! PACKET_TX_RING, TPACKET_V2, with qdisc bypass.
+//!
+//! The generator writes each frame into the next free slot and marks it
+//! SEND_REQUEST; one `sendto` then hands every marked slot to the driver.
+//! A slot returns to AVAILABLE once the kernel has freed the frame, so the
+//! ring doubles as the count of frames in flight. The kernel retries a slot
+//! it could not send (no buffer, queue full) on the next `sendto`, so every
+//! queued frame leaves exactly once unless it is refused as malformed.
+
+use super::mmap::RingMap;
+use super::socket::{bind, force_sndbuf, packet_socket, set_opt};
+use super::AfPacketOptions;
+use crate::{PortError, TxQueue};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{fence, Ordering};
+use std::time::{Duration, Instant};
+
+/// TPACKET_V2 transmit frames start right after the aligned header.
+const TX_DATA_OFFSET: usize = 32;
+const _: () =
+    assert!(TX_DATA_OFFSET == libc::TPACKET2_HDRLEN - std::mem::size_of::<libc::sockaddr_ll>());
+
+pub struct TxRing {
+    fd: OwnedFd,
+    map: RingMap,
+    ifname: String,
+    slot_size: usize,
+    slots: usize,
+    head: usize,
+    max_frame_len: usize,
+    refused: u64,
+}
+
+impl TxRing {
+    pub(crate) fn open(
+        ifname: &str,
+        ifindex: i32,
+        opts: &AfPacketOptions,
+    ) -> Result<TxRing, PortError> {
+        let fd = packet_socket(ifname)?;
+        let version = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
+        set_opt(
+            &fd,
+            libc::SOL_PACKET,
+            libc::PACKET_VERSION,
+            &version,
+            "selecting TPACKET_V2",
+            ifname,
+        )?;
+        // Bypass the qdisc: the tester wants the driver, not traffic control.
+        let one: libc::c_int = 1;
+        set_opt(
+            &fd,
+            libc::SOL_PACKET,
+            libc::PACKET_QDISC_BYPASS,
+            &one,
+            "enabling qdisc bypass",
+            ifname,
+        )?;
+
+        let slot_size = (TX_DATA_OFFSET + opts.max_frame_len)
+            .next_power_of_two()
+            .max(256);
+        let block_size = slot_size.max(1 << 16);
+        let slots = opts
+            .tx_slots
+            .max(block_size / slot_size)
+            .next_power_of_two();
+        let block_nr = slots * slot_size / block_size;
+        let req = libc::tpacket_req {
+            tp_block_size: block_size as u32,
+            tp_block_nr: block_nr as u32,
+            tp_frame_size: slot_size as u32,
+            tp_frame_nr: slots as u32,
+        };
+        set_opt(
+            &fd,
+            libc::SOL_PACKET,
+            libc::PACKET_TX_RING,
+            &req,
+            "creating the TX ring",
+            ifname,
+        )?;
+        force_sndbuf(&fd, slots * (slot_size + 1024), ifname)?;
+        let map = RingMap::new(&fd, block_size * block_nr, ifname)?;
+        // Protocol 0: this socket sends only, it never taps received frames.
+        bind(&fd, ifindex, 0, ifname)?;
+        Ok(TxRing {
+            fd,
+            map,
+            ifname: ifname.to_string(),
+            slot_size,
+            slots,
+            head: 0,
+            max_frame_len: slot_size - TX_DATA_OFFSET,
+            refused: 0,
+        })
+    }
+
+    pub(crate) fn max_frame_len(&self) -> usize {
+        self.max_frame_len
+    }
+
+    #[inline]
+    fn header(&self, slot: usize) -> *mut libc::tpacket2_hdr {
+        // SAFETY: slot < self.slots, so the offset lies inside the mapping.
+        unsafe { self.map.at(slot * self.slot_size).cast() }
+    }
+
+    #[inline]
+    fn status(&self, slot: usize) -> u32 {
+        // SAFETY: the header lies in the mapping; the kernel writes the status
+        // concurrently, hence the volatile read followed by an acquire fence.
+        let s = unsafe { std::ptr::read_volatile(&(*self.header(slot)).tp_status) };
+        fence(Ordering::Acquire);
+        s
+    }
+
+    fn in_flight(&self) -> bool {
+        (0..self.slots)
+            .any(|i| self.status(i) & (libc::TP_STATUS_SEND_REQUEST | libc::TP_STATUS_SENDING) != 0)
+    }
+}
+
+impl TxQueue for TxRing {
+    #[inline]
+    fn queue<F: FnMut(usize, &mut [u8]) -> usize>(
+        &mut self,
+        n: usize,
+        mut fill: F,
+    ) -> Result<usize, PortError> {
+        let mut queued = 0;
+        while queued < n {
+            let status = self.status(self.head);
+            if status & (libc::TP_STATUS_SEND_REQUEST | libc::TP_STATUS_SENDING) != 0 {
+                break; // the ring is full of frames in flight
+            }
+            if status & libc::TP_STATUS_WRONG_FORMAT != 0 {
+                self.refused += 1;
+            }
+            let hdr = self.header(self.head);
+            // SAFETY: the slot is ours (status AVAILABLE) until we hand it back;
+            // its data area is max_frame_len bytes inside the mapping.
+            let buf = unsafe {
+                std::slice::from_raw_parts_mut(
+                    hdr.cast::<u8>().add(TX_DATA_OFFSET),
+                    self.max_frame_len,
+                )
+            };
+            let len = fill(queued, buf);
+            if len > self.max_frame_len {
+                return Err(PortError::FrameTooLong {
+                    len,
+                    max: self.max_frame_len,
+                });
+            }
+            // SAFETY: as above; the release fence orders the frame bytes and
+            // length before the status that gives the slot to the kernel.
+            unsafe {
+                (*hdr).tp_len = len as u32;
+                fence(Ordering::Release);
+                std::ptr::write_volatile(&mut (*hdr).tp_status, libc::TP_STATUS_SEND_REQUEST);
+            }
+            self.head = (self.head + 1) & (self.slots - 1);
+            queued += 1;
+        }
+        Ok(queued)
+    }
+
+    fn flush(&mut self) -> Result<(), PortError> {
+        // SAFETY: sendto with no buffer asks the kernel to send the ring's marked slots.
+        let rc = unsafe {
+            libc::sendto(
+                self.fd.as_raw_fd(),
+                std::ptr::null(),
+                0,
+                libc::MSG_DONTWAIT,
+                std::ptr::null(),
+                0,
+            )
+        };
+        if rc < 0 {
+            let err = std::io::Error::last_os_error();
+            match err.raw_os_error() {
+                // Out of buffers or queue full: the slots stay marked and go out on the next flush.
+                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => {}
+                _ => return Err(PortError::io("sending from the TX ring", &self.ifname, err)),
+            }
+        }
+        Ok(())
+    }
+
+    fn drain(&mut self, timeout: Duration) -> Result<u64, PortError> {
+        let deadline = Instant::now() + timeout;
+        while self.in_flight() {
+            if Instant::now() > deadline {
+                return Err(PortError::io(
+                    "waiting for the TX ring to empty",
+                    &self.ifname,
+                    std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "frames still queued: is the link up?",
+                    ),
+                ));
+            }
+            self.flush()?;
+            std::thread::yield_now();
+        }
+        for i in 0..self.slots {
+            if self.status(i) & libc::TP_STATUS_WRONG_FORMAT != 0 {
+                self.refused += 1;
+                // SAFETY: the slot is not in flight; resetting it to AVAILABLE is ours to do.
+                unsafe {
+                    std::ptr::write_volatile(
+                        &mut (*self.header(i)).tp_status,
+                        libc::TP_STATUS_AVAILABLE,
+                    )
+                };
+            }
+        }
+        Ok(std::mem::take(&mut self.refused))
+    }
+}
