@@ -1,1 +1,35 @@
-fn main() {}
+//! The `linerate` binary: parses the command line, runs the command, and
+//! maps the outcome to a documented exit code.
+//!
+//! Exit codes: 0 the test ran and passed; 1 the test ran but a threshold
+//! failed; 2 bad input or environment (the message says what to fix);
+//! 130 interrupted (SIGINT/SIGTERM), after saving what was measured.
+
+mod args;
+mod commands;
+mod exit;
+mod ports;
+mod progress;
+
+use clap::Parser;
+use exit::Outcome;
+
+fn main() {
+    let cli = args::Cli::parse();
+    let code = match commands::run(cli) {
+        Ok(Outcome::Passed) => 0,
+        Ok(Outcome::ThresholdFailed(why)) => {
+            eprintln!("linerate: {why}");
+            1
+        }
+        Ok(Outcome::Interrupted) => {
+            eprintln!("linerate: interrupted; results measured so far were kept");
+            130
+        }
+        Err(e) => {
+            eprintln!("linerate: error: {}", exit::one_line(&e));
+            2
+        }
+    };
+    std::process::exit(code);
+}

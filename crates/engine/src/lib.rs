@@ -87,13 +87,6 @@ pub struct Engine<T: TxQueue, R: RxQueue> {
     next_stream: u16,
 }
 
-/// Extra facts of the last trial that the result records do not carry yet.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TrialExtras {
-    pub stray_frames: u64,
-    pub tester_rx_drops: u64,
-}
-
 impl<T: TxQueue, R: RxQueue> Engine<T, R> {
     pub fn new<P: Port<Tx = T, Rx = R>>(
         a: P,
@@ -159,24 +152,17 @@ impl<T: TxQueue, R: RxQueue> Engine<T, R> {
         spec: &TrialSpec,
         interrupt: &AtomicBool,
     ) -> Result<TrialResult, EngineError> {
-        self.run_trial_with_extras(spec, interrupt).map(|(r, _)| r)
-    }
-
-    pub fn run_trial_with_extras(
-        &mut self,
-        spec: &TrialSpec,
-        interrupt: &AtomicBool,
-    ) -> Result<(TrialResult, TrialExtras), EngineError> {
         self.check_frame(spec.frame)?;
-        let (result, extras) = self.run(Some(spec), interrupt)?;
-        Ok((result.expect("a trial was asked for"), extras))
+        Ok(self
+            .run(Some(spec), interrupt)?
+            .expect("a trial was asked for"))
     }
 
     fn run(
         &mut self,
         spec: Option<&TrialSpec>,
         interrupt: &AtomicBool,
-    ) -> Result<(Option<TrialResult>, TrialExtras), EngineError> {
+    ) -> Result<Option<TrialResult>, EngineError> {
         let range = StreamRange {
             first: self.next_stream,
             count: 1,
@@ -256,7 +242,7 @@ impl<T: TxQueue, R: RxQueue> Engine<T, R> {
                 stop_all();
                 join(rx_a)?;
                 join(rx_b)?;
-                return Ok((None, TrialExtras::default()));
+                return Ok(None);
             };
 
             let flow = FlowSpec {
@@ -318,14 +304,10 @@ impl<T: TxQueue, R: RxQueue> Engine<T, R> {
             if interrupt.load(Ordering::Relaxed) {
                 return Err(EngineError::Interrupted);
             }
-            let extras = TrialExtras {
-                stray_frames: counted_b.stray + counted_a.stray,
-                tester_rx_drops: counted_b.ring_drops,
-            };
-            Ok((
-                Some(summarize(spec, pacer.total(), &sent, &counted_b, &cfg.name)),
-                extras,
-            ))
+            let mut result = summarize(spec, pacer.total(), &sent, &counted_b, &cfg.name);
+            // Stray frames on A (the sending port) are as telling as on B.
+            result.stray_frames += counted_a.stray;
+            Ok(Some(result))
         })
     }
 }
@@ -378,6 +360,8 @@ fn summarize(
         duplicated: total.duplicated(),
         latency_ns: total.latency(),
         generator_short: sent.frames < intended_frames,
+        tester_rx_drops: counted.ring_drops,
+        stray_frames: counted.stray,
         engine: engine.to_string(),
     }
 }

@@ -1,1 +1,29 @@
-//! placeholder
+//! Test methods: the search logic that decides which trials to run.
+//!
+//! Methods are pure: they never open a socket or read a clock. They ask a
+//! [`TrialRunner`] to run constant-rate trials and decide from the results
+//! what to try next. The CLI implements [`TrialRunner`] on top of the engine;
+//! tests (and dry runs) use the [`sim::SimulatedDut`].
+
+pub mod sim;
+pub mod throughput;
+
+pub use throughput::{
+    find_throughput, relative_width, ConfigError, Progress, ThroughputConfig, MAX_TRIALS,
+};
+
+use linerate_results::{TrialResult, TrialSpec};
+
+/// Runs one trial; implemented by the engine adapter in the CLI, and by a
+/// simulated DUT in tests.
+pub trait TrialRunner {
+    type Error;
+    fn run(&mut self, spec: &TrialSpec) -> Result<TrialResult, Self::Error>;
+}
+
+impl<R: TrialRunner + ?Sized> TrialRunner for &mut R {
+    type Error = R::Error;
+    fn run(&mut self, spec: &TrialSpec) -> Result<TrialResult, Self::Error> {
+        (**self).run(spec)
+    }
+}

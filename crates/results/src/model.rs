@@ -59,6 +59,15 @@ pub struct TrialResult {
     /// The generator could not send at the intended rate (offered < intended):
     /// part of the loss is the tester's, not the device's.
     pub generator_short: bool,
+    /// Frames the tester's own receive buffers dropped: loss caused by the
+    /// tester, not the device. A trial with any is not a valid measurement
+    /// of the device.
+    #[serde(default)]
+    pub tester_rx_drops: u64,
+    /// Test frames received that belong to no stream of this trial (late
+    /// frames of an earlier trial); not counted as received.
+    #[serde(default)]
+    pub stray_frames: u64,
     /// Which engine ran the trial (e.g. "af_packet").
     pub engine: String,
 }
@@ -120,6 +129,10 @@ pub struct Placement {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rfc2544Report {
     pub linerate_version: String,
+    /// What was tested, in the report's words (e.g. "LAN-LAN routing, lab
+    /// Linux router"); the table's title when not empty.
+    #[serde(default)]
+    pub description: String,
     /// RFC 3339 UTC time the run started.
     pub started_at: String,
     /// "lab" or "external".
@@ -133,4 +146,16 @@ pub struct Rfc2544Report {
     pub engine: String,
     pub placement: Option<Placement>,
     pub results: Vec<ThroughputResult>,
+    /// The search that was running when the run was interrupted, with the
+    /// trials it had finished: no measured trial is lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<InterruptedSearch>,
+}
+
+/// Trials of a frame size whose search did not finish.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InterruptedSearch {
+    pub frame_size: u16,
+    pub l3_length: u16,
+    pub trials: Vec<TrialResult>,
 }

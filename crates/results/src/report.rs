@@ -1,0 +1,354 @@
+//! Reporters: text tables in the layout of the reference reports, and JSON.
+//!
+//! Reporters only format what was measured; they compute nothing but
+//! shares and unit conversions for display.
+
+use crate::model::{Placement, Rfc2544Report, ThroughputResult, TrialResult};
+use linerate_wire::units::PREAMBLE_AND_GAP;
+use std::fmt::Write as _;
+
+/// Gap between table columns.
+const GAP: &str = "  ";
+
+/// The RFC 2544 throughput table in the layout of the LANCOM techpaper's
+/// Table 2: frame sizes as columns; rows "Mbps" and "Frames/s" for the
+/// throughput and for the line-rate maximum beneath, the share of line
+/// rate, then the notes.
+///
+/// Numbers are rounded to 3 significant digits as in the paper (see
+/// [`sig3`]). A column whose search ended against the tester's own limit is
+/// marked `*`, and a legend explains the mark.
+pub fn throughput_table(report: &Rfc2544Report) -> String {
+    let results = &report.results;
+    let marked = |r: &ThroughputResult| if r.tester_limited { "*" } else { " " };
+    let plain = |_: &ThroughputResult| " ";
+
+    // Every cell carries a one-character mark slot so that digits align
+    // whether or not the cell is marked.
+    let header: Vec<String> = results
+        .iter()
+        .map(|r| format!("{} ", r.frame_size))
+        .collect();
+    let row = |value: &dyn Fn(&ThroughputResult) -> String,
+               mark: &dyn Fn(&ThroughputResult) -> &'static str| {
+        results
+            .iter()
+            .map(|r| format!("{}{}", value(r), mark(r)))
+            .collect::<Vec<String>>()
+    };
+    let rows: Vec<(&str, Vec<String>, &str)> = vec![
+        (
+            "Throughput",
+            row(&|r| sig3(r.throughput_mbps_l2), &marked),
+            "Mbps (L2)",
+        ),
+        ("", row(&|r| sig3(r.throughput_fps), &marked), "Frames/s"),
+        (
+            "Line rate",
+            row(&|r| sig3(r.line_rate_mbps_l2), &plain),
+            "Mbps (L2)",
+        ),
+        ("", row(&|r| sig3(r.line_rate_fps), &plain), "Frames/s"),
+        ("Share of line", row(&|r| share_of_line(r), &plain), ""),
+    ];
+
+    let label_width = rows
+        .iter()
+        .map(|(label, _, _)| label.len())
+        .max()
+        .unwrap_or(0);
+    let widths: Vec<usize> = (0..results.len())
+        .map(|i| {
+            rows.iter()
+                .map(|(_, cells, _)| cells[i].chars().count())
+                .chain(std::iter::once(header[i].len()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |label: &str, cells: &[String], unit: &str| {
+        let mut s = format!("{label:<label_width$}");
+        for (cell, width) in cells.iter().zip(&widths) {
+            let pad = width - cell.chars().count();
+            let _ = write!(s, "{GAP}{:pad$}{cell}", "");
+        }
+        if !unit.is_empty() {
+            let _ = write!(s, "{GAP}{unit}");
+        }
+        s.trim_end().to_string()
+    };
+    let table_width = label_width + widths.iter().map(|w| w + GAP.len()).sum::<usize>();
+
+    let mut out = String::new();
+    let title = if report.description.is_empty() {
+        format!(
+            "RFC 2544 throughput, {} -> {} ({})",
+            report.port_a, report.port_b, report.setup
+        )
+    } else {
+        format!("RFC 2544 throughput, {}", report.description)
+    };
+    let settings = format!(
+        "loss allowed {} %, trial {} s, resolution {} %",
+        trim_number(report.allowed_loss_ratio * 100.0),
+        trim_number(report.trial_duration_s),
+        trim_number(report.resolution * 100.0),
+    );
+    // The settings end flush with the unit column when there is room.
+    let room = (table_width + GAP.len() + "Mbps (L2)".len())
+        .saturating_sub(title.chars().count() + settings.chars().count());
+    let _ = writeln!(out, "{title}{:room$}{settings}", "", room = room.max(3));
+    out.push_str("Throughput [Mbps] @ frame size [bytes] and frame rate [fps]\n");
+    if results.is_empty() {
+        out.push_str("(no frame size was measured)\n");
+    } else {
+        out.push_str(&line("", &header, ""));
+        out.push('\n');
+        for (label, cells, unit) in &rows {
+            out.push_str(&line(label, cells, unit));
+            out.push('\n');
+        }
+    }
+    if results.iter().any(|r| r.tester_limited) {
+        out.push_str(
+            "(*) tester-limited: the tester could not offer more; the device may forward more.\n",
+        );
+    }
+    let engine = format!(
+        "Engine {}.   Line speed {}.",
+        report.engine,
+        line_speed(report.line_speed_bps)
+    );
+    match &report.placement {
+        Some(placement) => {
+            let _ = writeln!(out, "{}   {engine}", placement_sentence(placement));
+            if placement.shared_core {
+                out.push_str(SHARED_CORE_WARNING);
+                out.push('\n');
+            }
+        }
+        None => {
+            let _ = writeln!(out, "{engine}");
+        }
+    }
+    out
+}
+
+/// A summary of one trial, for `linerate trial`.
+///
+/// `line_bps` is the line speed, for the offered rate's share of line
+/// rate; pass 0 to leave the share out.
+pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
+    let l2_bytes = t.frame_size as f64;
+    let l1_bytes = l2_bytes + PREAMBLE_AND_GAP as f64;
+    let mbps = |fps: f64, bytes: f64| fps * bytes * 8.0 / 1e6;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Trial: {}-byte frames (IP packet {} bytes), {} s, engine {}",
+        t.frame_size,
+        t.l3_length,
+        trim_number(t.duration_s),
+        t.engine
+    );
+    let _ = writeln!(
+        out,
+        "  intended    {:>15} frames/s  {:>15} frames",
+        thousands_f64(t.intended_fps),
+        thousands(t.intended_frames)
+    );
+    let mut offered = format!(
+        "  offered     {:>15} frames/s  {:.1} Mbps L1, {:.1} Mbps L2",
+        thousands_f64(t.offered_fps),
+        mbps(t.offered_fps, l1_bytes),
+        mbps(t.offered_fps, l2_bytes)
+    );
+    if line_bps > 0 {
+        let line_fps = line_bps as f64 / (8.0 * l1_bytes);
+        let _ = write!(
+            offered,
+            " ({:.1} % of line rate)",
+            t.offered_fps / line_fps * 100.0
+        );
+    }
+    out.push_str(&offered);
+    out.push('\n');
+    let _ = writeln!(out, "  sent (tx)   {:>15} frames", thousands(t.tx_frames));
+    let _ = writeln!(out, "  received    {:>15} frames", thousands(t.rx_frames));
+    let _ = writeln!(
+        out,
+        "  lost        {:>15} frames  ({} of intended)",
+        thousands(t.lost_frames),
+        loss_percent(t.loss_ratio)
+    );
+    let _ = writeln!(out, "  reordered   {:>15} frames", thousands(t.reordered));
+    let _ = writeln!(out, "  duplicated  {:>15} frames", thousands(t.duplicated));
+    match &t.latency_ns {
+        Some(l) => {
+            let us = |ns: u64| format!("{:.1}", ns as f64 / 1000.0);
+            let _ = writeln!(
+                out,
+                "  latency µs  min {}  avg {}  max {}  p50 {}  p99 {}  p99.9 {}",
+                us(l.min),
+                us(l.avg),
+                us(l.max),
+                us(l.p50),
+                us(l.p99),
+                us(l.p999)
+            );
+        }
+        None => out.push_str("  latency     none measured: no frame was received\n"),
+    }
+    if t.generator_short {
+        let share = if t.intended_fps > 0.0 {
+            format!(
+                " ({:.1} % of intended)",
+                t.offered_fps / t.intended_fps * 100.0
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "WARNING: the tester could not send at the intended rate{share}: frames it did not send count as lost, so part of the loss is the tester's, not the device's."
+        );
+    }
+    out
+}
+
+/// Pretty-printed JSON of any record (a report, a result, a trial).
+///
+/// # Panics
+///
+/// Only if `value`'s `Serialize` implementation fails, which the records of
+/// [`crate::model`] never do.
+pub fn to_json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(value).expect("measurement records always serialize")
+}
+
+/// A number rounded to 3 significant digits, as the LANCOM tables print
+/// them: decimals only below 100 (`57.0`, `4.56`), integers with thousands
+/// separators from 100 on (`113`, `1,230`, `95,800`, `14,900,000`).
+pub fn sig3(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".to_string();
+    }
+    if x == 0.0 {
+        return "0".to_string();
+    }
+    let sign = if x < 0.0 { "-" } else { "" };
+    let x = x.abs();
+    let mut exponent = x.log10().floor() as i32;
+    let scale = 10f64.powi(exponent - 2);
+    let rounded = (x / scale).round() * scale;
+    // 999.7 rounds to 1,000: one digit more before the point.
+    if rounded >= 10f64.powi(exponent + 1) {
+        exponent += 1;
+    }
+    let decimals = (2 - exponent).max(0) as usize;
+    if decimals > 0 {
+        format!("{sign}{rounded:.decimals$}")
+    } else {
+        format!("{sign}{}", thousands_f64(rounded))
+    }
+}
+
+/// An integer with comma thousands separators: `14880952` -> `14,880,952`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A number rounded to an integer, with thousands separators.
+fn thousands_f64(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".to_string();
+    }
+    let sign = if x.round() < 0.0 { "-" } else { "" };
+    format!("{sign}{}", thousands(x.abs().round() as u64))
+}
+
+/// The throughput as a share of line rate: `4.0 %`, `100.0 %`.
+fn share_of_line(r: &ThroughputResult) -> String {
+    if r.line_rate_fps > 0.0 {
+        format!("{:.1} %", r.throughput_fps / r.line_rate_fps * 100.0)
+    } else {
+        "-".to_string()
+    }
+}
+
+/// A loss ratio in percent, with enough decimals to show a single frame.
+fn loss_percent(ratio: f64) -> String {
+    let pct = ratio * 100.0;
+    if pct == 0.0 {
+        "0 %".to_string()
+    } else if pct >= 1.0 {
+        format!("{pct:.2} %")
+    } else {
+        format!("{pct:.4} %")
+    }
+}
+
+/// A setting without trailing zeros: `2`, `0.5`, `0.1` (at most 6 decimals).
+fn trim_number(x: f64) -> String {
+    let s = format!("{x:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+/// `10 Gbit/s`, `2.5 Gbit/s`, `100 Mbit/s`.
+pub fn line_speed(bps: u64) -> String {
+    let bps = bps as f64;
+    if bps >= 1e9 {
+        format!("{} Gbit/s", trim_number(bps / 1e9))
+    } else if bps >= 1e6 {
+        format!("{} Mbit/s", trim_number(bps / 1e6))
+    } else {
+        format!("{} bit/s", trim_number(bps))
+    }
+}
+
+const SHARED_CORE_WARNING: &str =
+    "WARNING: tester and DUT shared a CPU core, so they competed for it: \
+the device alone may forward more than these figures.";
+
+/// `Tester on CPU 0, DUT on CPUs 1, 2 (note).`
+fn placement_sentence(p: &Placement) -> String {
+    let cpus = |who: &str, list: &[usize]| match list {
+        [] => format!("{who} on any CPU"),
+        [one] => format!("{who} on CPU {one}"),
+        many => format!(
+            "{who} on CPUs {}",
+            many.iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    // The lab's own note says it best (it names how the DUT was placed).
+    let note = p.note.trim().trim_end_matches('.');
+    if !note.is_empty() {
+        let mut chars = note.chars();
+        let first = chars.next().map(|c| c.to_uppercase().to_string());
+        return format!("{}{}.", first.unwrap_or_default(), chars.as_str());
+    }
+    format!(
+        "{}, {}.",
+        cpus("Tester", &p.tester_cpus),
+        cpus("DUT", &p.dut_cpus)
+    )
+}
+
+#[cfg(test)]
+mod tests;

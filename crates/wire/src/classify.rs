@@ -30,7 +30,10 @@ pub enum Received {
 ///
 /// A test frame is IPv4 (optionally behind one 802.1Q tag), any IHL >= 5,
 /// UDP, not a fragment, to `test_udp_port`, with the whole signature inside
-/// both the IP total length and the frame, and the right magic.
+/// the IP total length and the UDP length, and the right magic.
+///
+/// `frame` may be a truncated capture (receivers copy only the first bytes
+/// of each frame): only the signature itself must lie inside it.
 #[inline]
 pub fn classify(frame: &[u8], test_udp_port: u16) -> Received {
     let Some((ethertype, payload)) = l3_payload(frame) else {
@@ -82,13 +85,26 @@ fn udp_datagram(packet: &[u8]) -> Option<(usize, &[u8])> {
     Some((ihl, ip_payload.get(..udp_len)?))
 }
 
+/// The signature of a test packet. Bounds come from the length fields; the
+/// bytes read must be in `packet`, which may be cut short after them.
 #[inline]
 fn test_signature(packet: &[u8], port: u16) -> Option<Signature> {
-    let (_, d) = udp_datagram(packet)?;
-    if read_u16(d, udp::DST_PORT_OFFSET)? != port {
+    let ihl = ipv4::header_len(packet)?;
+    let total = ipv4::total_len(packet)? as usize;
+    let flags = read_u16(packet, ipv4::FLAGS_OFFSET)?;
+    if *packet.get(ipv4::PROTO_OFFSET)? != IPPROTO_UDP || flags & (FLAG_MF | FRAG_OFFSET_MASK) != 0
+    {
         return None;
     }
-    Signature::parse(d.get(UDP_HEADER_LEN..UDP_HEADER_LEN + SIGNATURE_LEN)?)
+    let udp_len = read_u16(packet, ihl + udp::LEN_OFFSET)? as usize;
+    if udp_len < UDP_HEADER_LEN + SIGNATURE_LEN || ihl + udp_len > total {
+        return None;
+    }
+    if read_u16(packet, ihl + udp::DST_PORT_OFFSET)? != port {
+        return None;
+    }
+    let at = ihl + UDP_HEADER_LEN;
+    Signature::parse(packet.get(at..at + SIGNATURE_LEN)?)
 }
 
 /// True when `frame` is an IPv4/UDP frame (optionally VLAN-tagged) whose IPv4
@@ -133,6 +149,19 @@ mod tests {
             dst_port: PORT,
             ttl: 64,
         }
+    }
+
+    #[test]
+    fn truncated_captures_of_test_frames_are_recognised() {
+        let sig = Signature {
+            stream: 3,
+            seq: 99,
+            tx_ts: 7,
+        };
+        let f = frame(FrameSize::from_frame(1518).unwrap(), sig);
+        assert_eq!(classify(&f[..192], PORT), Received::Test { sig });
+        // Cut inside the signature: not recognisable.
+        assert_eq!(classify(&f[..50], PORT), Received::Other);
     }
 
     fn frame(size: FrameSize, sig: Signature) -> Vec<u8> {

@@ -183,23 +183,31 @@ impl RxQueue for RxRing {
         let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         addr.sll_family = libc::AF_PACKET as u16;
         addr.sll_ifindex = self.ifindex;
-        // SAFETY: frame and addr are valid for the lengths passed.
-        let rc = unsafe {
-            libc::sendto(
-                self.fd.as_raw_fd(),
-                frame.as_ptr().cast(),
-                frame.len(),
-                0,
-                (&addr as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(PortError::io(
-                "sending a control frame",
-                &self.ifname,
-                std::io::Error::last_os_error(),
-            ));
+        // A control frame may meet a full device queue right after a trial
+        // (ENOBUFS): try again briefly, then let the protocol's own retry
+        // (ARP asks again) cover it rather than fail the run.
+        for _ in 0..5 {
+            // SAFETY: frame and addr are valid for the lengths passed.
+            let rc = unsafe {
+                libc::sendto(
+                    self.fd.as_raw_fd(),
+                    frame.as_ptr().cast(),
+                    frame.len(),
+                    0,
+                    (&addr as *const libc::sockaddr_ll).cast(),
+                    std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+                )
+            };
+            if rc >= 0 {
+                return Ok(());
+            }
+            let err = std::io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::EINTR) => {
+                    std::thread::sleep(std::time::Duration::from_millis(1))
+                }
+                _ => return Err(PortError::io("sending a control frame", &self.ifname, err)),
+            }
         }
         Ok(())
     }

@@ -1,0 +1,152 @@
+//! The command line. Users' scripts depend on these names: keep them.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "linerate",
+    version,
+    about = "RFC 2544 testing of routers, firewalls and VPN gateways, in software"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// RFC 2544 throughput per frame size (section 26.1), printed as the LANCOM techpaper's table.
+    Rfc2544(Rfc2544Args),
+    /// One fixed-rate trial from port A to port B.
+    Trial(TrialArgs),
+    /// The namespace lab: a Linux router between two tester ports.
+    Lab {
+        #[command(subcommand)]
+        action: LabAction,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LabAction {
+    /// Creates a lab and leaves it up for later runs (`rfc2544 --lab` uses it).
+    Up {
+        #[arg(long, default_value = "default")]
+        lab_name: String,
+    },
+    /// Removes a lab; without --lab-name, everything linerate made (namespaces named lr-*), also after a crash.
+    Down {
+        #[arg(long)]
+        lab_name: Option<String>,
+    },
+    /// Shows the labs present.
+    Status {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Where the two tester ports are: the lab, or interfaces the user names.
+#[derive(Args, Debug, Clone)]
+pub struct PortArgs {
+    /// Test the lab's Linux router: uses the lab named by --lab-name if it is up, else builds one for this run and removes it after.
+    #[arg(long, conflicts_with_all = ["port_a", "port_b"])]
+    pub lab: bool,
+    /// Name of the lab to use with --lab.
+    #[arg(long, default_value = "default", requires = "lab")]
+    pub lab_name: String,
+    /// Tester port A (sends), e.g. enp1s0f0.
+    #[arg(long, requires_all = ["port_b", "ip_a", "gw_a", "ip_b", "gw_b"])]
+    pub port_a: Option<String>,
+    /// Tester port B (receives).
+    #[arg(long)]
+    pub port_b: Option<String>,
+    /// Address port A's emulated host uses, e.g. 198.18.0.2/24.
+    #[arg(long)]
+    pub ip_a: Option<String>,
+    /// The DUT's address on port A's subnet.
+    #[arg(long)]
+    pub gw_a: Option<String>,
+    #[arg(long)]
+    pub ip_b: Option<String>,
+    #[arg(long)]
+    pub gw_b: Option<String>,
+    /// Static MAC of gateway A (skips ARP), e.g. 02:00:00:00:00:01.
+    #[arg(long)]
+    pub gw_mac_a: Option<String>,
+    #[arg(long)]
+    pub gw_mac_b: Option<String>,
+    /// Line speed for % rates and line-rate limits, e.g. 10G, 1G. Default: the speed the link reports, else 10G.
+    #[arg(long)]
+    pub line_speed: Option<String>,
+    /// Packet I/O engine.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "af_packet"])]
+    pub engine: String,
+    /// After sending, wait this long for frames still in flight (RFC 2544: 2 s).
+    #[arg(long, default_value = "2s")]
+    pub straggler_wait: String,
+}
+
+#[derive(Args, Debug)]
+pub struct Rfc2544Args {
+    #[command(flatten)]
+    pub ports: PortArgs,
+    /// Frame sizes in bytes, FCS included.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "64,128,256,512,1024,1280,1518",
+        conflicts_with = "l3_length"
+    )]
+    pub sizes: Vec<u64>,
+    /// IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts).
+    #[arg(long, value_delimiter = ',')]
+    pub l3_length: Option<Vec<u64>>,
+    /// How long each trial sends.
+    #[arg(long, default_value = "2s")]
+    pub trial_duration: String,
+    /// Stop the search when the bracket is this narrow, relative to its top (1% or 0.01).
+    #[arg(long, default_value = "1%")]
+    pub resolution: String,
+    /// Loss a trial may have and still pass, in percent (RFC 2544: 0).
+    #[arg(long, default_value = "0")]
+    pub loss: String,
+    /// Highest rate tried (default: line rate), e.g. 50%, 2Mpps, 5Gbps.
+    #[arg(long)]
+    pub max_rate: Option<String>,
+    /// RFC 2544 to the letter: 60 s trials.
+    #[arg(long)]
+    pub rfc2544_strict: bool,
+    /// Write every trial and the results as JSON to FILE (rewritten after each trial).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct TrialArgs {
+    #[command(flatten)]
+    pub ports: PortArgs,
+    /// Frame size in bytes, FCS included.
+    #[arg(
+        long,
+        required_unless_present = "l3_length",
+        conflicts_with = "l3_length"
+    )]
+    pub frame_size: Option<u64>,
+    /// IP packet length instead of a frame size.
+    #[arg(long)]
+    pub l3_length: Option<u64>,
+    /// Rate: 50% (of line rate, L1), 100000fps, 1.5Mpps, 300Mbps (L2), 300Mbps@L1.
+    #[arg(long)]
+    pub rate: String,
+    /// How long to send.
+    #[arg(long, default_value = "2s")]
+    pub duration: String,
+    /// Loss allowed before the trial counts as failed (exit 1), in percent.
+    #[arg(long, default_value = "0")]
+    pub loss: String,
+    /// Write the trial as JSON to FILE.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}

@@ -1,0 +1,54 @@
+//! `linerate lab up|down|status`.
+
+use crate::args::LabAction;
+use crate::exit::Outcome;
+use anyhow::Result;
+use linerate_lab::Lab;
+
+pub fn run(action: LabAction) -> Result<Outcome> {
+    linerate_lab::check_environment()?;
+    match action {
+        LabAction::Up { lab_name } => {
+            let lab = Lab::up(&lab_name)?;
+            let (a, b) = (lab.port_a(), lab.port_b());
+            println!("lab '{}' is up", lab.name());
+            println!(
+                "  port A: {} in netns {}  host {}/{}  gateway {}",
+                a.ifname, a.netns, a.ip, a.prefix_len, a.gateway
+            );
+            println!(
+                "  port B: {} in netns {}  host {}/{}  gateway {}",
+                b.ifname, b.netns, b.ip, b.prefix_len, b.gateway
+            );
+            println!("  DUT:    netns {} (Linux router)", lab.dut_netns());
+            println!("  {}", lab.placement().note);
+            println!("run tests with 'linerate rfc2544 --lab --lab-name {}'; remove it with 'linerate lab down'", lab.name());
+            lab.keep();
+        }
+        LabAction::Down { lab_name } => {
+            let removed = match lab_name {
+                // Also removes a half-made lab, which attach would refuse.
+                Some(name) => linerate_lab::down_lab(&name)?,
+                None => linerate_lab::down_all()?,
+            };
+            if removed.is_empty() {
+                println!("nothing to remove");
+            } else {
+                println!("removed: {}", removed.join(", "));
+            }
+        }
+        LabAction::Status { json } => {
+            let labs = linerate_lab::status()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&labs)?);
+            } else if labs.is_empty() {
+                println!("no lab is up");
+            } else {
+                for lab in labs {
+                    println!("{lab}");
+                }
+            }
+        }
+    }
+    Ok(Outcome::Passed)
+}

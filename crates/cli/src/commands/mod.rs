@@ -1,0 +1,28 @@
+//! One module per subcommand.
+
+mod lab;
+mod rfc2544;
+mod trial;
+
+use crate::args::{Cli, Command};
+use crate::exit::Outcome;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    match cli.command {
+        Command::Lab { action } => lab::run(action),
+        Command::Rfc2544(args) => rfc2544::run(args, &*interrupt_flag()?),
+        Command::Trial(args) => trial::run(args, &*interrupt_flag()?),
+    }
+}
+
+/// Set by SIGINT or SIGTERM: the running trial stops, what was measured is
+/// saved, and a lab made for the run is removed on the way out.
+fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, flag.clone())?;
+    }
+    Ok(flag)
+}

@@ -1,0 +1,214 @@
+//! `linerate rfc2544`: the throughput search (RFC 2544 section 26.1) for
+//! each frame size, printed as the LANCOM techpaper's table.
+
+use crate::args::Rfc2544Args;
+use crate::exit::Outcome;
+use crate::ports::{self, parse_duration, parse_percent};
+use crate::progress;
+use anyhow::{bail, Context, Result};
+use linerate_engine::{Engine, EngineError};
+use linerate_method::{find_throughput, Progress, ThroughputConfig, TrialRunner};
+use linerate_port::{RxQueue, TxQueue};
+use linerate_results::{report, InterruptedSearch, Rfc2544Report, TrialResult, TrialSpec};
+use linerate_wire::{FrameSize, Rate};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, SystemTime};
+
+/// RFC 2544 section 24: trials of at least 60 s.
+const STRICT_TRIAL: Duration = Duration::from_secs(60);
+
+/// Lets the throughput search run its trials on the engine.
+struct EngineRunner<'a, T: TxQueue, R: RxQueue> {
+    engine: &'a mut Engine<T, R>,
+    interrupt: &'a AtomicBool,
+}
+
+impl<T: TxQueue, R: RxQueue> TrialRunner for EngineRunner<'_, T, R> {
+    type Error = EngineError;
+    fn run(&mut self, spec: &TrialSpec) -> Result<TrialResult, EngineError> {
+        self.engine.run_trial(spec, self.interrupt)
+    }
+}
+
+pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
+    let frames = frame_sizes(&args)?;
+    let trial_duration = if args.rfc2544_strict {
+        STRICT_TRIAL
+    } else {
+        parse_duration(&args.trial_duration, "--trial-duration")?
+    };
+    if trial_duration.is_zero() {
+        bail!("--trial-duration must be longer than zero, e.g. 2s");
+    }
+    let resolution = parse_percent(&args.resolution, "--resolution")?;
+    let allowed_loss = parse_percent(&args.loss, "--loss")?;
+    let max_rate = args
+        .max_rate
+        .as_deref()
+        .map(Rate::parse)
+        .transpose()
+        .context("--max-rate")?;
+
+    let max_frame_len = frames.iter().map(|f| f.buffer_len()).max().unwrap_or(0);
+    let mut bed = ports::open(&args.ports, max_frame_len)?;
+    for f in &frames {
+        bed.engine.check_frame(*f)?;
+    }
+    let line_bps = bed.line_bps;
+    // Search bounds per frame size, checked before the first trial.
+    let mut plans = Vec::new();
+    for &frame in &frames {
+        let line_fps = frame.line_rate_fps(line_bps);
+        let max_fps = max_rate.map_or(line_fps, |r| r.to_fps(frame, line_bps));
+        if max_fps > line_fps * 1.000_001 {
+            bail!(
+                "--max-rate {} is above the line rate for {}-byte frames ({:.0} frames/s at {}): lower it or set --line-speed",
+                args.max_rate.as_deref().unwrap_or_default(),
+                frame.frame(),
+                line_fps,
+                report::line_speed(line_bps)
+            );
+        }
+        let mut cfg = ThroughputConfig::new(max_fps, trial_duration);
+        cfg.resolution = resolution;
+        cfg.allowed_loss_ratio = allowed_loss;
+        cfg.validate()?;
+        plans.push((frame, line_fps, cfg));
+    }
+
+    eprintln!(
+        "linerate: RFC 2544 throughput on {} -> {}, line speed {} ({}), trials of {}",
+        describe_port(bed.engine.port_a()),
+        describe_port(bed.engine.port_b()),
+        report::line_speed(line_bps),
+        bed.line_speed_source,
+        humantime::format_duration(trial_duration),
+    );
+    if let Some(p) = &bed.placement {
+        eprintln!("linerate: {}", p.note);
+    }
+    bed.engine.resolve()?;
+
+    let mut rep = Rfc2544Report {
+        linerate_version: env!("CARGO_PKG_VERSION").to_string(),
+        description: if bed.setup == "lab" {
+            "LAN-LAN routing, lab Linux router in a network namespace".to_string()
+        } else {
+            format!(
+                "{} -> {} (external DUT)",
+                bed.engine.port_a().ifname,
+                bed.engine.port_b().ifname
+            )
+        },
+        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        setup: bed.setup.to_string(),
+        port_a: describe_port(bed.engine.port_a()),
+        port_b: describe_port(bed.engine.port_b()),
+        line_speed_bps: line_bps,
+        trial_duration_s: trial_duration.as_secs_f64(),
+        resolution,
+        allowed_loss_ratio: allowed_loss,
+        engine: bed.engine.config().name.clone(),
+        placement: bed.placement.clone(),
+        results: Vec::new(),
+        interrupted: None,
+    };
+
+    for (frame, line_fps, cfg) in plans {
+        let mut trials: Vec<TrialResult> = Vec::new();
+        let json = args.json.as_deref();
+        let mut on_progress = |p: Progress| {
+            progress::show(&p, line_fps);
+            if let Progress::TrialDone { result, .. } = p {
+                // Stored as each trial ends: an interrupted run keeps every trial.
+                trials.push(result.clone());
+                if let Some(path) = json {
+                    let mut partial = rep.clone();
+                    partial.interrupted = Some(InterruptedSearch {
+                        frame_size: frame.frame(),
+                        l3_length: frame.l3(),
+                        trials: trials.clone(),
+                    });
+                    if let Err(e) = write_json(path, &partial) {
+                        eprintln!("linerate: warning: {e:#}");
+                    }
+                }
+            }
+        };
+        let mut runner = EngineRunner {
+            engine: &mut bed.engine,
+            interrupt,
+        };
+        match find_throughput(&mut runner, frame, &cfg, line_fps, &mut on_progress) {
+            Ok(result) => rep.results.push(result),
+            Err(EngineError::Interrupted) => {
+                eprintln!();
+                rep.interrupted = Some(InterruptedSearch {
+                    frame_size: frame.frame(),
+                    l3_length: frame.l3(),
+                    trials,
+                });
+                if let Some(path) = &args.json {
+                    write_json(path, &rep)?;
+                }
+                print!("{}", report::throughput_table(&rep));
+                return Ok(Outcome::Interrupted);
+            }
+            Err(e) => {
+                eprintln!();
+                if let Some(path) = &args.json {
+                    rep.interrupted = Some(InterruptedSearch {
+                        frame_size: frame.frame(),
+                        l3_length: frame.l3(),
+                        trials,
+                    });
+                    write_json(path, &rep)?;
+                }
+                return Err(e.into());
+            }
+        }
+        if let Some(path) = &args.json {
+            write_json(path, &rep)?;
+        }
+    }
+    print!("{}", report::throughput_table(&rep));
+    if let Some(path) = &args.json {
+        eprintln!("linerate: every trial written to {}", path.display());
+    }
+    Ok(Outcome::Passed)
+}
+
+fn frame_sizes(args: &Rfc2544Args) -> Result<Vec<FrameSize>> {
+    let sizes = match &args.l3_length {
+        Some(l3) => l3
+            .iter()
+            .map(|&n| FrameSize::from_l3(n))
+            .collect::<Result<Vec<_>, _>>()?,
+        None => args
+            .sizes
+            .iter()
+            .map(|&n| FrameSize::from_frame(n))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    if sizes.is_empty() {
+        bail!("no frame size given: use --sizes 64,128,... or --l3-length 40,...");
+    }
+    Ok(sizes)
+}
+
+pub fn describe_port(info: &linerate_port::PortInfo) -> String {
+    match &info.netns {
+        Some(ns) => format!("{ns}/{}", info.ifname),
+        None => info.ifname.clone(),
+    }
+}
+
+/// Writes JSON atomically: a reader never sees half a file.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, report::to_json(value))
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! Turns the port arguments into a ready engine: the lab's ports (building a
+//! lab for this run when none is up) or the interfaces the user named.
+
+use crate::args::PortArgs;
+use anyhow::{anyhow, bail, Context, Result};
+use linerate_engine::{Engine, EngineConfig, HostConfig};
+use linerate_lab::Lab;
+use linerate_port::af_packet::{AfPacketOptions, AfPacketPort, RxRing, TxRing};
+use linerate_port::Port;
+use linerate_results::Placement;
+use linerate_wire::MacAddr;
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+/// Everything a test runs on. Fields drop in order: the engine's sockets
+/// close before a lab made for this run is removed.
+pub struct TestBed {
+    pub engine: Engine<TxRing, RxRing>,
+    pub line_bps: u64,
+    /// Where the line speed came from, for the report.
+    pub line_speed_source: String,
+    pub placement: Option<Placement>,
+    /// "lab" or "external".
+    pub setup: &'static str,
+    /// Held, not read: a lab built for this run lives as long as the test
+    /// bed and is removed when it drops (also on error, signal or panic).
+    #[allow(dead_code)]
+    pub lab: Option<Lab>,
+}
+
+/// Default line speed when neither the user nor the link says one.
+const DEFAULT_LINE_BPS: u64 = 10_000_000_000;
+
+pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
+    if !nix_is_root() {
+        bail!("not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
+    }
+    let straggler_wait = parse_duration(&args.straggler_wait, "--straggler-wait")?;
+    let opts = AfPacketOptions {
+        max_frame_len,
+        ..AfPacketOptions::default()
+    };
+    let (a, host_a, b, host_b, lab, placement) = if args.lab {
+        linerate_lab::check_environment()?;
+        let lab = if Lab::exists(&args.lab_name) {
+            Lab::attach(&args.lab_name)?
+        } else {
+            let name = linerate_lab::temporary_name();
+            eprintln!("linerate: building lab '{name}' for this run (namespaces lr-{name}-*)");
+            Lab::up(&name)?
+        };
+        let (pa, pb) = (lab.port_a().clone(), lab.port_b().clone());
+        let a = AfPacketPort::open(&pa.ifname, Some(&pa.netns), &opts)?;
+        let b = AfPacketPort::open(&pb.ifname, Some(&pb.netns), &opts)?;
+        let host = |p: &linerate_lab::LabPort| HostConfig {
+            ip: p.ip,
+            prefix_len: p.prefix_len,
+            gateway: p.gateway,
+            gateway_mac: None,
+        };
+        let (ha, hb) = (host(&pa), host(&pb));
+        let pl = lab.placement();
+        let placement = Placement {
+            tester_cpus: pl.tester_cpus.clone(),
+            dut_cpus: pl.dut_cpus.clone(),
+            shared_core: pl.shared_core,
+            note: pl.note.clone(),
+        };
+        (a, ha, b, hb, Some(lab), Some(placement))
+    } else {
+        let name_a = args.port_a.as_deref().ok_or_else(|| {
+            anyhow!("--port-a is missing: name the tester interfaces, or use --lab")
+        })?;
+        let name_b = args
+            .port_b
+            .as_deref()
+            .ok_or_else(|| anyhow!("--port-b is missing: name the second tester interface"))?;
+        if name_a == name_b {
+            bail!("--port-a and --port-b are both '{name_a}': use two interfaces, one on each side of the DUT");
+        }
+        let ha = host_config("a", &args.ip_a, &args.gw_a, &args.gw_mac_a)?;
+        let hb = host_config("b", &args.ip_b, &args.gw_b, &args.gw_mac_b)?;
+        let a = AfPacketPort::open(name_a, None, &opts)?;
+        let b = AfPacketPort::open(name_b, None, &opts)?;
+        (a, ha, b, hb, None, None)
+    };
+
+    let (line_bps, line_speed_source) = match &args.line_speed {
+        Some(text) => (
+            linerate_wire::units::parse_line_speed(text)?,
+            "given with --line-speed".to_string(),
+        ),
+        None => match a.info().speed_bps {
+            Some(bps) => (bps, format!("reported by {}", a.info().ifname)),
+            None => (
+                DEFAULT_LINE_BPS,
+                "not reported by the link; 10G assumed (set --line-speed)".to_string(),
+            ),
+        },
+    };
+    let cfg = EngineConfig {
+        straggler_wait,
+        tester_cpus: placement
+            .as_ref()
+            .map(|p| p.tester_cpus.clone())
+            .unwrap_or_default(),
+        name: "af_packet".into(),
+        ..EngineConfig::default()
+    };
+    let engine = Engine::new(a, host_a, b, host_b, cfg);
+    Ok(TestBed {
+        engine,
+        line_bps,
+        line_speed_source,
+        placement,
+        setup: if lab.is_some() { "lab" } else { "external" },
+        lab,
+    })
+}
+
+fn nix_is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+fn host_config(
+    side: &str,
+    ip: &Option<String>,
+    gw: &Option<String>,
+    gw_mac: &Option<String>,
+) -> Result<HostConfig> {
+    let ip = ip.as_deref().ok_or_else(|| {
+        anyhow!(
+            "--ip-{side} is missing: give port {side}'s address as ADDR/LEN, e.g. 198.18.0.2/24"
+        )
+    })?;
+    let gw = gw.as_deref().ok_or_else(|| {
+        anyhow!("--gw-{side} is missing: give the DUT's address on port {side}'s subnet")
+    })?;
+    let (addr, len) = ip.split_once('/').ok_or_else(|| {
+        anyhow!("--ip-{side} '{ip}' has no prefix length: write it as ADDR/LEN, e.g. 198.18.0.2/24")
+    })?;
+    let addr: Ipv4Addr = addr
+        .parse()
+        .map_err(|_| anyhow!("--ip-{side} '{ip}': '{addr}' is not an IPv4 address"))?;
+    let len: u8 = len
+        .parse()
+        .ok()
+        .filter(|l| (1..=32).contains(l))
+        .ok_or_else(|| anyhow!("--ip-{side} '{ip}': prefix length must be 1..32"))?;
+    let gateway: Ipv4Addr = gw
+        .parse()
+        .map_err(|_| anyhow!("--gw-{side} '{gw}' is not an IPv4 address"))?;
+    let mask = u32::MAX << (32 - len as u32);
+    if u32::from(addr) & mask != u32::from(gateway) & mask {
+        bail!("--gw-{side} {gateway} is not in port {side}'s subnet {ip}: the gateway must be reachable without routing");
+    }
+    if addr == gateway {
+        bail!("--ip-{side} and --gw-{side} are both {addr}: the gateway is the DUT's address, not the tester's");
+    }
+    let gateway_mac = gw_mac
+        .as_deref()
+        .map(|m| {
+            m.parse::<MacAddr>()
+                .with_context(|| format!("--gw-mac-{side}"))
+        })
+        .transpose()?;
+    Ok(HostConfig {
+        ip: addr,
+        prefix_len: len,
+        gateway,
+        gateway_mac,
+    })
+}
+
+/// Parses `2s`, `500ms`, `1m` into a duration, with a message naming the option.
+pub fn parse_duration(text: &str, option: &str) -> Result<Duration> {
+    let d = humantime::parse_duration(text.trim())
+        .map_err(|_| anyhow!("{option} '{text}' is not a duration: write it as 2s, 500ms or 1m"))?;
+    Ok(d)
+}
+
+/// Parses a percentage (`1%`, `0.5`) into a ratio; a bare number is percent.
+pub fn parse_percent(text: &str, option: &str) -> Result<f64> {
+    let t = text.trim().trim_end_matches('%').trim();
+    let v: f64 = t
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && *v >= 0.0 && *v < 100.0)
+        .ok_or_else(|| {
+            anyhow!("{option} '{text}' is not a percentage from 0 to below 100, e.g. 0.5 or 1%")
+        })?;
+    Ok(v / 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_addresses_are_checked() {
+        let s = |v: &str| Some(v.to_string());
+        let ok = host_config("a", &s("198.18.0.2/24"), &s("198.18.0.1"), &None).unwrap();
+        assert_eq!(
+            (ok.ip, ok.prefix_len, ok.gateway),
+            (
+                Ipv4Addr::new(198, 18, 0, 2),
+                24,
+                Ipv4Addr::new(198, 18, 0, 1)
+            )
+        );
+        for (ip, gw) in [
+            ("198.18.0.2", "198.18.0.1"),
+            ("198.18.0.2/33", "198.18.0.1"),
+            ("x/24", "198.18.0.1"),
+            ("198.18.0.2/24", "10.0.0.1"),
+            ("198.18.0.2/24", "198.18.0.2"),
+        ] {
+            assert!(
+                host_config("a", &s(ip), &s(gw), &None).is_err(),
+                "{ip} {gw}"
+            );
+        }
+        assert!(host_config("a", &s("198.18.0.2/24"), &s("198.18.0.1"), &s("nonsense")).is_err());
+    }
+
+    #[test]
+    fn percentages_and_durations_parse() {
+        assert_eq!(parse_percent("1%", "--x").unwrap(), 0.01);
+        assert_eq!(parse_percent("0", "--x").unwrap(), 0.0);
+        assert!(parse_percent("-1", "--x").is_err());
+        assert!(parse_percent("abc", "--x").is_err());
+        assert_eq!(
+            parse_duration("500ms", "--x").unwrap(),
+            Duration::from_millis(500)
+        );
+        assert!(parse_duration("soon", "--x").is_err());
+    }
+}

@@ -1,0 +1,595 @@
+//! The lab topology: building, opening and removing a lab.
+
+use crate::placement::{self, Placement};
+use crate::{netns, LabError, PREFIX};
+use std::net::Ipv4Addr;
+use std::sync::Mutex;
+
+/// MTU of every lab interface: large enough for jumbo-frame trials (veth
+/// accepts up to 64 KiB).
+pub(crate) const MTU: u32 = 9000;
+
+/// One side of the lab: a tester namespace and its link to the DUT.
+pub(crate) struct Side {
+    /// Namespace suffix: lr-<name>-<suffix>.
+    pub suffix: &'static str,
+    pub tester_if: &'static str,
+    pub dut_if: &'static str,
+    /// The tester host's address, emulated by linerate in user space.
+    pub tester_ip: Ipv4Addr,
+    /// The DUT's address on this side: the tester's gateway.
+    pub dut_ip: Ipv4Addr,
+    pub prefix_len: u8,
+}
+
+/// RFC 2544 Appendix C: test networks come from 198.18.0.0/15, one /24 on
+/// each side of the DUT.
+pub(crate) const SIDES: [Side; 2] = [
+    Side {
+        suffix: "a",
+        tester_if: "a0",
+        dut_if: "dut-a",
+        tester_ip: Ipv4Addr::new(198, 18, 0, 2),
+        dut_ip: Ipv4Addr::new(198, 18, 0, 1),
+        prefix_len: 24,
+    },
+    Side {
+        suffix: "b",
+        tester_if: "b0",
+        dut_if: "dut-b",
+        tester_ip: Ipv4Addr::new(198, 19, 0, 2),
+        dut_ip: Ipv4Addr::new(198, 19, 0, 1),
+        prefix_len: 24,
+    },
+];
+
+pub(crate) const DUT_SUFFIX: &str = "dut";
+
+pub(crate) fn tester_netns(lab: &str, side: &Side) -> String {
+    format!("{PREFIX}{lab}-{}", side.suffix)
+}
+
+pub(crate) fn dut_netns(lab: &str) -> String {
+    format!("{PREFIX}{lab}-{DUT_SUFFIX}")
+}
+
+/// The lab's veth links as placement sees them; `names` from [`tester_netns_names`].
+pub(crate) fn links(names: &[String; 2]) -> [placement::Link<'_>; 2] {
+    [0, 1].map(|i| placement::Link {
+        tester_ns: &names[i],
+        tester_if: SIDES[i].tester_if,
+        dut_if: SIDES[i].dut_if,
+    })
+}
+
+pub(crate) fn tester_netns_names(lab: &str) -> [String; 2] {
+    [tester_netns(lab, &SIDES[0]), tester_netns(lab, &SIDES[1])]
+}
+
+/// The three namespaces of lab `name`: A, B, DUT.
+pub(crate) fn netns_names(lab: &str) -> [String; 3] {
+    [
+        tester_netns(lab, &SIDES[0]),
+        tester_netns(lab, &SIDES[1]),
+        dut_netns(lab),
+    ]
+}
+
+/// Lab names: `[a-z0-9_-]{1,12}`, short enough that every namespace name
+/// stays short and readable, and free of anything a shell or `ip` might
+/// read as syntax.
+pub(crate) fn validate_name(name: &str) -> Result<(), LabError> {
+    let ok = (1..=12).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(LabError::InvalidName(name.to_string()))
+    }
+}
+
+/// "aa:bb:cc:dd:ee:ff" to bytes.
+pub(crate) fn parse_mac(text: &str) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    let mut parts = text.split(':');
+    for byte in &mut mac {
+        let part = parts.next()?;
+        if part.len() != 2 {
+            return None;
+        }
+        *byte = u8::from_str_radix(part, 16).ok()?;
+    }
+    parts.next().is_none().then_some(mac)
+}
+
+pub(crate) fn format_mac(mac: &[u8; 6]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// `ip -j link show dev <ifname>` inside `ns`: the interface's JSON object.
+pub(crate) fn link_info(ns: &str, ifname: &str) -> Result<serde_json::Value, LabError> {
+    let json = netns::ip_json(&["-n", ns, "link", "show", "dev", ifname])?;
+    json.as_array()
+        .and_then(|a| a.first())
+        .cloned()
+        .ok_or_else(|| LabError::Parse {
+            command: format!("ip -j -n {ns} link show dev {ifname}"),
+            detail: "no interface in the output".to_string(),
+        })
+}
+
+/// The MAC address of `ifname` inside `ns`.
+pub(crate) fn read_mac(ns: &str, ifname: &str) -> Result<[u8; 6], LabError> {
+    let info = link_info(ns, ifname)?;
+    let text = info["address"].as_str().unwrap_or_default();
+    parse_mac(text).ok_or_else(|| LabError::Parse {
+        command: format!("ip -j -n {ns} link show dev {ifname}"),
+        detail: format!("'{text}' is not a MAC address"),
+    })
+}
+
+/// One tester port of the lab: the interface lives in its own namespace.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LabPort {
+    pub netns: String,
+    pub ifname: String,
+    /// The tester host's address. It is not configured in the kernel:
+    /// linerate emulates the host in user space (and answers ARP for it).
+    pub ip: Ipv4Addr,
+    pub prefix_len: u8,
+    /// The DUT's address on this port's subnet.
+    pub gateway: Ipv4Addr,
+    /// The MAC of the tester interface; the DUT has a permanent neighbour
+    /// entry for `ip` with this MAC.
+    pub mac: [u8; 6],
+}
+
+impl LabPort {
+    fn read(lab: &str, side: &Side) -> Result<LabPort, LabError> {
+        let ns = tester_netns(lab, side);
+        Ok(LabPort {
+            mac: read_mac(&ns, side.tester_if)?,
+            netns: ns,
+            ifname: side.tester_if.to_string(),
+            ip: side.tester_ip,
+            prefix_len: side.prefix_len,
+            gateway: side.dut_ip,
+        })
+    }
+}
+
+/// A lab: two tester namespaces and a routing DUT namespace between them.
+///
+/// A lab made by [`Lab::up`] is removed when dropped unless [`Lab::keep`]
+/// is called; one opened by [`Lab::attach`] is left in place.
+#[derive(Debug)]
+pub struct Lab {
+    name: String,
+    port_a: LabPort,
+    port_b: LabPort,
+    dut_netns: String,
+    placement: Placement,
+    /// Remove the lab on drop.
+    owned: bool,
+}
+
+/// Serialises lab creation within this process: namespace mounts are set up
+/// on first use by `ip`, and placement tells this lab's NAPI threads from
+/// others' by which ones appear while it sets up.
+static CREATE: Mutex<()> = Mutex::new(());
+
+/// Namespaces created so far by a `Lab::up` in progress; removes them when
+/// dropped armed (on error or panic), so a half-made lab never stays behind.
+struct Rollback {
+    made: Vec<String>,
+    armed: bool,
+}
+
+impl Drop for Rollback {
+    fn drop(&mut self) {
+        if self.armed {
+            for ns in self.made.iter().rev() {
+                let _ = netns::delete(ns);
+            }
+        }
+    }
+}
+
+impl Lab {
+    /// Creates lab `name` (namespaces `lr-<name>-a`, `lr-<name>-b`,
+    /// `lr-<name>-dut`). Fails if it exists. If creation fails half-way,
+    /// removes what it made before returning the error.
+    pub fn up(name: &str) -> Result<Lab, LabError> {
+        validate_name(name)?;
+        crate::check_environment()?;
+        let _serial = CREATE.lock().unwrap_or_else(|e| e.into_inner());
+        if Lab::exists(name) {
+            return Err(LabError::Exists(name.to_string()));
+        }
+        let mut rollback = Rollback {
+            made: Vec::new(),
+            armed: true,
+        };
+        let lab = build(name, &mut rollback)?;
+        rollback.armed = false;
+        Ok(lab)
+    }
+
+    /// Opens an existing lab made by an earlier `up` (e.g. `linerate lab
+    /// up`); dropping it leaves the lab in place.
+    pub fn attach(name: &str) -> Result<Lab, LabError> {
+        validate_name(name)?;
+        crate::check_environment()?;
+        for ns in netns_names(name) {
+            if !netns::exists(&ns) {
+                return Err(LabError::NotFound {
+                    name: name.to_string(),
+                    missing: ns,
+                });
+            }
+        }
+        let broken = |e: LabError| LabError::Broken {
+            name: name.to_string(),
+            detail: e.to_string(),
+        };
+        let port_a = LabPort::read(name, &SIDES[0]).map_err(broken)?;
+        let port_b = LabPort::read(name, &SIDES[1]).map_err(broken)?;
+        let dut_ns = dut_netns(name);
+        for side in &SIDES {
+            link_info(&dut_ns, side.dut_if).map_err(broken)?;
+        }
+        let testers = tester_netns_names(name);
+        let state = placement::inspect(&dut_ns, &links(&testers));
+        Ok(Lab {
+            name: name.to_string(),
+            port_a,
+            port_b,
+            placement: placement::from_state(&state, &placement::allowed_cpus()),
+            dut_netns: dut_ns,
+            owned: false,
+        })
+    }
+
+    /// Whether any namespace of lab `name` exists.
+    pub fn exists(name: &str) -> bool {
+        netns_names(name).iter().any(|ns| netns::exists(ns))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn port_a(&self) -> &LabPort {
+        &self.port_a
+    }
+
+    pub fn port_b(&self) -> &LabPort {
+        &self.port_b
+    }
+
+    pub fn dut_netns(&self) -> &str {
+        &self.dut_netns
+    }
+
+    pub fn placement(&self) -> &Placement {
+        &self.placement
+    }
+
+    /// Marks a lab made by `up` as kept (not removed on drop) — for
+    /// `linerate lab up`.
+    pub fn keep(mut self) {
+        self.owned = false;
+    }
+
+    /// Removes this lab's namespaces (idempotent; a namespace already gone
+    /// is fine). Works on attached labs too.
+    pub fn down(&mut self) -> Result<(), LabError> {
+        self.owned = false;
+        down_lab(&self.name).map(|_| ())
+    }
+
+    /// Runs a command inside the DUT namespace (e.g. nft rules in tests);
+    /// returns its stdout. The error names the command and its stderr.
+    pub fn dut_exec(&self, argv: &[&str]) -> Result<String, LabError> {
+        netns::exec_in(&self.dut_netns, argv)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
+        // Drop must never panic (it may run during unwinding, where a second
+        // panic aborts): contain one, and only warn on failure.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.down()));
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!(
+                "warning: lab '{}' was not removed ({e}); remove it with 'linerate lab down'",
+                self.name
+            ),
+            Err(_) => eprintln!(
+                "warning: removing lab '{}' panicked; remove it with 'linerate lab down'",
+                self.name
+            ),
+        }
+    }
+}
+
+/// Sysctls for every lab namespace: IPv6 off so no neighbour discovery or
+/// router solicitation adds frames to the counts. `default` covers the
+/// interfaces created afterwards, `all` the loopback already there.
+fn base_sysctls() -> Vec<(&'static str, &'static str)> {
+    // A kernel booted with ipv6.disable=1 has no IPv6 sysctls (and no IPv6).
+    if !std::path::Path::new("/proc/sys/net/ipv6").exists() {
+        return Vec::new();
+    }
+    vec![
+        ("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1"),
+        ("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1"),
+    ]
+}
+
+fn build(name: &str, rollback: &mut Rollback) -> Result<Lab, LabError> {
+    let dut_ns = dut_netns(name);
+    for ns in netns_names(name) {
+        netns::add(&ns)?;
+        rollback.made.push(ns.clone());
+        let mut sysctls = base_sysctls();
+        if ns == dut_ns {
+            // The DUT routes between its two subnets. rp_filter off: the
+            // lab's test traffic may use source addresses the DUT has no
+            // route back for (e.g. several emulated hosts); the effective
+            // value is the max of `all` and the interface's, so set all.
+            sysctls.extend([
+                ("/proc/sys/net/ipv4/ip_forward", "1"),
+                ("/proc/sys/net/ipv4/conf/all/rp_filter", "0"),
+                ("/proc/sys/net/ipv4/conf/default/rp_filter", "0"),
+            ]);
+        }
+        if !sysctls.is_empty() {
+            netns::write_in(&ns, &sysctls)?;
+        }
+        netns::ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+    }
+
+    let mtu = MTU.to_string();
+    let mut ports = Vec::new();
+    for side in &SIDES {
+        let tester_ns = tester_netns(name, side);
+        // Created directly inside the namespaces: the root namespace never
+        // sees these names, so labs cannot clash with each other or the host.
+        netns::ip(&[
+            "link",
+            "add",
+            side.tester_if,
+            "netns",
+            &tester_ns,
+            "mtu",
+            &mtu,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            side.dut_if,
+            "netns",
+            &dut_ns,
+            "mtu",
+            &mtu,
+        ])?;
+        // No address on the tester side: linerate is the host there.
+        netns::ip(&["-n", &tester_ns, "link", "set", side.tester_if, "up"])?;
+        let dut_addr = format!("{}/{}", side.dut_ip, side.prefix_len);
+        netns::ip(&["-n", &dut_ns, "addr", "add", &dut_addr, "dev", side.dut_if])?;
+        netns::write_in(
+            &dut_ns,
+            &[(
+                &format!("/proc/sys/net/ipv4/conf/{}/rp_filter", side.dut_if),
+                "0",
+            )],
+        )?;
+        let port = LabPort::read(name, side)?;
+        // A permanent neighbour entry for the tester host: the DUT then
+        // never ARPs during a trial, so forwarding does not depend on ARP
+        // timing (linerate still answers ARP for its hosts).
+        netns::ip(&[
+            "-n",
+            &dut_ns,
+            "neigh",
+            "replace",
+            &side.tester_ip.to_string(),
+            "lladdr",
+            &format_mac(&port.mac),
+            "dev",
+            side.dut_if,
+            "nud",
+            "permanent",
+        ])?;
+        netns::ip(&["-n", &dut_ns, "link", "set", side.dut_if, "up"])?;
+        ports.push(port);
+    }
+    // Placement also sets the tester ports' offloads (TSO and GRO off).
+    let testers = tester_netns_names(name);
+    let placement = placement::apply(&dut_ns, &links(&testers));
+    let port_b = ports.pop().expect("two sides");
+    let port_a = ports.pop().expect("two sides");
+    Ok(Lab {
+        name: name.to_string(),
+        port_a,
+        port_b,
+        dut_netns: dut_ns,
+        placement,
+        owned: true,
+    })
+}
+
+/// Removes the namespaces of lab `name` that are present, without opening
+/// it first: works on a half-made or half-removed lab, where `attach`
+/// fails. Returns the namespaces removed (empty if none was there).
+pub fn down_lab(name: &str) -> Result<Vec<String>, LabError> {
+    validate_name(name)?;
+    // Try every namespace even if one fails, then report the first error.
+    let mut removed = Vec::new();
+    let mut first_error = None;
+    for ns in netns_names(name) {
+        match netns::delete(&ns) {
+            Ok(true) => removed.push(ns),
+            Ok(false) => {}
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    first_error.map_or(Ok(removed), Err)
+}
+
+/// Removes every namespace whose name starts with `prefix` (which must
+/// start with [`PREFIX`]). Returns the namespaces removed.
+pub fn down_matching(prefix: &str) -> Result<Vec<String>, LabError> {
+    if !prefix.starts_with(PREFIX) {
+        return Err(LabError::InvalidPrefix(prefix.to_string()));
+    }
+    let mut removed = Vec::new();
+    let mut first_error = None;
+    for ns in netns::list().into_iter().filter(|n| n.starts_with(prefix)) {
+        match netns::delete(&ns) {
+            Ok(true) => removed.push(ns),
+            Ok(false) => {}
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    first_error.map_or(Ok(removed), Err)
+}
+
+/// Removes every namespace whose name starts with [`PREFIX`] (and any stray
+/// veth in the root namespace whose name starts with "lr"), even after a
+/// crash. Returns what it removed.
+pub fn down_all() -> Result<Vec<String>, LabError> {
+    crate::check_environment()?;
+    let mut removed = down_matching(PREFIX)?;
+    // This crate never makes veths in the root namespace, but a crashed
+    // older version or a hand-made experiment might have.
+    let links = netns::ip_json(&["link", "show", "type", "veth"])?;
+    for link in links.as_array().into_iter().flatten() {
+        let Some(ifname) = link["ifname"].as_str() else {
+            continue;
+        };
+        if ifname.starts_with("lr") {
+            // Deleting one end removes its peer too, which may then be
+            // gone when the loop reaches it: tolerate that.
+            match netns::ip(&["link", "del", "dev", ifname]) {
+                Ok(_) => removed.push(ifname.to_string()),
+                Err(e) if netns::ip(&["link", "show", "dev", ifname]).is_ok() => return Err(e),
+                Err(_) => {}
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// A lab name for a one-shot run, unique per process.
+pub fn temporary_name() -> String {
+    format!("run{}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_rule() {
+        for ok in ["a", "lab1", "run4194304", "x_y-z", "abcdefghijkl"] {
+            assert!(validate_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "abcdefghijklm",
+            "Lab",
+            "a b",
+            "a.b",
+            "a/b",
+            "ä",
+            "lab;rm",
+        ] {
+            let err = validate_name(bad).unwrap_err();
+            assert!(matches!(err, LabError::InvalidName(_)), "{bad}");
+            assert!(err.to_string().contains("a-z, 0-9"), "{err}");
+        }
+    }
+
+    #[test]
+    fn temporary_names_are_valid() {
+        assert!(validate_name(&temporary_name()).is_ok());
+        // The largest pid Linux hands out still fits.
+        assert!(validate_name(&format!("run{}", 4_194_304)).is_ok());
+    }
+
+    #[test]
+    fn namespace_names() {
+        assert_eq!(
+            netns_names("x"),
+            [
+                "lr-x-a".to_string(),
+                "lr-x-b".to_string(),
+                "lr-x-dut".to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn macs_round_trip() {
+        let mac = parse_mac("a2:4b:e2:89:97:35").unwrap();
+        assert_eq!(mac, [0xa2, 0x4b, 0xe2, 0x89, 0x97, 0x35]);
+        assert_eq!(format_mac(&mac), "a2:4b:e2:89:97:35");
+        assert_eq!(parse_mac("a2:4b:e2:89:97"), None);
+        assert_eq!(parse_mac("a2:4b:e2:89:97:35:00"), None);
+        assert_eq!(parse_mac("a2:4b:e2:89:97:zz"), None);
+        assert_eq!(parse_mac("a24:b:e2:89:97:35"), None);
+    }
+
+    #[test]
+    fn down_matching_refuses_foreign_prefixes() {
+        for prefix in ["", "l", "lr", "foo-"] {
+            assert!(matches!(
+                down_matching(prefix),
+                Err(LabError::InvalidPrefix(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn rollback_removes_what_a_failed_up_made() {
+        if crate::check_environment().is_err() {
+            eprintln!("SKIPPED: needs root");
+            return;
+        }
+        let ns = format!("{PREFIX}rb{}-a", std::process::id());
+        {
+            let mut rollback = Rollback {
+                made: Vec::new(),
+                armed: true,
+            };
+            netns::add(&ns).unwrap();
+            rollback.made.push(ns.clone());
+            assert!(netns::exists(&ns));
+        } // dropped armed, as when build() returns an error or panics
+        assert!(!netns::exists(&ns), "{ns} left behind");
+    }
+
+    #[test]
+    fn addressing_follows_rfc2544_appendix_c() {
+        for side in &SIDES {
+            let [a, b, _, _] = side.tester_ip.octets();
+            assert!(a == 198 && (b == 18 || b == 19));
+            assert_eq!(side.tester_ip.octets()[..3], side.dut_ip.octets()[..3]);
+        }
+    }
+}

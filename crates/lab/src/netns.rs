@@ -1,0 +1,227 @@
+//! Running commands and managing named network namespaces.
+//!
+//! Configuration goes through iproute2's `ip` (its documented, stable
+//! interface) rather than raw netlink: every step is a command a person can
+//! rerun by hand, and an error names that command and its stderr.
+
+use crate::LabError;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+/// Where iproute2 keeps named namespaces (bind-mounted nsfs files); listing
+/// it is what `ip netns list` does.
+pub(crate) const NETNS_RUN_DIR: &str = "/run/netns";
+
+/// Finds program `name` in PATH, then in the sbin directories: `ip` and
+/// `ethtool` live in /usr/sbin, which a non-login PATH (cargo test, sudo
+/// with a kept environment) may lack.
+pub(crate) fn find_tool(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|dir| dir.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// The `ip` program, looked up once.
+pub(crate) fn ip_path() -> Result<&'static Path, LabError> {
+    static IP: OnceLock<Option<PathBuf>> = OnceLock::new();
+    IP.get_or_init(|| find_tool("ip"))
+        .as_deref()
+        .ok_or(LabError::IprouteMissing)
+}
+
+/// The `ethtool` program, looked up once; optional (only CPU placement uses it).
+pub(crate) fn ethtool_path() -> Option<&'static Path> {
+    static ETHTOOL: OnceLock<Option<PathBuf>> = OnceLock::new();
+    ETHTOOL.get_or_init(|| find_tool("ethtool")).as_deref()
+}
+
+/// A command as a person would type it, for error messages: program base
+/// name, arguments quoted when they hold spaces or shell characters.
+pub(crate) fn command_line(program: &Path, args: &[&str]) -> String {
+    let name = program
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| program.display().to_string());
+    let mut line = name;
+    for arg in args {
+        line.push(' ');
+        let plain = !arg.is_empty()
+            && arg
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
+        if plain {
+            line.push_str(arg);
+        } else {
+            line.push('\'');
+            line.push_str(&arg.replace('\'', r"'\''"));
+            line.push('\'');
+        }
+    }
+    line
+}
+
+/// First non-empty line of a failed command's stderr, or its exit status
+/// when it printed nothing: error messages stay one line.
+pub(crate) fn first_line(stderr: &[u8], status: std::process::ExitStatus) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("exited with {status} and printed nothing"))
+}
+
+/// Runs `program args...`, returns its stdout; errors name the command.
+pub(crate) fn run(program: &Path, args: &[&str]) -> Result<String, LabError> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| LabError::Spawn {
+            command: command_line(program, args),
+            error: e.to_string(),
+        })?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(LabError::Command {
+            command: command_line(program, args),
+            stderr: first_line(&out.stderr, out.status),
+        })
+    }
+}
+
+/// Runs `ip args...`.
+pub(crate) fn ip(args: &[&str]) -> Result<String, LabError> {
+    run(ip_path()?, args)
+}
+
+/// Runs `ip -j args...` and parses its JSON output.
+pub(crate) fn ip_json(args: &[&str]) -> Result<serde_json::Value, LabError> {
+    let mut full = vec!["-j"];
+    full.extend_from_slice(args);
+    let out = ip(&full)?;
+    // Some `ip -j` commands print nothing at all when there is nothing to list.
+    if out.trim().is_empty() {
+        return Ok(serde_json::Value::Array(Vec::new()));
+    }
+    serde_json::from_str(&out).map_err(|e| LabError::Parse {
+        command: command_line(Path::new("ip"), &full),
+        detail: e.to_string(),
+    })
+}
+
+/// Runs `argv` inside namespace `ns` (`ip netns exec`, which also mounts
+/// the namespace's own /sys, needed for /sys/class/net/<dev>/...).
+pub(crate) fn exec_in(ns: &str, argv: &[&str]) -> Result<String, LabError> {
+    let mut full = vec!["netns", "exec", ns];
+    full.extend_from_slice(argv);
+    ip(&full)
+}
+
+/// Shell script writing value `$2` to file `$1`, for each pair of arguments.
+/// Paths and values travel as arguments, never spliced into the script.
+const WRITE_SCRIPT: &str =
+    r#"while [ "$#" -ge 2 ]; do printf '%s\n' "$2" > "$1" || exit 1; shift 2; done"#;
+
+/// Writes `(path, value)` pairs (sysctls under /proc/sys, or /sys files) as
+/// seen from inside namespace `ns`, with one process for all of them.
+pub(crate) fn write_in(ns: &str, writes: &[(&str, &str)]) -> Result<(), LabError> {
+    let mut argv = vec!["/bin/sh", "-c", WRITE_SCRIPT, "sh"];
+    for (path, value) in writes {
+        argv.push(path);
+        argv.push(value);
+    }
+    exec_in(ns, &argv).map(|_| ())
+}
+
+/// Reads a file (a sysctl or /sys file) as seen from inside namespace `ns`.
+pub(crate) fn read_in(ns: &str, path: &str) -> Result<String, LabError> {
+    exec_in(ns, &["cat", path]).map(|s| s.trim().to_string())
+}
+
+/// Names of all named network namespaces, sorted.
+pub(crate) fn list() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(NETNS_RUN_DIR)
+        .map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+pub(crate) fn exists(name: &str) -> bool {
+    Path::new(NETNS_RUN_DIR).join(name).exists()
+}
+
+/// `ip netns add name`.
+pub(crate) fn add(name: &str) -> Result<(), LabError> {
+    ip(&["netns", "add", name]).map(|_| ())
+}
+
+/// Deletes namespace `name`; a namespace already gone is fine. Returns
+/// whether it was there. Deleting a namespace destroys its interfaces (for
+/// a veth, both ends) once no process holds it any more.
+pub(crate) fn delete(name: &str) -> Result<bool, LabError> {
+    if !exists(name) {
+        return Ok(false);
+    }
+    match ip(&["netns", "del", name]) {
+        Ok(_) => Ok(true),
+        // Someone else (a concurrent down) removed it meanwhile: fine.
+        Err(_) if !exists(name) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn command_line_quotes_only_when_needed() {
+        let line = command_line(
+            Path::new("/usr/sbin/ip"),
+            &["netns", "exec", "lr-x-dut", "sh", "-c", "echo 'a b'", ""],
+        );
+        assert_eq!(
+            line,
+            r#"ip netns exec lr-x-dut sh -c 'echo '\''a b'\''' ''"#
+        );
+    }
+
+    #[test]
+    fn first_line_skips_blank_lines_and_falls_back_to_status() {
+        let status = std::process::ExitStatus::from_raw(2 << 8);
+        assert_eq!(
+            first_line(b"\n  Cannot find device \"x\"\nmore\n", status),
+            "Cannot find device \"x\""
+        );
+        assert!(first_line(b"  \n", status).contains("exited with"));
+    }
+
+    #[test]
+    fn find_tool_finds_sh_and_not_nonsense() {
+        assert!(find_tool("sh").is_some());
+        assert!(find_tool("no-such-program-linerate").is_none());
+    }
+
+    #[test]
+    fn delete_of_missing_namespace_is_ok() {
+        assert!(!delete("lr-never-created-namespace").unwrap());
+    }
+}

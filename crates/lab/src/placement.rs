@@ -1,0 +1,506 @@
+//! CPU placement: keeping the DUT's forwarding off the tester's CPU.
+//!
+//! A veth transmit hands the frame straight to the peer's receive path, on
+//! the sending CPU. Without care, the DUT's whole forwarding work would run
+//! inside linerate's transmit call, on the tester's CPU, and a throughput
+//! trial would measure tester and DUT together. So the DUT's veths get
+//! NAPI (veth uses it only when GRO or XDP is on), the NAPI instances are
+//! made *threaded* (each polled by its own kernel thread, `napi/<ifname>-<id>`)
+//! and those threads are pinned to a CPU of their own. The tester then only
+//! queues frames into the DUT's ring and the forwarding runs on the DUT CPU.
+//!
+//! One more condition, easy to miss: veth_xmit() hands a frame to the peer's
+//! NAPI only if the *sending* device has TSO off (or the receiver has UDP
+//! GRO forwarding on); otherwise it falls back to netif_rx() and the DUT's
+//! forwarding runs in softirq on the sender's CPU after all. veth has TSO on
+//! by default, so the tester ports get `tso off` (frames linerate sends are
+//! never TSO packets anyway).
+//!
+//! GRO on the DUT's veths does not merge test frames: it only coalesces TCP,
+//! and UDP only when UDP GRO forwarding or fraglist GRO is on (both off by
+//! default) or a local socket asked for it (the DUT has none).
+//!
+//! Any failure here leaves the lab usable: the placement then says the CPU
+//! is shared, and why, so reports can state it.
+
+use crate::netns;
+use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+use nix::unistd::Pid;
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+/// Where the tester and the DUT run.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Placement {
+    /// CPUs for linerate's tester threads.
+    pub tester_cpus: Vec<usize>,
+    /// CPUs the DUT's forwarding runs on.
+    pub dut_cpus: Vec<usize>,
+    /// True when the DUT's forwarding may run on a tester CPU: results then
+    /// include the DUT's cost in the tester's and must be read as such.
+    pub shared_core: bool,
+    /// One sentence for reports.
+    pub note: String,
+}
+
+/// A threaded-NAPI kernel thread found in /proc.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NapiThread {
+    pub pid: i32,
+    pub comm: String,
+    /// CPUs the thread may run on.
+    pub cpus: Vec<usize>,
+}
+
+/// One veth link as placement sees it: the tester end sends into the DUT end.
+pub(crate) struct Link<'a> {
+    pub tester_ns: &'a str,
+    pub tester_if: &'a str,
+    pub dut_if: &'a str,
+}
+
+/// NAPI state of one DUT interface.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NapiState {
+    pub ifname: String,
+    /// The tester interface sending into this one (its veth peer).
+    pub sender: String,
+    /// Whether TSO is off on `sender`, which veth needs to use this
+    /// interface's NAPI; None when it could not be read (no ethtool).
+    pub sender_tso_off: Option<bool>,
+    /// The interface's `threaded` flag; None when it could not be read.
+    pub threaded: Option<bool>,
+    /// Threads named `napi/<ifname>-<id>`. The kernel names them by
+    /// interface name only and every lab's DUT uses the same names, so with
+    /// several labs up these include the other labs' threads.
+    pub threads: Vec<NapiThread>,
+}
+
+/// Placement as found on a running lab (for `attach` and `status`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PlacementState {
+    pub interfaces: Vec<NapiState>,
+}
+
+/// Sets up the placement for the DUT ends of `links` in `dut_ns`.
+/// Never fails: a failure is reported as a shared core in the result.
+pub(crate) fn apply(dut_ns: &str, links: &[Link]) -> Placement {
+    let cpus = allowed_cpus();
+    let Some((testers, dut_cpu)) = split_cpus(&cpus) else {
+        return one_cpu(&cpus);
+    };
+    let ifaces: Vec<&str> = links.iter().map(|l| l.dut_if).collect();
+    match threaded_napi(dut_ns, links, dut_cpu) {
+        Ok(()) => separate(testers, dut_cpu, &ifaces),
+        Err(why) => shared(&cpus, &why),
+    }
+}
+
+/// Reads the placement state of a running lab.
+pub(crate) fn inspect(dut_ns: &str, links: &[Link]) -> PlacementState {
+    let ifaces: Vec<&str> = links.iter().map(|l| l.dut_if).collect();
+    let threads = napi_threads(&ifaces);
+    let interfaces = links
+        .iter()
+        .map(|l| NapiState {
+            ifname: l.dut_if.to_string(),
+            sender: l.tester_if.to_string(),
+            sender_tso_off: tso_off(l.tester_ns, l.tester_if).ok(),
+            threaded: netns::read_in(dut_ns, &threaded_path(l.dut_if))
+                .ok()
+                .map(|v| v == "1"),
+            threads: threads
+                .iter()
+                .filter(|t| is_napi_thread_of(&t.comm, l.dut_if))
+                .cloned()
+                .collect(),
+        })
+        .collect();
+    PlacementState { interfaces }
+}
+
+/// Whether TSO is off on `ifname` in `ns`, per `ethtool -k`.
+fn tso_off(ns: &str, ifname: &str) -> Result<bool, String> {
+    let ethtool = netns::ethtool_path().ok_or(NO_ETHTOOL)?;
+    let out = netns::exec_in(ns, &[&ethtool.to_string_lossy(), "-k", ifname])
+        .map_err(|e| e.to_string())?;
+    feature_on(&out, "tcp-segmentation-offload")
+        .map(|on| !on)
+        .ok_or_else(|| format!("ethtool -k {ifname} shows no tcp-segmentation-offload"))
+}
+
+/// Reads feature `name` ("name: on" / "name: off [fixed]") from `ethtool -k` output.
+pub(crate) fn feature_on(ethtool_k: &str, name: &str) -> Option<bool> {
+    ethtool_k.lines().find_map(|line| {
+        let value = line.trim().strip_prefix(name)?.strip_prefix(':')?.trim();
+        match value.split_whitespace().next()? {
+            "on" => Some(true),
+            "off" => Some(false),
+            _ => None,
+        }
+    })
+}
+
+/// The placement a found state amounts to, for a process allowed on `allowed`.
+pub(crate) fn from_state(state: &PlacementState, allowed: &[usize]) -> Placement {
+    let Some(_) = split_cpus(allowed) else {
+        return one_cpu(allowed);
+    };
+    let mut dut_cpu = None;
+    for iface in &state.interfaces {
+        if iface.sender_tso_off != Some(true) {
+            return shared(
+                allowed,
+                &format!(
+                    "TSO is not known to be off on {}, so veth may bypass {}'s NAPI",
+                    iface.sender, iface.ifname
+                ),
+            );
+        }
+        if iface.threaded != Some(true) {
+            return shared(
+                allowed,
+                &format!("threaded NAPI is off on {}", iface.ifname),
+            );
+        }
+        if iface.threads.is_empty() {
+            return shared(
+                allowed,
+                &format!("no NAPI thread found for {}", iface.ifname),
+            );
+        }
+        for t in &iface.threads {
+            match (t.cpus.as_slice(), dut_cpu) {
+                ([cpu], None) => dut_cpu = Some(*cpu),
+                ([cpu], Some(d)) if *cpu == d => {}
+                _ => {
+                    return shared(
+                        allowed,
+                        &format!("NAPI thread {} is not pinned to the DUT CPU", t.comm),
+                    )
+                }
+            }
+        }
+    }
+    let Some(dut_cpu) = dut_cpu else {
+        return shared(allowed, "the lab has no DUT interfaces");
+    };
+    let testers: Vec<usize> = allowed.iter().copied().filter(|&c| c != dut_cpu).collect();
+    if testers.is_empty() {
+        return shared(
+            allowed,
+            &format!("the DUT's CPU {dut_cpu} is the only CPU left"),
+        );
+    }
+    let names: Vec<&str> = state.interfaces.iter().map(|i| i.ifname.as_str()).collect();
+    separate(testers, dut_cpu, &names)
+}
+
+/// CPUs this process may run on (its affinity mask), ascending.
+pub(crate) fn allowed_cpus() -> Vec<usize> {
+    match sched_getaffinity(Pid::from_raw(0)) {
+        Ok(set) => cpus_of(&set),
+        Err(_) => {
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (0..n).collect()
+        }
+    }
+}
+
+/// Splits CPUs into (tester CPUs, DUT CPU): the DUT takes the last one.
+/// None with fewer than two CPUs.
+pub(crate) fn split_cpus(cpus: &[usize]) -> Option<(Vec<usize>, usize)> {
+    match cpus {
+        [testers @ .., dut] if !testers.is_empty() => Some((testers.to_vec(), *dut)),
+        _ => None,
+    }
+}
+
+/// "CPU 0" or "CPUs 0, 2".
+pub(crate) fn cpu_list(cpus: &[usize]) -> String {
+    let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+    match cpus.len() {
+        0 => "no CPU".to_string(),
+        1 => format!("CPU {}", list[0]),
+        _ => format!("CPUs {}", list.join(", ")),
+    }
+}
+
+fn separate(testers: Vec<usize>, dut_cpu: usize, ifaces: &[&str]) -> Placement {
+    Placement {
+        note: format!(
+            "DUT forwarding on CPU {dut_cpu} (threaded NAPI on {}); tester on {}",
+            ifaces.join(", "),
+            cpu_list(&testers)
+        ),
+        tester_cpus: testers,
+        dut_cpus: vec![dut_cpu],
+        shared_core: false,
+    }
+}
+
+fn one_cpu(cpus: &[usize]) -> Placement {
+    Placement {
+        tester_cpus: cpus.to_vec(),
+        dut_cpus: cpus.to_vec(),
+        shared_core: true,
+        note: format!(
+            "DUT forwarding and tester share {}: only one CPU is available, so results include the DUT's forwarding cost",
+            cpu_list(cpus)
+        ),
+    }
+}
+
+fn shared(cpus: &[usize], why: &str) -> Placement {
+    Placement {
+        tester_cpus: cpus.to_vec(),
+        dut_cpus: cpus.to_vec(),
+        shared_core: true,
+        note: format!("DUT forwarding runs on the tester's CPUs because {why}"),
+    }
+}
+
+fn threaded_path(ifname: &str) -> String {
+    format!("/sys/class/net/{ifname}/threaded")
+}
+
+const NO_ETHTOOL: &str = "ethtool is not installed (install it with 'apt-get install ethtool')";
+
+/// Turns TSO off on the senders, enables threaded NAPI on the DUT ends of
+/// `links` and pins the new NAPI threads to `dut_cpu`, then checks that all
+/// of it took effect. Err is a reason for a note.
+fn threaded_napi(dut_ns: &str, links: &[Link], dut_cpu: usize) -> Result<(), String> {
+    let ethtool = netns::ethtool_path().ok_or(NO_ETHTOOL)?;
+    let ethtool = ethtool.to_string_lossy();
+    let ifaces: Vec<&str> = links.iter().map(|l| l.dut_if).collect();
+    let ifaces = ifaces.as_slice();
+    for l in links {
+        // GRO off is veth's default; stated so received frames surely reach
+        // linerate one by one.
+        netns::exec_in(
+            l.tester_ns,
+            &[&ethtool, "-K", l.tester_if, "tso", "off", "gro", "off"],
+        )
+        .map_err(|e| format!("TSO could not be turned off on {}: {e}", l.tester_if))?;
+    }
+    // Threads that exist already belong to other labs (or to labs being torn
+    // down); only the ones appearing now are this lab's.
+    let before: HashSet<i32> = napi_threads(ifaces).iter().map(|t| t.pid).collect();
+    for ifname in ifaces {
+        netns::exec_in(dut_ns, &[&ethtool, "-K", ifname, "gro", "on"])
+            .map_err(|e| format!("GRO (needed for veth NAPI) could not be enabled: {e}"))?;
+    }
+    let paths: Vec<String> = ifaces.iter().map(|i| threaded_path(i)).collect();
+    let writes: Vec<(&str, &str)> = paths.iter().map(|p| (p.as_str(), "1")).collect();
+    netns::write_in(dut_ns, &writes)
+        .map_err(|e| format!("threaded NAPI could not be enabled: {e}"))?;
+
+    // The write creates the threads before it returns; the wait only covers
+    // a slow /proc.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mine = loop {
+        let mine: Vec<NapiThread> = napi_threads(ifaces)
+            .into_iter()
+            .filter(|t| !before.contains(&t.pid))
+            .collect();
+        let all_found = ifaces
+            .iter()
+            .all(|i| mine.iter().any(|t| is_napi_thread_of(&t.comm, i)));
+        if all_found || Instant::now() > deadline {
+            break mine;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for ifname in ifaces {
+        if !mine.iter().any(|t| is_napi_thread_of(&t.comm, ifname)) {
+            return Err(format!("no NAPI thread appeared for {ifname}"));
+        }
+    }
+
+    let mut set = CpuSet::new();
+    set.set(dut_cpu)
+        .map_err(|e| format!("CPU {dut_cpu} cannot be used: {e}"))?;
+    for t in &mine {
+        sched_setaffinity(Pid::from_raw(t.pid), &set).map_err(|e| {
+            format!(
+                "{} (pid {}) could not be pinned to CPU {dut_cpu}: {e}",
+                t.comm, t.pid
+            )
+        })?;
+    }
+
+    // Verify: TSO off on the senders, flags read back 1, and the threads
+    // stay on the DUT CPU.
+    for l in links {
+        if !tso_off(l.tester_ns, l.tester_if)? {
+            return Err(format!("TSO is still on at {}", l.tester_if));
+        }
+    }
+    for (ifname, path) in ifaces.iter().zip(&paths) {
+        let value = netns::read_in(dut_ns, path).map_err(|e| e.to_string())?;
+        if value != "1" {
+            return Err(format!(
+                "{ifname}'s threaded flag reads {value:?} after writing 1"
+            ));
+        }
+    }
+    for t in &mine {
+        let cpus = sched_getaffinity(Pid::from_raw(t.pid))
+            .map(|s| cpus_of(&s))
+            .map_err(|e| format!("{} (pid {}) vanished: {e}", t.comm, t.pid))?;
+        if cpus != [dut_cpu] {
+            return Err(format!(
+                "{} runs on {} after pinning",
+                t.comm,
+                cpu_list(&cpus)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a thread name is a NAPI thread of interface `ifname`
+/// (`napi/<ifname>-<napi id>`).
+pub(crate) fn is_napi_thread_of(comm: &str, ifname: &str) -> bool {
+    comm.strip_prefix("napi/")
+        .and_then(|rest| rest.strip_prefix(ifname))
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// NAPI threads of any of `ifaces` (by name, in all namespaces), by pid.
+fn napi_threads(ifaces: &[&str]) -> Vec<NapiThread> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut threads: Vec<NapiThread> = dir
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+            let comm = comm.trim_end().to_string();
+            if !ifaces.iter().any(|i| is_napi_thread_of(&comm, i)) {
+                return None;
+            }
+            let cpus = sched_getaffinity(Pid::from_raw(pid)).ok()?;
+            Some(NapiThread {
+                pid,
+                comm,
+                cpus: cpus_of(&cpus),
+            })
+        })
+        .collect();
+    threads.sort_by_key(|t| t.pid);
+    threads
+}
+
+fn cpus_of(set: &CpuSet) -> Vec<usize> {
+    (0..CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_gives_dut_the_last_cpu() {
+        assert_eq!(split_cpus(&[0, 1]), Some((vec![0], 1)));
+        assert_eq!(split_cpus(&[0, 2, 3]), Some((vec![0, 2], 3)));
+        assert_eq!(split_cpus(&[0]), None);
+        assert_eq!(split_cpus(&[]), None);
+    }
+
+    #[test]
+    fn cpu_lists_read_well() {
+        assert_eq!(cpu_list(&[0]), "CPU 0");
+        assert_eq!(cpu_list(&[0, 2]), "CPUs 0, 2");
+    }
+
+    #[test]
+    fn napi_thread_names() {
+        assert!(is_napi_thread_of("napi/dut-a-258", "dut-a"));
+        assert!(!is_napi_thread_of("napi/dut-a-258", "dut-b"));
+        assert!(!is_napi_thread_of("napi/dut-ab-258", "dut-a"));
+        assert!(!is_napi_thread_of("napi/dut-a-", "dut-a"));
+        assert!(!is_napi_thread_of("kworker/dut-a-1", "dut-a"));
+    }
+
+    fn state(threaded: bool, cpus: &[&[usize]]) -> PlacementState {
+        PlacementState {
+            interfaces: ["dut-a", "dut-b"]
+                .iter()
+                .enumerate()
+                .map(|(i, name)| NapiState {
+                    ifname: name.to_string(),
+                    sender: ["a0", "b0"][i].to_string(),
+                    sender_tso_off: Some(true),
+                    threaded: Some(threaded),
+                    threads: vec![NapiThread {
+                        pid: 100 + i as i32,
+                        comm: format!("napi/{name}-{}", 258 + i),
+                        cpus: cpus[i].to_vec(),
+                    }],
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn found_state_pinned_is_separate() {
+        let p = from_state(&state(true, &[&[1], &[1]]), &[0, 1]);
+        assert!(!p.shared_core);
+        assert_eq!(p.tester_cpus, vec![0]);
+        assert_eq!(p.dut_cpus, vec![1]);
+        assert_eq!(
+            p.note,
+            "DUT forwarding on CPU 1 (threaded NAPI on dut-a, dut-b); tester on CPU 0"
+        );
+    }
+
+    #[test]
+    fn found_state_not_threaded_or_unpinned_is_shared() {
+        let p = from_state(&state(false, &[&[1], &[1]]), &[0, 1]);
+        assert!(p.shared_core);
+        assert!(
+            p.note.contains("threaded NAPI is off on dut-a"),
+            "{}",
+            p.note
+        );
+        let p = from_state(&state(true, &[&[1], &[0, 1]]), &[0, 1]);
+        assert!(p.shared_core);
+        assert!(p.note.contains("napi/dut-b-259"), "{}", p.note);
+        let p = from_state(&state(true, &[&[1], &[1]]), &[1]);
+        assert!(p.shared_core);
+        assert!(p.note.contains("only one CPU"), "{}", p.note);
+    }
+
+    #[test]
+    fn found_state_with_tso_on_is_shared() {
+        let mut st = state(true, &[&[1], &[1]]);
+        st.interfaces[1].sender_tso_off = Some(false);
+        let p = from_state(&st, &[0, 1]);
+        assert!(p.shared_core);
+        assert!(
+            p.note.contains("TSO is not known to be off on b0"),
+            "{}",
+            p.note
+        );
+    }
+
+    #[test]
+    fn ethtool_features_parse() {
+        let out = "Features for a0:\nrx-checksumming: on\ntcp-segmentation-offload: off\n\
+                   \ttx-tcp-segmentation: off\ngeneric-receive-offload: on [fixed]\n";
+        assert_eq!(feature_on(out, "tcp-segmentation-offload"), Some(false));
+        assert_eq!(feature_on(out, "tx-tcp-segmentation"), Some(false));
+        assert_eq!(feature_on(out, "generic-receive-offload"), Some(true));
+        assert_eq!(feature_on(out, "rx-gro-list"), None);
+    }
+
+    #[test]
+    fn own_affinity_is_not_empty() {
+        assert!(!allowed_cpus().is_empty());
+    }
+}

@@ -1,0 +1,124 @@
+//! A simulated device under test, for tests and dry runs: it answers each
+//! trial with exact frame counts computed from a capacity, a tester
+//! ceiling and a loss pattern, without sending anything.
+
+use crate::TrialRunner;
+use linerate_results::{LatencySummary, TrialResult, TrialSpec};
+use std::convert::Infallible;
+
+/// A device that forwards up to `capacity_fps`, seen through a tester that
+/// can send at most `tester_ceiling_fps`.
+///
+/// For a trial of `d` seconds at `f` frames/s:
+/// - the schedule calls for `round(f × d)` frames;
+/// - the tester sends them all, or `floor(ceiling × d)` if that is fewer
+///   (then `generator_short` is set);
+/// - the device forwards everything sent up to `floor(capacity × d)`
+///   frames; offered more, it forwards `overload_forwarding` times that
+///   (1.0: an ideal device keeps forwarding at capacity; 0.5: it collapses
+///   to half, as a device in receive livelock does);
+/// - of the forwarded frames, every `loss_every_nth` is dropped anyway.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimulatedDut {
+    pub capacity_fps: f64,
+    /// Drop every n-th forwarded frame whatever the rate.
+    pub loss_every_nth: Option<u64>,
+    /// Most frames/s the tester manages to send.
+    pub tester_ceiling_fps: Option<f64>,
+    /// Share of its capacity the device still forwards when overloaded.
+    pub overload_forwarding: f64,
+    /// Trials run so far.
+    pub trials_run: usize,
+}
+
+impl SimulatedDut {
+    /// An ideal device: forwards `capacity_fps` under any overload, loses
+    /// nothing below it, behind a tester without limits.
+    pub fn new(capacity_fps: f64) -> Self {
+        SimulatedDut {
+            capacity_fps,
+            loss_every_nth: None,
+            tester_ceiling_fps: None,
+            overload_forwarding: 1.0,
+            trials_run: 0,
+        }
+    }
+
+    pub fn with_loss_every_nth(mut self, n: u64) -> Self {
+        self.loss_every_nth = Some(n);
+        self
+    }
+
+    pub fn with_tester_ceiling(mut self, fps: f64) -> Self {
+        self.tester_ceiling_fps = Some(fps);
+        self
+    }
+
+    pub fn with_overload_forwarding(mut self, share: f64) -> Self {
+        self.overload_forwarding = share;
+        self
+    }
+
+    /// Frames the device forwards in a trial of `duration_s` at most.
+    pub fn capacity_frames(&self, duration_s: f64) -> u64 {
+        (self.capacity_fps * duration_s).floor() as u64
+    }
+
+    /// The trial result for `spec`, without counting it as run.
+    pub fn answer(&self, spec: &TrialSpec) -> TrialResult {
+        let d = spec.duration.as_secs_f64();
+        let intended = (spec.intended_fps * d).round() as u64;
+        let tx = match self.tester_ceiling_fps {
+            Some(ceiling) => intended.min((ceiling * d).floor() as u64),
+            None => intended,
+        };
+        let capacity = self.capacity_frames(d);
+        let forwarded = if tx > capacity {
+            (capacity as f64 * self.overload_forwarding).floor() as u64
+        } else {
+            tx
+        };
+        let rx = forwarded - self.loss_every_nth.map_or(0, |n| forwarded / n.max(1));
+        let lost = intended - rx;
+        TrialResult {
+            frame_size: spec.frame.frame(),
+            l3_length: spec.frame.l3(),
+            duration_s: d,
+            intended_fps: spec.intended_fps,
+            offered_fps: if d > 0.0 { tx as f64 / d } else { 0.0 },
+            intended_frames: intended,
+            tx_frames: tx,
+            rx_frames: rx,
+            lost_frames: lost,
+            loss_ratio: if intended > 0 {
+                lost as f64 / intended as f64
+            } else {
+                0.0
+            },
+            reordered: 0,
+            duplicated: 0,
+            latency_ns: (rx > 0).then_some(LatencySummary {
+                min: 10_000,
+                avg: 12_000,
+                max: 50_000,
+                p50: 11_000,
+                p90: 14_000,
+                p99: 20_000,
+                p999: 40_000,
+            }),
+            generator_short: tx < intended,
+            engine: "simulated".to_string(),
+            tester_rx_drops: 0,
+            stray_frames: 0,
+        }
+    }
+}
+
+impl TrialRunner for SimulatedDut {
+    type Error = Infallible;
+
+    fn run(&mut self, spec: &TrialSpec) -> Result<TrialResult, Infallible> {
+        self.trials_run += 1;
+        Ok(self.answer(spec))
+    }
+}

@@ -1,0 +1,329 @@
+use super::*;
+use crate::model::LatencySummary;
+
+fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialResult {
+    let intended_frames = (intended_fps * 2.0).round() as u64;
+    let tx_frames = if short {
+        intended_frames * 9 / 10
+    } else {
+        intended_frames
+    };
+    let lost = intended_frames - rx_frames;
+    TrialResult {
+        frame_size: frame,
+        l3_length: frame - 18,
+        duration_s: 2.0,
+        intended_fps,
+        offered_fps: tx_frames as f64 / 2.0,
+        intended_frames,
+        tx_frames,
+        rx_frames,
+        lost_frames: lost,
+        loss_ratio: lost as f64 / intended_frames as f64,
+        reordered: 3,
+        duplicated: 1,
+        latency_ns: Some(LatencySummary {
+            min: 8_200,
+            avg: 15_049,
+            max: 812_000,
+            p50: 12_300,
+            p90: 20_000,
+            p99: 40_350,
+            p999: 99_999,
+        }),
+        generator_short: short,
+        engine: "af_packet".into(),
+        tester_rx_drops: 0,
+        stray_frames: 0,
+    }
+}
+
+fn result(frame: u16, throughput_fps: f64, tester_limited: bool) -> ThroughputResult {
+    let bytes = |b: u16| throughput_fps * b as f64 * 8.0 / 1e6;
+    let line_rate_fps = 10e9 / (8.0 * (frame as f64 + 20.0));
+    ThroughputResult {
+        frame_size: frame,
+        l3_length: frame - 18,
+        throughput_fps,
+        throughput_mbps_l2: bytes(frame),
+        throughput_mbps_l1: bytes(frame + 20),
+        throughput_mbps_l3: bytes(frame - 18),
+        throughput_mbps_l4: bytes(frame - 46),
+        line_rate_fps,
+        line_rate_mbps_l2: line_rate_fps * frame as f64 * 8.0 / 1e6,
+        tester_limited,
+        trials: vec![
+            trial(
+                frame,
+                line_rate_fps,
+                (throughput_fps * 2.0) as u64,
+                tester_limited,
+            ),
+            trial(
+                frame,
+                throughput_fps,
+                (throughput_fps * 2.0).round() as u64,
+                false,
+            ),
+        ],
+    }
+}
+
+fn report(results: Vec<ThroughputResult>, placement: Option<Placement>) -> Rfc2544Report {
+    Rfc2544Report {
+        linerate_version: "0.1.0".into(),
+        started_at: "2025-01-01T12:00:00Z".into(),
+        setup: "lab".into(),
+        port_a: "lr-a".into(),
+        port_b: "lr-b".into(),
+        line_speed_bps: 10_000_000_000,
+        trial_duration_s: 2.0,
+        resolution: 0.01,
+        allowed_loss_ratio: 0.0,
+        engine: "af_packet".into(),
+        placement,
+        results,
+        interrupted: None,
+        description: String::new(),
+    }
+}
+
+fn lab_report() -> Rfc2544Report {
+    report(
+        vec![
+            result(64, 600_000.0, false),
+            result(128, 580_400.0, false),
+            result(256, 557_000.0, false),
+            result(512, 530_000.0, false),
+            result(1024, 812_000.0, true),
+            result(1280, 95_812.0, false),
+            result(1518, 812_743.0, false),
+        ],
+        Some(Placement {
+            tester_cpus: vec![0],
+            dut_cpus: vec![1],
+            shared_core: false,
+            note: "DUT forwarding on CPU 1 (threaded NAPI on dut-a, dut-b); tester on CPU 0".into(),
+        }),
+    )
+}
+
+#[test]
+fn the_table_has_the_lancom_layout() {
+    let expected = "\
+RFC 2544 throughput, lr-a -> lr-b (lab)                       loss allowed 0 %, trial 2 s, resolution 1 %
+Throughput [Mbps] @ frame size [bytes] and frame rate [fps]
+                       64         128         256         512        1024      1280      1518
+Throughput            307         594       1,140       2,170       6,650*      981     9,870   Mbps (L2)
+                  600,000     580,000     557,000     530,000     812,000*   95,800   813,000   Frames/s
+Line rate           7,620       8,650       9,280       9,620       9,810     9,850     9,870   Mbps (L2)
+               14,900,000   8,450,000   4,530,000   2,350,000   1,200,000   962,000   813,000   Frames/s
+Share of line       4.0 %       6.9 %      12.3 %      22.6 %      67.8 %    10.0 %   100.0 %
+(*) tester-limited: the tester could not offer more; the device may forward more.
+DUT forwarding on CPU 1 (threaded NAPI on dut-a, dut-b); tester on CPU 0.   Engine af_packet.   Line speed 10 Gbit/s.
+";
+    let table = throughput_table(&lab_report());
+    assert_eq!(table, expected, "\n{table}");
+}
+
+#[test]
+fn columns_align_on_their_right_edge() {
+    let table = throughput_table(&lab_report());
+    let lines: Vec<&str> = table.lines().skip(2).take(6).collect();
+    // The last digit of "1518" and of every number beneath it share a column.
+    let edge = lines[0].len();
+    for line in &lines[1..5] {
+        let numbers_end = line.trim_end_matches(|c: char| c.is_alphabetic() || "()/ 2".contains(c));
+        assert_eq!(numbers_end.len(), edge, "{line:?}");
+    }
+}
+
+#[test]
+fn without_marks_or_placement_the_notes_are_left_out() {
+    let r = report(
+        vec![
+            result(64, 14_880_952.0, false),
+            result(1518, 81_000.0, false),
+        ],
+        None,
+    );
+    let expected = "\
+RFC 2544 throughput, lr-a -> lr-b (lab)   loss allowed 0 %, trial 2 s, resolution 1 %
+Throughput [Mbps] @ frame size [bytes] and frame rate [fps]
+                       64      1518
+Throughput          7,620       984   Mbps (L2)
+               14,900,000    81,000   Frames/s
+Line rate           7,620     9,870   Mbps (L2)
+               14,900,000   813,000   Frames/s
+Share of line     100.0 %    10.0 %
+Engine af_packet.   Line speed 10 Gbit/s.
+";
+    let table = throughput_table(&r);
+    assert_eq!(table, expected, "\n{table}");
+    assert!(!table.contains('*'));
+}
+
+#[test]
+fn a_shared_core_is_said_plainly() {
+    let mut r = report(
+        vec![result(64, 300_000.0, false)],
+        Some(Placement {
+            tester_cpus: vec![0, 2],
+            dut_cpus: vec![0],
+            shared_core: true,
+            note: String::new(),
+        }),
+    );
+    r.allowed_loss_ratio = 0.005;
+    r.resolution = 0.001;
+    r.trial_duration_s = 0.5;
+    r.line_speed_bps = 2_500_000_000;
+    let table = throughput_table(&r);
+    assert!(table.starts_with("RFC 2544 throughput, lr-a -> lr-b (lab)   loss allowed 0.5 %, trial 0.5 s, resolution 0.1 %\n"), "{table}");
+    assert!(
+        table.contains(
+            "Tester on CPUs 0, 2, DUT on CPU 0.   Engine af_packet.   Line speed 2.5 Gbit/s.\n"
+        ),
+        "{table}"
+    );
+    assert!(
+        table.contains("WARNING: tester and DUT shared a CPU core"),
+        "{table}"
+    );
+}
+
+#[test]
+fn an_empty_report_still_prints() {
+    let table = throughput_table(&report(vec![], None));
+    assert!(table.contains("(no frame size was measured)"));
+}
+
+#[test]
+fn numbers_have_three_significant_digits() {
+    for (x, s) in [
+        (57.04, "57.0"),
+        (63.2, "63.2"),
+        (112.6, "113"),
+        (983.7, "984"),
+        (999.7, "1,000"),
+        (99.96, "100"),
+        (9.996, "10.0"),
+        (1234.5, "1,230"),
+        (9_412.0, "9,410"),
+        (0.0, "0"),
+        (4.56, "4.56"),
+        (0.5, "0.500"),
+        (110_000.0, "110,000"),
+        (95_812.0, "95,800"),
+        (122_600.0, "123,000"),
+        (14_880_952.0, "14,900,000"),
+        (-57.04, "-57.0"),
+        (f64::NAN, "-"),
+    ] {
+        assert_eq!(sig3(x), s, "{x}");
+    }
+}
+
+#[test]
+fn thousands_are_separated() {
+    for (n, s) in [
+        (0, "0"),
+        (999, "999"),
+        (1000, "1,000"),
+        (14_880_952, "14,880,952"),
+    ] {
+        assert_eq!(thousands(n), s);
+    }
+    assert_eq!(thousands(u64::MAX), "18,446,744,073,709,551,615");
+}
+
+#[test]
+fn a_trial_summary_shows_counts_rates_and_latency() {
+    let t = trial(64, 1_000_000.0, 1_999_000, false);
+    let expected = "\
+Trial: 64-byte frames (IP packet 46 bytes), 2 s, engine af_packet
+  intended          1,000,000 frames/s        2,000,000 frames
+  offered           1,000,000 frames/s  672.0 Mbps L1, 512.0 Mbps L2 (6.7 % of line rate)
+  sent (tx)         2,000,000 frames
+  received          1,999,000 frames
+  lost                  1,000 frames  (0.0500 % of intended)
+  reordered                 3 frames
+  duplicated                1 frames
+  latency µs  min 8.2  avg 15.0  max 812.0  p50 12.3  p99 40.4  p99.9 100.0
+";
+    let summary = trial_summary(&t, 10_000_000_000);
+    assert_eq!(summary, expected, "\n{summary}");
+    assert!(!trial_summary(&t, 0).contains("of line rate"));
+}
+
+#[test]
+fn a_short_generator_is_warned_about() {
+    let mut t = trial(1518, 800_000.0, 1_440_000, true);
+    let summary = trial_summary(&t, 10_000_000_000);
+    assert!(
+        summary.contains("offered             720,000 frames/s"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("lost                160,000 frames  (10.00 % of intended)"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(
+            "WARNING: the tester could not send at the intended rate (90.0 % of intended)"
+        ),
+        "{summary}"
+    );
+    t.latency_ns = None;
+    t.generator_short = false;
+    let summary = trial_summary(&t, 10_000_000_000);
+    assert!(summary.contains("no frame was received"));
+    assert!(!summary.contains("WARNING"));
+}
+
+#[test]
+fn json_has_the_documented_keys() {
+    let json = to_json(&lab_report());
+    assert!(json.contains("\n  \"results\": ["), "pretty-printed");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let r0 = &v["results"][0];
+    assert_eq!(r0["frame_size"], 64);
+    for key in [
+        "throughput_fps",
+        "throughput_mbps_l2",
+        "throughput_mbps_l1",
+        "throughput_mbps_l3",
+        "throughput_mbps_l4",
+        "line_rate_fps",
+        "line_rate_mbps_l2",
+        "tester_limited",
+    ] {
+        assert!(r0.get(key).is_some(), "results[0].{key}");
+    }
+    let t0 = &r0["trials"][0];
+    for key in [
+        "intended_fps",
+        "offered_fps",
+        "tx_frames",
+        "rx_frames",
+        "lost_frames",
+        "loss_ratio",
+        "reordered",
+        "duplicated",
+        "generator_short",
+    ] {
+        assert!(t0.get(key).is_some(), "results[0].trials[0].{key}");
+    }
+    for key in ["min", "avg", "max", "p50", "p99", "p999"] {
+        assert!(t0["latency_ns"][key].is_u64(), "latency_ns.{key}");
+    }
+    assert_eq!(
+        v["placement"]["note"],
+        "DUT forwarding on CPU 1 (threaded NAPI on dut-a, dut-b); tester on CPU 0"
+    );
+    // And it reads back (floats may differ in their last bit).
+    let back: Rfc2544Report = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.results.len(), 7);
+    assert_eq!(back.results[4].trials[0].tx_frames, 2_155_172);
+    assert!(back.results[4].tester_limited);
+}
