@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what linerate needs on Debian/Ubuntu and builds it (release).
+#   iproute2  - ip netns / ip link: the lab's namespaces and veths
+#   ethtool   - the lab turns GRO on for the DUT's veths (NAPI) and TSO off on
+#               the tester's, so the DUT forwards on its own CPU
+#   nftables  - the tests' DUTs with a known loss pattern and rate limit
+#   build-essential, pkg-config - the Rust build (cc for libc-sys crates)
+# Run as root. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" != 0 ]; then
+    echo "setup.sh: run as root (it installs packages): sudo $0" >&2
+    exit 2
+fi
+
+packages=(iproute2 ethtool nftables build-essential pkg-config ca-certificates curl)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup.sh: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Rust: use the toolchain on the machine; install one with rustup if none.
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "setup.sh: no Rust toolchain found; installing one with rustup"
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c rustfmt,clippy
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+
+cargo build --release --locked
+echo "setup.sh: built $(pwd)/target/release/linerate"
