@@ -31,8 +31,9 @@ pub enum Command {
 pub enum LabAction {
     /// Creates a lab and leaves it up for later runs (`rfc2544 --lab` uses it).
     Up {
-        #[arg(long, default_value = "default")]
-        lab_name: String,
+        /// Default: 'default', the lab `--lab` uses.
+        #[arg(long)]
+        lab_name: Option<String>,
     },
     /// Removes a lab; without --lab-name, everything linerate made (namespaces named lr-*), also after a crash.
     Down {
@@ -50,12 +51,12 @@ pub enum LabAction {
 /// Where the two tester ports are: the lab, or interfaces the user names.
 #[derive(Args, Debug, Clone)]
 pub struct PortArgs {
-    /// Test the lab's Linux router: uses the lab named by --lab-name if it is up, else builds one for this run and removes it after.
+    /// Test the lab's Linux router: uses the lab 'default' if it is up (see 'lab up'), else builds one for this run and removes it after.
     #[arg(long, conflicts_with_all = ["port_a", "port_b"])]
     pub lab: bool,
-    /// Name of the lab to use with --lab.
-    #[arg(long, default_value = "default", requires = "lab")]
-    pub lab_name: String,
+    /// Use this lab (made by 'linerate lab up --lab-name NAME'); it must exist.
+    #[arg(long, requires = "lab")]
+    pub lab_name: Option<String>,
     /// Tester port A (sends), e.g. enp1s0f0.
     #[arg(long, requires_all = ["port_b", "ip_a", "gw_a", "ip_b", "gw_b"])]
     pub port_a: Option<String>,

@@ -5,7 +5,8 @@ pub enum Outcome {
     Passed,
     /// The test ran but a pass/fail threshold failed (exit 1).
     ThresholdFailed(String),
-    Interrupted,
+    /// Stopped by SIGINT/SIGTERM; says what became of the measurements.
+    Interrupted(String),
 }
 
 /// The error and its causes on one line, each cause once.

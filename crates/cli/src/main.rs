@@ -22,8 +22,8 @@ fn main() {
             eprintln!("linerate: {why}");
             1
         }
-        Ok(Outcome::Interrupted) => {
-            eprintln!("linerate: interrupted; results measured so far were kept");
+        Ok(Outcome::Interrupted(what)) => {
+            eprintln!("linerate: interrupted; {what}");
             130
         }
         Err(e) => {

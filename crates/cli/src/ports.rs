@@ -28,6 +28,9 @@ pub struct TestBed {
     pub lab: Option<Lab>,
 }
 
+/// The lab `linerate lab up` makes when given no name, used by `--lab`.
+pub const DEFAULT_LAB: &str = "default";
+
 /// Default line speed when neither the user nor the link says one.
 const DEFAULT_LINE_BPS: u64 = 10_000_000_000;
 
@@ -42,8 +45,11 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
     };
     let (a, host_a, b, host_b, lab, placement) = if args.lab {
         linerate_lab::check_environment()?;
-        let lab = if Lab::exists(&args.lab_name) {
-            Lab::attach(&args.lab_name)?
+        let lab = if let Some(name) = &args.lab_name {
+            // A named lab must exist: a typo must not test another lab.
+            Lab::attach(name)?
+        } else if Lab::exists(DEFAULT_LAB) {
+            Lab::attach(DEFAULT_LAB)?
         } else {
             let name = linerate_lab::temporary_name();
             eprintln!("linerate: building lab '{name}' for this run (namespaces lr-{name}-*)");
@@ -170,6 +176,36 @@ fn host_config(
         gateway,
         gateway_mac,
     })
+}
+
+/// Shortest trial worth measuring: below it, start-up and the last batch
+/// dominate the figures.
+pub const MIN_TRIAL: Duration = Duration::from_millis(100);
+
+/// Parses a trial duration and refuses ones too short to measure anything.
+pub fn parse_trial_duration(text: &str, option: &str) -> Result<Duration> {
+    let d = parse_duration(text, option)?;
+    if d < MIN_TRIAL {
+        bail!(
+            "{option} '{text}' is too short to measure: use at least 100ms (RFC 2544 asks for 60s)"
+        );
+    }
+    Ok(d)
+}
+
+/// Fails before any measuring when `--json PATH` cannot be written.
+pub fn check_writable(path: Option<&std::path::Path>) -> Result<()> {
+    if let Some(path) = path {
+        let probe = path.with_extension("json.tmp");
+        std::fs::write(&probe, b"").map_err(|e| {
+            anyhow!(
+                "--json {}: cannot write there ({e}): pick a writable path",
+                path.display()
+            )
+        })?;
+        let _ = std::fs::remove_file(&probe);
+    }
+    Ok(())
 }
 
 /// Parses `2s`, `500ms`, `1m` into a duration, with a message naming the option.

@@ -40,6 +40,8 @@ pub enum EngineError {
         mtu: u32,
         max: usize,
     },
+    #[error("a trial of {duration_s} s at {fps} frames/s holds no frame: use a longer duration or a higher rate")]
+    EmptyTrial { duration_s: f64, fps: f64 },
     #[error("interrupted")]
     Interrupted,
     #[error("a tester thread failed: {0}")]
@@ -153,6 +155,12 @@ impl<T: TxQueue, R: RxQueue> Engine<T, R> {
         interrupt: &AtomicBool,
     ) -> Result<TrialResult, EngineError> {
         self.check_frame(spec.frame)?;
+        if Pacer::new(spec.intended_fps, spec.duration).total() == 0 {
+            return Err(EngineError::EmptyTrial {
+                duration_s: spec.duration.as_secs_f64(),
+                fps: spec.intended_fps,
+            });
+        }
         Ok(self
             .run(Some(spec), interrupt)?
             .expect("a trial was asked for"))

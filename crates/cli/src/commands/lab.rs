@@ -9,6 +9,7 @@ pub fn run(action: LabAction) -> Result<Outcome> {
     linerate_lab::check_environment()?;
     match action {
         LabAction::Up { lab_name } => {
+            let lab_name = lab_name.unwrap_or_else(|| crate::ports::DEFAULT_LAB.to_string());
             let lab = Lab::up(&lab_name)?;
             let (a, b) = (lab.port_a(), lab.port_b());
             println!("lab '{}' is up", lab.name());

@@ -3,7 +3,7 @@
 
 use crate::args::Rfc2544Args;
 use crate::exit::Outcome;
-use crate::ports::{self, parse_duration, parse_percent};
+use crate::ports::{self, check_writable, parse_percent, parse_trial_duration};
 use crate::progress;
 use anyhow::{bail, Context, Result};
 use linerate_engine::{Engine, EngineError};
@@ -36,11 +36,8 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
     let trial_duration = if args.rfc2544_strict {
         STRICT_TRIAL
     } else {
-        parse_duration(&args.trial_duration, "--trial-duration")?
+        parse_trial_duration(&args.trial_duration, "--trial-duration")?
     };
-    if trial_duration.is_zero() {
-        bail!("--trial-duration must be longer than zero, e.g. 2s");
-    }
     let resolution = parse_percent(&args.resolution, "--resolution")?;
     let allowed_loss = parse_percent(&args.loss, "--loss")?;
     let max_rate = args
@@ -50,6 +47,7 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
         .transpose()
         .context("--max-rate")?;
 
+    check_writable(args.json.as_deref())?;
     let max_frame_len = frames.iter().map(|f| f.buffer_len()).max().unwrap_or(0);
     let mut bed = ports::open(&args.ports, max_frame_len)?;
     for f in &frames {
@@ -130,9 +128,9 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
                         l3_length: frame.l3(),
                         trials: trials.clone(),
                     });
-                    if let Err(e) = write_json(path, &partial) {
-                        eprintln!("linerate: warning: {e:#}");
-                    }
+                    // Checked writable at the start; a failure now (disk full)
+                    // must not stop the measurement: the final write reports it.
+                    let _ = write_json(path, &partial);
                 }
             }
         };
@@ -153,7 +151,9 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
                     write_json(path, &rep)?;
                 }
                 print!("{}", report::throughput_table(&rep));
-                return Ok(Outcome::Interrupted);
+                return Ok(Outcome::Interrupted(
+                    "results measured so far were kept".into(),
+                ));
             }
             Err(e) => {
                 eprintln!();

@@ -3,7 +3,7 @@
 use super::rfc2544::write_json;
 use crate::args::TrialArgs;
 use crate::exit::Outcome;
-use crate::ports::{self, parse_duration, parse_percent};
+use crate::ports::{self, check_writable, parse_percent, parse_trial_duration};
 use anyhow::{bail, Context, Result};
 use linerate_engine::EngineError;
 use linerate_results::{report, TrialSpec};
@@ -17,10 +17,8 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         (None, None) => bail!("give --frame-size N (64..9018) or --l3-length N (40..9000)"),
     };
     let rate = Rate::parse(&args.rate).context("--rate")?;
-    let duration = parse_duration(&args.duration, "--duration")?;
-    if duration.is_zero() {
-        bail!("--duration must be longer than zero, e.g. 2s");
-    }
+    let duration = parse_trial_duration(&args.duration, "--duration")?;
+    check_writable(args.json.as_deref())?;
     let allowed_loss = parse_percent(&args.loss, "--loss")?;
 
     let mut bed = ports::open(&args.ports, frame.buffer_len())?;
@@ -43,7 +41,11 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         duration,
     };
     let result = match bed.engine.run_trial(&spec, interrupt) {
-        Err(EngineError::Interrupted) => return Ok(Outcome::Interrupted),
+        Err(EngineError::Interrupted) => {
+            return Ok(Outcome::Interrupted(
+                "the unfinished trial was discarded".into(),
+            ))
+        }
         other => other?,
     };
     print!("{}", report::trial_summary(&result, bed.line_bps));

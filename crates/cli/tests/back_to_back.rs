@@ -1,0 +1,148 @@
+//! linerate against a wire, no DUT: one namespace holds both ends of a veth
+//! pair, and each tester port's gateway is the other port's emulated host.
+//! A wire loses, reorders and duplicates nothing, so every count is exact.
+//! Needs root; run with --test-threads=1 (traffic).
+
+mod common;
+
+use common::*;
+
+/// One fixed-rate trial back to back; returns the JSON record.
+fn trial(ns: &str, size_args: &[&str], fps: u64) -> serde_json::Value {
+    let json = TempFile::new("b2b-trial");
+    let rate = format!("{fps}fps");
+    let mut args = vec!["trial"];
+    args.extend_from_slice(&B2B_HOSTS);
+    args.extend_from_slice(size_args);
+    args.extend_from_slice(&[
+        "--rate",
+        &rate,
+        "--duration",
+        "1s",
+        "--straggler-wait",
+        "500ms",
+        "--json",
+        json.arg(),
+    ]);
+    let run = linerate_in(ns, &args);
+    assert_eq!(run.code, 0, "{}", run.dump());
+    assert!(
+        run.stdout.contains("received"),
+        "no trial summary on stdout:\n{}",
+        run.dump()
+    );
+    json.json()
+}
+
+/// Asserts a lossless trial of `fps` for 1 s: every count exact.
+fn assert_clean(t: &serde_json::Value, fps: u64) {
+    assert_trial_consistent(t);
+    assert_eq!(u(t, "intended_frames"), fps, "{t}");
+    assert_eq!(u(t, "tx_frames"), fps, "{t}");
+    assert_eq!(u(t, "rx_frames"), fps, "{t}");
+    assert_eq!(u(t, "lost_frames"), 0, "{t}");
+    assert_eq!(f(t, "loss_ratio"), 0.0, "{t}");
+    assert_eq!(u(t, "reordered"), 0, "{t}");
+    assert_eq!(u(t, "duplicated"), 0, "{t}");
+    assert_eq!(u(t, "tester_rx_drops"), 0, "{t}");
+    assert_eq!(t["generator_short"], false, "{t}");
+    assert_eq!(t["engine"], "af_packet", "{t}");
+    assert!(
+        t["latency_ns"].is_object(),
+        "no latency although frames arrived: {t}"
+    );
+}
+
+#[test]
+fn trial_64_bytes_is_exact() {
+    if !root_or_skip("trial_64_bytes_is_exact") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("b", 9000);
+    let t = trial(&ns, &["--frame-size", "64"], 50_000);
+    assert_clean(&t, 50_000);
+    assert_eq!((u(&t, "frame_size"), u(&t, "l3_length")), (64, 46), "{t}");
+}
+
+#[test]
+fn trial_1518_bytes_is_exact() {
+    if !root_or_skip("trial_1518_bytes_is_exact") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("b", 9000);
+    let t = trial(&ns, &["--frame-size", "1518"], 50_000);
+    assert_clean(&t, 50_000);
+    assert_eq!(
+        (u(&t, "frame_size"), u(&t, "l3_length")),
+        (1518, 1500),
+        "{t}"
+    );
+}
+
+#[test]
+fn trial_l3_length_40_is_padded_to_64() {
+    if !root_or_skip("trial_l3_length_40_is_padded_to_64") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("b", 9000);
+    let t = trial(&ns, &["--l3-length", "40"], 50_000);
+    assert_clean(&t, 50_000);
+    // 40 + 14 header + 4 FCS = 58 < 64: padded to the Ethernet minimum.
+    assert_eq!((u(&t, "frame_size"), u(&t, "l3_length")), (64, 40), "{t}");
+}
+
+#[test]
+fn rfc2544_on_a_wire_passes_at_max_rate_first() {
+    if !root_or_skip("rfc2544_on_a_wire_passes_at_max_rate_first") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("b", 9000);
+    let json = TempFile::new("b2b-rfc");
+    let mut args = vec!["rfc2544"];
+    args.extend_from_slice(&B2B_HOSTS);
+    args.extend_from_slice(&[
+        "--sizes",
+        "64",
+        "--trial-duration",
+        "500ms",
+        "--straggler-wait",
+        "500ms",
+        "--resolution",
+        "5%",
+        "--max-rate",
+        "100000fps",
+        "--json",
+        json.arg(),
+    ]);
+    let run = linerate_in(&ns, &args);
+    assert_eq!(run.code, 0, "{}", run.dump());
+    assert!(run.stdout.contains("Frames/s"), "{}", run.dump());
+    assert!(run.stdout.contains("100,000"), "{}", run.dump());
+    let rep = json.json();
+    assert_eq!(rep["setup"], "external", "{rep}");
+    assert!(rep.get("interrupted").is_none(), "{rep}");
+    let results = rep["results"].as_array().expect("results");
+    assert_eq!(results.len(), 1, "{rep}");
+    let r = &results[0];
+    assert_eq!(u(r, "frame_size"), 64, "{r}");
+    // A wire passes the highest rate tried: the search ends after one trial.
+    assert_eq!(f(r, "throughput_fps"), 100_000.0, "{r}");
+    assert_eq!(r["tester_limited"], false, "{r}");
+    let trials = r["trials"].as_array().expect("trials");
+    assert_eq!(trials.len(), 1, "{r}");
+    assert_clean_half_second(&trials[0], 100_000);
+}
+
+/// A 0.5 s trial at `fps`: fps/2 frames, all received.
+fn assert_clean_half_second(t: &serde_json::Value, fps: u64) {
+    assert_trial_consistent(t);
+    assert_eq!(f(t, "intended_fps"), fps as f64, "{t}");
+    for key in ["intended_frames", "tx_frames", "rx_frames"] {
+        assert_eq!(u(t, key), fps / 2, "{key}: {t}");
+    }
+    assert_eq!(
+        (u(t, "lost_frames"), u(t, "reordered"), u(t, "duplicated")),
+        (0, 0, 0),
+        "{t}"
+    );
+}

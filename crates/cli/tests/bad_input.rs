@@ -1,0 +1,418 @@
+//! Bad input and bad environments: linerate exits 2 with one line saying
+//! what to fix, never panics, and leaves no namespace behind. Cases that
+//! only parse arguments run without root; the others need it.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+const HOSTS: [&str; 8] = [
+    "--ip-a",
+    "198.18.0.2/24",
+    "--gw-a",
+    "198.18.0.1",
+    "--ip-b",
+    "198.19.0.2/24",
+    "--gw-b",
+    "198.19.0.1",
+];
+
+/// Runs linerate with `args` (inside `ns` if given) and checks the common
+/// contract: exit 2, one `linerate: error:` line, no panic, no new `lr-`
+/// namespace (also none named after the run's pid). Returns the run.
+fn expect_error(ns: Option<&str>, args: &[&str]) -> Run {
+    let before = netns_list();
+    let run = match ns {
+        Some(ns) => linerate_in(ns, args),
+        None => linerate(args),
+    };
+    assert_bad_input(&run);
+    let after = netns_list();
+    let new = new_lr_netns(&before, &after);
+    assert!(new.is_empty(), "left behind: {new:?}\n{}", run.dump());
+    let own = netns_with_prefix(&format!("lr-run{}-", run.pid));
+    assert!(own.is_empty(), "left behind: {own:?}");
+    run
+}
+
+/// `trial` on two interfaces that do not exist, with `extra` appended.
+fn trial_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec!["trial", "--port-a", "nosuch0", "--port-b", "nosuch1"];
+    v.extend_from_slice(&HOSTS);
+    v.extend_from_slice(extra);
+    v
+}
+
+fn mentions(run: &Run, words: &[&str]) {
+    for w in words {
+        assert!(run.stderr.contains(w), "'{w}' not in:\n{}", run.dump());
+    }
+}
+
+// ---- argument checks (no root needed: they come before any socket) ----
+
+#[test]
+fn frame_size_below_minimum() {
+    let run = expect_error(
+        None,
+        &trial_args(&["--frame-size", "60", "--rate", "1000fps"]),
+    );
+    mentions(&run, &["60", "64..9018"]);
+}
+
+#[test]
+fn frame_size_above_maximum() {
+    let run = expect_error(
+        None,
+        &trial_args(&["--frame-size", "9019", "--rate", "1000fps"]),
+    );
+    mentions(&run, &["9019", "64..9018"]);
+}
+
+#[test]
+fn l3_length_below_minimum() {
+    let run = expect_error(
+        None,
+        &trial_args(&["--l3-length", "39", "--rate", "1000fps"]),
+    );
+    mentions(&run, &["39", "40..9000"]);
+}
+
+#[test]
+fn malformed_rate() {
+    let run = expect_error(None, &trial_args(&["--frame-size", "64", "--rate", "fast"]));
+    mentions(&run, &["--rate", "fast"]);
+}
+
+#[test]
+fn zero_trial_duration() {
+    // --lab with a lab name that does not exist: were the check late,
+    // linerate would build a lab first (the namespace check would see it).
+    let lab = unique("z");
+    let run = expect_error(
+        None,
+        &[
+            "rfc2544",
+            "--lab",
+            "--lab-name",
+            &lab,
+            "--trial-duration",
+            "0s",
+        ],
+    );
+    mentions(&run, &["--trial-duration"]);
+    let run = expect_error(
+        None,
+        &trial_args(&[
+            "--frame-size",
+            "64",
+            "--rate",
+            "1000fps",
+            "--duration",
+            "0s",
+        ]),
+    );
+    mentions(&run, &["--duration"]);
+}
+
+#[test]
+fn resolution_out_of_range() {
+    let lab = unique("z");
+    let run = expect_error(
+        None,
+        &[
+            "rfc2544",
+            "--lab",
+            "--lab-name",
+            &lab,
+            "--resolution",
+            "200%",
+        ],
+    );
+    mentions(&run, &["--resolution", "200%"]);
+}
+
+#[test]
+fn malformed_flags_are_usage_errors() {
+    // clap's own errors: several lines of usage, exit 2, no panic.
+    for args in [
+        &[
+            "trial",
+            "--lab",
+            "--frame-size",
+            "sixty",
+            "--rate",
+            "1000fps",
+        ][..],
+        &["trial", "--lab", "--frame-size", "64"][..],
+        &[
+            "trial",
+            "--lab",
+            "--port-a",
+            "x",
+            "--frame-size",
+            "64",
+            "--rate",
+            "1%",
+        ][..],
+        &["rfc2544", "--lab", "--sizes", "64", "--l3-length", "40"][..],
+        &["nosuchcommand"][..],
+    ] {
+        let before = netns_list();
+        let run = linerate(args);
+        assert_eq!(run.code, 2, "{}", run.dump());
+        assert!(!run.stderr.contains("panicked"), "{}", run.dump());
+        assert!(run.stderr.contains("error"), "{}", run.dump());
+        let new = new_lr_netns(&before, &netns_list());
+        assert!(new.is_empty(), "left behind: {new:?}");
+    }
+}
+
+#[test]
+fn not_root() {
+    let args = trial_args(&["--frame-size", "64", "--rate", "1000fps"]);
+    let run = if is_root() {
+        if std::process::Command::new("setpriv")
+            .arg("--help")
+            .output()
+            .is_err()
+        {
+            eprintln!("SKIPPED (needs setpriv, from util-linux, to drop root): not_root");
+            return;
+        }
+        let mut full = vec!["--reuid=65534", "--regid=65534", "--clear-groups", LINERATE];
+        full.extend_from_slice(&args);
+        let before = netns_list();
+        let run = run_program("setpriv", &full, RUN_LIMIT);
+        assert!(new_lr_netns(&before, &netns_list()).is_empty());
+        run
+    } else {
+        expect_error(None, &args)
+    };
+    assert_bad_input(&run);
+    mentions(&run, &["root"]);
+    // The lab says so too.
+    if is_root() {
+        let lab = unique("n");
+        let _guard = LabGuard(lab.clone());
+        let run = run_program(
+            "setpriv",
+            &[
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                LINERATE,
+                "lab",
+                "up",
+                "--lab-name",
+                &lab,
+            ],
+            RUN_LIMIT,
+        );
+        assert_bad_input(&run);
+        mentions(&run, &["root"]);
+        assert!(!lab_exists(&lab));
+    }
+}
+
+// ---- checks that need root (sockets, namespaces) ----
+
+#[test]
+fn unknown_interface() {
+    if !root_or_skip("unknown_interface") {
+        return;
+    }
+    let run = expect_error(
+        None,
+        &trial_args(&["--frame-size", "64", "--rate", "1000fps"]),
+    );
+    mentions(&run, &["nosuch0"]);
+}
+
+#[test]
+fn ip_without_prefix_length() {
+    if !root_or_skip("ip_without_prefix_length") {
+        return;
+    }
+    let run = expect_error(
+        None,
+        &[
+            "trial",
+            "--port-a",
+            "nosuch0",
+            "--port-b",
+            "nosuch1",
+            "--ip-a",
+            "198.18.0.2",
+            "--gw-a",
+            "198.18.0.1",
+            "--ip-b",
+            "198.19.0.2/24",
+            "--gw-b",
+            "198.19.0.1",
+            "--frame-size",
+            "64",
+            "--rate",
+            "1000fps",
+        ],
+    );
+    mentions(&run, &["--ip-a", "198.18.0.2", "prefix"]);
+}
+
+#[test]
+fn bad_lab_name() {
+    if !root_or_skip("bad_lab_name") {
+        return;
+    }
+    let run = expect_error(None, &["lab", "up", "--lab-name", "Bad Name!"]);
+    mentions(&run, &["Bad Name!", "a-z"]);
+    // A name too long for the 12-character rule.
+    let run = expect_error(None, &["lab", "up", "--lab-name", "abcdefghijklm"]);
+    mentions(&run, &["abcdefghijklm"]);
+}
+
+#[test]
+fn rate_above_line_rate() {
+    if !root_or_skip("rate_above_line_rate") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("l", 9000);
+    let mut args = vec!["trial"];
+    args.extend_from_slice(&B2B_HOSTS);
+    args.extend_from_slice(&["--frame-size", "64", "--rate", "101%", "--duration", "1s"]);
+    let run = expect_error(Some(&ns), &args);
+    mentions(&run, &["101%", "line rate"]);
+    // The same for the search's upper bound.
+    let mut args = vec!["rfc2544"];
+    args.extend_from_slice(&B2B_HOSTS);
+    args.extend_from_slice(&["--sizes", "64", "--max-rate", "101%"]);
+    let run = expect_error(Some(&ns), &args);
+    mentions(&run, &["--max-rate", "line rate"]);
+}
+
+#[test]
+fn gateway_not_answering_arp() {
+    if !root_or_skip("gateway_not_answering_arp") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("g", 9000);
+    let args = [
+        "trial",
+        "--port-a",
+        "p0",
+        "--port-b",
+        "p1",
+        "--ip-a",
+        "198.18.0.2/24",
+        "--gw-a",
+        "198.18.0.77", // nobody has it
+        "--ip-b",
+        "198.18.0.3/24",
+        "--gw-b",
+        "198.18.0.2",
+        "--frame-size",
+        "64",
+        "--rate",
+        "1000fps",
+        "--duration",
+        "1s",
+    ];
+    let run = expect_error(Some(&ns), &args);
+    mentions(&run, &["ARP", "198.18.0.77"]);
+    assert!(
+        run.elapsed < Duration::from_secs(6),
+        "gave up on ARP only after {:?}",
+        run.elapsed
+    );
+}
+
+#[test]
+fn frame_bigger_than_mtu() {
+    if !root_or_skip("frame_bigger_than_mtu") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("m", 1500);
+    let mut args = vec!["trial"];
+    args.extend_from_slice(&B2B_HOSTS);
+    args.extend_from_slice(&["--frame-size", "9000", "--rate", "1000fps"]);
+    let run = expect_error(Some(&ns), &args);
+    mentions(&run, &["MTU", "9000"]);
+    // One byte over: 1500 + 14 + 4 = 1518 fits, 1519 does not.
+    let mut args = vec!["trial"];
+    args.extend_from_slice(&B2B_HOSTS);
+    args.extend_from_slice(&["--frame-size", "1519", "--rate", "1000fps"]);
+    let run = expect_error(Some(&ns), &args);
+    mentions(&run, &["MTU", "1519"]);
+    // rfc2544 checks every size before the first trial.
+    let mut args = vec!["rfc2544"];
+    args.extend_from_slice(&B2B_HOSTS);
+    args.extend_from_slice(&["--sizes", "64,9000"]);
+    let run = expect_error(Some(&ns), &args);
+    mentions(&run, &["MTU"]);
+    assert!(run.stdout.is_empty(), "{}", run.dump());
+}
+
+// ---- known linerate bugs: these assert the intended behaviour and fail
+// until the bug is fixed; run them with --ignored. ----
+
+#[test]
+fn trial_too_short_for_one_frame_is_refused() {
+    if !root_or_skip("trial_too_short_for_one_frame_is_refused") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("s", 9000);
+    let mut args = vec!["rfc2544"];
+    args.extend_from_slice(&B2B_HOSTS);
+    args.extend_from_slice(&[
+        "--sizes",
+        "64",
+        "--trial-duration",
+        "1ns",
+        "--straggler-wait",
+        "100ms",
+    ]);
+    let run = expect_error(Some(&ns), &args);
+    mentions(&run, &["--trial-duration"]);
+    let mut args = vec!["trial"];
+    args.extend_from_slice(&B2B_HOSTS);
+    args.extend_from_slice(&[
+        "--frame-size",
+        "64",
+        "--rate",
+        "1000fps",
+        "--duration",
+        "1ns",
+    ]);
+    let run = expect_error(Some(&ns), &args);
+    mentions(&run, &["--duration"]);
+}
+
+#[test]
+fn unwritable_json_path_is_refused_before_any_trial() {
+    if !root_or_skip("unwritable_json_path_is_refused_before_any_trial") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("j", 9000);
+    let mut args = vec!["rfc2544"];
+    args.extend_from_slice(&B2B_HOSTS);
+    args.extend_from_slice(&[
+        "--sizes",
+        "64",
+        "--trial-duration",
+        "500ms",
+        "--straggler-wait",
+        "200ms",
+        "--max-rate",
+        "10000fps",
+        "--json",
+        "/nonexistent-dir/x.json",
+    ]);
+    let run = expect_error(Some(&ns), &args);
+    mentions(&run, &["/nonexistent-dir/x.json"]);
+    assert!(
+        !run.stderr.contains("trial  1"),
+        "ran a trial first:\n{}",
+        run.dump()
+    );
+}

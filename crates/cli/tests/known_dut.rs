@@ -1,0 +1,171 @@
+//! DUTs whose behaviour is known exactly: the lab's Linux router plus an
+//! nftables ruleset in its namespace. linerate must measure what the rules
+//! do. Rates stay far below the tester's ceiling (several 100k frames/s
+//! here), so the DUT, not the tester, limits. Needs root and nft; run with
+//! --test-threads=1.
+
+mod common;
+
+use common::*;
+
+fn nft_present() -> bool {
+    let ok = std::process::Command::new("nft")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("SKIPPED (needs nft, from the nftables package)");
+    }
+    ok
+}
+
+/// Every forwarded packet is counted by the first rule; the second drops
+/// every 100th (numgen counts 0, 1, 2, ...; 0, 100, 200, ... match).
+/// (Chain name: `fwd` is an nft keyword.)
+const EVERY_100TH: &str = "table ip t {
+    chain c {
+        type filter hook forward priority 0; policy accept;
+        counter
+        numgen inc mod 100 0 counter drop
+    }
+}
+";
+
+fn trial(lab: &str, loss: &str, json: &TempFile) -> Run {
+    linerate(&[
+        "trial",
+        "--lab",
+        "--lab-name",
+        lab,
+        "--frame-size",
+        "128",
+        "--rate",
+        "20000fps",
+        "--duration",
+        "1s",
+        "--straggler-wait",
+        "500ms",
+        "--loss",
+        loss,
+        "--json",
+        json.arg(),
+    ])
+}
+
+#[test]
+fn exact_loss_pattern_is_counted_exactly() {
+    if !root_or_skip("exact_loss_pattern_is_counted_exactly") || !nft_present() {
+        return;
+    }
+    let (lab, _guard) = lab_up("k");
+    let dut = format!("lr-{lab}-dut");
+    nft_load(&dut, EVERY_100TH);
+    assert_eq!(nft_counters(&dut), vec![0, 0]);
+
+    // 1 % loss, 5 % allowed: passes.
+    let json = TempFile::new("every100");
+    let run = trial(&lab, "5", &json);
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let t = json.json();
+    assert_trial_consistent(&t);
+    let [forwarded, dropped] = nft_counters(&dut)[..] else {
+        panic!("two counters expected");
+    };
+    assert_eq!(u(&t, "intended_frames"), 20_000, "{t}");
+    assert_eq!(u(&t, "tx_frames"), 20_000, "{t}");
+    // Only the test frames crossed the DUT (ARP is not in the ip hook).
+    assert_eq!(forwarded, 20_000, "DUT forwarded other packets too: {t}");
+    assert_eq!(dropped, 200, "nft dropped {dropped}");
+    assert_eq!(u(&t, "lost_frames"), dropped, "{t}");
+    assert_eq!(u(&t, "lost_frames"), u(&t, "intended_frames") / 100, "{t}");
+    assert_eq!(u(&t, "rx_frames"), 20_000 - 200, "{t}");
+    assert!((f(&t, "loss_ratio") - 0.01).abs() < 1e-12, "{t}");
+    // Dropping is not reordering: the rest arrive in order, once.
+    assert_eq!((u(&t, "reordered"), u(&t, "duplicated")), (0, 0), "{t}");
+    assert_eq!(u(&t, "tester_rx_drops"), 0, "{t}");
+
+    // Same 1 % loss, 0.5 % allowed: exit 1, and the record still written.
+    let json2 = TempFile::new("every100b");
+    let run = trial(&lab, "0.5", &json2);
+    assert_eq!(run.code, 1, "{}", run.dump());
+    assert!(run.stderr.contains("exceeds"), "{}", run.dump());
+    assert!(!run.stderr.contains("panicked"), "{}", run.dump());
+    let t2 = json2.json();
+    let [forwarded2, dropped2] = nft_counters(&dut)[..] else {
+        panic!("two counters expected");
+    };
+    assert_eq!(forwarded2 - forwarded, 20_000, "{t2}");
+    assert_eq!(u(&t2, "lost_frames"), dropped2 - dropped, "{t2}");
+    assert_eq!(u(&t2, "lost_frames"), 200, "{t2}");
+}
+
+/// A policer: packets beyond 100,000/s (after a 1,000-packet burst) dropped.
+const POLICER: &str = "table ip t {
+    chain c {
+        type filter hook forward priority 0; policy accept;
+        limit rate over 100000/second burst 1000 packets counter drop
+    }
+}
+";
+
+#[test]
+fn policer_rate_is_found() {
+    if !root_or_skip("policer_rate_is_found") || !nft_present() {
+        return;
+    }
+    let (lab, _guard) = lab_up("p");
+    let dut = format!("lr-{lab}-dut");
+    nft_load(&dut, POLICER);
+    let json = TempFile::new("policer");
+    let run = linerate(&[
+        "rfc2544",
+        "--lab",
+        "--lab-name",
+        &lab,
+        "--sizes",
+        "64",
+        "--trial-duration",
+        "1s",
+        "--straggler-wait",
+        "500ms",
+        "--resolution",
+        "2%",
+        "--max-rate",
+        "300000fps",
+        "--json",
+        json.arg(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let rep = json.json();
+    let r = &rep["results"][0];
+    let tput = f(r, "throughput_fps");
+    // The token bucket admits at most 100,000 x 1 s + 1,000 (burst) packets
+    // per 1 s trial, so no rate above ~101,000/s can pass: 1.02 x 100,000
+    // leaves room only for timing jitter of the trial's length. The search
+    // stops within 2 % (resolution) below the lowest failing rate, and a
+    // rate just under 100,000/s can fail when the sender's bursts drain the
+    // bucket early: 0.90 covers both.
+    assert!(
+        (90_000.0..=102_000.0).contains(&tput),
+        "throughput {tput} fps, the policer passes 100,000: {r}"
+    );
+    assert_eq!(r["tester_limited"], false, "{r}");
+    let trials = r["trials"].as_array().expect("trials");
+    for t in trials {
+        assert_trial_consistent(t);
+        assert_eq!(t["generator_short"], false, "tester could not offer: {t}");
+    }
+    // The first trial at 300,000/s: what got through is the policer's
+    // budget for 1 s (100,000 + the burst), give or take timing.
+    let first = &trials[0];
+    assert_eq!(f(first, "intended_fps"), 300_000.0, "{first}");
+    let rx = u(first, "rx_frames") as f64;
+    assert!(
+        (95_000.0..=104_000.0).contains(&rx),
+        "policer let {rx} of 300,000 through: {first}"
+    );
+    // Every frame lost was dropped by the policer, none elsewhere.
+    let total_lost: u64 = trials.iter().map(|t| u(t, "lost_frames")).sum();
+    assert_eq!(nft_counters(&dut), vec![total_lost], "{r}");
+}
