@@ -434,10 +434,15 @@ fn build(name: &str, rollback: &mut Rollback) -> Result<Lab, LabError> {
 /// fails. Returns the namespaces removed (empty if none was there).
 pub fn down_lab(name: &str) -> Result<Vec<String>, LabError> {
     validate_name(name)?;
-    // Try every namespace even if one fails, then report the first error.
+    delete_all(netns_names(name))
+}
+
+/// Deletes every namespace given, even if one fails, then reports the
+/// first error; otherwise returns those that existed and were removed.
+fn delete_all(names: impl IntoIterator<Item = String>) -> Result<Vec<String>, LabError> {
     let mut removed = Vec::new();
     let mut first_error = None;
-    for ns in netns_names(name) {
+    for ns in names {
         match netns::delete(&ns) {
             Ok(true) => removed.push(ns),
             Ok(false) => {}
@@ -455,18 +460,7 @@ pub fn down_matching(prefix: &str) -> Result<Vec<String>, LabError> {
     if !prefix.starts_with(PREFIX) {
         return Err(LabError::InvalidPrefix(prefix.to_string()));
     }
-    let mut removed = Vec::new();
-    let mut first_error = None;
-    for ns in netns::list().into_iter().filter(|n| n.starts_with(prefix)) {
-        match netns::delete(&ns) {
-            Ok(true) => removed.push(ns),
-            Ok(false) => {}
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    first_error.map_or(Ok(removed), Err)
+    delete_all(netns::list().into_iter().filter(|n| n.starts_with(prefix)))
 }
 
 /// Removes every namespace whose name starts with [`PREFIX`] (and any stray

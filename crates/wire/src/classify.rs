@@ -64,10 +64,10 @@ fn l3_payload(frame: &[u8]) -> Option<(u16, &[u8])> {
     }
 }
 
-/// The IP header length and the UDP datagram of an unfragmented IPv4/UDP
-/// packet, bounded by both the total length and the UDP length fields.
+/// Header length and total length of an IPv4 packet that is UDP and not a
+/// fragment (a fragment's payload has no signature to trust).
 #[inline]
-fn udp_datagram(packet: &[u8]) -> Option<(usize, &[u8])> {
+fn unfragmented_udp(packet: &[u8]) -> Option<(usize, usize)> {
     let ihl = ipv4::header_len(packet)?;
     let total = ipv4::total_len(packet)? as usize;
     let flags = read_u16(packet, ipv4::FLAGS_OFFSET)?;
@@ -75,6 +75,14 @@ fn udp_datagram(packet: &[u8]) -> Option<(usize, &[u8])> {
     {
         return None;
     }
+    Some((ihl, total))
+}
+
+/// The IP header length and the UDP datagram of an unfragmented IPv4/UDP
+/// packet, bounded by both the total length and the UDP length fields.
+#[inline]
+fn udp_datagram(packet: &[u8]) -> Option<(usize, &[u8])> {
+    let (ihl, total) = unfragmented_udp(packet)?;
     // Padding may follow the packet in the frame, so the total length, not
     // the frame, says where it ends; a frame shorter than that is truncated.
     let ip_payload = packet.get(ihl..total)?;
@@ -89,13 +97,7 @@ fn udp_datagram(packet: &[u8]) -> Option<(usize, &[u8])> {
 /// bytes read must be in `packet`, which may be cut short after them.
 #[inline]
 fn test_signature(packet: &[u8], port: u16) -> Option<Signature> {
-    let ihl = ipv4::header_len(packet)?;
-    let total = ipv4::total_len(packet)? as usize;
-    let flags = read_u16(packet, ipv4::FLAGS_OFFSET)?;
-    if *packet.get(ipv4::PROTO_OFFSET)? != IPPROTO_UDP || flags & (FLAG_MF | FRAG_OFFSET_MASK) != 0
-    {
-        return None;
-    }
+    let (ihl, total) = unfragmented_udp(packet)?;
     let udp_len = read_u16(packet, ihl + udp::LEN_OFFSET)? as usize;
     if udp_len < UDP_HEADER_LEN + SIGNATURE_LEN || ihl + udp_len > total {
         return None;
