@@ -35,7 +35,7 @@ pub const DEFAULT_LAB: &str = "default";
 const DEFAULT_LINE_BPS: u64 = 10_000_000_000;
 
 pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
-    if !nix_is_root() {
+    if !nix::unistd::geteuid().is_root() {
         bail!("not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
     }
     let straggler_wait = parse_duration(&args.straggler_wait, "--straggler-wait")?;
@@ -122,10 +122,6 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
         setup: if lab.is_some() { "lab" } else { "external" },
         lab,
     })
-}
-
-fn nix_is_root() -> bool {
-    nix::unistd::geteuid().is_root()
 }
 
 fn host_config(

@@ -123,11 +123,7 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
                 trials.push(result.clone());
                 if let Some(path) = json {
                     let mut partial = rep.clone();
-                    partial.interrupted = Some(InterruptedSearch {
-                        frame_size: frame.frame(),
-                        l3_length: frame.l3(),
-                        trials: trials.clone(),
-                    });
+                    partial.interrupted = Some(unfinished(frame, trials.clone()));
                     // Checked writable at the start; a failure now (disk full)
                     // must not stop the measurement: the final write reports it.
                     let _ = write_json(path, &partial);
@@ -140,30 +136,18 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
         };
         match find_throughput(&mut runner, frame, &cfg, line_fps, &mut on_progress) {
             Ok(result) => rep.results.push(result),
-            Err(EngineError::Interrupted) => {
+            Err(e) => {
+                // Interrupted or failed: keep the unfinished search's trials.
                 eprintln!();
-                rep.interrupted = Some(InterruptedSearch {
-                    frame_size: frame.frame(),
-                    l3_length: frame.l3(),
-                    trials,
-                });
+                rep.interrupted = Some(unfinished(frame, trials));
                 if let Some(path) = &args.json {
                     write_json(path, &rep)?;
                 }
-                print!("{}", report::throughput_table(&rep));
-                return Ok(Outcome::Interrupted(
-                    "results measured so far were kept".into(),
-                ));
-            }
-            Err(e) => {
-                eprintln!();
-                if let Some(path) = &args.json {
-                    rep.interrupted = Some(InterruptedSearch {
-                        frame_size: frame.frame(),
-                        l3_length: frame.l3(),
-                        trials,
-                    });
-                    write_json(path, &rep)?;
+                if let EngineError::Interrupted = e {
+                    print!("{}", report::throughput_table(&rep));
+                    return Ok(Outcome::Interrupted(
+                        "results measured so far were kept".into(),
+                    ));
                 }
                 return Err(e.into());
             }
@@ -177,6 +161,15 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
         eprintln!("linerate: every trial written to {}", path.display());
     }
     Ok(Outcome::Passed)
+}
+
+/// The trials of a frame size whose search did not finish.
+fn unfinished(frame: FrameSize, trials: Vec<TrialResult>) -> InterruptedSearch {
+    InterruptedSearch {
+        frame_size: frame.frame(),
+        l3_length: frame.l3(),
+        trials,
+    }
 }
 
 fn frame_sizes(args: &Rfc2544Args) -> Result<Vec<FrameSize>> {
