@@ -1,0 +1,27 @@
+/* Shared by linerate's XDP programs: the test frame layout (must match
+ * crates/wire: template.rs and signature.rs). */
+#ifndef LINERATE_COMMON_H
+#define LINERATE_COMMON_H
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+/* "LR": the signature's magic and the test traffic's default UDP port. */
+#define LR_MAGIC 0x4C52
+/* Ethernet 14 + IPv4 20 + UDP 8 */
+#define LR_SIG_OFFSET 42
+#define LR_SIG_LEN 12
+#define LR_UDP_CSUM_OFFSET 40
+
+struct lr_signature {
+	__be16 magic;
+	__be16 stream;
+	__be32 seq;
+	__be32 tx_ts;
+} __attribute__((packed));
+
+#endif

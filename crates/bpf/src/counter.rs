@@ -1,0 +1,1 @@
+//! XDP counter (in progress).

@@ -1,0 +1,1 @@
+//! XDP generator (in progress).

@@ -1,0 +1,68 @@
+//! linerate's in-kernel parts: XDP programs written in C (`bpf/*.bpf.c`),
+//! compiled with clang when the crate builds, embedded in the binary and
+//! loaded with libbpf-rs.
+//!
+//! - [`generator`]: builds and stamps test frames inside the kernel and
+//!   sends them with `BPF_PROG_RUN` in live-frames mode (no socket, no copy
+//!   from user space): the `xdp` engine's transmitter.
+//! - [`counter`]: counts test frames per stream at the receiving port's XDP
+//!   hook (sequence gaps, duplicates, reordering, latency histogram) and
+//!   drops them there; everything else goes on to the stack.
+//! - [`xsk`]: the one-line program that hands a port's frames to its AF_XDP
+//!   sockets.
+//!
+//! This crate only loads programs and reads maps. Attaching happens by
+//! interface index, which the kernel resolves in the calling thread's network
+//! namespace: callers enter the port's namespace first (linerate-port's
+//! `netns::in_netns`).
+
+pub mod counter;
+pub mod generator;
+pub mod xsk;
+
+/// Errors name what failed and what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum BpfError {
+    #[error("loading linerate's XDP program '{program}' failed: {source}; the xdp and af_xdp engines need root and a kernel with BPF and XDP (5.18 or later); use --engine af_packet otherwise")]
+    Load {
+        program: &'static str,
+        #[source]
+        source: libbpf_rs::Error,
+    },
+    #[error("attaching XDP program '{program}' to '{ifname}' failed: {source}; another XDP program may be attached (see 'ip link show {ifname}'), or the driver lacks XDP; use --engine af_packet")]
+    Attach {
+        program: &'static str,
+        ifname: String,
+        #[source]
+        source: libbpf_rs::Error,
+    },
+    #[error("{what} failed: {source}")]
+    Map {
+        what: &'static str,
+        #[source]
+        source: libbpf_rs::Error,
+    },
+}
+
+/// Opens and loads one embedded BPF object. `configure` may size maps
+/// before the object is loaded into the kernel.
+pub(crate) fn load(
+    program: &'static str,
+    bytes: &[u8],
+    configure: impl FnOnce(&mut libbpf_rs::OpenObject) -> Result<(), libbpf_rs::Error>,
+) -> Result<libbpf_rs::Object, BpfError> {
+    let err = |source| BpfError::Load { program, source };
+    let mut open = libbpf_rs::ObjectBuilder::default()
+        .open_memory(bytes)
+        .map_err(err)?;
+    configure(&mut open).map_err(err)?;
+    open.load().map_err(err)
+}
+
+/// The embedded object files, one per `bpf/NAME.bpf.c`.
+macro_rules! bpf_object {
+    ($name:literal) => {
+        include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".bpf.o"))
+    };
+}
+pub(crate) use bpf_object;
