@@ -1,1 +1,276 @@
-//! XDP counter (in progress).
+//! The in-kernel analyzer: counts a trial's test frames at the receiving
+//! port's XDP hook and drops them there, so the receive side costs one XDP
+//! program run per frame and no copy to user space. See `bpf/xdp_count.bpf.c`
+//! for the counting rules (the same as the user-space receiver's).
+//!
+//! User space configures a trial (its stream ids and a new generation),
+//! polls the distinct-frame count while stragglers may arrive, and reads the
+//! per-stream state once at the end.
+
+use crate::generator::as_bytes;
+use crate::{bpf_object, load, BpfError};
+use libbpf_rs::{Link, MapCore, MapFlags, Object};
+
+/// Sequence numbers remembered below the highest seen, per stream
+/// (`LR_WINDOW` in the program). Frames later than this are counted as
+/// reordered, never as duplicates.
+pub const WINDOW: u64 = 1 << 17;
+/// Latency below 2^SUB_BITS ns is kept exactly; above, each power of two
+/// is cut into 2^SUB_BITS buckets (relative width 0.8 %).
+pub const SUB_BITS: u32 = 7;
+const SUB: u64 = 1 << SUB_BITS;
+/// Histogram buckets per stream (`LR_BUCKETS`).
+pub const BUCKETS: usize = ((32 - SUB_BITS + 1) as usize) << SUB_BITS;
+/// Fields of `struct stream_state` before the histogram.
+const HEADER_WORDS: usize = 7;
+
+/// Mirrors `struct count_config`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CountConfig {
+    first_stream: u16,
+    stream_count: u16,
+    udp_port: u16,
+    pad: u16,
+    generation: u32,
+    pad2: u32,
+}
+const _: () = assert!(std::mem::size_of::<CountConfig>() == 16);
+
+/// One stream's counts as the program kept them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelStream {
+    pub received: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub latency_sum_ns: u64,
+    pub latency_min_ns: u64,
+    pub latency_max_ns: u64,
+    /// [`BUCKETS`] counts; bucket `i` holds values in [`bucket_range`]`(i)`.
+    pub histogram: Vec<u64>,
+}
+
+/// The histogram bucket of a latency (the program's `bucket()`).
+pub fn bucket_of(v: u32) -> usize {
+    let v = v as u64;
+    if v < SUB {
+        return v as usize;
+    }
+    let e = 63 - v.leading_zeros() as u64;
+    (((e - SUB_BITS as u64 + 1) * SUB) + ((v >> (e - SUB_BITS as u64)) & (SUB - 1))) as usize
+}
+
+/// The values bucket `i` holds, `lo..=hi`.
+pub fn bucket_range(i: usize) -> (u64, u64) {
+    let i = i as u64;
+    if i < SUB {
+        return (i, i);
+    }
+    let e = i / SUB + SUB_BITS as u64 - 1;
+    let shift = e - SUB_BITS as u64;
+    let lo = (SUB + i % SUB) << shift;
+    (lo, lo + (1 << shift) - 1)
+}
+
+/// A loaded analyzer, attached to at most one interface.
+pub struct XdpCounter {
+    obj: Object,
+    link: Option<Link>,
+    max_streams: u16,
+    generation: u32,
+    stray_at_start: u64,
+    streams_in_trial: u16,
+}
+
+impl XdpCounter {
+    /// Loads the program with room for `max_streams` streams per trial
+    /// (each stream costs 1 MiB of window and 26 KiB of state in the kernel).
+    pub fn load(max_streams: u16) -> Result<XdpCounter, BpfError> {
+        let max_streams = max_streams.max(1);
+        let obj = load("xdp_count", bpf_object!("xdp_count"), |open| {
+            for mut map in open.maps_mut() {
+                match map.name().to_str() {
+                    Some("streams") => map.set_max_entries(max_streams as u32)?,
+                    Some("window") => map.set_max_entries(max_streams as u32 * WINDOW as u32)?,
+                    _ => {}
+                }
+            }
+            Ok(())
+        })?;
+        Ok(XdpCounter {
+            obj,
+            link: None,
+            max_streams,
+            generation: 0,
+            stray_at_start: 0,
+            streams_in_trial: 0,
+        })
+    }
+
+    pub fn max_streams(&self) -> u16 {
+        self.max_streams
+    }
+
+    /// Attaches to interface `ifindex` (resolved in the calling thread's
+    /// network namespace). Dropping the counter detaches it; so does the
+    /// process ending, however it ends (the attachment is a BPF link).
+    pub fn attach(&mut self, ifindex: u32, ifname: &str) -> Result<(), BpfError> {
+        let prog = self
+            .obj
+            .progs_mut()
+            .find(|p| p.name() == "lr_count")
+            .expect("xdp_count.bpf.c defines lr_count");
+        let link = prog
+            .attach_xdp(ifindex as i32)
+            .map_err(|source| BpfError::Attach {
+                program: "xdp_count",
+                ifname: ifname.to_string(),
+                source,
+            })?;
+        self.link = Some(link);
+        Ok(())
+    }
+
+    /// Starts counting streams `first .. first + count` (wrapping) carried
+    /// to UDP port `udp_port`; frames of other streams count as stray.
+    pub fn start_trial(&mut self, first: u16, count: u16, udp_port: u16) -> Result<(), BpfError> {
+        let count = count.min(self.max_streams);
+        let map_err = |source| BpfError::Map {
+            what: "preparing the XDP counter for a trial",
+            source,
+        };
+        // Stop counting while the per-stream state is reset.
+        self.write_config(first, 0, udp_port).map_err(map_err)?;
+        let zero = vec![0u8; (HEADER_WORDS + BUCKETS) * 8];
+        let streams = self.map("streams");
+        for i in 0..count as u32 {
+            streams
+                .update(&i.to_ne_bytes(), &zero, MapFlags::ANY)
+                .map_err(map_err)?;
+        }
+        self.generation = self.generation.wrapping_add(1);
+        self.stray_at_start = self.stray_total()?;
+        self.streams_in_trial = count;
+        self.write_config(first, count, udp_port).map_err(map_err)
+    }
+
+    /// Distinct test frames counted so far in this trial, all streams.
+    pub fn received(&self) -> Result<u64, BpfError> {
+        let mut total = 0;
+        for i in 0..self.streams_in_trial as u32 {
+            total += self.stream_words(i, HEADER_WORDS)?[0];
+        }
+        Ok(total)
+    }
+
+    /// The trial's per-stream counts and its stray frames.
+    pub fn read(&self) -> Result<(Vec<KernelStream>, u64), BpfError> {
+        let mut out = Vec::with_capacity(self.streams_in_trial as usize);
+        for i in 0..self.streams_in_trial as u32 {
+            let w = self.stream_words(i, HEADER_WORDS + BUCKETS)?;
+            out.push(KernelStream {
+                received: w[0],
+                duplicated: w[1],
+                reordered: w[2],
+                // w[3]: highest sequence number, internal.
+                latency_sum_ns: w[4],
+                latency_min_ns: w[5],
+                latency_max_ns: w[6],
+                histogram: w[HEADER_WORDS..].to_vec(),
+            });
+        }
+        let stray = self.stray_total()? - self.stray_at_start;
+        Ok((out, stray))
+    }
+
+    fn write_config(&self, first: u16, count: u16, udp_port: u16) -> libbpf_rs::Result<()> {
+        let cfg = CountConfig {
+            first_stream: first,
+            stream_count: count,
+            udp_port,
+            pad: 0,
+            generation: self.generation,
+            pad2: 0,
+        };
+        self.map("count_config")
+            .update(&0u32.to_ne_bytes(), as_bytes(&cfg), MapFlags::ANY)
+    }
+
+    /// The first `words` u64 words of stream `i`'s state.
+    fn stream_words(&self, i: u32, words: usize) -> Result<Vec<u64>, BpfError> {
+        let v = self
+            .map("streams")
+            .lookup(&i.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|source| BpfError::Map {
+                what: "reading the XDP counter",
+                source,
+            })?
+            .unwrap_or_default();
+        Ok(v.chunks_exact(8)
+            .take(words)
+            .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
+            .collect())
+    }
+
+    fn stray_total(&self) -> Result<u64, BpfError> {
+        let v = self
+            .map("stray")
+            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|source| BpfError::Map {
+                what: "reading the XDP counter's stray count",
+                source,
+            })?
+            .unwrap_or_default();
+        Ok(v.get(..8)
+            .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+            .unwrap_or(0))
+    }
+
+    fn map(&self, name: &str) -> libbpf_rs::Map<'_> {
+        self.obj
+            .maps()
+            .find(|m| m.name() == name)
+            .unwrap_or_else(|| panic!("xdp_count.bpf.c defines map {name}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_cover_every_value_once_and_in_order() {
+        let mut next = 0u64;
+        for i in 0..BUCKETS {
+            let (lo, hi) = bucket_range(i);
+            assert_eq!(lo, next, "bucket {i} starts where the last ended");
+            assert!(hi >= lo);
+            next = hi + 1;
+        }
+        assert_eq!(next, 1u64 << 32, "the buckets end at 2^32 ns");
+        for v in [
+            0u32,
+            1,
+            127,
+            128,
+            129,
+            255,
+            256,
+            1000,
+            65_535,
+            1 << 20,
+            u32::MAX,
+        ] {
+            let (lo, hi) = bucket_range(bucket_of(v));
+            assert!((lo..=hi).contains(&(v as u64)), "{v} in bucket {lo}..={hi}");
+        }
+    }
+
+    #[test]
+    fn bucket_width_is_under_one_percent() {
+        for i in SUB as usize..BUCKETS {
+            let (lo, hi) = bucket_range(i);
+            assert!(((hi - lo + 1) as f64) / (lo as f64) <= 1.0 / 128.0 + 1e-12);
+        }
+    }
+}

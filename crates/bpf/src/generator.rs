@@ -1,1 +1,250 @@
-//! XDP generator (in progress).
+//! The in-kernel generator: test frames built, stamped, paced and sent by
+//! an XDP program run with `BPF_PROG_RUN` in live-frames mode (the
+//! technique of xdp-tools' xdp-trafficgen). See `bpf/xdp_gen.bpf.c` for why
+//! the pacing happens in the program.
+//!
+//! A trial is one long system call on the generator thread
+//! ([`XdpGenerator::run`]); another thread watches [`XdpGenerator::progress`]
+//! and ends the call when the trial is over with [`Stopper::stop`], which
+//! sets a flag and interrupts the call with a signal.
+
+use crate::{bpf_object, load, BpfError};
+use libbpf_rs::{MapCore, MapFlags, Object, ProgramInput};
+use linerate_wire::template::SIGNATURE_OFFSET;
+use linerate_wire::FrameTemplate;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Once;
+use std::time::Duration;
+
+/// `BPF_F_TEST_XDP_LIVE_FRAMES`: transmit the frames instead of returning them.
+const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
+
+/// Largest frame (without FCS) live-frames mode sends: a frame must fit one
+/// page together with the XDP headroom and the kernel's bookkeeping
+/// (4096 - 256 headroom - 320 skb_shared_info - the page-pool header), with
+/// a margin so the figure holds across kernel versions.
+pub const MAX_FRAME_LEN: usize = 3_000;
+
+/// Mirrors `struct gen_config` in xdp_gen.bpf.c.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct GenConfig {
+    interval_q16: u64,
+    total: u64,
+    give_up_ns: u64,
+    clock_offset: u64,
+    csum_base: u32,
+    stream: u16,
+    pad: u16,
+    headers: [u8; SIGNATURE_OFFSET],
+    tail: [u8; 6],
+}
+// No implicit padding: every byte handed to the kernel is initialised.
+const _: () = assert!(std::mem::size_of::<GenConfig>() == 4 * 8 + 4 + 2 + 2 + 42 + 6);
+
+/// What one trial sends.
+pub struct GenTrial<'a> {
+    pub template: &'a FrameTemplate,
+    pub stream: u16,
+    /// Frames in the trial.
+    pub total: u64,
+    /// Nanoseconds between frames (1e9 / rate).
+    pub interval_ns: f64,
+    /// Stop sending this long after the first frame even if frames remain.
+    pub give_up: Duration,
+    /// The receiver's clock minus CLOCK_MONOTONIC (wrapping), so timestamps
+    /// are in the clock the receiver stamps arrivals with.
+    pub clock_offset_ns: u64,
+}
+
+/// Mirrors `struct gen_state`: where the trial stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GenProgress {
+    /// Frames sent so far.
+    pub sent: u64,
+    /// CLOCK_MONOTONIC of the first program run (0: not started).
+    pub start_ns: u64,
+    /// CLOCK_MONOTONIC when the last frame was stamped.
+    pub last_ns: u64,
+    /// Program runs, sending or idle.
+    pub ticks: u64,
+}
+
+/// A loaded generator program. Not attached anywhere: `BPF_PROG_RUN` names
+/// the port by interface index.
+pub struct XdpGenerator {
+    obj: Object,
+    frame: Vec<u8>,
+}
+
+impl XdpGenerator {
+    pub fn load() -> Result<XdpGenerator, BpfError> {
+        let obj = load("xdp_gen", bpf_object!("xdp_gen"), |_| Ok(()))?;
+        install_wake_handler();
+        Ok(XdpGenerator {
+            obj,
+            frame: Vec::new(),
+        })
+    }
+
+    /// Prepares a trial; its counters restart at zero.
+    pub fn configure(&mut self, trial: &GenTrial) -> Result<(), BpfError> {
+        let bytes = trial.template.bytes();
+        let mut headers = [0u8; SIGNATURE_OFFSET];
+        headers.copy_from_slice(&bytes[..SIGNATURE_OFFSET]);
+        let cfg = GenConfig {
+            interval_q16: (trial.interval_ns * 65536.0).round() as u64,
+            total: trial.total,
+            give_up_ns: trial.give_up.as_nanos() as u64,
+            clock_offset: trial.clock_offset_ns,
+            csum_base: trial.template.checksum_base(),
+            stream: trial.stream,
+            pad: 0,
+            headers,
+            tail: [0; 6],
+        };
+        let zero_state = [0u8; 32];
+        let err = |source| BpfError::Map {
+            what: "configuring the XDP generator",
+            source,
+        };
+        self.map("gen_config")
+            .update(&0u32.to_ne_bytes(), as_bytes(&cfg), MapFlags::ANY)
+            .map_err(err)?;
+        self.map("gen_state")
+            .update(&0u32.to_ne_bytes(), &zero_state, MapFlags::ANY)
+            .map_err(err)?;
+        self.frame = bytes.to_vec();
+        Ok(())
+    }
+
+    /// Runs the configured trial out of interface `ifindex` until `stop`
+    /// is set (see [`Stopper`]). The interface index is resolved in the
+    /// calling thread's network namespace: call it inside the port's.
+    pub fn run(&self, ifindex: u32, stop: &AtomicBool) -> Result<(), BpfError> {
+        // struct xdp_md: data, data_end, data_meta, ingress_ifindex,
+        // rx_queue_index, egress_ifindex.
+        let md: [u32; 6] = [0, self.frame.len() as u32, 0, ifindex, 0, 0];
+        let prog = self
+            .obj
+            .progs_mut()
+            .find(|p| p.name() == "lr_generate")
+            .expect("xdp_gen.bpf.c defines lr_generate");
+        while !stop.load(Ordering::Acquire) {
+            let mut ctx = [0u8; 24];
+            for (chunk, v) in ctx.chunks_exact_mut(4).zip(md) {
+                chunk.copy_from_slice(&v.to_ne_bytes());
+            }
+            let input = ProgramInput {
+                context_in: Some(&mut ctx),
+                data_in: Some(&self.frame),
+                flags: BPF_F_TEST_XDP_LIVE_FRAMES,
+                // Ticks, not frames: the call ends early on the stop signal.
+                repeat: u32::MAX,
+                ..Default::default()
+            };
+            match prog.test_run(input) {
+                Ok(_) => {}
+                Err(e) if e.kind() == libbpf_rs::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    return Err(BpfError::Map {
+                        what: "sending frames with BPF_PROG_RUN (live frames)",
+                        source,
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Where the trial stands (one map read; cheap enough to poll).
+    pub fn progress(&self) -> Result<GenProgress, BpfError> {
+        let v = self
+            .map("gen_state")
+            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|source| BpfError::Map {
+                what: "reading the XDP generator's state",
+                source,
+            })?
+            .unwrap_or_default();
+        let w = |i: usize| {
+            v.get(i * 8..i * 8 + 8)
+                .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+                .unwrap_or(0)
+        };
+        Ok(GenProgress {
+            sent: w(0),
+            start_ns: w(1),
+            last_ns: w(2),
+            ticks: w(3),
+        })
+    }
+
+    fn map(&self, name: &str) -> libbpf_rs::Map<'_> {
+        self.obj
+            .maps()
+            .find(|m| m.name() == name)
+            .unwrap_or_else(|| panic!("xdp_gen.bpf.c defines map {name}"))
+    }
+}
+
+/// Ends a running [`XdpGenerator::run`] from another thread.
+pub struct Stopper {
+    thread: libc::pthread_t,
+}
+
+impl Stopper {
+    /// A stopper for the calling thread (the one that will call `run`).
+    pub fn for_current_thread() -> Stopper {
+        // SAFETY: pthread_self has no preconditions.
+        Stopper {
+            thread: unsafe { libc::pthread_self() },
+        }
+    }
+
+    /// Sets `stop` and interrupts the generator's system call until
+    /// `finished` says the generator thread has left `run`. The signal is
+    /// repeated because one sent just before the thread enters the call
+    /// would be lost.
+    pub fn stop(&self, stop: &AtomicBool, finished: &AtomicBool) {
+        stop.store(true, Ordering::Release);
+        while !finished.load(Ordering::Acquire) {
+            // SAFETY: the thread is alive until it sets `finished`, which
+            // it does after leaving `run`; the signal has a no-op handler.
+            unsafe { libc::pthread_kill(self.thread, wake_signal()) };
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// The signal that interrupts a generator's system call: a real-time signal
+/// nothing else in linerate uses.
+fn wake_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 3
+}
+
+/// Installs a no-op handler without SA_RESTART, so the signal makes the
+/// BPF_PROG_RUN call return EINTR instead of killing the process.
+fn install_wake_handler() {
+    static ONCE: Once = Once::new();
+    extern "C" fn wake(_: libc::c_int) {}
+    ONCE.call_once(|| {
+        // SAFETY: a zeroed sigaction with a handler that does nothing is
+        // valid; it is installed once for a signal linerate reserves.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = wake as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            sa.sa_flags = 0;
+            libc::sigaction(wake_signal(), &sa, std::ptr::null_mut());
+        }
+    });
+}
+
+/// The bytes of a `#[repr(C)]` plain-data value, as the kernel map expects.
+pub(crate) fn as_bytes<T: Copy>(v: &T) -> &[u8] {
+    // SAFETY: callers pass #[repr(C)] plain data without implicit padding
+    // (checked by a size assertion next to each type), so every byte is
+    // initialised; the slice borrows v and lives no longer.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}

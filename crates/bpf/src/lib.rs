@@ -52,6 +52,13 @@ pub(crate) fn load(
     configure: impl FnOnce(&mut libbpf_rs::OpenObject) -> Result<(), libbpf_rs::Error>,
 ) -> Result<libbpf_rs::Object, BpfError> {
     let err = |source| BpfError::Load { program, source };
+    // LINERATE_BPF_LOG=1 prints libbpf's messages, the verifier's log among them.
+    if std::env::var_os("LINERATE_BPF_LOG").is_some() {
+        fn print(_: libbpf_rs::PrintLevel, msg: String) {
+            eprint!("{msg}");
+        }
+        libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, print)));
+    }
     let mut open = libbpf_rs::ObjectBuilder::default()
         .open_memory(bytes)
         .map_err(err)?;

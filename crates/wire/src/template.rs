@@ -135,6 +135,13 @@ impl FrameTemplate {
 
     /// The template: signature magic set, stream/seq/tx_ts zero, UDP checksum zero.
     #[inline]
+    /// The folded ones-complement sum of the pseudo-header and the datagram
+    /// with the stamped words at zero: what an in-kernel stamper adds the
+    /// signature's words to (see the module doc).
+    pub fn checksum_base(&self) -> u32 {
+        self.csum_base
+    }
+
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }

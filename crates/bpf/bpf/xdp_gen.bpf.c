@@ -1,0 +1,119 @@
+/* linerate's in-kernel generator (the `xdp` engine's transmitter).
+ *
+ * User space runs this program with BPF_PROG_RUN in live-frames mode
+ * (BPF_F_TEST_XDP_LIVE_FRAMES): the kernel runs it in a loop on a frame
+ * made from the trial's template, and transmits each frame it returns
+ * XDP_TX for out of the tester port. No socket, no copy from user space.
+ *
+ * Pacing is done here, because each BPF_PROG_RUN call has a fixed cost of
+ * tens of milliseconds on this kernel (measured: ~26 ms on 6.18), far too
+ * much to drive a schedule batch by batch from user space. One call covers
+ * the whole trial: every run of the program is a tick that reads the clock;
+ * when the next frame is due it is stamped and sent (XDP_TX), otherwise the
+ * buffer goes straight back (XDP_DROP, tens of ns). Frame i is due
+ * i * interval after the first run, as in the user-space pacer; a generator
+ * that falls behind sends back to back until it has caught up. After the
+ * last frame (or the give-up time) every tick is idle, and user space ends
+ * the call with a signal.
+ *
+ * Live frames reuse their page buffers: a buffer may come back holding a
+ * frame a previous run modified, so every header byte up to the end of the
+ * signature is written for every frame. The payload after the signature is
+ * never modified by anyone and stays as the template made it.
+ *
+ * Each frame carries its *scheduled* send time in the receiver's clock
+ * (monotonic + clock_offset), so latency includes the tester's own delays.
+ */
+#include "common.h"
+
+struct gen_config {
+	__u64 interval_q16; /* ns between frames, times 2^16 */
+	__u64 total;	    /* frames in the trial */
+	__u64 give_up_ns;   /* after the first frame: stop sending after this */
+	__u64 clock_offset; /* receiver's clock minus CLOCK_MONOTONIC, ns */
+	/* Folded ones-complement sum of the datagram with stream, seq and tx_ts
+	 * zero (crates/wire template.rs): checksum = ~fold(base + stamped words). */
+	__u32 csum_base;
+	__u16 stream;
+	__u16 pad;
+	__u8 headers[LR_SIG_OFFSET]; /* Ethernet, IPv4, UDP (checksum ignored) */
+	__u8 tail[6];		     /* explicit padding to a multiple of 8 */
+};
+
+struct gen_state {
+	__u64 next_seq; /* frames sent so far in this trial */
+	__u64 start_ns; /* CLOCK_MONOTONIC of the first run (frame 0) */
+	__u64 last_ns;	/* CLOCK_MONOTONIC when the last frame was stamped */
+	__u64 ticks;	/* program runs, sent or idle */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gen_config);
+} gen_config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gen_state);
+} gen_state SEC(".maps");
+
+static __always_inline __u32 fold16(__u32 s)
+{
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return s;
+}
+
+SEC("xdp")
+int lr_generate(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 zero = 0;
+
+	if (data + LR_SIG_OFFSET + LR_SIG_LEN > data_end)
+		return XDP_ABORTED;
+	struct gen_config *cfg = bpf_map_lookup_elem(&gen_config, &zero);
+	struct gen_state *st = bpf_map_lookup_elem(&gen_state, &zero);
+	if (!cfg || !st)
+		return XDP_ABORTED;
+
+	/* One generator thread runs this at a time, so the state needs no
+	 * atomic operations. */
+	__u64 now = bpf_ktime_get_ns();
+	st->ticks++;
+	if (!st->start_ns)
+		st->start_ns = now;
+	__u64 seq = st->next_seq;
+	if (seq >= cfg->total || now - st->start_ns > cfg->give_up_ns)
+		return XDP_DROP;
+	__u64 due = st->start_ns + ((seq * cfg->interval_q16) >> 16);
+	if (now < due)
+		return XDP_DROP;
+	st->next_seq = seq + 1;
+	st->last_ns = now;
+	__u64 ts = due + cfg->clock_offset;
+	__u32 seq32 = (__u32)seq;
+	__u32 ts32 = (__u32)ts;
+
+	__builtin_memcpy(data, cfg->headers, LR_SIG_OFFSET);
+	struct lr_signature *sig = data + LR_SIG_OFFSET;
+	sig->magic = bpf_htons(LR_MAGIC);
+	sig->stream = bpf_htons(cfg->stream);
+	sig->seq = bpf_htonl(seq32);
+	sig->tx_ts = bpf_htonl(ts32);
+
+	__u32 sum = cfg->csum_base + cfg->stream + (seq32 >> 16) + (seq32 & 0xffff) +
+		    (ts32 >> 16) + (ts32 & 0xffff);
+	__u16 csum = ~fold16(sum) & 0xffff;
+	if (csum == 0)
+		csum = 0xffff; /* UDP: 0 means "no checksum" */
+	*(__be16 *)(data + LR_UDP_CSUM_OFFSET) = bpf_htons(csum);
+	return XDP_TX;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,152 @@
+//! The generator and the counter against each other over a veth pair in a
+//! namespace this test makes (and removes, also when it fails): every frame
+//! the generator stamps is counted once, none twice, none out of order.
+//! Needs root.
+
+use linerate_bpf::counter::XdpCounter;
+use linerate_bpf::generator::{GenProgress, GenTrial, Stopper, XdpGenerator};
+use linerate_wire::template::DEFAULT_UDP_PORT;
+use linerate_wire::{FlowSpec, FrameSize, FrameTemplate, MacAddr};
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+struct Netns(String);
+
+impl Netns {
+    fn new() -> Netns {
+        let name = format!("lrbpf-{}", std::process::id());
+        let ns = Netns(name.clone());
+        let ip = |args: &str| {
+            let ok = Command::new("ip")
+                .args(["-n", &name])
+                .args(args.split(' '))
+                .status()
+                .expect("ip")
+                .success();
+            assert!(ok, "ip -n {name} {args}");
+        };
+        assert!(Command::new("ip")
+            .args(["netns", "add", &name])
+            .status()
+            .unwrap()
+            .success());
+        ip("link add x0 type veth peer name x1");
+        ip("link set x0 up");
+        ip("link set x1 up");
+        ns
+    }
+
+    /// Runs `f` with this thread inside the namespace.
+    fn enter(&self) -> File {
+        let home = File::open("/proc/thread-self/ns/net").unwrap();
+        let target = File::open(format!("/run/netns/{}", self.0)).unwrap();
+        nix::sched::setns(target.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        home
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+fn flow() -> FlowSpec {
+    FlowSpec {
+        src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+        dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+        src_ip: "198.18.0.2".parse().unwrap(),
+        dst_ip: "198.19.0.2".parse().unwrap(),
+        src_port: DEFAULT_UDP_PORT,
+        dst_port: DEFAULT_UDP_PORT,
+        ttl: 64,
+    }
+}
+
+/// Runs the configured trial on a thread of its own (in this thread's
+/// namespace) and stops it once `frames` are out.
+fn send_all(generator: &XdpGenerator, ifindex: u32, frames: u64) -> GenProgress {
+    let (stop, finished) = (AtomicBool::new(false), AtomicBool::new(false));
+    let netns = File::open("/proc/thread-self/ns/net").unwrap();
+    let (stop, finished, netns) = (&stop, &finished, &netns);
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let worker = s.spawn(move || {
+            nix::sched::setns(netns.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+            tx.send(Stopper::for_current_thread()).unwrap();
+            let r = generator.run(ifindex, stop);
+            finished.store(true, Ordering::Release);
+            r
+        });
+        let stopper = rx.recv().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while generator.progress().unwrap().sent < frames && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        stopper.stop(stop, finished);
+        worker.join().unwrap().expect("generator run");
+    });
+    generator.progress().unwrap()
+}
+
+fn ifindex(name: &str) -> u32 {
+    nix::net::if_::if_nametoindex(name).expect("interface index")
+}
+
+#[test]
+fn every_generated_frame_is_counted_once() {
+    if !unsafe { libc::geteuid() } == 0 {
+        eprintln!("SKIPPED every_generated_frame_is_counted_once: needs root (BPF, namespaces)");
+        return;
+    }
+    let ns = Netns::new();
+    let home = ns.enter();
+    let run = || {
+        let mut counter = XdpCounter::load(4).expect("load counter");
+        counter.attach(ifindex("x1"), "x1").expect("attach counter");
+        let mut generator = XdpGenerator::load().expect("load generator");
+        for (size, frames, fps) in [(64u16, 200_000u64, 1e6), (1518, 50_000, 2e5)] {
+            let template = FrameTemplate::new(&flow(), FrameSize::from_frame(size as u64).unwrap());
+            let stream = size; // any id; a fresh one per trial
+            counter.start_trial(stream, 1, DEFAULT_UDP_PORT).unwrap();
+            generator
+                .configure(&GenTrial {
+                    template: &template,
+                    stream,
+                    total: frames,
+                    interval_ns: 1e9 / fps,
+                    give_up: Duration::from_secs(10),
+                    clock_offset_ns: 0,
+                })
+                .unwrap();
+            let progress = send_all(&generator, ifindex("x0"), frames);
+            assert_eq!(progress.sent, frames, "{size} B: every frame sent");
+            // The schedule held: the last frame left about (frames - 1) / fps after the first.
+            let took = (progress.last_ns - progress.start_ns) as f64 / 1e9;
+            let planned = (frames - 1) as f64 / fps;
+            assert!(
+                took >= planned * 0.999 && took < planned + 0.2,
+                "{size} B: sent in {took} s, planned {planned} s"
+            );
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while counter.received().unwrap() < frames && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let (streams, stray) = counter.read().unwrap();
+            let s = &streams[0];
+            assert_eq!(s.received, frames, "{size} B: every frame counted");
+            assert_eq!((s.duplicated, s.reordered, stray), (0, 0, 0), "{size} B");
+            assert_eq!(s.histogram.iter().sum::<u64>(), frames);
+            assert!(s.latency_min_ns <= s.latency_max_ns);
+        }
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+    nix::sched::setns(home.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+    drop(ns);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
