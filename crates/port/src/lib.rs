@@ -9,8 +9,11 @@
 //!
 //! Backends: [`af_packet`] (mmap'ed PACKET_TX_RING / PACKET_RX_RING on a real
 //! interface) and [`loopback`] (in-memory, for unit tests).
+//! And [`af_xdp`]: an AF_XDP socket (UMEM and rings, zero-copy where the
+//! driver can) on one queue of an interface.
 
 pub mod af_packet;
+pub mod af_xdp;
 pub mod link;
 pub mod loopback;
 pub mod netns;
@@ -39,6 +42,9 @@ pub enum PortError {
     },
     #[error("frame of {len} bytes does not fit the port's {max}-byte buffers")]
     FrameTooLong { len: usize, max: usize },
+    /// The backend cannot work here (kernel, driver, queue, BPF); the message names the fix.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 impl PortError {

@@ -1,0 +1,423 @@
+//! The AF_XDP port on a veth pair in a namespace of its own: every frame
+//! sent arrives exactly once, control frames get through, and (ignored by
+//! default) a transmit-rate measurement against a plain kernel receiver.
+//!
+//! Needs root and iproute2; without root each test prints
+//! "SKIPPED: ... needs root" and passes.
+
+use linerate_port::af_xdp::{AfXdpOptions, AfXdpPort};
+use linerate_port::{Port, RxQueue, TxQueue};
+use linerate_wire::arp::arp_frame;
+use linerate_wire::{
+    classify, ArpRepr, FlowSpec, FrameSize, FrameTemplate, MacAddr, Received, Signature,
+};
+use std::net::Ipv4Addr;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn run(args: &[&str]) {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("running {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn output(args: &[&str]) -> String {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("running {args:?}: {e}"));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A namespace holding a veth pair `xa` <-> `xb`, both up, MTU 1500,
+/// without IPv6 (so the kernel sends no router solicitations of its own).
+/// Dropping it deletes the namespace, and with it the pair, also when a
+/// test panics.
+struct VethNetns {
+    name: String,
+}
+
+impl VethNetns {
+    fn new(tag: &str) -> VethNetns {
+        let name = format!("lrxsk-{}-{tag}", std::process::id());
+        run(&["ip", "netns", "add", &name]);
+        // From here on the guard exists, so a failing step still cleans up.
+        let ns = VethNetns { name };
+        let n = ns.name.as_str();
+        run(&[
+            "ip",
+            "netns",
+            "exec",
+            n,
+            "sysctl",
+            "-qw",
+            "net.ipv6.conf.all.disable_ipv6=1",
+            "net.ipv6.conf.default.disable_ipv6=1",
+        ]);
+        run(&[
+            "ip", "-n", n, "link", "add", "xa", "mtu", "1500", "type", "veth", "peer", "name",
+            "xb", "mtu", "1500",
+        ]);
+        run(&["ip", "-n", n, "link", "set", "xa", "up"]);
+        run(&["ip", "-n", n, "link", "set", "xb", "up"]);
+        ns
+    }
+
+    fn sys(&self, path: &str) -> String {
+        output(&["ip", "netns", "exec", &self.name, "cat", path])
+    }
+}
+
+impl Drop for VethNetns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
+
+fn flow(src: MacAddr, dst: MacAddr) -> FlowSpec {
+    FlowSpec {
+        src_mac: src,
+        dst_mac: dst,
+        src_ip: Ipv4Addr::new(198, 18, 0, 1),
+        dst_ip: Ipv4Addr::new(198, 19, 0, 1),
+        src_port: linerate_wire::template::DEFAULT_UDP_PORT,
+        dst_port: linerate_wire::template::DEFAULT_UDP_PORT,
+        ttl: 64,
+    }
+}
+
+/// What the receiving side saw.
+struct Seen {
+    /// Distinct sequence numbers of our stream.
+    distinct: u64,
+    /// Frames of our stream whose sequence number had been seen before.
+    duplicates: u64,
+    /// Frames of our stream with a sequence number beyond what was sent.
+    out_of_range: u64,
+    /// Test frames of another stream, ARP, anything else.
+    other: u64,
+    /// Frames of our stream whose length was not the template's.
+    wrong_len: u64,
+    drops: u64,
+}
+
+const STREAM: u16 = 0x5A5A;
+
+/// Sends `total` frames of `size` from `xa` to `xb` and counts what arrives.
+/// The sender stays at most `WINDOW` frames ahead of the receiver: this test
+/// is about exactness, not speed, so no buffer on the way may overflow.
+fn send_and_count(ns: &VethNetns, size: u64, total: u64) -> (u64, Seen) {
+    const WINDOW: u64 = 1024;
+    let a = AfXdpPort::open("xa", Some(&ns.name), &AfXdpOptions::default()).expect("open xa");
+    let b = AfXdpPort::open("xb", Some(&ns.name), &AfXdpOptions::default()).expect("open xb");
+    eprintln!(
+        "xa: bind mode {}, XDP {}; xb: bind mode {}, XDP {}",
+        a.mode().as_str(),
+        a.attach_mode().as_str(),
+        b.mode().as_str(),
+        b.attach_mode().as_str()
+    );
+    let frame = FrameSize::from_frame(size).unwrap();
+    let template = FrameTemplate::new(&flow(a.info().mac, b.info().mac), frame);
+    let expected_len = template.len();
+    assert!(expected_len <= a.info().max_frame_len);
+    let (mut tx, _rx_a, _) = a.split();
+    let (_tx_b, mut rx, _) = b.split();
+
+    let received = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let receiver = {
+        let received = Arc::clone(&received);
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut seen = vec![false; total as usize];
+            let mut s = Seen {
+                distinct: 0,
+                duplicates: 0,
+                out_of_range: 0,
+                other: 0,
+                wrong_len: 0,
+                drops: 0,
+            };
+            rx.take_drops().unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                rx.recv(Duration::from_millis(5), |f, _ts| {
+                    match classify(f, linerate_wire::template::DEFAULT_UDP_PORT) {
+                        Received::Test { sig } if sig.stream == STREAM => {
+                            if f.len() != expected_len {
+                                s.wrong_len += 1;
+                            }
+                            match seen.get_mut(sig.seq as usize) {
+                                Some(true) => s.duplicates += 1,
+                                Some(slot) => {
+                                    *slot = true;
+                                    s.distinct += 1;
+                                }
+                                None => s.out_of_range += 1,
+                            }
+                        }
+                        _ => s.other += 1,
+                    }
+                })
+                .unwrap();
+                received.store(s.distinct, Ordering::Release);
+            }
+            s.drops = rx.take_drops().unwrap();
+            s
+        })
+    };
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seq = 0u64;
+    while seq < total {
+        assert!(
+            Instant::now() < deadline,
+            "sending stalled at {seq} of {total} frames ({} received)",
+            received.load(Ordering::Acquire)
+        );
+        let ahead = seq - received.load(Ordering::Acquire);
+        if ahead >= WINDOW {
+            std::thread::yield_now();
+            continue;
+        }
+        let want = (total - seq).min(WINDOW - ahead).min(64) as usize;
+        let n = tx
+            .queue(want, |i, buf| {
+                template.write(
+                    buf,
+                    Signature {
+                        stream: STREAM,
+                        seq: (seq + i as u64) as u32,
+                        tx_ts: 0,
+                    },
+                )
+            })
+            .unwrap();
+        seq += n as u64;
+        tx.flush().unwrap();
+    }
+    let refused = tx.drain(Duration::from_secs(5)).unwrap();
+
+    // Wait for the last frames, then a little longer for any extra one.
+    let wait = Instant::now() + Duration::from_secs(5);
+    while received.load(Ordering::Acquire) < total - refused && Instant::now() < wait {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::Relaxed);
+    (refused, receiver.join().unwrap())
+}
+
+fn check_exact(size: u64) {
+    if !is_root() {
+        eprintln!("SKIPPED: af_xdp {size}-byte frames test needs root");
+        return;
+    }
+    let ns = VethNetns::new(&format!("x{size}"));
+    const TOTAL: u64 = 100_000;
+    let (refused, seen) = send_and_count(&ns, size, TOTAL);
+    eprintln!(
+        "{size} B: sent {TOTAL}, refused {refused}, received {} distinct, {} duplicates, \
+         {} out of range, {} wrong length, {} other, {} dropped by the socket",
+        seen.distinct, seen.duplicates, seen.out_of_range, seen.wrong_len, seen.other, seen.drops
+    );
+    assert_eq!(refused, 0, "the kernel refused frames");
+    assert_eq!(seen.distinct, TOTAL, "every frame arrives");
+    assert_eq!(seen.duplicates, 0, "no frame arrives twice");
+    assert_eq!(seen.out_of_range, 0);
+    assert_eq!(seen.wrong_len, 0, "frames arrive whole");
+    assert_eq!(seen.other, 0, "nothing but the test frames arrives");
+    assert_eq!(seen.drops, 0, "the receiving socket dropped nothing");
+}
+
+#[test]
+fn every_64_byte_frame_arrives_exactly_once() {
+    check_exact(64);
+}
+
+#[test]
+fn every_1518_byte_frame_arrives_exactly_once() {
+    check_exact(1518);
+}
+
+#[test]
+fn control_frames_get_through_both_ways() {
+    if !is_root() {
+        eprintln!("SKIPPED: af_xdp control frame test needs root");
+        return;
+    }
+    let ns = VethNetns::new("ctl");
+    let a = AfXdpPort::open("xa", Some(&ns.name), &AfXdpOptions::default()).expect("open xa");
+    let b = AfXdpPort::open("xb", Some(&ns.name), &AfXdpOptions::default()).expect("open xb");
+    let (mac_a, mac_b) = (a.info().mac, b.info().mac);
+    let (_ta, mut rx_a, _) = a.split();
+    let (_tb, mut rx_b, _) = b.split();
+    let ip_a = Ipv4Addr::new(198, 18, 0, 2);
+    let ip_b = Ipv4Addr::new(198, 18, 0, 1);
+    let request = arp_frame(
+        &ArpRepr::request(mac_a, ip_a, ip_b),
+        mac_a,
+        MacAddr::BROADCAST,
+    );
+    let reply = arp_frame(
+        &ArpRepr::reply_to(&ArpRepr::request(mac_a, ip_a, ip_b), mac_b),
+        mac_b,
+        mac_a,
+    );
+
+    let expect = |rx: &mut linerate_port::af_xdp::XskRx, want: &[u8]| {
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        let until = Instant::now() + Duration::from_secs(2);
+        while got.is_empty() && Instant::now() < until {
+            rx.recv(Duration::from_millis(10), |f, _| got.push(f.to_vec()))
+                .unwrap();
+        }
+        // A little longer: a second copy would be a bug too.
+        rx.recv(Duration::from_millis(50), |f, _| got.push(f.to_vec()))
+            .unwrap();
+        assert_eq!(got.len(), 1, "exactly one frame arrives: {got:02x?}");
+        assert_eq!(got[0], want);
+    };
+    rx_a.send_control(&request).unwrap();
+    expect(&mut rx_b, &request);
+    rx_b.send_control(&reply).unwrap();
+    expect(&mut rx_a, &reply);
+    // The sender does not see its own control frame.
+    let mut echoed = 0;
+    rx_a.recv(Duration::from_millis(20), |_, _| echoed += 1)
+        .unwrap();
+    assert_eq!(echoed, 0);
+}
+
+#[test]
+fn opening_a_missing_interface_names_it() {
+    if !is_root() {
+        eprintln!("SKIPPED: af_xdp missing-interface test needs root");
+        return;
+    }
+    let ns = VethNetns::new("miss");
+    let err = AfXdpPort::open("nosuch0", Some(&ns.name), &AfXdpOptions::default())
+        .err()
+        .expect("no such interface");
+    assert!(err.to_string().contains("nosuch0"), "{err}");
+    // A busy queue: a second socket on the same queue is refused, by name.
+    let _a = AfXdpPort::open("xa", Some(&ns.name), &AfXdpOptions::default()).expect("open xa");
+    let err = AfXdpPort::open("xa", Some(&ns.name), &AfXdpOptions::default())
+        .err()
+        .expect("queue 0 of xa is taken");
+    eprintln!("second open: {err}");
+    assert!(err.to_string().contains("xa"), "{err}");
+}
+
+/// A measurement, not a check: how many 64-byte frames per second the
+/// transmit half gets onto a veth whose peer is a plain kernel receiver
+/// (GRO on and threaded NAPI on the peer). Run with
+/// `cargo test -p linerate-port --release --test af_xdp -- --ignored --nocapture tx_rate`.
+///
+/// Note: veth hands a frame to the peer's NAPI only if the sending device
+/// has TSO off or the frame's socket buffer is an ordinary socket's; AF_XDP
+/// copy-mode buffers are not, so by default the peer's receive work runs
+/// inline in the sender's system call (the rate then includes it). Set
+/// LR_XSK_TSO_OFF=1 to turn TSO off on the sender, so the peer's NAPI
+/// thread does that work (and veth drops frames when it falls behind:
+/// they show as xa tx_dropped).
+#[test]
+#[ignore]
+fn tx_rate_64_bytes_to_a_kernel_receiver() {
+    if !is_root() {
+        eprintln!("SKIPPED: af_xdp TX rate measurement needs root");
+        return;
+    }
+    let ns = VethNetns::new("rate");
+    run(&[
+        "ip", "netns", "exec", &ns.name, "ethtool", "-K", "xb", "gro", "on",
+    ]);
+    run(&[
+        "ip",
+        "netns",
+        "exec",
+        &ns.name,
+        "sh",
+        "-c",
+        "echo 1 > /sys/class/net/xb/threaded",
+    ]);
+    if std::env::var_os("LR_XSK_TSO_OFF").is_some() {
+        run(&[
+            "ip", "netns", "exec", &ns.name, "ethtool", "-K", "xa", "tso", "off",
+        ]);
+    }
+    let a = AfXdpPort::open("xa", Some(&ns.name), &AfXdpOptions::default()).expect("open xa");
+    eprintln!(
+        "xa: bind mode {}, XDP {}",
+        a.mode().as_str(),
+        a.attach_mode().as_str()
+    );
+    // Addressed to a MAC nobody has: xb's stack drops the frames early.
+    let template = FrameTemplate::new(
+        &flow(a.info().mac, MacAddr([0x02, 0, 0, 0, 0, 0x99])),
+        FrameSize::from_frame(64).unwrap(),
+    );
+    let (mut tx, _rx, _) = a.split();
+    let rx_before: u64 = ns
+        .sys("/sys/class/net/xb/statistics/rx_packets")
+        .parse()
+        .unwrap();
+    let drop_before: u64 = ns
+        .sys("/sys/class/net/xa/statistics/tx_dropped")
+        .parse()
+        .unwrap();
+    let start = Instant::now();
+    let mut seq = 0u64;
+    while start.elapsed() < Duration::from_secs(3) {
+        let n = tx
+            .queue(64, |i, buf| {
+                template.write(
+                    buf,
+                    Signature {
+                        stream: STREAM,
+                        seq: (seq + i as u64) as u32,
+                        tx_ts: 0,
+                    },
+                )
+            })
+            .unwrap();
+        seq += n as u64;
+        tx.flush().unwrap();
+    }
+    let refused = tx.drain(Duration::from_secs(5)).unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_millis(100));
+    let rx_after: u64 = ns
+        .sys("/sys/class/net/xb/statistics/rx_packets")
+        .parse()
+        .unwrap();
+    let drop_after: u64 = ns
+        .sys("/sys/class/net/xa/statistics/tx_dropped")
+        .parse()
+        .unwrap();
+    let sent = seq - refused;
+    eprintln!(
+        "AF_XDP TX, 64 B, {secs:.2} s: {sent} frames completed = {:.0} frames/s; \
+         xb received {} ({:.0} frames/s); xa tx_dropped {}",
+        sent as f64 / secs,
+        rx_after - rx_before,
+        (rx_after - rx_before) as f64 / secs,
+        drop_after - drop_before
+    );
+    assert!(sent > 0);
+}
