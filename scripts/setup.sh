@@ -5,6 +5,11 @@
 #               the tester's, so the DUT forwards on its own CPU
 #   nftables  - the tests' DUTs with a known loss pattern and rate limit
 #   build-essential, pkg-config - the Rust build (cc for libc-sys crates)
+#   clang, libbpf-dev, linux-libc-dev - the XDP programs (crates/bpf/bpf/*.bpf.c),
+#               compiled to BPF at build time; libbpf's headers
+#   libelf-dev, zlib1g-dev - libbpf itself (built from source by libbpf-sys)
+#   netsniff-ng (trafgen), dpdk (dpdk-testpmd), iperf3 - the peers that
+#               scripts/bench-engines.sh measures linerate against
 # Run as root. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +19,9 @@ if [ "$(id -u)" != 0 ]; then
     exit 2
 fi
 
-packages=(iproute2 ethtool nftables build-essential pkg-config ca-certificates curl)
+packages=(iproute2 ethtool nftables build-essential pkg-config ca-certificates curl
+    clang libbpf-dev linux-libc-dev libelf-dev zlib1g-dev
+    netsniff-ng dpdk iperf3)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

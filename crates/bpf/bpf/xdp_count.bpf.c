@@ -111,7 +111,10 @@ static __always_inline __u32 bucket(__u32 v)
 	return (e - LR_SUB_BITS + 1) * LR_SUB + ((v >> (e - LR_SUB_BITS)) & (LR_SUB - 1));
 }
 
-SEC("xdp")
+/* xdp.frags: the program reads only the headers, so it accepts frames
+ * spread over several buffers, which lets it attach to ports whose MTU is
+ * larger than a page (the lab's 9000). */
+SEC("xdp.frags")
 int lr_count(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;

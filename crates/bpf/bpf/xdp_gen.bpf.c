@@ -45,6 +45,9 @@ struct gen_state {
 	__u64 start_ns; /* CLOCK_MONOTONIC of the first run (frame 0) */
 	__u64 last_ns;	/* CLOCK_MONOTONIC when the last frame was stamped */
 	__u64 ticks;	/* program runs, sent or idle */
+	__u64 last_tick_ns; /* CLOCK_MONOTONIC of the previous run */
+	__u64 max_gap_ns;   /* longest time between two runs: the generator's
+			     * worst stall (preemption, interrupts) */
 };
 
 struct {
@@ -88,6 +91,9 @@ int lr_generate(struct xdp_md *ctx)
 	st->ticks++;
 	if (!st->start_ns)
 		st->start_ns = now;
+	else if (now - st->last_tick_ns > st->max_gap_ns && st->next_seq < cfg->total)
+		st->max_gap_ns = now - st->last_tick_ns;
+	st->last_tick_ns = now;
 	__u64 seq = st->next_seq;
 	if (seq >= cfg->total || now - st->start_ns > cfg->give_up_ns)
 		return XDP_DROP;

@@ -68,6 +68,9 @@ pub struct GenProgress {
     pub last_ns: u64,
     /// Program runs, sending or idle.
     pub ticks: u64,
+    /// Longest time between two program runs while frames remained: the
+    /// generator's worst stall (preemption, interrupts), in ns.
+    pub max_stall_ns: u64,
 }
 
 /// A loaded generator program. Not attached anywhere: `BPF_PROG_RUN` names
@@ -103,7 +106,7 @@ impl XdpGenerator {
             headers,
             tail: [0; 6],
         };
-        let zero_state = [0u8; 32];
+        let zero_state = [0u8; 48];
         let err = |source| BpfError::Map {
             what: "configuring the XDP generator",
             source,
@@ -177,6 +180,7 @@ impl XdpGenerator {
             start_ns: w(1),
             last_ns: w(2),
             ticks: w(3),
+            max_stall_ns: w(5),
         })
     }
 

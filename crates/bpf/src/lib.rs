@@ -53,11 +53,14 @@ pub(crate) fn load(
 ) -> Result<libbpf_rs::Object, BpfError> {
     let err = |source| BpfError::Load { program, source };
     // LINERATE_BPF_LOG=1 prints libbpf's messages, the verifier's log among them.
+    // Otherwise libbpf stays quiet: errors reach the user as one line.
     if std::env::var_os("LINERATE_BPF_LOG").is_some() {
         fn print(_: libbpf_rs::PrintLevel, msg: String) {
             eprint!("{msg}");
         }
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, print)));
+    } else {
+        libbpf_rs::set_print(None);
     }
     let mut open = libbpf_rs::ObjectBuilder::default()
         .open_memory(bytes)

@@ -81,8 +81,9 @@ pub struct PortArgs {
     /// Line speed for % rates and line-rate limits, e.g. 10G, 1G. Default: the speed the link reports, else 10G.
     #[arg(long)]
     pub line_speed: Option<String>,
-    /// Packet I/O engine.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "af_packet"])]
+    /// Packet I/O engine: xdp (frames made and counted in the kernel),
+    /// af_xdp, af_packet, or auto (the fastest that works on these ports).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "xdp", "af_xdp", "af_packet"])]
     pub engine: String,
     /// After sending, wait this long for frames still in flight (RFC 2544: 2 s).
     #[arg(long, default_value = "2s")]

@@ -3,9 +3,11 @@
 
 use crate::args::PortArgs;
 use anyhow::{anyhow, bail, Context, Result};
-use linerate_engine::{Engine, EngineConfig, HostConfig};
+use linerate_engine::backend::{QueueRx, QueueTx};
+use linerate_engine::xdp::{XdpReceiver, XdpTransmitter};
+use linerate_engine::{Engine, EngineConfig, EngineError, HostConfig, TesterPort};
 use linerate_lab::Lab;
-use linerate_port::af_packet::{AfPacketOptions, AfPacketPort, RxRing, TxRing};
+use linerate_port::af_packet::{AfPacketOptions, AfPacketPort};
 use linerate_port::Port;
 use linerate_results::Placement;
 use linerate_wire::MacAddr;
@@ -15,10 +17,12 @@ use std::time::Duration;
 /// Everything a test runs on. Fields drop in order: the engine's sockets
 /// close before a lab made for this run is removed.
 pub struct TestBed {
-    pub engine: Engine<TxRing, RxRing>,
+    pub engine: Engine,
     pub line_bps: u64,
     /// Where the line speed came from, for the report.
     pub line_speed_source: String,
+    /// Why `--engine auto` took the engine it took (None: the user chose).
+    pub engine_reason: Option<String>,
     pub placement: Option<Placement>,
     /// "lab" or "external".
     pub setup: &'static str,
@@ -56,8 +60,8 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
             Lab::up(&name)?
         };
         let (pa, pb) = (lab.port_a().clone(), lab.port_b().clone());
-        let a = AfPacketPort::open(&pa.ifname, Some(&pa.netns), &opts)?;
-        let b = AfPacketPort::open(&pb.ifname, Some(&pb.netns), &opts)?;
+        let a = (pa.ifname.clone(), Some(pa.netns.clone()));
+        let b = (pb.ifname.clone(), Some(pb.netns.clone()));
         let host = |p: &linerate_lab::LabPort| HostConfig {
             ip: p.ip,
             prefix_len: p.prefix_len,
@@ -86,18 +90,19 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
         }
         let ha = host_config("a", &args.ip_a, &args.gw_a, &args.gw_mac_a)?;
         let hb = host_config("b", &args.ip_b, &args.gw_b, &args.gw_mac_b)?;
-        let a = AfPacketPort::open(name_a, None, &opts)?;
-        let b = AfPacketPort::open(name_b, None, &opts)?;
+        let a = (name_a.to_string(), None);
+        let b = (name_b.to_string(), None);
         (a, ha, b, hb, None, None)
     };
+    let ((a, b, engine_name), engine_reason) = open_engine(&args.engine, &a, &b, &opts)?;
 
     let (line_bps, line_speed_source) = match &args.line_speed {
         Some(text) => (
             linerate_wire::units::parse_line_speed(text)?,
             "given with --line-speed".to_string(),
         ),
-        None => match a.info().speed_bps {
-            Some(bps) => (bps, format!("reported by {}", a.info().ifname)),
+        None => match a.info.speed_bps {
+            Some(bps) => (bps, format!("reported by {}", a.info.ifname)),
             None => (
                 DEFAULT_LINE_BPS,
                 "not reported by the link; 10G assumed (set --line-speed)".to_string(),
@@ -110,7 +115,7 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
             .as_ref()
             .map(|p| p.tester_cpus.clone())
             .unwrap_or_default(),
-        name: "af_packet".into(),
+        name: engine_name.into(),
         ..EngineConfig::default()
     };
     let engine = Engine::new(a, host_a, b, host_b, cfg);
@@ -118,10 +123,102 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
         engine,
         line_bps,
         line_speed_source,
+        engine_reason,
         placement,
         setup: if lab.is_some() { "lab" } else { "external" },
         lab,
     })
+}
+
+/// An interface and the namespace it lives in (None: linerate's own).
+type PortName = (String, Option<String>);
+/// Ports A and B as an engine drives them, and the engine's name.
+type Ports = (TesterPort, TesterPort, &'static str);
+
+/// Opens both tester ports with the engine asked for; `auto` takes the
+/// fastest that works on them and says which it took, and why not faster.
+/// Returns the ports, the engine's name and, for `auto`, why it was chosen.
+fn open_engine(
+    choice: &str,
+    a: &PortName,
+    b: &PortName,
+    opts: &AfPacketOptions,
+) -> Result<(Ports, Option<String>)> {
+    match choice {
+        "af_packet" => Ok((open_af_packet(a, b, opts)?, None)),
+        "xdp" => Ok((open_xdp(a, b, opts)?, None)),
+        "af_xdp" => bail!(
+            "--engine af_xdp is not available in this build yet: use --engine xdp or af_packet"
+        ),
+        _ => auto(a, b, opts).map(|(ports, why)| (ports, Some(why))),
+    }
+}
+
+/// `--engine auto`: the fastest engine that works on these ports.
+fn auto(a: &PortName, b: &PortName, opts: &AfPacketOptions) -> Result<(Ports, String)> {
+    if opts.max_frame_len > XDP_MAX_FRAME_LEN {
+        let why = format!(
+            "the xdp engine sends frames up to {} bytes",
+            XDP_MAX_FRAME_LEN + 4
+        );
+        return Ok((open_af_packet(a, b, opts)?, why));
+    }
+    match open_xdp(a, b, opts) {
+        Ok(ports) => Ok((ports, "frames made and counted in the kernel".into())),
+        // Only a missing XDP capability falls back; a wrong interface name
+        // or missing root is the user's to fix.
+        Err(e) if matches!(e.downcast_ref(), Some(EngineError::Bpf(_))) => {
+            let ports = open_af_packet(a, b, opts)?;
+            Ok((ports, format!("xdp unavailable: {e:#}")))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+use linerate_bpf::generator::MAX_FRAME_LEN as XDP_MAX_FRAME_LEN;
+
+/// Streams the in-kernel counter keeps per trial.
+const XDP_MAX_STREAMS: u16 = 16;
+
+fn open_af_packet(a: &PortName, b: &PortName, opts: &AfPacketOptions) -> Result<Ports> {
+    let pa = AfPacketPort::open(&a.0, a.1.as_deref(), opts)?;
+    let pb = AfPacketPort::open(&b.0, b.1.as_deref(), opts)?;
+    Ok((
+        TesterPort::from_port(pa),
+        TesterPort::from_port(pb),
+        "af_packet",
+    ))
+}
+
+/// The xdp engine: port A sends with the in-kernel generator, port B counts
+/// with the in-kernel counter; a packet socket on each port handles ARP.
+fn open_xdp(a: &PortName, b: &PortName, opts: &AfPacketOptions) -> Result<Ports> {
+    if opts.max_frame_len > XDP_MAX_FRAME_LEN {
+        bail!(
+            "--engine xdp sends frames up to {} bytes (one page per frame in live-frames mode): use --engine af_packet for {}-byte frames",
+            XDP_MAX_FRAME_LEN + 4,
+            opts.max_frame_len + 4
+        );
+    }
+    let (_, rx_a, info_a) = AfPacketPort::open(&a.0, a.1.as_deref(), opts)?.split();
+    let (tx_b, rx_b, info_b) = AfPacketPort::open(&b.0, b.1.as_deref(), opts)?.split();
+    let port_a = TesterPort {
+        tx: Box::new(XdpTransmitter::new(&info_a)?),
+        rx: Box::new(QueueRx {
+            queue: rx_a,
+            max_frame_len: info_a.max_frame_len,
+        }),
+        info: info_a,
+    };
+    let port_b = TesterPort {
+        tx: Box::new(QueueTx {
+            queue: tx_b,
+            max_frame_len: info_b.max_frame_len,
+        }),
+        rx: Box::new(XdpReceiver::new(&info_b, rx_b, XDP_MAX_STREAMS)?),
+        info: info_b,
+    };
+    Ok((port_a, port_b, "xdp"))
 }
 
 fn host_config(

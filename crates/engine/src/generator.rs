@@ -31,8 +31,8 @@ pub struct Schedule<'a> {
     pub pacer: Pacer,
     /// Stop sending at this point even if frames remain (they count as lost).
     pub give_up_after: Duration,
-    /// CLOCK_REALTIME ns at `start`: the base of the timestamps.
-    pub start_realtime_ns: u64,
+    /// The receiver's clock at `start`, in ns: the base of the timestamps.
+    pub start_clock_ns: u64,
     pub start: Instant,
 }
 
@@ -53,7 +53,7 @@ pub fn generate<T: TxQueue>(
             let want = ((due - seq) as usize).min(MAX_BURST);
             let queued = tx.queue(want, |i, buf| {
                 let n = seq + i as u64;
-                let ts = s.start_realtime_ns + s.pacer.scheduled_ns(n);
+                let ts = s.start_clock_ns + s.pacer.scheduled_ns(n);
                 s.template.write(
                     buf,
                     Signature {

@@ -4,21 +4,23 @@
 //! It never decides rates (the methods do) and never prints (the reporters
 //! do): a [`TrialSpec`] goes in, a [`TrialResult`] comes out.
 
+pub mod backend;
 pub mod cpu;
 pub mod generator;
 pub mod host;
 pub mod pacer;
 pub mod receiver;
 pub mod stats;
+pub mod xdp;
 
-use generator::{generate, Schedule};
+pub use backend::{Clock, Receiver, SendJob, TesterPort, Transmitter};
 pub use host::HostConfig;
-use linerate_port::{realtime_ns, Port, PortError, PortInfo, RxQueue, TxQueue};
+use linerate_port::{PortError, PortInfo};
 use linerate_results::{TrialResult, TrialSpec};
 use linerate_wire::template::DEFAULT_UDP_PORT;
 use linerate_wire::{FlowSpec, FrameTemplate, MacAddr};
 use pacer::Pacer;
-use receiver::{receive, Counted, ReceiverSignals, StreamRange};
+use receiver::{Counted, ReceiverSignals, StreamRange};
 use stats::StreamStats;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -27,6 +29,8 @@ use std::time::{Duration, Instant};
 pub enum EngineError {
     #[error(transparent)]
     Port(#[from] PortError),
+    #[error(transparent)]
+    Bpf(#[from] linerate_bpf::BpfError),
     #[error("gateway {gateway} did not answer ARP on port {port} within {secs} s: check the DUT's address and cabling, or give its MAC with --gw-mac")]
     ArpTimeout {
         port: String,
@@ -58,7 +62,7 @@ pub struct EngineConfig {
     /// CPUs the tester's threads run on (empty: anywhere).
     pub tester_cpus: Vec<usize>,
     pub arp_timeout: Duration,
-    /// Name recorded in every result ("af_packet", "loopback").
+    /// Name recorded in every result ("af_packet", "af_xdp", "xdp", "loopback").
     pub name: String,
 }
 
@@ -73,40 +77,32 @@ impl Default for EngineConfig {
     }
 }
 
-struct Side<T, R> {
-    tx: T,
-    rx: R,
-    info: PortInfo,
+struct Side {
+    port: TesterPort,
     host: HostConfig,
     gateway_mac: Option<MacAddr>,
 }
 
 /// Two tester ports and what runs on them. Traffic flows from A to B.
-pub struct Engine<T: TxQueue, R: RxQueue> {
-    a: Side<T, R>,
-    b: Side<T, R>,
+pub struct Engine {
+    a: Side,
+    b: Side,
     cfg: EngineConfig,
     next_stream: u16,
 }
 
-impl<T: TxQueue, R: RxQueue> Engine<T, R> {
-    pub fn new<P: Port<Tx = T, Rx = R>>(
-        a: P,
+impl Engine {
+    pub fn new(
+        a: TesterPort,
         host_a: HostConfig,
-        b: P,
+        b: TesterPort,
         host_b: HostConfig,
         cfg: EngineConfig,
     ) -> Self {
-        let side = |p: P, host: HostConfig| {
-            let (tx, rx, info) = p.split();
-            let gateway_mac = host.gateway_mac;
-            Side {
-                tx,
-                rx,
-                info,
-                host,
-                gateway_mac,
-            }
+        let side = |port: TesterPort, host: HostConfig| Side {
+            gateway_mac: host.gateway_mac,
+            port,
+            host,
         };
         Engine {
             a: side(a, host_a),
@@ -117,10 +113,10 @@ impl<T: TxQueue, R: RxQueue> Engine<T, R> {
     }
 
     pub fn port_a(&self) -> &PortInfo {
-        &self.a.info
+        &self.a.port.info
     }
     pub fn port_b(&self) -> &PortInfo {
-        &self.b.info
+        &self.b.port.info
     }
     pub fn config(&self) -> &EngineConfig {
         &self.cfg
@@ -129,13 +125,14 @@ impl<T: TxQueue, R: RxQueue> Engine<T, R> {
     /// Checks that frames of `frame` bytes fit both ports.
     pub fn check_frame(&self, frame: linerate_wire::FrameSize) -> Result<(), EngineError> {
         for side in [&self.a, &self.b] {
-            let max = (side.info.mtu as usize + linerate_wire::units::ETH_HEADER_LEN)
-                .min(side.info.max_frame_len);
+            let info = &side.port.info;
+            let max = (info.mtu as usize + linerate_wire::units::ETH_HEADER_LEN)
+                .min(side.port.max_frame_len());
             if frame.buffer_len() > max {
                 return Err(EngineError::FrameTooLarge {
                     frame: frame.frame(),
-                    port: side.info.ifname.clone(),
-                    mtu: side.info.mtu,
+                    port: info.ifname.clone(),
+                    mtu: info.mtu,
                     max: max + linerate_wire::units::FCS_LEN,
                 });
             }
@@ -180,20 +177,27 @@ impl<T: TxQueue, R: RxQueue> Engine<T, R> {
         // Split each side into what the threads take: the receive queue goes
         // to its receiver, the transmit queue to the generator.
         let Side {
-            tx: tx_a,
-            rx: rxq_a,
-            info: info_a,
+            port:
+                TesterPort {
+                    tx: tx_a,
+                    rx: rxq_a,
+                    info: info_a,
+                },
             host: host_a,
             gateway_mac: gw_a,
         } = &mut self.a;
         let Side {
-            rx: rxq_b,
-            info: info_b,
+            port:
+                TesterPort {
+                    rx: rxq_b,
+                    info: info_b,
+                    ..
+                },
             host: host_b,
             gateway_mac: gw_b,
-            ..
         } = &mut self.b;
         let (info_a, host_a, info_b, host_b) = (&*info_a, &*host_a, &*info_b, &*host_b);
+        let clock_b = rxq_b.clock();
         let signals_a = ReceiverSignals::default();
         let signals_b = ReceiverSignals::default();
         let (signals_a, signals_b) = (&signals_a, &signals_b);
@@ -201,11 +205,11 @@ impl<T: TxQueue, R: RxQueue> Engine<T, R> {
         std::thread::scope(|scope| {
             let rx_a = scope.spawn(move || {
                 let _ = cpu::pin_current_thread(&cfg.tester_cpus);
-                receive(rxq_a, info_a.mac, host_a, range, signals_a)
+                rxq_a.receive(info_a.mac, host_a, range, signals_a)
             });
             let rx_b = scope.spawn(move || {
                 let _ = cpu::pin_current_thread(&cfg.tester_cpus);
-                receive(rxq_b, info_b.mac, host_b, range, signals_b)
+                rxq_b.receive(info_b.mac, host_b, range, signals_b)
             });
             let stop_all = || {
                 signals_a.stop.store(true, Ordering::Release);
@@ -272,15 +276,14 @@ impl<T: TxQueue, R: RxQueue> Engine<T, R> {
                 gen_scope
                     .spawn(|| {
                         let _ = cpu::pin_current_thread(&cfg.tester_cpus);
-                        let schedule = Schedule {
+                        let job = SendJob {
                             template: &template,
                             stream: range.first,
                             pacer,
                             give_up_after,
-                            start_realtime_ns: realtime_ns(),
-                            start: Instant::now(),
+                            clock: clock_b,
                         };
-                        generate(tx_a, &schedule, interrupt)
+                        tx_a.send(&job, interrupt)
                     })
                     .join()
             });
@@ -289,7 +292,7 @@ impl<T: TxQueue, R: RxQueue> Engine<T, R> {
                 Ok(Err(e)) => {
                     stop_all();
                     let _ = (join(rx_a), join(rx_b));
-                    return Err(e.into());
+                    return Err(e);
                 }
                 Err(_) => {
                     stop_all();
@@ -321,10 +324,10 @@ impl<T: TxQueue, R: RxQueue> Engine<T, R> {
 }
 
 fn join(
-    handle: std::thread::ScopedJoinHandle<'_, Result<Counted, PortError>>,
+    handle: std::thread::ScopedJoinHandle<'_, Result<Counted, EngineError>>,
 ) -> Result<Counted, EngineError> {
     match handle.join() {
-        Ok(r) => Ok(r?),
+        Ok(r) => r,
         Err(_) => Err(EngineError::Thread("a receiver panicked".into())),
     }
 }

@@ -26,6 +26,11 @@ impl Pacer {
         self.total
     }
 
+    /// Nanoseconds between two frames.
+    pub fn interval_ns(&self) -> f64 {
+        self.interval_ns
+    }
+
     /// Frames due by `elapsed` since the start (frame 0 is due at once).
     #[inline]
     pub fn due(&self, elapsed: Duration) -> u64 {

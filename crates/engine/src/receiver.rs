@@ -58,13 +58,16 @@ pub struct Counted {
     pub ring_drops: u64,
 }
 
-/// Runs until `signals.stop` is set.
+/// Runs until `signals.stop` is set. `counted_elsewhere` says how many
+/// distinct test frames were counted outside this loop (by an XDP program
+/// in front of the socket); it is added to what `signals.received` reports.
 pub fn receive<R: RxQueue>(
     rx: &mut R,
     mac: MacAddr,
     host: &HostConfig,
     range: StreamRange,
     signals: &ReceiverSignals,
+    counted_elsewhere: impl Fn() -> u64,
 ) -> Result<Counted, PortError> {
     rx.take_drops()?; // start the trial's count of ring drops at zero
     let mut streams: Vec<StreamStats> = (0..range.count).map(|_| StreamStats::default()).collect();
@@ -115,7 +118,7 @@ pub fn receive<R: RxQueue>(
         for frame in replies.drain(..) {
             rx.send_control(&frame)?;
         }
-        let now = streams.iter().map(StreamStats::received).sum();
+        let now = streams.iter().map(StreamStats::received).sum::<u64>() + counted_elsewhere();
         if now != distinct {
             distinct = now;
             signals.received.store(distinct, Ordering::Release);

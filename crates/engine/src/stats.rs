@@ -104,6 +104,41 @@ impl StreamStats {
         self.latency.saturating_record(latency_ns.max(1));
     }
 
+    /// Counts kept elsewhere (by the XDP counter): distinct, duplicated and
+    /// reordered frames, the exact latency sum, min and max, and a
+    /// histogram as (lowest value, highest value, count) buckets. Each
+    /// bucket's frames are recorded at its midpoint, clamped to [min, max],
+    /// so the percentiles carry the bucket's precision; min and max stay exact.
+    pub fn from_counts(
+        received: u64,
+        duplicated: u64,
+        reordered: u64,
+        latency_sum: u64,
+        (min, max): (u64, u64),
+        buckets: impl Iterator<Item = (u64, u64, u64)>,
+    ) -> StreamStats {
+        let mut s = StreamStats {
+            received,
+            duplicated,
+            reordered,
+            latency_sum: latency_sum as u128,
+            ..StreamStats::default()
+        };
+        for (lo, hi, mut count) in buckets.filter(|b| b.2 > 0) {
+            // The extremes are known exactly: the bucket holding the
+            // minimum (maximum) records one frame at it.
+            for extreme in [min, max] {
+                if count > 0 && (lo..=hi).contains(&extreme) && (extreme != max || min != max) {
+                    s.latency.saturating_record(extreme.max(1));
+                    count -= 1;
+                }
+            }
+            let mid = (lo + (hi - lo) / 2).clamp(min, max).max(1);
+            s.latency.saturating_record_n(mid, count);
+        }
+        s
+    }
+
     /// Adds another stream's counts (used to total a trial's streams).
     pub fn merge(&mut self, other: &StreamStats) {
         self.received += other.received;

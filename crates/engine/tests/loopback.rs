@@ -1,7 +1,7 @@
 //! The engine on the in-memory loopback port: counts must be exact for a
 //! known fault pattern.
 
-use linerate_engine::{Engine, EngineConfig, HostConfig};
+use linerate_engine::{Engine, EngineConfig, HostConfig, TesterPort};
 use linerate_port::loopback::{pair, Impairment};
 use linerate_results::TrialSpec;
 use linerate_wire::FrameSize;
@@ -9,9 +9,7 @@ use std::net::Ipv4Addr;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-fn engine(
-    imp: Impairment,
-) -> Engine<linerate_port::loopback::LoopbackTx, linerate_port::loopback::LoopbackRx> {
+fn engine(imp: Impairment) -> Engine {
     let (a, b) = pair(imp);
     let ip_a = Ipv4Addr::new(198, 18, 0, 2);
     let ip_b = Ipv4Addr::new(198, 18, 0, 3);
@@ -33,7 +31,13 @@ fn engine(
         name: "loopback".into(),
         ..EngineConfig::default()
     };
-    Engine::new(a, host_a, b, host_b, cfg)
+    Engine::new(
+        TesterPort::from_port(a),
+        host_a,
+        TesterPort::from_port(b),
+        host_b,
+        cfg,
+    )
 }
 
 fn spec(fps: f64, ms: u64) -> TrialSpec {

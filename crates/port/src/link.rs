@@ -132,3 +132,9 @@ fn link_speed(fd: &OwnedFd, ifname: &str) -> Option<u64> {
     // 0 and 0xFFFFFFFF (SPEED_UNKNOWN) both mean "don't know".
     (mbps != 0 && mbps != u32::MAX && mbps != 0xFFFF).then_some(mbps as u64 * 1_000_000)
 }
+
+/// The interface index of `ifname` in the calling thread's network namespace.
+pub fn ifindex(ifname: &str) -> Result<u32, PortError> {
+    nix::net::if_::if_nametoindex(ifname)
+        .map_err(|_| PortError::NoSuchInterface(ifname.to_string()))
+}

@@ -8,7 +8,6 @@ use crate::progress;
 use anyhow::{bail, Context, Result};
 use linerate_engine::{Engine, EngineError};
 use linerate_method::{find_throughput, Progress, ThroughputConfig, TrialRunner};
-use linerate_port::{RxQueue, TxQueue};
 use linerate_results::{report, InterruptedSearch, Rfc2544Report, TrialResult, TrialSpec};
 use linerate_wire::{FrameSize, Rate};
 use std::path::Path;
@@ -19,12 +18,12 @@ use std::time::{Duration, SystemTime};
 const STRICT_TRIAL: Duration = Duration::from_secs(60);
 
 /// Lets the throughput search run its trials on the engine.
-struct EngineRunner<'a, T: TxQueue, R: RxQueue> {
-    engine: &'a mut Engine<T, R>,
+struct EngineRunner<'a> {
+    engine: &'a mut Engine,
     interrupt: &'a AtomicBool,
 }
 
-impl<T: TxQueue, R: RxQueue> TrialRunner for EngineRunner<'_, T, R> {
+impl TrialRunner for EngineRunner<'_> {
     type Error = EngineError;
     fn run(&mut self, spec: &TrialSpec) -> Result<TrialResult, EngineError> {
         self.engine.run_trial(spec, self.interrupt)
@@ -85,6 +84,9 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
     );
     if let Some(p) = &bed.placement {
         eprintln!("linerate: {}", p.note);
+    }
+    if let Some(why) = &bed.engine_reason {
+        eprintln!("linerate: engine {} ({why})", bed.engine.config().name);
     }
     bed.engine.resolve()?;
 

@@ -1,0 +1,149 @@
+//! One conformance suite, every engine: the same trials with the same
+//! expected counts on each backend. An engine passes only if it counts
+//! exactly what a wire delivers (back to back) and exactly what a DUT with
+//! a known drop pattern drops. Needs root; run with --test-threads=1.
+
+mod common;
+
+use common::*;
+
+/// Engines under test; each runs the whole suite.
+const ENGINES: [&str; 2] = ["af_packet", "xdp"];
+
+/// A lossless 1 s trial back to back, with every count exact.
+fn back_to_back_is_exact(engine: &str, frame: &str, fps: u64) {
+    let (ns, _guard) = back_to_back(&format!("c{}", &engine[..2]), 1500);
+    let json = TempFile::new("conformance");
+    let rate = format!("{fps}fps");
+    let mut args = vec!["trial", "--engine", engine];
+    args.extend_from_slice(&B2B_HOSTS);
+    args.extend_from_slice(&[
+        "--frame-size",
+        frame,
+        "--rate",
+        &rate,
+        "--duration",
+        "1s",
+        "--straggler-wait",
+        "500ms",
+        "--json",
+        json.arg(),
+    ]);
+    let run = linerate_in(&ns, &args);
+    assert_eq!(run.code, 0, "{engine}: {}", run.dump());
+    let t = json.json();
+    assert_trial_consistent(&t);
+    assert_eq!(t["engine"], engine, "{t}");
+    assert_eq!(u(&t, "frame_size").to_string(), frame, "{t}");
+    for key in ["intended_frames", "tx_frames", "rx_frames"] {
+        assert_eq!(u(&t, key), fps, "{engine} {frame} B {key}: {t}");
+    }
+    for key in [
+        "lost_frames",
+        "reordered",
+        "duplicated",
+        "tester_rx_drops",
+        "stray_frames",
+    ] {
+        assert_eq!(u(&t, key), 0, "{engine} {frame} B {key}: {t}");
+    }
+    assert_eq!(t["generator_short"], false, "{t}");
+    let l = &t["latency_ns"];
+    assert!(
+        u(l, "min") > 0 && u(l, "max") < 1_000_000_000,
+        "{engine}: latency {l}"
+    );
+}
+
+/// The lab router with an nftables rule dropping every 100th forwarded
+/// packet: the engine's loss must equal the rule's drop counter exactly.
+fn known_loss_is_exact(engine: &str) {
+    let (lab, _guard) = lab_up(&format!("k{}", &engine[..2]));
+    let dut = format!("lr-{lab}-dut");
+    nft_load(
+        &dut,
+        "table ip t {
+    chain c {
+        type filter hook forward priority 0; policy accept;
+        counter
+        numgen inc mod 100 0 counter drop
+    }
+}
+",
+    );
+    let json = TempFile::new("conformance-loss");
+    let run = linerate(&[
+        "trial",
+        "--engine",
+        engine,
+        "--lab",
+        "--lab-name",
+        &lab,
+        "--frame-size",
+        "128",
+        "--rate",
+        "20000fps",
+        "--duration",
+        "1s",
+        "--straggler-wait",
+        "500ms",
+        "--loss",
+        "5",
+        "--json",
+        json.arg(),
+    ]);
+    assert_eq!(run.code, 0, "{engine}: {}", run.dump());
+    let t = json.json();
+    assert_trial_consistent(&t);
+    assert_eq!(t["engine"], engine, "{t}");
+    assert_eq!(nft_counters(&dut), vec![20_000, 200], "{engine}: {t}");
+    assert_eq!(u(&t, "tx_frames"), 20_000, "{t}");
+    assert_eq!(u(&t, "lost_frames"), 200, "{t}");
+    assert_eq!(u(&t, "rx_frames"), 19_800, "{t}");
+    assert_eq!((u(&t, "reordered"), u(&t, "duplicated")), (0, 0), "{t}");
+}
+
+macro_rules! suite {
+    ($($name:ident: $engine:literal;)*) => {$(
+        mod $name {
+            use super::*;
+
+            #[test]
+            fn back_to_back_64_bytes() {
+                if root_or_skip(concat!($engine, " back_to_back_64_bytes")) {
+                    back_to_back_is_exact($engine, "64", 50_000);
+                }
+            }
+
+            #[test]
+            fn back_to_back_1518_bytes() {
+                if root_or_skip(concat!($engine, " back_to_back_1518_bytes")) {
+                    back_to_back_is_exact($engine, "1518", 50_000);
+                }
+            }
+
+            #[test]
+            fn dut_drops_are_counted_exactly() {
+                if root_or_skip(concat!($engine, " dut_drops_are_counted_exactly")) {
+                    known_loss_is_exact($engine);
+                }
+            }
+        }
+    )*};
+}
+
+suite! {
+    af_packet: "af_packet";
+    xdp: "xdp";
+}
+
+#[test]
+fn every_engine_is_in_the_suite() {
+    let help = run_program(LINERATE, &["trial", "--help"], RUN_LIMIT).stdout;
+    for engine in ENGINES {
+        assert!(
+            help.contains(engine),
+            "{engine} not offered by --engine:\n{help}"
+        );
+    }
+}

@@ -1,0 +1,169 @@
+//! What the engine drives on each tester port, whatever does the work:
+//! a [`Transmitter`] sends a trial's frames on schedule, a [`Receiver`]
+//! runs the port's receive side (host emulation and counting).
+//!
+//! Socket backends (AF_PACKET, AF_XDP, the in-memory loopback) plug in
+//! through [`QueueTx`] and [`QueueRx`], which run linerate's user-space
+//! generator and receiver over the port's `TxQueue`/`RxQueue`. The `xdp`
+//! engine ([`crate::xdp`]) does both jobs inside the kernel instead. The
+//! engine calls these once per trial, so dynamic dispatch costs nothing;
+//! the per-frame loops inside stay monomorphic.
+
+use crate::generator::{generate, Schedule, Sent};
+use crate::host::HostConfig;
+use crate::pacer::Pacer;
+use crate::receiver::{receive, Counted, ReceiverSignals, StreamRange};
+use crate::EngineError;
+use linerate_port::{Port, PortInfo, RxQueue, TxQueue};
+use linerate_wire::{FrameTemplate, MacAddr};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+/// The clock a receiver stamps arrivals with; the transmitter stamps the
+/// frames' scheduled send times in the same clock, so latency is the
+/// difference of two readings of one clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// CLOCK_REALTIME: what the kernel stamps packet-socket frames with.
+    Realtime,
+    /// CLOCK_MONOTONIC: what XDP programs read (bpf_ktime_get_ns).
+    Monotonic,
+}
+
+impl Clock {
+    pub fn now_ns(self) -> u64 {
+        let id = match self {
+            Clock::Realtime => libc::CLOCK_REALTIME,
+            Clock::Monotonic => libc::CLOCK_MONOTONIC,
+        };
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes into the timespec we pass.
+        unsafe { libc::clock_gettime(id, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+}
+
+/// One trial's sending job.
+pub struct SendJob<'a> {
+    pub template: &'a FrameTemplate,
+    pub stream: u16,
+    pub pacer: Pacer,
+    /// Stop sending at this point even if frames remain (they count as lost).
+    pub give_up_after: Duration,
+    /// The receiving port's clock: timestamps are written in it.
+    pub clock: Clock,
+}
+
+/// Sends a trial's frames from one port.
+pub trait Transmitter: Send {
+    /// Sends `job`'s frames on schedule; `stop` ends the trial early.
+    fn send(&mut self, job: &SendJob, stop: &AtomicBool) -> Result<Sent, EngineError>;
+    /// Largest frame (without FCS) this transmitter sends.
+    fn max_frame_len(&self) -> usize;
+}
+
+/// Runs one port's receive side for a trial.
+pub trait Receiver: Send {
+    /// Answers ARP, learns the gateway and counts the trial's test frames
+    /// until `signals.stop` is set.
+    fn receive(
+        &mut self,
+        mac: MacAddr,
+        host: &HostConfig,
+        range: StreamRange,
+        signals: &ReceiverSignals,
+    ) -> Result<Counted, EngineError>;
+    /// The clock arrivals are stamped with.
+    fn clock(&self) -> Clock;
+    /// Largest frame (without FCS) this receiver takes.
+    fn max_frame_len(&self) -> usize;
+}
+
+/// The user-space generator over a socket's transmit queue.
+pub struct QueueTx<T> {
+    pub queue: T,
+    pub max_frame_len: usize,
+}
+
+impl<T: TxQueue> Transmitter for QueueTx<T> {
+    fn send(&mut self, job: &SendJob, stop: &AtomicBool) -> Result<Sent, EngineError> {
+        let schedule = Schedule {
+            template: job.template,
+            stream: job.stream,
+            pacer: job.pacer,
+            give_up_after: job.give_up_after,
+            start_clock_ns: job.clock.now_ns(),
+            start: Instant::now(),
+        };
+        Ok(generate(&mut self.queue, &schedule, stop)?)
+    }
+    fn max_frame_len(&self) -> usize {
+        self.max_frame_len
+    }
+}
+
+/// The user-space receiver over a socket's receive queue. Socket backends
+/// hand over CLOCK_REALTIME arrival times (the `RxQueue` contract).
+pub struct QueueRx<R> {
+    pub queue: R,
+    pub max_frame_len: usize,
+}
+
+impl<R: RxQueue> Receiver for QueueRx<R> {
+    fn receive(
+        &mut self,
+        mac: MacAddr,
+        host: &HostConfig,
+        range: StreamRange,
+        signals: &ReceiverSignals,
+    ) -> Result<Counted, EngineError> {
+        Ok(receive(&mut self.queue, mac, host, range, signals, || 0)?)
+    }
+    fn clock(&self) -> Clock {
+        Clock::Realtime
+    }
+    fn max_frame_len(&self) -> usize {
+        self.max_frame_len
+    }
+}
+
+/// One tester port as the engine drives it.
+pub struct TesterPort {
+    pub tx: Box<dyn Transmitter>,
+    pub rx: Box<dyn Receiver>,
+    pub info: PortInfo,
+}
+
+impl TesterPort {
+    /// A socket port driven by the user-space generator and receiver.
+    pub fn from_port<P: Port>(port: P) -> TesterPort
+    where
+        P::Tx: 'static,
+        P::Rx: 'static,
+    {
+        let (tx, rx, info) = port.split();
+        let max = info.max_frame_len;
+        TesterPort {
+            tx: Box::new(QueueTx {
+                queue: tx,
+                max_frame_len: max,
+            }),
+            rx: Box::new(QueueRx {
+                queue: rx,
+                max_frame_len: max,
+            }),
+            info,
+        }
+    }
+
+    /// Largest frame both halves handle.
+    pub fn max_frame_len(&self) -> usize {
+        self.info
+            .max_frame_len
+            .min(self.tx.max_frame_len())
+            .min(self.rx.max_frame_len())
+    }
+}
