@@ -5,9 +5,10 @@ use crate::args::PortArgs;
 use anyhow::{anyhow, bail, Context, Result};
 use linerate_engine::backend::{QueueRx, QueueTx};
 use linerate_engine::xdp::{XdpReceiver, XdpTransmitter};
-use linerate_engine::{Engine, EngineConfig, EngineError, HostConfig, TesterPort};
+use linerate_engine::{Engine, EngineConfig, HostConfig, TesterPort};
 use linerate_lab::Lab;
 use linerate_port::af_packet::{AfPacketOptions, AfPacketPort};
+use linerate_port::af_xdp::{AfXdpOptions, AfXdpPort};
 use linerate_port::Port;
 use linerate_results::Placement;
 use linerate_wire::MacAddr;
@@ -21,7 +22,8 @@ pub struct TestBed {
     pub line_bps: u64,
     /// Where the line speed came from, for the report.
     pub line_speed_source: String,
-    /// Why `--engine auto` took the engine it took (None: the user chose).
+    /// Why `--engine auto` took the engine it took, and how an af_xdp
+    /// socket is bound (printed by commands that print set-up notes).
     pub engine_reason: Option<String>,
     pub placement: Option<Placement>,
     /// "lab" or "external".
@@ -147,32 +149,64 @@ fn open_engine(
     match choice {
         "af_packet" => Ok((open_af_packet(a, b, opts)?, None)),
         "xdp" => Ok((open_xdp(a, b, opts)?, None)),
-        "af_xdp" => bail!(
-            "--engine af_xdp is not available in this build yet: use --engine xdp or af_packet"
-        ),
+        "af_xdp" => open_af_xdp(a, b, opts).map(|(ports, note)| (ports, Some(note))),
         _ => auto(a, b, opts).map(|(ports, why)| (ports, Some(why))),
     }
 }
 
-/// `--engine auto`: the fastest engine that works on these ports.
+/// `--engine auto`: the fastest engine that works on these ports, in the
+/// order xdp, af_xdp, af_packet. An engine that fails to open gives way to
+/// the next; if the last fails too, its error (a wrong interface name, say)
+/// is the one the user sees.
 fn auto(a: &PortName, b: &PortName, opts: &AfPacketOptions) -> Result<(Ports, String)> {
+    let mut passed_over = Vec::new();
     if opts.max_frame_len > XDP_MAX_FRAME_LEN {
-        let why = format!(
-            "the xdp engine sends frames up to {} bytes",
+        passed_over.push(format!(
+            "xdp sends frames up to {} bytes",
             XDP_MAX_FRAME_LEN + 4
-        );
-        return Ok((open_af_packet(a, b, opts)?, why));
-    }
-    match open_xdp(a, b, opts) {
-        Ok(ports) => Ok((ports, "frames made and counted in the kernel".into())),
-        // Only a missing XDP capability falls back; a wrong interface name
-        // or missing root is the user's to fix.
-        Err(e) if matches!(e.downcast_ref(), Some(EngineError::Bpf(_))) => {
-            let ports = open_af_packet(a, b, opts)?;
-            Ok((ports, format!("xdp unavailable: {e:#}")))
+        ));
+    } else {
+        match open_xdp(a, b, opts) {
+            Ok(ports) => return Ok((ports, "the fastest engine that works here".into())),
+            Err(e) => passed_over.push(format!("xdp: {e:#}")),
         }
-        Err(e) => Err(e),
     }
+    match open_af_xdp(a, b, opts) {
+        Ok((ports, note)) => {
+            passed_over.push(note);
+            return Ok((ports, passed_over.join("; ")));
+        }
+        Err(e) => passed_over.push(format!("af_xdp: {e:#}")),
+    }
+    Ok((open_af_packet(a, b, opts)?, passed_over.join("; ")))
+}
+
+/// AF_XDP sockets on both ports (copy mode on veth, zero-copy where the
+/// driver offers it).
+fn open_af_xdp(a: &PortName, b: &PortName, opts: &AfPacketOptions) -> Result<(Ports, String)> {
+    let xdp_opts = AfXdpOptions {
+        max_frame_len: opts.max_frame_len,
+        ..AfXdpOptions::default()
+    };
+    let pa = AfXdpPort::open(&a.0, a.1.as_deref(), &xdp_opts)?;
+    let pb = AfXdpPort::open(&b.0, b.1.as_deref(), &xdp_opts)?;
+    let mode = |p: &AfXdpPort| {
+        format!(
+            "{} {} mode, XDP {}",
+            p.info().ifname,
+            p.mode().as_str(),
+            p.attach_mode().as_str()
+        )
+    };
+    let note = format!("{}; {}", mode(&pa), mode(&pb));
+    Ok((
+        (
+            TesterPort::from_port(pa),
+            TesterPort::from_port(pb),
+            "af_xdp",
+        ),
+        note,
+    ))
 }
 
 use linerate_bpf::generator::MAX_FRAME_LEN as XDP_MAX_FRAME_LEN;

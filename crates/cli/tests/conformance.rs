@@ -8,7 +8,7 @@ mod common;
 use common::*;
 
 /// Engines under test; each runs the whole suite.
-const ENGINES: [&str; 2] = ["af_packet", "xdp"];
+const ENGINES: [&str; 3] = ["af_packet", "af_xdp", "xdp"];
 
 /// A lossless 1 s trial back to back, with every count exact.
 fn back_to_back_is_exact(engine: &str, frame: &str, fps: u64) {
@@ -134,6 +134,7 @@ macro_rules! suite {
 
 suite! {
     af_packet: "af_packet";
+    af_xdp: "af_xdp";
     xdp: "xdp";
 }
 
