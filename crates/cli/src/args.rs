@@ -20,6 +20,8 @@ pub enum Command {
     Rfc2544(Rfc2544Args),
     /// One fixed-rate trial from port A to port B.
     Trial(TrialArgs),
+    /// The tester's own ceiling per engine and frame size, back to back (no DUT); stored and used to flag tester-limited results.
+    Calibrate(CalibrateArgs),
     /// The namespace lab: a Linux router between two tester ports.
     Lab {
         #[command(subcommand)]
@@ -123,6 +125,39 @@ pub struct Rfc2544Args {
     /// Write every trial and the results as JSON to FILE (rewritten after each trial).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Calibration file ('linerate calibrate'): results within 5 % of the stored tester ceiling are marked tester-limited. Default: ~/.local/share/linerate/calibration.json.
+    #[arg(long)]
+    pub calibration: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// Engines to calibrate; each that cannot run here is skipped with the reason.
+    #[arg(long, value_delimiter = ',', default_value = "xdp,af_xdp,af_packet", value_parser = ["xdp", "af_xdp", "af_packet"])]
+    pub engine: Vec<String>,
+    /// Frame sizes in bytes, FCS included.
+    #[arg(long, value_delimiter = ',', default_value = "64,512,1518")]
+    pub sizes: Vec<u64>,
+    /// How long each trial sends.
+    #[arg(long, default_value = "1s")]
+    pub trial_duration: String,
+    /// Stop the search when the bracket is this narrow, relative to its top.
+    #[arg(long, default_value = "1%")]
+    pub resolution: String,
+    /// After sending, wait this long for frames still in flight.
+    #[arg(long, default_value = "500ms")]
+    pub straggler_wait: String,
+    /// Two tester interfaces cabled to each other (default: a veth pair in a namespace linerate makes, which calibrates the lab).
+    #[arg(long, requires = "port_b")]
+    pub port_a: Option<String>,
+    #[arg(long, requires = "port_a")]
+    pub port_b: Option<String>,
+    /// Line speed for the search's upper bound, e.g. 10G. Default: the speed the link reports, else 10G.
+    #[arg(long)]
+    pub line_speed: Option<String>,
+    /// Where to store the ceilings (entries for the same set-up, engine and size are replaced).
+    #[arg(long)]
+    pub calibration: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

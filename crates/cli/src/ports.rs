@@ -28,6 +28,8 @@ pub struct TestBed {
     pub placement: Option<Placement>,
     /// "lab" or "external".
     pub setup: &'static str,
+    /// The key calibrations are stored under: "lab", or "ports A->B".
+    pub setup_key: String,
     /// Held, not read: a lab built for this run lives as long as the test
     /// bed and is removed when it drops (also on error, signal or panic).
     #[allow(dead_code)]
@@ -96,6 +98,7 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
         let b = (name_b.to_string(), None);
         (a, ha, b, hb, None, None)
     };
+    let (a_name, b_name) = (a.0.clone(), b.0.clone());
     let ((a, b, engine_name), engine_reason) = open_engine(&args.engine, &a, &b, &opts)?;
 
     let (line_bps, line_speed_source) = match &args.line_speed {
@@ -128,19 +131,24 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
         engine_reason,
         placement,
         setup: if lab.is_some() { "lab" } else { "external" },
+        setup_key: if lab.is_some() {
+            "lab".to_string()
+        } else {
+            format!("ports {}->{}", a_name, b_name)
+        },
         lab,
     })
 }
 
 /// An interface and the namespace it lives in (None: linerate's own).
-type PortName = (String, Option<String>);
+pub type PortName = (String, Option<String>);
 /// Ports A and B as an engine drives them, and the engine's name.
-type Ports = (TesterPort, TesterPort, &'static str);
+pub type Ports = (TesterPort, TesterPort, &'static str);
 
 /// Opens both tester ports with the engine asked for; `auto` takes the
 /// fastest that works on them and says which it took, and why not faster.
 /// Returns the ports, the engine's name and, for `auto`, why it was chosen.
-fn open_engine(
+pub fn open_engine(
     choice: &str,
     a: &PortName,
     b: &PortName,

@@ -23,10 +23,12 @@ mod lab;
 mod netns;
 mod placement;
 mod status;
+mod wire;
 
 pub use lab::{down_all, down_lab, down_matching, temporary_name, Lab, LabPort};
 pub use placement::{NapiThread, Placement, PlacementState};
 pub use status::{status, LabStatus, PortStatus};
+pub use wire::{Wire, WIRE_IP_A, WIRE_IP_B};
 
 /// Every namespace the lab makes starts with this, so `down_all` can find
 /// them again after a crash.

@@ -321,6 +321,7 @@ pub fn find_throughput<R: TrialRunner>(
         line_rate_fps,
         line_rate_mbps_l2: frame.mbps(line_rate_fps, Layer::L2),
         tester_limited,
+        calibrated_ceiling_fps: None,
         trials,
     })
 }

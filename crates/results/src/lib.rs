@@ -5,6 +5,7 @@
 //! [`ThroughputResult`] per frame size) to the reporters. Reporters only
 //! format; they never compute a measurement.
 
+pub mod calibration;
 pub mod model;
 pub mod report;
 

@@ -110,6 +110,11 @@ pub struct ThroughputResult {
     /// The search ended at the tester's own limit, not the device's:
     /// the rate above the throughput could not be offered.
     pub tester_limited: bool,
+    /// The tester's calibrated ceiling for this engine and frame size
+    /// (`linerate calibrate`), when one is stored; a throughput within 5 %
+    /// of it is marked `tester_limited` too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibrated_ceiling_fps: Option<f64>,
     /// Every trial of the search, in the order run.
     pub trials: Vec<TrialResult>,
 }

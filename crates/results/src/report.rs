@@ -111,7 +111,7 @@ pub fn throughput_table(report: &Rfc2544Report) -> String {
     }
     if results.iter().any(|r| r.tester_limited) {
         out.push_str(
-            "(*) tester-limited: the tester could not offer more; the device may forward more.\n",
+            "(*) tester-limited: the tester could not offer more, or the result is within 5 % of the tester's calibrated ceiling; the device may forward more.\n",
         );
     }
     let engine = format!(

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+mod calibrate;
 mod lab;
 mod rfc2544;
 mod trial;
@@ -14,6 +15,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Lab { action } => lab::run(action),
         Command::Rfc2544(args) => rfc2544::run(args, &*interrupt_flag()?),
         Command::Trial(args) => trial::run(args, &*interrupt_flag()?),
+        Command::Calibrate(args) => calibrate::run(args, &*interrupt_flag()?),
     }
 }
 

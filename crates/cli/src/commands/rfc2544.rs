@@ -8,6 +8,7 @@ use crate::progress;
 use anyhow::{bail, Context, Result};
 use linerate_engine::{Engine, EngineError};
 use linerate_method::{find_throughput, Progress, ThroughputConfig, TrialRunner};
+use linerate_results::calibration::{self, near_ceiling, Calibration};
 use linerate_results::{report, InterruptedSearch, Rfc2544Report, TrialResult, TrialSpec};
 use linerate_wire::{FrameSize, Rate};
 use std::path::Path;
@@ -18,9 +19,9 @@ use std::time::{Duration, SystemTime};
 const STRICT_TRIAL: Duration = Duration::from_secs(60);
 
 /// Lets the throughput search run its trials on the engine.
-struct EngineRunner<'a> {
-    engine: &'a mut Engine,
-    interrupt: &'a AtomicBool,
+pub(crate) struct EngineRunner<'a> {
+    pub engine: &'a mut Engine,
+    pub interrupt: &'a AtomicBool,
 }
 
 impl TrialRunner for EngineRunner<'_> {
@@ -47,6 +48,11 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
         .context("--max-rate")?;
 
     check_writable(args.json.as_deref())?;
+    let calibration_path = args
+        .calibration
+        .clone()
+        .unwrap_or_else(calibration::default_path);
+    let calibration = Calibration::load(&calibration_path)?;
     let max_frame_len = frames.iter().map(|f| f.buffer_len()).max().unwrap_or(0);
     let mut bed = ports::open(&args.ports, max_frame_len)?;
     for f in &frames {
@@ -137,7 +143,14 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
             interrupt,
         };
         match find_throughput(&mut runner, frame, &cfg, line_fps, &mut on_progress) {
-            Ok(result) => rep.results.push(result),
+            Ok(mut result) => {
+                let engine = &bed.engine.config().name;
+                if let Some(c) = calibration.ceiling(&bed.setup_key, engine, frame.frame()) {
+                    result.calibrated_ceiling_fps = Some(c.ceiling_fps);
+                    result.tester_limited |= near_ceiling(result.throughput_fps, c.ceiling_fps);
+                }
+                rep.results.push(result)
+            }
             Err(e) => {
                 // Interrupted or failed: keep the unfinished search's trials.
                 eprintln!();

@@ -52,6 +52,7 @@ fn result(frame: u16, throughput_fps: f64, tester_limited: bool) -> ThroughputRe
         line_rate_fps,
         line_rate_mbps_l2: line_rate_fps * frame as f64 * 8.0 / 1e6,
         tester_limited,
+        calibrated_ceiling_fps: None,
         trials: vec![
             trial(
                 frame,

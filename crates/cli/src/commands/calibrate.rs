@@ -1,0 +1,193 @@
+//! `linerate calibrate`: the tester measured against itself. Back to back
+//! (a veth pair in a namespace linerate makes, or two cabled interfaces),
+//! per engine and frame size, the RFC 2544 search finds the highest rate
+//! the tester sends and receives with zero loss and exact counts; the
+//! passing trial at that rate gives the tester's own latency. The ceilings
+//! are stored, and `rfc2544` marks any throughput within 5 % of the
+//! ceiling as tester-limited.
+
+use crate::args::CalibrateArgs;
+use crate::commands::rfc2544::EngineRunner;
+use crate::exit::Outcome;
+use crate::ports::{self, parse_duration, parse_percent, parse_trial_duration, PortName};
+use crate::progress;
+use anyhow::{bail, Result};
+use linerate_engine::{Engine, EngineConfig, EngineError, HostConfig};
+use linerate_lab::{Wire, WIRE_IP_A, WIRE_IP_B};
+use linerate_method::{find_throughput, Progress, ThroughputConfig};
+use linerate_port::af_packet::AfPacketOptions;
+use linerate_results::calibration::{self, Calibration, CalibrationEntry};
+use linerate_results::{report, ThroughputResult};
+use linerate_wire::FrameSize;
+use std::sync::atomic::AtomicBool;
+use std::time::SystemTime;
+
+pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!("not running as root: linerate opens packet sockets and builds namespaces; run it with sudo");
+    }
+    let frames = args
+        .sizes
+        .iter()
+        .map(|&n| FrameSize::from_frame(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
+    let resolution = parse_percent(&args.resolution, "--resolution")?;
+    let straggler_wait = parse_duration(&args.straggler_wait, "--straggler-wait")?;
+    let path = args
+        .calibration
+        .clone()
+        .unwrap_or_else(calibration::default_path);
+    let mut stored = Calibration::load(&path)?;
+    // Fail before measuring if the result cannot be kept.
+    stored.save(&path)?;
+
+    // The wire lives until the end of the run; its Drop removes it (also
+    // on error, and after SIGINT/SIGTERM stop the running trial).
+    let wire;
+    let (a, b, setup): (PortName, PortName, String) = match (&args.port_a, &args.port_b) {
+        (Some(pa), Some(pb)) => (
+            (pa.clone(), None),
+            (pb.clone(), None),
+            format!("ports {pa}->{pb}"),
+        ),
+        _ => {
+            linerate_lab::check_environment()?;
+            wire = Wire::up(&linerate_lab::temporary_name())?;
+            let ns = Some(wire.netns().to_string());
+            (("a0".into(), ns.clone()), ("b0".into(), ns), "lab".into())
+        }
+    };
+    let host = |ip, gateway| HostConfig {
+        ip,
+        prefix_len: 24,
+        gateway,
+        gateway_mac: None,
+    };
+    let opts = AfPacketOptions {
+        max_frame_len: frames.iter().map(|f| f.buffer_len()).max().unwrap_or(0),
+        ..AfPacketOptions::default()
+    };
+    eprintln!(
+        "linerate: calibrating {} back to back ({setup}), trials of {}",
+        args.engine.join(", "),
+        humantime::format_duration(trial_duration)
+    );
+
+    let mut table = Vec::new();
+    for name in &args.engine {
+        let (pa, pb, engine_name) = match ports::open_engine(name, &a, &b, &opts) {
+            Ok((ports, _)) => ports,
+            Err(e) => {
+                eprintln!("linerate: {name} skipped: {e:#}");
+                continue;
+            }
+        };
+        let line_bps = match &args.line_speed {
+            Some(text) => linerate_wire::units::parse_line_speed(text)?,
+            None => pa.info.speed_bps.unwrap_or(10_000_000_000),
+        };
+        let mut engine = Engine::new(
+            pa,
+            host(WIRE_IP_A, WIRE_IP_B),
+            pb,
+            host(WIRE_IP_B, WIRE_IP_A),
+            EngineConfig {
+                straggler_wait,
+                tester_cpus: tester_cpus(),
+                name: engine_name.into(),
+                ..EngineConfig::default()
+            },
+        );
+        engine.resolve()?;
+        for &frame in &frames {
+            if let Err(e) = engine.check_frame(frame) {
+                eprintln!(
+                    "linerate: {engine_name} {}-byte frames skipped: {e}",
+                    frame.frame()
+                );
+                continue;
+            }
+            let line_fps = frame.line_rate_fps(line_bps);
+            let mut cfg = ThroughputConfig::new(line_fps, trial_duration);
+            cfg.resolution = resolution;
+            cfg.validate()?;
+            let mut runner = EngineRunner {
+                engine: &mut engine,
+                interrupt,
+            };
+            let mut show = |p: Progress| progress::show(&p, line_fps);
+            let result = match find_throughput(&mut runner, frame, &cfg, line_fps, &mut show) {
+                Ok(r) => r,
+                Err(EngineError::Interrupted) => {
+                    print!("{}", calibration_table(&table));
+                    return Ok(Outcome::Interrupted(format!(
+                        "ceilings measured so far are stored in {}",
+                        path.display()
+                    )));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let entry = CalibrationEntry {
+                setup: setup.clone(),
+                engine: engine_name.to_string(),
+                frame_size: frame.frame(),
+                ceiling_fps: result.throughput_fps,
+                latency_ns: best_pass(&result).and_then(|t| t.latency_ns.clone()),
+                measured_at: SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+                linerate_version: env!("CARGO_PKG_VERSION").to_string(),
+            };
+            stored.record(entry.clone());
+            stored.save(&path)?;
+            table.push((entry, result.throughput_mbps_l2));
+        }
+    }
+    if table.is_empty() {
+        bail!("no engine could be calibrated here (see the reasons above): check root, the kernel's BPF/XDP support, and the interface names");
+    }
+    print!("{}", calibration_table(&table));
+    eprintln!("linerate: ceilings stored in {}", path.display());
+    Ok(Outcome::Passed)
+}
+
+/// The passing trial at the highest rate: the tester's latency at its ceiling.
+fn best_pass(r: &ThroughputResult) -> Option<&linerate_results::TrialResult> {
+    r.trials
+        .iter()
+        .filter(|t| t.loss_ratio == 0.0 && t.intended_fps <= r.throughput_fps)
+        .max_by(|x, y| x.intended_fps.total_cmp(&y.intended_fps))
+}
+
+/// The CPUs the lab gives the tester: all but the last (the DUT's).
+fn tester_cpus() -> Vec<usize> {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (0..n.saturating_sub(1).max(1)).collect()
+}
+
+fn calibration_table(rows: &[(CalibrationEntry, f64)]) -> String {
+    let mut out = String::from(
+        "Tester ceiling, back to back (zero loss, exact counts)\n\
+         engine      frame B        frames/s    Mbps (L2)   latency µs min / avg / p99\n",
+    );
+    for (e, mbps) in rows {
+        let lat = e.latency_ns.as_ref().map_or("-".to_string(), |l| {
+            format!(
+                "{:.1} / {:.1} / {:.1}",
+                l.min as f64 / 1e3,
+                l.avg as f64 / 1e3,
+                l.p99 as f64 / 1e3
+            )
+        });
+        out.push_str(&format!(
+            "{:<11} {:>7} {:>15} {:>12}   {}\n",
+            e.engine,
+            e.frame_size,
+            report::thousands(e.ceiling_fps.round() as u64),
+            report::thousands(mbps.round() as u64),
+            lat
+        ));
+    }
+    out
+}
