@@ -133,7 +133,7 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                 engine: engine_name.to_string(),
                 frame_size: frame.frame(),
                 ceiling_fps: result.throughput_fps,
-                latency_ns: best_pass(&result).and_then(|t| t.latency_ns.clone()),
+                latency_ns: best_pass(&result).and_then(|t| t.latency_ns),
                 measured_at: SystemTime::now()
                     .duration_since(SystemTime::UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs()),
