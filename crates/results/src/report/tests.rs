@@ -120,7 +120,7 @@ Throughput            307         594       1,140       2,170       6,650*      
 Line rate           7,620       8,650       9,280       9,620       9,810     9,850     9,870   Mbps (L2)
                14,900,000   8,450,000   4,530,000   2,350,000   1,200,000   962,000   813,000   Frames/s
 Share of line       4.0 %       6.9 %      12.3 %      22.6 %      67.8 %    10.0 %   100.0 %
-(*) tester-limited: the tester could not offer more; the device may forward more.
+(*) tester-limited: the tester could not offer more, or the result is within 5 % of the tester's calibrated ceiling; the device may forward more.
 DUT forwarding on CPU 1 (threaded NAPI on dut-a, dut-b); tester on CPU 0.   Engine af_packet.   Line speed 10 Gbit/s.
 ";
     let table = throughput_table(&lab_report());
