@@ -23,6 +23,17 @@
  *
  * Each frame carries its *scheduled* send time in the receiver's clock
  * (monotonic + clock_offset), so latency includes the tester's own delays.
+ *
+ * Several generator threads (--tx-threads) each load their own copy of
+ * this object, so each has its own gen_config and gen_state: one thread,
+ * one stream, one schedule, and the state below has a single writer. The
+ * maps are deliberately not per-CPU (nor indexed by the CPU id): a
+ * BPF_PROG_RUN call only disables migration while it runs a batch
+ * (bpf_test_timer_enter, NO_MIGRATE); between batches
+ * bpf_test_timer_continue re-enables it around cond_resched(), so a thread
+ * that is not strictly pinned can move to another CPU mid-trial, and two
+ * threads that share a CPU would share a per-CPU slot. A copy per thread is
+ * correct whatever the placement; pinning is only for speed.
  */
 #include "common.h"
 
@@ -85,8 +96,8 @@ int lr_generate(struct xdp_md *ctx)
 	if (!cfg || !st)
 		return XDP_ABORTED;
 
-	/* One generator thread runs this at a time, so the state needs no
-	 * atomic operations. */
+	/* Only this object's own generator thread runs it (one copy of the
+	 * object per thread), so the state needs no atomic operations. */
 	__u64 now = bpf_ktime_get_ns();
 	st->ticks++;
 	if (!st->start_ns)

@@ -7,6 +7,11 @@
 //! ([`XdpGenerator::run`]); another thread watches [`XdpGenerator::progress`]
 //! and ends the call when the trial is over with [`Stopper::stop`], which
 //! sets a flag and interrupts the call with a signal.
+//!
+//! Each [`XdpGenerator`] is its own copy of the BPF object, with its own
+//! configuration and state maps. Several generator threads (one stream
+//! each) therefore each load one: their state never mixes, whichever CPUs
+//! they run on (see `bpf/xdp_gen.bpf.c` for why the maps are not per-CPU).
 
 use crate::{bpf_object, load, BpfError};
 use libbpf_rs::{MapCore, MapFlags, Object, ProgramInput};
@@ -74,10 +79,12 @@ pub struct GenProgress {
 }
 
 /// A loaded generator program. Not attached anywhere: `BPF_PROG_RUN` names
-/// the port by interface index.
+/// the port by interface index. One per generator thread: its maps hold one
+/// trial of one stream.
 pub struct XdpGenerator {
     obj: Object,
     frame: Vec<u8>,
+    total: u64,
 }
 
 impl XdpGenerator {
@@ -87,6 +94,7 @@ impl XdpGenerator {
         Ok(XdpGenerator {
             obj,
             frame: Vec::new(),
+            total: 0,
         })
     }
 
@@ -118,7 +126,13 @@ impl XdpGenerator {
             .update(&0u32.to_ne_bytes(), &zero_state, MapFlags::ANY)
             .map_err(err)?;
         self.frame = bytes.to_vec();
+        self.total = trial.total;
         Ok(())
+    }
+
+    /// Frames the configured trial sends.
+    pub fn total(&self) -> u64 {
+        self.total
     }
 
     /// Runs the configured trial out of interface `ifindex` until `stop`

@@ -17,7 +17,13 @@ struct Netns(String);
 
 impl Netns {
     fn new() -> Netns {
-        let name = format!("lrbpf-{}", std::process::id());
+        // Unique per test: the tests of this file run in parallel.
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let name = format!(
+            "lrbpf-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
         let ns = Netns(name.clone());
         let ip = |args: &str| {
             let ok = Command::new("ip")
@@ -33,7 +39,15 @@ impl Netns {
             .status()
             .unwrap()
             .success());
-        ip("link add x0 type veth peer name x1");
+        // A receive queue per CPU: veth hands a frame sent on CPU c to
+        // the peer's queue c mod queues, so generators on different CPUs
+        // do not share one ring (which a busy machine can overflow).
+        let q = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .to_string();
+        ip(&format!(
+            "link add x0 numtxqueues {q} numrxqueues {q} type veth peer name x1 numtxqueues {q} numrxqueues {q}"
+        ));
         ip("link set x0 up");
         ip("link set x1 up");
         ns
@@ -92,16 +106,29 @@ fn send_all(generator: &XdpGenerator, ifindex: u32, frames: u64) -> GenProgress 
     generator.progress().unwrap()
 }
 
+/// One test sends at a time: generators spin on a CPU each, and two
+/// tests at once on a small machine starve the receiving side.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Pins the calling thread to CPU `k` modulo the CPUs there are.
+fn pin_to(k: usize) {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut set = nix::sched::CpuSet::new();
+    set.set(k % cpus).unwrap();
+    let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set);
+}
+
 fn ifindex(name: &str) -> u32 {
     nix::net::if_::if_nametoindex(name).expect("interface index")
 }
 
 #[test]
 fn every_generated_frame_is_counted_once() {
-    if !unsafe { libc::geteuid() } == 0 {
+    if unsafe { libc::geteuid() } != 0 {
         eprintln!("SKIPPED every_generated_frame_is_counted_once: needs root (BPF, namespaces)");
         return;
     }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let ns = Netns::new();
     let home = ns.enter();
     let run = || {
@@ -141,6 +168,77 @@ fn every_generated_frame_is_counted_once() {
             assert_eq!((s.duplicated, s.reordered, stray), (0, 0, 0), "{size} B");
             assert_eq!(s.histogram.iter().sum::<u64>(), frames);
             assert!(s.latency_min_ns <= s.latency_max_ns);
+        }
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+    nix::sched::setns(home.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+    drop(ns);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+/// Two generators (each its own copy of the program and its maps) on two
+/// threads at once, one stream each: neither disturbs the other's state,
+/// and the counter counts each stream exactly.
+#[test]
+fn two_generators_send_two_exact_streams() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED two_generators_send_two_exact_streams: needs root (BPF, namespaces)");
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let ns = Netns::new();
+    let home = ns.enter();
+    let run = || {
+        let mut counter = XdpCounter::load(4).expect("load counter");
+        counter.attach(ifindex("x1"), "x1").expect("attach counter");
+        let template = FrameTemplate::new(&flow(), FrameSize::from_frame(64).unwrap());
+        let (first, shares) = (40u16, [50_001u64, 50_000]);
+        counter.start_trial(first, 2, DEFAULT_UDP_PORT).unwrap();
+        let mut generators: Vec<XdpGenerator> = (0..2)
+            .map(|_| XdpGenerator::load().expect("load generator"))
+            .collect();
+        for (k, g) in generators.iter_mut().enumerate() {
+            g.configure(&GenTrial {
+                template: &template,
+                stream: first + k as u16,
+                total: shares[k],
+                interval_ns: 1e9 / 5e4, // 100 000 frames/s in all
+                give_up: Duration::from_secs(10),
+                clock_offset_ns: 0,
+            })
+            .unwrap();
+        }
+        let index = ifindex("x0");
+        let progress: Vec<GenProgress> = std::thread::scope(|s| {
+            let handles: Vec<_> = generators
+                .iter()
+                .zip(shares)
+                .enumerate()
+                .map(|(k, (g, n))| {
+                    s.spawn(move || {
+                        pin_to(k);
+                        send_all(g, index, n)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (p, n) in progress.iter().zip(shares) {
+            assert_eq!(p.sent, n, "each generator sent its own share");
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while counter.received().unwrap() < shares.iter().sum::<u64>() && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (streams, stray) = counter.read().unwrap();
+        assert_eq!(stray, 0);
+        for (k, n) in shares.iter().enumerate() {
+            let s = &streams[k];
+            assert_eq!(s.received, *n, "stream {k}: every frame counted");
+            assert_eq!((s.duplicated, s.reordered), (0, 0), "stream {k}");
         }
     };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));

@@ -90,6 +90,9 @@ pub struct PortArgs {
     /// After sending, wait this long for frames still in flight (RFC 2544: 2 s).
     #[arg(long, default_value = "2s")]
     pub straggler_wait: String,
+    /// Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub tx_threads: u16,
 }
 
 #[derive(Args, Debug)]
@@ -158,6 +161,9 @@ pub struct CalibrateArgs {
     /// Where to store the ceilings (entries for the same set-up, engine and size are replaced).
     #[arg(long)]
     pub calibration: Option<PathBuf>,
+    /// Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub tx_threads: u16,
 }
 
 #[derive(Args, Debug)]

@@ -43,6 +43,7 @@ pub const DEFAULT_LAB: &str = "default";
 const DEFAULT_LINE_BPS: u64 = 10_000_000_000;
 
 pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
+    check_tx_threads(&args.engine, args.tx_threads)?;
     if !nix::unistd::geteuid().is_root() {
         bail!("not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
     }
@@ -99,7 +100,8 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
         (a, ha, b, hb, None, None)
     };
     let (a_name, b_name) = (a.0.clone(), b.0.clone());
-    let ((a, b, engine_name), engine_reason) = open_engine(&args.engine, &a, &b, &opts)?;
+    let ((a, b, engine_name), engine_reason) =
+        open_engine(&args.engine, &a, &b, &opts, args.tx_threads)?;
 
     let (line_bps, line_speed_source) = match &args.line_speed {
         Some(text) => (
@@ -121,8 +123,12 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
             .map(|p| p.tester_cpus.clone())
             .unwrap_or_default(),
         name: engine_name.into(),
+        tx_threads: args.tx_threads,
         ..EngineConfig::default()
     };
+    if let Some(note) = cfg.tx_placement_note() {
+        eprintln!("linerate: note: {note}");
+    }
     let engine = Engine::new(a, host_a, b, host_b, cfg);
     Ok(TestBed {
         engine,
@@ -145,15 +151,36 @@ pub type PortName = (String, Option<String>);
 /// Ports A and B as an engine drives them, and the engine's name.
 pub type Ports = (TesterPort, TesterPort, &'static str);
 
+/// `--tx-threads` above 1 is for the xdp engine (or `auto`, which then
+/// means xdp): the socket engines send from one thread.
+pub fn check_tx_threads(engine: &str, tx_threads: u16) -> Result<()> {
+    if tx_threads > 1 && engine != "xdp" && engine != "auto" {
+        bail!("--tx-threads above 1 needs --engine xdp");
+    }
+    Ok(())
+}
+
 /// Opens both tester ports with the engine asked for; `auto` takes the
 /// fastest that works on them and says which it took, and why not faster.
 /// Returns the ports, the engine's name and, for `auto`, why it was chosen.
+/// With `tx_threads` above 1 only the xdp engine will do.
 pub fn open_engine(
     choice: &str,
     a: &PortName,
     b: &PortName,
     opts: &AfPacketOptions,
+    tx_threads: u16,
 ) -> Result<(Ports, Option<String>)> {
+    check_tx_threads(choice, tx_threads)?;
+    if tx_threads > 1 && choice == "auto" {
+        return match open_xdp(a, b, opts) {
+            Ok(ports) => Ok((ports, Some("--tx-threads above 1 needs xdp".into()))),
+            Err(e) => {
+                Err(e
+                    .context("--tx-threads above 1 needs the xdp engine, which does not work here"))
+            }
+        };
+    }
     match choice {
         "af_packet" => Ok((open_af_packet(a, b, opts)?, None)),
         "xdp" => Ok((open_xdp(a, b, opts)?, None)),
@@ -245,7 +272,7 @@ fn open_xdp(a: &PortName, b: &PortName, opts: &AfPacketOptions) -> Result<Ports>
     let (_, rx_a, info_a) = AfPacketPort::open(&a.0, a.1.as_deref(), opts)?.split();
     let (tx_b, rx_b, info_b) = AfPacketPort::open(&b.0, b.1.as_deref(), opts)?.split();
     let port_a = TesterPort {
-        tx: Box::new(XdpTransmitter::new(&info_a)?),
+        tx: Box::new(XdpTransmitter::new(&info_a, XDP_MAX_STREAMS)?),
         rx: Box::new(QueueRx {
             queue: rx_a,
             max_frame_len: info_a.max_frame_len,

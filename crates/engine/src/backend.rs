@@ -49,7 +49,17 @@ impl Clock {
 /// One trial's sending job.
 pub struct SendJob<'a> {
     pub template: &'a FrameTemplate,
+    /// The first stream id; a job of `streams` streams sends ids
+    /// `stream .. stream + streams` (wrapping), one per generator thread.
     pub stream: u16,
+    /// Generator threads, one stream each (1 unless the transmitter's
+    /// [`Transmitter::max_streams`] allows more). Thread k sends stream
+    /// `stream + k` at `1/streams` of the pacer's rate, its share of the
+    /// pacer's frames, so every stream's sequence numbers stay dense.
+    pub streams: u16,
+    /// With `streams` above 1: thread k runs on CPU `cpus[k % cpus.len()]`
+    /// only (empty: where the calling thread may run).
+    pub cpus: &'a [usize],
     pub pacer: Pacer,
     /// Stop sending at this point even if frames remain (they count as lost).
     pub give_up_after: Duration,
@@ -63,6 +73,10 @@ pub trait Transmitter: Send {
     fn send(&mut self, job: &SendJob, stop: &AtomicBool) -> Result<Sent, EngineError>;
     /// Largest frame (without FCS) this transmitter sends.
     fn max_frame_len(&self) -> usize;
+    /// Most generator threads (streams) one job may ask for.
+    fn max_streams(&self) -> u16 {
+        1
+    }
 }
 
 /// Runs one port's receive side for a trial.
@@ -90,6 +104,9 @@ pub struct QueueTx<T> {
 
 impl<T: TxQueue> Transmitter for QueueTx<T> {
     fn send(&mut self, job: &SendJob, stop: &AtomicBool) -> Result<Sent, EngineError> {
+        if job.streams != 1 {
+            return Err(EngineError::TxThreads);
+        }
         let schedule = Schedule {
             template: job.template,
             stream: job.stream,

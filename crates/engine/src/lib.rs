@@ -46,6 +46,10 @@ pub enum EngineError {
     },
     #[error("a trial of {duration_s} s at {fps} frames/s holds no frame: use a longer duration or a higher rate")]
     EmptyTrial { duration_s: f64, fps: f64 },
+    #[error("--tx-threads above 1 needs --engine xdp")]
+    TxThreads,
+    #[error("--tx-threads {asked} is more than the {max} streams the receiver counts per trial: use at most {max}")]
+    TooManyTxThreads { asked: u16, max: u16 },
     #[error("interrupted")]
     Interrupted,
     #[error("a tester thread failed: {0}")]
@@ -64,6 +68,45 @@ pub struct EngineConfig {
     pub arp_timeout: Duration,
     /// Name recorded in every result ("af_packet", "af_xdp", "xdp", "loopback").
     pub name: String,
+    /// Generator threads per trial, each sending a stream of its own
+    /// (above 1 only for transmitters that allow it: the xdp engine).
+    pub tx_threads: u16,
+}
+
+impl EngineConfig {
+    /// The CPUs generator threads are pinned to, one each in order (thread
+    /// k on `cpus[k % len]`): the tester's CPUs, or every CPU this process
+    /// may run on when none are set aside. With one thread: the tester's
+    /// CPUs as a set, as before (the engine pins the thread to all of them).
+    pub fn tx_cpus(&self) -> Vec<usize> {
+        if self.tx_threads <= 1 || !self.tester_cpus.is_empty() {
+            return self.tester_cpus.clone();
+        }
+        allowed_cpus()
+    }
+
+    /// A note when generator threads have to share CPUs (more threads
+    /// than CPUs to pin them to), for the CLI to print.
+    pub fn tx_placement_note(&self) -> Option<String> {
+        let cpus = self.tx_cpus();
+        let n = self.tx_threads as usize;
+        (n > 1 && n > cpus.len()).then(|| {
+            format!(
+                "{n} generator threads on {} CPU(s) {cpus:?}: threads share CPUs, so they cannot all send at full speed",
+                cpus.len()
+            )
+        })
+    }
+}
+
+/// The CPUs the calling thread may run on (empty if unknown).
+fn allowed_cpus() -> Vec<usize> {
+    let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
+        return Vec::new();
+    };
+    (0..nix::sched::CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect()
 }
 
 impl Default for EngineConfig {
@@ -73,6 +116,7 @@ impl Default for EngineConfig {
             tester_cpus: Vec::new(),
             arp_timeout: Duration::from_secs(3),
             name: String::new(),
+            tx_threads: 1,
         }
     }
 }
@@ -168,11 +212,26 @@ impl Engine {
         spec: Option<&TrialSpec>,
         interrupt: &AtomicBool,
     ) -> Result<Option<TrialResult>, EngineError> {
+        // One stream per generator thread: each thread's sequence numbers
+        // stay dense, so the receiver counts every stream exactly.
+        let threads = self.cfg.tx_threads.max(1);
+        if spec.is_some() && threads > self.a.port.tx.max_streams() {
+            return Err(if self.a.port.tx.max_streams() <= 1 {
+                EngineError::TxThreads
+            } else {
+                EngineError::TooManyTxThreads {
+                    asked: threads,
+                    max: self.a.port.tx.max_streams(),
+                }
+            });
+        }
         let range = StreamRange {
             first: self.next_stream,
-            count: 1,
+            count: threads,
         };
-        self.next_stream = self.next_stream.wrapping_add(1);
+        self.next_stream = self.next_stream.wrapping_add(threads);
+        let tx_cpus = self.cfg.tx_cpus();
+        let tx_cpus = &tx_cpus;
         let cfg = &self.cfg;
         // Split each side into what the threads take: the receive queue goes
         // to its receiver, the transmit queue to the generator.
@@ -279,6 +338,8 @@ impl Engine {
                         let job = SendJob {
                             template: &template,
                             stream: range.first,
+                            streams: threads,
+                            cpus: tx_cpus,
                             pacer,
                             give_up_after,
                             clock: clock_b,
@@ -374,5 +435,31 @@ fn summarize(
         tester_rx_drops: counted.ring_drops,
         stray_frames: counted.stray,
         engine: engine.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EngineConfig;
+
+    #[test]
+    fn generator_threads_get_cpus_and_sharing_is_said() {
+        let cfg = |threads, cpus: &[usize]| EngineConfig {
+            tx_threads: threads,
+            tester_cpus: cpus.to_vec(),
+            ..EngineConfig::default()
+        };
+        // One thread: the tester's CPUs as before, no note.
+        assert_eq!(cfg(1, &[]).tx_cpus(), Vec::<usize>::new());
+        assert_eq!(cfg(1, &[0, 1]).tx_cpus(), vec![0, 1]);
+        assert_eq!(cfg(1, &[]).tx_placement_note(), None);
+        // Enough tester CPUs: one each, no note.
+        assert_eq!(cfg(2, &[2, 3]).tx_cpus(), vec![2, 3]);
+        assert_eq!(cfg(2, &[2, 3]).tx_placement_note(), None);
+        // Too few: shared, and said.
+        let note = cfg(3, &[0]).tx_placement_note().expect("a note");
+        assert!(note.contains("share CPUs"), "{note}");
+        // None set aside: the CPUs this process may use.
+        assert!(!cfg(2, &[]).tx_cpus().is_empty());
     }
 }

@@ -1,9 +1,11 @@
 //! The `xdp` engine: frames generated and counted inside the kernel.
 //!
 //! - [`XdpTransmitter`]: the in-kernel generator (linerate-bpf
-//!   `generator`), one `BPF_PROG_RUN` call per trial on the engine's
-//!   generator thread, paced in the program; a watcher thread ends the call
-//!   when the trial's frames are out.
+//!   `generator`), one `BPF_PROG_RUN` call per trial and generator thread,
+//!   paced in the program; a watcher thread ends each call when that
+//!   thread's frames are out. With `--tx-threads N` there are N generator
+//!   threads, each pinned to one CPU and sending a stream of its own at
+//!   1/N of the rate (its own copy of the program, so nothing is shared).
 //! - [`XdpReceiver`]: the in-kernel counter at the port's XDP hook, which
 //!   counts and drops test frames, in front of an AF_PACKET socket that still
 //!   sees everything else (ARP) for the host emulation.
@@ -15,7 +17,7 @@ use crate::receiver::{receive, Counted, ReceiverSignals, StreamRange};
 use crate::stats::StreamStats;
 use crate::EngineError;
 use linerate_bpf::counter::{bucket_range, XdpCounter};
-use linerate_bpf::generator::{GenTrial, Stopper, XdpGenerator, MAX_FRAME_LEN};
+use linerate_bpf::generator::{GenProgress, GenTrial, Stopper, XdpGenerator, MAX_FRAME_LEN};
 use linerate_port::netns::maybe_in_netns;
 use linerate_port::{PortInfo, RxQueue};
 use linerate_wire::template::DEFAULT_UDP_PORT;
@@ -26,95 +28,170 @@ use std::time::{Duration, Instant};
 /// How often the watcher looks at the generator's progress.
 const WATCH: Duration = Duration::from_millis(1);
 
-/// Sends with the in-kernel generator out of one interface.
+/// Sends with the in-kernel generator out of one interface: one generator
+/// thread per stream, each with its own copy of the generator program.
 pub struct XdpTransmitter {
-    generator: XdpGenerator,
+    /// Loaded as needed: one per generator thread a trial asks for.
+    generators: Vec<XdpGenerator>,
     ifindex: u32,
     netns: Option<String>,
+    max_streams: u16,
 }
 
 impl XdpTransmitter {
     /// Loads the generator for `port` (nothing is attached: each trial
-    /// names the interface).
-    pub fn new(port: &PortInfo) -> Result<XdpTransmitter, EngineError> {
+    /// names the interface). A trial may run up to `max_streams` generator
+    /// threads (the receiver's stream capacity).
+    pub fn new(port: &PortInfo, max_streams: u16) -> Result<XdpTransmitter, EngineError> {
         let ifindex = maybe_in_netns(port.netns.as_deref(), || {
             linerate_port::link::ifindex(&port.ifname)
         })?;
         Ok(XdpTransmitter {
-            generator: XdpGenerator::load()?,
+            generators: vec![XdpGenerator::load()?],
             ifindex,
             netns: port.netns.clone(),
+            max_streams: max_streams.max(1),
         })
     }
 }
 
+/// Thread k's share of `total` frames among `n` threads: the remainder goes
+/// to the first threads, so the shares add up to `total` exactly.
+pub fn share(total: u64, n: u16, k: u16) -> u64 {
+    let n = n.max(1) as u64;
+    total / n + u64::from((k as u64) < total % n)
+}
+
 impl Transmitter for XdpTransmitter {
     fn send(&mut self, job: &SendJob, stop: &AtomicBool) -> Result<Sent, EngineError> {
+        let n = job.streams.max(1);
+        if n > self.max_streams {
+            return Err(EngineError::TooManyTxThreads {
+                asked: n,
+                max: self.max_streams,
+            });
+        }
+        while self.generators.len() < n as usize {
+            self.generators.push(XdpGenerator::load()?);
+        }
         let total = job.pacer.total();
         let clock_offset_ns = job.clock.now_ns().wrapping_sub(Clock::Monotonic.now_ns());
-        self.generator.configure(&GenTrial {
-            template: job.template,
-            stream: job.stream,
-            total,
-            interval_ns: job.pacer.interval_ns(),
-            give_up: job.give_up_after,
-            clock_offset_ns,
-        })?;
-        let generator = &self.generator;
-        let (ended, finished) = (AtomicBool::new(false), AtomicBool::new(false));
-        let stopper = Stopper::for_current_thread();
-        let started = Instant::now();
-        // The call runs on this thread (pinned by the engine); a watcher
-        // ends it once every frame is out, the give-up time has passed, or
-        // the trial is interrupted.
-        let run = std::thread::scope(|scope| {
-            let watcher = scope.spawn(|| -> Result<(), EngineError> {
-                let outcome = loop {
-                    let p = match generator.progress() {
-                        Ok(p) => p,
-                        Err(e) => break Err(e.into()),
-                    };
-                    let sending_for = if p.start_ns == 0 {
-                        started.elapsed()
-                    } else {
-                        Duration::from_nanos(Clock::Monotonic.now_ns().saturating_sub(p.start_ns))
-                    };
-                    if p.sent >= total
-                        || sending_for > job.give_up_after
-                        || stop.load(Ordering::Relaxed)
-                    {
-                        break Ok(());
-                    }
-                    std::thread::sleep(WATCH);
-                };
-                stopper.stop(&ended, &finished);
-                outcome
-            });
-            let run = maybe_in_netns(self.netns.as_deref(), || {
-                Ok(generator.run(self.ifindex, &ended))
-            });
-            finished.store(true, Ordering::Release);
-            let watched = watcher
-                .join()
-                .map_err(|_| EngineError::Thread("the generator's watcher panicked".into()));
-            (run, watched)
-        });
-        let (run, watched) = run;
-        run??;
-        watched??;
-        let p = self.generator.progress()?;
-        if std::env::var_os("LINERATE_DEBUG").is_some() {
-            eprintln!("xdp generator: {p:?}");
+        // Thread k: stream + k, every n-th frame's worth of the rate.
+        for (k, generator) in self.generators[..n as usize].iter_mut().enumerate() {
+            generator.configure(&GenTrial {
+                template: job.template,
+                stream: job.stream.wrapping_add(k as u16),
+                total: share(total, n, k as u16),
+                interval_ns: job.pacer.interval_ns() * n as f64,
+                give_up: job.give_up_after,
+                clock_offset_ns,
+            })?;
         }
+        let (ifindex, netns) = (self.ifindex, self.netns.as_deref());
+        let progress = if n == 1 {
+            // On the engine's generator thread, pinned by the engine.
+            vec![run_one(&self.generators[0], ifindex, netns, job, stop)?]
+        } else {
+            // A thread per generator, each pinned to one CPU of its own
+            // (shared round-robin when there are fewer CPUs than threads).
+            let generators = &self.generators[..n as usize];
+            let results = std::thread::scope(|scope| {
+                let handles: Vec<_> = generators
+                    .iter()
+                    .enumerate()
+                    .map(|(k, generator)| {
+                        let cpu = (!job.cpus.is_empty()).then(|| job.cpus[k % job.cpus.len()]);
+                        scope.spawn(move || {
+                            if let Some(cpu) = cpu {
+                                let _ = crate::cpu::pin_current_thread(&[cpu]);
+                            }
+                            run_one(generator, ifindex, netns, job, stop)
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(EngineError::Thread("a generator thread panicked".into()))
+                        })
+                    })
+                    .collect::<Vec<_>>()
+            });
+            results.into_iter().collect::<Result<Vec<_>, _>>()?
+        };
+        if std::env::var_os("LINERATE_DEBUG").is_some() {
+            for (k, p) in progress.iter().enumerate() {
+                eprintln!("xdp generator {k}: {p:?}");
+            }
+        }
+        // Frames: all threads'; send time: the longest thread's.
         Ok(Sent {
-            frames: p.sent,
-            send_time: Duration::from_nanos(p.last_ns.saturating_sub(p.start_ns)),
+            frames: progress.iter().map(|p| p.sent).sum(),
+            send_time: progress
+                .iter()
+                .map(|p| Duration::from_nanos(p.last_ns.saturating_sub(p.start_ns)))
+                .max()
+                .unwrap_or_default(),
         })
     }
 
     fn max_frame_len(&self) -> usize {
         MAX_FRAME_LEN
     }
+
+    fn max_streams(&self) -> u16 {
+        self.max_streams
+    }
+}
+
+/// Runs one configured generator on the calling thread, in the port's
+/// namespace, until its frames are out, the give-up time has passed or
+/// `stop` is set; a watcher thread ends the call. Returns where it ended.
+fn run_one(
+    generator: &XdpGenerator,
+    ifindex: u32,
+    netns: Option<&str>,
+    job: &SendJob,
+    stop: &AtomicBool,
+) -> Result<GenProgress, EngineError> {
+    let total = generator.total();
+    let (ended, finished) = (AtomicBool::new(false), AtomicBool::new(false));
+    let stopper = Stopper::for_current_thread();
+    let started = Instant::now();
+    let (run, watched) = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| -> Result<(), EngineError> {
+            let outcome = loop {
+                let p = match generator.progress() {
+                    Ok(p) => p,
+                    Err(e) => break Err(e.into()),
+                };
+                let sending_for = if p.start_ns == 0 {
+                    started.elapsed()
+                } else {
+                    Duration::from_nanos(Clock::Monotonic.now_ns().saturating_sub(p.start_ns))
+                };
+                if p.sent >= total
+                    || sending_for > job.give_up_after
+                    || stop.load(Ordering::Relaxed)
+                {
+                    break Ok(());
+                }
+                std::thread::sleep(WATCH);
+            };
+            stopper.stop(&ended, &finished);
+            outcome
+        });
+        let run = maybe_in_netns(netns, || Ok(generator.run(ifindex, &ended)));
+        finished.store(true, Ordering::Release);
+        let watched = watcher
+            .join()
+            .map_err(|_| EngineError::Thread("the generator's watcher panicked".into()));
+        (run, watched)
+    });
+    run??;
+    watched??;
+    Ok(generator.progress()?)
 }
 
 /// Counts with the in-kernel counter; a packet socket behind it handles
@@ -183,5 +260,31 @@ impl<R: RxQueue> Receiver for XdpReceiver<R> {
 
     fn max_frame_len(&self) -> usize {
         self.max_frame_len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share;
+
+    #[test]
+    fn shares_add_up_exactly() {
+        for (total, n) in [
+            (50_000u64, 3u16),
+            (100_000, 2),
+            (7, 4),
+            (1, 2),
+            (0, 3),
+            (5, 1),
+        ] {
+            let shares: Vec<u64> = (0..n).map(|k| share(total, n, k)).collect();
+            assert_eq!(shares.iter().sum::<u64>(), total, "{total} over {n}");
+            let (lo, hi) = (shares.iter().min().unwrap(), shares.iter().max().unwrap());
+            assert!(hi - lo <= 1, "{total} over {n}: {shares:?}");
+        }
+        assert_eq!(
+            (0..3).map(|k| share(50_000, 3, k)).collect::<Vec<_>>(),
+            [16_667, 16_667, 16_666]
+        );
     }
 }

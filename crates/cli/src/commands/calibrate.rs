@@ -23,6 +23,11 @@ use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
 
 pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
+    for name in &args.engine {
+        if args.tx_threads > 1 && name != "xdp" {
+            bail!("--tx-threads above 1 needs --engine xdp (calibrate only that engine: --engine xdp)");
+        }
+    }
     if !nix::unistd::geteuid().is_root() {
         bail!("not running as root: linerate opens packet sockets and builds namespaces; run it with sudo");
     }
@@ -76,7 +81,7 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
 
     let mut table = Vec::new();
     for name in &args.engine {
-        let (pa, pb, engine_name) = match ports::open_engine(name, &a, &b, &opts) {
+        let (pa, pb, engine_name) = match ports::open_engine(name, &a, &b, &opts, args.tx_threads) {
             Ok((ports, _)) => ports,
             Err(e) => {
                 eprintln!("linerate: {name} skipped: {e:#}");
@@ -87,17 +92,22 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             Some(text) => linerate_wire::units::parse_line_speed(text)?,
             None => pa.info.speed_bps.unwrap_or(10_000_000_000),
         };
+        let cfg = EngineConfig {
+            straggler_wait,
+            tester_cpus: tester_cpus(),
+            name: engine_name.into(),
+            tx_threads: args.tx_threads,
+            ..EngineConfig::default()
+        };
+        if let Some(note) = cfg.tx_placement_note() {
+            eprintln!("linerate: note: {note}");
+        }
         let mut engine = Engine::new(
             pa,
             host(WIRE_IP_A, WIRE_IP_B),
             pb,
             host(WIRE_IP_B, WIRE_IP_A),
-            EngineConfig {
-                straggler_wait,
-                tester_cpus: tester_cpus(),
-                name: engine_name.into(),
-                ..EngineConfig::default()
-            },
+            cfg,
         );
         engine.resolve()?;
         for &frame in &frames {
