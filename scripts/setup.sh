@@ -8,8 +8,11 @@
 #   clang, libbpf-dev, linux-libc-dev - the XDP programs (crates/bpf/bpf/*.bpf.c),
 #               compiled to BPF at build time; libbpf's headers
 #   libelf-dev, zlib1g-dev - libbpf itself (built from source by libbpf-sys)
-#   netsniff-ng (trafgen), dpdk (dpdk-testpmd), iperf3 - the peers that
-#               scripts/bench-engines.sh measures linerate against
+#   netsniff-ng (trafgen), dpdk-dev (dpdk-testpmd; Debian's `dpdk` package
+#               has no testpmd) with the AF_PACKET and AF_XDP PMDs, iperf3 -
+#               the peers scripts/bench-engines.sh measures linerate against;
+#               installed best effort (the PMD package names follow the DPDK
+#               ABI version: Debian 12's are librte-net-af-*23)
 # Run as root. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,8 +23,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 packages=(iproute2 ethtool nftables build-essential pkg-config ca-certificates curl
-    clang libbpf-dev linux-libc-dev libelf-dev zlib1g-dev
-    netsniff-ng dpdk iperf3)
+    clang libbpf-dev linux-libc-dev libelf-dev zlib1g-dev)
+bench_packages=(netsniff-ng dpdk-dev librte-net-af-packet23 librte-net-af-xdp23 iperf3)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -31,6 +34,17 @@ if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q
     apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+bench_missing=()
+for p in "${bench_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || bench_missing+=("$p")
+done
+if [ ${#bench_missing[@]} -gt 0 ]; then
+    echo "setup.sh: installing the benchmark's peers: ${bench_missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    [ ${#missing[@]} -gt 0 ] || apt-get update -q
+    apt-get install -y -q --no-install-recommends "${bench_missing[@]}" ||
+        echo "setup.sh: warning: could not install ${bench_missing[*]}; scripts/bench-engines.sh will show those peers as n/a" >&2
 fi
 
 # Rust: use the toolchain on the machine; install one with rustup if none.
