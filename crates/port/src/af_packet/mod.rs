@@ -5,7 +5,7 @@
 
 mod mmap;
 mod rx_ring;
-mod socket;
+pub(crate) mod socket;
 mod tx_ring;
 
 pub use rx_ring::RxRing;

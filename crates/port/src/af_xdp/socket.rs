@@ -47,30 +47,13 @@ pub(crate) fn control_socket(ifname: &str) -> Result<OwnedFd, PortError> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Binds the send-only control socket (ARP replies) to the interface: the
+/// packet socket's bind with protocol 0, which taps no received frames.
 pub(crate) fn bind_control(fd: &OwnedFd, ifindex: i32, ifname: &str) -> Result<(), PortError> {
-    // SAFETY: sockaddr_ll is plain old data; all-zero is valid.
-    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    addr.sll_family = libc::AF_PACKET as u16;
-    addr.sll_protocol = 0; // send only: tap no received frames
-    addr.sll_ifindex = ifindex;
-    // SAFETY: addr is a valid sockaddr_ll of the size passed.
-    let rc = unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&addr as *const libc::sockaddr_ll).cast(),
-            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        return Err(PortError::io(
-            "binding the control packet socket",
-            ifname,
-            std::io::Error::last_os_error(),
-        ));
-    }
-    Ok(())
+    crate::af_packet::socket::bind(fd, ifindex, 0, ifname)
 }
 
+/// setsockopt(SOL_XDP, name, value).
 pub(crate) fn set_opt<T>(
     fd: &OwnedFd,
     name: libc::c_int,
@@ -78,20 +61,7 @@ pub(crate) fn set_opt<T>(
     what: &'static str,
     ifname: &str,
 ) -> Result<(), PortError> {
-    // SAFETY: `value` points at an initialised option value of the size passed.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_XDP,
-            name,
-            (value as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        return Err(PortError::io(what, ifname, std::io::Error::last_os_error()));
-    }
-    Ok(())
+    crate::af_packet::socket::set_opt(fd, libc::SOL_XDP, name, value, what, ifname)
 }
 
 /// getsockopt(SOL_XDP, name) into a zeroed `T`; returns it and the length
