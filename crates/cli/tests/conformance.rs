@@ -48,6 +48,9 @@ fn back_to_back_is_exact(engine: &str, frame: &str, fps: u64) {
         assert_eq!(u(&t, key), 0, "{engine} {frame} B {key}: {t}");
     }
     assert_eq!(t["generator_short"], false, "{t}");
+    // Every engine says how far its generator fell behind schedule.
+    let stall = u(&t, "generator_max_stall_ns");
+    assert!(stall < 1_000_000_000, "{engine}: fell {stall} ns behind in a 1 s trial: {t}");
     let l = &t["latency_ns"];
     assert!(
         u(l, "min") > 0 && u(l, "max") < 1_000_000_000,

@@ -23,6 +23,9 @@ pub struct Sent {
     pub frames: u64,
     /// From the first frame's scheduled time to when the last left.
     pub send_time: Duration,
+    /// Furthest the generator fell behind its schedule (it did not run, or
+    /// the port made it wait); what was due meanwhile went out in a burst.
+    pub max_stall: Duration,
 }
 
 pub struct Schedule<'a> {
@@ -43,6 +46,7 @@ pub fn generate<T: TxQueue>(
 ) -> Result<Sent, PortError> {
     let total = s.pacer.total();
     let mut seq: u64 = 0;
+    let mut max_stall = Duration::ZERO;
     while seq < total {
         let elapsed = s.start.elapsed();
         if elapsed > s.give_up_after || stop.load(Ordering::Relaxed) {
@@ -50,6 +54,9 @@ pub fn generate<T: TxQueue>(
         }
         let due = s.pacer.due(elapsed);
         if due > seq {
+            // How far behind schedule the next frame is.
+            let late = elapsed.saturating_sub(Duration::from_nanos(s.pacer.scheduled_ns(seq)));
+            max_stall = max_stall.max(late);
             let want = ((due - seq) as usize).min(MAX_BURST);
             let queued = tx.queue(want, |i, buf| {
                 let n = seq + i as u64;
@@ -79,5 +86,6 @@ pub fn generate<T: TxQueue>(
     Ok(Sent {
         frames: seq - refused,
         send_time: s.start.elapsed(),
+        max_stall,
     })
 }

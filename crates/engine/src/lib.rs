@@ -432,6 +432,7 @@ fn summarize(
         duplicated: total.duplicated(),
         latency_ns: total.latency(),
         generator_short: sent.frames < intended_frames,
+        generator_max_stall_ns: Some(sent.max_stall.as_nanos() as u64),
         tester_rx_drops: counted.ring_drops,
         stray_frames: counted.stray,
         engine: engine.to_string(),

@@ -133,6 +133,9 @@ impl Transmitter for XdpTransmitter {
                 .map(|p| Duration::from_nanos(p.last_ns.saturating_sub(p.start_ns)))
                 .max()
                 .unwrap_or_default(),
+            max_stall: Duration::from_nanos(
+                progress.iter().map(|p| p.max_stall_ns).max().unwrap_or(0),
+            ),
         })
     }
 

@@ -107,6 +107,7 @@ impl SimulatedDut {
                 p999: 40_000,
             }),
             generator_short: tx < intended,
+            generator_max_stall_ns: None,
             engine: "simulated".to_string(),
             tester_rx_drops: 0,
             stray_frames: 0,

@@ -59,6 +59,12 @@ pub struct TrialResult {
     /// The generator could not send at the intended rate (offered < intended):
     /// part of the loss is the tester's, not the device's.
     pub generator_short: bool,
+    /// Furthest the generator fell behind its schedule, in ns (the machine
+    /// took its CPU, or the port made it wait). Frames due meanwhile went
+    /// out back to back afterwards, about `stall x rate` of them: a burst
+    /// the device saw that a hardware tester would not have sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_max_stall_ns: Option<u64>,
     /// Frames the tester's own receive buffers dropped: loss caused by the
     /// tester, not the device. A trial with any is not a valid measurement
     /// of the device.

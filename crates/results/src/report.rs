@@ -199,6 +199,18 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
         }
         None => out.push_str("  latency     none measured: no frame was received\n"),
     }
+    // A stall worth a burst of more than 64 frames is worth a note.
+    if let Some(stall) = t.generator_max_stall_ns {
+        let burst = stall as f64 * t.intended_fps / 1e9;
+        if burst > 64.0 {
+            let _ = writeln!(
+                out,
+                "  note        the generator fell up to {:.2} ms behind schedule and caught up with a burst of about {} frames",
+                stall as f64 / 1e6,
+                thousands(burst.round() as u64)
+            );
+        }
+    }
     if t.generator_short {
         let share = if t.intended_fps > 0.0 {
             format!(

@@ -32,6 +32,7 @@ fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialRes
             p999: 99_999,
         }),
         generator_short: short,
+        generator_max_stall_ns: None,
         engine: "af_packet".into(),
         tester_rx_drops: 0,
         stray_frames: 0,
