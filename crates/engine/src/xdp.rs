@@ -120,11 +120,6 @@ impl Transmitter for XdpTransmitter {
             });
             results.into_iter().collect::<Result<Vec<_>, _>>()?
         };
-        if std::env::var_os("LINERATE_DEBUG").is_some() {
-            for (k, p) in progress.iter().enumerate() {
-                eprintln!("xdp generator {k}: {p:?}");
-            }
-        }
         // Frames: all threads'; send time: the longest thread's.
         Ok(Sent {
             frames: progress.iter().map(|p| p.sent).sum(),
