@@ -50,7 +50,10 @@ fn back_to_back_is_exact(engine: &str, frame: &str, fps: u64) {
     assert_eq!(t["generator_short"], false, "{t}");
     // Every engine says how far its generator fell behind schedule.
     let stall = u(&t, "generator_max_stall_ns");
-    assert!(stall < 1_000_000_000, "{engine}: fell {stall} ns behind in a 1 s trial: {t}");
+    assert!(
+        stall < 1_000_000_000,
+        "{engine}: fell {stall} ns behind in a 1 s trial: {t}"
+    );
     let l = &t["latency_ns"];
     assert!(
         u(l, "min") > 0 && u(l, "max") < 1_000_000_000,
