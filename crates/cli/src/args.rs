@@ -20,6 +20,8 @@ pub enum Command {
     Rfc2544(Rfc2544Args),
     /// One fixed-rate trial from port A to port B.
     Trial(TrialArgs),
+    /// The frame size on the wire after encapsulation (IPsec, GRE, VXLAN, L2TP, PPPoE, 802.1Q), and the Mbps a frame rate costs on each side.
+    Overhead(OverheadArgs),
     /// The tester's own ceiling per engine and frame size, back to back (no DUT); stored and used to flag tester-limited results.
     Calibrate(CalibrateArgs),
     /// The namespace lab: a Linux router between two tester ports.
@@ -131,6 +133,53 @@ pub struct Rfc2544Args {
     /// Calibration file ('linerate calibrate'): results within 5 % of the stored tester ceiling are marked tester-limited. Default: ~/.local/share/linerate/calibration.json.
     #[arg(long)]
     pub calibration: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct OverheadArgs {
+    /// Inner frame size(s) in bytes, FCS included (one, or a list for a table).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required_unless_present = "l3_length",
+        conflicts_with = "l3_length"
+    )]
+    pub frame_size: Option<Vec<u64>>,
+    /// Inner IP packet length(s) instead (40..9000).
+    #[arg(long, value_delimiter = ',')]
+    pub l3_length: Option<Vec<u64>>,
+    /// ESP encryption: null, des, 3des, aes (CBC), aes-gcm.
+    #[arg(long)]
+    pub esp: Option<String>,
+    /// ESP integrity: none, md5, sha1, sha256, sha512 (HMAC, truncated as in RFC 2403/2404/4868).
+    #[arg(long, requires = "esp")]
+    pub auth: Option<String>,
+    /// AH with this integrity algorithm: md5, sha1, sha256, sha512.
+    #[arg(long)]
+    pub ah: Option<String>,
+    /// IPsec mode.
+    #[arg(long, default_value = "tunnel", value_parser = ["tunnel", "transport"])]
+    pub mode: String,
+    /// IPsec NAT traversal (UDP encapsulation, RFC 3948).
+    #[arg(long)]
+    pub nat_t: bool,
+    #[arg(long)]
+    pub gre: bool,
+    #[arg(long)]
+    pub vxlan: bool,
+    #[arg(long)]
+    pub l2tp: bool,
+    #[arg(long)]
+    pub pppoe: bool,
+    /// An 802.1Q tag on the outer frame.
+    #[arg(long)]
+    pub vlan: bool,
+    /// Frame rate whose bandwidth is shown on each side.
+    #[arg(long, default_value = "100000")]
+    pub fps: f64,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]

@@ -40,6 +40,7 @@ pub mod checksum;
 pub mod classify;
 pub mod ethernet;
 pub mod ipv4;
+pub mod overhead;
 pub mod signature;
 pub mod template;
 pub mod udp;

@@ -2,6 +2,7 @@
 
 mod calibrate;
 mod lab;
+mod overhead;
 mod rfc2544;
 mod trial;
 
@@ -15,6 +16,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Lab { action } => lab::run(action),
         Command::Rfc2544(args) => rfc2544::run(args, &*interrupt_flag()?),
         Command::Trial(args) => trial::run(args, &*interrupt_flag()?),
+        Command::Overhead(args) => overhead::run(args),
         Command::Calibrate(args) => calibrate::run(args, &*interrupt_flag()?),
     }
 }

@@ -1,0 +1,172 @@
+//! `linerate overhead`: the frame size on the wire after encapsulation and
+//! what a frame rate costs in Mbps on each side of the tunnel. Arithmetic
+//! only (crates/wire/src/overhead.rs); nothing is sent.
+
+use crate::args::OverheadArgs;
+use crate::exit::Outcome;
+use anyhow::{anyhow, bail, Result};
+use linerate_results::report;
+use linerate_wire::overhead::{Auth, Cipher, Encapsulation, Mode};
+use linerate_wire::FrameSize;
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct Row {
+    inner_frame_size: u64,
+    inner_l3_length: u64,
+    outer_frame_size: u64,
+    outer_l3_length: u64,
+    added_bytes: u64,
+    fps: f64,
+    inner_mbps_l2: f64,
+    outer_mbps_l2: f64,
+    inner_mbps_l1: f64,
+    outer_mbps_l1: f64,
+}
+
+pub fn run(args: OverheadArgs) -> Result<Outcome> {
+    let enc = encapsulation(&args)?;
+    if !(args.fps.is_finite() && args.fps > 0.0) {
+        bail!(
+            "--fps {} is not a positive frame rate, e.g. 100000",
+            args.fps
+        );
+    }
+    let sizes: Vec<FrameSize> = match (&args.frame_size, &args.l3_length) {
+        (_, Some(l3)) => l3
+            .iter()
+            .map(|&n| FrameSize::from_l3(n))
+            .collect::<Result<_, _>>()?,
+        (Some(f), None) => f
+            .iter()
+            .map(|&n| FrameSize::from_frame(n))
+            .collect::<Result<_, _>>()?,
+        (None, None) => bail!("give --frame-size N or --l3-length N"),
+    };
+    let mbps = |fps: f64, bytes: u64| fps * bytes as f64 * 8.0 / 1e6;
+    let rows: Vec<Row> = sizes
+        .iter()
+        .map(|f| {
+            let l3 = f.l3() as usize;
+            let (inner, outer) = (f.frame() as u64, enc.outer_frame(l3) as u64);
+            Row {
+                inner_frame_size: inner,
+                inner_l3_length: l3 as u64,
+                outer_frame_size: outer,
+                outer_l3_length: enc.outer_l3(l3) as u64,
+                added_bytes: outer - inner,
+                fps: args.fps,
+                inner_mbps_l2: mbps(args.fps, inner),
+                outer_mbps_l2: mbps(args.fps, outer),
+                inner_mbps_l1: mbps(args.fps, inner + 20),
+                outer_mbps_l1: mbps(args.fps, outer + 20),
+            }
+        })
+        .collect();
+    if args.json {
+        match rows.as_slice() {
+            [one] => println!("{}", report::to_json(one)),
+            many => println!("{}", report::to_json(&many)),
+        }
+        return Ok(Outcome::Passed);
+    }
+    println!("Encapsulation: {}", describe(&args));
+    println!(
+        "inner frame  inner IP  outer frame  outer IP  added   Mbps (L2) inner -> outer at {} frames/s",
+        report::thousands(args.fps.round() as u64)
+    );
+    for r in &rows {
+        println!(
+            "{:>11} {:>9} {:>12} {:>9} {:>6}   {:>10.1} -> {:.1}",
+            r.inner_frame_size,
+            r.inner_l3_length,
+            r.outer_frame_size,
+            r.outer_l3_length,
+            r.added_bytes,
+            r.inner_mbps_l2,
+            r.outer_mbps_l2
+        );
+    }
+    println!("Frame sizes include the 4-byte FCS; outer headers are IPv4.");
+    Ok(Outcome::Passed)
+}
+
+fn encapsulation(args: &OverheadArgs) -> Result<Encapsulation> {
+    let esp = match &args.esp {
+        Some(c) => {
+            let cipher = Cipher::parse(c).ok_or_else(|| {
+                anyhow!("--esp '{c}' is not a cipher linerate knows: use null, des, 3des, aes or aes-gcm")
+            })?;
+            let auth = match (&args.auth, cipher) {
+                (Some(a), _) => parse_auth(a, "--auth")?,
+                (None, Cipher::AesGcm) => Auth::None,
+                (None, _) => bail!("--esp {c} needs --auth (md5, sha1, sha256, sha512, or none)"),
+            };
+            if cipher == Cipher::Null && auth == Auth::None {
+                bail!("ESP with neither encryption nor integrity protects nothing: give --auth or another --esp");
+            }
+            Some((cipher, auth))
+        }
+        None => None,
+    };
+    let ah = args
+        .ah
+        .as_deref()
+        .map(|a| parse_auth(a, "--ah"))
+        .transpose()?;
+    if ah == Some(Auth::None) {
+        bail!("--ah none is not AH: give md5, sha1, sha256 or sha512");
+    }
+    if args.nat_t && esp.is_none() {
+        bail!("--nat-t encapsulates ESP in UDP: give --esp too");
+    }
+    Ok(Encapsulation {
+        esp,
+        ah,
+        mode: if args.mode == "transport" {
+            Mode::Transport
+        } else {
+            Mode::Tunnel
+        },
+        nat_t: args.nat_t,
+        gre: args.gre,
+        vxlan: args.vxlan,
+        l2tp: args.l2tp,
+        pppoe: args.pppoe,
+        vlan: args.vlan,
+    })
+}
+
+fn parse_auth(text: &str, option: &str) -> Result<Auth> {
+    Auth::parse(text).ok_or_else(|| {
+        anyhow!("{option} '{text}' is not an integrity algorithm linerate knows: use md5, sha1, sha256, sha512 or none")
+    })
+}
+
+fn describe(args: &OverheadArgs) -> String {
+    let mut parts = Vec::new();
+    if let Some(c) = &args.esp {
+        let auth = args.auth.as_deref().unwrap_or("none");
+        parts.push(format!("ESP {c}/{auth} ({})", args.mode));
+    }
+    if let Some(a) = &args.ah {
+        parts.push(format!("AH {a} ({})", args.mode));
+    }
+    for (on, name) in [
+        (args.nat_t, "NAT-T"),
+        (args.gre, "GRE"),
+        (args.vxlan, "VXLAN"),
+        (args.l2tp, "L2TP"),
+        (args.pppoe, "PPPoE"),
+        (args.vlan, "802.1Q"),
+    ] {
+        if on {
+            parts.push(name.to_string());
+        }
+    }
+    if parts.is_empty() {
+        "none".to_string()
+    } else {
+        parts.join(" + ")
+    }
+}

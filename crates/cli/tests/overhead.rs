@@ -1,0 +1,63 @@
+//! `linerate overhead` against the reference reports' worked examples.
+//! Arithmetic only: needs no root and sends nothing.
+
+mod common;
+
+use common::*;
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["overhead", "--json"];
+    all.extend_from_slice(args);
+    let run = run_program(LINERATE, &all, RUN_LIMIT);
+    assert_eq!(run.code, 0, "{}", run.dump());
+    serde_json::from_str(&run.stdout).expect("JSON on stdout")
+}
+
+#[test]
+fn lancom_aes_example() {
+    // LANCOM: a 46-byte IP packet under AES grows to a 122-byte frame.
+    let v = json(&["--l3-length", "46", "--esp", "aes", "--auth", "sha1"]);
+    assert_eq!(u(&v, "inner_frame_size"), 64, "{v}");
+    assert_eq!(u(&v, "outer_frame_size"), 122, "{v}");
+}
+
+#[test]
+fn ah_md5_adds_44_bytes() {
+    let v = json(&["--frame-size", "512", "--ah", "md5"]);
+    assert_eq!(
+        u(&v, "outer_frame_size") - u(&v, "inner_frame_size"),
+        44,
+        "{v}"
+    );
+    // The same frame rate costs more on the tunnel side, in proportion.
+    let (inner, outer) = (f(&v, "inner_mbps_l2"), f(&v, "outer_mbps_l2"));
+    assert!((outer / inner - 556.0 / 512.0).abs() < 1e-9, "{v}");
+}
+
+#[test]
+fn a_table_of_sizes_is_an_array() {
+    let v = json(&["--frame-size", "64,1518", "--gre", "--vlan"]);
+    let rows = v.as_array().expect("array for several sizes");
+    assert_eq!(rows.len(), 2);
+    assert_eq!(u(&rows[1], "outer_frame_size"), 1518 + 24 + 4, "{v}");
+}
+
+#[test]
+fn unknown_algorithms_are_refused_in_one_line() {
+    for args in [
+        vec![
+            "overhead",
+            "--frame-size",
+            "64",
+            "--esp",
+            "rot13",
+            "--auth",
+            "sha1",
+        ],
+        vec!["overhead", "--frame-size", "64", "--esp", "aes"],
+        vec!["overhead", "--frame-size", "64", "--nat-t"],
+        vec!["overhead", "--frame-size", "20"],
+    ] {
+        assert_bad_input(&run_program(LINERATE, &args, RUN_LIMIT));
+    }
+}
