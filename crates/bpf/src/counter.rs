@@ -7,8 +7,7 @@
 //! polls the distinct-frame count while stragglers may arrive, and reads the
 //! per-stream state once at the end.
 
-use crate::generator::as_bytes;
-use crate::{bpf_object, load, BpfError};
+use crate::{as_bytes, bpf_object, load, map, read_words, BpfError};
 use libbpf_rs::{Link, MapCore, MapFlags, Object};
 
 /// Sequence numbers remembered below the highest seen, per stream
@@ -198,39 +197,21 @@ impl XdpCounter {
 
     /// The first `words` u64 words of stream `i`'s state.
     fn stream_words(&self, i: u32, words: usize) -> Result<Vec<u64>, BpfError> {
-        let v = self
-            .map("streams")
-            .lookup(&i.to_ne_bytes(), MapFlags::ANY)
-            .map_err(|source| BpfError::Map {
-                what: "reading the XDP counter",
-                source,
-            })?
-            .unwrap_or_default();
-        Ok(v.chunks_exact(8)
-            .take(words)
-            .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
-            .collect())
+        read_words(&self.map("streams"), i, words, "reading the XDP counter")
     }
 
     fn stray_total(&self) -> Result<u64, BpfError> {
-        let v = self
-            .map("stray")
-            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
-            .map_err(|source| BpfError::Map {
-                what: "reading the XDP counter's stray count",
-                source,
-            })?
-            .unwrap_or_default();
-        Ok(v.get(..8)
-            .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
-            .unwrap_or(0))
+        let w = read_words(
+            &self.map("stray"),
+            0,
+            1,
+            "reading the XDP counter's stray count",
+        )?;
+        Ok(w[0])
     }
 
     fn map(&self, name: &str) -> libbpf_rs::Map<'_> {
-        self.obj
-            .maps()
-            .find(|m| m.name() == name)
-            .unwrap_or_else(|| panic!("xdp_count.bpf.c defines map {name}"))
+        map(&self.obj, name)
     }
 }
 

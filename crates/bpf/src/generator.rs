@@ -13,7 +13,7 @@
 //! each) therefore each load one: their state never mixes, whichever CPUs
 //! they run on (see `bpf/xdp_gen.bpf.c` for why the maps are not per-CPU).
 
-use crate::{bpf_object, load, BpfError};
+use crate::{as_bytes, bpf_object, load, map, read_words, BpfError};
 use libbpf_rs::{MapCore, MapFlags, Object, ProgramInput};
 use linerate_wire::template::SIGNATURE_OFFSET;
 use linerate_wire::FrameTemplate;
@@ -176,33 +176,24 @@ impl XdpGenerator {
 
     /// Where the trial stands (one map read; cheap enough to poll).
     pub fn progress(&self) -> Result<GenProgress, BpfError> {
-        let v = self
-            .map("gen_state")
-            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
-            .map_err(|source| BpfError::Map {
-                what: "reading the XDP generator's state",
-                source,
-            })?
-            .unwrap_or_default();
-        let w = |i: usize| {
-            v.get(i * 8..i * 8 + 8)
-                .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
-                .unwrap_or(0)
-        };
+        let w = read_words(
+            &self.map("gen_state"),
+            0,
+            6,
+            "reading the XDP generator's state",
+        )?;
         Ok(GenProgress {
-            sent: w(0),
-            start_ns: w(1),
-            last_ns: w(2),
-            ticks: w(3),
-            max_stall_ns: w(5),
+            sent: w[0],
+            start_ns: w[1],
+            last_ns: w[2],
+            ticks: w[3],
+            // w[4]: the previous tick, internal.
+            max_stall_ns: w[5],
         })
     }
 
     fn map(&self, name: &str) -> libbpf_rs::Map<'_> {
-        self.obj
-            .maps()
-            .find(|m| m.name() == name)
-            .unwrap_or_else(|| panic!("xdp_gen.bpf.c defines map {name}"))
+        map(&self.obj, name)
     }
 }
 
@@ -257,12 +248,4 @@ fn install_wake_handler() {
             libc::sigaction(wake_signal(), &sa, std::ptr::null_mut());
         }
     });
-}
-
-/// The bytes of a `#[repr(C)]` plain-data value, as the kernel map expects.
-pub(crate) fn as_bytes<T: Copy>(v: &T) -> &[u8] {
-    // SAFETY: callers pass #[repr(C)] plain data without implicit padding
-    // (checked by a size assertion next to each type), so every byte is
-    // initialised; the slice borrows v and lives no longer.
-    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
 }

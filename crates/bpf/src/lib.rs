@@ -69,6 +69,44 @@ pub(crate) fn load(
     open.load().map_err(err)
 }
 
+/// A map the program's C source defines (a missing one is a build bug).
+pub(crate) fn map<'a>(obj: &'a libbpf_rs::Object, name: &str) -> libbpf_rs::Map<'a> {
+    use libbpf_rs::MapCore;
+    obj.maps()
+        .find(|m| m.name() == name)
+        .unwrap_or_else(|| panic!("the BPF object defines no map {name}"))
+}
+
+/// The first `words` u64 words of `map[key]` (zeros where the value is
+/// shorter): how user space reads the programs' counters.
+pub(crate) fn read_words(
+    map: &libbpf_rs::Map<'_>,
+    key: u32,
+    words: usize,
+    what: &'static str,
+) -> Result<Vec<u64>, BpfError> {
+    use libbpf_rs::MapCore;
+    let v = map
+        .lookup(&key.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+        .map_err(|source| BpfError::Map { what, source })?
+        .unwrap_or_default();
+    let mut out: Vec<u64> = v
+        .chunks_exact(8)
+        .take(words)
+        .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
+        .collect();
+    out.resize(words, 0);
+    Ok(out)
+}
+
+/// The bytes of a `#[repr(C)]` plain-data value, as a kernel map expects.
+pub(crate) fn as_bytes<T: Copy>(v: &T) -> &[u8] {
+    // SAFETY: callers pass #[repr(C)] plain data without implicit padding
+    // (checked by a size assertion next to each type), so every byte is
+    // initialised; the slice borrows v and lives no longer.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
 /// The embedded object files, one per `bpf/NAME.bpf.c`.
 macro_rules! bpf_object {
     ($name:literal) => {

@@ -3,6 +3,7 @@
 
 use crate::args::PortArgs;
 use anyhow::{anyhow, bail, Context, Result};
+use linerate_bpf::generator::MAX_FRAME_LEN as XDP_MAX_FRAME_LEN;
 use linerate_engine::backend::{QueueRx, QueueTx};
 use linerate_engine::xdp::{XdpReceiver, XdpTransmitter};
 use linerate_engine::{Engine, EngineConfig, HostConfig, TesterPort};
@@ -243,8 +244,6 @@ fn open_af_xdp(a: &PortName, b: &PortName, opts: &AfPacketOptions) -> Result<(Po
         note,
     ))
 }
-
-use linerate_bpf::generator::MAX_FRAME_LEN as XDP_MAX_FRAME_LEN;
 
 /// Streams the in-kernel counter keeps per trial.
 const XDP_MAX_STREAMS: u16 = 16;

@@ -9,30 +9,13 @@ use common::*;
 
 /// One fixed-rate trial back to back; returns the JSON record.
 fn trial(ns: &str, size_args: &[&str], fps: u64) -> serde_json::Value {
-    let json = TempFile::new("b2b-trial");
-    let rate = format!("{fps}fps");
-    let mut args = vec!["trial"];
-    args.extend_from_slice(&B2B_HOSTS);
-    args.extend_from_slice(size_args);
-    args.extend_from_slice(&[
-        "--rate",
-        &rate,
-        "--duration",
-        "1s",
-        "--straggler-wait",
-        "500ms",
-        "--json",
-        json.arg(),
-    ]);
-    let run = linerate_in(ns, &args);
-    assert_eq!(run.code, 0, "{}", run.dump());
+    let (run, t) = b2b_trial(ns, size_args, fps);
     assert!(
         run.stdout.contains("received"),
         "no trial summary on stdout:\n{}",
         run.dump()
     );
     // --engine auto (the default) says which engine it took; the record agrees.
-    let t = json.json();
     let engine = t["engine"].as_str().expect("engine recorded").to_string();
     assert!(
         run.stdout.contains(&format!("engine {engine}")),
@@ -44,16 +27,7 @@ fn trial(ns: &str, size_args: &[&str], fps: u64) -> serde_json::Value {
 
 /// Asserts a lossless trial of `fps` for 1 s: every count exact.
 fn assert_clean(t: &serde_json::Value, fps: u64) {
-    assert_trial_consistent(t);
-    assert_eq!(u(t, "intended_frames"), fps, "{t}");
-    assert_eq!(u(t, "tx_frames"), fps, "{t}");
-    assert_eq!(u(t, "rx_frames"), fps, "{t}");
-    assert_eq!(u(t, "lost_frames"), 0, "{t}");
-    assert_eq!(f(t, "loss_ratio"), 0.0, "{t}");
-    assert_eq!(u(t, "reordered"), 0, "{t}");
-    assert_eq!(u(t, "duplicated"), 0, "{t}");
-    assert_eq!(u(t, "tester_rx_drops"), 0, "{t}");
-    assert_eq!(t["generator_short"], false, "{t}");
+    assert_exact(t, fps);
     assert!(
         ["xdp", "af_xdp", "af_packet"].contains(&t["engine"].as_str().unwrap_or("")),
         "{t}"

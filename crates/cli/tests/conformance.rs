@@ -13,41 +13,10 @@ const ENGINES: [&str; 3] = ["af_packet", "af_xdp", "xdp"];
 /// A lossless 1 s trial back to back, with every count exact.
 fn back_to_back_is_exact(engine: &str, frame: &str, fps: u64) {
     let (ns, _guard) = back_to_back(&format!("c{}", &engine[..2]), 1500);
-    let json = TempFile::new("conformance");
-    let rate = format!("{fps}fps");
-    let mut args = vec!["trial", "--engine", engine];
-    args.extend_from_slice(&B2B_HOSTS);
-    args.extend_from_slice(&[
-        "--frame-size",
-        frame,
-        "--rate",
-        &rate,
-        "--duration",
-        "1s",
-        "--straggler-wait",
-        "500ms",
-        "--json",
-        json.arg(),
-    ]);
-    let run = linerate_in(&ns, &args);
-    assert_eq!(run.code, 0, "{engine}: {}", run.dump());
-    let t = json.json();
-    assert_trial_consistent(&t);
+    let (_, t) = b2b_trial(&ns, &["--engine", engine, "--frame-size", frame], fps);
+    assert_exact(&t, fps);
     assert_eq!(t["engine"], engine, "{t}");
     assert_eq!(u(&t, "frame_size").to_string(), frame, "{t}");
-    for key in ["intended_frames", "tx_frames", "rx_frames"] {
-        assert_eq!(u(&t, key), fps, "{engine} {frame} B {key}: {t}");
-    }
-    for key in [
-        "lost_frames",
-        "reordered",
-        "duplicated",
-        "tester_rx_drops",
-        "stray_frames",
-    ] {
-        assert_eq!(u(&t, key), 0, "{engine} {frame} B {key}: {t}");
-    }
-    assert_eq!(t["generator_short"], false, "{t}");
     // Every engine says how far its generator fell behind schedule.
     let stall = u(&t, "generator_max_stall_ns");
     assert!(
@@ -66,17 +35,7 @@ fn back_to_back_is_exact(engine: &str, frame: &str, fps: u64) {
 fn known_loss_is_exact(engine: &str) {
     let (lab, _guard) = lab_up(&format!("k{}", &engine[..2]));
     let dut = format!("lr-{lab}-dut");
-    nft_load(
-        &dut,
-        "table ip t {
-    chain c {
-        type filter hook forward priority 0; policy accept;
-        counter
-        numgen inc mod 100 0 counter drop
-    }
-}
-",
-    );
+    nft_load(&dut, EVERY_100TH);
     let json = TempFile::new("conformance-loss");
     let run = linerate(&[
         "trial",

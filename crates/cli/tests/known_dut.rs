@@ -20,18 +20,6 @@ fn nft_present() -> bool {
     ok
 }
 
-/// Every forwarded packet is counted by the first rule; the second drops
-/// every 100th (numgen counts 0, 1, 2, ...; 0, 100, 200, ... match).
-/// (Chain name: `fwd` is an nft keyword.)
-const EVERY_100TH: &str = "table ip t {
-    chain c {
-        type filter hook forward priority 0; policy accept;
-        counter
-        numgen inc mod 100 0 counter drop
-    }
-}
-";
-
 fn trial(lab: &str, loss: &str, json: &TempFile) -> Run {
     linerate(&[
         "trial",

@@ -60,40 +60,18 @@ fn back_to_back_multiqueue(tag: &str, queues: usize) -> (String, NetnsGuard) {
 fn threads_back_to_back_are_exact(threads: u16, fps: u64) -> Run {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (ns, _guard) = back_to_back_multiqueue("mc", cpus.max(threads as usize));
-    let json = TempFile::new("multicore");
-    let (rate, threads) = (format!("{fps}fps"), threads.to_string());
-    let mut args = vec!["trial", "--engine", "xdp", "--tx-threads", &threads];
-    args.extend_from_slice(&B2B_HOSTS);
-    args.extend_from_slice(&[
+    let threads = threads.to_string();
+    let extra = [
+        "--engine",
+        "xdp",
+        "--tx-threads",
+        &threads,
         "--frame-size",
         "64",
-        "--rate",
-        &rate,
-        "--duration",
-        "1s",
-        "--straggler-wait",
-        "500ms",
-        "--json",
-        json.arg(),
-    ]);
-    let run = linerate_in(&ns, &args);
-    assert_eq!(run.code, 0, "{threads} threads: {}", run.dump());
-    let t = json.json();
-    assert_trial_consistent(&t);
+    ];
+    let (run, t) = b2b_trial(&ns, &extra, fps);
+    assert_exact(&t, fps);
     assert_eq!(t["engine"], "xdp", "{t}");
-    for key in ["intended_frames", "tx_frames", "rx_frames"] {
-        assert_eq!(u(&t, key), fps, "{threads} threads {key}: {t}");
-    }
-    for key in [
-        "lost_frames",
-        "reordered",
-        "duplicated",
-        "tester_rx_drops",
-        "stray_frames",
-    ] {
-        assert_eq!(u(&t, key), 0, "{threads} threads {key}: {t}");
-    }
-    assert_eq!(t["generator_short"], false, "{t}");
     run
 }
 

@@ -32,17 +32,10 @@ pub enum Clock {
 
 impl Clock {
     pub fn now_ns(self) -> u64 {
-        let id = match self {
+        linerate_port::clock_ns(match self {
             Clock::Realtime => libc::CLOCK_REALTIME,
             Clock::Monotonic => libc::CLOCK_MONOTONIC,
-        };
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes into the timespec we pass.
-        unsafe { libc::clock_gettime(id, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        })
     }
 }
 

@@ -44,6 +44,12 @@ pub enum EngineError {
         mtu: u32,
         max: usize,
     },
+    #[error("the {engine} engine carries frames up to {max} bytes (with FCS), not {frame}: use --engine af_packet for larger frames")]
+    FrameTooLargeForEngine {
+        frame: u16,
+        engine: String,
+        max: usize,
+    },
     #[error("a trial of {duration_s} s at {fps} frames/s holds no frame: use a longer duration or a higher rate")]
     EmptyTrial { duration_s: f64, fps: f64 },
     #[error("--tx-threads above 1 needs --engine xdp")]
@@ -168,18 +174,29 @@ impl Engine {
 
     /// Checks that frames of `frame` bytes fit both ports.
     pub fn check_frame(&self, frame: linerate_wire::FrameSize) -> Result<(), EngineError> {
+        use linerate_wire::units::{ETH_HEADER_LEN, FCS_LEN};
         for side in [&self.a, &self.b] {
             let info = &side.port.info;
-            let max = (info.mtu as usize + linerate_wire::units::ETH_HEADER_LEN)
-                .min(side.port.max_frame_len());
-            if frame.buffer_len() > max {
-                return Err(EngineError::FrameTooLarge {
+            let by_mtu = info.mtu as usize + ETH_HEADER_LEN;
+            let by_engine = side.port.max_frame_len();
+            if frame.buffer_len() <= by_mtu.min(by_engine) {
+                continue;
+            }
+            // Name the limit that binds, so the message names the right fix.
+            return Err(if by_engine < by_mtu && frame.buffer_len() <= by_mtu {
+                EngineError::FrameTooLargeForEngine {
+                    frame: frame.frame(),
+                    engine: self.cfg.name.clone(),
+                    max: by_engine + FCS_LEN,
+                }
+            } else {
+                EngineError::FrameTooLarge {
                     frame: frame.frame(),
                     port: info.ifname.clone(),
                     mtu: info.mtu,
-                    max: max + linerate_wire::units::FCS_LEN,
-                });
-            }
+                    max: by_mtu.min(by_engine) + FCS_LEN,
+                }
+            });
         }
         Ok(())
     }

@@ -196,6 +196,13 @@ pub(crate) fn from_state(state: &PlacementState, allowed: &[usize]) -> Placement
     separate(testers, dut_cpu, &names)
 }
 
+/// The CPUs the lab gives the tester: all it may run on but the last (the
+/// DUT's), or all of them with fewer than two.
+pub fn tester_cpus() -> Vec<usize> {
+    let cpus = allowed_cpus();
+    split_cpus(&cpus).map_or(cpus, |(testers, _)| testers)
+}
+
 /// CPUs this process may run on (its affinity mask), ascending.
 pub(crate) fn allowed_cpus() -> Vec<usize> {
     match sched_getaffinity(Pid::from_raw(0)) {

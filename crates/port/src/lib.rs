@@ -120,11 +120,16 @@ pub trait Port {
 
 /// CLOCK_REALTIME now, in nanoseconds: the clock the kernel stamps received frames with.
 pub fn realtime_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+/// Clock `id` (CLOCK_REALTIME, CLOCK_MONOTONIC, ...) now, in nanoseconds.
+pub fn clock_ns(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes into the timespec we pass; the vDSO makes it cheap.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    unsafe { libc::clock_gettime(id, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

@@ -94,7 +94,7 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         };
         let cfg = EngineConfig {
             straggler_wait,
-            tester_cpus: tester_cpus(),
+            tester_cpus: linerate_lab::tester_cpus(),
             name: engine_name.into(),
             tx_threads: args.tx_threads,
             ..EngineConfig::default()
@@ -168,12 +168,6 @@ fn best_pass(r: &ThroughputResult) -> Option<&linerate_results::TrialResult> {
         .iter()
         .filter(|t| t.loss_ratio == 0.0 && t.intended_fps <= r.throughput_fps)
         .max_by(|x, y| x.intended_fps.total_cmp(&y.intended_fps))
-}
-
-/// The CPUs the lab gives the tester: all but the last (the DUT's).
-fn tester_cpus() -> Vec<usize> {
-    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (0..n.saturating_sub(1).max(1)).collect()
 }
 
 fn calibration_table(rows: &[(CalibrationEntry, f64)]) -> String {

@@ -532,3 +532,60 @@ impl Drop for Spawned {
         }
     }
 }
+
+/// One 1 s trial back to back in namespace `ns` (ports p0/p1, see
+/// [`back_to_back`]) at `fps`, with `extra` arguments (engine, frame size).
+/// Asserts exit 0 and returns the run and its JSON record.
+pub fn b2b_trial(ns: &str, extra: &[&str], fps: u64) -> (Run, Value) {
+    let json = TempFile::new("b2b-trial");
+    let rate = format!("{fps}fps");
+    let mut args = vec!["trial"];
+    args.extend_from_slice(&B2B_HOSTS);
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&[
+        "--rate",
+        &rate,
+        "--duration",
+        "1s",
+        "--straggler-wait",
+        "500ms",
+        "--json",
+        json.arg(),
+    ]);
+    let run = linerate_in(ns, &args);
+    assert_eq!(run.code, 0, "{extra:?}: {}", run.dump());
+    let t = json.json();
+    (run, t)
+}
+
+/// Asserts a lossless trial of `frames` intended frames: every count exact,
+/// as a wire (nothing between the ports) must give.
+pub fn assert_exact(t: &Value, frames: u64) {
+    assert_trial_consistent(t);
+    for key in ["intended_frames", "tx_frames", "rx_frames"] {
+        assert_eq!(u(t, key), frames, "{key}: {t}");
+    }
+    for key in [
+        "lost_frames",
+        "reordered",
+        "duplicated",
+        "tester_rx_drops",
+        "stray_frames",
+    ] {
+        assert_eq!(u(t, key), 0, "{key}: {t}");
+    }
+    assert_eq!(f(t, "loss_ratio"), 0.0, "{t}");
+    assert_eq!(t["generator_short"], false, "{t}");
+}
+
+/// An nftables ruleset for the lab DUT: the first rule counts every
+/// forwarded packet, the second drops every 100th (numgen counts 0, 1, 2,
+/// ...; 0, 100, 200, ... match). (Chain name: `fwd` is an nft keyword.)
+pub const EVERY_100TH: &str = "table ip t {
+    chain c {
+        type filter hook forward priority 0; policy accept;
+        counter
+        numgen inc mod 100 0 counter drop
+    }
+}
+";
