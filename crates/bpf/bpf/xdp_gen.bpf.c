@@ -21,6 +21,14 @@
  * signature is written for every frame. The payload after the signature is
  * never modified by anyone and stays as the template made it.
  *
+ * A trial may mix frame sizes (IMIX). The frame user space hands in is the
+ * largest size; frame i takes size sequence[i % seq_len], and a smaller
+ * size is made by cutting the tail (bpf_xdp_adjust_tail) and writing that
+ * size's own headers (lengths, IP checksum) and checksum base. The kernel
+ * restores the full length before every run, and the filler after the
+ * signature depends only on the byte's position, so a cut frame is
+ * byte-for-byte the smaller template.
+ *
  * Each frame carries its *scheduled* send time in the receiver's clock
  * (monotonic + clock_offset), so latency includes the tester's own delays.
  *
@@ -37,18 +45,26 @@
  */
 #include "common.h"
 
+#define LR_MAX_SIZES 8  /* crates/wire mix.rs MAX_SIZES */
+#define LR_MAX_SEQ 128	/* crates/wire mix.rs MAX_SEQUENCE */
+
 struct gen_config {
 	__u64 interval_q16; /* ns between frames, times 2^16 */
 	__u64 total;	    /* frames in the trial */
 	__u64 give_up_ns;   /* after the first frame: stop sending after this */
 	__u64 clock_offset; /* receiver's clock minus CLOCK_MONOTONIC, ns */
-	/* Folded ones-complement sum of the datagram with stream, seq and tx_ts
-	 * zero (crates/wire template.rs): checksum = ~fold(base + stamped words). */
-	__u32 csum_base;
+	/* Per size: folded ones-complement sum of the datagram with stream, seq
+	 * and tx_ts zero (crates/wire template.rs): checksum = ~fold(base +
+	 * stamped words). */
+	__u32 csum_base[LR_MAX_SIZES];
+	/* Per size: bytes cut from the end of the (largest) input frame. */
+	__u32 trim[LR_MAX_SIZES];
+	__u32 seq_len; /* 1..LR_MAX_SEQ */
 	__u16 stream;
 	__u16 pad;
-	__u8 headers[LR_SIG_OFFSET]; /* Ethernet, IPv4, UDP (checksum ignored) */
-	__u8 tail[6];		     /* explicit padding to a multiple of 8 */
+	__u8 sequence[LR_MAX_SEQ]; /* size index of each frame of a repetition */
+	/* Per size: Ethernet, IPv4, UDP (checksum ignored). */
+	__u8 headers[LR_MAX_SIZES][LR_SIG_OFFSET];
 };
 
 struct gen_state {
@@ -89,8 +105,6 @@ int lr_generate(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	__u32 zero = 0;
 
-	if (data + LR_SIG_OFFSET + LR_SIG_LEN > data_end)
-		return XDP_ABORTED;
 	struct gen_config *cfg = bpf_map_lookup_elem(&gen_config, &zero);
 	struct gen_state *st = bpf_map_lookup_elem(&gen_state, &zero);
 	if (!cfg || !st)
@@ -117,14 +131,26 @@ int lr_generate(struct xdp_md *ctx)
 	__u32 seq32 = (__u32)seq;
 	__u32 ts32 = (__u32)ts;
 
-	__builtin_memcpy(data, cfg->headers, LR_SIG_OFFSET);
+	__u32 slot = cfg->seq_len > 1 ? (__u32)(seq % cfg->seq_len) : 0;
+	__u32 k = cfg->sequence[slot & (LR_MAX_SEQ - 1)] & (LR_MAX_SIZES - 1);
+	__u32 trim = cfg->trim[k];
+	if (trim) {
+		if (bpf_xdp_adjust_tail(ctx, -(int)trim))
+			return XDP_ABORTED;
+		data = (void *)(long)ctx->data;
+		data_end = (void *)(long)ctx->data_end;
+	}
+	if (data + LR_SIG_OFFSET + LR_SIG_LEN > data_end)
+		return XDP_ABORTED;
+
+	__builtin_memcpy(data, cfg->headers[k], LR_SIG_OFFSET);
 	struct lr_signature *sig = data + LR_SIG_OFFSET;
 	sig->magic = bpf_htons(LR_MAGIC);
 	sig->stream = bpf_htons(cfg->stream);
 	sig->seq = bpf_htonl(seq32);
 	sig->tx_ts = bpf_htonl(ts32);
 
-	__u32 sum = cfg->csum_base + cfg->stream + (seq32 >> 16) + (seq32 & 0xffff) +
+	__u32 sum = cfg->csum_base[k] + cfg->stream + (seq32 >> 16) + (seq32 & 0xffff) +
 		    (ts32 >> 16) + (ts32 & 0xffff);
 	__u16 csum = ~fold16(sum) & 0xffff;
 	if (csum == 0)

@@ -15,8 +15,9 @@
 
 use crate::{as_bytes, bpf_object, load, map, read_words, BpfError};
 use libbpf_rs::{MapCore, MapFlags, Object, ProgramInput};
+use linerate_wire::mix::{MAX_SEQUENCE, MAX_SIZES};
 use linerate_wire::template::SIGNATURE_OFFSET;
-use linerate_wire::FrameTemplate;
+use linerate_wire::FrameSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 use std::time::Duration;
@@ -38,18 +39,24 @@ struct GenConfig {
     total: u64,
     give_up_ns: u64,
     clock_offset: u64,
-    csum_base: u32,
+    csum_base: [u32; MAX_SIZES],
+    trim: [u32; MAX_SIZES],
+    seq_len: u32,
     stream: u16,
     pad: u16,
-    headers: [u8; SIGNATURE_OFFSET],
-    tail: [u8; 6],
+    sequence: [u8; MAX_SEQUENCE],
+    headers: [[u8; SIGNATURE_OFFSET]; MAX_SIZES],
 }
 // No implicit padding: every byte handed to the kernel is initialised.
-const _: () = assert!(std::mem::size_of::<GenConfig>() == 4 * 8 + 4 + 2 + 2 + 42 + 6);
+const _: () = assert!(
+    std::mem::size_of::<GenConfig>()
+        == 4 * 8 + 8 * 4 + 8 * 4 + 4 + 2 + 2 + MAX_SEQUENCE + MAX_SIZES * SIGNATURE_OFFSET
+);
 
 /// What one trial sends.
 pub struct GenTrial<'a> {
-    pub template: &'a FrameTemplate,
+    /// One size or a mix (at most `MAX_SIZES` sizes, `MAX_SEQUENCE` long).
+    pub frames: &'a FrameSet,
     pub stream: u16,
     /// Frames in the trial.
     pub total: u64,
@@ -100,20 +107,36 @@ impl XdpGenerator {
 
     /// Prepares a trial; its counters restart at zero.
     pub fn configure(&mut self, trial: &GenTrial) -> Result<(), BpfError> {
-        let bytes = trial.template.bytes();
-        let mut headers = [0u8; SIGNATURE_OFFSET];
-        headers.copy_from_slice(&bytes[..SIGNATURE_OFFSET]);
-        let cfg = GenConfig {
+        let templates = trial.frames.templates();
+        let sequence = trial.frames.sequence();
+        // FrameMix guarantees these bounds; a FrameSet from elsewhere might not.
+        assert!(templates.len() <= MAX_SIZES && (1..=MAX_SEQUENCE).contains(&sequence.len()));
+        let largest = trial.frames.largest();
+        let mut cfg = GenConfig {
             interval_q16: (trial.interval_ns * 65536.0).round() as u64,
             total: trial.total,
             give_up_ns: trial.give_up.as_nanos() as u64,
             clock_offset: trial.clock_offset_ns,
-            csum_base: trial.template.checksum_base(),
+            csum_base: [0; MAX_SIZES],
+            trim: [0; MAX_SIZES],
+            seq_len: sequence.len() as u32,
             stream: trial.stream,
             pad: 0,
-            headers,
-            tail: [0; 6],
+            sequence: [0; MAX_SEQUENCE],
+            headers: [[0; SIGNATURE_OFFSET]; MAX_SIZES],
         };
+        for (k, t) in templates.iter().enumerate() {
+            // The program cuts the largest frame down to this size and
+            // rewrites only the headers: the rest must already match.
+            debug_assert_eq!(
+                t.bytes()[SIGNATURE_OFFSET..],
+                largest.bytes()[SIGNATURE_OFFSET..t.len()]
+            );
+            cfg.csum_base[k] = t.checksum_base();
+            cfg.trim[k] = (largest.len() - t.len()) as u32;
+            cfg.headers[k].copy_from_slice(&t.bytes()[..SIGNATURE_OFFSET]);
+        }
+        cfg.sequence[..sequence.len()].copy_from_slice(sequence);
         let zero_state = [0u8; 48];
         let err = |source| BpfError::Map {
             what: "configuring the XDP generator",
@@ -125,7 +148,7 @@ impl XdpGenerator {
         self.map("gen_state")
             .update(&0u32.to_ne_bytes(), &zero_state, MapFlags::ANY)
             .map_err(err)?;
-        self.frame = bytes.to_vec();
+        self.frame = largest.bytes().to_vec();
         self.total = trial.total;
         Ok(())
     }

@@ -6,7 +6,7 @@
 use linerate_bpf::counter::XdpCounter;
 use linerate_bpf::generator::{GenProgress, GenTrial, Stopper, XdpGenerator};
 use linerate_wire::template::DEFAULT_UDP_PORT;
-use linerate_wire::{FlowSpec, FrameSize, FrameTemplate, MacAddr};
+use linerate_wire::{FlowSpec, FrameSet, FrameSize, FrameTemplate, MacAddr};
 use std::fs::File;
 use std::os::fd::AsFd;
 use std::process::Command;
@@ -136,12 +136,15 @@ fn every_generated_frame_is_counted_once() {
         counter.attach(ifindex("x1"), "x1").expect("attach counter");
         let mut generator = XdpGenerator::load().expect("load generator");
         for (size, frames, fps) in [(64u16, 200_000u64, 1e6), (1518, 50_000, 2e5)] {
-            let template = FrameTemplate::new(&flow(), FrameSize::from_frame(size as u64).unwrap());
+            let frames = FrameSet::single(FrameTemplate::new(
+                &flow(),
+                FrameSize::from_frame(size as u64).unwrap(),
+            ));
             let stream = size; // any id; a fresh one per trial
             counter.start_trial(stream, 1, DEFAULT_UDP_PORT).unwrap();
             generator
                 .configure(&GenTrial {
-                    template: &template,
+                    frames: &frames,
                     stream,
                     total: frames,
                     interval_ns: 1e9 / fps,
@@ -193,7 +196,10 @@ fn two_generators_send_two_exact_streams() {
     let run = || {
         let mut counter = XdpCounter::load(4).expect("load counter");
         counter.attach(ifindex("x1"), "x1").expect("attach counter");
-        let template = FrameTemplate::new(&flow(), FrameSize::from_frame(64).unwrap());
+        let frames = FrameSet::single(FrameTemplate::new(
+            &flow(),
+            FrameSize::from_frame(64).unwrap(),
+        ));
         let (first, shares) = (40u16, [50_001u64, 50_000]);
         counter.start_trial(first, 2, DEFAULT_UDP_PORT).unwrap();
         let mut generators: Vec<XdpGenerator> = (0..2)
@@ -201,7 +207,7 @@ fn two_generators_send_two_exact_streams() {
             .collect();
         for (k, g) in generators.iter_mut().enumerate() {
             g.configure(&GenTrial {
-                template: &template,
+                frames: &frames,
                 stream: first + k as u16,
                 total: shares[k],
                 interval_ns: 1e9 / 5e4, // 100 000 frames/s in all

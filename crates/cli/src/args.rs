@@ -112,6 +112,9 @@ pub struct Rfc2544Args {
     /// IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts).
     #[arg(long, value_delimiter = ',')]
     pub l3_length: Option<Vec<u64>>,
+    /// IMIX throughput instead of frame sizes: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... ; several as imix0,imix1,imix2 or by repeating --imix.
+    #[arg(long, conflicts_with = "l3_length")]
+    pub imix: Vec<String>,
     /// How long each trial sends.
     #[arg(long, default_value = "2s")]
     pub trial_duration: String,
@@ -222,13 +225,16 @@ pub struct TrialArgs {
     /// Frame size in bytes, FCS included.
     #[arg(
         long,
-        required_unless_present = "l3_length",
-        conflicts_with = "l3_length"
+        required_unless_present_any = ["l3_length", "imix"],
+        conflicts_with_all = ["l3_length", "imix"]
     )]
     pub frame_size: Option<u64>,
     /// IP packet length instead of a frame size.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "imix")]
     pub l3_length: Option<u64>,
+    /// A frame-size mix instead: imix0, imix1, imix2, simple, genome:aaaaaaaddddg or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1).
+    #[arg(long)]
+    pub imix: Option<String>,
     /// Rate: 50% (of line rate, L1), 100000fps, 1.5Mpps, 300Mbps (L2), 300Mbps@L1.
     #[arg(long)]
     pub rate: String,

@@ -15,7 +15,7 @@ use crate::pacer::Pacer;
 use crate::receiver::{receive, Counted, ReceiverSignals, StreamRange};
 use crate::EngineError;
 use linerate_port::{Port, PortInfo, RxQueue, TxQueue};
-use linerate_wire::{FrameTemplate, MacAddr};
+use linerate_wire::{FrameSet, MacAddr};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -41,7 +41,8 @@ impl Clock {
 
 /// One trial's sending job.
 pub struct SendJob<'a> {
-    pub template: &'a FrameTemplate,
+    /// The frames: frame `n` of each stream is built from `frames.get(n)`.
+    pub frames: &'a FrameSet,
     /// The first stream id; a job of `streams` streams sends ids
     /// `stream .. stream + streams` (wrapping), one per generator thread.
     pub stream: u16,
@@ -101,7 +102,7 @@ impl<T: TxQueue> Transmitter for QueueTx<T> {
             return Err(EngineError::TxThreads);
         }
         let schedule = Schedule {
-            template: job.template,
+            frames: job.frames,
             stream: job.stream,
             pacer: job.pacer,
             give_up_after: job.give_up_after,

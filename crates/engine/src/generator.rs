@@ -9,7 +9,7 @@
 
 use crate::pacer::Pacer;
 use linerate_port::{PortError, TxQueue};
-use linerate_wire::{FrameTemplate, Signature};
+use linerate_wire::{FrameSet, Signature};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -29,7 +29,8 @@ pub struct Sent {
 }
 
 pub struct Schedule<'a> {
-    pub template: &'a FrameTemplate,
+    /// Frame `n` is built from `frames.get(n)` (one size, or a mix).
+    pub frames: &'a FrameSet,
     pub stream: u16,
     pub pacer: Pacer,
     /// Stop sending at this point even if frames remain (they count as lost).
@@ -61,7 +62,7 @@ pub fn generate<T: TxQueue>(
             let queued = tx.queue(want, |i, buf| {
                 let n = seq + i as u64;
                 let ts = s.start_clock_ns + s.pacer.scheduled_ns(n);
-                s.template.write(
+                s.frames.get(n).write(
                     buf,
                     Signature {
                         stream: s.stream,

@@ -18,7 +18,7 @@ pub use host::HostConfig;
 use linerate_port::{PortError, PortInfo};
 use linerate_results::{TrialResult, TrialSpec};
 use linerate_wire::template::DEFAULT_UDP_PORT;
-use linerate_wire::{FlowSpec, FrameTemplate, MacAddr};
+use linerate_wire::{FlowSpec, FrameSet, FrameTemplate, MacAddr};
 use pacer::Pacer;
 use receiver::{Counted, ReceiverSignals, StreamRange};
 use stats::StreamStats;
@@ -342,7 +342,10 @@ impl Engine {
                 dst_port: DEFAULT_UDP_PORT,
                 ttl: 64,
             };
-            let template = FrameTemplate::new(&flow, spec.frame);
+            let frames = match &spec.mix {
+                Some(mix) => FrameSet::new(&flow, mix),
+                None => FrameSet::single(FrameTemplate::new(&flow, spec.frame)),
+            };
             let pacer = Pacer::new(spec.intended_fps, spec.duration);
             // Frames not sent within 1 % (+10 ms) of the duration count as lost.
             let give_up_after = spec.duration + spec.duration / 100 + Duration::from_millis(10);
@@ -353,7 +356,7 @@ impl Engine {
                     .spawn(|| {
                         let _ = cpu::pin_current_thread(&cfg.tester_cpus);
                         let job = SendJob {
-                            template: &template,
+                            frames: &frames,
                             stream: range.first,
                             streams: threads,
                             cpus: tx_cpus,
@@ -428,6 +431,7 @@ fn summarize(
     let send_s = sent.send_time.as_secs_f64().max(duration_s);
     TrialResult {
         frame_size: spec.frame.frame(),
+        mix: spec.mix.as_ref().map(linerate_results::MixInfo::of),
         l3_length: spec.frame.l3(),
         duration_s,
         intended_fps: spec.intended_fps,

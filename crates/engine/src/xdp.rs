@@ -79,7 +79,7 @@ impl Transmitter for XdpTransmitter {
         // Thread k: stream + k, every n-th frame's worth of the rate.
         for (k, generator) in self.generators[..n as usize].iter_mut().enumerate() {
             generator.configure(&GenTrial {
-                template: job.template,
+                frames: job.frames,
                 stream: job.stream.wrapping_add(k as u16),
                 total: share(total, n, k as u16),
                 interval_ns: job.pacer.interval_ns() * n as f64,

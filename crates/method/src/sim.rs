@@ -82,6 +82,7 @@ impl SimulatedDut {
         let lost = intended - rx;
         TrialResult {
             frame_size: spec.frame.frame(),
+            mix: spec.mix.as_ref().map(linerate_results::MixInfo::of),
             l3_length: spec.frame.l3(),
             duration_s: d,
             intended_fps: spec.intended_fps,

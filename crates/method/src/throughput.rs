@@ -62,8 +62,9 @@
 //! never marks the result.
 
 use crate::TrialRunner;
-use linerate_results::{ThroughputResult, TrialResult, TrialSpec};
+use linerate_results::{MixInfo, ThroughputResult, TrialResult, TrialSpec};
 use linerate_wire::units::{FrameSize, Layer};
+use linerate_wire::FrameMix;
 use std::time::Duration;
 
 /// The search never runs more trials than this. With the geometric steps a
@@ -91,6 +92,9 @@ pub struct ThroughputConfig {
     pub allowed_loss_ratio: f64,
     /// How long each trial sends.
     pub trial_duration: Duration,
+    /// Send this frame-size mix (IMIX) instead of the search's frame size
+    /// alone; rates stay frames/s and Mbps count the mix's mean frame.
+    pub mix: Option<FrameMix>,
 }
 
 impl ThroughputConfig {
@@ -107,6 +111,7 @@ impl ThroughputConfig {
             resolution: Self::DEFAULT_RESOLUTION,
             allowed_loss_ratio: 0.0,
             trial_duration,
+            mix: None,
         }
     }
 
@@ -248,6 +253,7 @@ pub fn find_throughput<R: TrialRunner>(
         });
         let spec = TrialSpec {
             frame,
+            mix: cfg.mix.clone(),
             intended_fps: candidate,
             duration: cfg.trial_duration,
         };
@@ -310,16 +316,21 @@ pub fn find_throughput<R: TrialRunner>(
 
     let throughput_fps = lo.unwrap_or(0.0);
     let tester_limited = hi.is_some_and(|(_, i)| trials[i].generator_short);
+    let mbps = |fps: f64, layer: Layer| match &cfg.mix {
+        Some(mix) => mix.mbps(fps, layer),
+        None => frame.mbps(fps, layer),
+    };
     Ok(ThroughputResult {
         frame_size: frame.frame(),
+        mix: cfg.mix.as_ref().map(MixInfo::of),
         l3_length: frame.l3(),
         throughput_fps,
-        throughput_mbps_l2: frame.mbps(throughput_fps, Layer::L2),
-        throughput_mbps_l1: frame.mbps(throughput_fps, Layer::L1),
-        throughput_mbps_l3: frame.mbps(throughput_fps, Layer::L3),
-        throughput_mbps_l4: frame.mbps(throughput_fps, Layer::L4),
+        throughput_mbps_l2: mbps(throughput_fps, Layer::L2),
+        throughput_mbps_l1: mbps(throughput_fps, Layer::L1),
+        throughput_mbps_l3: mbps(throughput_fps, Layer::L3),
+        throughput_mbps_l4: mbps(throughput_fps, Layer::L4),
         line_rate_fps,
-        line_rate_mbps_l2: frame.mbps(line_rate_fps, Layer::L2),
+        line_rate_mbps_l2: mbps(line_rate_fps, Layer::L2),
         tester_limited,
         calibrated_ceiling_fps: None,
         trials,

@@ -6,8 +6,11 @@ use std::time::Duration;
 /// What a method asks the engine to run: one constant-rate trial.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrialSpec {
-    /// Ethernet frame size on the wire, FCS included (and the L3 length it carries).
+    /// Ethernet frame size on the wire, FCS included (and the L3 length it
+    /// carries); with a `mix`, its largest size (what buffers must hold).
     pub frame: linerate_wire::units::FrameSize,
+    /// Several sizes in a repeating sequence (IMIX) instead of `frame` alone.
+    pub mix: Option<linerate_wire::FrameMix>,
     /// Frames per second the generator is asked to send.
     pub intended_fps: f64,
     /// How long the generator sends.
@@ -27,11 +30,46 @@ pub struct LatencySummary {
     pub p999: u64,
 }
 
+impl TrialSpec {
+    /// Bytes per frame at a layer: the frame's, or the mix's mean.
+    pub fn mean_bytes(&self, layer: linerate_wire::Layer) -> f64 {
+        match &self.mix {
+            Some(m) => m.mean_bytes(layer),
+            None => self.frame.bytes_at(layer) as f64,
+        }
+    }
+}
+
+/// The frame-size mix a trial or search used (IMIX), for reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MixInfo {
+    /// "IMIX 1", "genome aaaaaaaddddg", "64:7,594:4,1518:1".
+    pub name: String,
+    /// Frames of each size per repetition, e.g. "7x64 4x570 1x1418 per 12 frames".
+    pub composition: String,
+    /// Mean frame size, FCS included (L2 bytes).
+    pub mean_frame_size: f64,
+}
+
+impl MixInfo {
+    pub fn of(mix: &linerate_wire::FrameMix) -> MixInfo {
+        MixInfo {
+            name: mix.name.clone(),
+            composition: mix.composition(),
+            mean_frame_size: mix.mean_bytes(linerate_wire::Layer::L2),
+        }
+    }
+}
+
 /// The outcome of one trial. Counts are exact; rates are L2 frames/s.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrialResult {
-    /// Ethernet frame size on the wire including the 4-byte FCS.
+    /// Ethernet frame size on the wire including the 4-byte FCS (with a
+    /// `mix`: its largest size).
     pub frame_size: u16,
+    /// The frame-size mix, when the trial sent several sizes (IMIX).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<MixInfo>,
     /// IP packet length carried by each frame.
     pub l3_length: u16,
     /// Sending duration asked for, seconds.
@@ -94,10 +132,15 @@ impl TrialResult {
     }
 }
 
-/// The RFC 2544 throughput found for one frame size.
+/// The RFC 2544 throughput found for one frame size (or one mix).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThroughputResult {
+    /// Frame size with FCS (with a `mix`: its largest size).
     pub frame_size: u16,
+    /// The frame-size mix searched, for IMIX throughput; Mbps figures then
+    /// count the mix's mean frame at each layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<MixInfo>,
     pub l3_length: u16,
     /// Highest rate that passed (0 when none did), frames/s.
     pub throughput_fps: f64,

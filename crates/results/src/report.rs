@@ -27,8 +27,12 @@ pub fn throughput_table(report: &Rfc2544Report) -> String {
     // whether or not the cell is marked.
     let header: Vec<String> = results
         .iter()
-        .map(|r| format!("{} ", r.frame_size))
+        .map(|r| match &r.mix {
+            Some(m) => format!("{} ", m.name),
+            None => format!("{} ", r.frame_size),
+        })
         .collect();
+    let any_mix = results.iter().any(|r| r.mix.is_some());
     let row = |value: &dyn Fn(&ThroughputResult) -> String,
                mark: &dyn Fn(&ThroughputResult) -> &'static str| {
         results
@@ -36,7 +40,7 @@ pub fn throughput_table(report: &Rfc2544Report) -> String {
             .map(|r| format!("{}{}", value(r), mark(r)))
             .collect::<Vec<String>>()
     };
-    let rows: Vec<(&str, Vec<String>, &str)> = vec![
+    let mut rows: Vec<(&str, Vec<String>, &str)> = vec![
         (
             "Throughput",
             row(&|r| sig3(r.throughput_mbps_l2), &marked),
@@ -51,6 +55,18 @@ pub fn throughput_table(report: &Rfc2544Report) -> String {
         ("", row(&|r| sig3(r.line_rate_fps), &plain), "Frames/s"),
         ("Share of line", row(&|r| share_of_line(r), &plain), ""),
     ];
+    if any_mix {
+        // IMIX throughput is published at L1 too (LANCOM Tables 5, 10, 11
+        // count L2; hardware testers' "line rate %" counts L1).
+        rows.insert(
+            1,
+            (
+                "",
+                row(&|r| sig3(r.throughput_mbps_l1), &marked),
+                "Mbps (L1)",
+            ),
+        );
+    }
 
     let label_width = rows
         .iter()
@@ -98,7 +114,11 @@ pub fn throughput_table(report: &Rfc2544Report) -> String {
     let room = (table_width + GAP.len() + "Mbps (L2)".len())
         .saturating_sub(title.chars().count() + settings.chars().count());
     let _ = writeln!(out, "{title}{:room$}{settings}", "", room = room.max(3));
-    out.push_str("Throughput [Mbps] @ frame size [bytes] and frame rate [fps]\n");
+    out.push_str(if any_mix {
+        "Throughput [Mbps] @ frame size [bytes] or IMIX pattern and frame rate [fps]\n"
+    } else {
+        "Throughput [Mbps] @ frame size [bytes] and frame rate [fps]\n"
+    });
     if results.is_empty() {
         out.push_str("(no frame size was measured)\n");
     } else {
@@ -108,6 +128,13 @@ pub fn throughput_table(report: &Rfc2544Report) -> String {
             out.push_str(&line(label, cells, unit));
             out.push('\n');
         }
+    }
+    for m in results.iter().filter_map(|r| r.mix.as_ref()) {
+        let _ = writeln!(
+            out,
+            "{}: {}, mean frame {:.1} bytes (frames interleaved, not in blocks).",
+            m.name, m.composition, m.mean_frame_size
+        );
     }
     if results.iter().any(|r| r.tester_limited) {
         out.push_str(
@@ -139,18 +166,32 @@ pub fn throughput_table(report: &Rfc2544Report) -> String {
 /// `line_bps` is the line speed, for the offered rate's share of line
 /// rate; pass 0 to leave the share out.
 pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
-    let l2_bytes = t.frame_size as f64;
+    let l2_bytes = t
+        .mix
+        .as_ref()
+        .map_or(t.frame_size as f64, |m| m.mean_frame_size);
     let l1_bytes = l2_bytes + PREAMBLE_AND_GAP as f64;
     let mbps = |fps: f64, bytes: f64| fps * bytes * 8.0 / 1e6;
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "Trial: {}-byte frames (IP packet {} bytes), {} s, engine {}",
-        t.frame_size,
-        t.l3_length,
-        trim_number(t.duration_s),
-        t.engine
-    );
+    let _ = match &t.mix {
+        Some(m) => writeln!(
+            out,
+            "Trial: {} ({}, mean frame {:.1} bytes), {} s, engine {}",
+            m.name,
+            m.composition,
+            m.mean_frame_size,
+            trim_number(t.duration_s),
+            t.engine
+        ),
+        None => writeln!(
+            out,
+            "Trial: {}-byte frames (IP packet {} bytes), {} s, engine {}",
+            t.frame_size,
+            t.l3_length,
+            trim_number(t.duration_s),
+            t.engine
+        ),
+    };
     let _ = writeln!(
         out,
         "  intended    {:>15} frames/s  {:>15} frames",

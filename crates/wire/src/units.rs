@@ -69,7 +69,7 @@ pub enum UnitError {
 ///
 /// Built from a frame size (`l3 = frame - 18`) or from an L3 length
 /// (`frame = max(64, l3 + 18)`, the difference being Ethernet padding).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct FrameSize {
     frame: u16,
     l3: u16,
@@ -210,10 +210,16 @@ impl Rate {
 
     /// Frames per second for frames of `frame` on a link of `line_bps`.
     pub fn to_fps(self, frame: FrameSize, line_bps: u64) -> f64 {
+        self.to_fps_mean(|layer| frame.bytes_at(layer) as f64, line_bps)
+    }
+
+    /// Frames per second for frames whose mean size at each layer is
+    /// `bytes_at(layer)` (a frame-size mix) on a link of `line_bps`.
+    pub fn to_fps_mean(self, bytes_at: impl Fn(Layer) -> f64, line_bps: u64) -> f64 {
         match self {
             Rate::Fps(fps) => fps,
-            Rate::Bps { bps, layer } => bps / (8.0 * frame.bytes_at(layer) as f64),
-            Rate::PercentOfLine(pct) => frame.line_rate_fps(line_bps) * pct / 100.0,
+            Rate::Bps { bps, layer } => bps / (8.0 * bytes_at(layer)),
+            Rate::PercentOfLine(pct) => line_bps as f64 / (8.0 * bytes_at(Layer::L1)) * pct / 100.0,
         }
     }
 }

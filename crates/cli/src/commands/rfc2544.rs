@@ -10,7 +10,7 @@ use linerate_engine::{Engine, EngineError};
 use linerate_method::{find_throughput, Progress, ThroughputConfig, TrialRunner};
 use linerate_results::calibration::{self, near_ceiling, Calibration};
 use linerate_results::{report, InterruptedSearch, Rfc2544Report, TrialResult, TrialSpec};
-use linerate_wire::{FrameSize, Rate};
+use linerate_wire::{FrameSize, Frames, Rate};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
@@ -53,22 +53,26 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
         .clone()
         .unwrap_or_else(calibration::default_path);
     let calibration = Calibration::load(&calibration_path)?;
-    let max_frame_len = frames.iter().map(|f| f.buffer_len()).max().unwrap_or(0);
+    let max_frame_len = frames
+        .iter()
+        .map(|f| f.largest().buffer_len())
+        .max()
+        .unwrap_or(0);
     let mut bed = ports::open(&args.ports, max_frame_len)?;
     for f in &frames {
-        bed.engine.check_frame(*f)?;
+        bed.engine.check_frame(f.largest())?;
     }
     let line_bps = bed.line_bps;
-    // Search bounds per frame size, checked before the first trial.
+    // Search bounds per frame size or mix, checked before the first trial.
     let mut plans = Vec::new();
-    for &frame in &frames {
-        let line_fps = frame.line_rate_fps(line_bps);
-        let max_fps = max_rate.map_or(line_fps, |r| r.to_fps(frame, line_bps));
+    for frames in &frames {
+        let line_fps = frames.line_rate_fps(line_bps);
+        let max_fps = max_rate.map_or(line_fps, |r| frames.fps(r, line_bps));
         if max_fps > line_fps * 1.000_001 {
             bail!(
-                "--max-rate {} is above the line rate for {}-byte frames ({:.0} frames/s at {}): lower it or set --line-speed",
+                "--max-rate {} is above the line rate for {} ({:.0} frames/s at {}): lower it or set --line-speed",
                 args.max_rate.as_deref().unwrap_or_default(),
-                frame.frame(),
+                frames.describe(),
                 line_fps,
                 report::line_speed(line_bps)
             );
@@ -76,8 +80,9 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
         let mut cfg = ThroughputConfig::new(max_fps, trial_duration);
         cfg.resolution = resolution;
         cfg.allowed_loss_ratio = allowed_loss;
+        cfg.mix = frames.mix().cloned();
         cfg.validate()?;
-        plans.push((frame, line_fps, cfg));
+        plans.push((frames.largest(), line_fps, cfg));
     }
 
     eprintln!(
@@ -145,7 +150,12 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
         match find_throughput(&mut runner, frame, &cfg, line_fps, &mut on_progress) {
             Ok(mut result) => {
                 let engine = &bed.engine.config().name;
-                if let Some(c) = calibration.ceiling(&bed.setup_key, engine, frame.frame()) {
+                // Calibrations are per frame size; a mix's ceiling is not
+                // stored, so a mix is flagged only by the search itself.
+                let ceiling = calibration
+                    .ceiling(&bed.setup_key, engine, frame.frame())
+                    .filter(|_| result.mix.is_none());
+                if let Some(c) = ceiling {
                     result.calibrated_ceiling_fps = Some(c.ceiling_fps);
                     result.tester_limited |= near_ceiling(result.throughput_fps, c.ceiling_fps);
                 }
@@ -187,16 +197,20 @@ fn unfinished(frame: FrameSize, trials: Vec<TrialResult>) -> InterruptedSearch {
     }
 }
 
-fn frame_sizes(args: &Rfc2544Args) -> Result<Vec<FrameSize>> {
+fn frame_sizes(args: &Rfc2544Args) -> Result<Vec<Frames>> {
+    if !args.imix.is_empty() {
+        let mixes = Frames::parse_mixes(&args.imix).context("--imix")?;
+        return Ok(mixes.into_iter().map(Frames::Mix).collect());
+    }
     let sizes = match &args.l3_length {
         Some(l3) => l3
             .iter()
-            .map(|&n| FrameSize::from_l3(n))
+            .map(|&n| FrameSize::from_l3(n).map(Frames::Size))
             .collect::<Result<Vec<_>, _>>()?,
         None => args
             .sizes
             .iter()
-            .map(|&n| FrameSize::from_frame(n))
+            .map(|&n| FrameSize::from_frame(n).map(Frames::Size))
             .collect::<Result<Vec<_>, _>>()?,
     };
     if sizes.is_empty() {

@@ -7,15 +7,19 @@ use crate::ports::{self, check_writable, parse_percent, parse_trial_duration};
 use anyhow::{bail, Context, Result};
 use linerate_engine::EngineError;
 use linerate_results::{report, TrialSpec};
-use linerate_wire::{FrameSize, Rate};
+use linerate_wire::{FrameMix, FrameSize, Frames, Rate};
 use std::sync::atomic::AtomicBool;
 
 pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frame = match (args.frame_size, args.l3_length) {
-        (Some(n), _) => FrameSize::from_frame(n)?,
-        (None, Some(n)) => FrameSize::from_l3(n)?,
-        (None, None) => bail!("give --frame-size N (64..9018) or --l3-length N (40..9000)"),
+    let frames = match (args.frame_size, args.l3_length, &args.imix) {
+        (Some(n), _, _) => Frames::Size(FrameSize::from_frame(n)?),
+        (None, Some(n), _) => Frames::Size(FrameSize::from_l3(n)?),
+        (None, None, Some(m)) => Frames::Mix(FrameMix::parse(m).context("--imix")?),
+        (None, None, None) => {
+            bail!("give --frame-size N (64..9018), --l3-length N (40..9000) or --imix MIX")
+        }
     };
+    let frame = frames.largest();
     let rate = Rate::parse(&args.rate).context("--rate")?;
     let duration = parse_trial_duration(&args.duration, "--duration")?;
     check_writable(args.json.as_deref())?;
@@ -23,20 +27,21 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
 
     let mut bed = ports::open(&args.ports, frame.buffer_len())?;
     bed.engine.check_frame(frame)?;
-    let line_fps = frame.line_rate_fps(bed.line_bps);
-    let fps = rate.to_fps(frame, bed.line_bps);
+    let line_fps = frames.line_rate_fps(bed.line_bps);
+    let fps = frames.fps(rate, bed.line_bps);
     if fps > line_fps * 1.000_001 {
         bail!(
-            "--rate {} is {:.0} frames/s, above the line rate for {}-byte frames ({:.0} frames/s at {}): lower the rate or set --line-speed",
+            "--rate {} is {:.0} frames/s, above the line rate for {} ({:.0} frames/s at {}): lower the rate or set --line-speed",
             args.rate,
             fps,
-            frame.frame(),
+            frames.describe(),
             line_fps,
             report::line_speed(bed.line_bps)
         );
     }
     let spec = TrialSpec {
         frame,
+        mix: frames.mix().cloned(),
         intended_fps: fps,
         duration,
     };
