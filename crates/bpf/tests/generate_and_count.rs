@@ -136,7 +136,7 @@ fn every_generated_frame_is_counted_once() {
         counter.attach(ifindex("x1"), "x1").expect("attach counter");
         let mut generator = XdpGenerator::load().expect("load generator");
         for (size, frames, fps) in [(64u16, 200_000u64, 1e6), (1518, 50_000, 2e5)] {
-            let frames = FrameSet::single(FrameTemplate::new(
+            let set = FrameSet::single(FrameTemplate::new(
                 &flow(),
                 FrameSize::from_frame(size as u64).unwrap(),
             ));
@@ -144,7 +144,7 @@ fn every_generated_frame_is_counted_once() {
             counter.start_trial(stream, 1, DEFAULT_UDP_PORT).unwrap();
             generator
                 .configure(&GenTrial {
-                    frames: &frames,
+                    frames: &set,
                     stream,
                     total: frames,
                     interval_ns: 1e9 / fps,
@@ -196,7 +196,7 @@ fn two_generators_send_two_exact_streams() {
     let run = || {
         let mut counter = XdpCounter::load(4).expect("load counter");
         counter.attach(ifindex("x1"), "x1").expect("attach counter");
-        let frames = FrameSet::single(FrameTemplate::new(
+        let set = FrameSet::single(FrameTemplate::new(
             &flow(),
             FrameSize::from_frame(64).unwrap(),
         ));
@@ -207,7 +207,7 @@ fn two_generators_send_two_exact_streams() {
             .collect();
         for (k, g) in generators.iter_mut().enumerate() {
             g.configure(&GenTrial {
-                frames: &frames,
+                frames: &set,
                 stream: first + k as u16,
                 total: shares[k],
                 interval_ns: 1e9 / 5e4, // 100 000 frames/s in all

@@ -43,6 +43,7 @@ fn engine(imp: Impairment) -> Engine {
 fn spec(fps: f64, ms: u64) -> TrialSpec {
     TrialSpec {
         frame: FrameSize::from_frame(64).unwrap(),
+        mix: None,
         intended_fps: fps,
         duration: Duration::from_millis(ms),
     }
@@ -70,6 +71,24 @@ fn a_clean_wire_loses_nothing() {
     let lat = r.latency_ns.expect("latency measured");
     assert!(lat.min <= lat.p50 && lat.p50 <= lat.p99 && lat.p99 <= lat.max);
     assert_eq!(r.engine, "loopback");
+}
+
+#[test]
+fn a_mix_is_counted_like_one_size() {
+    let mut e = engine(Impairment::default());
+    let mix = linerate_wire::FrameMix::parse("imix1").unwrap();
+    let spec = TrialSpec {
+        frame: mix.largest(),
+        mix: Some(mix),
+        ..spec(60_000.0, 200)
+    };
+    let r = e.run_trial(&spec, &AtomicBool::new(false)).unwrap();
+    assert_eq!(
+        (r.tx_frames, r.rx_frames, r.lost_frames),
+        (12_000, 12_000, 0)
+    );
+    assert_eq!(r.frame_size, 1418);
+    assert_eq!(r.mix.expect("mix recorded").name, "IMIX 1");
 }
 
 #[test]

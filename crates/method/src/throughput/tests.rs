@@ -16,6 +16,7 @@ fn config(resolution: f64) -> ThroughputConfig {
         resolution,
         allowed_loss_ratio: 0.0,
         trial_duration: Duration::from_secs(1),
+        mix: None,
     }
 }
 
@@ -277,6 +278,7 @@ fn the_result_is_filled_at_every_layer() {
         resolution: 0.01,
         allowed_loss_ratio: 0.0,
         trial_duration: Duration::from_secs(2),
+        mix: None,
     };
     let mut dut = SimulatedDut::new(1_000_000.0);
     let r = find_throughput(&mut dut, frame, &cfg, line, &mut |_| {}).unwrap();
@@ -439,4 +441,23 @@ fn configs_are_validated() {
     assert!(ConfigError::Resolution(0.0)
         .to_string()
         .contains("0.01 means 1 %"));
+}
+
+#[test]
+fn a_mix_is_searched_in_frames_per_second_and_reported_in_its_mean_bytes() {
+    let mix = linerate_wire::FrameMix::parse("simple").unwrap();
+    let mut cfg = config(0.01);
+    cfg.max_fps = mix.line_rate_fps(10_000_000_000);
+    cfg.mix = Some(mix.clone());
+    let mut dut = SimulatedDut::new(1_000_000.0);
+    let r = find_throughput(&mut dut, mix.largest(), &cfg, cfg.max_fps, &mut |_| {}).unwrap();
+    assert!(r.throughput_fps > 990_000.0 && r.throughput_fps <= 1_000_000.0);
+    // The runner saw the mix in every trial spec, and the result carries it.
+    assert!(r
+        .trials
+        .iter()
+        .all(|t| t.mix.as_ref().unwrap().name == "simple IMIX"));
+    let mean = mix.mean_bytes(Layer::L2);
+    assert!((r.throughput_mbps_l2 - r.throughput_fps * mean * 8e-6).abs() < 1e-6);
+    assert!((r.throughput_mbps_l1 - r.throughput_fps * (mean + 20.0) * 8e-6).abs() < 1e-6);
 }

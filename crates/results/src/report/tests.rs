@@ -11,6 +11,7 @@ fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialRes
     let lost = intended_frames - rx_frames;
     TrialResult {
         frame_size: frame,
+        mix: None,
         l3_length: frame - 18,
         duration_s: 2.0,
         intended_fps,
@@ -44,6 +45,7 @@ fn result(frame: u16, throughput_fps: f64, tester_limited: bool) -> ThroughputRe
     let line_rate_fps = 10e9 / (8.0 * (frame as f64 + 20.0));
     ThroughputResult {
         frame_size: frame,
+        mix: None,
         l3_length: frame - 18,
         throughput_fps,
         throughput_mbps_l2: bytes(frame),
