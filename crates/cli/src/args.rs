@@ -22,6 +22,8 @@ pub enum Command {
     Trial(TrialArgs),
     /// The frame size on the wire after encapsulation (IPsec, GRE, VXLAN, L2TP, PPPoE, 802.1Q), and the Mbps a frame rate costs on each side.
     Overhead(OverheadArgs),
+    /// RFC 2544 latency (section 26.2) at the throughput rate and at shares of it, with percentiles and delay variation.
+    Latency(LatencyArgs),
     /// The tester's own ceiling per engine and frame size, back to back (no DUT); stored and used to flag tester-limited results.
     Calibrate(CalibrateArgs),
     /// The namespace lab: a Linux router between two tester ports.
@@ -134,6 +136,53 @@ pub struct Rfc2544Args {
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Calibration file ('linerate calibrate'): results within 5 % of the stored tester ceiling are marked tester-limited. Default: ~/.local/share/linerate/calibration.json.
+    #[arg(long)]
+    pub calibration: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct LatencyArgs {
+    #[command(flatten)]
+    pub ports: PortArgs,
+    /// Frame sizes in bytes, FCS included.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "64,128,256,512,1024,1280,1518",
+        conflicts_with = "l3_length"
+    )]
+    pub sizes: Vec<u64>,
+    /// IP packet lengths instead of frame sizes.
+    #[arg(long, value_delimiter = ',')]
+    pub l3_length: Option<Vec<u64>>,
+    /// Frame-size mixes instead (as for rfc2544 --imix).
+    #[arg(long, conflicts_with = "l3_length")]
+    pub imix: Vec<String>,
+    /// Loads as shares of the throughput (or of --rate), e.g. 10%,50%,90%,100%.
+    #[arg(long, default_value = "100%")]
+    pub loads: String,
+    /// Measure at shares of this rate instead of searching the throughput first (e.g. 100kfps, 50%, 1Gbps).
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// How long each latency trial sends (RFC 2544 asks for at least 120 s).
+    #[arg(long, default_value = "10s")]
+    pub trial_duration: String,
+    /// Trials per load (RFC 2544: 20), combined as the RFC averages them.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Trial duration of the throughput search run first.
+    #[arg(long, default_value = "2s")]
+    pub search_duration: String,
+    /// Resolution of the throughput search.
+    #[arg(long, default_value = "1%")]
+    pub resolution: String,
+    /// Highest rate the throughput search tries (default: line rate).
+    #[arg(long)]
+    pub max_rate: Option<String>,
+    /// Write the results with every trial as JSON to FILE.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Calibration file with the tester's own latency (default: ~/.local/share/linerate/calibration.json).
     #[arg(long)]
     pub calibration: Option<PathBuf>,
 }

@@ -5,6 +5,7 @@
 //! what to try next. The CLI implements [`TrialRunner`] on top of the engine;
 //! tests (and dry runs) use the [`sim::SimulatedDut`].
 
+pub mod latency;
 pub mod sim;
 pub mod throughput;
 

@@ -6,7 +6,9 @@
 //! format; they never compute a measurement.
 
 pub mod calibration;
+pub mod latency;
 pub mod model;
 pub mod report;
 
+pub use latency::{LatencyPoint, LatencyReport, LatencyResult};
 pub use model::*;

@@ -7,6 +7,9 @@ use crate::model::{Placement, Rfc2544Report, ThroughputResult, TrialResult};
 use linerate_wire::units::PREAMBLE_AND_GAP;
 use std::fmt::Write as _;
 
+mod latency;
+pub use latency::latency_table;
+
 /// Gap between table columns.
 const GAP: &str = "  ";
 

@@ -2,6 +2,7 @@
 
 mod calibrate;
 mod lab;
+mod latency;
 mod overhead;
 mod rfc2544;
 mod trial;
@@ -17,6 +18,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Rfc2544(args) => rfc2544::run(args, &*interrupt_flag()?),
         Command::Trial(args) => trial::run(args, &*interrupt_flag()?),
         Command::Overhead(args) => overhead::run(args),
+        Command::Latency(args) => latency::run(args, &*interrupt_flag()?),
         Command::Calibrate(args) => calibrate::run(args, &*interrupt_flag()?),
     }
 }

@@ -198,17 +198,25 @@ fn unfinished(frame: FrameSize, trials: Vec<TrialResult>) -> InterruptedSearch {
 }
 
 fn frame_sizes(args: &Rfc2544Args) -> Result<Vec<Frames>> {
-    if !args.imix.is_empty() {
-        let mixes = Frames::parse_mixes(&args.imix).context("--imix")?;
+    frames_from(&args.sizes, args.l3_length.as_deref(), &args.imix)
+}
+
+/// The frame sizes or mixes of `--sizes`, `--l3-length` or `--imix`.
+pub(crate) fn frames_from(
+    sizes: &[u64],
+    l3_length: Option<&[u64]>,
+    imix: &[String],
+) -> Result<Vec<Frames>> {
+    if !imix.is_empty() {
+        let mixes = Frames::parse_mixes(imix).context("--imix")?;
         return Ok(mixes.into_iter().map(Frames::Mix).collect());
     }
-    let sizes = match &args.l3_length {
+    let sizes = match l3_length {
         Some(l3) => l3
             .iter()
             .map(|&n| FrameSize::from_l3(n).map(Frames::Size))
             .collect::<Result<Vec<_>, _>>()?,
-        None => args
-            .sizes
+        None => sizes
             .iter()
             .map(|&n| FrameSize::from_frame(n).map(Frames::Size))
             .collect::<Result<Vec<_>, _>>()?,
