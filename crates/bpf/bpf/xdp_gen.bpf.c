@@ -29,6 +29,12 @@
  * signature depends only on the byte's position, so a cut frame is
  * byte-for-byte the smaller template.
  *
+ * Flows (crates/wire flows.rs): up to six header fields (MACs, addresses,
+ * ports) take a value computed from the frame's sequence number (inc, dec,
+ * or a fixed hash for "random"), written after the headers, with the IPv4
+ * and UDP checksums updated incrementally (RFC 1624). flows.rs computes
+ * the same values; the tests compare the two.
+ *
  * Each frame carries its *scheduled* send time in the receiver's clock
  * (monotonic + clock_offset), so latency includes the tester's own delays.
  *
@@ -47,6 +53,22 @@
 
 #define LR_MAX_SIZES 8  /* crates/wire mix.rs MAX_SIZES */
 #define LR_MAX_SEQ 128	/* crates/wire mix.rs MAX_SEQUENCE */
+#define LR_MAX_RANGES 6 /* crates/wire flows.rs MAX_RANGES */
+
+/* One varying field (crates/wire flows.rs FieldRange). */
+struct lr_range {
+	__u64 min;
+	__u64 span;	 /* max - min + 1 */
+	__u64 start_off; /* inc: start - min; dec: max - start */
+	__u64 step;	 /* step mod span */
+	__u16 offset;	 /* in the frame */
+	__u8 width;	 /* 2, 4 or 6 bytes */
+	__u8 mode;	 /* 0 inc, 1 dec, 2 random */
+	__u8 in_ip;	 /* covered by the IPv4 header checksum */
+	__u8 in_udp;	 /* covered by the UDP checksum */
+	__u8 field;	 /* salt of the random mode */
+	__u8 pad;
+};
 
 struct gen_config {
 	__u64 interval_q16; /* ns between frames, times 2^16 */
@@ -65,6 +87,9 @@ struct gen_config {
 	__u8 sequence[LR_MAX_SEQ]; /* size index of each frame of a repetition */
 	/* Per size: Ethernet, IPv4, UDP (checksum ignored). */
 	__u8 headers[LR_MAX_SIZES][LR_SIG_OFFSET];
+	__u32 nranges;
+	__u32 pad2;
+	struct lr_range ranges[LR_MAX_RANGES];
 };
 
 struct gen_state {
@@ -96,6 +121,14 @@ static __always_inline __u32 fold16(__u32 s)
 	s = (s & 0xffff) + (s >> 16);
 	s = (s & 0xffff) + (s >> 16);
 	return s;
+}
+
+static __always_inline __u64 splitmix64(__u64 x)
+{
+	__u64 z = x + 0x9E3779B97F4A7C15ULL;
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return z ^ (z >> 31);
 }
 
 SEC("xdp")
@@ -150,7 +183,52 @@ int lr_generate(struct xdp_md *ctx)
 	sig->seq = bpf_htonl(seq32);
 	sig->tx_ts = bpf_htonl(ts32);
 
-	__u32 sum = cfg->csum_base[k] + cfg->stream + (seq32 >> 16) + (seq32 & 0xffff) +
+	/* Flows: rewrite each varying field, summing (~old + new) per word
+	 * for the checksums that cover it. */
+	__u32 ip_delta = 0, udp_delta = 0;
+#pragma unroll
+	for (int i = 0; i < LR_MAX_RANGES; i++) {
+		if (i >= cfg->nranges)
+			break;
+		struct lr_range *r = &cfg->ranges[i];
+		__u64 span = r->span ? r->span : 1;
+		__u64 v;
+		if (r->mode == 2)
+			v = r->min + splitmix64(seq ^ ((__u64)r->field << 56)) % span;
+		else if (r->mode == 1)
+			v = r->min + span - 1 - (r->start_off + (seq % span) * r->step) % span;
+		else
+			v = r->min + (r->start_off + (seq % span) * r->step) % span;
+		__u32 off = r->offset & 63;
+		__u8 *p = data + off;
+		if ((void *)(p + 6) > data_end)
+			return XDP_ABORTED;
+		__u32 d = 0;
+#pragma unroll
+		for (int j = 0; j < 3; j++) {
+			if (2 * j >= r->width)
+				break;
+			__u32 shift = 8 * (r->width - 2 - 2 * j);
+			__u16 nw = (v >> shift) & 0xffff;
+			__u16 old = ((__u16)p[2 * j] << 8) | p[2 * j + 1];
+			d += (__u16)~old + (__u32)nw;
+			p[2 * j] = nw >> 8;
+			p[2 * j + 1] = nw & 0xff;
+		}
+		if (r->in_ip)
+			ip_delta += d;
+		if (r->in_udp)
+			udp_delta += d;
+	}
+	if (ip_delta) {
+		__u8 *c = data + LR_SIG_OFFSET - 18; /* IPv4 checksum at 24 */
+		__u16 old = ((__u16)c[0] << 8) | c[1];
+		__u16 nc = ~fold16((__u16)~old + ip_delta) & 0xffff;
+		c[0] = nc >> 8;
+		c[1] = nc & 0xff;
+	}
+
+	__u32 sum = fold16(udp_delta) + cfg->csum_base[k] + cfg->stream + (seq32 >> 16) + (seq32 & 0xffff) +
 		    (ts32 >> 16) + (ts32 & 0xffff);
 	__u16 csum = ~fold16(sum) & 0xffff;
 	if (csum == 0)

@@ -15,8 +15,10 @@
 
 use crate::{as_bytes, bpf_object, load, map, read_words, BpfError};
 use libbpf_rs::{MapCore, MapFlags, Object, ProgramInput};
+use linerate_wire::flows::{Mode, MAX_RANGES};
 use linerate_wire::mix::{MAX_SEQUENCE, MAX_SIZES};
 use linerate_wire::template::SIGNATURE_OFFSET;
+use linerate_wire::Flows;
 use linerate_wire::FrameSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
@@ -46,17 +48,49 @@ struct GenConfig {
     pad: u16,
     sequence: [u8; MAX_SEQUENCE],
     headers: [[u8; SIGNATURE_OFFSET]; MAX_SIZES],
+    nranges: u32,
+    pad2: u32,
+    ranges: [Range; MAX_RANGES],
 }
 // No implicit padding: every byte handed to the kernel is initialised.
 const _: () = assert!(
     std::mem::size_of::<GenConfig>()
-        == 4 * 8 + 8 * 4 + 8 * 4 + 4 + 2 + 2 + MAX_SEQUENCE + MAX_SIZES * SIGNATURE_OFFSET
+        == 4 * 8
+            + 8 * 4
+            + 8 * 4
+            + 4
+            + 2
+            + 2
+            + MAX_SEQUENCE
+            + MAX_SIZES * SIGNATURE_OFFSET
+            + 8
+            + MAX_RANGES * 40
 );
+
+/// Mirrors `struct lr_range`: one varying field.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Range {
+    min: u64,
+    span: u64,
+    start_off: u64,
+    step: u64,
+    offset: u16,
+    width: u8,
+    mode: u8,
+    in_ip: u8,
+    in_udp: u8,
+    field: u8,
+    pad: u8,
+}
+const _: () = assert!(std::mem::size_of::<Range>() == 40);
 
 /// What one trial sends.
 pub struct GenTrial<'a> {
     /// One size or a mix (at most `MAX_SIZES` sizes, `MAX_SEQUENCE` long).
     pub frames: &'a FrameSet,
+    /// Fields that vary per frame (at most `MAX_RANGES`).
+    pub flows: &'a Flows,
     pub stream: u16,
     /// Frames in the trial.
     pub total: u64,
@@ -124,7 +158,30 @@ impl XdpGenerator {
             pad: 0,
             sequence: [0; MAX_SEQUENCE],
             headers: [[0; SIGNATURE_OFFSET]; MAX_SIZES],
+            nranges: trial.flows.ranges.len() as u32,
+            pad2: 0,
+            ranges: [Range::default(); MAX_RANGES],
         };
+        assert!(trial.flows.ranges.len() <= MAX_RANGES);
+        for (slot, r) in cfg.ranges.iter_mut().zip(&trial.flows.ranges) {
+            let span = r.span();
+            *slot = Range {
+                min: r.min,
+                span,
+                start_off: match r.mode {
+                    Mode::Dec => r.max - r.start,
+                    _ => r.start - r.min,
+                },
+                step: r.step % span,
+                offset: r.field.offset() as u16,
+                width: r.field.width() as u8,
+                mode: r.mode.code(),
+                in_ip: r.field.in_ip_checksum() as u8,
+                in_udp: r.field.in_udp_checksum() as u8,
+                field: r.field as u8,
+                pad: 0,
+            };
+        }
         for (k, t) in templates.iter().enumerate() {
             // The program cuts the largest frame down to this size and
             // rewrites only the headers: the rest must already match.

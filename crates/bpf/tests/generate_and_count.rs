@@ -136,6 +136,7 @@ fn every_generated_frame_is_counted_once() {
         counter.attach(ifindex("x1"), "x1").expect("attach counter");
         let mut generator = XdpGenerator::load().expect("load generator");
         for (size, frames, fps) in [(64u16, 200_000u64, 1e6), (1518, 50_000, 2e5)] {
+            let flows = linerate_wire::Flows::default();
             let set = FrameSet::single(FrameTemplate::new(
                 &flow(),
                 FrameSize::from_frame(size as u64).unwrap(),
@@ -145,6 +146,7 @@ fn every_generated_frame_is_counted_once() {
             generator
                 .configure(&GenTrial {
                     frames: &set,
+                    flows: &flows,
                     stream,
                     total: frames,
                     interval_ns: 1e9 / fps,
@@ -196,6 +198,7 @@ fn two_generators_send_two_exact_streams() {
     let run = || {
         let mut counter = XdpCounter::load(4).expect("load counter");
         counter.attach(ifindex("x1"), "x1").expect("attach counter");
+        let flows = linerate_wire::Flows::default();
         let set = FrameSet::single(FrameTemplate::new(
             &flow(),
             FrameSize::from_frame(64).unwrap(),
@@ -208,6 +211,7 @@ fn two_generators_send_two_exact_streams() {
         for (k, g) in generators.iter_mut().enumerate() {
             g.configure(&GenTrial {
                 frames: &set,
+                flows: &flows,
                 stream: first + k as u16,
                 total: shares[k],
                 interval_ns: 1e9 / 5e4, // 100 000 frames/s in all
@@ -246,6 +250,136 @@ fn two_generators_send_two_exact_streams() {
             assert_eq!(s.received, *n, "stream {k}: every frame counted");
             assert_eq!((s.duplicated, s.reordered), (0, 0), "stream {k}");
         }
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+    nix::sched::setns(home.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+    drop(ns);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+/// The in-kernel generator builds, byte for byte, the frames the
+/// user-space generator builds: every size of a mix, every flow field and
+/// both checksums (the timestamp taken from the received frame, the one
+/// thing no one can predict).
+#[test]
+fn kernel_frames_match_user_space_frames_for_mixes_and_flows() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED kernel_frames_match_user_space_frames_for_mixes_and_flows: needs root (BPF, namespaces)");
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let ns = Netns::new();
+    let ns_name = ns.0.clone();
+    let home = ns.enter();
+    let run = || {
+        let mix = linerate_wire::FrameMix::parse("genome:agdab").unwrap();
+        let set = FrameSet::new(&flow(), &mix);
+        let flows = linerate_wire::Flows::parse(
+            &[
+                "dst-ip=198.19.0.2..198.19.0.254",
+                "src-port=53..1000/random",
+                "dst-port=100..110",
+                "src-ip=198.18.0.2..198.18.0.200/dec/step=3",
+                "dst-mac=02:00:00:00:00:02..02:00:00:00:01:02/random",
+            ]
+            .map(String::from),
+        )
+        .unwrap();
+        // A veth takes XDP_TX frames only when its peer runs NAPI, which
+        // GRO turns on (the counter's XDP program does it in the other tests).
+        let ok = Command::new("ip")
+            .args([
+                "netns", "exec", &ns_name, "ethtool", "-K", "x1", "gro", "on",
+            ])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "ethtool -K x1 gro on");
+        // A raw socket on the receiving end sees every frame as it arrived.
+        // SAFETY: plain socket calls on a descriptor this test owns.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW,
+                (libc::ETH_P_ALL as u16).to_be() as i32,
+            )
+        };
+        assert!(fd >= 0, "packet socket");
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+        sll.sll_ifindex = ifindex("x1") as i32;
+        let rc = unsafe {
+            libc::bind(
+                fd,
+                &sll as *const _ as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_ll>() as u32,
+            )
+        };
+        assert_eq!(rc, 0, "bind to x1");
+        let buf_size: libc::c_int = 64 << 20;
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                &buf_size as *const _ as *const libc::c_void,
+                4,
+            )
+        };
+        let total = 1_000u64;
+        let mut generator = XdpGenerator::load().expect("load generator");
+        generator
+            .configure(&GenTrial {
+                frames: &set,
+                flows: &flows,
+                stream: 9,
+                total,
+                interval_ns: 1e9 / 20_000.0,
+                give_up: Duration::from_secs(10),
+                clock_offset_ns: 0,
+            })
+            .unwrap();
+        let progress = send_all(&generator, ifindex("x0"), total);
+        assert_eq!(progress.sent, total);
+        let mut seen = 0u64;
+        let mut frame = vec![0u8; 2048];
+        let mut want = vec![0u8; 2048];
+        loop {
+            let n = unsafe {
+                libc::recv(
+                    fd,
+                    frame.as_mut_ptr() as *mut libc::c_void,
+                    frame.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n <= 0 {
+                break;
+            }
+            let got = &frame[..n as usize];
+            if got.len() < 54 || got[42..44] != [0x4C, 0x52] {
+                continue; // not a test frame (none expected)
+            }
+            let seq = u32::from_be_bytes(got[46..50].try_into().unwrap());
+            let tx_ts = u32::from_be_bytes(got[50..54].try_into().unwrap());
+            let t = set.get(seq as u64);
+            let len = t.write(
+                &mut want,
+                linerate_wire::Signature {
+                    stream: 9,
+                    seq,
+                    tx_ts,
+                },
+            );
+            flows.apply(&mut want[..len], seq as u64);
+            assert_eq!(got, &want[..len], "frame {seq} differs");
+            seen += 1;
+        }
+        unsafe { libc::close(fd) };
+        assert_eq!(seen, total, "every frame captured and compared");
     };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
     nix::sched::setns(home.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();

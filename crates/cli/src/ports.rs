@@ -53,7 +53,8 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
         max_frame_len,
         ..AfPacketOptions::default()
     };
-    let (a, host_a, b, host_b, lab, placement) = if args.lab {
+    let flows = linerate_wire::Flows::parse(&args.ranges).context("--range")?;
+    let (a, host_a, b, mut host_b, lab, placement) = if args.lab {
         linerate_lab::check_environment()?;
         let lab = if let Some(name) = &args.lab_name {
             // A named lab must exist: a typo must not test another lab.
@@ -73,6 +74,7 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
             prefix_len: p.prefix_len,
             gateway: p.gateway,
             gateway_mac: None,
+            also_answers: None,
         };
         let (ha, hb) = (host(&pa), host(&pb));
         let pl = lab.placement();
@@ -117,7 +119,9 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
             ),
         },
     };
+    host_b.also_answers = destinations_to_answer(&flows, &host_b)?;
     let cfg = EngineConfig {
+        flows,
         straggler_wait,
         tester_cpus: placement
             .as_ref()
@@ -336,7 +340,56 @@ fn host_config(
         prefix_len: len,
         gateway,
         gateway_mac,
+        also_answers: None,
     })
+}
+
+/// The addresses port B must answer ARP for so the DUT delivers a
+/// `dst-ip` range: the range, when it lies in B's subnet (the DUT then
+/// delivers to each destination directly). A range in B's subnet that
+/// holds the gateway (the DUT's own address) or the subnet's broadcast
+/// address is refused: frames to those are not forwarded. A range outside
+/// the subnet needs routes on the DUT towards port B, and is only noted.
+fn destinations_to_answer(
+    flows: &linerate_wire::Flows,
+    host: &HostConfig,
+) -> Result<Option<(Ipv4Addr, Ipv4Addr)>> {
+    let Some(r) = flows.range(linerate_wire::flows::Field::DstIp) else {
+        return Ok(None);
+    };
+    let (lo, hi) = (r.min as u32, r.max as u32);
+    let mask = u32::MAX
+        .checked_shl(32 - host.prefix_len as u32)
+        .unwrap_or(0);
+    let net = u32::from(host.ip) & mask;
+    let in_subnet = |a: u32| a & mask == net;
+    if !in_subnet(lo) || !in_subnet(hi) {
+        eprintln!(
+            "linerate: note: the dst-ip range {}..{} is not inside port B's subnet {}/{}: the DUT needs routes for it towards port B",
+            Ipv4Addr::from(lo),
+            Ipv4Addr::from(hi),
+            Ipv4Addr::from(net),
+            host.prefix_len
+        );
+        return Ok(None);
+    }
+    let gateway = u32::from(host.gateway);
+    let broadcast = net | !mask;
+    for (what, a) in [
+        ("the DUT's own address", gateway),
+        ("the subnet's broadcast address", broadcast),
+        ("the network address", net),
+    ] {
+        if (lo..=hi).contains(&a) {
+            bail!(
+                "--range dst-ip {}..{} includes {what} {}: frames to it are not forwarded; leave it out of the range",
+                Ipv4Addr::from(lo),
+                Ipv4Addr::from(hi),
+                Ipv4Addr::from(a)
+            );
+        }
+    }
+    Ok(Some((Ipv4Addr::from(lo), Ipv4Addr::from(hi))))
 }
 
 /// Shortest trial worth measuring: below it, start-up and the last batch

@@ -15,7 +15,7 @@ use crate::pacer::Pacer;
 use crate::receiver::{receive, Counted, ReceiverSignals, StreamRange};
 use crate::EngineError;
 use linerate_port::{Port, PortInfo, RxQueue, TxQueue};
-use linerate_wire::{FrameSet, MacAddr};
+use linerate_wire::{Flows, FrameSet, MacAddr};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -43,6 +43,8 @@ impl Clock {
 pub struct SendJob<'a> {
     /// The frames: frame `n` of each stream is built from `frames.get(n)`.
     pub frames: &'a FrameSet,
+    /// Fields rewritten in frame `n` (`flows.apply(frame, n)`).
+    pub flows: &'a Flows,
     /// The first stream id; a job of `streams` streams sends ids
     /// `stream .. stream + streams` (wrapping), one per generator thread.
     pub stream: u16,
@@ -103,6 +105,7 @@ impl<T: TxQueue> Transmitter for QueueTx<T> {
         }
         let schedule = Schedule {
             frames: job.frames,
+            flows: job.flows,
             stream: job.stream,
             pacer: job.pacer,
             give_up_after: job.give_up_after,

@@ -9,7 +9,7 @@
 
 use crate::pacer::Pacer;
 use linerate_port::{PortError, TxQueue};
-use linerate_wire::{FrameSet, Signature};
+use linerate_wire::{Flows, FrameSet, Signature};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,8 @@ pub struct Sent {
 pub struct Schedule<'a> {
     /// Frame `n` is built from `frames.get(n)` (one size, or a mix).
     pub frames: &'a FrameSet,
+    /// Fields rewritten per frame (flows); empty for one flow.
+    pub flows: &'a Flows,
     pub stream: u16,
     pub pacer: Pacer,
     /// Stop sending at this point even if frames remain (they count as lost).
@@ -62,14 +64,16 @@ pub fn generate<T: TxQueue>(
             let queued = tx.queue(want, |i, buf| {
                 let n = seq + i as u64;
                 let ts = s.start_clock_ns + s.pacer.scheduled_ns(n);
-                s.frames.get(n).write(
+                let len = s.frames.get(n).write(
                     buf,
                     Signature {
                         stream: s.stream,
                         seq: n as u32,
                         tx_ts: ts as u32,
                     },
-                )
+                );
+                s.flows.apply(&mut buf[..len], n);
+                len
             })?;
             seq += queued as u64;
             tx.flush()?;

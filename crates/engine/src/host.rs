@@ -14,6 +14,10 @@ pub struct HostConfig {
     pub gateway: Ipv4Addr,
     /// A static gateway MAC: skips ARP resolution.
     pub gateway_mac: Option<MacAddr>,
+    /// More addresses this host answers ARP for, first..=last: the
+    /// destinations of a `dst-ip` flow range, so the DUT can deliver to
+    /// each of them (the 100GE report's 254 destinations).
+    pub also_answers: Option<(Ipv4Addr, Ipv4Addr)>,
 }
 
 /// What a host does with one ARP packet.
@@ -29,7 +33,11 @@ pub enum ArpAction {
 impl HostConfig {
     /// Decides what to do about an ARP packet seen on a port whose MAC is `mac`.
     pub fn on_arp(&self, mac: MacAddr, arp: &ArpRepr) -> ArpAction {
-        if arp.op == ArpOp::Request && arp.target_ip == self.ip {
+        let ours = arp.target_ip == self.ip
+            || self
+                .also_answers
+                .is_some_and(|(lo, hi)| (lo..=hi).contains(&arp.target_ip));
+        if arp.op == ArpOp::Request && ours {
             let reply = ArpRepr::reply_to(arp, mac);
             return ArpAction::Reply(arp_frame(&reply, mac, arp.sender_mac));
         }
@@ -61,6 +69,7 @@ mod tests {
             prefix_len: 24,
             gateway: Ipv4Addr::new(198, 18, 0, 1),
             gateway_mac: None,
+            also_answers: None,
         }
     }
     const ME: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);

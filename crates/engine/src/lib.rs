@@ -77,6 +77,9 @@ pub struct EngineConfig {
     /// Generator threads per trial, each sending a stream of its own
     /// (above 1 only for transmitters that allow it: the xdp engine).
     pub tx_threads: u16,
+    /// Header fields that vary from frame to frame (pktgen-style ranges);
+    /// empty: one flow.
+    pub flows: linerate_wire::Flows,
 }
 
 impl EngineConfig {
@@ -123,6 +126,7 @@ impl Default for EngineConfig {
             arp_timeout: Duration::from_secs(3),
             name: String::new(),
             tx_threads: 1,
+            flows: linerate_wire::Flows::default(),
         }
     }
 }
@@ -201,9 +205,37 @@ impl Engine {
         Ok(())
     }
 
-    /// Resolves both gateways by ARP (a short trial of receivers only).
+    /// Resolves both gateways by ARP (a short trial of receivers only),
+    /// then, when the destination address varies, sends learning frames
+    /// (RFC 2544 section 23) so the DUT has resolved every destination
+    /// before the first measured trial: otherwise that trial would measure
+    /// the DUT's neighbour resolution (frames queued, dropped, reordered
+    /// while it asks), not its forwarding.
     pub fn resolve(&mut self) -> Result<(), EngineError> {
-        self.run(None, &AtomicBool::new(false)).map(|_| ())
+        let quiet = AtomicBool::new(false);
+        self.run(None, &quiet)?;
+        if let Some(r) = self.cfg.flows.range(linerate_wire::flows::Field::DstIp) {
+            // inc/dec visit every address once per span; random needs
+            // more draws to hit them all. At least a second of it, so the
+            // DUT's ARP requests (and its retries) are answered while the
+            // receiver runs, not in the gap before the first trial.
+            let frames = match r.mode {
+                linerate_wire::flows::Mode::Random => 8 * r.span(),
+                _ => 2 * r.span(),
+            }
+            .clamp(10_000, 100_000);
+            let fps = 10_000.0;
+            let spec = TrialSpec {
+                frame: linerate_wire::FrameSize::from_frame(64).expect("64 is a frame size"),
+                mix: None,
+                intended_fps: fps,
+                duration: Duration::from_secs_f64(frames as f64 / fps),
+            };
+            self.run(Some(&spec), &quiet)?;
+            // The DUT answers the last ARP replies at its own pace.
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Ok(())
     }
 
     /// Runs one constant-rate trial from A to B. `interrupt` aborts it.
@@ -357,6 +389,7 @@ impl Engine {
                         let _ = cpu::pin_current_thread(&cfg.tester_cpus);
                         let job = SendJob {
                             frames: &frames,
+                            flows: &cfg.flows,
                             stream: range.first,
                             streams: threads,
                             cpus: tx_cpus,
@@ -396,7 +429,7 @@ impl Engine {
             if interrupt.load(Ordering::Relaxed) {
                 return Err(EngineError::Interrupted);
             }
-            let mut result = summarize(spec, pacer.total(), &sent, &counted_b, &cfg.name);
+            let mut result = summarize(spec, pacer.total(), &sent, &counted_b, cfg);
             // Stray frames on A (the sending port) are as telling as on B.
             result.stray_frames += counted_a.stray;
             Ok(Some(result))
@@ -419,7 +452,7 @@ fn summarize(
     intended_frames: u64,
     sent: &generator::Sent,
     counted: &Counted,
-    engine: &str,
+    cfg: &EngineConfig,
 ) -> TrialResult {
     let mut total = StreamStats::default();
     for s in &counted.streams {
@@ -432,6 +465,7 @@ fn summarize(
     TrialResult {
         frame_size: spec.frame.frame(),
         mix: spec.mix.as_ref().map(linerate_results::MixInfo::of),
+        flows: cfg.flows.describe(),
         l3_length: spec.frame.l3(),
         duration_s,
         intended_fps: spec.intended_fps,
@@ -456,7 +490,7 @@ fn summarize(
         generator_max_stall_ns: Some(sent.max_stall.as_nanos() as u64),
         tester_rx_drops: counted.ring_drops,
         stray_frames: counted.stray,
-        engine: engine.to_string(),
+        engine: cfg.name.clone(),
     }
 }
 

@@ -80,6 +80,7 @@ impl Transmitter for XdpTransmitter {
         for (k, generator) in self.generators[..n as usize].iter_mut().enumerate() {
             generator.configure(&GenTrial {
                 frames: job.frames,
+                flows: job.flows,
                 stream: job.stream.wrapping_add(k as u16),
                 total: share(total, n, k as u16),
                 interval_ns: job.pacer.interval_ns() * n as f64,

@@ -19,12 +19,14 @@ fn engine(imp: Impairment) -> Engine {
         prefix_len: 24,
         gateway: ip_b,
         gateway_mac: None,
+        also_answers: None,
     };
     let host_b = HostConfig {
         ip: ip_b,
         prefix_len: 24,
         gateway: ip_a,
         gateway_mac: None,
+        also_answers: None,
     };
     let cfg = EngineConfig {
         straggler_wait: Duration::from_millis(300),

@@ -70,6 +70,11 @@ pub struct TrialResult {
     /// The frame-size mix, when the trial sent several sizes (IMIX).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mix: Option<MixInfo>,
+    /// Header fields that varied from frame to frame (flow ranges, e.g.
+    /// "dst-ip=198.19.0.2..198.19.0.254/inc/step=1/start=198.19.0.2");
+    /// empty: one flow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<String>,
     /// IP packet length carried by each frame.
     pub l3_length: u16,
     /// Sending duration asked for, seconds.

@@ -68,6 +68,7 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         prefix_len: 24,
         gateway,
         gateway_mac: None,
+        also_answers: None,
     };
     let opts = AfPacketOptions {
         max_frame_len: frames.iter().map(|f| f.buffer_len()).max().unwrap_or(0),

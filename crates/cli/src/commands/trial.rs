@@ -39,6 +39,8 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             report::line_speed(bed.line_bps)
         );
     }
+    // ARP, and learning frames when the destination varies.
+    bed.engine.resolve()?;
     let spec = TrialSpec {
         frame,
         mix: frames.mix().cloned(),

@@ -12,6 +12,7 @@ fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialRes
     TrialResult {
         frame_size: frame,
         mix: None,
+        flows: Vec::new(),
         l3_length: frame - 18,
         duration_s: 2.0,
         intended_fps,
