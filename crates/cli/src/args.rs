@@ -26,6 +26,14 @@ pub enum Command {
     Latency(LatencyArgs),
     /// The tester's own ceiling per engine and frame size, back to back (no DUT); stored and used to flag tester-limited results.
     Calibrate(CalibrateArgs),
+    /// Runs the tests of a scenario file (TOML) in order, e.g. a whole study: see docs/SCENARIO-FILES.md.
+    Run {
+        /// The scenario file: [defaults] and [[test]] tables whose keys are the commands' long options.
+        file: PathBuf,
+        /// Print the command line of each test instead of running it.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// The namespace lab: a Linux router between two tester ports.
     Lab {
         #[command(subcommand)]

@@ -5,6 +5,7 @@ mod lab;
 mod latency;
 mod overhead;
 mod rfc2544;
+mod run;
 mod trial;
 
 use crate::args::{Cli, Command};
@@ -15,6 +16,7 @@ use std::sync::Arc;
 pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::Lab { action } => lab::run(action),
+        Command::Run { file, dry_run } => run::run(&file, dry_run),
         Command::Rfc2544(args) => rfc2544::run(args, &*interrupt_flag()?),
         Command::Trial(args) => trial::run(args, &*interrupt_flag()?),
         Command::Overhead(args) => overhead::run(args),
