@@ -125,6 +125,12 @@ pub struct Rfc2544Args {
     /// IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts).
     #[arg(long, value_delimiter = ',')]
     pub l3_length: Option<Vec<u64>>,
+    /// UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU).
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["l3_length", "imix"])]
+    pub udp_payload: Option<Vec<u64>>,
+    /// Show the throughput at every layer: Mbps at L1, L2, L3 and L4 (UDP payload) and the link usage as LanTraffic computes it.
+    #[arg(long)]
+    pub all_layers: bool,
     /// IMIX throughput instead of frame sizes: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... ; several as imix0,imix1,imix2 or by repeating --imix.
     #[arg(long, conflicts_with = "l3_length")]
     pub imix: Vec<String>,
@@ -285,13 +291,16 @@ pub struct TrialArgs {
     /// Frame size in bytes, FCS included.
     #[arg(
         long,
-        required_unless_present_any = ["l3_length", "imix"],
+        required_unless_present_any = ["l3_length", "imix", "udp_payload"],
         conflicts_with_all = ["l3_length", "imix"]
     )]
     pub frame_size: Option<u64>,
     /// IP packet length instead of a frame size.
     #[arg(long, conflicts_with = "imix")]
     pub l3_length: Option<u64>,
+    /// UDP payload size instead of a frame size (1472: the largest unfragmented on a 1500-byte MTU).
+    #[arg(long, conflicts_with_all = ["frame_size", "l3_length", "imix"])]
+    pub udp_payload: Option<u64>,
     /// A frame-size mix instead: imix0, imix1, imix2, simple, genome:aaaaaaaddddg or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1).
     #[arg(long)]
     pub imix: Option<String>,

@@ -22,6 +22,15 @@ const GAP: &str = "  ";
 /// [`sig3`]). A column whose search ended against the tester's own limit is
 /// marked `*`, and a legend explains the mark.
 pub fn throughput_table(report: &Rfc2544Report) -> String {
+    throughput_table_layers(report, false)
+}
+
+/// [`throughput_table`], with `all_layers` adding the throughput in Mbps at
+/// L1 (preamble and gap counted), L3 (IP packets) and L4 (UDP payload),
+/// and the link usage as the LanTraffic datasheet computes it: the L2
+/// frame bytes over the line speed (its coefficients, e.g. 1518/1472 for a
+/// 1472-byte UDP payload, turn payload into frame bytes).
+pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> String {
     let results = &report.results;
     let marked = |r: &ThroughputResult| if r.tester_limited { "*" } else { " " };
     let plain = |_: &ThroughputResult| " ";
@@ -58,7 +67,43 @@ pub fn throughput_table(report: &Rfc2544Report) -> String {
         ("", row(&|r| sig3(r.line_rate_fps), &plain), "Frames/s"),
         ("Share of line", row(&|r| share_of_line(r), &plain), ""),
     ];
-    if any_mix {
+    if all_layers {
+        let line_mbps = report.line_speed_bps as f64 / 1e6;
+        let extra: Vec<(&str, Vec<String>, &str)> = vec![
+            (
+                "",
+                row(&|r| sig3(r.throughput_mbps_l1), &marked),
+                "Mbps (L1)",
+            ),
+            (
+                "",
+                row(&|r| sig3(r.throughput_mbps_l3), &marked),
+                "Mbps (L3, IP)",
+            ),
+            (
+                "",
+                row(&|r| sig3(r.throughput_mbps_l4), &marked),
+                "Mbps (L4, UDP payload)",
+            ),
+            (
+                "Link usage",
+                row(
+                    &|r| {
+                        if line_mbps > 0.0 {
+                            format!("{:.1} %", r.throughput_mbps_l2 / line_mbps * 100.0)
+                        } else {
+                            "-".into()
+                        }
+                    },
+                    &plain,
+                ),
+                "L2 (LanTraffic)",
+            ),
+        ];
+        for (i, r) in extra.into_iter().enumerate() {
+            rows.insert(2 + i, r);
+        }
+    } else if any_mix {
         // IMIX throughput is published at L1 too (LANCOM Tables 5, 10, 11
         // count L2; hardware testers' "line rate %" counts L1).
         rows.insert(
@@ -174,7 +219,22 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
         .as_ref()
         .map_or(t.frame_size as f64, |m| m.mean_frame_size);
     let l1_bytes = l2_bytes + PREAMBLE_AND_GAP as f64;
+    // A mix's sizes carry no padding (all are 64 bytes or more).
+    let l3_bytes = t
+        .mix
+        .as_ref()
+        .map_or(t.l3_length as f64, |m| m.mean_frame_size - 18.0);
+    let l4_bytes = l3_bytes - 28.0;
     let mbps = |fps: f64, bytes: f64| fps * bytes * 8.0 / 1e6;
+    let layers = |fps: f64| {
+        format!(
+            "{:.1} Mbps L1, {:.1} L2, {:.1} L3, {:.1} L4 (UDP payload)",
+            mbps(fps, l1_bytes),
+            mbps(fps, l2_bytes),
+            mbps(fps, l3_bytes),
+            mbps(fps, l4_bytes)
+        )
+    };
     let mut out = String::new();
     let _ = match &t.mix {
         Some(m) => writeln!(
@@ -202,10 +262,9 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
         thousands(t.intended_frames)
     );
     let mut offered = format!(
-        "  offered     {:>15} frames/s  {:.1} Mbps L1, {:.1} Mbps L2",
+        "  offered     {:>15} frames/s  {}",
         thousands_f64(t.offered_fps),
-        mbps(t.offered_fps, l1_bytes),
-        mbps(t.offered_fps, l2_bytes)
+        layers(t.offered_fps)
     );
     if line_bps > 0 {
         let line_fps = line_bps as f64 / (8.0 * l1_bytes);
@@ -219,6 +278,12 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
     out.push('\n');
     let _ = writeln!(out, "  sent (tx)   {:>15} frames", thousands(t.tx_frames));
     let _ = writeln!(out, "  received    {:>15} frames", thousands(t.rx_frames));
+    let _ = writeln!(
+        out,
+        "  forwarded   {:>15} frames/s  {}",
+        thousands_f64(t.rx_fps()),
+        layers(t.rx_fps())
+    );
     let _ = writeln!(
         out,
         "  lost        {:>15} frames  ({} of intended)",

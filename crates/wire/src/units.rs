@@ -57,6 +57,8 @@ pub enum UnitError {
     FrameSize(u64),
     #[error("L3 length {0} is out of range: use 40..9000 bytes (IPv4 + UDP headers + 12-byte signature at least)")]
     L3Length(u64),
+    #[error("UDP payload {0} is out of range: use 12..8972 bytes (the 12-byte signature at least; 1472 is the most an IPv4 packet carries unfragmented on a 1500-byte MTU)")]
+    UdpPayload(u64),
     #[error("rate '{0}' is not understood: write it as 50%, 100000fps, 1.5Mpps, 300Mbps or 1Gbps")]
     RateSyntax(String),
     #[error("rate '{0}' must be greater than zero")]
@@ -98,6 +100,14 @@ impl FrameSize {
             frame: (l3 + L2_OVERHEAD).max(MIN_FRAME_SIZE),
             l3,
         })
+    }
+
+    /// The frame carrying a UDP payload of `payload` bytes (the size
+    /// LanTraffic and iperf set): IPv4 + UDP headers add 28, Ethernet 18.
+    /// 1472 is the largest payload a 1500-byte MTU carries unfragmented.
+    pub fn from_udp_payload(payload: u64) -> Result<Self, UnitError> {
+        let l3 = payload + (IPV4_HEADER_LEN + UDP_HEADER_LEN) as u64;
+        FrameSize::from_l3(l3).map_err(|_| UnitError::UdpPayload(payload))
     }
 
     /// Frame size on the wire including FCS and any padding.
@@ -320,5 +330,24 @@ mod tests {
         assert_eq!(parse_line_speed("25Gbps").unwrap(), 25_000_000_000);
         assert!(parse_line_speed("fast").is_err());
         assert!(parse_line_speed("0G").is_err());
+    }
+
+    #[test]
+    fn udp_payloads_map_to_frames_as_lantraffic_counts() {
+        // LanTraffic's largest unfragmented IPv4 UDP payload fills a 1518-byte frame.
+        let f = FrameSize::from_udp_payload(1472).unwrap();
+        assert_eq!((f.frame(), f.l3(), f.l4_payload()), (1518, 1500, 1472));
+        // Its 160-byte packet-rate payload.
+        assert_eq!(FrameSize::from_udp_payload(160).unwrap().frame(), 206);
+        // 12 bytes (the signature) is the least, padded to 64.
+        assert_eq!(FrameSize::from_udp_payload(12).unwrap().frame(), 64);
+        assert_eq!(
+            FrameSize::from_udp_payload(11),
+            Err(UnitError::UdpPayload(11))
+        );
+        assert_eq!(
+            FrameSize::from_udp_payload(8973),
+            Err(UnitError::UdpPayload(8973))
+        );
     }
 }

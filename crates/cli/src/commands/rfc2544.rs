@@ -181,7 +181,7 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
             write_json(path, &rep)?;
         }
     }
-    print!("{}", report::throughput_table(&rep));
+    print!("{}", report::throughput_table_layers(&rep, args.all_layers));
     if let Some(path) = &args.json {
         eprintln!("linerate: every trial written to {}", path.display());
     }
@@ -198,7 +198,14 @@ fn unfinished(frame: FrameSize, trials: Vec<TrialResult>) -> InterruptedSearch {
 }
 
 fn frame_sizes(args: &Rfc2544Args) -> Result<Vec<Frames>> {
-    frames_from(&args.sizes, args.l3_length.as_deref(), &args.imix)
+    match &args.udp_payload {
+        Some(p) => p
+            .iter()
+            .map(|&n| FrameSize::from_udp_payload(n).map(Frames::Size))
+            .collect::<Result<Vec<_>, _>>()
+            .context("--udp-payload"),
+        None => frames_from(&args.sizes, args.l3_length.as_deref(), &args.imix),
+    }
 }
 
 /// The frame sizes or mixes of `--sizes`, `--l3-length` or `--imix`.

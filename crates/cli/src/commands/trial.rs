@@ -12,6 +12,10 @@ use std::sync::atomic::AtomicBool;
 
 pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let frames = match (args.frame_size, args.l3_length, &args.imix) {
+        _ if args.udp_payload.is_some() => Frames::Size(
+            FrameSize::from_udp_payload(args.udp_payload.unwrap_or_default())
+                .context("--udp-payload")?,
+        ),
         (Some(n), _, _) => Frames::Size(FrameSize::from_frame(n)?),
         (None, Some(n), _) => Frames::Size(FrameSize::from_l3(n)?),
         (None, None, Some(m)) => Frames::Mix(FrameMix::parse(m).context("--imix")?),

@@ -248,9 +248,10 @@ fn a_trial_summary_shows_counts_rates_and_latency() {
     let expected = "\
 Trial: 64-byte frames (IP packet 46 bytes), 2 s, engine af_packet
   intended          1,000,000 frames/s        2,000,000 frames
-  offered           1,000,000 frames/s  672.0 Mbps L1, 512.0 Mbps L2 (6.7 % of line rate)
+  offered           1,000,000 frames/s  672.0 Mbps L1, 512.0 L2, 368.0 L3, 144.0 L4 (UDP payload) (6.7 % of line rate)
   sent (tx)         2,000,000 frames
   received          1,999,000 frames
+  forwarded           999,500 frames/s  671.7 Mbps L1, 511.7 L2, 367.8 L3, 143.9 L4 (UDP payload)
   lost                  1,000 frames  (0.0500 % of intended)
   reordered                 3 frames
   duplicated                1 frames
@@ -331,4 +332,22 @@ fn json_has_the_documented_keys() {
     assert_eq!(back.results.len(), 7);
     assert_eq!(back.results[4].trials[0].tx_frames, 2_155_172);
     assert!(back.results[4].tester_limited);
+}
+
+#[test]
+fn all_layers_adds_l1_l3_l4_and_the_lantraffic_link_usage() {
+    let mut rep = report(vec![result(1518, 812_743.0, false)], None);
+    rep.line_speed_bps = 10_000_000_000;
+    let t = throughput_table_layers(&rep, true);
+    for unit in [
+        "Mbps (L1)",
+        "Mbps (L3, IP)",
+        "Mbps (L4, UDP payload)",
+        "L2 (LanTraffic)",
+    ] {
+        assert!(t.contains(unit), "{t}");
+    }
+    // 812,743 fps of 1518-byte frames: 9,870 Mbps at L2, 98.7 % of 10G.
+    assert!(t.contains("98.7 %"), "{t}");
+    assert!(!throughput_table(&rep).contains("LanTraffic"));
 }
