@@ -108,6 +108,9 @@ pub struct PortArgs {
     /// A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random.
     #[arg(long = "range")]
     pub ranges: Vec<String>,
+    /// Both ports send and receive at once (RFC 2544 bidirectional). Rates are totals over both directions, so --rate 100% fills both links; results are summed and kept per direction.
+    #[arg(long, conflicts_with = "ranges")]
+    pub bidirectional: bool,
 }
 
 #[derive(Args, Debug)]

@@ -31,10 +31,30 @@ pub struct TestBed {
     pub setup: &'static str,
     /// The key calibrations are stored under: "lab", or "ports A->B".
     pub setup_key: String,
+    /// Both ports send (--bidirectional): rates are totals over both.
+    pub bidirectional: bool,
     /// Held, not read: a lab built for this run lives as long as the test
     /// bed and is removed when it drops (also on error, signal or panic).
     #[allow(dead_code)]
     pub lab: Option<Lab>,
+}
+
+impl TestBed {
+    /// The most frames/s these frames can be offered: the line rate, of
+    /// both links when both directions send.
+    pub fn line_rate_fps(&self, frames: &linerate_wire::Frames) -> f64 {
+        frames.line_rate_fps(self.line_bps) * if self.bidirectional { 2.0 } else { 1.0 }
+    }
+
+    /// A rate as frames/s over all sending ports: a share of line rate
+    /// counts every sending link; fps and bps are totals as written.
+    pub fn fps(&self, frames: &linerate_wire::Frames, rate: linerate_wire::Rate) -> f64 {
+        let fps = frames.fps(rate, self.line_bps);
+        match rate {
+            linerate_wire::Rate::PercentOfLine(_) if self.bidirectional => 2.0 * fps,
+            _ => fps,
+        }
+    }
 }
 
 /// The lab `linerate lab up` makes when given no name, used by `--lab`.
@@ -122,6 +142,7 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
     host_b.also_answers = destinations_to_answer(&flows, &host_b)?;
     let cfg = EngineConfig {
         flows,
+        bidirectional: args.bidirectional,
         straggler_wait,
         tester_cpus: placement
             .as_ref()
@@ -141,6 +162,7 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
         line_speed_source,
         engine_reason,
         placement,
+        bidirectional: args.bidirectional,
         setup: if lab.is_some() { "lab" } else { "external" },
         setup_key: if lab.is_some() {
             "lab".to_string()

@@ -80,6 +80,9 @@ pub struct EngineConfig {
     /// Header fields that vary from frame to frame (pktgen-style ranges);
     /// empty: one flow.
     pub flows: linerate_wire::Flows,
+    /// Both ports send and receive at once, each at half the trial's
+    /// rate; the result sums both directions and keeps each apart.
+    pub bidirectional: bool,
 }
 
 impl EngineConfig {
@@ -127,6 +130,7 @@ impl Default for EngineConfig {
             name: String::new(),
             tx_threads: 1,
             flows: linerate_wire::Flows::default(),
+            bidirectional: false,
         }
     }
 }
@@ -279,6 +283,18 @@ impl Engine {
             count: threads,
         };
         self.next_stream = self.next_stream.wrapping_add(threads);
+        // Both directions at once: B sends streams of its own, counted at A.
+        let bidir = self.cfg.bidirectional && spec.is_some();
+        let range_rev = if bidir {
+            let r = StreamRange {
+                first: self.next_stream,
+                count: threads,
+            };
+            self.next_stream = self.next_stream.wrapping_add(threads);
+            r
+        } else {
+            range
+        };
         let tx_cpus = self.cfg.tx_cpus();
         let tx_cpus = &tx_cpus;
         let cfg = &self.cfg;
@@ -297,15 +313,16 @@ impl Engine {
         let Side {
             port:
                 TesterPort {
+                    tx: tx_b,
                     rx: rxq_b,
                     info: info_b,
-                    ..
                 },
             host: host_b,
             gateway_mac: gw_b,
         } = &mut self.b;
         let (info_a, host_a, info_b, host_b) = (&*info_a, &*host_a, &*info_b, &*host_b);
         let clock_b = rxq_b.clock();
+        let clock_a = rxq_a.clock();
         let signals_a = ReceiverSignals::default();
         let signals_b = ReceiverSignals::default();
         let (signals_a, signals_b) = (&signals_a, &signals_b);
@@ -313,7 +330,7 @@ impl Engine {
         std::thread::scope(|scope| {
             let rx_a = scope.spawn(move || {
                 let _ = cpu::pin_current_thread(&cfg.tester_cpus);
-                rxq_a.receive(info_a.mac, host_a, range, signals_a)
+                rxq_a.receive(info_a.mac, host_a, range_rev, signals_a)
             });
             let rx_b = scope.spawn(move || {
                 let _ = cpu::pin_current_thread(&cfg.tester_cpus);
@@ -365,7 +382,21 @@ impl Engine {
                 return Ok(None);
             };
 
-            let flow = FlowSpec {
+            // Per direction: all of the rate one way, or half each way.
+            let per_direction = if bidir {
+                spec.intended_fps / 2.0
+            } else {
+                spec.intended_fps
+            };
+            let spec_dir = TrialSpec {
+                intended_fps: per_direction,
+                ..spec.clone()
+            };
+            let frames_for = |flow: &FlowSpec| match &spec.mix {
+                Some(mix) => FrameSet::new(flow, mix),
+                None => FrameSet::single(FrameTemplate::new(flow, spec.frame)),
+            };
+            let frames_ab = frames_for(&FlowSpec {
                 src_mac: info_a.mac,
                 dst_mac: gw_a.expect("resolved above"),
                 src_ip: host_a.ip,
@@ -373,53 +404,87 @@ impl Engine {
                 src_port: DEFAULT_UDP_PORT,
                 dst_port: DEFAULT_UDP_PORT,
                 ttl: 64,
-            };
-            let frames = match &spec.mix {
-                Some(mix) => FrameSet::new(&flow, mix),
-                None => FrameSet::single(FrameTemplate::new(&flow, spec.frame)),
-            };
-            let pacer = Pacer::new(spec.intended_fps, spec.duration);
+            });
+            let frames_ba = frames_for(&FlowSpec {
+                src_mac: info_b.mac,
+                dst_mac: gw_b.expect("resolved above"),
+                src_ip: host_b.ip,
+                dst_ip: host_a.ip,
+                src_port: DEFAULT_UDP_PORT,
+                dst_port: DEFAULT_UDP_PORT,
+                ttl: 64,
+            });
+            let no_flows = linerate_wire::Flows::default();
+            let pacer = Pacer::new(per_direction, spec.duration);
             // Frames not sent within 1 % (+10 ms) of the duration count as lost.
             let give_up_after = spec.duration + spec.duration / 100 + Duration::from_millis(10);
-            // The generator gets a thread of its own so it can be pinned
-            // without changing the caller's affinity.
-            let sent = std::thread::scope(|gen_scope| {
-                gen_scope
-                    .spawn(|| {
+            let job_ab = SendJob {
+                frames: &frames_ab,
+                flows: &cfg.flows,
+                stream: range.first,
+                streams: threads,
+                cpus: tx_cpus,
+                pacer,
+                give_up_after,
+                clock: clock_b,
+            };
+            let job_ba = SendJob {
+                frames: &frames_ba,
+                // Flow ranges describe A -> B traffic (the CLI refuses
+                // them with --bidirectional).
+                flows: &no_flows,
+                stream: range_rev.first,
+                streams: threads,
+                cpus: tx_cpus,
+                pacer,
+                give_up_after,
+                clock: clock_a,
+            };
+            // Each generator gets a thread of its own so it can be pinned
+            // without changing the caller's affinity; both directions send
+            // at once.
+            let (sent_ab, sent_ba) = std::thread::scope(|gen_scope| {
+                let ab = gen_scope.spawn(|| {
+                    let _ = cpu::pin_current_thread(&cfg.tester_cpus);
+                    tx_a.send(&job_ab, interrupt)
+                });
+                let ba = bidir.then(|| {
+                    gen_scope.spawn(|| {
                         let _ = cpu::pin_current_thread(&cfg.tester_cpus);
-                        let job = SendJob {
-                            frames: &frames,
-                            flows: &cfg.flows,
-                            stream: range.first,
-                            streams: threads,
-                            cpus: tx_cpus,
-                            pacer,
-                            give_up_after,
-                            clock: clock_b,
-                        };
-                        tx_a.send(&job, interrupt)
+                        tx_b.send(&job_ba, interrupt)
                     })
-                    .join()
+                });
+                (ab.join(), ba.map(|h| h.join()))
             });
-            let sent = match sent {
-                Ok(Ok(sent)) => sent,
-                Ok(Err(e)) => {
+            let unwrap_sent = |r: std::thread::Result<Result<generator::Sent, EngineError>>| match r
+            {
+                Ok(r) => r,
+                Err(_) => Err(EngineError::Thread("the generator panicked".into())),
+            };
+            let sent = unwrap_sent(sent_ab)
+                .and_then(|ab| sent_ba.map(unwrap_sent).transpose().map(|ba| (ab, ba)));
+            let (sent, sent_rev) = match sent {
+                Ok(s) => s,
+                Err(e) => {
                     stop_all();
                     let _ = (join(rx_a), join(rx_b));
                     return Err(e);
                 }
-                Err(_) => {
-                    stop_all();
-                    return Err(EngineError::Thread("the generator panicked".into()));
-                }
             };
 
             // Stragglers: wait until every sent frame arrived, or the wait is over.
+            let all_in = || {
+                signals_b.received.load(Ordering::Acquire) >= sent.frames
+                    && sent_rev
+                        .as_ref()
+                        .is_none_or(|r| signals_a.received.load(Ordering::Acquire) >= r.frames)
+            };
             let wait_from = Instant::now();
             while wait_from.elapsed() < cfg.straggler_wait
-                && signals_b.received.load(Ordering::Acquire) < sent.frames
+                && !all_in()
                 && !interrupt.load(Ordering::Relaxed)
                 && !rx_b.is_finished()
+                && !rx_a.is_finished()
             {
                 std::thread::sleep(Duration::from_millis(2));
             }
@@ -429,9 +494,18 @@ impl Engine {
             if interrupt.load(Ordering::Relaxed) {
                 return Err(EngineError::Interrupted);
             }
-            let mut result = summarize(spec, pacer.total(), &sent, &counted_b, cfg);
-            // Stray frames on A (the sending port) are as telling as on B.
-            result.stray_frames += counted_a.stray;
+            let mut ab = summarize(&spec_dir, pacer.total(), &sent, &counted_b, cfg);
+            let result = match sent_rev {
+                None => {
+                    // Stray frames on A (the sending port) are as telling as on B.
+                    ab.stray_frames += counted_a.stray;
+                    ab
+                }
+                Some(rev) => {
+                    let ba = summarize(&spec_dir, pacer.total(), &rev, &counted_a, cfg);
+                    both_directions(spec, ab, ba)
+                }
+            };
             Ok(Some(result))
         })
     }
@@ -444,6 +518,59 @@ fn join(
         Ok(r) => r,
         Err(_) => Err(EngineError::Thread("a receiver panicked".into())),
     }
+}
+
+/// One record for a bidirectional trial: counts and rates summed over the
+/// directions, each direction's own record kept in `directions` (A -> B
+/// first). Latency: the lower minimum, the higher maximum, the mean
+/// weighted by frames received, and each percentile from the worse
+/// direction (a summary cannot be merged exactly; this never flatters).
+fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult) -> TrialResult {
+    let latency_ns = match (ab.latency_ns, ba.latency_ns) {
+        (Some(x), Some(y)) => {
+            let (wx, wy) = (ab.rx_frames as u128, ba.rx_frames as u128);
+            let avg = if wx + wy > 0 {
+                ((x.avg as u128 * wx + y.avg as u128 * wy) / (wx + wy)) as u64
+            } else {
+                0
+            };
+            Some(linerate_results::LatencySummary {
+                min: x.min.min(y.min),
+                avg,
+                max: x.max.max(y.max),
+                p50: x.p50.max(y.p50),
+                p90: x.p90.max(y.p90),
+                p99: x.p99.max(y.p99),
+                p999: x.p999.max(y.p999),
+            })
+        }
+        (x, y) => x.or(y),
+    };
+    let intended_frames = ab.intended_frames + ba.intended_frames;
+    let lost_frames = ab.lost_frames + ba.lost_frames;
+    TrialResult {
+        intended_fps: spec.intended_fps,
+        offered_fps: ab.offered_fps + ba.offered_fps,
+        intended_frames,
+        tx_frames: ab.tx_frames + ba.tx_frames,
+        rx_frames: ab.rx_frames + ba.rx_frames,
+        lost_frames,
+        loss_ratio: if intended_frames > 0 {
+            lost_frames as f64 / intended_frames as f64
+        } else {
+            0.0
+        },
+        reordered: ab.reordered + ba.reordered,
+        duplicated: ab.duplicated + ba.duplicated,
+        latency_ns,
+        generator_short: ab.generator_short || ba.generator_short,
+        generator_max_stall_ns: ab.generator_max_stall_ns.max(ba.generator_max_stall_ns),
+        tester_rx_drops: ab.tester_rx_drops + ba.tester_rx_drops,
+        stray_frames: ab.stray_frames + ba.stray_frames,
+        directions: Vec::new(),
+        ..ab.clone()
+    }
+    .with_directions(vec![ab, ba])
 }
 
 /// Turns the counts of one trial into its result record.
@@ -466,6 +593,7 @@ fn summarize(
         frame_size: spec.frame.frame(),
         mix: spec.mix.as_ref().map(linerate_results::MixInfo::of),
         flows: cfg.flows.describe(),
+        directions: Vec::new(),
         l3_length: spec.frame.l3(),
         duration_s,
         intended_fps: spec.intended_fps,

@@ -84,6 +84,7 @@ impl SimulatedDut {
             frame_size: spec.frame.frame(),
             mix: spec.mix.as_ref().map(linerate_results::MixInfo::of),
             flows: Vec::new(),
+            directions: Vec::new(),
             l3_length: spec.frame.l3(),
             duration_s: d,
             intended_fps: spec.intended_fps,

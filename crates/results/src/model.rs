@@ -119,9 +119,19 @@ pub struct TrialResult {
     pub stray_frames: u64,
     /// Which engine ran the trial (e.g. "af_packet").
     pub engine: String,
+    /// A bidirectional trial's directions, A -> B then B -> A, each with
+    /// its own counts at half the rate; the fields above sum them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub directions: Vec<TrialResult>,
 }
 
 impl TrialResult {
+    /// The same record with per-direction records attached.
+    pub fn with_directions(mut self, directions: Vec<TrialResult>) -> TrialResult {
+        self.directions = directions;
+        self
+    }
+
     /// True when the trial's loss is within `allowed_loss_ratio`.
     pub fn passed(&self, allowed_loss_ratio: f64) -> bool {
         self.loss_ratio <= allowed_loss_ratio
@@ -203,6 +213,10 @@ pub struct Rfc2544Report {
     pub resolution: f64,
     pub allowed_loss_ratio: f64,
     pub engine: String,
+    /// Both ports sent at once: rates are totals over both directions,
+    /// and each trial keeps its directions apart.
+    #[serde(default)]
+    pub bidirectional: bool,
     pub placement: Option<Placement>,
     pub results: Vec<ThroughputResult>,
     /// The search that was running when the run was interrupted, with the

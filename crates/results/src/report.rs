@@ -177,6 +177,9 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             out.push('\n');
         }
     }
+    if report.bidirectional {
+        out.push_str("Bidirectional: both ports sent at once; rates are both directions summed (half each way), line rate is both links'.\n");
+    }
     for m in results.iter().filter_map(|r| r.mix.as_ref()) {
         let _ = writeln!(
             out,
@@ -290,6 +293,17 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
         thousands(t.lost_frames),
         loss_percent(t.loss_ratio)
     );
+    for (d, name) in t.directions.iter().zip(["A -> B", "B -> A"]) {
+        let _ = writeln!(
+            out,
+            "  {name}      {:>15} frames sent, {} received, {} lost ({}), {} frames/s forwarded",
+            thousands(d.tx_frames),
+            thousands(d.rx_frames),
+            thousands(d.lost_frames),
+            loss_percent(d.loss_ratio),
+            thousands_f64(d.rx_fps())
+        );
+    }
     let _ = writeln!(out, "  reordered   {:>15} frames", thousands(t.reordered));
     let _ = writeln!(out, "  duplicated  {:>15} frames", thousands(t.duplicated));
     match &t.latency_ns {

@@ -55,10 +55,10 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let line_bps = bed.line_bps;
     for f in &frames {
         bed.engine.check_frame(f.largest())?;
-        let line_fps = f.line_rate_fps(line_bps);
+        let line_fps = bed.line_rate_fps(f);
         for (what, r) in [("--rate", rate), ("--max-rate", max_rate)] {
             if let Some(r) = r {
-                if f.fps(r, line_bps) > line_fps * 1.000_001 {
+                if bed.fps(f, r) > line_fps * 1.000_001 {
                     bail!(
                         "{what} is above the line rate for {} ({line_fps:.0} frames/s at {}): lower it or set --line-speed",
                         f.describe(),
@@ -116,7 +116,15 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     };
     for f in &frames {
         let frame = f.largest();
-        let line_fps = f.line_rate_fps(line_bps);
+        let line_fps = bed.line_rate_fps(f);
+        let bidir = bed.bidirectional;
+        let fps_of = |r| {
+            let fps = f.fps(r, line_bps);
+            match r {
+                Rate::PercentOfLine(_) if bidir => 2.0 * fps,
+                _ => fps,
+            }
+        };
         let mut runner = EngineRunner {
             engine: &mut bed.engine,
             interrupt,
@@ -124,9 +132,9 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         // Every finished trial of this size, kept for an interruption.
         let mut done: Vec<TrialResult> = Vec::new();
         let (base_fps, base, throughput) = match rate {
-            Some(r) => (f.fps(r, line_bps), "given", None),
+            Some(r) => (fps_of(r), "given", None),
             None => {
-                let max_fps = max_rate.map_or(line_fps, |r| f.fps(r, line_bps));
+                let max_fps = max_rate.map_or(line_fps, fps_of);
                 let mut cfg = ThroughputConfig::new(max_fps, search_duration);
                 cfg.resolution = resolution;
                 cfg.mix = f.mix().cloned();

@@ -66,8 +66,8 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
     // Search bounds per frame size or mix, checked before the first trial.
     let mut plans = Vec::new();
     for frames in &frames {
-        let line_fps = frames.line_rate_fps(line_bps);
-        let max_fps = max_rate.map_or(line_fps, |r| frames.fps(r, line_bps));
+        let line_fps = bed.line_rate_fps(frames);
+        let max_fps = max_rate.map_or(line_fps, |r| bed.fps(frames, r));
         if max_fps > line_fps * 1.000_001 {
             bail!(
                 "--max-rate {} is above the line rate for {} ({:.0} frames/s at {}): lower it or set --line-speed",
@@ -121,6 +121,7 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
         resolution,
         allowed_loss_ratio: allowed_loss,
         engine: bed.engine.config().name.clone(),
+        bidirectional: bed.bidirectional,
         placement: bed.placement.clone(),
         results: Vec::new(),
         interrupted: None,

@@ -31,8 +31,8 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
 
     let mut bed = ports::open(&args.ports, frame.buffer_len())?;
     bed.engine.check_frame(frame)?;
-    let line_fps = frames.line_rate_fps(bed.line_bps);
-    let fps = frames.fps(rate, bed.line_bps);
+    let line_fps = bed.line_rate_fps(&frames);
+    let fps = bed.fps(&frames, rate);
     if fps > line_fps * 1.000_001 {
         bail!(
             "--rate {} is {:.0} frames/s, above the line rate for {} ({:.0} frames/s at {}): lower the rate or set --line-speed",
@@ -59,7 +59,13 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         }
         other => other?,
     };
-    print!("{}", report::trial_summary(&result, bed.line_bps));
+    // The share of line rate counts every sending link.
+    let line_bps = if bed.bidirectional {
+        2 * bed.line_bps
+    } else {
+        bed.line_bps
+    };
+    print!("{}", report::trial_summary(&result, line_bps));
     if let Some(path) = &args.json {
         write_json(path, &result)?;
     }
