@@ -529,11 +529,9 @@ fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult) -> TrialR
     let latency_ns = match (ab.latency_ns, ba.latency_ns) {
         (Some(x), Some(y)) => {
             let (wx, wy) = (ab.rx_frames as u128, ba.rx_frames as u128);
-            let avg = if wx + wy > 0 {
-                ((x.avg as u128 * wx + y.avg as u128 * wy) / (wx + wy)) as u64
-            } else {
-                0
-            };
+            let avg = (x.avg as u128 * wx + y.avg as u128 * wy)
+                .checked_div(wx + wy)
+                .unwrap_or(0) as u64;
             Some(linerate_results::LatencySummary {
                 min: x.min.min(y.min),
                 avg,
