@@ -1,9 +1,13 @@
 //! One module per subcommand.
 
+mod back_to_back;
 mod calibrate;
+mod frame_loss;
 mod lab;
+mod mlrsearch;
 mod overhead;
 mod rfc2544;
+mod session;
 mod trial;
 
 use crate::args::{Cli, Command};
@@ -18,6 +22,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Trial(args) => trial::run(args, &*interrupt_flag()?),
         Command::Overhead(args) => overhead::run(args),
         Command::Calibrate(args) => calibrate::run(args, &*interrupt_flag()?),
+        Command::Loss(args) => frame_loss::run(args, &*interrupt_flag()?),
+        Command::Mlrsearch(args) => mlrsearch::run(args, &*interrupt_flag()?),
+        Command::BackToBack(args) => back_to_back::run(args, &*interrupt_flag()?),
     }
 }
 
