@@ -30,8 +30,10 @@
 //! measures no buffer at all (every burst passes): the result says so.
 //!
 //! A burst the tester sent slower than the burst rate (`offered_fps` below
-//! 99 % of it, or frames missing) is not a valid back-to-back burst; the
-//! repetition is marked `tester_limited`.
+//! 99 % of it, or frames missing) is not a valid back-to-back burst: when
+//! the longest passing burst was sent so, or the shortest failing one
+//! lacked frames the tester did not send, the repetition is marked
+//! `tester_limited`.
 
 use crate::spec::{burst, run_reported, Step};
 use crate::TrialRunner;
@@ -162,7 +164,20 @@ pub fn longest_burst<R: TrialRunner>(
         };
         n = next;
     }
-    let tester_limited = trials.iter().any(|t| !sent_back_to_back(t));
+    // The two trials that decide the result: a pass the tester sent slower
+    // than the burst rate proves nothing, and a failure where the tester
+    // did not send every frame may be the tester's.
+    let pass_invalid = trials
+        .iter()
+        .filter(|t| passed(t) && t.intended_frames == lo)
+        .any(|t| !sent_back_to_back(t));
+    let fail_invalid = hi.is_some_and(|h| {
+        trials
+            .iter()
+            .filter(|t| !passed(t) && t.intended_frames == h)
+            .all(|t| t.generator_short)
+    });
+    let tester_limited = pass_invalid || fail_invalid;
     Ok(BurstSearch {
         longest_burst_frames: lo,
         shortest_failing_frames: hi,

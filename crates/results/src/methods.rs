@@ -171,9 +171,9 @@ pub struct BurstSearch {
     pub shortest_failing_frames: Option<u64>,
     /// The longest burst tried passed: the DUT may take longer ones.
     pub at_max_burst: bool,
-    /// A trial of this search was not sent at the burst rate (generator
-    /// short, or offered below 99 % of the rate): not a valid
-    /// back-to-back burst.
+    /// The longest passing burst was not sent at the burst rate (offered
+    /// below 99 % of it), or the shortest failing one lacked frames the
+    /// tester did not send: the result may be the tester's.
     pub tester_limited: bool,
     pub trials: Vec<TrialResult>,
 }

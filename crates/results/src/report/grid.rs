@@ -119,3 +119,40 @@ pub(crate) fn loss_cell(ratio: f64) -> String {
         format!("{pct:.decimals$}%")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loss_cells_print_as_the_100ge_report_and_never_hide_a_loss() {
+        assert_eq!(loss_cell(0.0), "0.0%");
+        assert_eq!(loss_cell(0.137), "13.7%");
+        assert_eq!(loss_cell(0.001), "0.1%");
+        // One frame in a million is not 0.0 %.
+        assert_eq!(loss_cell(1e-6), "0.00010%");
+        assert_eq!(loss_cell(0.00012), "0.012%");
+    }
+
+    #[test]
+    fn mpps_has_at_most_three_decimals() {
+        assert_eq!(mpps(450_000.0), "0.45");
+        assert_eq!(mpps(14_880_952.4), "14.881");
+        assert_eq!(mpps(1_000_000.0), "1");
+        assert_eq!(mpps(0.0), "0");
+    }
+
+    #[test]
+    fn grid_aligns_columns_with_separators() {
+        let header = vec!["MPPS".to_string(), "0.45".to_string(), "12".to_string()];
+        let rows: Vec<Row> = vec![(
+            "Danos".to_string(),
+            vec!["0.0%".to_string(), "13.7%".to_string()],
+            String::new(),
+        )];
+        assert_eq!(
+            grid_with(&header, &rows, " | ", " |"),
+            "MPPS  | 0.45 |    12 |\nDanos | 0.0% | 13.7% |\n"
+        );
+    }
+}
