@@ -135,7 +135,7 @@ fn frame() -> FrameSize {
     FrameSize::from_frame(64).unwrap()
 }
 
-const LINE_64: f64 = 14_880_952.380952381;
+const LINE_64: f64 = 14_880_952.380_952_38;
 
 fn run(dut: &mut SimulatedDut, cfg: &MlrConfig) -> MlrSearchResult {
     search(dut, frame(), cfg, LINE_64, &mut |_| {}).unwrap()
@@ -310,22 +310,4 @@ fn goals_outside_the_draft_are_refused() {
     g.width = 0.01;
     g.initial_trial_duration = Duration::from_secs(2);
     assert!(matches!(g.validate(), Err(GoalError::InitialDuration(..))));
-}
-
-#[test]
-fn print_trace() {
-    let mut mlr = SimulatedDut::new(1e6).with_overload_forwarding(0.5);
-    let mut cfg = MlrConfig::ndr_pdr(LINE_64, Duration::from_secs(4), 0.01, 0.005);
-    for g in &mut cfg.goals {
-        g.initial_trial_duration = Duration::from_millis(500);
-    }
-    search(&mut mlr, frame(), &cfg, LINE_64, &mut |s| {
-        if let Step::Starting { spec, why, .. } = s {
-            eprintln!("{why}: {:.0} {:?}", spec.intended_fps, spec.duration);
-        }
-        if let Step::Done { result, .. } = s {
-            eprintln!("   loss {:.5}", result.loss_ratio);
-        }
-    })
-    .unwrap();
 }
