@@ -50,6 +50,9 @@ pub struct LossArgs {
     /// Write every trial and the table's data as JSON to FILE (rewritten after each trial).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Print the rows of earlier 'loss --json' files above this run's (other DUTs or configurations, as the 100GE report compares routers).
+    #[arg(long, value_delimiter = ',')]
+    pub rows_from: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]

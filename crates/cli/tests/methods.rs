@@ -54,13 +54,15 @@ fn run_method(cmd: &str, lab: &str, json: &TempFile, extra: &[&str]) -> Run {
     linerate(&args)
 }
 
-/// Every trial in `trials`, checked, and the frames they lost in total.
-fn lost_in(trials: &[Value]) -> u64 {
+/// Every trial in `trials`, checked, and the frames that left the tester
+/// but never arrived, in total: what the DUT dropped. (Frames the tester
+/// did not send count as lost in `lost_frames`, but never reached the DUT.)
+fn dropped_in(trials: &[Value]) -> u64 {
     trials
         .iter()
         .map(|t| {
             assert_trial_consistent(t);
-            u(t, "lost_frames")
+            u(t, "tx_frames") - u(t, "rx_frames")
         })
         .sum()
 }
@@ -176,7 +178,7 @@ fn loss_rfc2544_mode_steps_down_until_two_zero_loss_trials() {
     assert!((0.40..=0.55).contains(&first), "loss at 100 %: {first}");
     // Every lost frame was the policer's.
     let trials: Vec<Value> = points.iter().map(|p| p["trial"].clone()).collect();
-    assert_eq!(nft_counters(&dut), vec![lost_in(&trials)]);
+    assert_eq!(nft_counters(&dut), vec![dropped_in(&trials)]);
     assert!(run.stdout.contains("% of max"), "{}", run.stdout);
     let header = run
         .stdout
@@ -246,7 +248,7 @@ fn mlrsearch_finds_a_policers_ndr_and_pdr_in_one_search() {
     assert!(trials
         .iter()
         .any(|t| f(t, "intended_fps") == nl && u(t, "lost_frames") == 0));
-    assert_eq!(nft_counters(&dut), vec![lost_in(trials)]);
+    assert_eq!(nft_counters(&dut), vec![dropped_in(trials)]);
     assert!(trials.iter().all(|t| t["generator_short"] == false), "{r}");
     assert!(run.stdout.contains("NDR lower bound"), "{}", run.stdout);
     assert!(
@@ -320,7 +322,7 @@ fn back_to_back_bursts_of_a_policer_show_its_bucket() {
         "{r}"
     );
     assert!(r["not_meaningful"].is_null(), "{r}");
-    assert_eq!(nft_counters(&dut), vec![lost_in(&all)]);
+    assert_eq!(nft_counters(&dut), vec![dropped_in(&all)]);
     assert!(
         run.stdout.contains("Corrected buffer time"),
         "{}",
@@ -347,4 +349,41 @@ fn bad_method_settings_are_refused_before_any_trial() {
     let run = linerate(&["loss", "--lab"]);
     assert_eq!(run.code, 2, "{}", run.dump());
     assert!(!run.stderr.contains("panicked"), "{}", run.dump());
+}
+
+#[test]
+fn an_interrupted_sweep_keeps_the_trials_it_ran() {
+    if !root_or_skip("an_interrupted_sweep_keeps_the_trials_it_ran") {
+        return;
+    }
+    let (lab, _guard) = lab_up("li");
+    let json = TempFile::new("lossint");
+    let mut args = vec!["loss"];
+    args.extend(lab_args(&lab, &json));
+    args.extend_from_slice(&[
+        "--sizes",
+        "64",
+        "--loads",
+        "10kpps,11kpps,12kpps,13kpps,14kpps,15kpps",
+        "--trial-duration",
+        "2s",
+    ]);
+    let mut spawned = Spawned::start(&args);
+    let one_done = spawned.wait_for_stderr(std::time::Duration::from_secs(30), |e| {
+        e.contains("pass:") || e.contains("FAIL:")
+    });
+    assert!(one_done, "no trial finished: {}", spawned.stderr_now());
+    signal(spawned.pid, nix::sys::signal::Signal::SIGINT);
+    let run = spawned.finish(RUN_LIMIT);
+    assert_eq!(run.code, 130, "{}", run.dump());
+    assert!(run.stderr.contains("interrupted"), "{}", run.dump());
+    let rep = json.json();
+    let kept = rep["interrupted"]["trials"]
+        .as_array()
+        .expect("kept trials");
+    assert!(!kept.is_empty() && kept.len() < 6, "{rep}");
+    for t in kept {
+        assert_trial_consistent(t);
+    }
+    assert_eq!(f(&kept[0], "intended_fps"), 10_000.0);
 }

@@ -6,7 +6,7 @@ use super::session::{self, fps_within_line, parse_rate};
 use crate::exit::Outcome;
 use crate::method_args::LossArgs;
 use crate::ports::{check_writable, parse_percent, parse_trial_duration};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use linerate_method::frame_loss::{self, Load, RFC2544_MAX_STEP};
 use linerate_method::spec::Step;
 use linerate_results::methods::{FrameLossReport, LossSeries};
@@ -37,6 +37,8 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .map(|t| parse_rate(t, "--max-rate"))
         .transpose()?;
     check_writable(args.json.as_deref())?;
+    let mode = if args.rfc2544 { "rfc2544" } else { "sweep" };
+    let earlier = earlier_rows(&args.rows_from, mode)?;
 
     let mut s = session::open(&args.ports, &frames, "frame loss rate")?;
     let line_bps = s.bed.line_bps;
@@ -62,7 +64,7 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let several = frames.len() > 1;
     let mut rep = FrameLossReport {
         run: s.run.clone(),
-        mode: if args.rfc2544 { "rfc2544" } else { "sweep" }.to_string(),
+        mode: mode.to_string(),
         step: args.rfc2544.then_some(step),
         trial_duration_s: duration.as_secs_f64(),
         series: Vec::new(),
@@ -105,13 +107,49 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             }),
             Err(e) => {
                 rep.interrupted = Some(session::unfinished(frame, trials));
-                let table = report::frame_loss_table(&rep);
+                let table = report::frame_loss_table(&with_rows(&earlier, &rep));
                 return session::stopped(e, json, &rep, table);
             }
         }
         session::save_partial(json, &rep);
     }
-    print!("{}", report::frame_loss_table(&rep));
+    print!("{}", report::frame_loss_table(&with_rows(&earlier, &rep)));
     session::finish(json, &rep)?;
     Ok(Outcome::Passed)
+}
+
+/// The series of earlier runs' JSON files (`--rows-from`), which must be of
+/// the same mode: their columns mean the same.
+fn earlier_rows(files: &[std::path::PathBuf], mode: &str) -> Result<Vec<LossSeries>> {
+    let mut rows = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--rows-from {}", path.display()))?;
+        let earlier: FrameLossReport = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "--rows-from {}: not the JSON of 'linerate loss --json'",
+                path.display()
+            )
+        })?;
+        if earlier.mode != mode {
+            bail!(
+                "--rows-from {} is a '{}' run and this one a '{mode}' run: their columns differ; use files of the same mode",
+                path.display(),
+                earlier.mode
+            );
+        }
+        rows.extend(earlier.series);
+    }
+    Ok(rows)
+}
+
+/// `rep` for printing, with the earlier runs' rows above its own.
+fn with_rows(earlier: &[LossSeries], rep: &FrameLossReport) -> FrameLossReport {
+    let mut shown = rep.clone();
+    shown.series = earlier
+        .iter()
+        .cloned()
+        .chain(rep.series.iter().cloned())
+        .collect();
+    shown
 }

@@ -57,8 +57,9 @@ pub fn frame_loss_table(report: &FrameLossReport) -> String {
             .iter()
             .map(|c| {
                 find(c).map_or(String::new(), |p| {
-                    any_short |= p.generator_short;
-                    let mark = if p.generator_short { SHORT_MARK } else { "" };
+                    let short = not_offered(p);
+                    any_short |= short;
+                    let mark = if short { SHORT_MARK } else { "" };
                     format!("{}{mark}", mpps(p.offered_fps))
                 })
             })
@@ -89,11 +90,17 @@ pub fn frame_loss_table(report: &FrameLossReport) -> String {
     if any_short {
         let _ = writeln!(
             out,
-            "({SHORT_MARK}) the tester could not offer the intended rate: frames it did not send count as lost, so part of that loss is the tester's."
+            "({SHORT_MARK}) the tester did not offer the intended rate (it sent fewer frames, or took over 1 % longer): the load was not tested as asked; frames it did not send count as lost."
         );
     }
     out.push_str(&footer(&report.run));
     out
+}
+
+/// The trial did not test its load: frames unsent, or sent more than 1 %
+/// slower than intended.
+fn not_offered(p: &crate::methods::LossPoint) -> bool {
+    p.generator_short || p.offered_fps < 0.99 * p.intended_fps
 }
 
 /// Load labels in the order first seen.
