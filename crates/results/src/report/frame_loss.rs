@@ -133,3 +133,120 @@ fn same_rates(series: &[LossSeries], columns: &[String]) -> Option<Vec<f64>> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::methods::{LossPoint, RunInfo};
+    use crate::TrialResult;
+
+    fn run_info() -> RunInfo {
+        RunInfo {
+            linerate_version: "0".into(),
+            description: "lab".into(),
+            started_at: String::new(),
+            setup: "lab".into(),
+            port_a: "a".into(),
+            port_b: "b".into(),
+            line_speed_bps: 10_000_000_000,
+            engine: "af_packet".into(),
+            placement: None,
+        }
+    }
+
+    fn point(load: &str, intended: f64, offered: f64, loss: f64) -> LossPoint {
+        let trial = TrialResult {
+            frame_size: 64,
+            l3_length: 46,
+            duration_s: 1.0,
+            intended_fps: intended,
+            offered_fps: offered,
+            intended_frames: intended as u64,
+            tx_frames: offered as u64,
+            rx_frames: 0,
+            lost_frames: 0,
+            loss_ratio: loss,
+            reordered: 0,
+            duplicated: 0,
+            latency_ns: None,
+            generator_short: offered < intended,
+            generator_max_stall_ns: None,
+            tester_rx_drops: 0,
+            stray_frames: 0,
+            engine: "af_packet".into(),
+        };
+        crate::methods::LossPoint {
+            load: load.into(),
+            intended_fps: intended,
+            offered_fps: offered,
+            loss_ratio: loss,
+            generator_short: trial.generator_short,
+            trial,
+        }
+    }
+
+    fn series(label: &str, points: Vec<LossPoint>) -> LossSeries {
+        LossSeries {
+            label: label.into(),
+            frame_size: 64,
+            l3_length: 46,
+            line_rate_fps: 14_880_952.0,
+            max_fps: 1e6,
+            points,
+        }
+    }
+
+    #[test]
+    fn a_sweep_prints_as_the_100ge_report() {
+        let rep = FrameLossReport {
+            run: run_info(),
+            mode: "sweep".into(),
+            step: None,
+            trial_duration_s: 1.0,
+            series: vec![
+                series(
+                    "Danos",
+                    vec![
+                        point("0.45Mpps", 450_000.0, 450_000.0, 0.0),
+                        point("0.75Mpps", 750_000.0, 700_000.0, 0.137),
+                    ],
+                ),
+                // A run that stopped early: its missing cell stays blank.
+                series("VYOS", vec![point("0.45Mpps", 450_000.0, 450_000.0, 0.217)]),
+            ],
+            interrupted: None,
+        };
+        let t = frame_loss_table(&rep);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[2], "MPPS      |  0.45 |  0.75 |", "{t}");
+        assert_eq!(lines[3], "Danos     |  0.0% | 13.7% |", "{t}");
+        assert_eq!(lines[4], "  offered |  0.45 |  0.7! |", "{t}");
+        assert_eq!(lines[5], "VYOS      | 21.7% |       |", "{t}");
+        assert!(t.contains("(!) the tester did not offer"), "{t}");
+    }
+
+    #[test]
+    fn the_rfc2544_mode_heads_columns_with_shares_of_the_maximum() {
+        let rep = FrameLossReport {
+            run: run_info(),
+            mode: "rfc2544".into(),
+            step: Some(0.1),
+            trial_duration_s: 1.0,
+            series: vec![series(
+                "64 B",
+                vec![
+                    point("100%", 1e6, 1e6, 0.2),
+                    point("90%", 9e5, 9e5, 0.0),
+                    point("80%", 8e5, 8e5, 0.0),
+                ],
+            )],
+            interrupted: None,
+        };
+        let t = frame_loss_table(&rep);
+        assert!(t.contains("% of max   |  100% |  90% |  80% |"), "{t}");
+        assert!(t.contains("64 B       | 20.0% | 0.0% | 0.0% |"), "{t}");
+        assert!(t.contains("  intended |     1 |  0.9 |  0.8 |"), "{t}");
+        assert!(t.contains("100 % = 64 B 1 Mpps"), "{t}");
+        assert!(!t.contains("(!)"), "{t}");
+    }
+}

@@ -126,3 +126,74 @@ pub fn mlrsearch_table(report: &MlrSearchReport) -> String {
     out.push_str(&footer(&report.run));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::methods::{RunInfo, SearchGoalRecord};
+
+    fn goal(name: &str, lower: Option<f64>, upper: Option<f64>, regular: bool) -> GoalResultRecord {
+        GoalResultRecord {
+            goal: SearchGoalRecord {
+                name: name.into(),
+                loss_ratio: if name == "NDR" { 0.0 } else { 0.005 },
+                exceed_ratio: 0.0,
+                final_trial_duration_s: 1.0,
+                duration_sum_s: 1.0,
+                width: 0.01,
+                initial_trial_duration_s: 1.0,
+            },
+            relevant_lower_bound_fps: lower,
+            relevant_upper_bound_fps: upper,
+            conditional_throughput_fps: lower,
+            relevant_lower_bound_mbps_l2: lower.map(|l| l * 64.0 * 8.0 / 1e6),
+            conditional_throughput_mbps_l2: lower.map(|l| l * 64.0 * 8.0 / 1e6),
+            conditional_throughput_mbps_l1: lower.map(|l| l * 84.0 * 8.0 / 1e6),
+            regular,
+            tester_limited: false,
+        }
+    }
+
+    #[test]
+    fn goals_bounds_and_cost_per_frame_size_with_irregular_results_marked() {
+        let rep = MlrSearchReport {
+            run: RunInfo {
+                linerate_version: "0".into(),
+                description: "lab".into(),
+                started_at: String::new(),
+                setup: "lab".into(),
+                port_a: "a".into(),
+                port_b: "b".into(),
+                line_speed_bps: 10_000_000_000,
+                engine: "xdp".into(),
+                placement: None,
+            },
+            results: vec![MlrSearchResult {
+                frame_size: 64,
+                l3_length: 46,
+                line_rate_fps: 14_880_952.0,
+                max_fps: 14_880_952.0,
+                min_fps: 1488.0,
+                goals: vec![
+                    goal("NDR", Some(990_000.0), Some(1_000_000.0), true),
+                    goal("PDR", Some(14_880_952.0), None, false),
+                ],
+                trial_seconds: 7.0,
+                trials: vec![],
+            }],
+            interrupted: None,
+        };
+        let t = mlrsearch_table(&rep);
+        assert!(t.contains("NDR: loss ratio 0 %, exceed ratio 0 %, final trial 1 s, duration sum 1 s, width 1 %"), "{t}");
+        assert!(
+            t.contains("NDR lower bound          990,000   Frames/s"),
+            "{t}"
+        );
+        assert!(
+            t.contains("PDR upper bound                -~  Frames/s"),
+            "{t}"
+        );
+        assert!(t.contains("Trial-seconds                  7   s"), "{t}");
+        assert!(t.contains("(~) irregular result"), "{t}");
+    }
+}
