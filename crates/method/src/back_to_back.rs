@@ -27,7 +27,8 @@
 //!   `B / R − (B / R) × T / R = (B / R) × (1 − T / R)`.
 //!
 //! When the device forwards the burst rate without loss (`T = R`) the test
-//! measures no buffer at all (every burst passes): the result says so.
+//! measures no buffer at all (every burst would pass): no burst is run and
+//! the result says so.
 //!
 //! A burst the tester sent slower than the burst rate (`offered_fps` below
 //! 99 % of it, or frames missing) is not a valid back-to-back burst: when
@@ -198,6 +199,10 @@ pub fn back_to_back<R: TrialRunner>(
     progress: &mut dyn FnMut(Step),
 ) -> Result<BackToBackResult, R::Error> {
     let mut reps: Vec<BurstSearch> = Vec::new();
+    if throughput_fps >= cfg.burst_fps * (1.0 - 1e-9) {
+        // Every burst would pass: nothing to measure (RFC 9004 section 5).
+        return Ok(summarize(frame, cfg, throughput_fps, line_rate_fps, reps));
+    }
     for k in 0..cfg.repeat.max(1) {
         let start = reps.last().map(|r| r.longest_burst_frames);
         let label = format!("repetition {}/{}", k + 1, cfg.repeat.max(1));
@@ -366,12 +371,18 @@ mod tests {
         let mut dut = SimulatedDut::new(2_000_000.0);
         let mut c = cfg(2);
         c.max_burst = 100_000;
+        // Its throughput is the burst rate: no burst is run.
         let r = back_to_back(&mut dut, frame(), &c, 1_000_000.0, 1.488e6, &mut |_| {}).unwrap();
+        assert_eq!(dut.trials_run, 0);
+        assert!(r.repetitions.is_empty());
+        assert!(r.not_meaningful.is_some());
+        // Told a lower throughput, it runs the bursts, and every one passes.
+        let r = back_to_back(&mut dut, frame(), &c, 500_000.0, 1.488e6, &mut |_| {}).unwrap();
         assert!(r
             .repetitions
             .iter()
             .all(|x| x.at_max_burst && x.trials.len() == 1));
-        assert!(r.not_meaningful.is_some());
+        assert!(r.not_meaningful.unwrap().contains("--max-burst"));
     }
 
     #[test]
