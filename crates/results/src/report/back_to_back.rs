@@ -44,6 +44,14 @@ pub fn back_to_back_table(report: &BackToBackReport) -> String {
             .collect()
     };
     let ms = |s: f64| format!("{:.3}", s * 1e3);
+    // No burst ran (nothing to measure): no figures, not zeros.
+    let measured = |r: &BackToBackResult, text: String| {
+        if r.repetitions.is_empty() {
+            "-".to_string()
+        } else {
+            text
+        }
+    };
     let rows: Vec<Row> = vec![
         (
             "Burst rate".into(),
@@ -57,37 +65,49 @@ pub fn back_to_back_table(report: &BackToBackReport) -> String {
         ),
         (
             "Burst mean".into(),
-            row(&|r| thousands(r.mean_burst_frames.round() as u64), true),
+            row(
+                &|r| measured(r, thousands(r.mean_burst_frames.round() as u64)),
+                true,
+            ),
             "frames".into(),
         ),
         (
             "  std dev".into(),
-            row(&|r| thousands(r.stddev_burst_frames.round() as u64), false),
+            row(
+                &|r| measured(r, thousands(r.stddev_burst_frames.round() as u64)),
+                false,
+            ),
             "frames".into(),
         ),
         (
             "  minimum".into(),
-            row(&|r| thousands(r.min_burst_frames), false),
+            row(&|r| measured(r, thousands(r.min_burst_frames)), false),
             "frames".into(),
         ),
         (
             "  maximum".into(),
-            row(&|r| thousands(r.max_passing_burst_frames), false),
+            row(
+                &|r| measured(r, thousands(r.max_passing_burst_frames)),
+                false,
+            ),
             "frames".into(),
         ),
         (
             "Implied buffer time".into(),
-            row(&|r| ms(r.implied_buffer_time_s), true),
+            row(&|r| measured(r, ms(r.implied_buffer_time_s)), true),
             "ms".into(),
         ),
         (
             "Corrected buffer time".into(),
-            row(&|r| ms(r.corrected_buffer_time_s), true),
+            row(&|r| measured(r, ms(r.corrected_buffer_time_s)), true),
             "ms".into(),
         ),
         (
             "Buffered frames".into(),
-            row(&|r| thousands(r.buffered_frames.round() as u64), true),
+            row(
+                &|r| measured(r, thousands(r.buffered_frames.round() as u64)),
+                true,
+            ),
             "frames".into(),
         ),
         (
