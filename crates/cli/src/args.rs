@@ -34,6 +34,12 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Frame loss rate vs offered load (RFC 2544 26.3): a sweep over given loads, or --rfc2544 from 100 % down; printed as the 100GE report's table.
+    Loss(crate::method_args::LossArgs),
+    /// MLRsearch (draft-ietf-bmwg-mlrsearch): NDR and PDR in one search, with relevant bounds and conditional throughput.
+    Mlrsearch(crate::method_args::MlrsearchArgs),
+    /// Back-to-back frames (RFC 2544 26.4, RFC 9004): longest burst without loss, repeated, and the DUT buffer time it implies.
+    BackToBack(crate::method_args::BackToBackArgs),
     /// The namespace lab: a Linux router between two tester ports.
     Lab {
         #[command(subcommand)]

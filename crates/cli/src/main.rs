@@ -8,6 +8,7 @@
 mod args;
 mod commands;
 mod exit;
+mod method_args;
 mod ports;
 mod progress;
 

@@ -5,8 +5,12 @@
 //! what to try next. The CLI implements [`TrialRunner`] on top of the engine;
 //! tests (and dry runs) use the [`sim::SimulatedDut`].
 
+pub mod back_to_back;
+pub mod frame_loss;
 pub mod latency;
+pub mod mlrsearch;
 pub mod sim;
+pub mod spec;
 pub mod throughput;
 
 pub use throughput::{

@@ -17,7 +17,13 @@ use std::convert::Infallible;
 ///   frames; offered more, it forwards `overload_forwarding` times that
 ///   (1.0: an ideal device keeps forwarding at capacity; 0.5: it collapses
 ///   to half, as a device in receive livelock does);
-/// - of the forwarded frames, every `loss_every_nth` is dropped anyway.
+/// - of the forwarded frames, every `loss_every_nth` is dropped anyway;
+/// - a buffer of `buffer_frames` lets it forward that many frames more than
+///   `floor(capacity × d)` (a burst of `N` frames at `f > capacity` passes
+///   while `N × (1 − capacity / f) <= buffer_frames`, RFC 9004's model);
+/// - offered more than `loss_above.0` frames/s, it also drops every
+///   `loss_above.1`-th forwarded frame (a device that loses a little
+///   above some rate, below its capacity).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimulatedDut {
     pub capacity_fps: f64,
@@ -29,6 +35,10 @@ pub struct SimulatedDut {
     pub overload_forwarding: f64,
     /// Trials run so far.
     pub trials_run: usize,
+    /// Frames the device buffers beyond its capacity in one trial.
+    pub buffer_frames: u64,
+    /// Above this offered rate (frames/s), drop every n-th forwarded frame.
+    pub loss_above: Option<(f64, u64)>,
 }
 
 impl SimulatedDut {
@@ -41,6 +51,8 @@ impl SimulatedDut {
             tester_ceiling_fps: None,
             overload_forwarding: 1.0,
             trials_run: 0,
+            buffer_frames: 0,
+            loss_above: None,
         }
     }
 
@@ -59,6 +71,16 @@ impl SimulatedDut {
         self
     }
 
+    pub fn with_buffer(mut self, frames: u64) -> Self {
+        self.buffer_frames = frames;
+        self
+    }
+
+    pub fn with_loss_above(mut self, fps: f64, every_nth: u64) -> Self {
+        self.loss_above = Some((fps, every_nth));
+        self
+    }
+
     /// Frames the device forwards in a trial of `duration_s` at most.
     pub fn capacity_frames(&self, duration_s: f64) -> u64 {
         (self.capacity_fps * duration_s).floor() as u64
@@ -72,13 +94,18 @@ impl SimulatedDut {
             Some(ceiling) => intended.min((ceiling * d).floor() as u64),
             None => intended,
         };
-        let capacity = self.capacity_frames(d);
+        let capacity = self.capacity_frames(d) + self.buffer_frames;
         let forwarded = if tx > capacity {
             (capacity as f64 * self.overload_forwarding).floor() as u64
         } else {
             tx
         };
         let rx = forwarded - self.loss_every_nth.map_or(0, |n| forwarded / n.max(1));
+        let offered = if d > 0.0 { tx as f64 / d } else { 0.0 };
+        let rx = match self.loss_above {
+            Some((fps, n)) if offered > fps => rx - rx / n.max(1),
+            _ => rx,
+        };
         let lost = intended - rx;
         TrialResult {
             frame_size: spec.frame.frame(),
@@ -88,7 +115,7 @@ impl SimulatedDut {
             l3_length: spec.frame.l3(),
             duration_s: d,
             intended_fps: spec.intended_fps,
-            offered_fps: if d > 0.0 { tx as f64 / d } else { 0.0 },
+            offered_fps: offered,
             intended_frames: intended,
             tx_frames: tx,
             rx_frames: rx,

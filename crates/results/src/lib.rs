@@ -7,6 +7,7 @@
 
 pub mod calibration;
 pub mod latency;
+pub mod methods;
 pub mod model;
 pub mod report;
 

@@ -4,7 +4,15 @@
 //! shares and unit conversions for display.
 
 use crate::model::{Placement, Rfc2544Report, ThroughputResult, TrialResult};
+
+mod back_to_back;
+mod frame_loss;
+mod grid;
+mod mlrsearch;
+pub use back_to_back::back_to_back_table;
+pub use frame_loss::frame_loss_table;
 use linerate_wire::units::PREAMBLE_AND_GAP;
+pub use mlrsearch::mlrsearch_table;
 use std::fmt::Write as _;
 
 mod latency;

@@ -1,11 +1,15 @@
 //! One module per subcommand.
 
+mod back_to_back;
 mod calibrate;
+mod frame_loss;
 mod lab;
 mod latency;
+mod mlrsearch;
 mod overhead;
 mod rfc2544;
 mod run;
+mod session;
 mod trial;
 
 use crate::args::{Cli, Command};
@@ -22,6 +26,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Overhead(args) => overhead::run(args),
         Command::Latency(args) => latency::run(args, &*interrupt_flag()?),
         Command::Calibrate(args) => calibrate::run(args, &*interrupt_flag()?),
+        Command::Loss(args) => frame_loss::run(args, &*interrupt_flag()?),
+        Command::Mlrsearch(args) => mlrsearch::run(args, &*interrupt_flag()?),
+        Command::BackToBack(args) => back_to_back::run(args, &*interrupt_flag()?),
     }
 }
 

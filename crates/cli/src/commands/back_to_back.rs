@@ -1,0 +1,160 @@
+//! `linerate back-to-back`: the longest burst at the burst rate without
+//! loss (RFC 2544 section 26.4 as updated by RFC 9004), repeated, with the
+//! DUT buffer time it implies.
+
+use super::rfc2544::EngineRunner;
+use super::session::{self, fps_within_line, parse_rate};
+use crate::exit::Outcome;
+use crate::method_args::BackToBackArgs;
+use crate::ports::{check_writable, parse_percent, parse_trial_duration};
+use crate::progress;
+use anyhow::{anyhow, bail, Result};
+use linerate_method::back_to_back::{self, BackToBackConfig};
+use linerate_method::spec::Step;
+use linerate_method::{find_throughput, Progress, ThroughputConfig};
+use linerate_results::methods::BackToBackReport;
+use linerate_results::{report, TrialResult};
+use linerate_wire::FrameSize;
+use std::sync::atomic::AtomicBool;
+
+/// `--max-burst`: frames (`100000`) or a time at the burst rate (`2s`).
+fn max_burst_frames(text: &str, burst_fps: f64) -> Result<u64> {
+    let t = text.trim().replace('_', "");
+    if let Ok(n) = t.parse::<u64>() {
+        return Ok(n);
+    }
+    let d = humantime::parse_duration(&t).map_err(|_| {
+        anyhow!(
+            "--max-burst '{text}' is neither a number of frames (100000) nor a time (2s, 500ms)"
+        )
+    })?;
+    Ok((d.as_secs_f64() * burst_fps).round() as u64)
+}
+
+pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
+    let frames = session::frame_sizes(&args.size, &[64])?;
+    let resolution = parse_percent(&args.resolution, "--resolution")?;
+    let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
+    let max_rate = args
+        .max_rate
+        .as_deref()
+        .map(|t| parse_rate(t, "--max-rate"))
+        .transpose()?;
+    let throughput = args
+        .throughput
+        .as_deref()
+        .map(|t| parse_rate(t, "--throughput"))
+        .transpose()?;
+    if args.repeat == 0 {
+        bail!("--repeat 0: give at least 1 repetition (RFC 2544 asks for 50)");
+    }
+    check_writable(args.json.as_deref())?;
+
+    let mut s = session::open(&args.ports, &frames, "back-to-back frames")?;
+    let line_bps = s.bed.line_bps;
+    let mut plans: Vec<(FrameSize, f64, BackToBackConfig, Option<f64>)> = Vec::new();
+    for &frame in &frames {
+        let line_fps = frame.line_rate_fps(line_bps);
+        let burst_fps = match (&max_rate, &args.max_rate) {
+            (Some(r), Some(t)) => fps_within_line(*r, t, "--max-rate", frame, line_bps)?,
+            _ => line_fps,
+        };
+        let cfg = BackToBackConfig {
+            burst_fps,
+            max_burst: max_burst_frames(&args.max_burst, burst_fps)?,
+            resolution,
+            repeat: args.repeat,
+        };
+        cfg.validate()?;
+        let known = match (&throughput, &args.throughput) {
+            (Some(r), Some(t)) => Some(fps_within_line(*r, t, "--throughput", frame, line_bps)?),
+            _ => None,
+        };
+        plans.push((frame, line_fps, cfg, known));
+    }
+
+    let mut rep = BackToBackReport {
+        run: s.run.clone(),
+        repeat: args.repeat,
+        resolution,
+        results: Vec::new(),
+        interrupted: None,
+    };
+    let json = args.json.as_deref();
+    for (frame, line_fps, cfg, known) in plans {
+        let mut trials: Vec<TrialResult> = Vec::new();
+        let keep = |result: &TrialResult, trials: &mut Vec<TrialResult>| {
+            trials.push(result.clone());
+            let mut partial = rep.clone();
+            partial.interrupted = Some(session::unfinished(frame, trials.clone()));
+            session::save_partial(json, &partial);
+        };
+        // RFC 9004: the throughput first, for the corrected buffer time.
+        let mut search = None;
+        let throughput_fps = match known {
+            Some(fps) => fps,
+            None => {
+                eprintln!(
+                    "linerate: RFC 2544 throughput of {}-byte frames first (RFC 9004 needs it for the buffer time)",
+                    frame.frame()
+                );
+                let mut tcfg = ThroughputConfig::new(cfg.burst_fps, trial_duration);
+                tcfg.resolution = ThroughputConfig::DEFAULT_RESOLUTION;
+                let mut runner = EngineRunner {
+                    engine: &mut s.bed.engine,
+                    interrupt,
+                };
+                let found = find_throughput(&mut runner, frame, &tcfg, line_fps, &mut |p| {
+                    progress::show(&p, line_fps);
+                    if let Progress::TrialDone { result, .. } = p {
+                        keep(result, &mut trials);
+                    }
+                });
+                match found {
+                    Ok(r) => {
+                        let fps = r.throughput_fps;
+                        search = Some(r);
+                        fps
+                    }
+                    Err(e) => {
+                        rep.interrupted = Some(session::unfinished(frame, trials));
+                        let table = report::back_to_back_table(&rep);
+                        return session::stopped(e, json, &rep, table);
+                    }
+                }
+            }
+        };
+        let mut runner = EngineRunner {
+            engine: &mut s.bed.engine,
+            interrupt,
+        };
+        let outcome = back_to_back::back_to_back(
+            &mut runner,
+            frame,
+            &cfg,
+            throughput_fps,
+            line_fps,
+            &mut |step: Step| {
+                session::show(&step, line_fps);
+                if let Step::Done { result, .. } = step {
+                    keep(result, &mut trials);
+                }
+            },
+        );
+        match outcome {
+            Ok(mut result) => {
+                result.throughput_search = search;
+                rep.results.push(result);
+            }
+            Err(e) => {
+                rep.interrupted = Some(session::unfinished(frame, trials));
+                let table = report::back_to_back_table(&rep);
+                return session::stopped(e, json, &rep, table);
+            }
+        }
+        session::save_partial(json, &rep);
+    }
+    print!("{}", report::back_to_back_table(&rep));
+    session::finish(json, &rep)?;
+    Ok(Outcome::Passed)
+}

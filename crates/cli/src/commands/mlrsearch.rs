@@ -1,0 +1,101 @@
+//! `linerate mlrsearch`: NDR and PDR per frame size in one search
+//! (draft-ietf-bmwg-mlrsearch), with relevant bounds and conditional
+//! throughput.
+
+use super::rfc2544::EngineRunner;
+use super::session::{self, fps_within_line, parse_rate};
+use crate::exit::Outcome;
+use crate::method_args::MlrsearchArgs;
+use crate::ports::{check_writable, parse_percent, parse_trial_duration};
+use anyhow::Result;
+use linerate_method::mlrsearch::{self, MlrConfig};
+use linerate_method::spec::Step;
+use linerate_results::methods::MlrSearchReport;
+use linerate_results::{report, TrialResult};
+use std::sync::atomic::AtomicBool;
+
+const DEFAULT_SIZES: [u64; 7] = [64, 128, 256, 512, 1024, 1280, 1518];
+
+pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
+    let frames = session::frame_sizes(&args.size, &DEFAULT_SIZES)?;
+    let final_trial = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
+    let initial = args
+        .initial_trial_duration
+        .as_deref()
+        .map(|t| parse_trial_duration(t, "--initial-trial-duration"))
+        .transpose()?
+        .unwrap_or(final_trial);
+    let duration_sum = args
+        .duration_sum
+        .as_deref()
+        .map(|t| parse_trial_duration(t, "--duration-sum"))
+        .transpose()?
+        .unwrap_or(final_trial);
+    let exceed = parse_percent(&args.exceed_ratio, "--exceed-ratio")?;
+    let width = parse_percent(&args.width, "--width")?;
+    let pdr_loss = parse_percent(&args.pdr_loss, "--pdr-loss")?;
+    let max_rate = args
+        .max_rate
+        .as_deref()
+        .map(|t| parse_rate(t, "--max-rate"))
+        .transpose()?;
+    check_writable(args.json.as_deref())?;
+    // The goals are checked before any port is opened.
+    let goals_for = |max_fps: f64| {
+        let mut cfg = MlrConfig::ndr_pdr(max_fps, final_trial, width, pdr_loss);
+        for g in &mut cfg.goals {
+            g.exceed_ratio = exceed;
+            g.duration_sum = duration_sum;
+            g.initial_trial_duration = initial;
+        }
+        cfg
+    };
+    goals_for(1.0).validate()?;
+
+    let mut s = session::open(&args.ports, &frames, "MLRsearch")?;
+    let line_bps = s.bed.line_bps;
+    let mut plans = Vec::new();
+    for &frame in &frames {
+        let line_fps = frame.line_rate_fps(line_bps);
+        let max_fps = match (&max_rate, &args.max_rate) {
+            (Some(r), Some(t)) => fps_within_line(*r, t, "--max-rate", frame, line_bps)?,
+            _ => line_fps,
+        };
+        plans.push((frame, line_fps, goals_for(max_fps)));
+    }
+
+    let mut rep = MlrSearchReport {
+        run: s.run.clone(),
+        results: Vec::new(),
+        interrupted: None,
+    };
+    let json = args.json.as_deref();
+    for (frame, line_fps, cfg) in plans {
+        let mut trials: Vec<TrialResult> = Vec::new();
+        let mut on_step = |step: Step| {
+            session::show(&step, line_fps);
+            if let Step::Done { result, .. } = step {
+                trials.push(result.clone());
+                let mut partial = rep.clone();
+                partial.interrupted = Some(session::unfinished(frame, trials.clone()));
+                session::save_partial(json, &partial);
+            }
+        };
+        let mut runner = EngineRunner {
+            engine: &mut s.bed.engine,
+            interrupt,
+        };
+        match mlrsearch::search(&mut runner, frame, &cfg, line_fps, &mut on_step) {
+            Ok(result) => rep.results.push(result),
+            Err(e) => {
+                rep.interrupted = Some(session::unfinished(frame, trials));
+                let table = report::mlrsearch_table(&rep);
+                return session::stopped(e, json, &rep, table);
+            }
+        }
+        session::save_partial(json, &rep);
+    }
+    print!("{}", report::mlrsearch_table(&rep));
+    session::finish(json, &rep)?;
+    Ok(Outcome::Passed)
+}

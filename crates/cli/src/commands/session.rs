@@ -1,0 +1,197 @@
+//! What the method commands (`loss`, `mlrsearch`, `back-to-back`) share:
+//! frame sizes, the test bed and the run's header, rates per frame size,
+//! progress lines, and keeping every trial when a run stops early.
+
+use super::rfc2544::{describe_port, write_json};
+use crate::args::PortArgs;
+use crate::exit::Outcome;
+use crate::method_args::SizeArgs;
+use crate::ports::{self, TestBed};
+use anyhow::{bail, Context, Result};
+use linerate_engine::EngineError;
+use linerate_method::spec::Step;
+use linerate_results::methods::{RunInfo, UnfinishedTrials};
+use linerate_results::report::{self, thousands};
+use linerate_results::TrialResult;
+use linerate_wire::{FrameSize, Rate};
+use std::path::Path;
+use std::time::SystemTime;
+
+/// The frame sizes asked for, or `default`.
+pub(crate) fn frame_sizes(size: &SizeArgs, default: &[u64]) -> Result<Vec<FrameSize>> {
+    let sizes = match (&size.l3_length, &size.sizes) {
+        (Some(l3), _) => l3
+            .iter()
+            .map(|&n| FrameSize::from_l3(n))
+            .collect::<Result<Vec<_>, _>>()?,
+        (None, Some(s)) => s
+            .iter()
+            .map(|&n| FrameSize::from_frame(n))
+            .collect::<Result<Vec<_>, _>>()?,
+        (None, None) => default
+            .iter()
+            .map(|&n| FrameSize::from_frame(n))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    if sizes.is_empty() {
+        bail!("no frame size given: use --sizes 64,128,... or --l3-length 40,...");
+    }
+    Ok(sizes)
+}
+
+/// The ports, ready, and the header of the run's report.
+pub(crate) struct Session {
+    pub bed: TestBed,
+    pub run: RunInfo,
+}
+
+/// Opens the ports for `frames`, prints what runs where (`what` names the
+/// test) and resolves the gateways.
+pub(crate) fn open(ports_args: &PortArgs, frames: &[FrameSize], what: &str) -> Result<Session> {
+    let max_frame_len = frames.iter().map(|f| f.buffer_len()).max().unwrap_or(0);
+    let mut bed = ports::open(ports_args, max_frame_len)?;
+    for f in frames {
+        bed.engine.check_frame(*f)?;
+    }
+    let port_a = describe_port(bed.engine.port_a());
+    let port_b = describe_port(bed.engine.port_b());
+    eprintln!(
+        "linerate: {what} on {port_a} -> {port_b}, line speed {} ({})",
+        report::line_speed(bed.line_bps),
+        bed.line_speed_source,
+    );
+    if let Some(p) = &bed.placement {
+        eprintln!("linerate: {}", p.note);
+    }
+    if let Some(why) = &bed.engine_reason {
+        eprintln!("linerate: engine {} ({why})", bed.engine.config().name);
+    }
+    let run = RunInfo {
+        linerate_version: env!("CARGO_PKG_VERSION").to_string(),
+        description: if bed.setup == "lab" {
+            "LAN-LAN routing, lab Linux router in a network namespace".to_string()
+        } else {
+            format!(
+                "{} -> {} (external DUT)",
+                bed.engine.port_a().ifname,
+                bed.engine.port_b().ifname
+            )
+        },
+        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        setup: bed.setup.to_string(),
+        port_a,
+        port_b,
+        line_speed_bps: bed.line_bps,
+        engine: bed.engine.config().name.clone(),
+        placement: bed.placement.clone(),
+    };
+    bed.engine.resolve()?;
+    Ok(Session { bed, run })
+}
+
+/// Parses a rate option (`text` as given to `option`).
+pub(crate) fn parse_rate(text: &str, option: &str) -> Result<Rate> {
+    Rate::parse(text).with_context(|| option.to_string())
+}
+
+/// `rate` in frames/s for `frame`, refused above the line rate.
+pub(crate) fn fps_within_line(
+    rate: Rate,
+    text: &str,
+    option: &str,
+    frame: FrameSize,
+    line_bps: u64,
+) -> Result<f64> {
+    let line_fps = frame.line_rate_fps(line_bps);
+    let fps = rate.to_fps(frame, line_bps);
+    if fps > line_fps * 1.000_001 {
+        bail!(
+            "{option} {text} is {fps:.0} frames/s, above the line rate for {}-byte frames ({line_fps:.0} frames/s at {}): lower it or set --line-speed",
+            frame.frame(),
+            report::line_speed(line_bps)
+        );
+    }
+    Ok(fps)
+}
+
+/// Progress on stderr, one line per trial; stdout is kept for the table.
+pub(crate) fn show(step: &Step, line_rate_fps: f64) {
+    match step {
+        Step::Starting {
+            frame,
+            trial_no,
+            spec,
+            why,
+        } => {
+            eprint!(
+                "[{:>5} B] trial {:>3}: {:>11} fps ({:5.1} % of line) {:>7} {why} ... ",
+                frame.frame(),
+                trial_no,
+                thousands(spec.intended_fps.round() as u64),
+                100.0 * spec.intended_fps / line_rate_fps,
+                humantime::format_duration(spec.duration).to_string(),
+            );
+        }
+        Step::Done { result, passed, .. } => {
+            let verdict = if *passed { "pass" } else { "FAIL" };
+            let short = if result.generator_short {
+                "  (tester could not offer this rate)"
+            } else {
+                ""
+            };
+            eprintln!(
+                "{verdict}: tx {} rx {} loss {:.4} %{short}",
+                thousands(result.tx_frames),
+                thousands(result.rx_frames),
+                100.0 * result.loss_ratio,
+            );
+        }
+    }
+}
+
+/// The trials of a frame size whose method did not finish.
+pub(crate) fn unfinished(frame: FrameSize, trials: Vec<TrialResult>) -> UnfinishedTrials {
+    UnfinishedTrials {
+        frame_size: frame.frame(),
+        l3_length: frame.l3(),
+        trials,
+    }
+}
+
+/// Writes `report` to `json` if asked; a failure is ignored here (disk
+/// full mid-run must not stop the measurement; the final write reports it).
+pub(crate) fn save_partial(json: Option<&Path>, report: &impl serde::Serialize) {
+    if let Some(path) = json {
+        let _ = write_json(path, report);
+    }
+}
+
+/// A method stopped by `e`: the report (with the unfinished trials) is
+/// saved and, when interrupted, the table so far printed.
+pub(crate) fn stopped(
+    e: EngineError,
+    json: Option<&Path>,
+    report: &impl serde::Serialize,
+    table: String,
+) -> Result<Outcome> {
+    eprintln!();
+    if let Some(path) = json {
+        write_json(path, report)?;
+    }
+    if let EngineError::Interrupted = e {
+        print!("{table}");
+        return Ok(Outcome::Interrupted(
+            "results measured so far were kept".into(),
+        ));
+    }
+    Err(e.into())
+}
+
+/// Writes the final report and says where.
+pub(crate) fn finish(json: Option<&Path>, report: &impl serde::Serialize) -> Result<()> {
+    if let Some(path) = json {
+        write_json(path, report)?;
+        eprintln!("linerate: every trial written to {}", path.display());
+    }
+    Ok(())
+}

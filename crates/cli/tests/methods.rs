@@ -1,0 +1,389 @@
+//! The methods beyond the throughput search, on DUTs whose behaviour is
+//! known: the lab's Linux router with an nftables ruleset (a policer, or a
+//! rule dropping every 100th packet). Frame loss vs offered load, its RFC
+//! 2544 section 26.3 mode, MLRsearch and back-to-back. Rates stay far below
+//! the tester's ceiling so the DUT, not the tester, limits; af_packet for
+//! the policer (see known_dut.rs: the xdp engine's catch-up bursts drain a
+//! policer's bucket early). Needs root and nft; run with --test-threads=1.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn nft_present() -> bool {
+    let ok = std::process::Command::new("nft")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("SKIPPED (needs nft, from the nftables package)");
+    }
+    ok
+}
+
+/// Packets beyond 20,000/s (after a 1,000-packet burst) dropped, counted.
+const POLICER: &str = "table ip t {
+    chain c {
+        type filter hook forward priority 0; policy accept;
+        limit rate over 20000/second burst 1000 packets counter drop
+    }
+}
+";
+
+/// The options every run here shares.
+fn lab_args<'a>(lab: &'a str, json: &'a TempFile) -> Vec<&'a str> {
+    vec![
+        "--lab",
+        "--lab-name",
+        lab,
+        "--engine",
+        "af_packet",
+        "--straggler-wait",
+        "500ms",
+        "--json",
+        json.arg(),
+    ]
+}
+
+fn run_method(cmd: &str, lab: &str, json: &TempFile, extra: &[&str]) -> Run {
+    let mut args = vec![cmd];
+    args.extend(lab_args(lab, json));
+    args.extend_from_slice(extra);
+    linerate(&args)
+}
+
+/// Every trial in `trials`, checked, and the frames that left the tester
+/// but never arrived, in total: what the DUT dropped. (Frames the tester
+/// did not send count as lost in `lost_frames`, but never reached the DUT.)
+fn dropped_in(trials: &[Value]) -> u64 {
+    trials
+        .iter()
+        .map(|t| {
+            assert_trial_consistent(t);
+            u(t, "tx_frames") - u(t, "rx_frames")
+        })
+        .sum()
+}
+
+#[test]
+fn loss_sweep_counts_every_hundredth_frame_exactly() {
+    if !root_or_skip("loss_sweep_counts_every_hundredth_frame_exactly") || !nft_present() {
+        return;
+    }
+    let (lab, _guard) = lab_up("ls");
+    let dut = format!("lr-{lab}-dut");
+    nft_load(&dut, EVERY_100TH);
+    let json = TempFile::new("losssweep");
+    let run = run_method(
+        "loss",
+        &lab,
+        &json,
+        &[
+            "--sizes",
+            "128",
+            "--loads",
+            "10kpps,20000fps",
+            "--trial-duration",
+            "1s",
+            "--label",
+            "every 100th",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let rep = json.json();
+    assert_eq!(rep["mode"], "sweep");
+    let s = &rep["series"][0];
+    assert_eq!(s["label"], "every 100th");
+    let points = s["points"].as_array().expect("points");
+    assert_eq!(points.len(), 2, "{s}");
+    for (p, (load, fps)) in points
+        .iter()
+        .zip([("10kpps", 10_000), ("20000fps", 20_000)])
+    {
+        assert_eq!(p["load"], load, "{p}");
+        let t = &p["trial"];
+        assert_trial_consistent(t);
+        assert_eq!(u(t, "intended_frames"), fps, "{p}");
+        assert_eq!(u(t, "tx_frames"), fps, "{p}");
+        assert_eq!(p["generator_short"], false, "{p}");
+        // numgen drops exactly every 100th forwarded packet.
+        assert_eq!(u(t, "lost_frames"), fps / 100, "{p}");
+        assert!((f(p, "loss_ratio") - 0.01).abs() < 1e-12, "{p}");
+        assert_eq!(f(p, "offered_fps"), f(t, "offered_fps"));
+        assert_eq!(f(p, "intended_fps"), fps as f64);
+    }
+    let [forwarded, dropped] = nft_counters(&dut)[..] else {
+        panic!("two counters expected");
+    };
+    assert_eq!(forwarded, 30_000);
+    assert_eq!(dropped, 300);
+    // The 100GE report's layout: MPPS columns, loss cells, the offered row.
+    assert!(run.stdout.contains("MPPS "), "{}", run.stdout);
+    assert!(run.stdout.contains("| 0.01 | 0.02 |"), "{}", run.stdout);
+    let row = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("every 100th"))
+        .expect("the row");
+    assert_eq!(row.matches("1.0%").count(), 2, "{row}");
+    assert!(run.stdout.contains("  offered"), "{}", run.stdout);
+}
+
+#[test]
+fn loss_rfc2544_mode_steps_down_until_two_zero_loss_trials() {
+    if !root_or_skip("loss_rfc2544_mode_steps_down_until_two_zero_loss_trials") || !nft_present() {
+        return;
+    }
+    let (lab, _guard) = lab_up("lr");
+    let dut = format!("lr-{lab}-dut");
+    nft_load(&dut, POLICER);
+    let json = TempFile::new("lossrfc");
+    let run = run_method(
+        "loss",
+        &lab,
+        &json,
+        &[
+            "--sizes",
+            "64",
+            "--rfc2544",
+            "--max-rate",
+            "40kpps",
+            "--trial-duration",
+            "1s",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let rep = json.json();
+    assert_eq!(rep["mode"], "rfc2544");
+    let points = rep["series"][0]["points"]
+        .as_array()
+        .expect("points")
+        .clone();
+    let n = points.len();
+    assert!(n >= 2, "{rep}");
+    for (k, p) in points.iter().enumerate() {
+        assert_eq!(p["load"], format!("{}%", 100 - 10 * k), "{p}");
+        assert!((f(p, "intended_fps") - 40_000.0 * (1.0 - 0.1 * k as f64)).abs() < 1e-6);
+    }
+    let zero = |p: &Value| u(&p["trial"], "lost_frames") == 0;
+    // Stopped at the first two successive zero-loss trials, not before.
+    assert!(zero(&points[n - 1]) && zero(&points[n - 2]), "{rep}");
+    for k in 1..n - 1 {
+        assert!(!(zero(&points[k - 1]) && zero(&points[k])), "{rep}");
+    }
+    // At 40,000/s the policer passes about 20,000 + the burst of 1,000.
+    let first = f(&points[0], "loss_ratio");
+    assert!((0.40..=0.55).contains(&first), "loss at 100 %: {first}");
+    // Every lost frame was the policer's.
+    let trials: Vec<Value> = points.iter().map(|p| p["trial"].clone()).collect();
+    assert_eq!(nft_counters(&dut), vec![dropped_in(&trials)]);
+    assert!(run.stdout.contains("% of max"), "{}", run.stdout);
+    let header = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("% of max"))
+        .expect("header");
+    assert!(
+        header.contains(" 100% |") && header.contains(" 90% |"),
+        "{header}"
+    );
+}
+
+#[test]
+fn mlrsearch_finds_a_policers_ndr_and_pdr_in_one_search() {
+    if !root_or_skip("mlrsearch_finds_a_policers_ndr_and_pdr_in_one_search") || !nft_present() {
+        return;
+    }
+    let (lab, _guard) = lab_up("ml");
+    let dut = format!("lr-{lab}-dut");
+    nft_load(&dut, POLICER);
+    let json = TempFile::new("mlr");
+    let run = run_method(
+        "mlrsearch",
+        &lab,
+        &json,
+        &[
+            "--sizes",
+            "64",
+            "--max-rate",
+            "60kpps",
+            "--trial-duration",
+            "1s",
+            "--width",
+            "2%",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let rep = json.json();
+    let r = &rep["results"][0];
+    let (ndr, pdr) = (&r["goals"][0], &r["goals"][1]);
+    assert_eq!(ndr["goal"]["name"], "NDR");
+    assert_eq!(pdr["goal"]["name"], "PDR");
+    assert_eq!(f(&pdr["goal"], "loss_ratio"), 0.005);
+    let bound = |g: &Value, k: &str| f(g, k);
+    let (nl, nu) = (
+        bound(ndr, "relevant_lower_bound_fps"),
+        bound(ndr, "relevant_upper_bound_fps"),
+    );
+    let (pl, pu) = (
+        bound(pdr, "relevant_lower_bound_fps"),
+        bound(pdr, "relevant_upper_bound_fps"),
+    );
+    // A 1 s trial gets 20,000 + the 1,000 burst through: no rate above
+    // ~21,000/s passes NDR, nor above 21,000 / 0.995 PDR. Timing noise of
+    // the 2-core VM can make a rate a little below 20,000 fail.
+    assert!((17_000.0..=21_500.0).contains(&nl), "NDR lower {nl}: {r}");
+    assert!(nu > nl && (nu - nl) / nu <= 0.02 + 1e-9, "NDR [{nl}, {nu}]");
+    assert!(pl >= nl && pl <= 21_700.0, "PDR lower {pl}: {r}");
+    assert!(pu > pl && (pu - pl) / pu <= 0.02 + 1e-9, "PDR [{pl}, {pu}]");
+    assert_eq!(ndr["regular"], true);
+    assert_eq!(pdr["regular"], true);
+    // NDR's conditional throughput is its lower bound (zero loss there).
+    assert_eq!(f(ndr, "conditional_throughput_fps"), nl);
+    let trials = r["trials"].as_array().expect("trials");
+    assert_eq!(f(r, "trial_seconds"), trials.len() as f64);
+    // Lower bounds stand on zero-loss (NDR) or low-loss (PDR) trials.
+    assert!(trials
+        .iter()
+        .any(|t| f(t, "intended_fps") == nl && u(t, "lost_frames") == 0));
+    assert_eq!(nft_counters(&dut), vec![dropped_in(trials)]);
+    assert!(trials.iter().all(|t| t["generator_short"] == false), "{r}");
+    assert!(run.stdout.contains("NDR lower bound"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("PDR cond. throughput"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn back_to_back_bursts_of_a_policer_show_its_bucket() {
+    if !root_or_skip("back_to_back_bursts_of_a_policer_show_its_bucket") || !nft_present() {
+        return;
+    }
+    let (lab, _guard) = lab_up("bb");
+    let dut = format!("lr-{lab}-dut");
+    nft_load(&dut, POLICER);
+    let json = TempFile::new("b2b");
+    let run = run_method(
+        "back-to-back",
+        &lab,
+        &json,
+        &[
+            "--sizes",
+            "64",
+            "--max-rate",
+            "60kpps",
+            "--throughput",
+            "20kpps",
+            "--max-burst",
+            "6000",
+            "--repeat",
+            "3",
+            "--resolution",
+            "2%",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let rep = json.json();
+    let r = &rep["results"][0];
+    let reps = r["repetitions"].as_array().expect("repetitions");
+    assert_eq!(reps.len(), 3);
+    let mut all: Vec<Value> = Vec::new();
+    for x in reps {
+        let b = u(x, "longest_burst_frames");
+        // The bucket holds 1,000 packets and refills at 20,000/s while a
+        // burst at 60,000/s arrives: no burst above 1,500 frames can pass.
+        assert!((200..=1_600).contains(&b), "longest burst {b}: {x}");
+        let trials = x["trials"].as_array().expect("trials");
+        for t in trials {
+            // A burst is a trial of exactly the frames asked for.
+            let frames = u(t, "intended_frames") as f64;
+            assert!((frames / 60_000.0 - f(t, "duration_s")).abs() < 1e-6, "{t}");
+        }
+        // The longest passing burst arrived whole.
+        assert!(trials.iter().any(|t| u(t, "intended_frames") == b
+            && u(t, "rx_frames") == b
+            && u(t, "lost_frames") == 0));
+        all.extend(trials.iter().cloned());
+    }
+    let mean = f(r, "mean_burst_frames");
+    assert!(
+        mean >= u(r, "min_burst_frames") as f64 && mean <= u(r, "max_passing_burst_frames") as f64
+    );
+    // RFC 9004: implied = B / R; corrected = implied × (1 − T / R).
+    let implied = f(r, "implied_buffer_time_s");
+    assert!((implied - mean / 60_000.0).abs() < 1e-12, "{r}");
+    let corrected = f(r, "corrected_buffer_time_s");
+    assert!(
+        (corrected - implied * (1.0 - 20_000.0 / 60_000.0)).abs() < 1e-12,
+        "{r}"
+    );
+    assert!(r["not_meaningful"].is_null(), "{r}");
+    assert_eq!(nft_counters(&dut), vec![dropped_in(&all)]);
+    assert!(
+        run.stdout.contains("Corrected buffer time"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn bad_method_settings_are_refused_before_any_trial() {
+    // Checked before any port is opened: no root needed.
+    let run = linerate(&["loss", "--lab", "--rfc2544", "--step", "20%"]);
+    assert_bad_input(&run);
+    assert!(run.stderr.contains("--step"), "{}", run.dump());
+    let run = linerate(&["loss", "--lab", "--loads", "fast"]);
+    assert_bad_input(&run);
+    assert!(run.stderr.contains("--loads"), "{}", run.dump());
+    let run = linerate(&["mlrsearch", "--lab", "--width", "0"]);
+    assert_bad_input(&run);
+    assert!(run.stderr.contains("width"), "{}", run.dump());
+    let run = linerate(&["back-to-back", "--lab", "--repeat", "0"]);
+    assert_bad_input(&run);
+    assert!(run.stderr.contains("--repeat"), "{}", run.dump());
+    // Neither loads nor --rfc2544: clap's usage error, exit 2.
+    let run = linerate(&["loss", "--lab"]);
+    assert_eq!(run.code, 2, "{}", run.dump());
+    assert!(!run.stderr.contains("panicked"), "{}", run.dump());
+}
+
+#[test]
+fn an_interrupted_sweep_keeps_the_trials_it_ran() {
+    if !root_or_skip("an_interrupted_sweep_keeps_the_trials_it_ran") {
+        return;
+    }
+    let (lab, _guard) = lab_up("li");
+    let json = TempFile::new("lossint");
+    let mut args = vec!["loss"];
+    args.extend(lab_args(&lab, &json));
+    args.extend_from_slice(&[
+        "--sizes",
+        "64",
+        "--loads",
+        "10kpps,11kpps,12kpps,13kpps,14kpps,15kpps",
+        "--trial-duration",
+        "2s",
+    ]);
+    let mut spawned = Spawned::start(&args);
+    let one_done = spawned.wait_for_stderr(std::time::Duration::from_secs(30), |e| {
+        e.contains("pass:") || e.contains("FAIL:")
+    });
+    assert!(one_done, "no trial finished: {}", spawned.stderr_now());
+    signal(spawned.pid, nix::sys::signal::Signal::SIGINT);
+    let run = spawned.finish(RUN_LIMIT);
+    assert_eq!(run.code, 130, "{}", run.dump());
+    assert!(run.stderr.contains("interrupted"), "{}", run.dump());
+    let rep = json.json();
+    let kept = rep["interrupted"]["trials"]
+        .as_array()
+        .expect("kept trials");
+    assert!(!kept.is_empty() && kept.len() < 6, "{rep}");
+    for t in kept {
+        assert_trial_consistent(t);
+    }
+    assert_eq!(f(&kept[0], "intended_fps"), 10_000.0);
+}

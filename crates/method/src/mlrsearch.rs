@@ -1,0 +1,617 @@
+//! MLRsearch (draft-ietf-bmwg-mlrsearch, as implemented in FD.io CSIT):
+//! several throughputs — typically NDR (no loss) and PDR (e.g. 0.5 % loss) —
+//! found in one search, from one shared set of trials.
+//!
+//! # The draft's terms, as used here
+//!
+//! A **search goal** ([`SearchGoal`]) has a Goal Loss Ratio, a Goal Exceed
+//! Ratio, a Goal Final Trial Duration, a Goal Duration Sum and a Goal Width
+//! (relative here: `(upper − lower) / upper`), plus the optional Goal
+//! Initial Trial Duration.
+//!
+//! Against a goal, a trial is **high-loss** when its loss ratio is above
+//! the goal's loss ratio (else low-loss), and **short** when its duration
+//! is below the goal's final trial duration (else full-length).
+//!
+//! **Load classification** ([`classify`], the draft's Appendix A): all
+//! trials at one intended load make it a *lower bound* (the goal is
+//! certain to be upheld there whatever further trials up to the duration
+//! sum would show), an *upper bound* (certain to fail) or *undecided*.
+//! Short low-loss trials never make a lower bound on their own; with an
+//! exceed ratio of 0 any high-loss trial, even short, makes an upper bound.
+//!
+//! The **relevant upper bound** is the smallest load classified as an
+//! upper bound; the **relevant lower bound** the largest lower bound below
+//! it. A goal result is *regular* when both exist and lie within the goal
+//! width. The **conditional throughput** ([`conditional_throughput`],
+//! Appendix B) is the relevant lower bound's load times (1 − the loss ratio
+//! of its full-length trials at the exceed-ratio quantile): the forwarding
+//! rate a trial there typically achieves.
+//!
+//! # How loads and durations are chosen (the controller)
+//!
+//! The draft leaves this free; this one follows CSIT's ideas:
+//!
+//! - Each goal is reached through a chain of *targets*: the goal itself,
+//!   and coarser intermediate targets with half the trial duration and
+//!   twice the width each, down to the initial trial duration. Targets are
+//!   solved coarse to fine, all goals at one level before the next level,
+//!   stricter loss ratios first; every trial counts for every target.
+//! - For a target: with neither bound, try the largest undecided load
+//!   (usually the coarser level's lower bound, now at full length), else
+//!   the maximum load. After the first high-loss trial the next load is the
+//!   rate the device really forwarded in it (the overload hint, once per
+//!   search). Without a lower bound the load steps down from the upper
+//!   bound, without an upper bound up from the lower bound, by the width
+//!   doubled on each step; with both, undecided loads between them are
+//!   measured first, then the bracket is bisected until it is within the
+//!   target's width.
+//!
+//! A search at the RFC 2544 compliant goal (loss 0, exceed 0, duration sum
+//! = final trial duration) ends with bounds no binary search could improve
+//! on for the same width; the NDR and PDR share trials, so the pair costs
+//! little more than the NDR alone.
+
+use crate::spec::{constant_rate, run_reported, Step};
+use crate::TrialRunner;
+use linerate_results::methods::{GoalResultRecord, MlrSearchResult, SearchGoalRecord};
+use linerate_results::TrialResult;
+use linerate_wire::units::{FrameSize, Layer};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The search never runs more trials than this (a DUT whose answers change
+/// from trial to trial could otherwise keep it going).
+pub const MAX_TRIALS: usize = 100;
+
+/// Tolerance of duration sums and load comparisons (floating point).
+const EPS: f64 = 1e-9;
+
+/// A search goal of the draft.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchGoal {
+    /// "NDR", "PDR", ... (for the report).
+    pub name: String,
+    /// Goal Loss Ratio: 0 for NDR, e.g. 0.005 for PDR.
+    pub loss_ratio: f64,
+    /// Goal Exceed Ratio: share of trial-seconds that may be high-loss.
+    pub exceed_ratio: f64,
+    /// Goal Final Trial Duration.
+    pub final_trial_duration: Duration,
+    /// Goal Duration Sum: trial-seconds at one load that decide it.
+    pub duration_sum: Duration,
+    /// Goal Width, relative to the upper bound.
+    pub width: f64,
+    /// Goal Initial Trial Duration: the shortest trials used for this goal.
+    pub initial_trial_duration: Duration,
+}
+
+impl SearchGoal {
+    /// The RFC 2544 compliant goal of the draft (loss 0, exceed ratio 0,
+    /// duration sum = final trial duration) with loss ratio `loss_ratio`.
+    pub fn compliant(name: &str, loss_ratio: f64, final_trial: Duration, width: f64) -> Self {
+        SearchGoal {
+            name: name.to_string(),
+            loss_ratio,
+            exceed_ratio: 0.0,
+            final_trial_duration: final_trial,
+            duration_sum: final_trial,
+            width,
+            initial_trial_duration: final_trial,
+        }
+    }
+
+    /// Checks the attributes against the draft's rules.
+    pub fn validate(&self) -> Result<(), GoalError> {
+        let name = self.name.clone();
+        if !(0.0..1.0).contains(&self.loss_ratio) {
+            return Err(GoalError::LossRatio(name, self.loss_ratio));
+        }
+        if !(0.0..1.0).contains(&self.exceed_ratio) {
+            return Err(GoalError::ExceedRatio(name, self.exceed_ratio));
+        }
+        if self.final_trial_duration.is_zero() || self.duration_sum.is_zero() {
+            return Err(GoalError::Duration(name));
+        }
+        if self.initial_trial_duration.is_zero()
+            || self.initial_trial_duration > self.final_trial_duration
+        {
+            return Err(GoalError::InitialDuration(name));
+        }
+        if !(self.width > 0.0 && self.width <= 0.5) {
+            return Err(GoalError::Width(name, self.width));
+        }
+        Ok(())
+    }
+
+    /// The goal's classification criteria.
+    pub fn criteria(&self) -> Criteria {
+        Criteria {
+            loss_ratio: self.loss_ratio,
+            exceed_ratio: self.exceed_ratio,
+            final_trial_duration_s: self.final_trial_duration.as_secs_f64(),
+            duration_sum_s: self.duration_sum.as_secs_f64(),
+        }
+    }
+
+    pub fn record(&self) -> SearchGoalRecord {
+        SearchGoalRecord {
+            name: self.name.clone(),
+            loss_ratio: self.loss_ratio,
+            exceed_ratio: self.exceed_ratio,
+            final_trial_duration_s: self.final_trial_duration.as_secs_f64(),
+            duration_sum_s: self.duration_sum.as_secs_f64(),
+            width: self.width,
+            initial_trial_duration_s: self.initial_trial_duration.as_secs_f64(),
+        }
+    }
+}
+
+/// Goal attributes the draft does not allow.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum GoalError {
+    #[error("goal {0}: loss ratio {1} is out of range: use a fraction from 0 up to 1 (0.005 means 0.5 %)")]
+    LossRatio(String, f64),
+    #[error("goal {0}: exceed ratio {1} is out of range: use a fraction from 0 up to 1 (0.5 means half the trial-seconds)")]
+    ExceedRatio(String, f64),
+    #[error("goal {0}: the final trial duration and the duration sum must be longer than zero")]
+    Duration(String),
+    #[error("goal {0}: the initial trial duration must be above zero and no longer than the final trial duration")]
+    InitialDuration(String),
+    #[error(
+        "goal {0}: width {1} is out of range: use a fraction above 0, at most 0.5 (0.01 means 1 %)"
+    )]
+    Width(String, f64),
+}
+
+/// What load classification needs of a goal (or of an intermediate target).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Criteria {
+    pub loss_ratio: f64,
+    pub exceed_ratio: f64,
+    pub final_trial_duration_s: f64,
+    pub duration_sum_s: f64,
+}
+
+/// The class of a load for a goal, from the trials run at it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadClass {
+    LowerBound,
+    UpperBound,
+    Undecided,
+}
+
+/// Trial-seconds at a load, split as the draft's Appendix A splits them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Sums {
+    full_low: f64,
+    full_high: f64,
+    short_low: f64,
+    short_high: f64,
+}
+
+impl Sums {
+    fn of<'a>(c: &Criteria, trials: impl IntoIterator<Item = &'a TrialResult>) -> Sums {
+        let mut s = Sums::default();
+        for t in trials {
+            // The trial effective duration is the trial duration asked for.
+            let d = t.duration_s;
+            let high = t.loss_ratio > c.loss_ratio;
+            let full = d >= c.final_trial_duration_s - EPS;
+            match (full, high) {
+                (true, false) => s.full_low += d,
+                (true, true) => s.full_high += d,
+                (false, false) => s.short_low += d,
+                (false, true) => s.short_high += d,
+            }
+        }
+        s
+    }
+}
+
+/// Appendix A of the draft: the class of a load from all trials run at it.
+pub fn classify<'a>(c: &Criteria, trials: impl IntoIterator<Item = &'a TrialResult>) -> LoadClass {
+    let s = Sums::of(c, trials);
+    let er = c.exceed_ratio;
+    let balancing = s.short_low * er / (1.0 - er);
+    let effective_high = s.full_high + (s.short_high - balancing).max(0.0);
+    let effective_whole = (s.full_low + effective_high).max(c.duration_sum_s);
+    let quantile = effective_whole * er;
+    let optimistic = effective_high <= quantile + EPS;
+    let pessimistic = effective_whole - s.full_low <= quantile + EPS;
+    match (optimistic, pessimistic) {
+        (true, true) => LoadClass::LowerBound,
+        (false, false) => LoadClass::UpperBound,
+        _ => LoadClass::Undecided,
+    }
+}
+
+/// Appendix B of the draft: `load × (1 − q)`, where q is the loss ratio of
+/// the full-length trials at the (1 − exceed ratio) quantile of their
+/// trial-seconds, counting seconds still missing to the duration sum as
+/// total loss. None when no full-length trial ran at the load.
+pub fn conditional_throughput<'a>(
+    c: &Criteria,
+    load_fps: f64,
+    trials: impl IntoIterator<Item = &'a TrialResult>,
+) -> Option<f64> {
+    let mut full: Vec<&TrialResult> = trials
+        .into_iter()
+        .filter(|t| t.duration_s >= c.final_trial_duration_s - EPS)
+        .collect();
+    if full.is_empty() {
+        return None;
+    }
+    full.sort_by(|a, b| a.loss_ratio.total_cmp(&b.loss_ratio));
+    let full_sum: f64 = full.iter().map(|t| t.duration_s).sum();
+    let mut remaining = full_sum.max(c.duration_sum_s) * (1.0 - c.exceed_ratio);
+    let mut quantile_loss: Option<f64> = None;
+    let mut exhausted = true;
+    for t in &full {
+        if quantile_loss.is_none() || remaining > EPS {
+            quantile_loss = Some(t.loss_ratio);
+            remaining -= t.duration_s;
+        } else {
+            exhausted = false;
+            break;
+        }
+    }
+    if exhausted && remaining > EPS {
+        quantile_loss = Some(1.0);
+    }
+    quantile_loss.map(|q| load_fps * (1.0 - q))
+}
+
+/// Settings of one search.
+#[derive(Debug, Clone)]
+pub struct MlrConfig {
+    pub goals: Vec<SearchGoal>,
+    /// Max Load, frames/s: normally the line rate for the frame size.
+    pub max_fps: f64,
+    /// Min Load, frames/s: if it is an upper bound, the goal's throughput
+    /// is 0 (an irregular result).
+    pub min_fps: f64,
+}
+
+impl MlrConfig {
+    /// NDR (loss 0) and PDR (`pdr_loss`) goals compliant with RFC 2544 at
+    /// `final_trial` and `width`, from `max_fps` down to `max_fps / 10 000`.
+    pub fn ndr_pdr(max_fps: f64, final_trial: Duration, width: f64, pdr_loss: f64) -> Self {
+        MlrConfig {
+            goals: vec![
+                SearchGoal::compliant("NDR", 0.0, final_trial, width),
+                SearchGoal::compliant("PDR", pdr_loss, final_trial, width),
+            ],
+            max_fps,
+            min_fps: max_fps / 10_000.0,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), GoalError> {
+        for g in &self.goals {
+            g.validate()?;
+        }
+        Ok(())
+    }
+}
+
+/// A goal on the way to its final precision: shorter trials, wider width.
+#[derive(Debug, Clone)]
+struct Target {
+    goal: usize,
+    criteria: Criteria,
+    width: f64,
+    duration: Duration,
+    /// Steps of `width × 2^k` taken so far (down from an upper bound or up
+    /// from a lower one).
+    expansions: i32,
+    /// How this target chose its last load (None: it has chosen none).
+    last: Option<Choice>,
+    /// "final" or the trial duration of an intermediate level.
+    phase: String,
+}
+
+/// How a target chose a load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    MaxLoad,
+    Undecided,
+    Hint,
+    StepUp,
+    StepDown,
+    Gallop,
+    Bisect,
+}
+
+/// Trials grouped by intended load, ascending.
+#[derive(Default)]
+struct Loads {
+    /// Keyed by `f64::to_bits` of a positive load, which sorts like the load.
+    by_load: BTreeMap<u64, Vec<usize>>,
+}
+
+impl Loads {
+    fn add(&mut self, load: f64, trial: usize) {
+        self.by_load.entry(load.to_bits()).or_default().push(trial);
+    }
+
+    /// Every measured load with its class for `c`, ascending.
+    fn classes(&self, c: &Criteria, trials: &[TrialResult]) -> Vec<(f64, LoadClass)> {
+        self.by_load
+            .iter()
+            .map(|(bits, idx)| {
+                let load = f64::from_bits(*bits);
+                (load, classify(c, idx.iter().map(|&i| &trials[i])))
+            })
+            .collect()
+    }
+
+    fn trials_at<'a>(&'a self, load: f64, trials: &'a [TrialResult]) -> Vec<&'a TrialResult> {
+        self.by_load
+            .get(&load.to_bits())
+            .map(|idx| idx.iter().map(|&i| &trials[i]).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The relevant bounds (lower, upper) and the undecided loads for `c`.
+fn relevant_bounds(classes: &[(f64, LoadClass)]) -> (Option<f64>, Option<f64>, Vec<f64>) {
+    let upper = classes
+        .iter()
+        .find(|(_, k)| *k == LoadClass::UpperBound)
+        .map(|(l, _)| *l);
+    let lower = classes
+        .iter()
+        .filter(|(l, k)| *k == LoadClass::LowerBound && upper.is_none_or(|u| *l < u))
+        .map(|(l, _)| *l)
+        .next_back();
+    let undecided = classes
+        .iter()
+        .filter(|(_, k)| *k == LoadClass::Undecided)
+        .map(|(l, _)| *l)
+        .collect();
+    (lower, upper, undecided)
+}
+
+/// `(upper − lower) / upper`.
+fn relative_width(lower: f64, upper: f64) -> f64 {
+    (upper - lower) / upper
+}
+
+/// MLRsearch for one frame size: every goal of `cfg` from one set of
+/// trials. `line_rate_fps` is only reported. A runner error ends the
+/// search and is returned as is.
+pub fn search<R: TrialRunner>(
+    runner: &mut R,
+    frame: FrameSize,
+    cfg: &MlrConfig,
+    line_rate_fps: f64,
+    progress: &mut dyn FnMut(Step),
+) -> Result<MlrSearchResult, R::Error> {
+    let max_fps = cfg.max_fps;
+    let min_fps = cfg
+        .min_fps
+        .clamp(f64::MIN_POSITIVE, max_fps.max(f64::MIN_POSITIVE));
+    let mut targets = targets(&cfg.goals);
+    let mut trials: Vec<TrialResult> = Vec::new();
+    let mut loads = Loads::default();
+    let mut hint_used = false;
+
+    while trials.len() < MAX_TRIALS && max_fps.is_finite() && max_fps > 0.0 {
+        let mut next = None;
+        for t in targets.iter_mut() {
+            if let Some(load) = next_load(t, &loads, &trials, max_fps, min_fps, &mut hint_used) {
+                next = Some((
+                    load,
+                    t.duration,
+                    format!("{} {}", cfg.goals[t.goal].name, t.phase),
+                ));
+                break;
+            }
+        }
+        let Some((load, duration, why)) = next else {
+            break;
+        };
+        let spec = constant_rate(frame, load, duration);
+        let goals = &cfg.goals;
+        run_reported(
+            runner,
+            &spec,
+            &why,
+            &mut trials,
+            // "Passed" for the display: low-loss for every goal.
+            |t| goals.iter().all(|g| t.loss_ratio <= g.loss_ratio),
+            progress,
+        )?;
+        loads.add(load, trials.len() - 1);
+    }
+
+    let goals = cfg
+        .goals
+        .iter()
+        .map(|g| goal_result(g, frame, &loads, &trials))
+        .collect();
+    Ok(MlrSearchResult {
+        frame_size: frame.frame(),
+        l3_length: frame.l3(),
+        line_rate_fps,
+        max_fps,
+        min_fps,
+        goals,
+        trial_seconds: trials.iter().map(|t| t.duration_s).sum(),
+        trials,
+    })
+}
+
+/// Each goal's chain of targets, coarse to fine; at one level, stricter
+/// loss ratios first.
+fn targets(goals: &[SearchGoal]) -> Vec<Target> {
+    let mut order: Vec<usize> = (0..goals.len()).collect();
+    order.sort_by(|&a, &b| goals[a].loss_ratio.total_cmp(&goals[b].loss_ratio));
+    let levels = |g: &SearchGoal| {
+        let ratio = g.final_trial_duration.as_secs_f64() / g.initial_trial_duration.as_secs_f64();
+        (ratio + EPS).log2().floor().max(0.0) as i32
+    };
+    let deepest = goals.iter().map(levels).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for level in (0..=deepest).rev() {
+        for &gi in &order {
+            let g = &goals[gi];
+            if level > levels(g) {
+                continue;
+            }
+            let scale = 0.5f64.powi(level);
+            let duration = g.final_trial_duration.mul_f64(scale);
+            let mut criteria = g.criteria();
+            criteria.final_trial_duration_s *= scale;
+            criteria.duration_sum_s *= scale;
+            out.push(Target {
+                goal: gi,
+                criteria,
+                width: (g.width / scale).min(0.5),
+                duration,
+                expansions: 0,
+                last: None,
+                phase: if level == 0 {
+                    "final".to_string()
+                } else {
+                    format!("{} s trials", trim_secs(duration.as_secs_f64()))
+                },
+            });
+        }
+    }
+    out
+}
+
+/// The next load a target wants measured, or None when it is solved.
+fn next_load(
+    t: &mut Target,
+    loads: &Loads,
+    trials: &[TrialResult],
+    max_fps: f64,
+    min_fps: f64,
+    hint_used: &mut bool,
+) -> Option<f64> {
+    let (load, choice) = choose(t, loads, trials, max_fps, min_fps, hint_used)?;
+    t.last = Some(choice);
+    Some(load)
+}
+
+fn choose(
+    t: &mut Target,
+    loads: &Loads,
+    trials: &[TrialResult],
+    max_fps: f64,
+    min_fps: f64,
+    hint_used: &mut bool,
+) -> Option<(f64, Choice)> {
+    let classes = loads.classes(&t.criteria, trials);
+    let (lower, upper, undecided) = relevant_bounds(&classes);
+    let expand = |t: &mut Target| {
+        t.expansions += 1;
+        (t.width * 2f64.powi(t.expansions - 1)).min(0.5)
+    };
+    match (lower, upper) {
+        (None, None) => Some(match undecided.last() {
+            Some(&u) => (u, Choice::Undecided),
+            None => (max_fps, Choice::MaxLoad),
+        }),
+        (Some(l), None) => {
+            if l >= max_fps * (1.0 - EPS) {
+                return None; // Max Load is a lower bound: nothing above to find.
+            }
+            if let Some(&u) = undecided.iter().find(|&&u| u > l) {
+                return Some((u, Choice::Undecided));
+            }
+            Some(((l * (1.0 + expand(t))).min(max_fps), Choice::StepUp))
+        }
+        (None, Some(u)) => {
+            if u <= min_fps * (1.0 + EPS) {
+                return None; // Even Min Load fails.
+            }
+            if let Some(&d) = undecided.iter().rev().find(|&&d| d < u) {
+                // Usually a coarser level's lower bound, not yet confirmed
+                // by trials this long. Where the bracket it would make is
+                // too wide anyway, its middle is the better trial: if that
+                // passes, it is the lower bound the coarse one would have
+                // become, and closer.
+                if relative_width(d, u) > t.width + EPS {
+                    return Some(((d + u) / 2.0, Choice::Bisect));
+                }
+                return Some((d, Choice::Undecided));
+            }
+            if !*hint_used {
+                *hint_used = true;
+                // What the device forwarded when overloaded, just below
+                // the bound: it usually forwards about that much at most.
+                let forwarded = loads
+                    .trials_at(u, trials)
+                    .iter()
+                    .map(|r| r.rx_fps())
+                    .fold(0.0, f64::max);
+                if forwarded > 0.0 && forwarded < u * (1.0 - t.width) {
+                    return Some((forwarded.max(min_fps), Choice::Hint));
+                }
+            }
+            Some(((u * (1.0 - expand(t))).max(min_fps), Choice::StepDown))
+        }
+        (Some(l), Some(u)) => {
+            if relative_width(l, u) <= t.width + EPS {
+                return None;
+            }
+            let mid = (l + u) / 2.0;
+            let between = undecided.iter().filter(|&&d| d > l && d < u);
+            if let Some(&d) = between.min_by(|a, b| (*a - mid).abs().total_cmp(&(*b - mid).abs())) {
+                return Some((d, Choice::Undecided));
+            }
+            // A lower bound found by others (another goal or level), or by
+            // the hint, is usually close below the answer: gallop up from
+            // it while that stays below the middle of the bracket.
+            if matches!(
+                t.last,
+                None | Some(Choice::Hint | Choice::Gallop | Choice::Undecided)
+            ) {
+                let up = l * (1.0 + expand(t));
+                if up < mid {
+                    return Some((up, Choice::Gallop));
+                }
+            }
+            Some((mid, Choice::Bisect))
+        }
+    }
+}
+
+/// The result of goal `g` from all trials of the search.
+fn goal_result(
+    g: &SearchGoal,
+    frame: FrameSize,
+    loads: &Loads,
+    trials: &[TrialResult],
+) -> GoalResultRecord {
+    let c = g.criteria();
+    let (lower, upper, _) = relevant_bounds(&loads.classes(&c, trials));
+    let conditional = lower.and_then(|l| conditional_throughput(&c, l, loads.trials_at(l, trials)));
+    let regular =
+        matches!((lower, upper), (Some(l), Some(u)) if relative_width(l, u) <= g.width + EPS);
+    let tester_limited =
+        upper.is_some_and(|u| loads.trials_at(u, trials).iter().any(|t| t.generator_short));
+    GoalResultRecord {
+        goal: g.record(),
+        relevant_lower_bound_fps: lower,
+        relevant_upper_bound_fps: upper,
+        conditional_throughput_fps: conditional,
+        relevant_lower_bound_mbps_l2: lower.map(|l| frame.mbps(l, Layer::L2)),
+        conditional_throughput_mbps_l2: conditional.map(|c| frame.mbps(c, Layer::L2)),
+        conditional_throughput_mbps_l1: conditional.map(|c| frame.mbps(c, Layer::L1)),
+        regular,
+        tester_limited,
+    }
+}
+
+fn trim_secs(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests;

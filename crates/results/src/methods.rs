@@ -1,0 +1,230 @@
+//! Records of the test methods beyond the RFC 2544 throughput search: frame
+//! loss rate vs offered load (RFC 2544 section 26.3), MLRsearch
+//! (draft-ietf-bmwg-mlrsearch) and back-to-back frames (RFC 2544 section
+//! 26.4 as updated by RFC 9004). Every rate says its layer in its name;
+//! every trial run is kept, in the order run.
+
+use crate::model::{Placement, ThroughputResult, TrialResult};
+use serde::{Deserialize, Serialize};
+
+/// Where and how a run was made: the header every method report shares.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub linerate_version: String,
+    /// What was tested, in the report's words; the table's title.
+    #[serde(default)]
+    pub description: String,
+    /// RFC 3339 UTC time the run started.
+    pub started_at: String,
+    /// "lab" or "external".
+    pub setup: String,
+    pub port_a: String,
+    pub port_b: String,
+    pub line_speed_bps: u64,
+    pub engine: String,
+    pub placement: Option<Placement>,
+}
+
+/// Trials of a frame size whose method did not finish (interrupted or an
+/// engine error): no measured trial is lost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnfinishedTrials {
+    pub frame_size: u16,
+    pub l3_length: u16,
+    pub trials: Vec<TrialResult>,
+}
+
+// ---------------------------------------------------------------- frame loss
+
+/// One load of a frame loss sweep and the trial run at it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LossPoint {
+    /// The load as asked for: `0.45Mpps`, `50%`, or in the RFC 2544 mode
+    /// the share of the maximum rate (`90%`). Also the table's column.
+    pub load: String,
+    /// Frames/s (L2) the load means for this frame size.
+    pub intended_fps: f64,
+    /// Frames/s (L2) that really left the tester (`trial.offered_fps`).
+    pub offered_fps: f64,
+    /// Frames lost over frames intended (`trial.loss_ratio`).
+    pub loss_ratio: f64,
+    /// The tester could not send the intended rate: part of the loss is
+    /// the tester's.
+    pub generator_short: bool,
+    pub trial: TrialResult,
+}
+
+/// A row of the frame loss table: one frame size (one run), its loads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LossSeries {
+    /// The row's name: the run or DUT configuration (`--label`), with the
+    /// frame size when several were measured.
+    pub label: String,
+    pub frame_size: u16,
+    pub l3_length: u16,
+    /// Theoretical maximum frames/s at the line speed.
+    pub line_rate_fps: f64,
+    /// The rate 100 % means in the RFC 2544 mode, frames/s (L2).
+    pub max_fps: f64,
+    pub points: Vec<LossPoint>,
+}
+
+/// `linerate loss`: frame loss rate vs offered load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FrameLossReport {
+    #[serde(flatten)]
+    pub run: RunInfo,
+    /// "sweep" (the loads given) or "rfc2544" (section 26.3: from 100 % of
+    /// the maximum rate down in steps until two successive trials lose
+    /// nothing).
+    pub mode: String,
+    /// Step of the RFC 2544 mode, as a share of the maximum rate (0.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<f64>,
+    pub trial_duration_s: f64,
+    pub series: Vec<LossSeries>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<UnfinishedTrials>,
+}
+
+// ----------------------------------------------------------------- MLRsearch
+
+/// A search goal of draft-ietf-bmwg-mlrsearch, as applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchGoalRecord {
+    /// "NDR", "PDR", ...
+    pub name: String,
+    /// Goal Loss Ratio: a trial losing more is a high-loss trial.
+    pub loss_ratio: f64,
+    /// Goal Exceed Ratio: share of trial-seconds at a load that may be
+    /// high-loss with the load still a lower bound.
+    pub exceed_ratio: f64,
+    /// Goal Final Trial Duration, seconds.
+    pub final_trial_duration_s: f64,
+    /// Goal Duration Sum, seconds.
+    pub duration_sum_s: f64,
+    /// Goal Width, relative: (upper - lower) / upper.
+    pub width: f64,
+    /// Shortest trial the search uses for this goal, seconds.
+    pub initial_trial_duration_s: f64,
+}
+
+/// The result of one search goal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoalResultRecord {
+    pub goal: SearchGoalRecord,
+    /// Largest load classified as a lower bound below the relevant upper
+    /// bound, frames/s (L2); None when no load was.
+    pub relevant_lower_bound_fps: Option<f64>,
+    /// Smallest load classified as an upper bound, frames/s (L2); None when
+    /// none was (e.g. the maximum load is a lower bound).
+    pub relevant_upper_bound_fps: Option<f64>,
+    /// Appendix B of the draft, at the relevant lower bound, frames/s (L2).
+    pub conditional_throughput_fps: Option<f64>,
+    pub relevant_lower_bound_mbps_l2: Option<f64>,
+    pub conditional_throughput_mbps_l2: Option<f64>,
+    pub conditional_throughput_mbps_l1: Option<f64>,
+    /// Both bounds exist and are within the goal width (the draft's
+    /// Regular Goal Result); an irregular result's figures are marked.
+    pub regular: bool,
+    /// The relevant upper bound's trials include one the tester could not
+    /// offer in full: the device may do better.
+    pub tester_limited: bool,
+}
+
+/// MLRsearch for one frame size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MlrSearchResult {
+    pub frame_size: u16,
+    pub l3_length: u16,
+    pub line_rate_fps: f64,
+    /// Max Load of the search, frames/s (L2).
+    pub max_fps: f64,
+    /// Min Load of the search, frames/s (L2).
+    pub min_fps: f64,
+    pub goals: Vec<GoalResultRecord>,
+    /// Sum of the trials' sending durations, seconds.
+    pub trial_seconds: f64,
+    /// Every trial of the search, in the order run.
+    pub trials: Vec<TrialResult>,
+}
+
+/// `linerate mlrsearch`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MlrSearchReport {
+    #[serde(flatten)]
+    pub run: RunInfo,
+    pub results: Vec<MlrSearchResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<UnfinishedTrials>,
+}
+
+// -------------------------------------------------------------- back-to-back
+
+/// One repetition of the back-to-back search: the longest burst that
+/// passed with zero loss, and the trials that found it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BurstSearch {
+    /// Longest burst (frames) forwarded without loss; 0 if none was.
+    pub longest_burst_frames: u64,
+    /// Shortest burst that lost frames, if any did.
+    pub shortest_failing_frames: Option<u64>,
+    /// The longest burst tried passed: the DUT may take longer ones.
+    pub at_max_burst: bool,
+    /// The longest passing burst was not sent at the burst rate (offered
+    /// below 99 % of it), or the shortest failing one lacked frames the
+    /// tester did not send: the result may be the tester's.
+    pub tester_limited: bool,
+    pub trials: Vec<TrialResult>,
+}
+
+/// Back-to-back frames (RFC 2544 section 26.4, RFC 9004) for one frame size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackToBackResult {
+    pub frame_size: u16,
+    pub l3_length: u16,
+    pub line_rate_fps: f64,
+    /// Rate of every burst (Max Theoretical Frame Rate in RFC 9004 when it
+    /// is the line rate), frames/s (L2).
+    pub burst_fps: f64,
+    /// Longest burst tried, frames.
+    pub max_burst_frames: u64,
+    /// Measured throughput, frames/s (L2), used for the corrected buffer
+    /// time; from `--throughput` or an RFC 2544 search run first.
+    pub throughput_fps: f64,
+    /// The throughput search run first, when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput_search: Option<ThroughputResult>,
+    pub repetitions: Vec<BurstSearch>,
+    /// Mean, standard deviation (sample), minimum and maximum of the
+    /// repetitions' longest bursts, frames.
+    pub mean_burst_frames: f64,
+    pub stddev_burst_frames: f64,
+    pub min_burst_frames: u64,
+    pub max_passing_burst_frames: u64,
+    /// RFC 9004: mean burst / burst rate, seconds.
+    pub implied_buffer_time_s: f64,
+    /// RFC 9004: the implied time less what the DUT forwarded during the
+    /// burst: implied × (1 − throughput / burst rate), seconds.
+    pub corrected_buffer_time_s: f64,
+    /// Frames the DUT held at the end of the mean burst:
+    /// mean burst × (1 − throughput / burst rate).
+    pub buffered_frames: f64,
+    /// Why the buffer figures mean nothing, when they do not (e.g. the DUT
+    /// forwards the burst rate without loss, RFC 9004 section 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_meaningful: Option<String>,
+    pub trial_seconds: f64,
+}
+
+/// `linerate back-to-back`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackToBackReport {
+    #[serde(flatten)]
+    pub run: RunInfo,
+    pub repeat: usize,
+    pub resolution: f64,
+    pub results: Vec<BackToBackResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<UnfinishedTrials>,
+}
