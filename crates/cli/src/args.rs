@@ -3,6 +3,9 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod goodput;
+pub use goodput::{HttpArgs, StackPortArgs, TcpArgs};
+
 #[derive(Parser, Debug)]
 #[command(
     name = "linerate",
@@ -24,6 +27,10 @@ pub enum Command {
     Overhead(OverheadArgs),
     /// The tester's own ceiling per engine and frame size, back to back (no DUT); stored and used to flag tester-limited results.
     Calibrate(CalibrateArgs),
+    /// TCP goodput through the DUT: N parallel streams with the kernel's TCP stack (as iperf3 -P 5), laid out as LANCOM Table 12.
+    Tcp(TcpArgs),
+    /// HTTP/1.1 goodput and requests/s through the DUT: a server on side B, N clients on side A, laid out as LANCOM Table 13.
+    Http(HttpArgs),
     /// The namespace lab: a Linux router between two tester ports.
     Lab {
         #[command(subcommand)]

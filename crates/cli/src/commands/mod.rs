@@ -1,9 +1,12 @@
 //! One module per subcommand.
 
 mod calibrate;
+mod http;
 mod lab;
 mod overhead;
 mod rfc2544;
+mod stack;
+mod tcp;
 mod trial;
 
 use crate::args::{Cli, Command};
@@ -18,6 +21,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Trial(args) => trial::run(args, &*interrupt_flag()?),
         Command::Overhead(args) => overhead::run(args),
         Command::Calibrate(args) => calibrate::run(args, &*interrupt_flag()?),
+        Command::Tcp(args) => tcp::run(args, &*interrupt_flag()?),
+        Command::Http(args) => http::run(args, &*interrupt_flag()?),
     }
 }
 
