@@ -42,24 +42,25 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, GoodputError> {
         .map_err(|e| GoodputError::io("starting the tokio runtime", e))
 }
 
-/// The built-in server, running until dropped.
+/// The built-in server, running until dropped. It has a runtime of its
+/// own, apart from the clients', as a server process would: neither side's
+/// tasks queue behind the other's.
 pub struct BuiltinServer {
-    task: tokio::task::JoinHandle<()>,
+    rt: Option<tokio::runtime::Runtime>,
 }
 
 impl Drop for BuiltinServer {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_timeout(Duration::from_secs(1));
+        }
     }
 }
 
 /// Serves objects up to `max_object` bytes on `listener` (made in the
 /// server's namespace by `tcp::listen`).
-pub fn serve(
-    rt: &tokio::runtime::Runtime,
-    listener: TcpListener,
-    max_object: u64,
-) -> Result<BuiltinServer, GoodputError> {
+pub fn serve(listener: TcpListener, max_object: u64) -> Result<BuiltinServer, GoodputError> {
+    let rt = runtime()?;
     listener
         .set_nonblocking(true)
         .map_err(|e| GoodputError::io("setting the listener non-blocking", e))?;
@@ -67,7 +68,7 @@ pub fn serve(
     let listener = tokio::net::TcpListener::from_std(listener)
         .map_err(|e| GoodputError::io("handing the listener to tokio", e))?;
     let data = Bytes::from(pattern(max_object as usize));
-    let task = rt.spawn(async move {
+    rt.spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
@@ -81,7 +82,8 @@ pub fn serve(
             });
         }
     });
-    Ok(BuiltinServer { task })
+    drop(_guard);
+    Ok(BuiltinServer { rt: Some(rt) })
 }
 
 fn pattern(len: usize) -> Vec<u8> {

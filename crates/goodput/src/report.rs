@@ -54,11 +54,16 @@ fn window_text(bytes: Option<u64>) -> String {
     }
 }
 
-fn link_usage_note(path: &PathInfo) -> String {
+fn link_usage_note(path: &PathInfo, max_usage: f64) -> String {
     let hdr = path.family.ip_header();
+    let over = if max_usage > 100.0 {
+        " Above 100 %: the path is faster than that line speed (a veth's reported speed is nominal); set --line-speed to the real one."
+    } else {
+        ""
+    };
     format!(
         "Link usage as the LanTraffic V2 datasheet (5.1) computes it: goodput x (MTU + 18) / (MTU - {hdr} - 20) \
-= x {:.4} at MTU {}, over the line speed {} ({}).",
+= x {:.4} at MTU {}, over the line speed {} ({}).{over}",
         crate::record::lantraffic_coefficient(path.mtu, path.family),
         path.mtu,
         line_speed(path.line_bps),
@@ -135,7 +140,8 @@ Client (side A) {}, server (side B) {}; download = B to A, upload = A to B\n\n",
             if run.interrupted { " (interrupted: shorter window)" } else { "" }
         ));
     }
-    out.push_str(&link_usage_note(&r.path));
+    let max = r.runs.iter().map(|x| x.link_usage_percent).fold(0.0, f64::max);
+    out.push_str(&link_usage_note(&r.path, max));
     out.push_str(
         "\nRetransmits: TCP_INFO tcpi_total_retrans of each sending socket over its connection.\n",
     );
@@ -188,7 +194,8 @@ Clients (side A) {}, server (side B) {}; download = GET (B to A), upload = POST 
     }
     out.push_str(&columns(&rows));
     out.push('\n');
-    out.push_str(&link_usage_note(&r.path));
+    let max = r.runs.iter().map(|x| x.link_usage_percent).fold(0.0, f64::max);
+    out.push_str(&link_usage_note(&r.path, max));
     out.push('\n');
     if r.runs.iter().any(|x| x.interrupted) {
         out.push_str("Interrupted: the window is shorter than asked.\n");

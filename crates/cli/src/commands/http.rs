@@ -49,7 +49,7 @@ pub fn run(args: HttpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             Ok(l) => l,
             Err(e) => return stack::outcome(e),
         };
-        (Some(http::serve(&rt, listener, max)?), None)
+        (Some(http::serve(listener, max)?), None)
     };
     let cfg = HttpConfig {
         client: path.client.clone(),
