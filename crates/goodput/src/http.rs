@@ -4,9 +4,11 @@
 //! URLs: `GET /<bytes>` returns an object of that many bytes (the built-in
 //! server makes it from one shared buffer; nginx serves files of those names,
 //! see `nginx`), `POST /upload` takes a body and answers 204 (built-in only).
-//! Goodput counts body bytes (L7 payload, headers not counted) as they pass
-//! the client: downloads as they arrive, uploads as hyper takes them to
-//! write; requests/s counts requests completed in the window.
+//! Goodput counts body bytes (L7 payload, headers not counted) where they
+//! arrive: downloads at the clients, uploads at the built-in server (bytes
+//! a client has handed to its socket may still sit in the send buffer,
+//! megabytes on a slow path). Requests/s counts requests completed in the
+//! window.
 
 use crate::record::HttpRun;
 use crate::tcp;
@@ -47,6 +49,8 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, GoodputError> {
 /// tasks queue behind the other's.
 pub struct BuiltinServer {
     rt: Option<tokio::runtime::Runtime>,
+    /// Upload body bytes received so far.
+    pub received: Arc<AtomicU64>,
 }
 
 impl Drop for BuiltinServer {
@@ -68,14 +72,18 @@ pub fn serve(listener: TcpListener, max_object: u64) -> Result<BuiltinServer, Go
     let listener = tokio::net::TcpListener::from_std(listener)
         .map_err(|e| GoodputError::io("handing the listener to tokio", e))?;
     let data = Bytes::from(pattern(max_object as usize));
+    let received = Arc::new(AtomicU64::new(0));
+    let counter = received.clone();
     rt.spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
-            let data = data.clone();
+            let (data, counter) = (data.clone(), counter.clone());
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req| handle(req, data.clone()));
+                let service = hyper::service::service_fn(move |req| {
+                    handle(req, data.clone(), counter.clone())
+                });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
@@ -83,14 +91,21 @@ pub fn serve(listener: TcpListener, max_object: u64) -> Result<BuiltinServer, Go
         }
     });
     drop(_guard);
-    Ok(BuiltinServer { rt: Some(rt) })
+    Ok(BuiltinServer {
+        rt: Some(rt),
+        received,
+    })
 }
 
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i % 251) as u8).collect()
 }
 
-async fn handle(req: Request<Incoming>, data: Bytes) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn handle(
+    req: Request<Incoming>,
+    data: Bytes,
+    received: Arc<AtomicU64>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
     let reply = |status: StatusCode, body: Bytes| {
         let mut r = Response::new(Full::new(body));
         *r.status_mut() = status;
@@ -100,8 +115,13 @@ async fn handle(req: Request<Incoming>, data: Bytes) -> Result<Response<Full<Byt
         (&Method::POST, "/upload") => {
             let mut body = req.into_body();
             while let Some(frame) = body.frame().await {
-                if frame.is_err() {
-                    break;
+                match frame {
+                    Ok(frame) => {
+                        if let Some(chunk) = frame.data_ref() {
+                            received.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                        }
+                    }
+                    Err(_) => break,
                 }
             }
             reply(StatusCode::NO_CONTENT, Bytes::new())
@@ -114,15 +134,14 @@ async fn handle(req: Request<Incoming>, data: Bytes) -> Result<Response<Full<Byt
     }
 }
 
-/// A request body of `remaining` bytes sent in chunks, counting each chunk
-/// as hyper takes it (empty for GET).
-struct CountingBody {
+/// A request body of `remaining` bytes sent in chunks of one shared
+/// buffer (empty for GET).
+struct UploadBody {
     data: Bytes,
     remaining: u64,
-    counter: Arc<AtomicU64>,
 }
 
-impl Body for CountingBody {
+impl Body for UploadBody {
     type Data = Bytes;
     type Error = Infallible;
 
@@ -135,7 +154,6 @@ impl Body for CountingBody {
         }
         let n = self.remaining.min(self.data.len() as u64) as usize;
         self.remaining -= n as u64;
-        self.counter.fetch_add(n as u64, Ordering::Relaxed);
         Poll::Ready(Some(Ok(Frame::data(self.data.slice(0..n)))))
     }
 
@@ -158,12 +176,15 @@ pub struct HttpConfig {
     pub sizes: Vec<u64>,
     pub duration: Duration,
     pub connect_timeout: Duration,
+    /// The built-in server's count of upload bytes received (uploads are
+    /// counted there); None with nginx, which takes no uploads.
+    pub upload_received: Option<Arc<AtomicU64>>,
 }
 
 #[derive(Default)]
 struct Counters {
-    /// Body bytes moved (an Arc of its own: upload bodies count into it).
-    bytes: Arc<AtomicU64>,
+    /// Download body bytes received.
+    bytes: AtomicU64,
     requests: AtomicU64,
     errors: AtomicU64,
     /// The first error, for the message when nothing worked.
@@ -211,7 +232,12 @@ pub fn run_clients(
             }));
         }
     }
+    let received = |c: &Arc<Counters>| match (direction, &cfg.upload_received) {
+        (Direction::Upload, Some(server)) => server.load(Ordering::Relaxed),
+        _ => c.bytes.load(Ordering::Relaxed),
+    };
     let t0 = Instant::now();
+    let at_start = received(&counters);
     let mut interrupted = false;
     while t0.elapsed() < cfg.duration {
         if interrupt.load(Ordering::Relaxed) {
@@ -221,7 +247,7 @@ pub fn run_clients(
         std::thread::sleep((cfg.duration - t0.elapsed()).min(Duration::from_millis(50)));
     }
     let seconds = t0.elapsed().as_secs_f64();
-    let bytes = counters.bytes.load(Ordering::Relaxed);
+    let bytes = received(&counters) - at_start;
     let requests = counters.requests.load(Ordering::Relaxed);
     let errors = counters.errors.load(Ordering::Relaxed);
     for task in &tasks {
@@ -276,10 +302,9 @@ async fn client(
             Direction::Download => (Method::GET, format!("/{size}"), 0),
             Direction::Upload => (Method::POST, "/upload".to_string(), size),
         };
-        let body = CountingBody {
+        let body = UploadBody {
             data: upload_data.clone(),
             remaining: body_len,
-            counter: counters.bytes.clone(),
         };
         let req = Request::builder()
             .method(method)

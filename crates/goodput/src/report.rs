@@ -140,7 +140,11 @@ Client (side A) {}, server (side B) {}; download = B to A, upload = A to B\n\n",
             if run.interrupted { " (interrupted: shorter window)" } else { "" }
         ));
     }
-    let max = r.runs.iter().map(|x| x.link_usage_percent).fold(0.0, f64::max);
+    let max = r
+        .runs
+        .iter()
+        .map(|x| x.link_usage_percent)
+        .fold(0.0, f64::max);
     out.push_str(&link_usage_note(&r.path, max));
     out.push_str(
         "\nRetransmits: TCP_INFO tcpi_total_retrans of each sending socket over its connection.\n",
@@ -194,7 +198,11 @@ Clients (side A) {}, server (side B) {}; download = GET (B to A), upload = POST 
     }
     out.push_str(&columns(&rows));
     out.push('\n');
-    let max = r.runs.iter().map(|x| x.link_usage_percent).fold(0.0, f64::max);
+    let max = r
+        .runs
+        .iter()
+        .map(|x| x.link_usage_percent)
+        .fold(0.0, f64::max);
     out.push_str(&link_usage_note(&r.path, max));
     out.push('\n');
     if r.runs.iter().any(|x| x.interrupted) {

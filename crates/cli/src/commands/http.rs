@@ -58,6 +58,7 @@ pub fn run(args: HttpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         sizes: sizes.clone(),
         duration,
         connect_timeout: path.connect_timeout,
+        upload_received: _builtin.as_ref().map(|s| s.received.clone()),
     };
     let mut record = HttpRecord {
         test: "http".into(),
