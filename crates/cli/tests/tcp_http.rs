@@ -295,3 +295,86 @@ fn bad_goodput_input_is_one_line_and_exit_2() {
         assert_bad_input(&linerate(args));
     }
 }
+
+/// An "external DUT": a router namespace whose two links end in linerate's
+/// own namespace as interfaces the test names with --port-a/--port-b.
+/// linerate moves them into namespaces of its own for the run (else the
+/// kernel would deliver between them locally) and back afterwards.
+#[test]
+fn tcp_and_http_on_named_ports() {
+    if !root_or_skip("tcp_and_http_on_named_ports") {
+        return;
+    }
+    let stem = unique("np");
+    let router = format!("lr-{stem}-r");
+    let _guard = NetnsGuard(vec![router.clone()]);
+    sh("ip", &["netns", "add", &router]);
+    let (pa, pb) = (format!("{stem}a"), format!("{stem}b"));
+    for (port, inner, addr) in [(&pa, "ra", "198.18.0.1/24"), (&pb, "rb", "198.19.0.1/24")] {
+        sh(
+            "ip",
+            &[
+                "-n", &router, "link", "add", inner, "type", "veth", "peer", "name", port,
+            ],
+        );
+        // The outer end to linerate's namespace, still down (sends nothing).
+        sh("ip", &["-n", &router, "link", "set", port, "netns", "1"]);
+        sh("ip", &["-n", &router, "addr", "add", addr, "dev", inner]);
+        sh("ip", &["-n", &router, "link", "set", inner, "up"]);
+    }
+    sh(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            &router,
+            "sysctl",
+            "-qw",
+            "net.ipv4.ip_forward=1",
+        ],
+    );
+    let ports = [
+        "--port-a",
+        &pa,
+        "--port-b",
+        &pb,
+        "--ip-a",
+        "198.18.0.2/24",
+        "--gw-a",
+        "198.18.0.1",
+        "--ip-b",
+        "198.19.0.2/24",
+        "--gw-b",
+        "198.19.0.1",
+    ];
+    let before = netns_list();
+    let mut args = vec![
+        "tcp",
+        "--duration",
+        "1s",
+        "-P",
+        "2",
+        "--direction",
+        "download",
+    ];
+    args.extend_from_slice(&ports);
+    let tcp = TempFile::new("np-tcp");
+    args.extend_from_slice(&["--json", tcp.arg()]);
+    let run = linerate(&args);
+    assert_eq!(run.code, 0, "{}", run.dump());
+    assert!(f(&tcp.json()["runs"][0], "goodput_bps") > 0.0);
+    assert_eq!(tcp.json()["path"]["label"], format!("ports {pa}/{pb}"));
+
+    let mut args = vec!["http", "--duration", "1s"];
+    args.extend_from_slice(&ports);
+    let run = linerate(&args);
+    assert_eq!(run.code, 0, "{}", run.dump());
+    assert!(run.stdout.contains("Table 13"), "{}", run.dump());
+
+    // The ports are back, without addresses, and no namespace stayed.
+    for port in [&pa, &pb] {
+        let addrs = sh("ip", &["addr", "show", "dev", port]);
+        assert!(!addrs.contains("inet "), "{addrs}");
+    }
+    assert_eq!(netns_list(), before, "namespaces changed");
+}
