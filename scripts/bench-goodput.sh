@@ -13,16 +13,19 @@
 #             Figure: body Mbps (linerate) and wrk's Transfer/sec (body +
 #             headers, a few hundred bytes per object: < 0.1 % at 1 MiB)
 #
-# Every figure is the median of --rounds rounds (the rows interleaved), as
-# veth paths on a shared machine drift by several per cent between runs.
-# Target: every ratio 0.95 or above.
+# Every row runs pinned to the lab's tester CPU(s) (taskset; the lab keeps
+# the DUT's forwarding on its own CPU), so linerate and its peer have the
+# same CPU budget. The rows are interleaved over --rounds rounds; a ratio is
+# taken within each round (rows a few seconds apart see the same load) and
+# the median of those ratios is printed, as veth paths on a shared machine
+# drift by tens of per cent between minutes. Target: every ratio >= 0.95.
 #
 # Tools: ip, jq, iperf3, nginx, wrk (Debian iperf3, nginx-light, wrk;
 # scripts/setup.sh installs them best effort). A row whose tool is missing
 # prints n/a.
 #
 # Usage (root): scripts/bench-goodput.sh [--duration S] [--rounds N]
-#                   [--object-size 1M] [--linerate PATH]
+#                   [--object-size 1M] [--linerate PATH] [--cpus LIST]
 set -euo pipefail
 
 ME=bench-goodput
@@ -31,6 +34,7 @@ DURATION=10
 ROUNDS=3
 OBJECT=1M
 LINERATE=${LINERATE:-$REPO/target/release/linerate}
+CPUS=
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -38,6 +42,7 @@ while [ $# -gt 0 ]; do
         --rounds) ROUNDS=${2:?}; shift 2 ;;
         --object-size) OBJECT=${2:?}; shift 2 ;;
         --linerate) LINERATE=${2:?}; shift 2 ;;
+        --cpus) CPUS=${2:?}; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "$ME: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -79,10 +84,17 @@ peers_down() {
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
 
 "$LINERATE" lab up --lab-name "$LAB" >/dev/null
-echo "$ME: lab $LAB (namespaces $A, lr-$LAB-dut, $B), $DURATION s per row, $ROUNDS round(s), objects $OBJECT"
+# The tester CPUs the lab chose ("tester on CPU 0" / "CPUs 0, 2").
+if [ -z "$CPUS" ]; then
+    CPUS=$("$LINERATE" lab status | awk -v n="lab $LAB " 'index($0, n) == 1 { f = 1 } f && /placement:/ { print; exit }' |
+        grep -o 'tester on CPUs\{0,1\} [0-9, ]*[0-9]' | sed 's/tester on CPUs\{0,1\} //; s/ //g' || true)
+fi
+PIN=()
+[ -z "$CPUS" ] || PIN=(taskset -c "$CPUS")
+echo "$ME: lab $LAB (namespaces $A, lr-$LAB-dut, $B), $DURATION s per row, $ROUNDS round(s), objects $OBJECT, tools on CPU(s) ${CPUS:-any}"
 
 lr_tcp() { # direction -> Mbps
-    "$LINERATE" tcp --lab --lab-name "$LAB" -P 5 --window 256k --duration "${DURATION}s" \
+    "${PIN[@]}" "$LINERATE" tcp --lab --lab-name "$LAB" -P 5 --window 256k --duration "${DURATION}s" \
         --direction "$1" --json "$TMP/tcp.json" >/dev/null
     jq '.runs[0].goodput_bps / 1e6' "$TMP/tcp.json"
 }
@@ -91,16 +103,16 @@ iperf_tcp() { # direction -> Mbps
     local rev=""
     [ "$1" = download ] && rev=-R
     peers_up
-    ip netns exec "$B" iperf3 -s -1 -B 198.19.0.2 >/dev/null 2>&1 &
+    ip netns exec "$B" "${PIN[@]}" iperf3 -s -1 -B 198.19.0.2 >/dev/null 2>&1 &
     local srv=$!
     sleep 0.3
-    ip netns exec "$A" iperf3 -c 198.19.0.2 -P 5 -w 256K -t "$DURATION" $rev -J >"$TMP/iperf.json" || true
+    ip netns exec "$A" "${PIN[@]}" iperf3 -c 198.19.0.2 -P 5 -w 256K -t "$DURATION" $rev -J >"$TMP/iperf.json" || true
     wait "$srv" 2>/dev/null || true
     peers_down
     jq '.end.sum_received.bits_per_second / 1e6' "$TMP/iperf.json"
 }
 lr_http() { # server (builtin|nginx) -> Mbps
-    "$LINERATE" http --lab --lab-name "$LAB" --clients 5 --object-size "$OBJECT" \
+    "${PIN[@]}" "$LINERATE" http --lab --lab-name "$LAB" --clients 5 --object-size "$OBJECT" \
         --duration "${DURATION}s" --server "$1" --json "$TMP/http.json" >/dev/null
     jq '.runs[0].goodput_bps / 1e6' "$TMP/http.json"
 }
@@ -128,10 +140,10 @@ http {
 }
 EOF
     peers_up
-    ip netns exec "$B" nginx -p "$TMP/ng" -c "$TMP/ng/nginx.conf" -e "$TMP/ng/error.log" &
+    ip netns exec "$B" "${PIN[@]}" nginx -p "$TMP/ng" -c "$TMP/ng/nginx.conf" -e "$TMP/ng/error.log" &
     NGINX_PID=$!
     sleep 0.5
-    ip netns exec "$A" wrk -t 2 -c 5 -d "${DURATION}s" "http://198.19.0.2:8080/$BYTES" >"$TMP/wrk.txt" || true
+    ip netns exec "$A" "${PIN[@]}" wrk -t 2 -c 5 -d "${DURATION}s" "http://198.19.0.2:8080/$BYTES" >"$TMP/wrk.txt" || true
     kill "$NGINX_PID" 2>/dev/null || true
     wait "$NGINX_PID" 2>/dev/null || true
     NGINX_PID=
@@ -144,8 +156,20 @@ EOF
 }
 
 rows=(lr_tcp_down iperf_tcp_down lr_tcp_up iperf_tcp_up lr_http_builtin lr_http_nginx nginx_wrk)
-declare -A values
+# ratio name -> "linerate row, peer row"
+declare -A pairs=(
+    [tcp_download]="lr_tcp_down iperf_tcp_down"
+    [tcp_upload]="lr_tcp_up iperf_tcp_up"
+    [http_all]="lr_http_builtin nginx_wrk"
+    [http_clients]="lr_http_nginx nginx_wrk"
+)
+ratio() {
+    { [ "$1" = n/a ] || [ "$2" = n/a ]; } && { echo n/a; return; }
+    awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'
+}
+declare -A values ratios
 for round in $(seq 1 "$ROUNDS"); do
+    declare -A this=()
     for row in "${rows[@]}"; do
         case $row in
             lr_tcp_down) v=$(lr_tcp download) ;;
@@ -159,16 +183,19 @@ for round in $(seq 1 "$ROUNDS"); do
         [ "$v" = n/a ] || v=$(printf '%.0f' "$v")
         echo "  round $round $row: $v Mbps" >&2
         values[$row]="${values[$row]:-} $v"
+        this[$row]=$v
+    done
+    for name in "${!pairs[@]}"; do
+        read -r mine peer <<<"${pairs[$name]}"
+        r=$(ratio "${this[$mine]}" "${this[$peer]}")
+        echo "  round $round ratio $name: $r" >&2
+        ratios[$name]="${ratios[$name]:-} $r"
     done
 done
 
 median() { # values... -> median (n/a if any is n/a)
     case " $* " in *" n/a "*) echo n/a; return ;; esac
     printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
-ratio() {
-    [ "$1" = n/a ] || [ "$2" = n/a ] && { echo n/a; return; }
-    awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'
 }
 declare -A med
 for row in "${rows[@]}"; do
@@ -177,6 +204,12 @@ for row in "${rows[@]}"; do
     [ "$m" = n/a ] || m=$(printf '%.0f' "$m")
     med[$row]=$m
 done
+mr() { # ratio name -> median ratio
+    # shellcheck disable=SC2086
+    m=$(median ${ratios[$1]})
+    [ "$m" = n/a ] || m=$(printf '%.3f' "$m")
+    echo "$m"
+}
 
 echo
 printf '%-44s %12s\n' "Row (median of $ROUNDS, ${DURATION} s each)" "Mbps"
@@ -188,8 +221,8 @@ printf '%-44s %12s\n' "linerate http, built-in server, 5 clients" "${med[lr_http
 printf '%-44s %12s\n' "linerate http --server nginx, 5 clients" "${med[lr_http_nginx]}"
 printf '%-44s %12s\n' "nginx + wrk -c 5" "${med[nginx_wrk]}"
 echo
-echo "Ratios linerate/peer (target >= 0.95):"
-printf '  %-52s %s\n' "tcp download: linerate / iperf3" "$(ratio "${med[lr_tcp_down]}" "${med[iperf_tcp_down]}")"
-printf '  %-52s %s\n' "tcp upload:   linerate / iperf3" "$(ratio "${med[lr_tcp_up]}" "${med[iperf_tcp_up]}")"
-printf '  %-52s %s\n' "http: linerate (server + clients) / nginx + wrk" "$(ratio "${med[lr_http_builtin]}" "${med[nginx_wrk]}")"
-printf '  %-52s %s\n' "http: linerate clients / wrk (both against nginx)" "$(ratio "${med[lr_http_nginx]}" "${med[nginx_wrk]}")"
+echo "Ratios linerate/peer, median of the per-round ratios (target >= 0.95):"
+printf '  %-52s %s\n' "tcp download: linerate / iperf3" "$(mr tcp_download)"
+printf '  %-52s %s\n' "tcp upload:   linerate / iperf3" "$(mr tcp_upload)"
+printf '  %-52s %s\n' "http: linerate (server + clients) / nginx + wrk" "$(mr http_all)"
+printf '  %-52s %s\n' "http: linerate clients / wrk (both against nginx)" "$(mr http_clients)"

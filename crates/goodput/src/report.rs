@@ -229,16 +229,79 @@ pub fn size_text(bytes: u64) -> String {
     }
 }
 
-/// Tables 14 and 15: several runs (one per path or scenario, e.g. IPv4,
-/// PPP, IPsec), one column each, for one direction.
-pub fn by_scenario(title: &str, labels_and_bps: &[(String, f64)]) -> String {
-    let mut head = vec!["".to_string()];
-    let mut row = vec!["linerate".to_string()];
-    for (label, bps) in labels_and_bps {
-        head.push(label.clone());
-        row.push(mbps(*bps));
+/// Tables 14 and 15: several runs (one per path or scenario: IPv4, PPP,
+/// IPsec ...), one column each, one row per direction. `runs` holds each
+/// run's label and its (direction, goodput) pairs.
+pub fn by_scenario(title: &str, runs: &[(String, Vec<(Direction, f64)>)]) -> String {
+    let mut head = vec!["Direction".to_string()];
+    head.extend(runs.iter().map(|(label, _)| label.clone()));
+    let mut rows = vec![head];
+    for d in [Direction::Download, Direction::Upload] {
+        if !runs.iter().any(|(_, r)| r.iter().any(|(x, _)| *x == d)) {
+            continue;
+        }
+        let mut row = vec![direction_title(d).to_string()];
+        for (_, r) in runs {
+            let cell = r.iter().find(|(x, _)| *x == d).map(|(_, bps)| mbps(*bps));
+            row.push(cell.unwrap_or_else(|| "-".into()));
+        }
+        rows.push(row);
     }
-    format!("{title}\n{}", columns(&[head, row]))
+    format!("{title}\n\n{}", columns(&rows))
+}
+
+/// Table 14 from `linerate tcp` records (one per scenario).
+pub fn tcp_by_scenario(records: &[TcpRecord]) -> String {
+    let streams: Vec<String> = records.iter().map(|r| r.streams.to_string()).collect();
+    let title = format!(
+        "TCP through the DUT, laid out as LANCOM Table 14 (iPerf DUT2DUT WAN routing TCP)\n\
+Goodput [Mbps, L4 payload] for {} parallel transmissions",
+        dedup(streams)
+    );
+    let runs: Vec<(String, Vec<(Direction, f64)>)> = records
+        .iter()
+        .map(|r| {
+            let label = format!("{} {}", r.path.label, r.path.family.name());
+            (
+                label,
+                r.runs
+                    .iter()
+                    .map(|x| (x.direction, x.goodput_bps))
+                    .collect(),
+            )
+        })
+        .collect();
+    by_scenario(&title, &runs)
+}
+
+/// Table 15 from `linerate http` records (one per scenario).
+pub fn http_by_scenario(records: &[HttpRecord]) -> String {
+    let clients: Vec<String> = records.iter().map(|r| r.clients.to_string()).collect();
+    let title = format!(
+        "HTTP through the DUT, laid out as LANCOM Table 15 (HTTP DUT2DUT WAN routing TCP)\n\
+Goodput [Mbps, L7 body bytes] for {} parallel clients",
+        dedup(clients)
+    );
+    let runs: Vec<(String, Vec<(Direction, f64)>)> = records
+        .iter()
+        .map(|r| {
+            let label = format!("{} {}", r.path.label, r.path.family.name());
+            (
+                label,
+                r.runs
+                    .iter()
+                    .map(|x| (x.direction, x.goodput_bps))
+                    .collect(),
+            )
+        })
+        .collect();
+    by_scenario(&title, &runs)
+}
+
+/// "5" when all runs agree, else "5/16".
+fn dedup(mut values: Vec<String>) -> String {
+    values.dedup();
+    values.join("/")
 }
 
 #[cfg(test)]
@@ -296,6 +359,33 @@ mod tests {
         let row = t.lines().find(|l| l.starts_with("lab 'x'")).unwrap();
         assert!(row.contains("926") && row.contains("924"), "{row}");
         assert!(t.contains("1.0397"), "{t}");
+    }
+
+    #[test]
+    fn scenarios_are_columns() {
+        let t = by_scenario(
+            "T",
+            &[
+                ("IPv4".into(), vec![(Direction::Download, 5.53e9)]),
+                (
+                    "IPsec".into(),
+                    vec![(Direction::Download, 479e6), (Direction::Upload, 480e6)],
+                ),
+            ],
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[2].contains("IPv4") && lines[2].contains("IPsec"),
+            "{t}"
+        );
+        assert!(
+            lines[3].starts_with("Download") && lines[3].contains("5,530"),
+            "{t}"
+        );
+        assert!(
+            lines[4].starts_with("Upload") && lines[4].contains('-'),
+            "{t}"
+        );
     }
 
     #[test]

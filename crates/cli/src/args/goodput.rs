@@ -71,6 +71,9 @@ pub struct TcpArgs {
     /// Write the record as JSON to FILE.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Measure nothing: lay out earlier runs' --json files (one per scenario, labelled with --label) as LANCOM Table 14.
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    pub table_from: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -98,4 +101,7 @@ pub struct HttpArgs {
     /// Write the record as JSON to FILE.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Measure nothing: lay out earlier runs' --json files (one per scenario) as LANCOM Table 15.
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    pub table_from: Vec<PathBuf>,
 }

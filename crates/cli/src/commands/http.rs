@@ -3,7 +3,7 @@
 //! requests/s, laid out as LANCOM Table 13.
 
 use super::rfc2544::write_json;
-use super::stack::{self, parse_size};
+use super::stack::{self, parse_size, read_records};
 use crate::args::HttpArgs;
 use crate::exit::Outcome;
 use crate::ports::{check_writable, parse_trial_duration};
@@ -15,6 +15,11 @@ use linerate_goodput::{report, tcp, Direction};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub fn run(args: HttpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
+    if !args.table_from.is_empty() {
+        let records = read_records::<HttpRecord>(&args.table_from)?;
+        print!("{}", report::http_by_scenario(&records));
+        return Ok(Outcome::Passed);
+    }
     let directions = Direction::parse_list(&args.direction)
         .ok_or_else(|| anyhow!("--direction must be download, upload or both"))?;
     let duration = parse_trial_duration(&args.duration, "--duration")?;

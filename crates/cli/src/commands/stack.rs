@@ -252,3 +252,22 @@ mod tests {
         assert!(parse_cidr("2001:2::2/129", "--ip-a").is_err());
     }
 }
+
+/// Reads records written by earlier runs' `--json` (for `--table-from`).
+pub fn read_records<T: serde::de::DeserializeOwned>(
+    files: &[std::path::PathBuf],
+) -> Result<Vec<T>> {
+    files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| anyhow!("--table-from {}: {e}", f.display()))?;
+            serde_json::from_str(&text).map_err(|e| {
+                anyhow!(
+                    "--table-from {}: not a record of this command ({e}): give files written by its --json",
+                    f.display()
+                )
+            })
+        })
+        .collect()
+}

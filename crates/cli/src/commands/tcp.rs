@@ -3,7 +3,7 @@
 //! and link usage, laid out as LANCOM Table 12.
 
 use super::rfc2544::write_json;
-use super::stack::{self, parse_size};
+use super::stack::{self, parse_size, read_records};
 use crate::args::TcpArgs;
 use crate::exit::Outcome;
 use crate::ports::{check_writable, parse_trial_duration};
@@ -13,6 +13,11 @@ use linerate_goodput::{report, tcp, Direction};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub fn run(args: TcpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
+    if !args.table_from.is_empty() {
+        let records = read_records::<TcpRecord>(&args.table_from)?;
+        print!("{}", report::tcp_by_scenario(&records));
+        return Ok(Outcome::Passed);
+    }
     let directions = Direction::parse_list(&args.direction)
         .ok_or_else(|| anyhow!("--direction must be download, upload or both"))?;
     let duration = parse_trial_duration(&args.duration, "--duration")?;
