@@ -1,12 +1,12 @@
 //! N parallel TCP streams through the DUT, kernel stack on both ends.
 //!
-//! Sockets are made in the tester namespaces (see the crate docs); each
-//! stream then has a sending and a receiving thread in linerate's own
+//! Sockets are made in the tester namespaces (see the crate docs); one
+//! thread then sends on all streams and one receives on all (non-blocking
+//! sockets and poll, as iperf3 moves its streams), in linerate's own
 //! namespace. The receivers count payload bytes; the measured window starts
 //! when every stream is connected and ends `duration` later (slow start
 //! included, as iperf3 counts), and goodput is the bytes the receivers read
-//! in it. Blocking I/O with a short socket timeout lets each thread notice
-//! the end without extra machinery.
+//! in it. Polling with a short timeout lets each thread notice the end.
 
 use crate::netns::in_netns;
 use crate::record::{StreamRecord, TcpRun};
@@ -147,45 +147,88 @@ pub fn tcp_info(stream: &TcpStream) -> TcpInfo {
     }
 }
 
-/// Sends until `stop`, then closes its half of the connection.
-fn send_loop(mut stream: TcpStream, stop: &AtomicBool) -> TcpStream {
-    let block: Vec<u8> = (0..IO_BLOCK).map(|i| (i % 251) as u8).collect();
-    let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-    while !stop.load(Ordering::Relaxed) {
-        match stream.write(&block) {
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) => {}
-            Err(_) => break, // the peer went away: the receiver notices too
-        }
+/// Waits until some of `fds` are ready for `events`, at most IO_TIMEOUT;
+/// returns the `revents` of each.
+fn poll_all(fds: &[i32], events: i16) -> Vec<i16> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: pfds is a valid array of pollfd of the length given.
+    let rc = unsafe {
+        libc::poll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            IO_TIMEOUT.as_millis() as i32,
+        )
+    };
+    if rc <= 0 {
+        return vec![0; fds.len()];
     }
-    stream
+    pfds.iter().map(|p| p.revents).collect()
 }
 
-/// Reads and counts until the sender closes, or `DRAIN_LIMIT` after `stop`.
-fn receive_loop(mut stream: TcpStream, count: &AtomicU64, stop: &AtomicBool) {
-    let mut buf = vec![0u8; IO_BLOCK];
-    let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
-    let mut stopped_at: Option<Instant> = None;
-    loop {
-        match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                count.fetch_add(n as u64, Ordering::Relaxed);
+fn would_block(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+    )
+}
+
+/// Sends on every stream until `stop`, one thread for all (as iperf3 does:
+/// on a tester with few CPUs, ten blocking threads would cost switches).
+/// A stream whose peer went away is left out; the receiver notices too.
+fn send_all(streams: Vec<TcpStream>, stop: &AtomicBool) -> Vec<TcpStream> {
+    let block: Vec<u8> = (0..IO_BLOCK).map(|i| (i % 251) as u8).collect();
+    for s in &streams {
+        let _ = s.set_nonblocking(true);
+    }
+    let mut live: Vec<bool> = vec![true; streams.len()];
+    while !stop.load(Ordering::Relaxed) && live.iter().any(|&l| l) {
+        let fds: Vec<i32> = streams.iter().map(|s| s.as_raw_fd()).collect();
+        let ready = poll_all(&fds, libc::POLLOUT);
+        for (i, mut stream) in streams.iter().enumerate() {
+            if !live[i] || ready[i] == 0 {
+                continue;
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) => {}
-            Err(_) => break,
+            match stream.write(&block) {
+                Ok(_) => {}
+                Err(e) if would_block(&e) => {}
+                Err(_) => live[i] = false,
+            }
+        }
+    }
+    streams
+}
+
+/// Reads and counts on every stream, one thread for all, until each sender
+/// has closed, or `DRAIN_LIMIT` after `stop`.
+fn receive_all(streams: Vec<TcpStream>, counts: &[Arc<AtomicU64>], stop: &AtomicBool) {
+    let mut buf = vec![0u8; IO_BLOCK];
+    for s in &streams {
+        let _ = s.set_nonblocking(true);
+    }
+    let mut open: Vec<bool> = vec![true; streams.len()];
+    let mut stopped_at: Option<Instant> = None;
+    while open.iter().any(|&o| o) {
+        let fds: Vec<i32> = streams.iter().map(|s| s.as_raw_fd()).collect();
+        let ready = poll_all(&fds, libc::POLLIN);
+        for (i, mut stream) in streams.iter().enumerate() {
+            if !open[i] || ready[i] == 0 {
+                continue;
+            }
+            match stream.read(&mut buf) {
+                Ok(0) => open[i] = false,
+                Ok(n) => {
+                    counts[i].fetch_add(n as u64, Ordering::Relaxed);
+                }
+                Err(e) if would_block(&e) => {}
+                Err(_) => open[i] = false,
+            }
         }
         if stop.load(Ordering::Relaxed) {
             let since = *stopped_at.get_or_insert_with(Instant::now);
@@ -211,7 +254,6 @@ pub fn run(
     for _ in 0..cfg.streams {
         let client = connect(&cfg.client, cfg.connect_to, cfg.window, cfg.connect_timeout)?;
         let server = accept_within(listener, cfg.connect_timeout)?;
-        let _ = client.set_nodelay(false);
         pairs.push(match direction {
             Direction::Download => (server, client),
             Direction::Upload => (client, server),
@@ -220,22 +262,23 @@ pub fn run(
 
     let stop = Arc::new(AtomicBool::new(false));
     let counts: Vec<Arc<AtomicU64>> = (0..cfg.streams).map(|_| Arc::default()).collect();
-    // Every thread waits here, so the window opens when all are running.
-    let start = Arc::new(Barrier::new(2 * cfg.streams + 1));
-    let mut senders = Vec::new();
-    let mut receivers = Vec::new();
-    for ((tx, rx), count) in pairs.into_iter().zip(&counts) {
-        let (stop_tx, start_tx) = (stop.clone(), start.clone());
-        senders.push(std::thread::spawn(move || {
-            start_tx.wait();
-            send_loop(tx, &stop_tx)
-        }));
-        let (stop_rx, start_rx, count) = (stop.clone(), start.clone(), count.clone());
-        receivers.push(std::thread::spawn(move || {
-            start_rx.wait();
-            receive_loop(rx, &count, &stop_rx)
-        }));
-    }
+    // Both threads wait here, so the window opens when they are running.
+    let start = Arc::new(Barrier::new(3));
+    let (tx, rx): (Vec<TcpStream>, Vec<TcpStream>) = pairs.into_iter().unzip();
+    let sender = {
+        let (stop, start) = (stop.clone(), start.clone());
+        std::thread::spawn(move || {
+            start.wait();
+            send_all(tx, &stop)
+        })
+    };
+    let receiver = {
+        let (stop, start, counts) = (stop.clone(), start.clone(), counts.clone());
+        std::thread::spawn(move || {
+            start.wait();
+            receive_all(rx, &counts, &stop)
+        })
+    };
     start.wait();
     let t0 = Instant::now();
     let at_start: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
@@ -251,10 +294,10 @@ pub fn run(
     let at_end: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
     stop.store(true, Ordering::Relaxed);
 
+    let senders = sender.join().expect("sender thread");
     let mut streams = Vec::with_capacity(cfg.streams);
-    for (i, sender) in senders.into_iter().enumerate() {
-        let socket = sender.join().expect("sender thread");
-        let info = tcp_info(&socket);
+    for (i, socket) in senders.iter().enumerate() {
+        let info = tcp_info(socket);
         let _ = socket.shutdown(std::net::Shutdown::Write);
         let bytes = at_end[i] - at_start[i];
         streams.push(StreamRecord {
@@ -266,9 +309,7 @@ pub fn run(
             snd_mss: info.snd_mss,
         });
     }
-    for receiver in receivers {
-        receiver.join().expect("receiver thread");
-    }
+    receiver.join().expect("receiver thread");
     let bytes: u64 = streams.iter().map(|s| s.bytes).sum();
     if bytes == 0 && !interrupted {
         return Err(GoodputError::NoData(format!(

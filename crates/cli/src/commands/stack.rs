@@ -229,6 +229,25 @@ pub fn outcome(e: GoodputError) -> Result<crate::exit::Outcome> {
     }
 }
 
+/// Reads records written by earlier runs' `--json` (for `--table-from`).
+pub fn read_records<T: serde::de::DeserializeOwned>(
+    files: &[std::path::PathBuf],
+) -> Result<Vec<T>> {
+    files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| anyhow!("--table-from {}: {e}", f.display()))?;
+            serde_json::from_str(&text).map_err(|e| {
+                anyhow!(
+                    "--table-from {}: not a record of this command ({e}): give files written by its --json",
+                    f.display()
+                )
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,23 +270,4 @@ mod tests {
         assert!(parse_cidr("198.18.0.2", "--ip-a").is_err());
         assert!(parse_cidr("2001:2::2/129", "--ip-a").is_err());
     }
-}
-
-/// Reads records written by earlier runs' `--json` (for `--table-from`).
-pub fn read_records<T: serde::de::DeserializeOwned>(
-    files: &[std::path::PathBuf],
-) -> Result<Vec<T>> {
-    files
-        .iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(f)
-                .map_err(|e| anyhow!("--table-from {}: {e}", f.display()))?;
-            serde_json::from_str(&text).map_err(|e| {
-                anyhow!(
-                    "--table-from {}: not a record of this command ({e}): give files written by its --json",
-                    f.display()
-                )
-            })
-        })
-        .collect()
 }
