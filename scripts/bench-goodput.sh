@@ -105,7 +105,11 @@ iperf_tcp() { # direction -> Mbps
     peers_up
     ip netns exec "$B" "${PIN[@]}" iperf3 -s -1 -B 198.19.0.2 >/dev/null 2>&1 &
     local srv=$!
-    sleep 0.3
+    # iperf3 -s -1 serves one test: wait for its port with ss, not a probe.
+    for _ in $(seq 100); do
+        ip netns exec "$B" ss -ltn 2>/dev/null | grep -q ':5201 ' && break
+        sleep 0.1
+    done
     ip netns exec "$A" "${PIN[@]}" iperf3 -c 198.19.0.2 -P 5 -w 256K -t "$DURATION" $rev -J >"$TMP/iperf.json" || true
     wait "$srv" 2>/dev/null || true
     peers_down
@@ -142,7 +146,11 @@ EOF
     peers_up
     ip netns exec "$B" "${PIN[@]}" nginx -p "$TMP/ng" -c "$TMP/ng/nginx.conf" -e "$TMP/ng/error.log" &
     NGINX_PID=$!
-    sleep 0.5
+    # Wait until nginx accepts connections (a loaded machine may take seconds).
+    for _ in $(seq 100); do
+        ip netns exec "$A" bash -c 'exec 3<>/dev/tcp/198.19.0.2/8080' 2>/dev/null && break
+        sleep 0.1
+    done
     ip netns exec "$A" "${PIN[@]}" wrk -t 2 -c 5 -d "${DURATION}s" "http://198.19.0.2:8080/$BYTES" >"$TMP/wrk.txt" || true
     kill "$NGINX_PID" 2>/dev/null || true
     wait "$NGINX_PID" 2>/dev/null || true

@@ -295,7 +295,10 @@ async fn client(
         Ok(pair) => pair,
         Err(e) => return counters.error(format!("HTTP handshake: {e}")),
     };
-    tokio::spawn(conn);
+    // The connection runs as a task of its own; it must end with this
+    // client (aborted at the end of the window), or a download still in
+    // flight would go on competing with the next direction's run.
+    let _conn = AbortOnDrop(tokio::spawn(conn));
     for k in index.. {
         let size = sizes[k % sizes.len()];
         let (method, uri, body_len) = match direction {
@@ -344,5 +347,14 @@ async fn client(
             // A server that refuses is not retried in a tight loop.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
