@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 const IO_BLOCK: usize = 128 * 1024;
 /// How often a blocked thread looks at the stop flag.
 const IO_TIMEOUT: Duration = Duration::from_millis(200);
+/// Reads or writes on one stream per poll at most (iperf3 writes up to 10).
+const BURST: usize = 8;
 /// How long receivers wait for the rest after the end of the window.
 const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 
@@ -195,10 +197,18 @@ fn send_all(streams: Vec<TcpStream>, stop: &AtomicBool) -> Vec<TcpStream> {
             if !live[i] || ready[i] == 0 {
                 continue;
             }
-            match stream.write(&block) {
-                Ok(_) => {}
-                Err(e) if would_block(&e) => {}
-                Err(_) => live[i] = false,
+            // Fill what the socket takes now (a bounded number of writes,
+            // so one stream cannot starve the others), then poll again.
+            for _ in 0..BURST {
+                match stream.write(&block) {
+                    Ok(n) if n == block.len() => continue,
+                    Ok(_) => break,
+                    Err(e) if would_block(&e) => break,
+                    Err(_) => {
+                        live[i] = false;
+                        break;
+                    }
+                }
             }
         }
     }
@@ -221,13 +231,24 @@ fn receive_all(streams: Vec<TcpStream>, counts: &[Arc<AtomicU64>], stop: &Atomic
             if !open[i] || ready[i] == 0 {
                 continue;
             }
-            match stream.read(&mut buf) {
-                Ok(0) => open[i] = false,
-                Ok(n) => {
-                    counts[i].fetch_add(n as u64, Ordering::Relaxed);
+            for _ in 0..BURST {
+                match stream.read(&mut buf) {
+                    Ok(0) => {
+                        open[i] = false;
+                        break;
+                    }
+                    Ok(n) => {
+                        counts[i].fetch_add(n as u64, Ordering::Relaxed);
+                        if n < buf.len() {
+                            break; // drained for now
+                        }
+                    }
+                    Err(e) if would_block(&e) => break,
+                    Err(_) => {
+                        open[i] = false;
+                        break;
+                    }
                 }
-                Err(e) if would_block(&e) => {}
-                Err(_) => open[i] = false,
             }
         }
         if stop.load(Ordering::Relaxed) {
