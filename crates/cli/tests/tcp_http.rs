@@ -378,3 +378,53 @@ fn tcp_and_http_on_named_ports() {
     }
     assert_eq!(netns_list(), before, "namespaces changed");
 }
+
+/// SIGINT in the middle of a long window: the shortened window is reported
+/// (stdout and JSON), exit 130, and the lab is as it was.
+#[test]
+fn sigint_reports_the_shortened_window_and_restores_the_lab() {
+    if !root_or_skip("sigint_reports_the_shortened_window_and_restores_the_lab") {
+        return;
+    }
+    let (lab, _guard) = lab_up("si");
+    limit_dut(&lab);
+    let json = TempFile::new("tcp-int");
+    let mut spawned = Spawned::start(&[
+        "tcp",
+        "--lab",
+        "--lab-name",
+        &lab,
+        "--duration",
+        "60s",
+        "--direction",
+        "both",
+        "--json",
+        json.arg(),
+    ]);
+    // The tester address appears when the run has set up; then let data flow.
+    let a = format!("lr-{lab}-a");
+    let start = std::time::Instant::now();
+    while !sh("ip", &["-n", &a, "addr", "show", "dev", "a0"]).contains("inet ")
+        && start.elapsed() < std::time::Duration::from_secs(20)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    signal(spawned.pid, nix::sys::signal::Signal::SIGINT);
+    let run = spawned.finish(std::time::Duration::from_secs(30));
+    assert_eq!(run.code, 130, "{}", run.dump());
+    assert!(
+        run.elapsed < std::time::Duration::from_secs(30),
+        "{}",
+        run.dump()
+    );
+    assert!(run.stdout.contains("interrupted"), "{}", run.dump());
+    let rec = json.json();
+    let runs = rec["runs"].as_array().expect("runs");
+    // Stopped in the download window: no upload run afterwards.
+    assert_eq!(runs.len(), 1, "{rec}");
+    assert_eq!(runs[0]["interrupted"], true, "{rec}");
+    assert!(f(&runs[0], "seconds") < 30.0, "{rec}");
+    assert!(u(&runs[0], "bytes") > 0, "{rec}");
+    assert_lab_as_made(&lab);
+}
