@@ -389,7 +389,7 @@ fn sigint_reports_the_shortened_window_and_restores_the_lab() {
     let (lab, _guard) = lab_up("si");
     limit_dut(&lab);
     let json = TempFile::new("tcp-int");
-    let mut spawned = Spawned::start(&[
+    let spawned = Spawned::start(&[
         "tcp",
         "--lab",
         "--lab-name",
