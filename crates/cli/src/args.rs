@@ -3,6 +3,9 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod goodput;
+pub use goodput::{HttpArgs, StackPortArgs, TcpArgs};
+
 #[derive(Parser, Debug)]
 #[command(
     name = "linerate",
@@ -40,6 +43,10 @@ pub enum Command {
     Mlrsearch(crate::method_args::MlrsearchArgs),
     /// Back-to-back frames (RFC 2544 26.4, RFC 9004): longest burst without loss, repeated, and the DUT buffer time it implies.
     BackToBack(crate::method_args::BackToBackArgs),
+    /// TCP goodput through the DUT: N parallel streams with the kernel's TCP stack (as iperf3 -P 5), laid out as LANCOM Table 12.
+    Tcp(TcpArgs),
+    /// HTTP/1.1 goodput and requests/s through the DUT: a server on side B, N clients on side A, laid out as LANCOM Table 13.
+    Http(HttpArgs),
     /// The namespace lab: a Linux router between two tester ports.
     Lab {
         #[command(subcommand)]

@@ -3,6 +3,7 @@
 mod back_to_back;
 mod calibrate;
 mod frame_loss;
+mod http;
 mod lab;
 mod latency;
 mod mlrsearch;
@@ -10,6 +11,8 @@ mod overhead;
 mod rfc2544;
 mod run;
 mod session;
+mod stack;
+mod tcp;
 mod trial;
 
 use crate::args::{Cli, Command};
@@ -29,6 +32,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Loss(args) => frame_loss::run(args, &*interrupt_flag()?),
         Command::Mlrsearch(args) => mlrsearch::run(args, &*interrupt_flag()?),
         Command::BackToBack(args) => back_to_back::run(args, &*interrupt_flag()?),
+        Command::Tcp(args) => tcp::run(args, &*interrupt_flag()?),
+        Command::Http(args) => http::run(args, &*interrupt_flag()?),
     }
 }
 

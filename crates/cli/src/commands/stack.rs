@@ -1,0 +1,273 @@
+//! The path `tcp` and `http` measure: two tester sides with kernel
+//! addresses for the time of the run (the lab's, or named ports moved into
+//! namespaces of their own), shared by both commands.
+
+use crate::args::StackPortArgs;
+use crate::ports::{parse_duration, DEFAULT_LAB};
+use anyhow::{anyhow, bail, Result};
+use linerate_goodput::hosts::{self, HostSetup, Side, LAB_V6, LAB_V6_PREFIX};
+use linerate_goodput::record::{lantraffic_coefficient, PathInfo};
+use linerate_goodput::{Endpoint, GoodputError};
+use linerate_lab::Lab;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+/// Default line speed when neither the user nor the link says one.
+const DEFAULT_LINE_BPS: u64 = 10_000_000_000;
+
+/// A ready path. Fields drop in order: the host set-up is undone before a
+/// lab made for this run is removed.
+pub struct StackPath {
+    pub client: Endpoint,
+    pub server: Endpoint,
+    /// Where the clients connect (the server's address unless --connect-to).
+    pub connect_ip: IpAddr,
+    pub info: PathInfo,
+    pub connect_timeout: Duration,
+    #[allow(dead_code)] // held: undone on drop
+    hosts: HostSetup,
+    #[allow(dead_code)] // held: a lab made for the run is removed on drop
+    lab: Option<Lab>,
+}
+
+impl StackPath {
+    pub fn connect_to(&self, port: u16) -> SocketAddr {
+        SocketAddr::new(self.connect_ip, port)
+    }
+
+    /// Fills in the L2 rate and link usage of a goodput, per LanTraffic.
+    pub fn l2_and_usage(&self, goodput_bps: f64) -> (f64, f64) {
+        let l2 = goodput_bps * lantraffic_coefficient(self.info.mtu, self.info.family);
+        (l2, 100.0 * l2 / self.info.line_bps as f64)
+    }
+}
+
+fn parse_cidr(text: &str, option: &str) -> Result<(IpAddr, u8)> {
+    let (ip, len) = text
+        .split_once('/')
+        .ok_or_else(|| anyhow!("{option} '{text}' needs a prefix length, e.g. 198.18.0.2/24"))?;
+    let ip: IpAddr = ip
+        .parse()
+        .map_err(|_| anyhow!("{option} '{text}' is not an IP address with a prefix length"))?;
+    let max = if ip.is_ipv6() { 128 } else { 32 };
+    let len: u8 = len
+        .parse()
+        .ok()
+        .filter(|l| *l <= max)
+        .ok_or_else(|| anyhow!("{option} '{text}': the prefix length must be 0..{max}"))?;
+    Ok((ip, len))
+}
+
+fn parse_ip(text: &str, option: &str) -> Result<IpAddr> {
+    text.parse()
+        .map_err(|_| anyhow!("{option} '{text}' is not an IP address"))
+}
+
+/// Sets the path up as `args` say; undone when the returned value drops.
+pub fn open(args: &StackPortArgs) -> Result<StackPath> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!("not running as root: linerate configures addresses in the tester namespaces; run it with sudo");
+    }
+    let connect_timeout = parse_duration(&args.connect_timeout, "--connect-timeout")?;
+    let connect_override = args
+        .connect_to
+        .as_deref()
+        .map(|t| parse_ip(t, "--connect-to"))
+        .transpose()?;
+    let mut hosts = HostSetup::new();
+    let (a, b, label, lab, reported_speed) = if args.lab {
+        linerate_lab::check_environment()?;
+        let lab = if let Some(name) = &args.lab_name {
+            Lab::attach(name)?
+        } else if Lab::exists(DEFAULT_LAB) {
+            Lab::attach(DEFAULT_LAB)?
+        } else {
+            let name = linerate_lab::temporary_name();
+            eprintln!("linerate: building lab '{name}' for this run (namespaces lr-{name}-*)");
+            Lab::up(&name)?
+        };
+        let side = |p: &linerate_lab::LabPort, v6: usize| {
+            let (ip, gateway, prefix_len) = if args.ipv6 {
+                let (ip, gw) = LAB_V6[v6];
+                (ip.parse().unwrap(), gw.parse().unwrap(), LAB_V6_PREFIX)
+            } else {
+                (IpAddr::V4(p.ip), IpAddr::V4(p.gateway), p.prefix_len)
+            };
+            Side {
+                netns: Some(p.netns.clone()),
+                ifname: p.ifname.clone(),
+                ip,
+                prefix_len,
+                gateway,
+            }
+        };
+        let (a, b) = (side(lab.port_a(), 0), side(lab.port_b(), 1));
+        if args.ipv6 {
+            for (port, s) in [(lab.port_a(), &a), (lab.port_b(), &b)] {
+                hosts.dut_ipv6(lab.dut_netns(), IpAddr::V4(port.gateway), s.gateway)?;
+            }
+        }
+        let speed = hosts::speed_bps(a.netns.as_deref(), &a.ifname).map(|s| (s, a.ifname.clone()));
+        let label = format!("lab '{}'", lab.name());
+        (a, b, label, Some(lab), speed)
+    } else {
+        let name_a = args.port_a.as_deref().ok_or_else(|| {
+            anyhow!("--port-a is missing: name the tester interfaces, or use --lab")
+        })?;
+        let name_b = args
+            .port_b
+            .as_deref()
+            .ok_or_else(|| anyhow!("--port-b is missing: name the second tester interface"))?;
+        if name_a == name_b {
+            bail!("--port-a and --port-b are both '{name_a}': use two interfaces, one on each side of the DUT");
+        }
+        let need = |v: &Option<String>, o: &str| {
+            v.clone()
+                .ok_or_else(|| anyhow!("{o} is missing: give each port its address and gateway"))
+        };
+        let (ip_a, len_a) = parse_cidr(&need(&args.ip_a, "--ip-a")?, "--ip-a")?;
+        let (ip_b, len_b) = parse_cidr(&need(&args.ip_b, "--ip-b")?, "--ip-b")?;
+        let gw_a = parse_ip(&need(&args.gw_a, "--gw-a")?, "--gw-a")?;
+        let gw_b = parse_ip(&need(&args.gw_b, "--gw-b")?, "--gw-b")?;
+        if [ip_b, gw_a, gw_b]
+            .iter()
+            .any(|ip| ip.is_ipv6() != ip_a.is_ipv6())
+        {
+            bail!(
+                "--ip-a, --ip-b, --gw-a and --gw-b mix IPv4 and IPv6: give all four in one family"
+            );
+        }
+        let speed = hosts::speed_bps(None, name_a).map(|s| (s, name_a.to_string()));
+        let ns_a = hosts.adopt_port(name_a, "a")?;
+        let ns_b = hosts.adopt_port(name_b, "b")?;
+        let a = Side {
+            netns: Some(ns_a),
+            ifname: name_a.into(),
+            ip: ip_a,
+            prefix_len: len_a,
+            gateway: gw_a,
+        };
+        let b = Side {
+            netns: Some(ns_b),
+            ifname: name_b.into(),
+            ip: ip_b,
+            prefix_len: len_b,
+            gateway: gw_b,
+        };
+        (a, b, format!("ports {name_a}/{name_b}"), None, speed)
+    };
+    let connect_ip = connect_override.unwrap_or(b.ip);
+    if connect_ip.is_ipv6() != a.ip.is_ipv6() {
+        bail!("--connect-to {connect_ip} is not in the family of the tester addresses");
+    }
+    hosts.configure(&a, connect_ip)?;
+    hosts.configure(&b, a.ip)?;
+
+    let mtu =
+        hosts::mtu(a.netns.as_deref(), &a.ifname)?.min(hosts::mtu(b.netns.as_deref(), &b.ifname)?);
+    let (line_bps, line_speed_source) = match (&args.line_speed, reported_speed) {
+        (Some(text), _) => (
+            linerate_wire::units::parse_line_speed(text)?,
+            "given with --line-speed".to_string(),
+        ),
+        (None, Some((bps, ifname))) => (bps, format!("reported by {ifname}")),
+        (None, None) => (
+            DEFAULT_LINE_BPS,
+            "not reported by the link; 10G assumed, set --line-speed".to_string(),
+        ),
+    };
+    let info = PathInfo {
+        label: args.label.clone().unwrap_or(label),
+        family: hosts::family(a.ip),
+        client_ip: a.ip.to_string(),
+        server_ip: b.ip.to_string(),
+        mtu,
+        line_bps,
+        line_speed_source,
+    };
+    Ok(StackPath {
+        client: Endpoint {
+            netns: a.netns.clone(),
+            ip: a.ip,
+        },
+        server: Endpoint {
+            netns: b.netns.clone(),
+            ip: b.ip,
+        },
+        connect_ip,
+        info,
+        connect_timeout,
+        hosts,
+        lab,
+    })
+}
+
+/// `256k`, `1M`, `1500` -> bytes (k, M, G binary, as iperf3 counts).
+pub fn parse_size(text: &str, option: &str) -> Result<u64> {
+    let t = text.trim();
+    let (digits, mult) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1 << 20),
+        Some('g' | 'G') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| anyhow!("{option} '{text}' is not a size: write it as 256k, 1M or 1500"))
+}
+
+/// Maps a goodput error to the outcome: the DUT failing is a test failure
+/// (exit 1, one line), anything else an error (exit 2).
+pub fn outcome(e: GoodputError) -> Result<crate::exit::Outcome> {
+    if e.is_dut_failure() {
+        Ok(crate::exit::Outcome::ThresholdFailed(e.to_string()))
+    } else {
+        Err(anyhow::Error::new(e))
+    }
+}
+
+/// Reads records written by earlier runs' `--json` (for `--table-from`).
+pub fn read_records<T: serde::de::DeserializeOwned>(
+    files: &[std::path::PathBuf],
+) -> Result<Vec<T>> {
+    files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| anyhow!("--table-from {}: {e}", f.display()))?;
+            serde_json::from_str(&text).map_err(|e| {
+                anyhow!(
+                    "--table-from {}: not a record of this command ({e}): give files written by its --json",
+                    f.display()
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("256k", "--window").unwrap(), 256 * 1024);
+        assert_eq!(parse_size("10M", "--x").unwrap(), 10 << 20);
+        assert_eq!(parse_size("1500", "--x").unwrap(), 1500);
+        assert!(parse_size("lots", "--x").is_err());
+        assert!(parse_size("0", "--x").is_err());
+    }
+
+    #[test]
+    fn cidrs() {
+        assert_eq!(
+            parse_cidr("198.18.0.2/24", "--ip-a").unwrap(),
+            ("198.18.0.2".parse().unwrap(), 24)
+        );
+        assert!(parse_cidr("198.18.0.2", "--ip-a").is_err());
+        assert!(parse_cidr("2001:2::2/129", "--ip-a").is_err());
+    }
+}
