@@ -133,6 +133,22 @@ pub struct Rfc2544Args {
     /// Calibration file ('linerate calibrate'): results within 5 % of the stored tester ceiling are marked tester-limited. Default: ~/.local/share/linerate/calibration.json.
     #[arg(long)]
     pub calibration: Option<PathBuf>,
+    #[command(flatten)]
+    pub dut: DutArgs,
+}
+
+/// The DUT's configuration (lab scenarios) and CPU load (see docs/SCENARIOS.md).
+#[derive(Args, Debug, Clone, Default)]
+pub struct DutArgs {
+    /// Lab DUT configuration, e.g. lan-lan, wan-lan, acl:12, firewall:50, routes:900000, tunnel:vxlan, xdp-router; parts joined with '+' (wan-lan+acl:12); several separated by ',' are compared side by side. Builds a fresh lab for each.
+    #[arg(long, conflicts_with_all = ["port_a", "lab_name"])]
+    pub scenario: Option<String>,
+    /// External DUT: a command printing its CPU load in percent (e.g. "ssh r1 ..."), run towards the end of each trial.
+    #[arg(long, conflicts_with = "lab")]
+    pub dut_cpu_cmd: Option<String>,
+    /// External DUT: its CPU load from SNMP (HOST-RESOURCES-MIB hrProcessorLoad, via snmpwalk), as COMMUNITY@HOST.
+    #[arg(long, conflicts_with_all = ["lab", "dut_cpu_cmd"])]
+    pub dut_snmp: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -453,6 +453,7 @@ fn summarize(
         tester_rx_drops: counted.ring_drops,
         stray_frames: counted.stray,
         engine: engine.to_string(),
+        dut_cpu: None,
     }
 }
 

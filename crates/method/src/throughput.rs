@@ -310,6 +310,12 @@ pub fn find_throughput<R: TrialRunner>(
 
     let throughput_fps = lo.unwrap_or(0.0);
     let tester_limited = hi.is_some_and(|(_, i)| trials[i].generator_short);
+    // The DUT's CPU load at the throughput: that of the last trial run at it.
+    let dut_cpu = trials
+        .iter()
+        .rev()
+        .find(|t| t.intended_fps == throughput_fps)
+        .and_then(|t| t.dut_cpu);
     Ok(ThroughputResult {
         frame_size: frame.frame(),
         l3_length: frame.l3(),
@@ -323,6 +329,7 @@ pub fn find_throughput<R: TrialRunner>(
         tester_limited,
         calibrated_ceiling_fps: None,
         trials,
+        dut_cpu,
     })
 }
 

@@ -8,5 +8,6 @@
 pub mod calibration;
 pub mod model;
 pub mod report;
+pub mod scenario;
 
 pub use model::*;

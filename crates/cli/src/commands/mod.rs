@@ -4,6 +4,7 @@ mod calibrate;
 mod lab;
 mod overhead;
 mod rfc2544;
+mod scenarios;
 mod trial;
 
 use crate::args::{Cli, Command};
