@@ -27,8 +27,8 @@ const BASELINE: Duration = Duration::from_secs(1);
 
 /// Where the load comes from.
 enum Probe {
-    /// /proc/stat on these CPUs.
-    Lab { cpus: Vec<usize> },
+    /// /proc/stat on these CPUs; user time too for a user-space data path.
+    Lab { cpus: Vec<usize>, user: bool },
     /// A shell command printing one percentage.
     Command { command: String },
     /// `snmpwalk` of hrProcessorLoad; the average of the values.
@@ -70,12 +70,15 @@ impl Pending {
 
 impl DutCpuMeter {
     /// The lab's DUT on `cpus` (from placement); measures the idle baseline.
-    pub fn lab(cpus: &[usize], shared_core: bool) -> Result<DutCpuMeter> {
+    /// `user`: the data path runs in user space (e.g. boringtun pinned to
+    /// the DUT CPU), so user time is the DUT's work too.
+    pub fn lab(cpus: &[usize], shared_core: bool, user: bool) -> Result<DutCpuMeter> {
         if cpus.is_empty() {
             bail!("the lab's DUT has no CPU of its own (placement failed), so its CPU load cannot be told from the tester's");
         }
         let probe = Probe::Lab {
             cpus: cpus.to_vec(),
+            user,
         };
         let baseline = probe.measure_over(BASELINE)?;
         let list = cpus
@@ -92,7 +95,12 @@ impl DutCpuMeter {
             probe,
             baseline,
             source: format!(
-                "system + irq + softirq time of CPU {list}{shared} from /proc/stat over each trial's sending time; idle baseline {baseline:.1} % before the first trial"
+                "{} time of CPU {list}{shared} from /proc/stat over each trial's sending time; idle baseline {baseline:.1} % before the first trial",
+                if user {
+                    "user + system + irq + softirq"
+                } else {
+                    "system + irq + softirq"
+                }
             ),
         })
     }
@@ -171,7 +179,10 @@ impl DutCpuMeter {
 impl Probe {
     fn clone_probe(&self) -> Probe {
         match self {
-            Probe::Lab { cpus } => Probe::Lab { cpus: cpus.clone() },
+            Probe::Lab { cpus, user } => Probe::Lab {
+                cpus: cpus.clone(),
+                user: *user,
+            },
             Probe::Command { command } => Probe::Command {
                 command: command.clone(),
             },
@@ -181,12 +192,12 @@ impl Probe {
 
     /// Lab: the busy share over `period` from two /proc/stat readings.
     fn measure_over(&self, period: Duration) -> Result<f64> {
-        let Probe::Lab { cpus } = self else {
+        let Probe::Lab { cpus, user } = self else {
             return self.read_now();
         };
-        let before = CpuTimes::read(cpus)?;
+        let before = CpuTimes::read(cpus, *user)?;
         std::thread::sleep(period);
-        let after = CpuTimes::read(cpus)?;
+        let after = CpuTimes::read(cpus, *user)?;
         Ok(after.busy_share_since(&before) * 100.0)
     }
 
@@ -262,14 +273,15 @@ struct CpuTimes {
 }
 
 impl CpuTimes {
-    fn read(cpus: &[usize]) -> Result<CpuTimes> {
+    fn read(cpus: &[usize], user: bool) -> Result<CpuTimes> {
         let text = std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
-        CpuTimes::parse(&text, cpus)
+        CpuTimes::parse(&text, cpus, user)
     }
 
     /// Fields of "cpuN": user nice system idle iowait irq softirq steal
-    /// (guest time is already inside user). Busy = system + irq + softirq.
-    fn parse(text: &str, cpus: &[usize]) -> Result<CpuTimes> {
+    /// (guest time is already inside user). Busy = system + irq + softirq,
+    /// and user + nice when `user`.
+    fn parse(text: &str, cpus: &[usize], user: bool) -> Result<CpuTimes> {
         let mut sum = CpuTimes::default();
         for &cpu in cpus {
             let label = format!("cpu{cpu}");
@@ -286,6 +298,9 @@ impl CpuTimes {
                 bail!("/proc/stat line for CPU {cpu} has {} fields", v.len());
             }
             sum.busy += v[2] + v[5] + v[6];
+            if user {
+                sum.busy += v[0] + v[1];
+            }
             sum.total += v[..8].iter().sum::<u64>();
         }
         Ok(sum)
@@ -312,7 +327,7 @@ intr 1 2 3
 
     #[test]
     fn proc_stat_busy_counts_system_irq_and_softirq() {
-        let t = CpuTimes::parse(STAT, &[1]).unwrap();
+        let t = CpuTimes::parse(STAT, &[1], false).unwrap();
         assert_eq!(
             t,
             CpuTimes {
@@ -320,9 +335,10 @@ intr 1 2 3
                 total: 169
             }
         );
-        let both = CpuTimes::parse(STAT, &[0, 1]).unwrap();
+        let both = CpuTimes::parse(STAT, &[0, 1], false).unwrap();
         assert_eq!(both.busy, 26);
-        assert!(CpuTimes::parse(STAT, &[7]).is_err());
+        assert!(CpuTimes::parse(STAT, &[7], false).is_err());
+        assert_eq!(CpuTimes::parse(STAT, &[1], true).unwrap().busy, 19);
         let later = CpuTimes {
             busy: t.busy + 75,
             total: t.total + 100,
@@ -359,10 +375,10 @@ intr 1 2 3
 
     #[test]
     fn the_lab_probe_reads_this_machines_counters() {
-        let meter = DutCpuMeter::lab(&[0], false).unwrap();
+        let meter = DutCpuMeter::lab(&[0], false, false).unwrap();
         assert!((0.0..=100.0).contains(&meter.baseline));
         let sample = meter.begin(Duration::from_millis(100)).finish().unwrap();
         assert!((0.0..=100.0).contains(&sample.total_pct));
-        assert!(DutCpuMeter::lab(&[], false).is_err());
+        assert!(DutCpuMeter::lab(&[], false, false).is_err());
     }
 }

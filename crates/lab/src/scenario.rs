@@ -375,6 +375,12 @@ impl Applied {
         Ok(seen)
     }
 
+    /// Whether the data path runs in user space (so the DUT's CPU load must
+    /// count user time too).
+    pub fn user_space(&self) -> bool {
+        self.tunnel.as_ref().is_some_and(|t| t.user_space)
+    }
+
     /// The WAN link's counters (tunnel scenarios), as the first DUT sends.
     pub fn wan_counters(&self) -> Option<Result<LinkCounters, LabError>> {
         self.tunnel.as_ref().map(|t| t.wan_counters())

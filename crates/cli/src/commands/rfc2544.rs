@@ -102,7 +102,7 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
     let plan = Plan::from_args(&args)?;
     let mut bed = ports::open(&args.ports, plan.max_frame_len())?;
     let cpu = match &bed.placement {
-        Some(p) => lab_cpu_meter(p),
+        Some(p) => lab_cpu_meter(p, false),
         None => DutCpuMeter::external(
             args.dut.dut_cpu_cmd.as_deref(),
             args.dut.dut_snmp.as_deref(),
@@ -133,8 +133,11 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
 
 /// The lab DUT's CPU meter; without one (placement gave the DUT no CPU of
 /// its own) the run goes on and says why the column is missing.
-pub(crate) fn lab_cpu_meter(p: &linerate_results::Placement) -> Option<DutCpuMeter> {
-    match DutCpuMeter::lab(&p.dut_cpus, p.shared_core) {
+pub(crate) fn lab_cpu_meter(
+    p: &linerate_results::Placement,
+    user_space: bool,
+) -> Option<DutCpuMeter> {
+    match DutCpuMeter::lab(&p.dut_cpus, p.shared_core, user_space) {
         Ok(m) => Some(m),
         Err(e) => {
             eprintln!("linerate: note: DUT CPU load not measured: {e:#}");

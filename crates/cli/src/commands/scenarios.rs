@@ -95,7 +95,10 @@ fn run_one(
     // The test bed owns the lab from here; `applied` (XDP program, tunnel
     // daemons) is dropped before it, at the end of this function.
     let mut bed = ports::open_with(&args.ports, plan.max_frame_len(), Some(lab))?;
-    let cpu = bed.placement.as_ref().and_then(lab_cpu_meter);
+    let cpu = bed
+        .placement
+        .as_ref()
+        .and_then(|p| lab_cpu_meter(p, applied.user_space()));
     let mut record = ScenarioRecord {
         spec: scenario.spec.clone(),
         description: scenario.description(),
@@ -135,7 +138,7 @@ fn run_one(
             .map(|r| {
                 OuterRate::new(
                     r.frame_size,
-                    outer_frame(kind, r.l3_length as usize) as u16,
+                    outer_frame(kind, r.l3_length as usize, applied.user_space()) as u16,
                     r.throughput_fps,
                 )
             })
@@ -167,7 +170,9 @@ fn verify_traffic(applied: &Applied, lab: &Lab, rep: &Rfc2544Report) -> Result<V
 
 /// The frame on the WAN link for an inner IP packet of `l3` bytes: the
 /// encapsulation arithmetic of linerate-wire (WireGuard's own below).
-pub(crate) fn outer_frame(kind: TunnelKind, l3: usize) -> usize {
+/// `user_space`: boringtun, which sends WireGuard packets unpadded (seen on
+/// the WAN link's byte counter), where the kernel pads to 16 bytes.
+pub(crate) fn outer_frame(kind: TunnelKind, l3: usize, user_space: bool) -> usize {
     let enc = |e: Encapsulation| e.outer_frame(l3);
     match kind {
         TunnelKind::Vxlan => enc(Encapsulation {
@@ -181,7 +186,10 @@ pub(crate) fn outer_frame(kind: TunnelKind, l3: usize) -> usize {
         TunnelKind::Ipsec => enc(Encapsulation::default()),
         // WireGuard data message: outer IPv4 20 + UDP 8 + header 16 (type,
         // receiver, counter) + the inner packet padded to 16 + Poly1305 tag 16.
-        TunnelKind::Wireguard => (18 + 20 + 8 + 16 + l3.div_ceil(16) * 16 + 16).max(64),
+        TunnelKind::Wireguard => {
+            let inner = if user_space { l3 } else { l3.div_ceil(16) * 16 };
+            (18 + 20 + 8 + 16 + inner + 16).max(64)
+        }
     }
 }
 
@@ -205,12 +213,14 @@ mod tests {
     fn outer_frames_follow_the_encapsulation() {
         // VXLAN adds outer Ethernet + IP + UDP + VXLAN + the inner Ethernet
         // header: 1518-byte frames become 1568.
-        assert_eq!(outer_frame(TunnelKind::Vxlan, 1500), 1568);
-        assert_eq!(outer_frame(TunnelKind::Vxlan, 46), 114);
+        assert_eq!(outer_frame(TunnelKind::Vxlan, 1500, false), 1568);
+        assert_eq!(outer_frame(TunnelKind::Vxlan, 46, false), 114);
         // GRE: 24 bytes.
-        assert_eq!(outer_frame(TunnelKind::Gre, 1500), 1542);
+        assert_eq!(outer_frame(TunnelKind::Gre, 1500, false), 1542);
         // WireGuard: 60 bytes plus padding to 16: 1500 -> 1500 + 4 pad.
-        assert_eq!(outer_frame(TunnelKind::Wireguard, 1500), 1578 + 4);
-        assert_eq!(outer_frame(TunnelKind::Wireguard, 46), 18 + 60 + 48);
+        assert_eq!(outer_frame(TunnelKind::Wireguard, 1500, false), 1578 + 4);
+        assert_eq!(outer_frame(TunnelKind::Wireguard, 46, false), 18 + 60 + 48);
+        // boringtun does not pad.
+        assert_eq!(outer_frame(TunnelKind::Wireguard, 46, true), 18 + 60 + 46);
     }
 }

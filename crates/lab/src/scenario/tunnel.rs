@@ -70,6 +70,9 @@ pub struct Tunnel {
     pub kind: TunnelKind,
     /// Which implementation carries the traffic, e.g. "kernel VXLAN".
     pub data_path: String,
+    /// The data path runs in user space (boringtun): its CPU time is user
+    /// time, and its packets are not padded as the kernel's are.
+    pub user_space: bool,
     /// What was read back after building it.
     pub check: String,
     /// The first DUT's namespace, where the WAN interface `wan1` is.
@@ -160,6 +163,7 @@ pub(crate) fn build(l: &Lab, kind: TunnelKind) -> Result<Tunnel, LabError> {
         "dev",
         &names[1],
     ])?;
+    let user_space = data_path.starts_with("user-space");
     let route = netns::ip_json(&["-n", &dut1, "route", "get", "198.19.0.2"])?;
     if route[0]["dev"].as_str() != Some(names[0].as_str()) {
         return Err(LabError::NotInEffect {
@@ -173,6 +177,7 @@ pub(crate) fn build(l: &Lab, kind: TunnelKind) -> Result<Tunnel, LabError> {
     Ok(Tunnel {
         kind,
         data_path,
+        user_space,
         check: format!(
             "{check}; DUT 1 routes 198.19.0.2 into {} (ip route get)",
             names[0]
