@@ -24,6 +24,8 @@ pub enum Command {
     Overhead(OverheadArgs),
     /// The tester's own ceiling per engine and frame size, back to back (no DUT); stored and used to flag tester-limited results.
     Calibrate(CalibrateArgs),
+    /// The rate that keeps the DUT's CPU load near a target (the Cisco report's 75 % test), per frame size.
+    CpuTarget(CpuTargetArgs),
     /// The namespace lab: a Linux router between two tester ports.
     Lab {
         #[command(subcommand)]
@@ -133,6 +135,43 @@ pub struct Rfc2544Args {
     /// Calibration file ('linerate calibrate'): results within 5 % of the stored tester ceiling are marked tester-limited. Default: ~/.local/share/linerate/calibration.json.
     #[arg(long)]
     pub calibration: Option<PathBuf>,
+    #[command(flatten)]
+    pub dut: DutArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CpuTargetArgs {
+    #[command(flatten)]
+    pub ports: PortArgs,
+    /// The DUT CPU load (total) to hold, in percent.
+    #[arg(long, default_value = "75%")]
+    pub target: String,
+    /// How close to the target counts as reached, in percentage points.
+    #[arg(long, default_value = "5")]
+    pub tolerance: f64,
+    /// Frame sizes in bytes, FCS included.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "64,512,1518",
+        conflicts_with = "l3_length"
+    )]
+    pub sizes: Vec<u64>,
+    /// IP packet lengths instead of frame sizes.
+    #[arg(long, value_delimiter = ',')]
+    pub l3_length: Option<Vec<u64>>,
+    /// How long each trial sends (the CPU load is averaged over it).
+    #[arg(long, default_value = "2s")]
+    pub trial_duration: String,
+    /// Highest rate tried (default: line rate), e.g. 50%, 2Mpps.
+    #[arg(long)]
+    pub max_rate: Option<String>,
+    /// Most trials per frame size.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=30))]
+    pub max_trials: u32,
+    /// Write the result and every trial as JSON to FILE.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
     #[command(flatten)]
     pub dut: DutArgs,
 }

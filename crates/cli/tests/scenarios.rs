@@ -264,3 +264,44 @@ fn an_external_dut_cpu_command_fills_the_cpu_rows() {
     assert_eq!(f(cpu, "traffic_pct"), 0.0);
     assert!(report["dut_cpu_source"].as_str().unwrap().contains("echo"));
 }
+
+#[test]
+fn cpu_target_finds_the_rate_near_the_target() {
+    if !root_or_skip("cpu_target_finds_the_rate_near_the_target") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("cput", 1500);
+    let json = TempFile::new("scn-cput");
+    let base = |extra: &[&str]| {
+        let mut args = vec!["cpu-target"];
+        args.extend_from_slice(&B2B_HOSTS);
+        args.extend_from_slice(&[
+            "--sizes",
+            "64",
+            "--trial-duration",
+            "300ms",
+            "--straggler-wait",
+            "200ms",
+            "--max-rate",
+            "2000fps",
+        ]);
+        args.extend_from_slice(extra);
+        linerate_in(&ns, &args)
+    };
+    // A device reporting 76 % at the highest rate: within 5 points of 75.
+    let run = base(&["--dut-cpu-cmd", "echo 76", "--json", json.arg()]);
+    assert_eq!(run.code, 0, "{}", run.dump());
+    assert!(run.stdout.contains("DUT CPU near 75 %"), "{}", run.dump());
+    let r = &json.json()["results"][0];
+    assert_eq!(r["reached"], true, "{r}");
+    assert_eq!(f(&r["dut_cpu"], "total_pct"), 76.0);
+    assert_eq!(r["trials"].as_array().unwrap().len(), 1, "{r}");
+    // One that never gets busy enough: the closest trial, marked.
+    let run = base(&["--dut-cpu-cmd", "echo 10", "--json", json.arg()]);
+    assert_eq!(run.code, 0, "{}", run.dump());
+    assert!(run.stdout.contains("target not reached"), "{}", run.dump());
+    assert_eq!(json.json()["results"][0]["reached"], false);
+    // No CPU source on an external DUT: bad input.
+    assert_bad_input(&base(&[]));
+    assert_bad_input(&base(&["--dut-cpu-cmd", "echo 1", "--target", "150%"]));
+}

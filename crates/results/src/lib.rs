@@ -6,6 +6,7 @@
 //! format; they never compute a measurement.
 
 pub mod calibration;
+pub mod cpu_target;
 pub mod model;
 pub mod report;
 pub mod scenario;

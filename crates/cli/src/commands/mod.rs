@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 mod calibrate;
+mod cpu_target;
 mod lab;
 mod overhead;
 mod rfc2544;
@@ -19,6 +20,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Trial(args) => trial::run(args, &*interrupt_flag()?),
         Command::Overhead(args) => overhead::run(args),
         Command::Calibrate(args) => calibrate::run(args, &*interrupt_flag()?),
+        Command::CpuTarget(args) => cpu_target::run(args, &*interrupt_flag()?),
     }
 }
 

@@ -73,40 +73,12 @@ fn run_one(
     earlier: &[Rfc2544Report],
     comparison: bool,
 ) -> Result<(Outcome, Rfc2544Report)> {
-    // Unique per process and scenario; at most 11 characters.
-    let name = format!("s{}-{index}", std::process::id());
-    eprintln!(
-        "linerate: scenario {}: {} (lab '{name}', namespaces lr-{name}-*)",
-        scenario.spec,
-        scenario.description()
-    );
-    let lab = Lab::up(&name)?;
-    let applied = match scenario.apply(&lab) {
-        Ok(a) => a,
-        // The lab drops here and is removed.
-        Err(e) => return Err(e.into()),
-    };
-    for check in &applied.checks {
-        eprintln!("linerate:   verified: {check}");
-    }
-    if let Some(path) = &applied.data_path {
-        eprintln!("linerate:   data path: {path}");
-    }
-    // The test bed owns the lab from here; `applied` (XDP program, tunnel
-    // daemons) is dropped before it, at the end of this function.
-    let mut bed = ports::open_with(&args.ports, plan.max_frame_len(), Some(lab))?;
+    let (applied, mut bed) = prepare(&args.ports, plan.max_frame_len(), scenario, index)?;
     let cpu = bed
         .placement
         .as_ref()
         .and_then(|p| lab_cpu_meter(p, applied.user_space()));
-    let mut record = ScenarioRecord {
-        spec: scenario.spec.clone(),
-        description: scenario.description(),
-        data_path: applied.data_path.clone().unwrap_or_default(),
-        checks: applied.checks.clone(),
-        traffic_checks: Vec::new(),
-        outer: Vec::new(),
-    };
+    let mut record = record_of(scenario, &applied);
     let extras = Extras {
         scenario: Some(record.clone()),
         cpu: cpu.as_ref(),
@@ -150,16 +122,65 @@ fn run_one(
     Ok((outcome, rep))
 }
 
+/// Builds a fresh lab for `scenario` (the `index`th of this run), applies
+/// and verifies it, and opens the tester on it. Drop the `Applied` (XDP
+/// program, tunnel daemons) before the test bed, which owns the lab.
+pub(crate) fn prepare(
+    ports_args: &crate::args::PortArgs,
+    max_frame_len: usize,
+    scenario: &Scenario,
+    index: usize,
+) -> Result<(Applied, ports::TestBed)> {
+    // Unique per process and scenario; at most 11 characters.
+    let name = format!("s{}-{index}", std::process::id());
+    eprintln!(
+        "linerate: scenario {}: {} (lab '{name}', namespaces lr-{name}-*)",
+        scenario.spec,
+        scenario.description()
+    );
+    let lab = Lab::up(&name)?;
+    // On error the lab drops here and is removed.
+    let applied = scenario.apply(&lab)?;
+    for check in &applied.checks {
+        eprintln!("linerate:   verified: {check}");
+    }
+    if let Some(path) = &applied.data_path {
+        eprintln!("linerate:   data path: {path}");
+    }
+    let bed = ports::open_with(ports_args, max_frame_len, Some(lab))?;
+    Ok((applied, bed))
+}
+
+/// The report's record of a scenario as applied (traffic checks to come).
+pub(crate) fn record_of(scenario: &Scenario, applied: &Applied) -> ScenarioRecord {
+    ScenarioRecord {
+        spec: scenario.spec.clone(),
+        description: scenario.description(),
+        data_path: applied.data_path.clone().unwrap_or_default(),
+        checks: applied.checks.clone(),
+        traffic_checks: Vec::new(),
+        outer: Vec::new(),
+    }
+}
+
 /// The traffic checks, skipped (with a note) when no trial forwarded
 /// anything (then there is nothing to see, and the table says so).
 fn verify_traffic(applied: &Applied, lab: &Lab, rep: &Rfc2544Report) -> Result<Vec<String>> {
-    let forwarded: u64 = rep
+    let trials = rep
         .results
         .iter()
         .flat_map(|r| &r.trials)
-        .chain(rep.interrupted.iter().flat_map(|i| &i.trials))
-        .map(|t| t.rx_frames)
-        .sum();
+        .chain(rep.interrupted.iter().flat_map(|i| &i.trials));
+    traffic_checks(applied, lab, trials)
+}
+
+/// [`Applied::verify_traffic`] after `trials`, unless none forwarded a frame.
+pub(crate) fn traffic_checks<'a>(
+    applied: &Applied,
+    lab: &Lab,
+    trials: impl Iterator<Item = &'a linerate_results::TrialResult>,
+) -> Result<Vec<String>> {
+    let forwarded: u64 = trials.map(|t| t.rx_frames).sum();
     if forwarded == 0 {
         return Ok(vec![
             "no trial forwarded a frame: the traffic checks were skipped".into(),
