@@ -205,7 +205,7 @@ fn scenarios_that_cannot_run_fail_cleanly() {
     }
     for (spec, needle) in [
         ("drop-test", "not available yet"),
-        ("acl:0", "1 to"),
+        ("acl:100001", "0 to 100000"),
         ("routes:x", "whole number"),
         ("lan-lan+wan-lan", "choose one"),
     ] {

@@ -68,10 +68,13 @@ pub enum ScenarioError {
     Empty,
     #[error("--scenario '{0}' is unknown: use lan-lan, wan-lan, acl:N, firewall:N, routes:N, tunnel:vxlan|wireguard|ipsec|gre or xdp-router, joined with '+', several separated by ','")]
     Unknown(String),
-    #[error("--scenario '{part}': {what} must be a whole number from 1 to {max}, e.g. {example}")]
+    #[error(
+        "--scenario '{part}': {what} must be a whole number from {min} to {max}, e.g. {example}"
+    )]
     BadCount {
         part: String,
         what: &'static str,
+        min: u32,
         max: u32,
         example: &'static str,
     },
@@ -280,14 +283,15 @@ fn not_in_effect_or(s: &Scenario) -> impl Fn(LabError) -> LabError + '_ {
 }
 
 fn parse_part(piece: &str) -> Result<Part, ScenarioError> {
-    let count = |value: &str, what: &'static str, max: u32, example: &'static str| {
+    let count = |value: &str, what: &'static str, min: u32, max: u32, example: &'static str| {
         value
             .parse::<u32>()
             .ok()
-            .filter(|n| (1..=max).contains(n))
+            .filter(|n| (min..=max).contains(n))
             .ok_or_else(|| ScenarioError::BadCount {
                 part: piece.to_string(),
                 what,
+                min,
                 max,
                 example,
             })
@@ -301,12 +305,15 @@ fn parse_part(piece: &str) -> Result<Part, ScenarioError> {
         ("wan-lan", None) => Ok(Part::WanLan),
         ("xdp-router", None) => Ok(Part::XdpRouter),
         ("drop-test", None) => Err(ScenarioError::DropTestNotYet),
-        ("acl", Some(v)) => count(v, "the ACL's line count", MAX_RULES, "acl:12").map(Part::Acl),
+        // 0 is the permit line alone: the filter's fixed cost.
+        ("acl", Some(v)) => {
+            count(v, "the count of non-matching lines", 0, MAX_RULES, "acl:12").map(Part::Acl)
+        }
         ("firewall", Some(v)) => {
-            count(v, "the policy count", MAX_RULES, "firewall:50").map(Part::Firewall)
+            count(v, "the policy count", 0, MAX_RULES, "firewall:50").map(Part::Firewall)
         }
         ("routes", Some(v)) => {
-            count(v, "the route count", MAX_ROUTES, "routes:900000").map(Part::Routes)
+            count(v, "the route count", 1, MAX_ROUTES, "routes:900000").map(Part::Routes)
         }
         ("tunnel", Some(v)) => TunnelKind::parse(v)
             .map(Part::Tunnel)
@@ -472,7 +479,8 @@ mod tests {
         for (text, needle) in [
             ("", "is empty"),
             ("acl", "unknown"),
-            ("acl:0", "1 to"),
+            ("acl:100001", "0 to 100000"),
+            ("routes:0", "1 to"),
             ("acl:x", "whole number"),
             ("routes:99999999", "routes:900000"),
             ("tunnel:pptp", "unknown"),
@@ -505,6 +513,7 @@ mod tests {
             .unwrap()
             .description()
             .contains("VXLAN tunnel"));
+        assert_eq!(Scenario::parse("acl:0").unwrap().parts, [Part::Acl(0)]);
         assert!(Scenario::parse("firewall:1")
             .unwrap()
             .description()
