@@ -7,6 +7,10 @@
 #               acl:N, firewall:N and wan-lan scenarios (docs/SCENARIOS.md)
 #   wireguard-tools - `wg`, which configures the tunnel:wireguard scenario
 #               (kernel WireGuard, or boringtun where the kernel has none)
+#   strongswan-charon, strongswan-swanctl, libcharon-extra-plugins,
+#   libstrongswan-standard-plugins - tunnel:ipsec: IKEv2 (charon, swanctl),
+#               kernel-libipsec (ESP in user space: this kernel has no ESP),
+#               openssl/gcm crypto plugins
 #   boringtun-cli (crates.io, cargo install; best effort) - user-space
 #               WireGuard for tunnel:wireguard on kernels without the module
 #   build-essential, pkg-config - the Rust build (cc for libc-sys crates)
@@ -28,7 +32,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 packages=(iproute2 ethtool nftables build-essential pkg-config ca-certificates curl
-    clang libbpf-dev linux-libc-dev libelf-dev zlib1g-dev wireguard-tools)
+    clang libbpf-dev linux-libc-dev libelf-dev zlib1g-dev wireguard-tools
+    strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins)
 bench_packages=(netsniff-ng dpdk-dev librte-net-af-packet23 librte-net-af-xdp23 iperf3)
 missing=()
 for p in "${packages[@]}"; do

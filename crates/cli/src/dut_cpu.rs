@@ -5,7 +5,9 @@
 //! Sources:
 //! - the lab: the DUT CPUs' counters in /proc/stat (system + irq + softirq
 //!   time: where the kernel forwards packets; user time is left out, so
-//!   other programs on the machine count only through their system calls),
+//!   other programs on the machine count only through their system calls;
+//!   a user-space data path's own processes, pinned to the DUT CPU, add
+//!   their user time from /proc/<pid>/stat),
 //!   sampled when the trial starts sending and when it stops;
 //! - an external DUT: a command the user gives (`--dut-cpu-cmd`, e.g. over
 //!   ssh) printing a percentage, run towards the end of each trial's
@@ -27,8 +29,9 @@ const BASELINE: Duration = Duration::from_secs(1);
 
 /// Where the load comes from.
 enum Probe {
-    /// /proc/stat on these CPUs; user time too for a user-space data path.
-    Lab { cpus: Vec<usize>, user: bool },
+    /// /proc/stat on these CPUs, plus the user time of these processes (a
+    /// user-space data path pinned to them).
+    Lab { cpus: Vec<usize>, pids: Vec<u32> },
     /// A shell command printing one percentage.
     Command { command: String },
     /// `snmpwalk` of hrProcessorLoad; the average of the values.
@@ -70,15 +73,15 @@ impl Pending {
 
 impl DutCpuMeter {
     /// The lab's DUT on `cpus` (from placement); measures the idle baseline.
-    /// `user`: the data path runs in user space (e.g. boringtun pinned to
-    /// the DUT CPU), so user time is the DUT's work too.
-    pub fn lab(cpus: &[usize], shared_core: bool, user: bool) -> Result<DutCpuMeter> {
+    /// `pids`: processes of a user-space data path (boringtun, charon)
+    /// pinned to the DUT CPUs: their user time is the DUT's work too.
+    pub fn lab(cpus: &[usize], shared_core: bool, pids: &[u32]) -> Result<DutCpuMeter> {
         if cpus.is_empty() {
             bail!("the lab's DUT has no CPU of its own (placement failed), so its CPU load cannot be told from the tester's");
         }
         let probe = Probe::Lab {
             cpus: cpus.to_vec(),
-            user,
+            pids: pids.to_vec(),
         };
         let baseline = probe.measure_over(BASELINE)?;
         let list = cpus
@@ -95,11 +98,15 @@ impl DutCpuMeter {
             probe,
             baseline,
             source: format!(
-                "{} time of CPU {list}{shared} from /proc/stat over each trial's sending time; idle baseline {baseline:.1} % before the first trial",
-                if user {
-                    "user + system + irq + softirq"
+                "system + irq + softirq time of CPU {list}{shared} from /proc/stat{} over each trial's sending time; idle baseline {baseline:.1} % before the first trial",
+                if pids.is_empty() {
+                    String::new()
                 } else {
-                    "system + irq + softirq"
+                    format!(
+                        ", plus the user time of the data path's process{} {} (pinned there)",
+                        if pids.len() > 1 { "es" } else { "" },
+                        pids.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+                    )
                 }
             ),
         })
@@ -179,9 +186,9 @@ impl DutCpuMeter {
 impl Probe {
     fn clone_probe(&self) -> Probe {
         match self {
-            Probe::Lab { cpus, user } => Probe::Lab {
+            Probe::Lab { cpus, pids } => Probe::Lab {
                 cpus: cpus.clone(),
-                user: *user,
+                pids: pids.clone(),
             },
             Probe::Command { command } => Probe::Command {
                 command: command.clone(),
@@ -192,12 +199,12 @@ impl Probe {
 
     /// Lab: the busy share over `period` from two /proc/stat readings.
     fn measure_over(&self, period: Duration) -> Result<f64> {
-        let Probe::Lab { cpus, user } = self else {
+        let Probe::Lab { cpus, pids } = self else {
             return self.read_now();
         };
-        let before = CpuTimes::read(cpus, *user)?;
+        let before = CpuTimes::read(cpus, pids)?;
         std::thread::sleep(period);
-        let after = CpuTimes::read(cpus, *user)?;
+        let after = CpuTimes::read(cpus, pids)?;
         Ok(after.busy_share_since(&before) * 100.0)
     }
 
@@ -261,6 +268,14 @@ fn which(program: &str) -> Option<std::path::PathBuf> {
     })
 }
 
+/// utime (field 14) of a /proc/<pid>/stat line, in clock ticks as
+/// /proc/stat counts; the fields are counted after the command name's `)`,
+/// which may itself hold spaces.
+fn process_user_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(11)?.parse().ok()
+}
+
 fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
@@ -273,15 +288,21 @@ struct CpuTimes {
 }
 
 impl CpuTimes {
-    fn read(cpus: &[usize], user: bool) -> Result<CpuTimes> {
+    fn read(cpus: &[usize], pids: &[u32]) -> Result<CpuTimes> {
         let text = std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
-        CpuTimes::parse(&text, cpus, user)
+        let mut t = CpuTimes::parse(&text, cpus)?;
+        for &pid in pids {
+            // A daemon that died adds nothing (the tunnel check then fails).
+            if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                t.busy += process_user_ticks(&stat).unwrap_or(0);
+            }
+        }
+        Ok(t)
     }
 
     /// Fields of "cpuN": user nice system idle iowait irq softirq steal
-    /// (guest time is already inside user). Busy = system + irq + softirq,
-    /// and user + nice when `user`.
-    fn parse(text: &str, cpus: &[usize], user: bool) -> Result<CpuTimes> {
+    /// (guest time is already inside user). Busy = system + irq + softirq.
+    fn parse(text: &str, cpus: &[usize]) -> Result<CpuTimes> {
         let mut sum = CpuTimes::default();
         for &cpu in cpus {
             let label = format!("cpu{cpu}");
@@ -298,9 +319,6 @@ impl CpuTimes {
                 bail!("/proc/stat line for CPU {cpu} has {} fields", v.len());
             }
             sum.busy += v[2] + v[5] + v[6];
-            if user {
-                sum.busy += v[0] + v[1];
-            }
             sum.total += v[..8].iter().sum::<u64>();
         }
         Ok(sum)
@@ -327,7 +345,7 @@ intr 1 2 3
 
     #[test]
     fn proc_stat_busy_counts_system_irq_and_softirq() {
-        let t = CpuTimes::parse(STAT, &[1], false).unwrap();
+        let t = CpuTimes::parse(STAT, &[1]).unwrap();
         assert_eq!(
             t,
             CpuTimes {
@@ -335,10 +353,14 @@ intr 1 2 3
                 total: 169
             }
         );
-        let both = CpuTimes::parse(STAT, &[0, 1], false).unwrap();
+        let both = CpuTimes::parse(STAT, &[0, 1]).unwrap();
         assert_eq!(both.busy, 26);
-        assert!(CpuTimes::parse(STAT, &[7], false).is_err());
-        assert_eq!(CpuTimes::parse(STAT, &[1], true).unwrap().busy, 19);
+        assert!(CpuTimes::parse(STAT, &[7]).is_err());
+        assert_eq!(
+            process_user_ticks("42 (charon x) S 1 42 42 0 -1 4194560 100 0 0 0 350 20 0 0"),
+            Some(350)
+        );
+        assert_eq!(process_user_ticks("garbage"), None);
         let later = CpuTimes {
             busy: t.busy + 75,
             total: t.total + 100,
@@ -375,10 +397,10 @@ intr 1 2 3
 
     #[test]
     fn the_lab_probe_reads_this_machines_counters() {
-        let meter = DutCpuMeter::lab(&[0], false, false).unwrap();
+        let meter = DutCpuMeter::lab(&[0], false, &[]).unwrap();
         assert!((0.0..=100.0).contains(&meter.baseline));
         let sample = meter.begin(Duration::from_millis(100)).finish().unwrap();
         assert!((0.0..=100.0).contains(&sample.total_pct));
-        assert!(DutCpuMeter::lab(&[], false, false).is_err());
+        assert!(DutCpuMeter::lab(&[], false, &[]).is_err());
     }
 }

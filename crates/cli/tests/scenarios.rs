@@ -305,3 +305,33 @@ fn cpu_target_finds_the_rate_near_the_target() {
     assert_bad_input(&base(&[]));
     assert_bad_input(&base(&["--dut-cpu-cmd", "echo 1", "--target", "150%"]));
 }
+
+#[test]
+fn ipsec_tunnel_says_its_data_path_and_matches_the_wan_bytes() {
+    if !root_or_skip("ipsec_tunnel_says_its_data_path_and_matches_the_wan_bytes") {
+        return;
+    }
+    let json = TempFile::new("scn-ipsec");
+    let run = scenario_run("tunnel:ipsec", "512", &json);
+    if run.code == 2 && run.stderr.contains("strongSwan") {
+        eprintln!("SKIPPED (no strongSwan here): {}", run.stderr.trim());
+        return;
+    }
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let report = json.json();
+    let s = &report["scenario"];
+    assert!(
+        s["data_path"].as_str().unwrap().contains("kernel-libipsec"),
+        "{s}"
+    );
+    assert!(run.stdout.contains("kernel-libipsec"), "{}", run.dump());
+    // 494-byte IP packets in ESP AES-CBC/SHA256 over UDP: 582-byte frames.
+    assert_eq!(u(&s["outer"][0], "outer_frame_size"), 582, "{s}");
+    let packets = number_in_check(&report, "WAN link carried");
+    let check = s["traffic_checks"].to_string();
+    assert!(
+        check.contains(&format!("{} bytes", packets * 578)),
+        "{check}"
+    );
+    assert!(packets >= rx_total(&report), "{check}");
+}

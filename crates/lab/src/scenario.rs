@@ -20,11 +20,12 @@
 //! - `firewall:N`: a stateful firewall: conntrack on, N non-matching
 //!   5-tuple policies evaluated for every packet, then the permit.
 //! - `routes:N`: N host routes (`ip -batch`), for 198.19.0.2 upwards.
-//! - `tunnel:vxlan|wireguard|ipsec|gre`: a second DUT and a WAN link, the
-//!   tunnel across it (see `scenario/tunnel.rs`).
+//! - `tunnel:vxlan|wireguard|ipsec[:suite]|gre`: a second DUT and a WAN
+//!   link, the tunnel across it (see `scenario/tunnel.rs`).
 //! - `xdp-router`: the DUT forwards with an XDP program.
 //! - `drop-test`: not yet (needs multi-flow traffic).
 
+mod ipsec;
 mod nft;
 mod routes;
 mod tunnel;
@@ -34,6 +35,7 @@ mod xdp;
 use crate::{netns, Lab, LabError};
 use std::fmt;
 
+pub use ipsec::IpsecSuite;
 pub use tunnel::TunnelKind;
 
 /// Most rules an ACL or firewall scenario may load.
@@ -66,7 +68,7 @@ pub struct Scenario {
 pub enum ScenarioError {
     #[error("--scenario is empty: name one, e.g. lan-lan, wan-lan, acl:12, firewall:50, routes:900000, tunnel:vxlan, xdp-router")]
     Empty,
-    #[error("--scenario '{0}' is unknown: use lan-lan, wan-lan, acl:N, firewall:N, routes:N, tunnel:vxlan|wireguard|ipsec|gre or xdp-router, joined with '+', several separated by ','")]
+    #[error("--scenario '{0}' is unknown: use lan-lan, wan-lan, acl:N, firewall:N, routes:N, tunnel:vxlan|wireguard|gre|ipsec[:aes-cbc-sha256|aes-gcm|null] or xdp-router, joined with '+', several separated by ','")]
     Unknown(String),
     #[error(
         "--scenario '{part}': {what} must be a whole number from {min} to {max}, e.g. {example}"
@@ -165,9 +167,10 @@ impl Scenario {
     /// (masquerade on the WAN side) and a 12-line ACL, lab Linux router".
     pub fn description(&self) -> String {
         let base = if let Some(t) = self.tunnel() {
+            let label = t.label();
+            let article = if label.starts_with('I') { "an" } else { "a" };
             format!(
-                "DUT-to-DUT over a {} tunnel across a WAN link, two lab Linux routers",
-                t.label()
+                "DUT-to-DUT over {article} {label} tunnel across a WAN link, two lab Linux routers"
             )
         } else if self.parts.contains(&Part::XdpRouter) {
             "LAN-LAN routing, lab Linux router forwarding with XDP (bpf_fib_lookup + bpf_redirect)"
@@ -383,9 +386,19 @@ impl Applied {
     }
 
     /// Whether the data path runs in user space (so the DUT's CPU load must
-    /// count user time too).
+    /// count its processes' user time too).
     pub fn user_space(&self) -> bool {
         self.tunnel.as_ref().is_some_and(|t| t.user_space)
+    }
+
+    /// The processes of a user-space data path (boringtun, charon), whose
+    /// user time is DUT work.
+    pub fn data_path_pids(&self) -> Vec<u32> {
+        self.tunnel
+            .as_ref()
+            .filter(|t| t.user_space)
+            .map(|t| t.daemon_pids())
+            .unwrap_or_default()
     }
 
     /// The WAN link's counters (tunnel scenarios), as the first DUT sends.
@@ -467,6 +480,10 @@ mod tests {
             Scenario::parse("tunnel:vxlan").unwrap().tunnel(),
             Some(TunnelKind::Vxlan)
         );
+        assert_eq!(
+            Scenario::parse("tunnel:ipsec:aes-gcm").unwrap().tunnel(),
+            Some(TunnelKind::Ipsec(IpsecSuite::AesGcm))
+        );
         let list = Scenario::parse_list("acl:1,acl:2,acl:12").unwrap();
         assert_eq!(
             list.iter().map(|s| s.spec.as_str()).collect::<Vec<_>>(),
@@ -484,6 +501,7 @@ mod tests {
             ("acl:x", "whole number"),
             ("routes:99999999", "routes:900000"),
             ("tunnel:pptp", "unknown"),
+            ("tunnel:ipsec:ah", "unknown"),
             ("bogus", "unknown"),
             ("lan-lan+wan-lan", "choose one"),
             ("acl:1+acl:2", "more than once"),

@@ -307,3 +307,48 @@ fn gre_builds_or_says_why_not() {
         Err(e) => panic!("{e}"),
     }
 }
+
+#[test]
+fn ipsec_tunnel_carries_the_traffic_in_esp() {
+    if !root("ipsec_tunnel_carries_the_traffic_in_esp") {
+        return;
+    }
+    let lab = Lab::up(&unique()).expect("lab up");
+    let applied = match Scenario::parse("tunnel:ipsec").unwrap().apply(&lab) {
+        Ok(a) => a,
+        Err(LabError::Unavailable { reason, .. }) => {
+            eprintln!("SKIPPED (no strongSwan here): {reason}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let data_path = applied.data_path.clone().unwrap();
+    assert!(data_path.contains("kernel-libipsec"), "{data_path}");
+    assert_eq!(applied.data_path_pids().len(), 2, "two charon daemons");
+    let before = applied.wan_counters().unwrap().unwrap();
+    let (got, _) = send_udp(&lab, 20, 100);
+    assert_eq!(got, 20, "the tunnel lost datagrams");
+    let after = applied.wan_counters().unwrap().unwrap();
+    let packets = after.tx_packets - before.tx_packets;
+    let bytes = after.tx_bytes - before.tx_bytes;
+    // A 128-byte IP packet in ESP (AES-CBC: IV 16, padded to 144 with the
+    // 2-byte trailer; SHA256 ICV 16; header 8), new IP header 20, UDP 8
+    // (NAT-T), Ethernet 14: 226 bytes on the wire without FCS.
+    assert!(packets >= 20, "WAN packets {packets}");
+    if packets == 20 {
+        assert_eq!(bytes, 20 * 226, "WAN bytes");
+    }
+    let dirs: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(lab.name()))
+        .collect();
+    assert_eq!(dirs.len(), 2, "one charon directory per DUT");
+    drop(applied);
+    let left = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(lab.name()))
+        .count();
+    assert_eq!(left, 0, "charon's directories left behind");
+}

@@ -56,7 +56,13 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         None => (None, ports::open(&args.ports, max_frame_len)?),
     };
     let meter = match &bed.placement {
-        Some(p) => lab_cpu_meter(p, applied.as_ref().is_some_and(|a| a.user_space())),
+        Some(p) => {
+            let pids = applied
+                .as_ref()
+                .map(|a| a.data_path_pids())
+                .unwrap_or_default();
+            lab_cpu_meter(p, &pids)
+        }
         None => DutCpuMeter::external(
             args.dut.dut_cpu_cmd.as_deref(),
             args.dut.dut_snmp.as_deref(),

@@ -102,7 +102,7 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
     let plan = Plan::from_args(&args)?;
     let mut bed = ports::open(&args.ports, plan.max_frame_len())?;
     let cpu = match &bed.placement {
-        Some(p) => lab_cpu_meter(p, false),
+        Some(p) => lab_cpu_meter(p, &[]),
         None => DutCpuMeter::external(
             args.dut.dut_cpu_cmd.as_deref(),
             args.dut.dut_snmp.as_deref(),
@@ -135,9 +135,9 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
 /// its own) the run goes on and says why the column is missing.
 pub(crate) fn lab_cpu_meter(
     p: &linerate_results::Placement,
-    user_space: bool,
+    data_path_pids: &[u32],
 ) -> Option<DutCpuMeter> {
-    match DutCpuMeter::lab(&p.dut_cpus, p.shared_core, user_space) {
+    match DutCpuMeter::lab(&p.dut_cpus, p.shared_core, data_path_pids) {
         Ok(m) => Some(m),
         Err(e) => {
             eprintln!("linerate: note: DUT CPU load not measured: {e:#}");

@@ -9,12 +9,12 @@ use crate::args::Rfc2544Args;
 use crate::exit::Outcome;
 use crate::ports;
 use anyhow::Result;
-use linerate_lab::scenario::{Applied, Scenario, TunnelKind};
+use linerate_lab::scenario::{Applied, IpsecSuite, Scenario, TunnelKind};
 use linerate_lab::Lab;
 use linerate_results::report::{self, compare};
 use linerate_results::scenario::{OuterRate, ScenarioRecord};
 use linerate_results::Rfc2544Report;
-use linerate_wire::overhead::Encapsulation;
+use linerate_wire::overhead::{Auth, Cipher, Encapsulation};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
@@ -77,7 +77,7 @@ fn run_one(
     let cpu = bed
         .placement
         .as_ref()
-        .and_then(|p| lab_cpu_meter(p, applied.user_space()));
+        .and_then(|p| lab_cpu_meter(p, &applied.data_path_pids()));
     let mut record = record_of(scenario, &applied);
     let extras = Extras {
         scenario: Some(record.clone()),
@@ -204,7 +204,16 @@ pub(crate) fn outer_frame(kind: TunnelKind, l3: usize, user_space: bool) -> usiz
             gre: true,
             ..Encapsulation::default()
         }),
-        TunnelKind::Ipsec => enc(Encapsulation::default()),
+        // kernel-libipsec sends ESP UDP-encapsulated (NAT-T).
+        TunnelKind::Ipsec(suite) => enc(Encapsulation {
+            esp: Some(match suite {
+                IpsecSuite::AesCbcSha256 => (Cipher::AesCbc, Auth::Sha256),
+                IpsecSuite::AesGcm => (Cipher::AesGcm, Auth::None),
+                IpsecSuite::NullSha1 => (Cipher::Null, Auth::Sha1),
+            }),
+            nat_t: true,
+            ..Encapsulation::default()
+        }),
         // WireGuard data message: outer IPv4 20 + UDP 8 + header 16 (type,
         // receiver, counter) + the inner packet padded to 16 + Poly1305 tag 16.
         TunnelKind::Wireguard => {

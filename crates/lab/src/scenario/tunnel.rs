@@ -18,6 +18,7 @@
 //! wan1 is received by DUT 2 in the same softirq, on DUT 1's CPU: both
 //! DUTs' work stays on the DUT CPU, away from the tester's.
 
+use super::ipsec::IpsecSuite;
 use super::{link_counters, LinkCounters};
 use crate::lab::{self, format_mac, read_mac, SIDES};
 use crate::{netns, Lab, LabError};
@@ -27,28 +28,33 @@ use crate::{netns, Lab, LabError};
 pub enum TunnelKind {
     Vxlan,
     Wireguard,
-    Ipsec,
+    Ipsec(IpsecSuite),
     Gre,
 }
 
 impl TunnelKind {
+    /// `vxlan`, `wireguard`, `gre`, `ipsec` or `ipsec:<suite>`
+    /// (aes-cbc-sha256, the default; aes-gcm; null).
     pub fn parse(text: &str) -> Option<TunnelKind> {
         match text {
             "vxlan" => Some(TunnelKind::Vxlan),
             "wireguard" | "wg" => Some(TunnelKind::Wireguard),
-            "ipsec" => Some(TunnelKind::Ipsec),
             "gre" => Some(TunnelKind::Gre),
-            _ => None,
+            "ipsec" => Some(TunnelKind::Ipsec(IpsecSuite::AesCbcSha256)),
+            _ => text
+                .strip_prefix("ipsec:")
+                .and_then(IpsecSuite::parse)
+                .map(TunnelKind::Ipsec),
         }
     }
 
     /// As reports name it.
-    pub fn label(self) -> &'static str {
+    pub fn label(self) -> String {
         match self {
-            TunnelKind::Vxlan => "VXLAN",
-            TunnelKind::Wireguard => "WireGuard",
-            TunnelKind::Ipsec => "IPsec",
-            TunnelKind::Gre => "GRE",
+            TunnelKind::Vxlan => "VXLAN".into(),
+            TunnelKind::Wireguard => "WireGuard".into(),
+            TunnelKind::Ipsec(suite) => format!("IPsec ({})", suite.label()),
+            TunnelKind::Gre => "GRE".into(),
         }
     }
 }
@@ -84,6 +90,11 @@ pub struct Tunnel {
 }
 
 impl Tunnel {
+    /// Process ids of the user-space data path (boringtun, charon).
+    pub fn daemon_pids(&self) -> Vec<u32> {
+        self._daemons.pids()
+    }
+
     /// wan1's counters now (DUT 1's side of the WAN link).
     pub fn wan_counters(&self) -> Result<LinkCounters, LabError> {
         link_counters(&self.wan_netns, &self.wan_ifname)
@@ -113,12 +124,6 @@ impl Tunnel {
 pub(crate) fn build(l: &Lab, kind: TunnelKind) -> Result<Tunnel, LabError> {
     let dut1 = l.dut_netns().to_string();
     let dut2 = lab::dut2_netns(l.name());
-    // Fail early and clearly where this kernel cannot build the tunnel.
-    if kind == TunnelKind::Ipsec {
-        return Err(unavailable(
-            "IPsec is not built yet: this kernel has no ESP (CONFIG_INET_ESP is not set) and the strongSwan kernel-libipsec data path is not wired into the lab; use tunnel:vxlan or tunnel:wireguard",
-        ));
-    }
     second_dut(l, &dut1, &dut2)?;
     let plain = || [TUNNEL_IF.to_string(), TUNNEL_IF.to_string()];
     let (data_path, check, names, daemons) = match kind {
@@ -138,31 +143,29 @@ pub(crate) fn build(l: &Lab, kind: TunnelKind) -> Result<Tunnel, LabError> {
             [INNER_1, INNER_2],
             &l.placement().dut_cpus,
         )?,
-        TunnelKind::Ipsec => unreachable!("refused above"),
+        TunnelKind::Ipsec(suite) => {
+            let (d, c, daemons) = super::ipsec::build(
+                l.name(),
+                &dut1,
+                &dut2,
+                [WAN_1, WAN_2],
+                suite,
+                &l.placement().dut_cpus,
+            )?;
+            let tun = super::ipsec::TUN.to_string();
+            (d, c, [tun.clone(), tun], daemons)
+        }
     };
-    // Each DUT routes the far test network into the tunnel.
-    netns::ip(&[
-        "-n",
-        &dut1,
-        "route",
-        "add",
-        "198.19.0.0/24",
-        "via",
-        INNER_2,
-        "dev",
-        &names[0],
-    ])?;
-    netns::ip(&[
-        "-n",
-        &dut2,
-        "route",
-        "add",
-        "198.18.0.0/24",
-        "via",
-        INNER_1,
-        "dev",
-        &names[1],
-    ])?;
+    // Each DUT routes the far test network into the tunnel (IPsec: charon
+    // did, from its traffic selectors).
+    if !matches!(kind, TunnelKind::Ipsec(_)) {
+        for (ns, far, via, dev) in [
+            (&dut1, "198.19.0.0/24", INNER_2, &names[0]),
+            (&dut2, "198.18.0.0/24", INNER_1, &names[1]),
+        ] {
+            netns::ip(&["-n", ns, "route", "add", far, "via", via, "dev", dev])?;
+        }
+    }
     let user_space = data_path.starts_with("user-space");
     let route = netns::ip_json(&["-n", &dut1, "route", "get", "198.19.0.2"])?;
     if route[0]["dev"].as_str() != Some(names[0].as_str()) {

@@ -16,16 +16,32 @@ use std::time::{Duration, Instant};
 
 const PORT: &str = "51820";
 
-/// boringtun processes; killed (and their sockets removed) on drop.
+/// User-space tunnel daemons (boringtun, charon); killed on drop, and the
+/// file or directory each used removed.
 #[derive(Default)]
 pub(crate) struct Daemons(Vec<(Child, PathBuf)>);
 
+impl Daemons {
+    pub(crate) fn push(&mut self, child: Child, leftover: PathBuf) {
+        self.0.push((child, leftover));
+    }
+
+    /// The daemons' process ids.
+    pub(crate) fn pids(&self) -> Vec<u32> {
+        self.0.iter().map(|(c, _)| c.id()).collect()
+    }
+}
+
 impl Drop for Daemons {
     fn drop(&mut self) {
-        for (child, socket) in &mut self.0 {
+        for (child, leftover) in &mut self.0 {
             let _ = child.kill();
             let _ = child.wait();
-            let _ = std::fs::remove_file(socket);
+            if leftover.is_dir() {
+                let _ = std::fs::remove_dir_all(leftover);
+            } else {
+                let _ = std::fs::remove_file(leftover);
+            }
         }
     }
 }
@@ -118,7 +134,7 @@ fn interface(
     // `ip netns exec` execs boringtun in the same process: pinning it now
     // keeps boringtun (and the threads it starts) on the DUT's CPUs.
     pin(child.id(), cpus);
-    daemons.0.push((child, socket.clone()));
+    daemons.push(child, socket.clone());
     let start = Instant::now();
     while !socket.exists() {
         if start.elapsed() > Duration::from_secs(5) {
@@ -215,7 +231,7 @@ pub(crate) fn build(
 }
 
 /// Restricts process `pid` to `cpus` (nothing when the list is empty).
-fn pin(pid: u32, cpus: &[usize]) {
+pub(crate) fn pin(pid: u32, cpus: &[usize]) {
     if cpus.is_empty() {
         return;
     }
