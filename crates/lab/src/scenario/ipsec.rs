@@ -17,7 +17,7 @@
 use super::tunnel::unavailable;
 use super::wireguard::{pin, Daemons};
 use crate::{netns, LabError};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -211,7 +211,7 @@ fn io_error(dir: &Path, e: std::io::Error) -> LabError {
 }
 
 /// Waits until charon's vici socket exists.
-fn wait_for(socket: &PathBuf, ns: &str) -> Result<(), LabError> {
+fn wait_for(socket: &Path, ns: &str) -> Result<(), LabError> {
     let start = Instant::now();
     while !socket.exists() {
         if start.elapsed() > Duration::from_secs(10) {
