@@ -161,8 +161,18 @@ pub fn side_by_side(reports: &[Rfc2544Report]) -> String {
         };
         let _ = writeln!(out, "  {n}: {what}{unfinished}");
     }
-    if let Some(source) = reports.iter().find_map(|r| r.dut_cpu_source.as_ref()) {
-        let _ = writeln!(out, "DUT CPU: {source}.");
+    let sources: Vec<&String> = reports
+        .iter()
+        .filter_map(|r| r.dut_cpu_source.as_ref())
+        .collect();
+    if let Some(first) = sources.first() {
+        if sources.iter().all(|s| s == first) {
+            let _ = writeln!(out, "DUT CPU: {first}.");
+        } else {
+            // Each lab measured its own idle baseline.
+            out.push_str("DUT CPU: measured as each table above says (each with its own idle baseline).
+");
+        }
     }
     out
 }
