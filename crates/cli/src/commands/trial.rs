@@ -40,6 +40,12 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         intended_fps: fps,
         duration,
     };
+    // The lab DUT's CPU load over the trial (the idle baseline first).
+    let cpu = bed
+        .placement
+        .as_ref()
+        .and_then(|p| super::rfc2544::lab_cpu_meter(p, &[]));
+    let sample = cpu.as_ref().map(|m| m.begin(duration));
     let result = match bed.engine.run_trial(&spec, interrupt) {
         Err(EngineError::Interrupted) => {
             return Ok(Outcome::Interrupted(
@@ -48,6 +54,8 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         }
         other => other?,
     };
+    let mut result = result;
+    result.dut_cpu = sample.and_then(|s| s.finish());
     print!("{}", report::trial_summary(&result, bed.line_bps));
     if let Some(path) = &args.json {
         write_json(path, &result)?;
