@@ -15,7 +15,7 @@
 //! its PID file, so two daemons and other labs' never meet.
 
 use super::tunnel::unavailable;
-use super::wireguard::{pin, Daemons};
+use super::wireguard::{pin, Daemons, DieWithParent};
 use crate::{netns, LabError};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -136,6 +136,7 @@ pub(crate) fn build(
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .die_with_parent()
             .spawn()
             .map_err(|e| LabError::Spawn {
                 command: format!("{charon} in {ns}"),

@@ -126,6 +126,7 @@ fn interface(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .die_with_parent()
         .spawn()
         .map_err(|e| LabError::Spawn {
             command: format!("{bin_text} {ifname}"),
@@ -228,6 +229,29 @@ pub(crate) fn build(
         names,
         daemons,
     ))
+}
+
+/// A daemon linerate starts must not outlive it, even when linerate is
+/// killed (SIGKILL) or crashes: the kernel sends it SIGTERM then.
+pub(crate) trait DieWithParent {
+    fn die_with_parent(&mut self) -> &mut Self;
+}
+
+impl DieWithParent for Command {
+    fn die_with_parent(&mut self) -> &mut Self {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe and touches only this child.
+        // The setting survives the execs of `ip netns exec` and `sh -c exec`
+        // (the daemons are not set-user-ID programs).
+        unsafe {
+            self.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            })
+        }
+    }
 }
 
 /// Restricts process `pid` to `cpus` (nothing when the list is empty).

@@ -170,8 +170,10 @@ pub fn side_by_side(reports: &[Rfc2544Report]) -> String {
             let _ = writeln!(out, "DUT CPU: {first}.");
         } else {
             // Each lab measured its own idle baseline.
-            out.push_str("DUT CPU: measured as each table above says (each with its own idle baseline).
-");
+            out.push_str(
+                "DUT CPU: measured as each table above says (each with its own idle baseline).
+",
+            );
         }
     }
     out
