@@ -183,10 +183,10 @@ pub struct DutArgs {
     #[arg(long, conflicts_with_all = ["port_a", "lab_name"])]
     pub scenario: Option<String>,
     /// External DUT: a command printing its CPU load in percent (e.g. "ssh r1 ..."), run towards the end of each trial.
-    #[arg(long, conflicts_with = "lab")]
+    #[arg(long, conflicts_with_all = ["lab", "scenario"])]
     pub dut_cpu_cmd: Option<String>,
     /// External DUT: its CPU load from SNMP (HOST-RESOURCES-MIB hrProcessorLoad, via snmpwalk), as COMMUNITY@HOST.
-    #[arg(long, conflicts_with_all = ["lab", "dut_cpu_cmd"])]
+    #[arg(long, conflicts_with_all = ["lab", "scenario", "dut_cpu_cmd"])]
     pub dut_snmp: Option<String>,
 }
 
