@@ -154,8 +154,8 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
 /// when a trial lands within `tolerance` points, the bracket is narrower
 /// than 1 %, or `max_trials` ran. Every trial goes into `trials`.
 #[allow(clippy::too_many_arguments)]
-fn search(
-    runner: &mut EngineRunner<'_>,
+fn search<R: TrialRunner<Error = EngineError>>(
+    runner: &mut R,
     frame: FrameSize,
     max_fps: f64,
     duration: std::time::Duration,
@@ -273,6 +273,64 @@ fn frame_sizes(args: &CpuTargetArgs) -> Result<Vec<FrameSize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use linerate_method::sim::SimulatedDut;
+    use linerate_results::DutCpu;
+
+    /// A simulated DUT whose CPU load grows with the rate: 10 % idle plus
+    /// 1 % per 1,000 frames/s.
+    struct Loaded(SimulatedDut);
+
+    impl TrialRunner for Loaded {
+        type Error = EngineError;
+        fn run(&mut self, spec: &TrialSpec) -> Result<TrialResult, EngineError> {
+            let mut t = self.0.answer(spec);
+            let total = (10.0 + spec.intended_fps / 1000.0).min(100.0);
+            t.dut_cpu = Some(DutCpu {
+                total_pct: total,
+                traffic_pct: total - 10.0,
+            });
+            Ok(t)
+        }
+    }
+
+    fn run_search(max_fps: f64, target: f64, tolerance: f64) -> CpuTargetResult {
+        let frame = FrameSize::from_frame(64).unwrap();
+        let mut dut = Loaded(SimulatedDut::new(1e9));
+        let mut trials = Vec::new();
+        search(
+            &mut dut,
+            frame,
+            max_fps,
+            std::time::Duration::from_secs(1),
+            target,
+            tolerance,
+            10,
+            &mut trials,
+        )
+        .unwrap();
+        result_of(frame, target, tolerance, trials)
+    }
+
+    #[test]
+    fn the_search_lands_near_the_target() {
+        // 75 % is reached at 65,000 frames/s.
+        let r = run_search(200_000.0, 75.0, 2.0);
+        assert!(r.reached, "{r:?}");
+        let cpu = r.dut_cpu.unwrap().total_pct;
+        assert!((cpu - 75.0).abs() <= 2.0, "{cpu}");
+        assert!((r.rate_fps - 65_000.0).abs() <= 2_000.0, "{}", r.rate_fps);
+        assert!(r.trials.len() <= 10);
+    }
+
+    #[test]
+    fn a_dut_that_never_gets_busy_enough_stops_after_one_trial() {
+        // At most 30 % at the highest rate: nothing higher to try.
+        let r = run_search(20_000.0, 75.0, 5.0);
+        assert!(!r.reached);
+        assert_eq!(r.trials.len(), 1);
+        assert_eq!(r.rate_fps, 20_000.0);
+    }
 
     #[test]
     fn targets_parse() {
