@@ -26,6 +26,8 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// The rate that keeps the DUT's CPU load near a target (the Cisco report's 75 % test), per frame size.
     CpuTarget(CpuTargetArgs),
+    /// Loss at each of several offered rates, one row per DUT configuration (the 100GE report's table).
+    LossSweep(LossSweepArgs),
     /// The namespace lab: a Linux router between two tester ports.
     Lab {
         #[command(subcommand)]
@@ -170,6 +172,32 @@ pub struct CpuTargetArgs {
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=30))]
     pub max_trials: u32,
     /// Write the result and every trial as JSON to FILE.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub dut: DutArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct LossSweepArgs {
+    #[command(flatten)]
+    pub ports: PortArgs,
+    /// Offered rates, lowest first, e.g. 0.45Mpps,0.75Mpps,1.5Mpps or 10%,20%.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub rates: Vec<String>,
+    /// Frame size in bytes, FCS included.
+    #[arg(long, default_value_t = 64, conflicts_with = "l3_length")]
+    pub frame_size: u64,
+    /// IP packet length instead of a frame size.
+    #[arg(long)]
+    pub l3_length: Option<u64>,
+    /// How long each trial sends.
+    #[arg(long, default_value = "2s")]
+    pub trial_duration: String,
+    /// A row stops after a rate that lost more than this (percent), as the report skips higher rates.
+    #[arg(long, default_value = "50")]
+    pub stop_at_loss: String,
+    /// Write every trial as JSON to FILE.
     #[arg(long)]
     pub json: Option<PathBuf>,
     #[command(flatten)]

@@ -335,3 +335,64 @@ fn ipsec_tunnel_says_its_data_path_and_matches_the_wan_bytes() {
     );
     assert!(packets >= rx_total(&report), "{check}");
 }
+
+#[test]
+fn loss_sweep_prints_one_row_per_scenario() {
+    if !root_or_skip("loss_sweep_prints_one_row_per_scenario") {
+        return;
+    }
+    let json = TempFile::new("scn-sweep");
+    let run = linerate(&[
+        "loss-sweep",
+        "--scenario",
+        "lan-lan,acl:12",
+        "--rates",
+        "2000fps,0.005Mpps",
+        "--trial-duration",
+        "500ms",
+        "--straggler-wait",
+        "300ms",
+        "--json",
+        json.arg(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let left = netns_with_prefix(&format!("lr-s{}-", run.pid));
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let header = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("MPPS"))
+        .expect(&run.stdout);
+    assert!(
+        header.contains("0.002") && header.contains("0.005"),
+        "{header}"
+    );
+    let report = json.json();
+    assert_eq!(report["rates_fps"], serde_json::json!([2000.0, 5000.0]));
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for (row, name) in rows.iter().zip(["lan-lan", "acl:12"]) {
+        assert_eq!(row["name"], name);
+        let line = run
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(name) && l.contains('|'))
+            .expect(&run.stdout);
+        for t in row["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| !t.is_null())
+        {
+            assert_trial_consistent(t);
+            let cell = format!("{:.1}%", f(t, "loss_ratio") * 100.0);
+            assert!(line.contains(&cell), "{cell} not in {line}");
+        }
+    }
+    // acl:12's rule counter saw the traffic.
+    assert!(rows[1]["scenario"]["traffic_checks"]
+        .to_string()
+        .contains("against all 12 rules"));
+    // Bad rates are bad input.
+    assert_bad_input(&linerate(&["loss-sweep", "--lab", "--rates", "fast"]));
+}

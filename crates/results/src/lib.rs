@@ -10,5 +10,6 @@ pub mod cpu_target;
 pub mod model;
 pub mod report;
 pub mod scenario;
+pub mod sweep;
 
 pub use model::*;

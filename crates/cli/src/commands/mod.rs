@@ -3,6 +3,7 @@
 mod calibrate;
 mod cpu_target;
 mod lab;
+mod loss_sweep;
 mod overhead;
 mod rfc2544;
 mod scenarios;
@@ -21,6 +22,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Overhead(args) => overhead::run(args),
         Command::Calibrate(args) => calibrate::run(args, &*interrupt_flag()?),
         Command::CpuTarget(args) => cpu_target::run(args, &*interrupt_flag()?),
+        Command::LossSweep(args) => loss_sweep::run(args, &*interrupt_flag()?),
     }
 }
 
