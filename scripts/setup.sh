@@ -3,7 +3,16 @@
 #   iproute2  - ip netns / ip link: the lab's namespaces and veths
 #   ethtool   - the lab turns GRO on for the DUT's veths (NAPI) and TSO off on
 #               the tester's, so the DUT forwards on its own CPU
-#   nftables  - the tests' DUTs with a known loss pattern and rate limit
+#   nftables  - the tests' DUTs with a known loss pattern and rate limit; the
+#               acl:N, firewall:N and wan-lan scenarios (docs/SCENARIOS.md)
+#   wireguard-tools - `wg`, which configures the tunnel:wireguard scenario
+#               (kernel WireGuard, or boringtun where the kernel has none)
+#   strongswan-charon, strongswan-swanctl, libcharon-extra-plugins,
+#   libstrongswan-standard-plugins - tunnel:ipsec: IKEv2 (charon, swanctl),
+#               kernel-libipsec (ESP in user space: this kernel has no ESP),
+#               openssl/gcm crypto plugins
+#   boringtun-cli (crates.io, cargo install; best effort) - user-space
+#               WireGuard for tunnel:wireguard on kernels without the module
 #   build-essential, pkg-config - the Rust build (cc for libc-sys crates)
 #   clang, libbpf-dev, linux-libc-dev - the XDP programs (crates/bpf/bpf/*.bpf.c),
 #               compiled to BPF at build time; libbpf's headers
@@ -26,7 +35,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 packages=(iproute2 ethtool nftables build-essential pkg-config ca-certificates curl
-    clang libbpf-dev linux-libc-dev libelf-dev zlib1g-dev)
+    clang libbpf-dev linux-libc-dev libelf-dev zlib1g-dev wireguard-tools
+    strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins)
 bench_packages=(netsniff-ng dpdk-dev librte-net-af-packet23 librte-net-af-xdp23 iperf3 nginx-light wrk)
 missing=()
 for p in "${packages[@]}"; do
@@ -58,6 +68,14 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "setup.sh: no Rust toolchain found; installing one with rustup"
     curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c rustfmt,clippy
     export PATH="$HOME/.cargo/bin:$PATH"
+fi
+
+# tunnel:wireguard's user-space fallback; without it that scenario says how
+# to install it, and its test is skipped.
+if ! command -v boringtun-cli >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/boringtun-cli" ]; then
+    echo "setup.sh: installing boringtun-cli (user-space WireGuard) with cargo install"
+    cargo install --locked boringtun-cli ||
+        echo "setup.sh: warning: boringtun-cli not installed; tunnel:wireguard needs a kernel with WireGuard then" >&2
 fi
 
 cargo build --release --locked

@@ -8,6 +8,8 @@
 //! - [`counter`]: counts test frames per stream at the receiving port's XDP
 //!   hook (sequence gaps, duplicates, reordering, latency histogram) and
 //!   drops them there; everything else goes on to the stack.
+//! - [`router`]: the lab DUT's XDP data plane (`xdp-router` scenario):
+//!   `bpf_fib_lookup` + `bpf_redirect`.
 //! - [`xsk`]: the one-line program that hands a port's frames to its AF_XDP
 //!   sockets.
 //!
@@ -18,6 +20,7 @@
 
 pub mod counter;
 pub mod generator;
+pub mod router;
 pub mod xsk;
 
 /// Errors name what failed and what to do about it.

@@ -119,7 +119,11 @@ impl XskRedirect {
 
 /// `bpf_link_create(prog, ifindex, BPF_XDP, flags)`: a link attachment in
 /// the given XDP mode.
-fn link_create(prog_fd: i32, ifindex: i32, flags: u32) -> Result<OwnedFd, libbpf_rs::Error> {
+pub(crate) fn link_create(
+    prog_fd: i32,
+    ifindex: i32,
+    flags: u32,
+) -> Result<OwnedFd, libbpf_rs::Error> {
     let opts = libbpf_sys::bpf_link_create_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_link_create_opts>() as libbpf_sys::size_t,
         flags,

@@ -47,6 +47,10 @@ pub enum Command {
     Tcp(TcpArgs),
     /// HTTP/1.1 goodput and requests/s through the DUT: a server on side B, N clients on side A, laid out as LANCOM Table 13.
     Http(HttpArgs),
+    /// The rate that keeps the DUT's CPU load near a target (the Cisco report's 75 % test), per frame size.
+    CpuTarget(CpuTargetArgs),
+    /// Loss at each of several offered rates, one row per DUT configuration (the 100GE report's table).
+    LossSweep(LossSweepArgs),
     /// The namespace lab: a Linux router between two tester ports.
     Lab {
         #[command(subcommand)]
@@ -171,6 +175,85 @@ pub struct Rfc2544Args {
     /// Calibration file ('linerate calibrate'): results within 5 % of the stored tester ceiling are marked tester-limited. Default: ~/.local/share/linerate/calibration.json.
     #[arg(long)]
     pub calibration: Option<PathBuf>,
+    #[command(flatten)]
+    pub dut: DutArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CpuTargetArgs {
+    #[command(flatten)]
+    pub ports: PortArgs,
+    /// The DUT CPU load (total) to hold, in percent.
+    #[arg(long, default_value = "75%")]
+    pub target: String,
+    /// How close to the target counts as reached, in percentage points.
+    #[arg(long, default_value = "5")]
+    pub tolerance: f64,
+    /// Frame sizes in bytes, FCS included.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "64,512,1518",
+        conflicts_with = "l3_length"
+    )]
+    pub sizes: Vec<u64>,
+    /// IP packet lengths instead of frame sizes.
+    #[arg(long, value_delimiter = ',')]
+    pub l3_length: Option<Vec<u64>>,
+    /// How long each trial sends (the CPU load is averaged over it).
+    #[arg(long, default_value = "2s")]
+    pub trial_duration: String,
+    /// Highest rate tried (default: line rate), e.g. 50%, 2Mpps.
+    #[arg(long)]
+    pub max_rate: Option<String>,
+    /// Most trials per frame size.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=30))]
+    pub max_trials: u32,
+    /// Write the result and every trial as JSON to FILE.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub dut: DutArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct LossSweepArgs {
+    #[command(flatten)]
+    pub ports: PortArgs,
+    /// Offered rates, lowest first, e.g. 0.45Mpps,0.75Mpps,1.5Mpps or 10%,20%.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub rates: Vec<String>,
+    /// Frame size in bytes, FCS included.
+    #[arg(long, default_value_t = 64, conflicts_with = "l3_length")]
+    pub frame_size: u64,
+    /// IP packet length instead of a frame size.
+    #[arg(long)]
+    pub l3_length: Option<u64>,
+    /// How long each trial sends.
+    #[arg(long, default_value = "2s")]
+    pub trial_duration: String,
+    /// A row stops after a rate that lost more than this (percent), as the report skips higher rates.
+    #[arg(long, default_value = "50")]
+    pub stop_at_loss: String,
+    /// Write every trial as JSON to FILE.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub dut: DutArgs,
+}
+
+/// The DUT's configuration (lab scenarios) and CPU load (see docs/SCENARIOS.md).
+#[derive(Args, Debug, Clone, Default)]
+pub struct DutArgs {
+    /// Lab DUT configuration, e.g. lan-lan, wan-lan, acl:12, firewall:50, routes:900000, tunnel:vxlan, xdp-router; parts joined with '+' (wan-lan+acl:12); several separated by ',' are compared side by side. Builds a fresh lab for each.
+    #[arg(long, conflicts_with_all = ["port_a", "lab_name"])]
+    pub scenario: Option<String>,
+    /// External DUT: a command printing its CPU load in percent (e.g. "ssh r1 ..."), run towards the end of each trial.
+    #[arg(long, conflicts_with_all = ["lab", "scenario"])]
+    pub dut_cpu_cmd: Option<String>,
+    /// External DUT: its CPU load from SNMP (HOST-RESOURCES-MIB hrProcessorLoad, via snmpwalk), as COMMUNITY@HOST.
+    #[arg(long, conflicts_with_all = ["lab", "scenario", "dut_cpu_cmd"])]
+    pub dut_snmp: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -7,6 +7,7 @@
 
 mod args;
 mod commands;
+mod dut_cpu;
 mod exit;
 mod method_args;
 mod ports;

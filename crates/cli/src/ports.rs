@@ -64,6 +64,12 @@ pub const DEFAULT_LAB: &str = "default";
 const DEFAULT_LINE_BPS: u64 = 10_000_000_000;
 
 pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
+    open_with(args, max_frame_len, None)
+}
+
+/// Like [`open`], on `lab` when one is given (a lab a scenario configured):
+/// the test bed then owns it and removes it when dropped.
+pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> Result<TestBed> {
     check_tx_threads(&args.engine, args.tx_threads)?;
     if !nix::unistd::geteuid().is_root() {
         bail!("not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
@@ -74,9 +80,11 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
         ..AfPacketOptions::default()
     };
     let flows = linerate_wire::Flows::parse(&args.ranges).context("--range")?;
-    let (a, host_a, b, mut host_b, lab, placement) = if args.lab {
+    let (a, host_a, b, mut host_b, lab, placement) = if args.lab || given.is_some() {
         linerate_lab::check_environment()?;
-        let lab = if let Some(name) = &args.lab_name {
+        let lab = if let Some(lab) = given {
+            lab
+        } else if let Some(name) = &args.lab_name {
             // A named lab must exist: a typo must not test another lab.
             Lab::attach(name)?
         } else if Lab::exists(DEFAULT_LAB) {

@@ -566,6 +566,7 @@ fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult) -> TrialR
         tester_rx_drops: ab.tester_rx_drops + ba.tester_rx_drops,
         stray_frames: ab.stray_frames + ba.stray_frames,
         directions: Vec::new(),
+        dut_cpu: None,
         ..ab.clone()
     }
     .with_directions(vec![ab, ba])
@@ -617,6 +618,7 @@ fn summarize(
         tester_rx_drops: counted.ring_drops,
         stray_frames: counted.stray,
         engine: cfg.name.clone(),
+        dut_cpu: None,
     }
 }
 

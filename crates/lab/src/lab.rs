@@ -44,6 +44,8 @@ pub(crate) const SIDES: [Side; 2] = [
 ];
 
 pub(crate) const DUT_SUFFIX: &str = "dut";
+/// The second DUT of the two-DUT topologies (tunnel scenarios).
+pub(crate) const DUT2_SUFFIX: &str = "dut2";
 
 pub(crate) fn tester_netns(lab: &str, side: &Side) -> String {
     format!("{PREFIX}{lab}-{}", side.suffix)
@@ -51,6 +53,18 @@ pub(crate) fn tester_netns(lab: &str, side: &Side) -> String {
 
 pub(crate) fn dut_netns(lab: &str) -> String {
     format!("{PREFIX}{lab}-{DUT_SUFFIX}")
+}
+
+/// The second DUT's namespace: present only while a tunnel scenario runs.
+pub(crate) fn dut2_netns(lab: &str) -> String {
+    format!("{PREFIX}{lab}-{DUT2_SUFFIX}")
+}
+
+/// Every namespace lab `name` may have, for `exists` and removal.
+fn all_netns_names(lab: &str) -> Vec<String> {
+    let mut names = netns_names(lab).to_vec();
+    names.push(dut2_netns(lab));
+    names
 }
 
 /// The lab's veth links as placement sees them; `names` from [`tester_netns_names`].
@@ -121,6 +135,13 @@ pub(crate) fn link_info(ns: &str, ifname: &str) -> Result<serde_json::Value, Lab
             command: format!("ip -j -n {ns} link show dev {ifname}"),
             detail: "no interface in the output".to_string(),
         })
+}
+
+/// `ip -d -j link show dev <ifname>` inside `ns`: with the link's kind and
+/// its parameters (`linkinfo`).
+pub(crate) fn link_info_detailed(ns: &str, ifname: &str) -> Result<serde_json::Value, LabError> {
+    let json = netns::ip_json(&["-d", "-n", ns, "link", "show", "dev", ifname])?;
+    Ok(json[0].clone())
 }
 
 /// The MAC address of `ifname` inside `ns`.
@@ -257,7 +278,7 @@ impl Lab {
 
     /// Whether any namespace of lab `name` exists.
     pub fn exists(name: &str) -> bool {
-        netns_names(name).iter().any(|ns| netns::exists(ns))
+        all_netns_names(name).iter().any(|ns| netns::exists(ns))
     }
 
     pub fn name(&self) -> &str {
@@ -434,7 +455,10 @@ fn build(name: &str, rollback: &mut Rollback) -> Result<Lab, LabError> {
 /// fails. Returns the namespaces removed (empty if none was there).
 pub fn down_lab(name: &str) -> Result<Vec<String>, LabError> {
     validate_name(name)?;
-    delete_all(netns_names(name))
+    // The second DUT first: its veths' peers live in the first.
+    let mut names = all_netns_names(name);
+    names.rotate_right(1);
+    delete_all(names)
 }
 
 /// Deletes every namespace given, even if one fails, then reports the

@@ -17,11 +17,13 @@
 //!
 //! Modules: `netns` runs commands and manages namespaces, `lab` builds
 //! the topology, `placement` keeps the DUT's forwarding on its own CPU,
-//! `status` reports the labs present.
+//! `status` reports the labs present, `scenario` configures the DUT as the
+//! reference reports' test cases (NAT, ACLs, routes, tunnels, XDP).
 
 mod lab;
 mod netns;
 mod placement;
+pub mod scenario;
 mod status;
 mod wire;
 
@@ -65,6 +67,10 @@ pub enum LabError {
     Spawn { command: String, error: String },
     #[error("command '{command}' failed: {stderr}")]
     Command { command: String, stderr: String },
+    #[error("scenario '{scenario}' is not in effect: {detail}")]
+    NotInEffect { scenario: String, detail: String },
+    #[error("scenario '{scenario}': {reason}")]
+    Unavailable { scenario: String, reason: String },
     #[error(
         "unexpected output from '{command}': {detail}; the installed iproute2 may be too old: install a current one with 'apt-get install iproute2'"
     )]

@@ -52,11 +52,11 @@ pub struct LabStatus {
 }
 
 /// Splits a namespace name into (lab name, role suffix) when it is a lab
-/// namespace: lr-<lab>-a, lr-<lab>-b or lr-<lab>-dut. Other lr-* names
+/// namespace: lr-<lab>-a, lr-<lab>-b, lr-<lab>-dut or lr-<lab>-dut2. Other lr-* names
 /// (strays) give (rest, None).
 pub(crate) fn split_netns_name(ns: &str) -> Option<(&str, Option<&str>)> {
     let rest = ns.strip_prefix(PREFIX)?;
-    for role in ["a", "b", "dut"] {
+    for role in ["a", "b", "dut", "dut2"] {
         if let Some(lab) = rest
             .strip_suffix(role)
             .and_then(|r| r.strip_suffix('-'))

@@ -138,6 +138,7 @@ impl SimulatedDut {
             }),
             generator_short: tx < intended,
             generator_max_stall_ns: None,
+            dut_cpu: None,
             engine: "simulated".to_string(),
             tester_rx_drops: 0,
             stray_frames: 0,

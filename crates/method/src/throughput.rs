@@ -320,6 +320,12 @@ pub fn find_throughput<R: TrialRunner>(
         Some(mix) => mix.mbps(fps, layer),
         None => frame.mbps(fps, layer),
     };
+    // The DUT's CPU load at the throughput: that of the last trial run at it.
+    let dut_cpu = trials
+        .iter()
+        .rev()
+        .find(|t| t.intended_fps == throughput_fps)
+        .and_then(|t| t.dut_cpu);
     Ok(ThroughputResult {
         frame_size: frame.frame(),
         mix: cfg.mix.as_ref().map(MixInfo::of),
@@ -334,6 +340,7 @@ pub fn find_throughput<R: TrialRunner>(
         tester_limited,
         calibrated_ceiling_fps: None,
         trials,
+        dut_cpu,
     })
 }
 

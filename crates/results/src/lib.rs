@@ -6,10 +6,13 @@
 //! format; they never compute a measurement.
 
 pub mod calibration;
+pub mod cpu_target;
 pub mod latency;
 pub mod methods;
 pub mod model;
 pub mod report;
+pub mod scenario;
+pub mod sweep;
 
 pub use latency::{LatencyPoint, LatencyReport, LatencyResult};
 pub use model::*;

@@ -123,6 +123,19 @@ pub struct TrialResult {
     /// its own counts at half the rate; the fields above sum them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub directions: Vec<TrialResult>,
+    /// The DUT's CPU load during the trial, when it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut_cpu: Option<DutCpu>,
+}
+
+/// DUT CPU load, as the Cisco report shows it beside each rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DutCpu {
+    /// Busy share of the DUT's CPU(s), percent.
+    pub total_pct: f64,
+    /// The part caused by the traffic: total minus the idle baseline
+    /// measured before the first trial, percent (never below 0).
+    pub traffic_pct: f64,
 }
 
 impl TrialResult {
@@ -181,6 +194,9 @@ pub struct ThroughputResult {
     pub calibrated_ceiling_fps: Option<f64>,
     /// Every trial of the search, in the order run.
     pub trials: Vec<TrialResult>,
+    /// The DUT's CPU load in the trial at the throughput rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut_cpu: Option<DutCpu>,
 }
 
 /// Where the tester and the device ran (lab only), so readers can judge the figures.
@@ -219,6 +235,12 @@ pub struct Rfc2544Report {
     pub bidirectional: bool,
     pub placement: Option<Placement>,
     pub results: Vec<ThroughputResult>,
+    /// The lab scenario the DUT was configured with (`--scenario`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<crate::scenario::ScenarioRecord>,
+    /// How the DUT's CPU load was measured, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut_cpu_source: Option<String>,
     /// The search that was running when the run was interrupted, with the
     /// trials it had finished: no measured trial is lost.
     #[serde(default, skip_serializing_if = "Option::is_none")]

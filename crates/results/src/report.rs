@@ -123,6 +123,44 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             ),
         );
     }
+    // The Cisco report's columns: DUT CPU load beside the rate, when measured.
+    if results.iter().any(|r| r.dut_cpu.is_some()) {
+        rows.push((
+            "DUT CPU total",
+            row(&|r| cpu_cell(r.dut_cpu.map(|c| c.total_pct)), &plain),
+            "%",
+        ));
+        rows.push((
+            "  by traffic",
+            row(&|r| cpu_cell(r.dut_cpu.map(|c| c.traffic_pct)), &plain),
+            "%",
+        ));
+    }
+    // Tunnels: the same throughput as the WAN link carries it.
+    let outer = report
+        .scenario
+        .as_ref()
+        .map(|s| s.outer.as_slice())
+        .unwrap_or_default();
+    let outer_of = |r: &ThroughputResult| outer.iter().find(|o| o.frame_size == r.frame_size);
+    if !outer.is_empty() {
+        rows.push((
+            "Outer frame",
+            row(
+                &|r| outer_of(r).map_or("-".into(), |o| o.outer_frame_size.to_string()),
+                &plain,
+            ),
+            "bytes on the WAN link",
+        ));
+        rows.push((
+            "Outer rate",
+            row(
+                &|r| outer_of(r).map_or("-".into(), |o| sig3(o.outer_mbps_l2)),
+                &plain,
+            ),
+            "Mbps (L2, WAN link)",
+        ));
+    }
 
     let label_width = rows
         .iter()
@@ -194,6 +232,12 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             "{}: {}, mean frame {:.1} bytes (frames interleaved, not in blocks).",
             m.name, m.composition, m.mean_frame_size
         );
+    }
+    if let Some(s) = &report.scenario {
+        let _ = writeln!(out, "Scenario {}: {}.", s.spec, s.data_path);
+    }
+    if let Some(source) = &report.dut_cpu_source {
+        let _ = writeln!(out, "DUT CPU: {source}.");
     }
     if results.iter().any(|r| r.tester_limited) {
         out.push_str(
@@ -314,6 +358,14 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
     }
     let _ = writeln!(out, "  reordered   {:>15} frames", thousands(t.reordered));
     let _ = writeln!(out, "  duplicated  {:>15} frames", thousands(t.duplicated));
+    if let Some(c) = &t.dut_cpu {
+        let _ = writeln!(
+            out,
+            "  DUT CPU     {:>15} % total, {:.1} % caused by traffic",
+            format!("{:.1}", c.total_pct),
+            c.traffic_pct
+        );
+    }
     match &t.latency_ns {
         Some(l) => {
             let us = |ns: u64| format!("{:.1}", ns as f64 / 1000.0);
@@ -427,6 +479,11 @@ fn share_of_line(r: &ThroughputResult) -> String {
     }
 }
 
+/// A CPU share for a table cell: `37.5`, `-` when not measured.
+pub(crate) fn cpu_cell(pct: Option<f64>) -> String {
+    pct.map_or("-".to_string(), |p| format!("{p:.1}"))
+}
+
 /// A loss ratio in percent, with enough decimals to show a single frame.
 fn loss_percent(ratio: f64) -> String {
     let pct = ratio * 100.0;
@@ -440,7 +497,7 @@ fn loss_percent(ratio: f64) -> String {
 }
 
 /// A setting without trailing zeros: `2`, `0.5`, `0.1` (at most 6 decimals).
-fn trim_number(x: f64) -> String {
+pub(crate) fn trim_number(x: f64) -> String {
     let s = format!("{x:.6}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s == "-0" {
@@ -492,6 +549,8 @@ fn placement_sentence(p: &Placement) -> String {
         cpus("DUT", &p.dut_cpus)
     )
 }
+
+pub mod compare;
 
 #[cfg(test)]
 mod tests;

@@ -126,6 +126,7 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             let mut runner = EngineRunner {
                 engine: &mut engine,
                 interrupt,
+                cpu: None,
             };
             let mut show = |p: Progress| progress::show(&p, line_fps);
             let result = match find_throughput(&mut runner, frame, &cfg, line_fps, &mut show) {

@@ -128,6 +128,7 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         let mut runner = EngineRunner {
             engine: &mut bed.engine,
             interrupt,
+            cpu: None,
         };
         // Every finished trial of this size, kept for an interruption.
         let mut done: Vec<TrialResult> = Vec::new();

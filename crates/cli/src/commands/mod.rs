@@ -2,14 +2,17 @@
 
 mod back_to_back;
 mod calibrate;
+mod cpu_target;
 mod frame_loss;
 mod http;
 mod lab;
 mod latency;
+mod loss_sweep;
 mod mlrsearch;
 mod overhead;
 mod rfc2544;
 mod run;
+mod scenarios;
 mod session;
 mod stack;
 mod tcp;
@@ -34,6 +37,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::BackToBack(args) => back_to_back::run(args, &*interrupt_flag()?),
         Command::Tcp(args) => tcp::run(args, &*interrupt_flag()?),
         Command::Http(args) => http::run(args, &*interrupt_flag()?),
+        Command::CpuTarget(args) => cpu_target::run(args, &*interrupt_flag()?),
+        Command::LossSweep(args) => loss_sweep::run(args, &*interrupt_flag()?),
     }
 }
 

@@ -2,6 +2,7 @@
 //! each frame size, printed as the LANCOM techpaper's table.
 
 use crate::args::Rfc2544Args;
+use crate::dut_cpu::DutCpuMeter;
 use crate::exit::Outcome;
 use crate::ports::{self, check_writable, parse_percent, parse_trial_duration};
 use crate::progress;
@@ -22,43 +23,148 @@ const STRICT_TRIAL: Duration = Duration::from_secs(60);
 pub(crate) struct EngineRunner<'a> {
     pub engine: &'a mut Engine,
     pub interrupt: &'a AtomicBool,
+    /// Samples the DUT's CPU load over each trial, when it is measured.
+    pub cpu: Option<&'a DutCpuMeter>,
 }
 
 impl TrialRunner for EngineRunner<'_> {
     type Error = EngineError;
     fn run(&mut self, spec: &TrialSpec) -> Result<TrialResult, EngineError> {
-        self.engine.run_trial(spec, self.interrupt)
+        let sample = self.cpu.map(|m| m.begin(spec.duration));
+        let mut result = self.engine.run_trial(spec, self.interrupt)?;
+        result.dut_cpu = sample.and_then(|s| s.finish());
+        Ok(result)
     }
 }
 
-pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = frame_sizes(&args)?;
-    let trial_duration = if args.rfc2544_strict {
-        STRICT_TRIAL
-    } else {
-        parse_trial_duration(&args.trial_duration, "--trial-duration")?
-    };
-    let resolution = parse_percent(&args.resolution, "--resolution")?;
-    let allowed_loss = parse_percent(&args.loss, "--loss")?;
-    let max_rate = args
-        .max_rate
-        .as_deref()
-        .map(Rate::parse)
-        .transpose()
-        .context("--max-rate")?;
+/// What a run measures: parsed from the arguments before any port opens.
+pub(crate) struct Plan {
+    pub frames: Vec<Frames>,
+    pub trial_duration: Duration,
+    pub resolution: f64,
+    pub allowed_loss: f64,
+    pub max_rate: Option<Rate>,
+    pub calibration: Calibration,
+}
 
-    check_writable(args.json.as_deref())?;
-    let calibration_path = args
-        .calibration
-        .clone()
-        .unwrap_or_else(calibration::default_path);
-    let calibration = Calibration::load(&calibration_path)?;
-    let max_frame_len = frames
-        .iter()
-        .map(|f| f.largest().buffer_len())
-        .max()
-        .unwrap_or(0);
-    let mut bed = ports::open(&args.ports, max_frame_len)?;
+impl Plan {
+    pub fn from_args(args: &Rfc2544Args) -> Result<Plan> {
+        let frames = frame_sizes(args)?;
+        let trial_duration = if args.rfc2544_strict {
+            STRICT_TRIAL
+        } else {
+            parse_trial_duration(&args.trial_duration, "--trial-duration")?
+        };
+        let resolution = parse_percent(&args.resolution, "--resolution")?;
+        let allowed_loss = parse_percent(&args.loss, "--loss")?;
+        let max_rate = args
+            .max_rate
+            .as_deref()
+            .map(Rate::parse)
+            .transpose()
+            .context("--max-rate")?;
+        check_writable(args.json.as_deref())?;
+        let calibration_path = args
+            .calibration
+            .clone()
+            .unwrap_or_else(calibration::default_path);
+        let calibration = Calibration::load(&calibration_path)?;
+        Ok(Plan {
+            frames,
+            trial_duration,
+            resolution,
+            allowed_loss,
+            max_rate,
+            calibration,
+        })
+    }
+
+    pub fn max_frame_len(&self) -> usize {
+        self.frames
+            .iter()
+            .map(|f| f.largest().buffer_len())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// What a scenario run adds to the report.
+#[derive(Default)]
+pub(crate) struct Extras<'a> {
+    pub scenario: Option<linerate_results::scenario::ScenarioRecord>,
+    pub cpu: Option<&'a DutCpuMeter>,
+}
+
+pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
+    if args.dut.scenario.is_some() {
+        return super::scenarios::run(args, interrupt);
+    }
+    let plan = Plan::from_args(&args)?;
+    let mut bed = ports::open(&args.ports, plan.max_frame_len())?;
+    let cpu = match &bed.placement {
+        Some(p) => lab_cpu_meter(p, &[]),
+        None => DutCpuMeter::external(
+            args.dut.dut_cpu_cmd.as_deref(),
+            args.dut.dut_snmp.as_deref(),
+        )?,
+    };
+    let extras = Extras {
+        scenario: None,
+        cpu: cpu.as_ref(),
+    };
+    let json = args.json.clone();
+    let (outcome, rep) = measure(
+        &args,
+        &plan,
+        &mut bed,
+        extras,
+        interrupt,
+        &mut |rep| match &json {
+            Some(path) => write_json(path, rep),
+            None => Ok(()),
+        },
+    )?;
+    print!("{}", report::throughput_table_layers(&rep, args.all_layers));
+    if let (Some(path), Outcome::Passed) = (&args.json, &outcome) {
+        eprintln!("linerate: every trial written to {}", path.display());
+    }
+    Ok(outcome)
+}
+
+/// The lab DUT's CPU meter; without one (placement gave the DUT no CPU of
+/// its own) the run goes on and says why the column is missing.
+pub(crate) fn lab_cpu_meter(
+    p: &linerate_results::Placement,
+    data_path_pids: &[u32],
+) -> Option<DutCpuMeter> {
+    match DutCpuMeter::lab(&p.dut_cpus, p.shared_core, data_path_pids) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            eprintln!("linerate: note: DUT CPU load not measured: {e:#}");
+            None
+        }
+    }
+}
+
+/// Runs the throughput search for each frame size on `bed`. `save` is
+/// called with the report as it grows (after each trial, with the
+/// unfinished search in `interrupted`) and at the end; the caller prints.
+pub(crate) fn measure(
+    args: &Rfc2544Args,
+    plan: &Plan,
+    bed: &mut ports::TestBed,
+    extras: Extras<'_>,
+    interrupt: &AtomicBool,
+    save: &mut dyn FnMut(&Rfc2544Report) -> Result<()>,
+) -> Result<(Outcome, Rfc2544Report)> {
+    let frames = plan.frames.clone();
+    let (trial_duration, resolution, allowed_loss, max_rate) = (
+        plan.trial_duration,
+        plan.resolution,
+        plan.allowed_loss,
+        plan.max_rate,
+    );
+    let calibration = &plan.calibration;
     for f in &frames {
         bed.engine.check_frame(f.largest())?;
     }
@@ -103,7 +209,9 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
 
     let mut rep = Rfc2544Report {
         linerate_version: env!("CARGO_PKG_VERSION").to_string(),
-        description: if bed.setup == "lab" {
+        description: if let Some(s) = &extras.scenario {
+            s.description.clone()
+        } else if bed.setup == "lab" {
             "LAN-LAN routing, lab Linux router in a network namespace".to_string()
         } else {
             format!(
@@ -125,28 +233,28 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
         placement: bed.placement.clone(),
         results: Vec::new(),
         interrupted: None,
+        scenario: extras.scenario.clone(),
+        dut_cpu_source: extras.cpu.map(|c| c.source.clone()),
     };
 
     for (frame, line_fps, cfg) in plans {
         let mut trials: Vec<TrialResult> = Vec::new();
-        let json = args.json.as_deref();
         let mut on_progress = |p: Progress| {
             progress::show(&p, line_fps);
             if let Progress::TrialDone { result, .. } = p {
                 // Stored as each trial ends: an interrupted run keeps every trial.
                 trials.push(result.clone());
-                if let Some(path) = json {
-                    let mut partial = rep.clone();
-                    partial.interrupted = Some(unfinished(frame, trials.clone()));
-                    // Checked writable at the start; a failure now (disk full)
-                    // must not stop the measurement: the final write reports it.
-                    let _ = write_json(path, &partial);
-                }
+                let mut partial = rep.clone();
+                partial.interrupted = Some(unfinished(frame, trials.clone()));
+                // Checked writable at the start; a failure now (disk full)
+                // must not stop the measurement: the final write reports it.
+                let _ = save(&partial);
             }
         };
         let mut runner = EngineRunner {
             engine: &mut bed.engine,
             interrupt,
+            cpu: extras.cpu,
         };
         match find_throughput(&mut runner, frame, &cfg, line_fps, &mut on_progress) {
             Ok(mut result) => {
@@ -166,27 +274,19 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
                 // Interrupted or failed: keep the unfinished search's trials.
                 eprintln!();
                 rep.interrupted = Some(unfinished(frame, trials));
-                if let Some(path) = &args.json {
-                    write_json(path, &rep)?;
-                }
+                save(&rep)?;
                 if let EngineError::Interrupted = e {
-                    print!("{}", report::throughput_table(&rep));
-                    return Ok(Outcome::Interrupted(
-                        "results measured so far were kept".into(),
+                    return Ok((
+                        Outcome::Interrupted("results measured so far were kept".into()),
+                        rep,
                     ));
                 }
                 return Err(e.into());
             }
         }
-        if let Some(path) = &args.json {
-            write_json(path, &rep)?;
-        }
+        save(&rep)?;
     }
-    print!("{}", report::throughput_table_layers(&rep, args.all_layers));
-    if let Some(path) = &args.json {
-        eprintln!("linerate: every trial written to {}", path.display());
-    }
-    Ok(Outcome::Passed)
+    Ok((Outcome::Passed, rep))
 }
 
 /// The trials of a frame size whose search did not finish.

@@ -51,6 +51,12 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         intended_fps: fps,
         duration,
     };
+    // The lab DUT's CPU load over the trial (the idle baseline first).
+    let cpu = bed
+        .placement
+        .as_ref()
+        .and_then(|p| super::rfc2544::lab_cpu_meter(p, &[]));
+    let sample = cpu.as_ref().map(|m| m.begin(duration));
     let result = match bed.engine.run_trial(&spec, interrupt) {
         Err(EngineError::Interrupted) => {
             return Ok(Outcome::Interrupted(
@@ -59,6 +65,8 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         }
         other => other?,
     };
+    let mut result = result;
+    result.dut_cpu = sample.and_then(|s| s.finish());
     // The share of line rate counts every sending link.
     let line_bps = if bed.bidirectional {
         2 * bed.line_bps

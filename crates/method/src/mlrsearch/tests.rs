@@ -8,6 +8,7 @@ fn trial(duration_s: f64, loss_ratio: f64) -> TrialResult {
         mix: None,
         flows: Vec::new(),
         directions: Vec::new(),
+        dut_cpu: None,
         frame_size: 64,
         l3_length: 46,
         duration_s,

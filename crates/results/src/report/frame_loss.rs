@@ -160,6 +160,7 @@ mod tests {
             mix: None,
             flows: Vec::new(),
             directions: Vec::new(),
+            dut_cpu: None,
             l3_length: 46,
             duration_s: 1.0,
             intended_fps: intended,

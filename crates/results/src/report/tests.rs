@@ -39,6 +39,7 @@ fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialRes
         engine: "af_packet".into(),
         tester_rx_drops: 0,
         stray_frames: 0,
+        dut_cpu: None,
     }
 }
 
@@ -72,6 +73,7 @@ fn result(frame: u16, throughput_fps: f64, tester_limited: bool) -> ThroughputRe
                 false,
             ),
         ],
+        dut_cpu: None,
     }
 }
 
@@ -92,6 +94,8 @@ fn report(results: Vec<ThroughputResult>, placement: Option<Placement>) -> Rfc25
         results,
         interrupted: None,
         description: String::new(),
+        scenario: None,
+        dut_cpu_source: None,
     }
 }
 

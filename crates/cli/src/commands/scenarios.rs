@@ -1,0 +1,256 @@
+//! `linerate rfc2544 --scenario LIST`: the RFC 2544 test on the lab DUT in
+//! each configuration of the list (a fresh lab for each, the scenario
+//! applied and verified before the first trial and the traffic's passage
+//! checked after the last), each printed as its own table, then all of them
+//! side by side when there are several.
+
+use super::rfc2544::{lab_cpu_meter, measure, write_json, Extras, Plan};
+use crate::args::Rfc2544Args;
+use crate::exit::Outcome;
+use crate::ports;
+use anyhow::Result;
+use linerate_lab::scenario::{Applied, IpsecSuite, Scenario, TunnelKind};
+use linerate_lab::Lab;
+use linerate_results::report::{self, compare};
+use linerate_results::scenario::{OuterRate, ScenarioRecord};
+use linerate_results::Rfc2544Report;
+use linerate_wire::overhead::{Auth, Cipher, Encapsulation};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
+    let text = args.dut.scenario.clone().unwrap_or_default();
+    let scenarios = Scenario::parse_list(&text)?;
+    let plan = Plan::from_args(&args)?;
+    linerate_lab::check_environment()?;
+    let comparison = scenarios.len() > 1;
+    let mut reports: Vec<Rfc2544Report> = Vec::new();
+    let mut outcome = Outcome::Passed;
+    for (i, scenario) in scenarios.iter().enumerate() {
+        if interrupt.load(Ordering::Relaxed) {
+            outcome = Outcome::Interrupted("results measured so far were kept".into());
+            break;
+        }
+        let (o, rep) = match run_one(&args, &plan, scenario, i, interrupt, &reports, comparison) {
+            Ok(done) => done,
+            Err(e) => {
+                // What the scenarios before measured stays on screen (and
+                // in the JSON file, written after each trial).
+                if reports.len() > 1 {
+                    print!("{}", compare::side_by_side(&reports));
+                }
+                return Err(e);
+            }
+        };
+        print!("{}", report::throughput_table(&rep));
+        if comparison {
+            println!();
+        }
+        reports.push(rep);
+        if let Outcome::Interrupted(_) = o {
+            outcome = o;
+            break;
+        }
+    }
+    if comparison {
+        print!("{}", compare::side_by_side(&reports));
+    }
+    if let Some(path) = &args.json {
+        save(path, &reports, comparison)?;
+        if let Outcome::Passed = outcome {
+            eprintln!("linerate: every trial written to {}", path.display());
+        }
+    }
+    Ok(outcome)
+}
+
+/// One scenario: lab up, apply and verify, measure, check the traffic.
+fn run_one(
+    args: &Rfc2544Args,
+    plan: &Plan,
+    scenario: &Scenario,
+    index: usize,
+    interrupt: &AtomicBool,
+    earlier: &[Rfc2544Report],
+    comparison: bool,
+) -> Result<(Outcome, Rfc2544Report)> {
+    let (applied, mut bed) = prepare(&args.ports, plan.max_frame_len(), scenario, index)?;
+    let cpu = bed
+        .placement
+        .as_ref()
+        .and_then(|p| lab_cpu_meter(p, &applied.data_path_pids()));
+    let mut record = record_of(scenario, &applied);
+    let extras = Extras {
+        scenario: Some(record.clone()),
+        cpu: cpu.as_ref(),
+    };
+    let json = args.json.clone();
+    let mut save_partial = |rep: &Rfc2544Report| match &json {
+        Some(path) => {
+            let mut all = earlier.to_vec();
+            all.push(rep.clone());
+            save(path, &all, comparison)
+        }
+        None => Ok(()),
+    };
+    let (outcome, mut rep) = measure(args, plan, &mut bed, extras, interrupt, &mut save_partial)?;
+
+    // After traffic: did it really go through the scenario?
+    let lab = bed
+        .lab
+        .as_ref()
+        .expect("a scenario's test bed holds its lab");
+    record.traffic_checks = verify_traffic(&applied, lab, &rep)?;
+    for check in &record.traffic_checks {
+        eprintln!("linerate:   seen: {check}");
+    }
+    if let Some(kind) = scenario.tunnel() {
+        record.outer = rep
+            .results
+            .iter()
+            .map(|r| {
+                OuterRate::new(
+                    r.frame_size,
+                    outer_frame(kind, r.l3_length as usize, applied.user_space()) as u16,
+                    r.throughput_fps,
+                )
+            })
+            .collect();
+    }
+    rep.scenario = Some(record);
+    save_partial(&rep)?;
+    drop(applied);
+    Ok((outcome, rep))
+}
+
+/// Builds a fresh lab for `scenario` (the `index`th of this run), applies
+/// and verifies it, and opens the tester on it. Drop the `Applied` (XDP
+/// program, tunnel daemons) before the test bed, which owns the lab.
+pub(crate) fn prepare(
+    ports_args: &crate::args::PortArgs,
+    max_frame_len: usize,
+    scenario: &Scenario,
+    index: usize,
+) -> Result<(Applied, ports::TestBed)> {
+    // Unique per process and scenario; at most 11 characters.
+    let name = format!("s{}-{index}", std::process::id());
+    eprintln!(
+        "linerate: scenario {}: {} (lab '{name}', namespaces lr-{name}-*)",
+        scenario.spec,
+        scenario.description()
+    );
+    let lab = Lab::up(&name)?;
+    // On error the lab drops here and is removed.
+    let applied = scenario.apply(&lab)?;
+    for check in &applied.checks {
+        eprintln!("linerate:   verified: {check}");
+    }
+    if let Some(path) = &applied.data_path {
+        eprintln!("linerate:   data path: {path}");
+    }
+    let bed = ports::open_with(ports_args, max_frame_len, Some(lab))?;
+    Ok((applied, bed))
+}
+
+/// The report's record of a scenario as applied (traffic checks to come).
+pub(crate) fn record_of(scenario: &Scenario, applied: &Applied) -> ScenarioRecord {
+    ScenarioRecord {
+        spec: scenario.spec.clone(),
+        description: scenario.description(),
+        data_path: applied.data_path.clone().unwrap_or_default(),
+        checks: applied.checks.clone(),
+        traffic_checks: Vec::new(),
+        outer: Vec::new(),
+    }
+}
+
+/// The traffic checks, skipped (with a note) when no trial forwarded
+/// anything (then there is nothing to see, and the table says so).
+fn verify_traffic(applied: &Applied, lab: &Lab, rep: &Rfc2544Report) -> Result<Vec<String>> {
+    let trials = rep
+        .results
+        .iter()
+        .flat_map(|r| &r.trials)
+        .chain(rep.interrupted.iter().flat_map(|i| &i.trials));
+    traffic_checks(applied, lab, trials)
+}
+
+/// [`Applied::verify_traffic`] after `trials`, unless none forwarded a frame.
+pub(crate) fn traffic_checks<'a>(
+    applied: &Applied,
+    lab: &Lab,
+    trials: impl Iterator<Item = &'a linerate_results::TrialResult>,
+) -> Result<Vec<String>> {
+    let forwarded: u64 = trials.map(|t| t.rx_frames).sum();
+    if forwarded == 0 {
+        return Ok(vec![
+            "no trial forwarded a frame: the traffic checks were skipped".into(),
+        ]);
+    }
+    Ok(applied.verify_traffic(lab)?)
+}
+
+/// The frame on the WAN link for an inner IP packet of `l3` bytes: the
+/// encapsulation arithmetic of linerate-wire (WireGuard's own below).
+/// `user_space`: boringtun, which sends WireGuard packets unpadded (seen on
+/// the WAN link's byte counter), where the kernel pads to 16 bytes.
+pub(crate) fn outer_frame(kind: TunnelKind, l3: usize, user_space: bool) -> usize {
+    let enc = |e: Encapsulation| e.outer_frame(l3);
+    match kind {
+        TunnelKind::Vxlan => enc(Encapsulation {
+            vxlan: true,
+            ..Encapsulation::default()
+        }),
+        TunnelKind::Gre => enc(Encapsulation {
+            gre: true,
+            ..Encapsulation::default()
+        }),
+        // kernel-libipsec sends ESP UDP-encapsulated (NAT-T).
+        TunnelKind::Ipsec(suite) => enc(Encapsulation {
+            esp: Some(match suite {
+                IpsecSuite::AesCbcSha256 => (Cipher::AesCbc, Auth::Sha256),
+                IpsecSuite::AesGcm => (Cipher::AesGcm, Auth::None),
+                IpsecSuite::NullSha1 => (Cipher::Null, Auth::Sha1),
+            }),
+            nat_t: true,
+            ..Encapsulation::default()
+        }),
+        // WireGuard data message: outer IPv4 20 + UDP 8 + header 16 (type,
+        // receiver, counter) + the inner packet padded to 16 + Poly1305 tag 16.
+        TunnelKind::Wireguard => {
+            let inner = if user_space { l3 } else { l3.div_ceil(16) * 16 };
+            (18 + 20 + 8 + 16 + inner + 16).max(64)
+        }
+    }
+}
+
+/// The JSON file: one report, or `{"comparison": [reports]}` for several.
+fn save(path: &std::path::Path, reports: &[Rfc2544Report], comparison: bool) -> Result<()> {
+    if comparison {
+        write_json(path, &serde_json::json!({ "comparison": reports }))
+    } else {
+        match reports.last() {
+            Some(r) => write_json(path, r),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outer_frames_follow_the_encapsulation() {
+        // VXLAN adds outer Ethernet + IP + UDP + VXLAN + the inner Ethernet
+        // header: 1518-byte frames become 1568.
+        assert_eq!(outer_frame(TunnelKind::Vxlan, 1500, false), 1568);
+        assert_eq!(outer_frame(TunnelKind::Vxlan, 46, false), 114);
+        // GRE: 24 bytes.
+        assert_eq!(outer_frame(TunnelKind::Gre, 1500, false), 1542);
+        // WireGuard: 60 bytes plus padding to 16: 1500 -> 1500 + 4 pad.
+        assert_eq!(outer_frame(TunnelKind::Wireguard, 1500, false), 1578 + 4);
+        assert_eq!(outer_frame(TunnelKind::Wireguard, 46, false), 18 + 60 + 48);
+        // boringtun does not pad.
+        assert_eq!(outer_frame(TunnelKind::Wireguard, 46, true), 18 + 60 + 46);
+    }
+}

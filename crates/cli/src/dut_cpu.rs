@@ -1,0 +1,406 @@
+//! The DUT's CPU load during each trial, as the Cisco report shows it:
+//! total, and caused by traffic (total minus the idle baseline measured
+//! before the first trial).
+//!
+//! Sources:
+//! - the lab: the DUT CPUs' counters in /proc/stat (system + irq + softirq
+//!   time: where the kernel forwards packets; user time is left out, so
+//!   other programs on the machine count only through their system calls;
+//!   a user-space data path's own processes, pinned to the DUT CPU, add
+//!   their user time from /proc/<pid>/stat),
+//!   sampled when the trial starts sending and when it stops;
+//! - an external DUT: a command the user gives (`--dut-cpu-cmd`, e.g. over
+//!   ssh) printing a percentage, run towards the end of each trial's
+//!   sending time; or SNMP (`--dut-snmp COMMUNITY@HOST`): the average of
+//!   HOST-RESOURCES-MIB hrProcessorLoad over the device's processors, read
+//!   with `snmpwalk` (a one-minute average on most agents: use trials of a
+//!   minute or more).
+
+use anyhow::{anyhow, bail, Context, Result};
+use linerate_results::DutCpu;
+use std::process::{Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// hrProcessorLoad (HOST-RESOURCES-MIB), one value per processor.
+const HR_PROCESSOR_LOAD: &str = "1.3.6.1.2.1.25.3.3.1.2";
+/// How long the lab's idle baseline is measured.
+const BASELINE: Duration = Duration::from_secs(1);
+
+/// Where the load comes from.
+enum Probe {
+    /// /proc/stat on these CPUs, plus the user time of these processes (a
+    /// user-space data path pinned to them).
+    Lab { cpus: Vec<usize>, pids: Vec<u32> },
+    /// A shell command printing one percentage.
+    Command { command: String },
+    /// `snmpwalk` of hrProcessorLoad; the average of the values.
+    Snmp { argv: Vec<String> },
+}
+
+/// Measures the DUT's CPU load around trials.
+pub struct DutCpuMeter {
+    probe: Probe,
+    /// Load with no traffic, percent.
+    baseline: f64,
+    /// One phrase for the report: what was measured and the baseline.
+    pub source: String,
+}
+
+/// A sample in progress: finished with [`Pending::finish`].
+pub struct Pending {
+    handle: JoinHandle<Result<f64>>,
+    baseline: f64,
+}
+
+impl Pending {
+    /// The trial's load; a failed sample gives None and a warning (the
+    /// trial's measurement itself is never lost over it).
+    pub fn finish(self) -> Option<DutCpu> {
+        match self.handle.join() {
+            Ok(Ok(total)) => Some(DutCpu {
+                total_pct: round1(total),
+                traffic_pct: round1((total - self.baseline).max(0.0)),
+            }),
+            Ok(Err(e)) => {
+                eprintln!("\nlinerate: warning: DUT CPU not measured in this trial: {e:#}");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+}
+
+impl DutCpuMeter {
+    /// The lab's DUT on `cpus` (from placement); measures the idle baseline.
+    /// `pids`: processes of a user-space data path (boringtun, charon)
+    /// pinned to the DUT CPUs: their user time is the DUT's work too.
+    pub fn lab(cpus: &[usize], shared_core: bool, pids: &[u32]) -> Result<DutCpuMeter> {
+        if cpus.is_empty() {
+            bail!("the lab's DUT has no CPU of its own (placement failed), so its CPU load cannot be told from the tester's");
+        }
+        let probe = Probe::Lab {
+            cpus: cpus.to_vec(),
+            pids: pids.to_vec(),
+        };
+        let baseline = probe.measure_over(BASELINE)?;
+        let list = cpus
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let shared = if shared_core {
+            " (shared with the tester: its share is included)"
+        } else {
+            ""
+        };
+        Ok(DutCpuMeter {
+            probe,
+            baseline,
+            source: format!(
+                "system + irq + softirq time of CPU {list}{shared} from /proc/stat{} over each trial's sending time; idle baseline {baseline:.1} % before the first trial",
+                if pids.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", plus the user time of the data path's process{} {} (pinned there)",
+                        if pids.len() > 1 { "es" } else { "" },
+                        pids.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+                    )
+                }
+            ),
+        })
+    }
+
+    /// An external DUT, from `--dut-cpu-cmd` or `--dut-snmp`.
+    pub fn external(command: Option<&str>, snmp: Option<&str>) -> Result<Option<DutCpuMeter>> {
+        let (probe, what) = match (command, snmp) {
+            (Some(c), _) => {
+                if c.trim().is_empty() {
+                    bail!("--dut-cpu-cmd is empty: give a command printing the DUT's CPU load in percent, e.g. \"ssh r1 cat /run/cpu-load\"");
+                }
+                (
+                    Probe::Command {
+                        command: c.to_string(),
+                    },
+                    format!("'{c}' run towards the end of each trial"),
+                )
+            }
+            (None, Some(s)) => {
+                let (community, host) = s.split_once('@').ok_or_else(|| {
+                    anyhow!("--dut-snmp '{s}': write it as COMMUNITY@HOST, e.g. public@192.0.2.1")
+                })?;
+                if community.is_empty() || host.is_empty() {
+                    bail!("--dut-snmp '{s}': write it as COMMUNITY@HOST, e.g. public@192.0.2.1");
+                }
+                if which("snmpwalk").is_none() {
+                    bail!("--dut-snmp needs snmpwalk: install it with 'apt-get install snmp'");
+                }
+                let argv = [
+                    "snmpwalk",
+                    "-v2c",
+                    "-c",
+                    community,
+                    "-Oqv",
+                    host,
+                    HR_PROCESSOR_LOAD,
+                ]
+                .map(str::to_string)
+                .to_vec();
+                (
+                    Probe::Snmp { argv },
+                    format!("SNMP hrProcessorLoad of {host}, averaged over its processors, read towards the end of each trial"),
+                )
+            }
+            (None, None) => return Ok(None),
+        };
+        let baseline = probe
+            .read_now()
+            .context("measuring the DUT's idle CPU load before the first trial")?;
+        Ok(Some(DutCpuMeter {
+            probe,
+            baseline,
+            source: format!("{what}; idle baseline {baseline:.1} % before the first trial"),
+        }))
+    }
+
+    /// Starts sampling a trial that sends for `sending`.
+    pub fn begin(&self, sending: Duration) -> Pending {
+        let probe = self.probe.clone_probe();
+        let handle = std::thread::spawn(move || match &probe {
+            Probe::Lab { .. } => probe.measure_over(sending),
+            // The device's own figure is an average over its last seconds:
+            // read it while the traffic still runs.
+            _ => {
+                std::thread::sleep(sending.mul_f64(0.9));
+                probe.read_now()
+            }
+        });
+        Pending {
+            handle,
+            baseline: self.baseline,
+        }
+    }
+}
+
+impl Probe {
+    fn clone_probe(&self) -> Probe {
+        match self {
+            Probe::Lab { cpus, pids } => Probe::Lab {
+                cpus: cpus.clone(),
+                pids: pids.clone(),
+            },
+            Probe::Command { command } => Probe::Command {
+                command: command.clone(),
+            },
+            Probe::Snmp { argv } => Probe::Snmp { argv: argv.clone() },
+        }
+    }
+
+    /// Lab: the busy share over `period` from two /proc/stat readings.
+    fn measure_over(&self, period: Duration) -> Result<f64> {
+        let Probe::Lab { cpus, pids } = self else {
+            return self.read_now();
+        };
+        let before = CpuTimes::read(cpus, pids)?;
+        std::thread::sleep(period);
+        let after = CpuTimes::read(cpus, pids)?;
+        Ok(after.busy_share_since(&before) * 100.0)
+    }
+
+    /// External: the device's figure now.
+    fn read_now(&self) -> Result<f64> {
+        match self {
+            Probe::Lab { .. } => self.measure_over(Duration::from_millis(200)),
+            Probe::Command { command } => {
+                let out = run(&["sh", "-c", command])?;
+                percentages(&out)
+                    .first()
+                    .copied()
+                    .ok_or_else(|| anyhow!("--dut-cpu-cmd printed no percentage: '{}'", out.trim()))
+            }
+            Probe::Snmp { argv } => {
+                let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+                let out = run(&args)?;
+                let values = percentages(&out);
+                if values.is_empty() {
+                    bail!(
+                        "snmpwalk returned no hrProcessorLoad value: '{}'",
+                        out.trim()
+                    );
+                }
+                Ok(values.iter().sum::<f64>() / values.len() as f64)
+            }
+        }
+    }
+}
+
+fn run(argv: &[&str]) -> Result<String> {
+    let out = Command::new(argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {}", argv[0]))?;
+    if !out.status.success() {
+        bail!(
+            "'{}' failed: {}",
+            argv.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Every number in `text` (a trailing % allowed), in order: "CPU 37%" and
+/// "37.5" both give 37.5-like values.
+fn percentages(text: &str) -> Vec<f64> {
+    text.split(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == '=' || c == ':')
+        .filter_map(|w| w.trim_end_matches('%').parse::<f64>().ok())
+        .filter(|v| v.is_finite() && (0.0..=100.0).contains(v))
+        .collect()
+}
+
+fn which(program: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
+/// utime (field 14) of a /proc/<pid>/stat line, in clock ticks as
+/// /proc/stat counts; the fields are counted after the command name's `)`,
+/// which may itself hold spaces.
+fn process_user_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(11)?.parse().ok()
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+/// Summed /proc/stat jiffies of some CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct CpuTimes {
+    busy: u64,
+    total: u64,
+}
+
+impl CpuTimes {
+    fn read(cpus: &[usize], pids: &[u32]) -> Result<CpuTimes> {
+        let text = std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
+        let mut t = CpuTimes::parse(&text, cpus)?;
+        for &pid in pids {
+            // A daemon that died adds nothing (the tunnel check then fails).
+            if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                t.busy += process_user_ticks(&stat).unwrap_or(0);
+            }
+        }
+        Ok(t)
+    }
+
+    /// Fields of "cpuN": user nice system idle iowait irq softirq steal
+    /// (guest time is already inside user). Busy = system + irq + softirq.
+    fn parse(text: &str, cpus: &[usize]) -> Result<CpuTimes> {
+        let mut sum = CpuTimes::default();
+        for &cpu in cpus {
+            let label = format!("cpu{cpu}");
+            let line = text
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(label.as_str()))
+                .ok_or_else(|| anyhow!("/proc/stat has no line for CPU {cpu}"))?;
+            let v: Vec<u64> = line
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|f| f.parse().ok())
+                .collect();
+            if v.len() < 8 {
+                bail!("/proc/stat line for CPU {cpu} has {} fields", v.len());
+            }
+            sum.busy += v[2] + v[5] + v[6];
+            sum.total += v[..8].iter().sum::<u64>();
+        }
+        Ok(sum)
+    }
+
+    fn busy_share_since(&self, before: &CpuTimes) -> f64 {
+        let total = self.total.saturating_sub(before.total);
+        if total == 0 {
+            return 0.0;
+        }
+        self.busy.saturating_sub(before.busy) as f64 / total as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STAT: &str = "cpu  10 0 20 300 0 0 5 0 0 0
+cpu0 5 0 10 150 0 0 2 0 0 0
+cpu1 5 0 10 150 0 1 3 0 0 0
+intr 1 2 3
+";
+
+    #[test]
+    fn proc_stat_busy_counts_system_irq_and_softirq() {
+        let t = CpuTimes::parse(STAT, &[1]).unwrap();
+        assert_eq!(
+            t,
+            CpuTimes {
+                busy: 14,
+                total: 169
+            }
+        );
+        let both = CpuTimes::parse(STAT, &[0, 1]).unwrap();
+        assert_eq!(both.busy, 26);
+        assert!(CpuTimes::parse(STAT, &[7]).is_err());
+        assert_eq!(
+            process_user_ticks("42 (charon x) S 1 42 42 0 -1 4194560 100 0 0 0 350 20 0 0"),
+            Some(350)
+        );
+        assert_eq!(process_user_ticks("garbage"), None);
+        let later = CpuTimes {
+            busy: t.busy + 75,
+            total: t.total + 100,
+        };
+        assert!((later.busy_share_since(&t) - 0.75).abs() < 1e-12);
+        assert_eq!(t.busy_share_since(&t), 0.0);
+    }
+
+    #[test]
+    fn percentages_are_found_in_device_output() {
+        assert_eq!(percentages("37%"), [37.0]);
+        assert_eq!(
+            percentages("CPU utilization for five seconds: 99%/98%; one minute: 12%"),
+            [12.0]
+        );
+        assert_eq!(percentages("12\n30\n"), [12.0, 30.0]);
+        assert!(percentages("busy").is_empty());
+        assert!(percentages("250").is_empty());
+    }
+
+    #[test]
+    fn a_command_gives_total_and_traffic_share() {
+        let meter = DutCpuMeter::external(Some("echo 42.5%"), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(meter.baseline, 42.5);
+        let sample = meter.begin(Duration::from_millis(10)).finish().unwrap();
+        assert_eq!(sample.total_pct, 42.5);
+        assert_eq!(sample.traffic_pct, 0.0);
+        assert!(DutCpuMeter::external(Some("echo none"), None).is_err());
+        assert!(DutCpuMeter::external(None, Some("nohost")).is_err());
+        assert!(DutCpuMeter::external(None, None).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_lab_probe_reads_this_machines_counters() {
+        let meter = DutCpuMeter::lab(&[0], false, &[]).unwrap();
+        assert!((0.0..=100.0).contains(&meter.baseline));
+        let sample = meter.begin(Duration::from_millis(100)).finish().unwrap();
+        assert!((0.0..=100.0).contains(&sample.total_pct));
+        assert!(DutCpuMeter::lab(&[], false, &[]).is_err());
+    }
+}

@@ -1,0 +1,245 @@
+//! `tunnel:ipsec[:suite]`: IKEv2 between the two DUTs with strongSwan's
+//! charon (Debian: strongswan-charon, strongswan-swanctl,
+//! libcharon-extra-plugins), pre-shared key, tunnel mode, the test networks
+//! as traffic selectors.
+//!
+//! The data path: this kernel has no ESP (CONFIG_INET_ESP is not set), so
+//! charon runs with the kernel-libipsec plugin: ESP in user space, inside
+//! charon, for packets the kernel routes into a TUN device (`ipsec0`,
+//! routing table 220), sent UDP-encapsulated on port 4500. The report says
+//! so. charon is pinned to the DUT CPU, and its time is user time.
+//!
+//! One charon per DUT namespace: each gets its own strongswan.conf
+//! (`STRONGSWAN_CONF`), its own vici socket in a private directory, and a
+//! private /run (a tmpfs in the mount namespace `ip netns exec` makes) for
+//! its PID file, so two daemons and other labs' never meet.
+
+use super::tunnel::unavailable;
+use super::wireguard::{pin, Daemons, DieWithParent};
+use crate::{netns, LabError};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The ESP suites the lab builds (those of the LANCOM and Cisco reports
+/// that libipsec has; it has no AH).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpsecSuite {
+    /// AES-CBC-128 with HMAC-SHA-256-128 (LANCOM "AES-CBC SHA256").
+    AesCbcSha256,
+    /// AES-GCM-128 with a 16-byte ICV (LANCOM "AES-GCM").
+    AesGcm,
+    /// ESP-NULL with HMAC-SHA1-96 (Cisco "ESP-NULL"): integrity only.
+    NullSha1,
+}
+
+impl IpsecSuite {
+    pub fn parse(text: &str) -> Option<IpsecSuite> {
+        match text {
+            "" | "aes-cbc-sha256" | "aes-sha256" => Some(IpsecSuite::AesCbcSha256),
+            "aes-gcm" | "gcm" => Some(IpsecSuite::AesGcm),
+            "null" | "esp-null" | "null-sha1" => Some(IpsecSuite::NullSha1),
+            _ => None,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            IpsecSuite::AesCbcSha256 => "ESP AES-CBC-128/HMAC-SHA256",
+            IpsecSuite::AesGcm => "ESP AES-GCM-128",
+            IpsecSuite::NullSha1 => "ESP-NULL/HMAC-SHA1",
+        }
+    }
+
+    /// strongSwan's proposal string.
+    fn proposal(self) -> &'static str {
+        match self {
+            IpsecSuite::AesCbcSha256 => "aes128-sha256",
+            IpsecSuite::AesGcm => "aes128gcm16",
+            IpsecSuite::NullSha1 => "null-sha1",
+        }
+    }
+}
+
+/// Where Debian installs charon.
+const CHARON: [&str; 2] = ["/usr/lib/ipsec/charon", "/usr/libexec/ipsec/charon"];
+const LIBIPSEC_PLUGIN: [&str; 2] = [
+    "/usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so",
+    "/usr/libexec/ipsec/plugins/libstrongswan-kernel-libipsec.so",
+];
+/// The plugins charon loads: crypto, IKE, libipsec's data path, vici.
+const PLUGINS: &str = "random nonce openssl kdf aes sha1 sha2 hmac gcm pem pkcs1 pubkey \
+kernel-libipsec kernel-netlink socket-default vici";
+/// The TUN device kernel-libipsec makes.
+pub(crate) const TUN: &str = "ipsec0";
+/// The TUN's MTU: the lab's largest test frames travel without fragments.
+const TUN_MTU: u32 = 9000;
+
+fn first_existing(paths: &[&'static str]) -> Option<&'static str> {
+    paths.iter().copied().find(|p| Path::new(p).exists())
+}
+
+/// Builds the IPsec tunnel between `dut1` (WAN address wan[0], LAN
+/// 198.18.0.0/24) and `dut2` (wan[1], 198.19.0.0/24). Returns the data
+/// path, the check and the daemons.
+pub(crate) fn build(
+    lab_name: &str,
+    dut1: &str,
+    dut2: &str,
+    wan: [&str; 2],
+    suite: IpsecSuite,
+    cpus: &[usize],
+) -> Result<(String, String, Daemons), LabError> {
+    let charon = first_existing(&CHARON).ok_or_else(|| {
+        unavailable("IPsec needs strongSwan's charon: install it with 'apt-get install strongswan-charon strongswan-swanctl libcharon-extra-plugins'")
+    })?;
+    if first_existing(&LIBIPSEC_PLUGIN).is_none() {
+        return Err(unavailable("IPsec needs strongSwan's kernel-libipsec plugin (this kernel has no ESP): install it with 'apt-get install libcharon-extra-plugins'"));
+    }
+    let swanctl = netns::find_tool("swanctl").ok_or_else(|| {
+        unavailable("IPsec needs swanctl: install it with 'apt-get install strongswan-swanctl'")
+    })?;
+    let lans = ["198.18.0.0/24", "198.19.0.0/24"];
+    let ids = ["dut1", "dut2"];
+    let mut daemons = Daemons::default();
+    let mut sockets = Vec::new();
+    for (i, ns) in [dut1, dut2].into_iter().enumerate() {
+        let other = 1 - i;
+        let dir = std::env::temp_dir().join(format!("linerate-ipsec-{lab_name}-{}", i + 1));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
+        let socket = dir.join("charon.vici");
+        let conf = format!(
+            "charon {{\n  load = {PLUGINS}\n  install_virtual_ip = no\n  plugins {{\n    vici {{\n      socket = unix://{}\n    }}\n    kernel-libipsec {{\n      mtu = {TUN_MTU}\n    }}\n  }}\n}}\n",
+            socket.display()
+        );
+        let swanctl_conf = format!(
+            "connections {{\n  lr {{\n    version = 2\n    local_addrs = {local}\n    remote_addrs = {remote}\n    proposals = aes128-sha256-modp2048\n    local {{\n      auth = psk\n      id = {id}\n    }}\n    remote {{\n      auth = psk\n      id = {peer}\n    }}\n    children {{\n      net {{\n        local_ts = {lan}\n        remote_ts = {rlan}\n        esp_proposals = {esp}\n        mode = tunnel\n      }}\n    }}\n  }}\n}}\nsecrets {{\n  ike-lab {{\n    id-1 = dut1\n    id-2 = dut2\n    secret = \"linerate-lab-{lab_name}\"\n  }}\n}}\n",
+            local = wan[i],
+            remote = wan[other],
+            id = ids[i],
+            peer = ids[other],
+            lan = lans[i],
+            rlan = lans[other],
+            esp = suite.proposal(),
+        );
+        std::fs::write(dir.join("strongswan.conf"), conf).map_err(|e| io_error(&dir, e))?;
+        std::fs::write(dir.join("swanctl.conf"), swanctl_conf).map_err(|e| io_error(&dir, e))?;
+        // `ip netns exec` gives the command a mount namespace of its own:
+        // a tmpfs on /run there holds this charon's PID file only.
+        let script = format!(
+            "mount -t tmpfs tmpfs /run && STRONGSWAN_CONF={}/strongswan.conf exec {charon}",
+            dir.display()
+        );
+        let child = Command::new(netns::ip_path()?)
+            .args(["netns", "exec", ns, "sh", "-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .die_with_parent()
+            .spawn()
+            .map_err(|e| LabError::Spawn {
+                command: format!("{charon} in {ns}"),
+                error: e.to_string(),
+            })?;
+        // sh execs charon: the same process, pinned to the DUT CPU.
+        pin(child.id(), cpus);
+        daemons.push(child, dir.clone());
+        wait_for(&socket, ns)?;
+        let uri = format!("unix://{}", socket.display());
+        let file = dir.join("swanctl.conf");
+        swanctl_run(
+            &swanctl,
+            &["--load-all", "--file", &path_text(&file), "--uri", &uri],
+        )?;
+        sockets.push(uri);
+    }
+    swanctl_run(
+        &swanctl,
+        &[
+            "--initiate",
+            "--child",
+            "net",
+            "--timeout",
+            "15",
+            "--uri",
+            &sockets[0],
+        ],
+    )?;
+    let sas = swanctl_run(&swanctl, &["--list-sas", "--uri", &sockets[0]])?;
+    if !sas.contains("INSTALLED") {
+        return Err(LabError::NotInEffect {
+            scenario: String::new(),
+            detail: format!("no CHILD_SA installed after IKE: {}", sas.trim()),
+        });
+    }
+    let encap = if sas.contains("in-UDP") {
+        "UDP-encapsulated (port 4500)"
+    } else {
+        "raw ESP"
+    };
+    // kernel-libipsec routes the far test network into its TUN (table 220).
+    for (ns, far) in [(dut1, "198.19.0.2"), (dut2, "198.18.0.2")] {
+        let route = netns::ip_json(&["-n", ns, "route", "get", far])?;
+        if route[0]["dev"].as_str() != Some(TUN) {
+            return Err(LabError::NotInEffect {
+                scenario: String::new(),
+                detail: format!("{ns} routes {far} via {}, not {TUN}", route[0]["dev"]),
+            });
+        }
+    }
+    Ok((
+        format!(
+            "user-space IPsec: strongSwan charon with kernel-libipsec, ESP in user space over the {TUN} TUN device, {encap} (this kernel has no ESP)"
+        ),
+        format!(
+            "IKEv2 SA established, CHILD_SA {} installed (swanctl --list-sas), {TUN} routes the far test network in both DUTs",
+            suite.label()
+        ),
+        daemons,
+    ))
+}
+
+fn path_text(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+fn io_error(dir: &Path, e: std::io::Error) -> LabError {
+    LabError::Spawn {
+        command: format!("writing {}", dir.display()),
+        error: e.to_string(),
+    }
+}
+
+/// Waits until charon's vici socket exists.
+fn wait_for(socket: &Path, ns: &str) -> Result<(), LabError> {
+    let start = Instant::now();
+    while !socket.exists() {
+        if start.elapsed() > Duration::from_secs(10) {
+            return Err(unavailable(&format!(
+                "strongSwan's charon did not start in namespace {ns} (no {} after 10 s)",
+                socket.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+fn swanctl_run(swanctl: &Path, args: &[&str]) -> Result<String, LabError> {
+    netns::run(swanctl, args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suites_parse_and_name_their_proposals() {
+        assert_eq!(IpsecSuite::parse(""), Some(IpsecSuite::AesCbcSha256));
+        assert_eq!(IpsecSuite::parse("aes-gcm"), Some(IpsecSuite::AesGcm));
+        assert_eq!(IpsecSuite::parse("null"), Some(IpsecSuite::NullSha1));
+        assert_eq!(IpsecSuite::parse("ah"), None);
+        assert_eq!(IpsecSuite::AesGcm.proposal(), "aes128gcm16");
+    }
+}

@@ -1,0 +1,117 @@
+//! `routes:N`: N routes in the DUT's main table, loaded in one `ip -batch`
+//! (900,000 in seconds) and counted back.
+//!
+//! The routes are host routes (/32) for 198.19.0.2, 198.19.0.3, ... upwards
+//! (past 198.19.255.255 into 198.20.0.0 and on), each via tester B
+//! (198.19.0.2) on dut-b. They are more specific than the connected
+//! 198.19.0.0/24, so the route lookup of every test frame ends in one of
+//! them: the engine's single flow (to 198.19.0.2) hits the first; traffic
+//! spread over destination addresses 198.19.0.2 + k hits route k. The
+//! kernel's FIB is a level-compressed trie, so the table's size shows in
+//! the lookup's depth and cache footprint, as on a router with a full table.
+
+use crate::{netns, LabError};
+use std::io::{BufRead, BufReader};
+use std::net::Ipv4Addr;
+use std::process::{Command, Stdio};
+
+/// First destination: tester B's address.
+const FIRST: Ipv4Addr = Ipv4Addr::new(198, 19, 0, 2);
+/// Where every route points: tester B, on the DUT's B side.
+const VIA: &str = "198.19.0.2";
+const DEV: &str = "dut-b";
+/// The routes' protocol tag, so they can be counted apart from the lab's own.
+const PROTO: &str = "static";
+
+/// The `ip -batch` text for `n` routes.
+pub(crate) fn batch(n: u32) -> String {
+    let first = u32::from(FIRST);
+    let mut text = String::with_capacity(n as usize * 56);
+    for i in 0..n {
+        let dst = Ipv4Addr::from(first + i);
+        text.push_str(&format!(
+            "route add {dst}/32 via {VIA} dev {DEV} proto {PROTO}\n"
+        ));
+    }
+    text
+}
+
+/// Loads `n` routes into namespace `ns` and checks the count read back.
+pub(crate) fn load(ns: &str, n: u32) -> Result<String, LabError> {
+    let path = super::temp_file("routes.batch", &batch(n))?;
+    let path_text = path.to_string_lossy().into_owned();
+    let started = std::time::Instant::now();
+    let result = netns::ip(&["-n", ns, "-batch", &path_text]);
+    let _ = std::fs::remove_file(&path);
+    result?;
+    let took = started.elapsed();
+    let counted = count(ns)?;
+    if counted != n as u64 {
+        return Err(LabError::NotInEffect {
+            scenario: String::new(),
+            detail: format!("{counted} routes in the DUT's table after loading {n}"),
+        });
+    }
+    let last = Ipv4Addr::from(u32::from(FIRST) + n - 1);
+    Ok(format!(
+        "routes: {n} host routes {FIRST}..{last} via {VIA} loaded in {:.1} s (counted back with ip route show proto {PROTO}); the single test flow to {FIRST} hits the first",
+        took.as_secs_f64()
+    ))
+}
+
+/// Routes tagged `proto static` in `ns`'s main table, counted line by line
+/// as `ip` prints them (900,000 lines are never held in memory at once).
+pub(crate) fn count(ns: &str) -> Result<u64, LabError> {
+    let ip = netns::ip_path()?;
+    let args = ["-n", ns, "route", "show", "table", "main", "proto", PROTO];
+    let command = netns::command_line(ip, &args);
+    let mut child = Command::new(ip)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| LabError::Spawn {
+            command: command.clone(),
+            error: e.to_string(),
+        })?;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let lines = BufReader::new(stdout).lines().map_while(Result::ok).count() as u64;
+    let status = child.wait().map_err(|e| LabError::Spawn {
+        command: command.clone(),
+        error: e.to_string(),
+    })?;
+    if !status.success() {
+        return Err(LabError::Command {
+            command,
+            stderr: format!("exited with {status}"),
+        });
+    }
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_starts_at_tester_b_and_counts_up() {
+        let text = batch(3);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "route add 198.19.0.2/32 via 198.19.0.2 dev dut-b proto static",
+                "route add 198.19.0.3/32 via 198.19.0.2 dev dut-b proto static",
+                "route add 198.19.0.4/32 via 198.19.0.2 dev dut-b proto static",
+            ]
+        );
+        // 900,000 routes reach past 198.19.255.255 without wrapping.
+        let big = batch(300);
+        assert!(big
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("route add 198.19.1.45/32"));
+    }
+}

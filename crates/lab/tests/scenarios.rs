@@ -1,0 +1,354 @@
+//! Each scenario applied to a real lab, then checked with the kernel's own
+//! tools, independently of the scenario code: rule counts with nft, route
+//! counts with ip, NAT by the source address the receiver sees, the tunnel
+//! by the WAN link's counters growing with the encapsulated size, XDP by
+//! the kernel's forwarding counter standing still. Traffic comes from the
+//! tester namespaces' kernels (given addresses for the test), as UDP
+//! datagrams through the DUT. Root only; labs have unique names and are
+//! removed on drop.
+
+use linerate_lab::scenario::Scenario;
+use linerate_lab::{check_environment, Lab, LabError};
+use std::fs::File;
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsFd;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+fn root(test: &str) -> bool {
+    match check_environment() {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("SKIPPED (needs root): {test}: {e}");
+            false
+        }
+    }
+}
+
+fn unique() -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "t{}s{}",
+        std::process::id() % 100_000,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn run(program: &str, args: &[&str]) -> String {
+    let out = Command::new(program).args(args).output().expect(program);
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn in_ns(ns: &str, argv: &[&str]) -> String {
+    let mut full = vec!["netns", "exec", ns];
+    full.extend_from_slice(argv);
+    run("ip", &full)
+}
+
+/// The rules of every chain in `ns`, as nft lists them.
+fn nft_rule_count(ns: &str) -> usize {
+    let out = in_ns(ns, &["nft", "-j", "list", "ruleset"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["nftables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i.get("rule").is_some())
+        .count()
+}
+
+/// Builds a lab and applies `spec`.
+fn lab_with(spec: &str) -> (Lab, linerate_lab::scenario::Applied) {
+    let lab = Lab::up(&unique()).expect("lab up");
+    let applied = Scenario::parse(spec)
+        .unwrap()
+        .apply(&lab)
+        .unwrap_or_else(|e| panic!("{spec}: {e}"));
+    (lab, applied)
+}
+
+/// Gives the tester namespaces kernel addresses for this test, sends
+/// `count` UDP datagrams of `payload` bytes from A to B through the DUT and
+/// returns how many arrived and the source address B saw.
+fn send_udp(lab: &Lab, count: usize, payload: usize) -> (usize, Option<SocketAddrV4>) {
+    let (a, b) = (lab.port_a().clone(), lab.port_b().clone());
+    for p in [&a, &b] {
+        let addr = format!("{}/{}", p.ip, p.prefix_len);
+        run(
+            "ip",
+            &["-n", &p.netns, "addr", "add", &addr, "dev", &p.ifname],
+        );
+        let gw = p.gateway.to_string();
+        run(
+            "ip",
+            &["-n", &p.netns, "route", "add", "default", "via", &gw],
+        );
+    }
+    let b_ip = b.ip;
+    let receiver = in_netns(&b.netns, move || {
+        UdpSocket::bind(SocketAddrV4::new(b_ip, 7000)).unwrap()
+    });
+    receiver
+        .set_read_timeout(Some(Duration::from_millis(1500)))
+        .unwrap();
+    let a_ip = a.ip;
+    in_netns(&a.netns, move || {
+        let s = UdpSocket::bind(SocketAddrV4::new(a_ip, 0)).unwrap();
+        let data = vec![0x5au8; payload];
+        for _ in 0..count {
+            s.send_to(&data, SocketAddrV4::new(b_ip, 7000)).unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    });
+    let mut buf = vec![0u8; 65536];
+    let mut got = 0;
+    let mut from = None;
+    while let Ok((_, f)) = receiver.recv_from(&mut buf) {
+        got += 1;
+        if let std::net::SocketAddr::V4(v4) = f {
+            from = Some(v4);
+        }
+    }
+    (got, from)
+}
+
+fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let file = File::open(format!("/run/netns/{ns}")).unwrap();
+    std::thread::spawn(move || {
+        nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        f()
+    })
+    .join()
+    .unwrap()
+}
+
+/// Ip: ForwDatagrams of namespace `ns` (the kernel's forwarded packets).
+fn forwarded_by_kernel(ns: &str) -> u64 {
+    let snmp = in_ns(ns, &["cat", "/proc/net/snmp"]);
+    let mut lines = snmp.lines().filter(|l| l.starts_with("Ip:"));
+    let (names, values) = (lines.next().unwrap(), lines.next().unwrap());
+    let i = names
+        .split_whitespace()
+        .position(|n| n == "ForwDatagrams")
+        .unwrap();
+    values.split_whitespace().nth(i).unwrap().parse().unwrap()
+}
+
+#[test]
+fn acl_lines_are_all_loaded_and_every_packet_passes_them() {
+    if !root("acl_lines_are_all_loaded_and_every_packet_passes_them") {
+        return;
+    }
+    let (lab, applied) = lab_with("acl:12");
+    // 12 non-matching lines + the permit.
+    assert_eq!(nft_rule_count(lab.dut_netns()), 13);
+    let (got, _) = send_udp(&lab, 40, 100);
+    assert_eq!(got, 40, "the ACL dropped test traffic");
+    let seen = applied.verify_traffic(&lab).unwrap();
+    assert!(
+        seen.iter().any(|s| s.contains("against all 12 rules")),
+        "{seen:?}"
+    );
+    drop(applied);
+}
+
+#[test]
+fn firewall_policies_are_loaded_with_conntrack() {
+    if !root("firewall_policies_are_loaded_with_conntrack") {
+        return;
+    }
+    let (lab, applied) = lab_with("firewall:50");
+    // ct state check + 50 policies + permit.
+    assert_eq!(nft_rule_count(lab.dut_netns()), 52);
+    let (got, _) = send_udp(&lab, 20, 100);
+    assert_eq!(got, 20);
+    let conntrack = in_ns(lab.dut_netns(), &["cat", "/proc/net/nf_conntrack"]);
+    assert!(
+        conntrack.contains("src=198.18.0.2"),
+        "the firewall tracked no connection: {conntrack}"
+    );
+    drop(applied);
+}
+
+#[test]
+fn wan_lan_translates_the_source_address() {
+    if !root("wan_lan_translates_the_source_address") {
+        return;
+    }
+    let (lab, applied) = lab_with("wan-lan");
+    let (got, from) = send_udp(&lab, 10, 100);
+    assert_eq!(got, 10);
+    // Tester B sees the DUT's WAN address, not tester A's: masqueraded.
+    assert_eq!(from.unwrap().ip(), &Ipv4Addr::new(198, 19, 0, 1));
+    let seen = applied.verify_traffic(&lab).unwrap();
+    assert!(
+        seen.iter().any(|s| s.contains("leaves as 198.19.0.1")),
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn routes_are_all_in_the_table_and_traffic_still_flows() {
+    if !root("routes_are_all_in_the_table_and_traffic_still_flows") {
+        return;
+    }
+    let (lab, _applied) = lab_with("routes:20000");
+    let table = run(
+        "ip",
+        &["-n", lab.dut_netns(), "route", "show", "proto", "static"],
+    );
+    assert_eq!(table.lines().count(), 20000);
+    // Tester B's address is covered by a host route of the scenario.
+    let route = run(
+        "ip",
+        &["-n", lab.dut_netns(), "route", "show", "198.19.0.2/32"],
+    );
+    assert!(route.contains("198.19.0.2 via 198.19.0.2"), "{route}");
+    let (got, _) = send_udp(&lab, 10, 100);
+    assert_eq!(got, 10);
+}
+
+#[test]
+fn vxlan_tunnel_carries_the_traffic_encapsulated() {
+    if !root("vxlan_tunnel_carries_the_traffic_encapsulated") {
+        return;
+    }
+    let (lab, applied) = lab_with("tunnel:vxlan");
+    let before = applied.wan_counters().unwrap().unwrap();
+    let (got, _) = send_udp(&lab, 50, 100);
+    assert_eq!(got, 50, "the tunnel lost datagrams");
+    let after = applied.wan_counters().unwrap().unwrap();
+    let packets = after.tx_packets - before.tx_packets;
+    let bytes = after.tx_bytes - before.tx_bytes;
+    assert_eq!(packets, 50, "WAN packets");
+    // Inner frame 14 + 20 + 8 + 100 = 142 bytes, plus VXLAN's 50.
+    assert_eq!(bytes, 50 * (142 + 50), "WAN bytes");
+    // Tester B now hangs off the second DUT.
+    let dut2 = format!("{}2", lab.dut_netns());
+    let links = run("ip", &["-n", &dut2, "-br", "link"]);
+    assert!(links.contains("dut-b") && links.contains("wan2"), "{links}");
+    drop(applied);
+    drop(lab);
+    assert!(
+        !std::path::Path::new("/run/netns").join(&dut2).exists(),
+        "{dut2} left behind"
+    );
+}
+
+#[test]
+fn xdp_router_forwards_without_the_kernel_stack() {
+    if !root("xdp_router_forwards_without_the_kernel_stack") {
+        return;
+    }
+    let (lab, applied) = lab_with("xdp-router");
+    // The tester kernel must fill in UDP checksums itself: with veth's
+    // checksum offload the frame leaves with a partial checksum, which an
+    // XDP redirect (unlike the kernel's forwarding) never completes.
+    // (linerate's own frames always carry full checksums.)
+    let a = lab.port_a().clone();
+    in_ns(&a.netns, &["ethtool", "-K", &a.ifname, "tx", "off"]);
+    let kernel_before = forwarded_by_kernel(lab.dut_netns());
+    let (got, _) = send_udp(&lab, 30, 100);
+    assert_eq!(got, 30, "the XDP router lost datagrams");
+    // The kernel's IP forwarding never saw them.
+    assert_eq!(forwarded_by_kernel(lab.dut_netns()), kernel_before);
+    let seen = applied.verify_traffic(&lab).unwrap();
+    assert!(seen[0].contains("forwarded"), "{seen:?}");
+    drop(applied);
+}
+
+#[test]
+fn wireguard_tunnel_carries_the_traffic() {
+    if !root("wireguard_tunnel_carries_the_traffic") {
+        return;
+    }
+    let lab = Lab::up(&unique()).expect("lab up");
+    let applied = match Scenario::parse("tunnel:wireguard").unwrap().apply(&lab) {
+        Ok(a) => a,
+        Err(LabError::Unavailable { reason, .. }) => {
+            eprintln!("SKIPPED (no WireGuard here): {reason}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let before = applied.wan_counters().unwrap().unwrap();
+    let (got, _) = send_udp(&lab, 20, 100);
+    assert_eq!(got, 20, "the tunnel lost datagrams");
+    let after = applied.wan_counters().unwrap().unwrap();
+    let packets = after.tx_packets - before.tx_packets;
+    // 20 data packets, maybe with handshake messages.
+    assert!(packets >= 20, "WAN packets {packets}");
+    assert!(applied.data_path.as_deref().unwrap().contains("WireGuard"));
+}
+
+#[test]
+fn gre_builds_or_says_why_not() {
+    if !root("gre_builds_or_says_why_not") {
+        return;
+    }
+    let lab = Lab::up(&unique()).expect("lab up");
+    match Scenario::parse("tunnel:gre").unwrap().apply(&lab) {
+        Ok(applied) => {
+            let (got, _) = send_udp(&lab, 10, 100);
+            assert_eq!(got, 10);
+            drop(applied);
+        }
+        Err(e @ LabError::Unavailable { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("GRE") && text.contains("kernel"), "{text}");
+            assert!(!text.contains('\n'));
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn ipsec_tunnel_carries_the_traffic_in_esp() {
+    if !root("ipsec_tunnel_carries_the_traffic_in_esp") {
+        return;
+    }
+    let lab = Lab::up(&unique()).expect("lab up");
+    let applied = match Scenario::parse("tunnel:ipsec").unwrap().apply(&lab) {
+        Ok(a) => a,
+        Err(LabError::Unavailable { reason, .. }) => {
+            eprintln!("SKIPPED (no strongSwan here): {reason}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let data_path = applied.data_path.clone().unwrap();
+    assert!(data_path.contains("kernel-libipsec"), "{data_path}");
+    assert_eq!(applied.data_path_pids().len(), 2, "two charon daemons");
+    let before = applied.wan_counters().unwrap().unwrap();
+    let (got, _) = send_udp(&lab, 20, 100);
+    assert_eq!(got, 20, "the tunnel lost datagrams");
+    let after = applied.wan_counters().unwrap().unwrap();
+    let packets = after.tx_packets - before.tx_packets;
+    let bytes = after.tx_bytes - before.tx_bytes;
+    // A 128-byte IP packet in ESP (AES-CBC: IV 16, padded to 144 with the
+    // 2-byte trailer; SHA256 ICV 16; header 8), new IP header 20, UDP 8
+    // (NAT-T), Ethernet 14: 226 bytes on the wire without FCS.
+    assert!(packets >= 20, "WAN packets {packets}");
+    if packets == 20 {
+        assert_eq!(bytes, 20 * 226, "WAN bytes");
+    }
+    let dirs: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(lab.name()))
+        .collect();
+    assert_eq!(dirs.len(), 2, "one charon directory per DUT");
+    drop(applied);
+    let left = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(lab.name()))
+        .count();
+    assert_eq!(left, 0, "charon's directories left behind");
+}
