@@ -7,9 +7,12 @@
 
 mod args;
 mod commands;
+mod events;
 mod exit;
 mod ports;
 mod progress;
+mod record_args;
+mod recorder;
 
 use clap::Parser;
 use exit::Outcome;

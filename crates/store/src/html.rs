@@ -91,7 +91,7 @@ fn meta_table(h: &mut String, run: &StoredRun) {
             ),
         ),
         ("linerate", run.linerate_version.clone()),
-        ("Command", run.args.join(" ")),
+        ("Command", run.command_line()),
     ];
     if let Some(s) = &run.settings {
         rows.insert(

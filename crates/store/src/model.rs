@@ -185,6 +185,25 @@ impl StoredRun {
             .collect()
     }
 
+    /// The command line as a shell would take it back (arguments with
+    /// spaces or quotes single-quoted).
+    pub fn command_line(&self) -> String {
+        self.args
+            .iter()
+            .map(|a| {
+                let plain = !a.is_empty()
+                    && a.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_./,:=%@+".contains(c));
+                if plain {
+                    a.clone()
+                } else {
+                    format!("'{}'", a.replace('\'', "'\\''"))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// A short account of what was measured.
     pub fn summary_text(&self) -> String {
         let mut parts = Vec::new();

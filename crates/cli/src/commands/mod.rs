@@ -4,6 +4,7 @@ mod calibrate;
 mod lab;
 mod overhead;
 mod rfc2544;
+mod stored;
 mod trial;
 
 use crate::args::{Cli, Command};
@@ -18,6 +19,11 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Trial(args) => trial::run(args, &*interrupt_flag()?),
         Command::Overhead(args) => overhead::run(args),
         Command::Calibrate(args) => calibrate::run(args, &*interrupt_flag()?),
+        Command::Runs(args) => stored::runs(args),
+        Command::Show(args) => stored::show(args),
+        Command::Compare(args) => stored::compare(args),
+        Command::Export(args) => stored::export(args),
+        Command::Report(args) => stored::report(args),
     }
 }
 

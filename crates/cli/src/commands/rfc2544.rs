@@ -4,12 +4,13 @@
 use crate::args::Rfc2544Args;
 use crate::exit::Outcome;
 use crate::ports::{self, check_writable, parse_percent, parse_trial_duration};
-use crate::progress;
+use crate::recorder::{Recorder, RunInfo};
 use anyhow::{bail, Context, Result};
 use linerate_engine::{Engine, EngineError};
 use linerate_method::{find_throughput, Progress, ThroughputConfig, TrialRunner};
 use linerate_results::calibration::{self, near_ceiling, Calibration};
 use linerate_results::{report, InterruptedSearch, Rfc2544Report, TrialResult, TrialSpec};
+use linerate_store::RunStatus;
 use linerate_wire::{FrameSize, Rate};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -48,6 +49,7 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
         .context("--max-rate")?;
 
     check_writable(args.json.as_deref())?;
+    let mut recorder = Recorder::open(&args.record)?;
     let calibration_path = args
         .calibration
         .clone()
@@ -120,12 +122,22 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
         results: Vec::new(),
         interrupted: None,
     };
+    recorder.begin(RunInfo {
+        command: "rfc2544",
+        engine: &rep.engine,
+        line_speed_bps: line_bps,
+        scenario: &rep.description,
+        report: Some(&rep),
+        sizes: plans.iter().map(|p| p.0.frame()).collect(),
+        trial_s: trial_duration.as_secs_f64(),
+        resolution,
+    });
 
-    for (frame, line_fps, cfg) in plans {
+    for (search_no, (frame, line_fps, cfg)) in plans.into_iter().enumerate() {
         let mut trials: Vec<TrialResult> = Vec::new();
         let json = args.json.as_deref();
         let mut on_progress = |p: Progress| {
-            progress::show(&p, line_fps);
+            recorder.search_progress(search_no, &p, line_fps);
             if let Progress::TrialDone { result, .. } = p {
                 // Stored as each trial ends: an interrupted run keeps every trial.
                 trials.push(result.clone());
@@ -149,6 +161,7 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
                     result.calibrated_ceiling_fps = Some(c.ceiling_fps);
                     result.tester_limited |= near_ceiling(result.throughput_fps, c.ceiling_fps);
                 }
+                recorder.result(search_no, &result);
                 rep.results.push(result)
             }
             Err(e) => {
@@ -159,7 +172,8 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
                     write_json(path, &rep)?;
                 }
                 if let EngineError::Interrupted = e {
-                    print!("{}", report::throughput_table(&rep));
+                    recorder.print(&report::throughput_table(&rep));
+                    recorder.finish(RunStatus::Interrupted);
                     return Ok(Outcome::Interrupted(
                         "results measured so far were kept".into(),
                     ));
@@ -171,7 +185,8 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
             write_json(path, &rep)?;
         }
     }
-    print!("{}", report::throughput_table(&rep));
+    recorder.print(&report::throughput_table(&rep));
+    recorder.finish(RunStatus::Complete);
     if let Some(path) = &args.json {
         eprintln!("linerate: every trial written to {}", path.display());
     }
