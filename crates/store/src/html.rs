@@ -57,9 +57,9 @@ pub fn render(run: &StoredRun) -> String {
             h.push_str("<h2>Trials</h2>\n");
             trials_table(&mut h, run);
             for t in &run.trials {
-                let _ = write!(
+                let _ = writeln!(
                     h,
-                    "<pre>{}</pre>\n",
+                    "<pre>{}</pre>",
                     esc(&trial_summary(&t.result, run.line_speed_bps))
                 );
             }

@@ -47,7 +47,7 @@ const BOTTOM: f64 = 80.0;
 
 /// Round tick values covering [lo, hi]: steps of 1, 2 or 5 x 10^n.
 pub fn ticks(lo: f64, hi: f64, max_ticks: usize) -> Vec<f64> {
-    if !(hi > lo) || !lo.is_finite() || !hi.is_finite() {
+    if hi <= lo || !lo.is_finite() || !hi.is_finite() {
         return vec![lo];
     }
     let raw = (hi - lo) / max_ticks.max(1) as f64;
