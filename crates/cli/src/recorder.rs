@@ -35,6 +35,10 @@ pub struct RunInfo<'a> {
 pub struct Recorder {
     args: RecordArgs,
     store: Option<Store>,
+    /// The run to store, until its first trial starts (a run that fails
+    /// before measuring anything, e.g. a gateway not answering ARP, is
+    /// not worth a row).
+    pending: Option<NewRun>,
     run_id: Option<i64>,
     events: Option<EventSink>,
     progress: Option<ProgressView>,
@@ -73,6 +77,7 @@ impl Recorder {
         Ok(Recorder {
             args: args.clone(),
             store,
+            pending: None,
             run_id: None,
             events,
             progress: None,
@@ -94,8 +99,8 @@ impl Recorder {
             firmware: self.args.dut_firmware.clone(),
             scenario: info.scenario.to_string(),
         };
-        if let Some(store) = &self.store {
-            let new = NewRun {
+        if self.store.is_some() {
+            self.pending = Some(NewRun {
                 command: info.command.to_string(),
                 args: argv.clone(),
                 dut: dut.clone(),
@@ -104,17 +109,7 @@ impl Recorder {
                 linerate_version: env!("CARGO_PKG_VERSION").to_string(),
                 line_speed_bps: info.line_speed_bps,
                 report: info.report.cloned(),
-            };
-            match store.begin_run(&new, &now()) {
-                Ok(id) => {
-                    self.run_id = Some(id);
-                    eprintln!(
-                        "linerate: storing run {id} in {} (each trial as it ends)",
-                        store.path().display()
-                    );
-                }
-                Err(e) => self.store_failed(e),
-            }
+            });
         }
         if let Some(ev) = &mut self.events {
             ev.emit(
@@ -133,6 +128,17 @@ impl Recorder {
         }
     }
 
+    /// Writes the run's row when its first trial starts.
+    fn ensure_stored(&mut self) {
+        let (Some(store), Some(new)) = (&self.store, self.pending.take()) else {
+            return;
+        };
+        match store.begin_run(&new, &now()) {
+            Ok(id) => self.run_id = Some(id),
+            Err(e) => self.store_failed(e),
+        }
+    }
+
     fn store_failed(&mut self, e: linerate_store::StoreError) {
         eprintln!(
             "linerate: warning: {e}; the rest of this run is not stored (the measurement goes on)"
@@ -145,6 +151,7 @@ impl Recorder {
         // A finished trial is stored before it is shown: whatever a reader
         // saw printed is in the database, even if the process dies next.
         if let Progress::TrialStarting { .. } = p {
+            self.ensure_stored();
             self.show(search_no, p, line_rate_fps);
         }
         match p {
@@ -185,6 +192,7 @@ impl Recorder {
 
     /// `linerate trial`: its one trial starts.
     pub fn single_trial_started(&mut self, frame_size: u16, intended_fps: f64, line_rate_fps: f64) {
+        self.ensure_stored();
         if let Some(view) = &self.progress {
             view.single_trial_started(frame_size, intended_fps, line_rate_fps);
         }
@@ -195,11 +203,11 @@ impl Recorder {
     }
 
     /// `linerate trial`: its one trial ended.
-    pub fn single_trial_done(&mut self, result: &TrialResult) {
+    pub fn single_trial_done(&mut self, result: &TrialResult, passed: bool) {
+        self.trial_done(0, 1, result, Some(passed));
         if let Some(view) = &self.progress {
             view.single_trial_done();
         }
-        self.trial_done(0, 1, result, None);
     }
 
     /// Stores a finished trial (committed before this returns) and announces it.
@@ -256,12 +264,15 @@ impl Recorder {
             view.finish();
         }
         if let (Some(store), Some(id)) = (&self.store, self.run_id) {
-            if let Err(e) = store.finish_run(id, status, &now()) {
-                eprintln!("linerate: warning: {e}");
-            } else if status != RunStatus::Complete {
-                eprintln!(
-                    "linerate: run {id} stored as incomplete, with every trial it finished ('linerate show {id}')"
-                );
+            match store.finish_run(id, status, &now()) {
+                Err(e) => eprintln!("linerate: warning: {e}"),
+                Ok(()) if status == RunStatus::Complete => eprintln!(
+                    "linerate: stored as run {id} in {} ('linerate show {id}')",
+                    store.path().display()
+                ),
+                Ok(()) => eprintln!(
+                    "linerate: stored as run {id}, incomplete, with every trial it finished ('linerate show {id}')"
+                ),
             }
         }
         self.emit(

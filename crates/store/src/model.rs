@@ -102,7 +102,7 @@ pub struct StoredTrial {
     pub search_no: usize,
     /// Its number within the search (1, 2, ...).
     pub trial_no: usize,
-    /// Whether it passed the search's loss limit (None for `trial` runs).
+    /// Whether it passed the loss limit (`--loss`); None when not judged.
     pub passed: Option<bool>,
     /// RFC 3339 UTC.
     pub finished_at: String,

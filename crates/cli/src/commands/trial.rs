@@ -43,6 +43,8 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         intended_fps: fps,
         duration,
     };
+    // Gateways resolved first: a run that cannot start is not stored.
+    bed.engine.resolve()?;
     recorder.begin(RunInfo {
         command: "trial",
         engine: &bed.engine.config().name,
@@ -63,7 +65,7 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         }
         other => other?,
     };
-    recorder.single_trial_done(&result);
+    recorder.single_trial_done(&result, result.passed(allowed_loss));
     recorder.print(&report::trial_summary(&result, bed.line_bps));
     recorder.finish(RunStatus::Complete);
     if let Some(path) = &args.json {
