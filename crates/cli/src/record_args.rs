@@ -24,6 +24,12 @@ pub struct RecordArgs {
     /// Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr).
     #[arg(long, value_name = "FILE|-")]
     pub events: Option<String>,
+    /// Write the first frames of each trial as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp).
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// With --pcap: frames sampled per trial.
+    #[arg(long, value_name = "N", default_value_t = 100, requires = "pcap")]
+    pub pcap_frames: usize,
     /// No progress on stderr (set-up notes and errors are still printed).
     #[arg(long, short)]
     pub quiet: bool,

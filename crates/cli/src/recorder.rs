@@ -10,9 +10,11 @@ use crate::events::EventSink;
 use crate::progress::ProgressView;
 use crate::record_args::RecordArgs;
 use anyhow::Result;
+use linerate_engine::capture::{self, Capture};
 use linerate_method::Progress;
 use linerate_results::{Rfc2544Report, ThroughputResult, TrialResult};
 use linerate_store::{Dut, NewRun, RunStatus, Store};
+use linerate_wire::MacAddr;
 use serde_json::json;
 use std::time::SystemTime;
 
@@ -30,6 +32,8 @@ pub struct RunInfo<'a> {
     pub sizes: Vec<u16>,
     pub trial_s: f64,
     pub resolution: f64,
+    /// The receiving port (B), whose frames `--pcap` samples.
+    pub port_b_mac: MacAddr,
 }
 
 pub struct Recorder {
@@ -42,6 +46,8 @@ pub struct Recorder {
     run_id: Option<i64>,
     events: Option<EventSink>,
     progress: Option<ProgressView>,
+    /// `--pcap`: created at open, bound to port B at begin.
+    capture: Option<Capture>,
     finished: bool,
 }
 
@@ -74,6 +80,12 @@ impl Recorder {
             Some(Store::open(&path)?)
         };
         let events = args.events.as_deref().map(EventSink::open).transpose()?;
+        let capture = match &args.pcap {
+            Some(path) => Some(Capture::create(path, args.pcap_frames).map_err(|e| {
+                anyhow::anyhow!("--pcap {}: {e}; pass a writable path", path.display())
+            })?),
+            None => None,
+        };
         Ok(Recorder {
             args: args.clone(),
             store,
@@ -81,12 +93,19 @@ impl Recorder {
             run_id: None,
             events,
             progress: None,
+            capture,
             finished: false,
         })
     }
 
     /// The run starts: stored as `running`, announced, progress shown.
-    pub fn begin(&mut self, info: RunInfo) {
+    pub fn begin(&mut self, info: RunInfo) -> Result<()> {
+        if let Some(c) = self.capture.take() {
+            if info.engine == "xdp" {
+                anyhow::bail!("--pcap needs a socket engine (the xdp engine counts test frames in the kernel and hands none up): add --engine af_packet or --engine af_xdp");
+            }
+            capture::install(c, info.port_b_mac);
+        }
         self.progress = Some(ProgressView::new(
             self.args.quiet,
             info.sizes.len(),
@@ -126,6 +145,7 @@ impl Recorder {
                 }),
             );
         }
+        Ok(())
     }
 
     /// Writes the run's row when its first trial starts.
@@ -262,6 +282,15 @@ impl Recorder {
         self.finished = true;
         if let Some(view) = &mut self.progress {
             view.finish();
+        }
+        if let Some(path) = &self.args.pcap {
+            capture::flush();
+            eprintln!(
+                "linerate: {} frames sampled to {} (the first {} of each trial at port B)",
+                capture::frames_written(),
+                path.display(),
+                self.args.pcap_frames
+            );
         }
         if let (Some(store), Some(id)) = (&self.store, self.run_id) {
             match store.finish_run(id, status, &now()) {

@@ -245,7 +245,8 @@ fn stored_runs_show_compare_export_and_report() {
     let done = kinds.iter().filter(|k| *k == "trial_done").count();
     assert_eq!(started, done, "{text}");
 
-    // A trial run is stored too.
+    // A trial run is stored too; its first frames at port B go to a pcap file.
+    let pcap = dir.file("trial.pcap");
     let trial = linerate(&[
         "trial",
         "--lab",
@@ -261,8 +262,15 @@ fn stored_runs_show_compare_export_and_report() {
         "1s",
         "--straggler-wait",
         "500ms",
+        "--engine",
+        "af_packet",
+        "--pcap",
+        &pcap,
+        "--pcap-frames",
+        "10",
     ]);
     assert_eq!(trial.code, 0, "{}", trial.dump());
+    check_pcap(&pcap, 10, 128);
 
     let runs = linerate(&["runs", "--db", &db]);
     assert_eq!(runs.code, 0, "{}", runs.dump());
@@ -438,5 +446,44 @@ fn check_rendered(html: &str, values: &[String], png: String) {
     assert!(
         colour > 3000,
         "the charts' marks are not drawn: {colour} coloured pixels"
+    );
+}
+
+/// The pcap file holds `frames` records (Ethernet, ns timestamps), most of
+/// them linerate test frames of `frame_size` bytes (FCS not captured).
+fn check_pcap(path: &str, frames: usize, frame_size: usize) {
+    let b = std::fs::read(path).expect("pcap written");
+    let word = |at: usize| u32::from_ne_bytes(b[at..at + 4].try_into().unwrap());
+    assert_eq!(word(0), 0xa1b2_3c4d, "pcap magic (ns)");
+    assert_eq!(word(20), 1, "linktype Ethernet");
+    let (mut at, mut records, mut test_frames) = (24, 0, 0);
+    let mut last_ts = 0u64;
+    while at < b.len() {
+        let (sec, ns, kept, orig) = (
+            word(at),
+            word(at + 4),
+            word(at + 8) as usize,
+            word(at + 12) as usize,
+        );
+        assert!(
+            ns < 1_000_000_000 && kept == orig && at + 16 + kept <= b.len(),
+            "bad record at {at}"
+        );
+        let ts = sec as u64 * 1_000_000_000 + ns as u64;
+        assert!(ts >= last_ts, "timestamps go back");
+        last_ts = ts;
+        let f = &b[at + 16..at + 16 + kept];
+        // IPv4 (0x0800), UDP (17), destination port 19538.
+        if f[12..14] == [8, 0] && f[23] == 17 && u16::from_be_bytes([f[36], f[37]]) == 19538 {
+            assert_eq!(orig, frame_size - 4, "test frame length without FCS");
+            test_frames += 1;
+        }
+        records += 1;
+        at += 16 + kept;
+    }
+    assert_eq!(records, frames, "frames sampled");
+    assert!(
+        test_frames >= frames - 2,
+        "{test_frames} test frames of {records}"
     );
 }

@@ -131,7 +131,8 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
         sizes: plans.iter().map(|p| p.0.frame()).collect(),
         trial_s: trial_duration.as_secs_f64(),
         resolution,
-    });
+        port_b_mac: bed.engine.port_b().mac,
+    })?;
 
     for (search_no, (frame, line_fps, cfg)) in plans.into_iter().enumerate() {
         let mut trials: Vec<TrialResult> = Vec::new();

@@ -54,7 +54,8 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         sizes: vec![frame.frame()],
         trial_s: duration.as_secs_f64(),
         resolution: 0.0,
-    });
+        port_b_mac: bed.engine.port_b().mac,
+    })?;
     recorder.single_trial_started(frame.frame(), fps, line_fps);
     let result = match bed.engine.run_trial(&spec, interrupt) {
         Err(EngineError::Interrupted) => {
