@@ -256,3 +256,36 @@ impl StoredRun {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn command_line_quotes_what_a_shell_would_split() {
+        let mut run = crate::testdata::run(1, "d", "f");
+        run.args = vec![
+            "linerate".into(),
+            "--dut-name".into(),
+            "LANCOM 1900EF".into(),
+            "--rate".into(),
+            "50%".into(),
+            "it's".into(),
+        ];
+        assert_eq!(
+            run.command_line(),
+            r#"linerate --dut-name 'LANCOM 1900EF' --rate 50% 'it'\''s'"#
+        );
+    }
+
+    #[test]
+    fn summary_names_the_sizes_and_an_unfinished_search() {
+        let mut run = crate::testdata::run(1, "d", "f");
+        assert_eq!(run.summary_text(), "64 B 595,000 fps, 1518 B 32,500 fps");
+        run.results.pop();
+        assert!(
+            run.summary_text()
+                .ends_with("3 trial(s) of 1518 B unfinished"),
+            "{}",
+            run.summary_text()
+        );
+    }
+}
