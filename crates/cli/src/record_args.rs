@@ -67,11 +67,12 @@ pub struct CompareArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("format").required(true).args(["json", "csv"])))]
 pub struct ExportArgs {
     /// Run id, or 'last'.
     pub run: String,
     /// JSON following schema/run.schema.json (version 1).
-    #[arg(long, conflicts_with = "csv", required_unless_present = "csv")]
+    #[arg(long)]
     pub json: bool,
     /// CSV: one row per frame size (rfc2544 runs) or per trial (trial runs, or with --trials).
     #[arg(long)]

@@ -487,3 +487,55 @@ fn check_pcap(path: &str, frames: usize, frame_size: usize) {
         "{test_frames} test frames of {records}"
     );
 }
+
+#[test]
+fn database_problems_are_one_line_errors() {
+    let dir = TempDir::new("bad");
+    // Reading commands never create a database.
+    let missing = dir.file("missing.sqlite");
+    for args in [
+        vec!["runs", "--db", &missing],
+        vec!["show", "1", "--db", &missing],
+        vec!["export", "1", "--json", "--db", &missing],
+    ] {
+        let r = linerate(&args);
+        assert_bad_input(&r);
+        assert!(r.stderr.contains("no results database"), "{}", r.dump());
+    }
+    assert!(!Path::new(&missing).exists());
+    // A file that is not a database, and a database that cannot be made:
+    // refused before anything is measured (no root needed to get there).
+    let junk = dir.file("junk.sqlite");
+    std::fs::write(
+        &junk,
+        "not a database, just text that is long enough to be read",
+    )
+    .unwrap();
+    let r = linerate(&["runs", "--db", &junk]);
+    assert_bad_input(&r);
+    assert!(r.stderr.contains("--db"), "{}", r.dump());
+    let r = linerate(&[
+        "rfc2544",
+        "--lab",
+        "--db",
+        "/proc/linerate/results.sqlite",
+        "--sizes",
+        "64",
+    ]);
+    assert_bad_input(&r);
+    assert!(r.stderr.contains("--no-db"), "{}", r.dump());
+    // --db and --no-db together: a usage error.
+    let empty = dir.file("unused.sqlite");
+    let r = linerate(&[
+        "trial",
+        "--lab",
+        "--db",
+        &empty,
+        "--no-db",
+        "--frame-size",
+        "64",
+        "--rate",
+        "1fps",
+    ]);
+    assert_eq!(r.code, 2, "--db and --no-db conflict: {}", r.dump());
+}
