@@ -25,6 +25,9 @@
 #   nginx-light, wrk - the peers scripts/bench-goodput.sh measures `linerate
 #               http` against (nginx is also what `linerate http --server
 #               nginx` drives); installed best effort
+#   chromium  - the HTML report test renders `linerate report --html` headless
+#               and checks the screenshot and DOM (best effort: without it
+#               that check says SKIPPED)
 # Run as root. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,6 +61,14 @@ if [ ${#bench_missing[@]} -gt 0 ]; then
     [ ${#missing[@]} -gt 0 ] || apt-get update -q
     apt-get install -y -q --no-install-recommends "${bench_missing[@]}" ||
         echo "setup.sh: warning: could not install ${bench_missing[*]}; scripts/bench-engines.sh will show those peers as n/a" >&2
+fi
+
+if ! command -v chromium >/dev/null 2>&1; then
+    echo "setup.sh: installing chromium (renders the HTML report in tests)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends chromium ||
+        echo "setup.sh: warning: could not install chromium; the HTML rendering check will be SKIPPED" >&2
 fi
 
 # Rust: use the toolchain on the machine; install one with rustup if none.

@@ -1,5 +1,6 @@
 //! The command line. Users' scripts depend on these names: keep them.
 
+use crate::record_args::{CompareArgs, ExportArgs, RecordArgs, ReportArgs, RunsArgs, ShowArgs};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -56,6 +57,16 @@ pub enum Command {
         #[command(subcommand)]
         action: LabAction,
     },
+    /// The runs in the results database: id, date, command, DUT, engine, status, summary.
+    Runs(RunsArgs),
+    /// A stored run's tables, printed again from the database.
+    Show(ShowArgs),
+    /// Stored rfc2544 runs side by side, with differences in % against the first.
+    Compare(CompareArgs),
+    /// A stored run as JSON (schema/run.schema.json) or CSV.
+    Export(ExportArgs),
+    /// A stored run as one self-contained HTML file with tables and charts.
+    Report(ReportArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -177,6 +188,8 @@ pub struct Rfc2544Args {
     pub calibration: Option<PathBuf>,
     #[command(flatten)]
     pub dut: DutArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 #[derive(Args, Debug)]
@@ -415,4 +428,6 @@ pub struct TrialArgs {
     /// Write the trial as JSON to FILE.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub record: RecordArgs,
 }

@@ -8,10 +8,13 @@
 mod args;
 mod commands;
 mod dut_cpu;
+mod events;
 mod exit;
 mod method_args;
 mod ports;
 mod progress;
+mod record_args;
+mod recorder;
 
 use clap::Parser;
 use exit::Outcome;

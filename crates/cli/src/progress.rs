@@ -1,9 +1,290 @@
-//! Progress lines on stderr while trials run: which size, which rate, how
-//! many trials so far, and each outcome. stdout is kept for the table.
+//! Progress on stderr while trials run; stdout is kept for the table.
+//!
+//! Three modes:
+//! - **live** (stderr is a terminal): a status line redrawn four times a
+//!   second (frame size, rate, trial, elapsed, estimate of the time left,
+//!   the last trial's loss), above it one permanent line per finished trial;
+//! - **lines** (stderr is a pipe or a file, e.g. a CI log): one plain line
+//!   per trial, nothing redrawn;
+//! - **quiet** (`--quiet`): nothing.
 
-use linerate_method::Progress;
+use linerate_method::{relative_width, Progress};
 use linerate_results::report::thousands;
+use linerate_results::TrialResult;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Live,
+    Lines,
+    Quiet,
+}
+
+/// Trials a search takes when none has finished yet to learn from (see
+/// the search's documentation: 4 to 20 at 1 % resolution).
+const TRIALS_PER_SEARCH_GUESS: f64 = 8.0;
+
+/// What the live line shows.
+struct State {
+    start: Instant,
+    sizes: usize,
+    resolution: f64,
+    trial_s: f64,
+    search_no: usize,
+    frame: u16,
+    trial_no: usize,
+    intended_fps: f64,
+    share_of_line: f64,
+    /// The bracket's relative width before the running trial (1 before the first pass).
+    width: f64,
+    trial_started: Option<Instant>,
+    trials_done: usize,
+    /// Trials of each finished search.
+    finished_searches: Vec<usize>,
+    trials_this_search: usize,
+    last_loss: Option<f64>,
+}
+
+impl State {
+    /// Seconds left: trials still to run times the mean wall time of a trial.
+    fn eta(&self) -> Option<f64> {
+        let running = self
+            .trial_started
+            .map_or(0.0, |t| t.elapsed().as_secs_f64());
+        // Mean wall time of a finished trial (straggler wait and set-up
+        // included); before the first, the trial's duration and a margin.
+        let per_trial = if self.trials_done > 0 {
+            (self.start.elapsed().as_secs_f64() - running) / self.trials_done as f64
+        } else {
+            self.trial_s * 1.3
+        };
+        let per_search = if self.finished_searches.is_empty() {
+            TRIALS_PER_SEARCH_GUESS
+        } else {
+            self.finished_searches.iter().sum::<usize>() as f64
+                / self.finished_searches.len() as f64
+        };
+        // This search: halvings left once bracketed, else the typical count.
+        let this = if self.width < 1.0 && self.resolution > 0.0 {
+            (self.width / self.resolution).log2().ceil().max(1.0)
+        } else {
+            (per_search - self.trials_this_search as f64).max(1.0)
+        };
+        let later = self.sizes.saturating_sub(self.search_no + 1) as f64 * per_search;
+        Some(((this + later) * per_trial - running).max(0.0))
+    }
+
+    fn line(&self) -> String {
+        let eta = self.eta().map_or("?".into(), |s| format!("~{}", clock(s)));
+        let loss = self
+            .last_loss
+            .map_or("-".into(), |l| format!("{:.4} %", 100.0 * l));
+        format!(
+            "[{} B, size {}/{}] trial {} at {} fps ({:.1} % of line)  elapsed {}  left {}  last loss {}",
+            self.frame,
+            self.search_no + 1,
+            self.sizes.max(1),
+            self.trial_no,
+            thousands(self.intended_fps.round() as u64),
+            self.share_of_line,
+            clock(self.start.elapsed().as_secs_f64()),
+            eta,
+            loss
+        )
+    }
+}
+
+/// `1:05`, `12:00`, `1:02:03`.
+fn clock(secs: f64) -> String {
+    let s = secs.round() as u64;
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+pub struct ProgressView {
+    mode: Mode,
+    state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+    ticker: Option<JoinHandle<()>>,
+}
+
+impl ProgressView {
+    /// `sizes` searches of trials of `trial_s` seconds, ending at `resolution`.
+    pub fn new(quiet: bool, sizes: usize, trial_s: f64, resolution: f64) -> ProgressView {
+        let mode = if quiet {
+            Mode::Quiet
+        } else if std::io::stderr().is_terminal() {
+            Mode::Live
+        } else {
+            Mode::Lines
+        };
+        let state = Arc::new(Mutex::new(State {
+            start: Instant::now(),
+            sizes,
+            resolution,
+            trial_s,
+            search_no: 0,
+            frame: 0,
+            trial_no: 0,
+            intended_fps: 0.0,
+            share_of_line: 0.0,
+            width: 1.0,
+            trial_started: None,
+            trials_done: 0,
+            finished_searches: Vec::new(),
+            trials_this_search: 0,
+            last_loss: None,
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let ticker = (mode == Mode::Live).then(|| {
+            let (state, stop) = (state.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(250));
+                    let s = state.lock().unwrap_or_else(|e| e.into_inner());
+                    if s.trial_started.is_some() && !stop.load(Ordering::Relaxed) {
+                        let mut err = std::io::stderr().lock();
+                        let _ = write!(err, "\r\x1b[2K{}", s.line());
+                        let _ = err.flush();
+                    }
+                }
+            })
+        });
+        ProgressView {
+            mode,
+            state,
+            stop,
+            ticker,
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A search's trial starts or ends (`search_no` counts the frame sizes).
+    pub fn on(&self, search_no: usize, p: &Progress, line_rate_fps: f64) {
+        match p {
+            Progress::TrialStarting {
+                frame,
+                trial_no,
+                intended_fps,
+                lo,
+                hi,
+            } => {
+                let mut s = self.state();
+                if search_no != s.search_no {
+                    let n = s.trials_this_search;
+                    s.finished_searches.push(n);
+                    s.trials_this_search = 0;
+                    s.search_no = search_no;
+                }
+                s.frame = frame.frame();
+                s.trial_no = *trial_no;
+                s.intended_fps = *intended_fps;
+                s.share_of_line = 100.0 * intended_fps / line_rate_fps;
+                s.width = if *lo > 0.0 {
+                    relative_width(*lo, *hi)
+                } else {
+                    1.0
+                };
+                s.trial_started = Some(Instant::now());
+                if self.mode == Mode::Lines {
+                    show(p, line_rate_fps);
+                }
+                drop(s);
+                self.redraw();
+            }
+            Progress::TrialDone {
+                frame,
+                trial_no,
+                result,
+                passed,
+            } => {
+                let mut s = self.state();
+                s.trial_started = None;
+                s.trials_done += 1;
+                s.trials_this_search += 1;
+                s.last_loss = Some(result.loss_ratio);
+                let intended = s.intended_fps;
+                match self.mode {
+                    Mode::Lines => show(p, line_rate_fps),
+                    Mode::Live => {
+                        let start = starting_text(
+                            frame.frame(),
+                            *trial_no,
+                            intended,
+                            line_rate_fps,
+                            f64::NAN,
+                            f64::NAN,
+                        );
+                        eprintln!("\r\x1b[2K{start}{}", done_text(result, Some(*passed)));
+                    }
+                    Mode::Quiet => {}
+                }
+            }
+        }
+    }
+
+    /// `linerate trial`: its one trial starts.
+    pub fn single_trial_started(&self, frame: u16, intended_fps: f64, line_rate_fps: f64) {
+        let mut s = self.state();
+        s.frame = frame;
+        s.trial_no = 1;
+        s.intended_fps = intended_fps;
+        s.share_of_line = 100.0 * intended_fps / line_rate_fps;
+        s.trial_started = Some(Instant::now());
+        drop(s);
+        self.redraw();
+    }
+
+    /// `linerate trial`: its one trial ended (the summary follows on stdout).
+    pub fn single_trial_done(&self) {
+        self.state().trial_started = None;
+        self.clear();
+    }
+
+    fn redraw(&self) {
+        if self.mode == Mode::Live {
+            let s = self.state();
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K{}", s.line());
+            let _ = err.flush();
+        }
+    }
+
+    fn clear(&self) {
+        if self.mode == Mode::Live {
+            let _s = self.state();
+            eprint!("\r\x1b[2K");
+        }
+    }
+
+    /// Stops the live line (before the table is printed).
+    pub fn finish(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.ticker.take() {
+            let _ = t.join();
+        }
+        self.clear();
+    }
+}
+
+impl Drop for ProgressView {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// One plain line per trial, as the lines mode prints it (also used by
+/// `calibrate`, which has no live display).
 pub fn show(p: &Progress, line_rate_fps: f64) {
     match p {
         Progress::TrialStarting {
@@ -12,30 +293,93 @@ pub fn show(p: &Progress, line_rate_fps: f64) {
             intended_fps,
             lo,
             hi,
-        } => {
-            eprint!(
-                "[{:>5} B] trial {:>2}: {:>11} fps ({:5.1} % of line)  [pass {} .. fail {}] ... ",
+        } => eprint!(
+            "{}",
+            starting_text(
                 frame.frame(),
-                trial_no,
-                thousands(intended_fps.round() as u64),
-                100.0 * intended_fps / line_rate_fps,
-                thousands(lo.round() as u64),
-                thousands(hi.round() as u64),
-            );
-        }
+                *trial_no,
+                *intended_fps,
+                line_rate_fps,
+                *lo,
+                *hi
+            )
+        ),
         Progress::TrialDone { result, passed, .. } => {
-            let verdict = if *passed { "pass" } else { "FAIL" };
-            let short = if result.generator_short {
-                "  (tester could not offer this rate)"
-            } else {
-                ""
-            };
-            eprintln!(
-                "{verdict}: tx {} rx {} loss {:.4} %{short}",
-                thousands(result.tx_frames),
-                thousands(result.rx_frames),
-                100.0 * result.loss_ratio,
-            );
+            eprintln!("{}", done_text(result, Some(*passed)))
         }
+    }
+}
+
+/// `[   64 B] trial  1:   1,488,095 fps ( 10.0 % of line)  [pass 0 .. fail 14,880,952] ... `
+fn starting_text(
+    frame: u16,
+    trial_no: usize,
+    intended_fps: f64,
+    line_rate_fps: f64,
+    lo: f64,
+    hi: f64,
+) -> String {
+    let bracket = if lo.is_finite() && hi.is_finite() {
+        format!(
+            "  [pass {} .. fail {}]",
+            thousands(lo.round() as u64),
+            thousands(hi.round() as u64)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "[{:>5} B] trial {:>2}: {:>11} fps ({:5.1} % of line){bracket} ... ",
+        frame,
+        trial_no,
+        thousands(intended_fps.round() as u64),
+        100.0 * intended_fps / line_rate_fps,
+    )
+}
+
+/// `pass: tx 1,000 rx 1,000 loss 0.0000 %`
+fn done_text(result: &TrialResult, passed: Option<bool>) -> String {
+    let verdict = match passed {
+        Some(true) => "pass",
+        Some(false) => "FAIL",
+        None => "done",
+    };
+    let short = if result.generator_short {
+        "  (tester could not offer this rate)"
+    } else {
+        ""
+    };
+    format!(
+        "{verdict}: tx {} rx {} loss {:.4} %{short}",
+        thousands(result.tx_frames),
+        thousands(result.rx_frames),
+        100.0 * result.loss_ratio,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_reads_like_a_clock() {
+        assert_eq!(clock(5.0), "0:05");
+        assert_eq!(clock(65.4), "1:05");
+        assert_eq!(clock(3723.0), "1:02:03");
+    }
+
+    #[test]
+    fn estimate_shrinks_as_sizes_finish() {
+        let view = ProgressView::new(true, 3, 1.0, 0.01);
+        let eta_first = view.state().eta().unwrap();
+        {
+            let mut s = view.state();
+            s.search_no = 2;
+            s.width = 0.04;
+        }
+        let eta_last = view.state().eta().unwrap();
+        assert!(eta_last < eta_first, "{eta_last} < {eta_first}");
+        // 4 % wide at 1 % resolution: two halvings left.
+        assert!((eta_last - 2.0 * 1.3).abs() < 1e-9, "{eta_last}");
     }
 }

@@ -5,6 +5,7 @@
 //! do): a [`TrialSpec`] goes in, a [`TrialResult`] comes out.
 
 pub mod backend;
+pub mod capture;
 pub mod cpu;
 pub mod generator;
 pub mod host;

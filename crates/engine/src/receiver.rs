@@ -70,6 +70,7 @@ pub fn receive<R: RxQueue>(
     counted_elsewhere: impl Fn() -> u64,
 ) -> Result<Counted, PortError> {
     rx.take_drops()?; // start the trial's count of ring drops at zero
+    crate::capture::trial_starts(mac);
     let mut streams: Vec<StreamStats> = (0..range.count).map(|_| StreamStats::default()).collect();
     let mut stray = 0u64;
     let mut distinct = 0u64;
@@ -85,6 +86,7 @@ pub fn receive<R: RxQueue>(
             last_request = Instant::now();
         }
         rx.recv(POLL, |frame, arrival_ns| {
+            crate::capture::offer(mac, frame, arrival_ns);
             match classify(frame, DEFAULT_UDP_PORT) {
                 Received::Test { sig } => match range.index(sig.stream) {
                     Some(i) => {
@@ -124,6 +126,7 @@ pub fn receive<R: RxQueue>(
             signals.received.store(distinct, Ordering::Release);
         }
     }
+    crate::capture::trial_ends(mac);
     Ok(Counted {
         streams,
         stray,

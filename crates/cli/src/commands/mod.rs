@@ -15,6 +15,7 @@ mod run;
 mod scenarios;
 mod session;
 mod stack;
+mod stored;
 mod tcp;
 mod trial;
 
@@ -39,6 +40,11 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Http(args) => http::run(args, &*interrupt_flag()?),
         Command::CpuTarget(args) => cpu_target::run(args, &*interrupt_flag()?),
         Command::LossSweep(args) => loss_sweep::run(args, &*interrupt_flag()?),
+        Command::Runs(args) => stored::runs(args),
+        Command::Show(args) => stored::show(args),
+        Command::Compare(args) => stored::compare(args),
+        Command::Export(args) => stored::export(args),
+        Command::Report(args) => stored::report(args),
     }
 }
 

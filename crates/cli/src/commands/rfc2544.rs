@@ -5,12 +5,13 @@ use crate::args::Rfc2544Args;
 use crate::dut_cpu::DutCpuMeter;
 use crate::exit::Outcome;
 use crate::ports::{self, check_writable, parse_percent, parse_trial_duration};
-use crate::progress;
+use crate::recorder::{Recorder, RunInfo};
 use anyhow::{bail, Context, Result};
 use linerate_engine::{Engine, EngineError};
 use linerate_method::{find_throughput, Progress, ThroughputConfig, TrialRunner};
 use linerate_results::calibration::{self, near_ceiling, Calibration};
 use linerate_results::{report, InterruptedSearch, Rfc2544Report, TrialResult, TrialSpec};
+use linerate_store::RunStatus;
 use linerate_wire::{FrameSize, Frames, Rate};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -100,6 +101,8 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
         return super::scenarios::run(args, interrupt);
     }
     let plan = Plan::from_args(&args)?;
+    // Opened before the ports: a bad --db or --events costs no trial.
+    let mut recorder = Recorder::open(&args.record)?;
     let mut bed = ports::open(&args.ports, plan.max_frame_len())?;
     let cpu = match &bed.placement {
         Some(p) => lab_cpu_meter(p, &[]),
@@ -118,13 +121,18 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
         &plan,
         &mut bed,
         extras,
+        &mut recorder,
         interrupt,
         &mut |rep| match &json {
             Some(path) => write_json(path, rep),
             None => Ok(()),
         },
     )?;
-    print!("{}", report::throughput_table_layers(&rep, args.all_layers));
+    recorder.print(&report::throughput_table_layers(&rep, args.all_layers));
+    recorder.finish(match outcome {
+        Outcome::Interrupted(_) => RunStatus::Interrupted,
+        _ => RunStatus::Complete,
+    });
     if let (Some(path), Outcome::Passed) = (&args.json, &outcome) {
         eprintln!("linerate: every trial written to {}", path.display());
     }
@@ -154,6 +162,7 @@ pub(crate) fn measure(
     plan: &Plan,
     bed: &mut ports::TestBed,
     extras: Extras<'_>,
+    recorder: &mut Recorder,
     interrupt: &AtomicBool,
     save: &mut dyn FnMut(&Rfc2544Report) -> Result<()>,
 ) -> Result<(Outcome, Rfc2544Report)> {
@@ -236,11 +245,22 @@ pub(crate) fn measure(
         scenario: extras.scenario.clone(),
         dut_cpu_source: extras.cpu.map(|c| c.source.clone()),
     };
+    recorder.begin(RunInfo {
+        command: "rfc2544",
+        engine: &rep.engine,
+        line_speed_bps: line_bps,
+        scenario: &rep.description,
+        report: Some(&rep),
+        sizes: plans.iter().map(|p| p.0.frame()).collect(),
+        trial_s: trial_duration.as_secs_f64(),
+        resolution,
+        port_b_mac: bed.engine.port_b().mac,
+    })?;
 
-    for (frame, line_fps, cfg) in plans {
+    for (search_no, (frame, line_fps, cfg)) in plans.into_iter().enumerate() {
         let mut trials: Vec<TrialResult> = Vec::new();
         let mut on_progress = |p: Progress| {
-            progress::show(&p, line_fps);
+            recorder.search_progress(search_no, &p, line_fps);
             if let Progress::TrialDone { result, .. } = p {
                 // Stored as each trial ends: an interrupted run keeps every trial.
                 trials.push(result.clone());
@@ -268,6 +288,7 @@ pub(crate) fn measure(
                     result.calibrated_ceiling_fps = Some(c.ceiling_fps);
                     result.tester_limited |= near_ceiling(result.throughput_fps, c.ceiling_fps);
                 }
+                recorder.result(search_no, &result);
                 rep.results.push(result)
             }
             Err(e) => {

@@ -92,7 +92,21 @@ fn run_one(
         }
         None => Ok(()),
     };
-    let (outcome, mut rep) = measure(args, plan, &mut bed, extras, interrupt, &mut save_partial)?;
+    // Each scenario is a run of its own in the results database.
+    let mut recorder = crate::recorder::Recorder::open(&args.record)?;
+    let (outcome, mut rep) = measure(
+        args,
+        plan,
+        &mut bed,
+        extras,
+        &mut recorder,
+        interrupt,
+        &mut save_partial,
+    )?;
+    recorder.finish(match outcome {
+        Outcome::Interrupted(_) => linerate_store::RunStatus::Interrupted,
+        _ => linerate_store::RunStatus::Complete,
+    });
 
     // After traffic: did it really go through the scenario?
     let lab = bed

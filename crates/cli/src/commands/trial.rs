@@ -4,9 +4,11 @@ use super::rfc2544::write_json;
 use crate::args::TrialArgs;
 use crate::exit::Outcome;
 use crate::ports::{self, check_writable, parse_percent, parse_trial_duration};
+use crate::recorder::{Recorder, RunInfo};
 use anyhow::{bail, Context, Result};
 use linerate_engine::EngineError;
 use linerate_results::{report, TrialSpec};
+use linerate_store::RunStatus;
 use linerate_wire::{FrameMix, FrameSize, Frames, Rate};
 use std::sync::atomic::AtomicBool;
 
@@ -28,6 +30,7 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let duration = parse_trial_duration(&args.duration, "--duration")?;
     check_writable(args.json.as_deref())?;
     let allowed_loss = parse_percent(&args.loss, "--loss")?;
+    let mut recorder = Recorder::open(&args.record)?;
 
     let mut bed = ports::open(&args.ports, frame.buffer_len())?;
     bed.engine.check_frame(frame)?;
@@ -57,11 +60,24 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .as_ref()
         .and_then(|p| super::rfc2544::lab_cpu_meter(p, &[]));
     let sample = cpu.as_ref().map(|m| m.begin(duration));
+    recorder.begin(RunInfo {
+        command: "trial",
+        engine: &bed.engine.config().name,
+        line_speed_bps: bed.line_bps,
+        scenario: &crate::recorder::scenario(&bed),
+        report: None,
+        sizes: vec![frame.frame()],
+        trial_s: duration.as_secs_f64(),
+        resolution: 0.0,
+        port_b_mac: bed.engine.port_b().mac,
+    })?;
+    recorder.single_trial_started(frame.frame(), fps, line_fps);
     let result = match bed.engine.run_trial(&spec, interrupt) {
         Err(EngineError::Interrupted) => {
+            recorder.finish(RunStatus::Interrupted);
             return Ok(Outcome::Interrupted(
                 "the unfinished trial was discarded".into(),
-            ))
+            ));
         }
         other => other?,
     };
@@ -73,7 +89,9 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     } else {
         bed.line_bps
     };
-    print!("{}", report::trial_summary(&result, line_bps));
+    recorder.single_trial_done(&result, result.passed(allowed_loss));
+    recorder.print(&report::trial_summary(&result, line_bps));
+    recorder.finish(RunStatus::Complete);
     if let Some(path) = &args.json {
         write_json(path, &result)?;
     }

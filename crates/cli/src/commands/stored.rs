@@ -1,0 +1,222 @@
+//! The commands that read the results database: `runs`, `show`,
+//! `compare`, `export`, `report`. They measure nothing and need no root.
+
+use crate::exit::Outcome;
+use crate::record_args::{CompareArgs, DbArgs, ExportArgs, ReportArgs, RunsArgs, ShowArgs};
+use anyhow::{bail, Context, Result};
+use linerate_results::report::{self, thousands};
+use linerate_store::{compare, export, html, Store, StoredRun};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Opens an existing database; reading commands never create one.
+fn open(db: &DbArgs) -> Result<Store> {
+    let path = db.db.clone().unwrap_or_else(linerate_store::default_path);
+    if !path.exists() {
+        bail!(
+            "no results database at {}: run 'linerate rfc2544' or 'linerate trial' first, or pass --db FILE",
+            path.display()
+        );
+    }
+    Ok(Store::open(&path)?)
+}
+
+/// A run named on the command line: its id, or 'last'.
+fn load(store: &Store, run: &str) -> Result<StoredRun> {
+    let id =
+        if run == "last" {
+            match store.last_run()? {
+                Some(id) => id,
+                None => bail!("no run stored yet in {}", store.path().display()),
+            }
+        } else {
+            run.parse::<i64>().ok().filter(|n| *n > 0).with_context(|| {
+            format!("run '{run}' is not a run id: give a number from 'linerate runs', or 'last'")
+        })?
+        };
+    Ok(store.load(id)?)
+}
+
+/// `2026-11-21T13:50:12.345Z` -> `2026-11-21 13:50`.
+fn short_date(rfc3339: &str) -> String {
+    rfc3339.get(..16).unwrap_or(rfc3339).replace('T', " ")
+}
+
+pub fn runs(args: RunsArgs) -> Result<Outcome> {
+    let store = open(&args.db)?;
+    let runs = store.runs()?;
+    if runs.is_empty() {
+        println!("no runs stored in {}", store.path().display());
+        return Ok(Outcome::Passed);
+    }
+    let rows: Vec<[String; 7]> = runs
+        .iter()
+        .map(|r| {
+            [
+                r.id.to_string(),
+                short_date(&r.started_at),
+                r.command.clone(),
+                r.dut.clone(),
+                r.engine.clone(),
+                r.status.label().to_string(),
+                r.summary.clone(),
+            ]
+        })
+        .collect();
+    let head = [
+        "ID",
+        "DATE (UTC)",
+        "COMMAND",
+        "DUT",
+        "ENGINE",
+        "STATUS",
+        "SUMMARY",
+    ];
+    let widths: Vec<usize> = (0..7)
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([head[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &[&str]| {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if i == 0 {
+                let _ = write!(s, "{c:>w$}");
+            } else {
+                let _ = write!(s, "  {c:<w$}");
+            }
+        }
+        s.trim_end().to_string()
+    };
+    println!("{}", line(&head));
+    for r in &rows {
+        let cells: Vec<&str> = r.iter().map(String::as_str).collect();
+        println!("{}", line(&cells));
+    }
+    Ok(Outcome::Passed)
+}
+
+pub fn show(args: ShowArgs) -> Result<Outcome> {
+    let store = open(&args.db)?;
+    let run = load(&store, &args.run)?;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Run {}: linerate {} ({}), started {}, {}",
+        run.id,
+        run.command,
+        run.linerate_version,
+        run.started_at,
+        run.status.label()
+    );
+    let _ = writeln!(
+        out,
+        "DUT: {}; tester {} ({}, {} CPUs, Linux {})",
+        run.dut.label(),
+        run.machine.hostname,
+        run.machine.cpu_model,
+        run.machine.cpus,
+        run.machine.kernel
+    );
+    let _ = writeln!(out, "Command: {}\n", run.command_line());
+    match run.report() {
+        Some(rep) => {
+            out.push_str(&report::throughput_table(&rep));
+            if let Some(i) = &rep.interrupted {
+                let _ = writeln!(
+                    out,
+                    "Unfinished: the {}-byte search had run {} trial(s) when the run stopped:",
+                    i.frame_size,
+                    i.trials.len()
+                );
+                for t in &i.trials {
+                    let _ = writeln!(
+                        out,
+                        "  {} fps: tx {} rx {} loss {:.4} %",
+                        thousands(t.intended_fps.round() as u64),
+                        thousands(t.tx_frames),
+                        thousands(t.rx_frames),
+                        100.0 * t.loss_ratio
+                    );
+                }
+            }
+        }
+        None => {
+            for t in &run.trials {
+                out.push_str(&report::trial_summary(&t.result, run.line_speed_bps));
+            }
+            if run.trials.is_empty() {
+                out.push_str("No trial finished.\n");
+            }
+        }
+    }
+    print!("{out}");
+    Ok(Outcome::Passed)
+}
+
+pub fn compare(args: CompareArgs) -> Result<Outcome> {
+    let store = open(&args.db)?;
+    let runs = args
+        .runs
+        .iter()
+        .map(|r| load(&store, r))
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(r) = runs.iter().find(|r| r.command != "rfc2544") {
+        bail!(
+            "run {} is a '{}' run: compare takes rfc2544 runs (throughput per frame size)",
+            r.id,
+            r.command
+        );
+    }
+    print!("{}", compare::comparison_table(&runs));
+    Ok(Outcome::Passed)
+}
+
+pub fn export(args: ExportArgs) -> Result<Outcome> {
+    let store = open(&args.db)?;
+    let run = load(&store, &args.run)?;
+    let text = if args.json {
+        report::to_json(&export::to_json(&run)) + "\n"
+    } else if args.trials || run.command != "rfc2544" {
+        export::trials_csv(&run)
+    } else {
+        export::results_csv(&run)
+    };
+    write_out(args.output.as_deref(), &text)?;
+    Ok(Outcome::Passed)
+}
+
+pub fn report(args: ReportArgs) -> Result<Outcome> {
+    let store = open(&args.db)?;
+    let run = load(&store, &args.run)?;
+    write_out(Some(&args.html), &html::render(&run))?;
+    eprintln!(
+        "linerate: report of run {} written to {}",
+        run.id,
+        args.html.display()
+    );
+    Ok(Outcome::Passed)
+}
+
+/// Writes to `path` (atomically), or to stdout.
+fn write_out(path: Option<&Path>, text: &str) -> Result<()> {
+    match path {
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+        Some(path) => {
+            let mut tmp = path.as_os_str().to_owned();
+            tmp.push(".tmp");
+            std::fs::write(&tmp, text)
+                .with_context(|| format!("writing {}: pass a writable path", path.display()))?;
+            std::fs::rename(&tmp, path)
+                .with_context(|| format!("writing {}: pass a writable path", path.display()))?;
+            Ok(())
+        }
+    }
+}

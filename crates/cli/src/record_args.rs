@@ -1,0 +1,99 @@
+//! Command-line options for storing runs and for the commands that read
+//! stored runs (`runs`, `show`, `compare`, `export`, `report`). Kept apart
+//! from args.rs, which only flattens [`RecordArgs`] into the measuring commands.
+
+use clap::Args;
+use std::path::PathBuf;
+
+/// Where a measuring command stores its run, what it says about the DUT,
+/// and how it reports progress.
+#[derive(Args, Debug, Clone, Default)]
+pub struct RecordArgs {
+    /// Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_db")]
+    pub db: Option<PathBuf>,
+    /// Do not store this run in the results database.
+    #[arg(long)]
+    pub no_db: bool,
+    /// The device under test, as reports should name it, e.g. "LANCOM 1900EF".
+    #[arg(long, value_name = "NAME")]
+    pub dut_name: Option<String>,
+    /// The DUT's firmware or software version, e.g. "LCOS 10.80".
+    #[arg(long, value_name = "VERSION")]
+    pub dut_firmware: Option<String>,
+    /// Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr).
+    #[arg(long, value_name = "FILE|-")]
+    pub events: Option<String>,
+    /// Write the first frames of each trial as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp).
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// With --pcap: frames sampled per trial.
+    #[arg(long, value_name = "N", default_value_t = 100, requires = "pcap")]
+    pub pcap_frames: usize,
+    /// No progress on stderr (set-up notes and errors are still printed).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// The results database a reading command uses.
+#[derive(Args, Debug, Clone)]
+pub struct DbArgs {
+    /// Results database. Default: ~/.local/share/linerate/results.sqlite.
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct RunsArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// Run id (see 'linerate runs'), or 'last'.
+    pub run: String,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Two or more rfc2544 run ids (or 'last'); the first is the baseline the differences are taken against.
+    #[arg(num_args = 2.., required = true)]
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("format").required(true).args(["json", "csv"])))]
+pub struct ExportArgs {
+    /// Run id, or 'last'.
+    pub run: String,
+    /// JSON following schema/run.schema.json (version 1).
+    #[arg(long)]
+    pub json: bool,
+    /// CSV: one row per frame size (rfc2544 runs) or per trial (trial runs, or with --trials).
+    #[arg(long)]
+    pub csv: bool,
+    /// With --csv: one row per trial, every count as measured.
+    #[arg(long, requires = "csv")]
+    pub trials: bool,
+    /// Write to FILE instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Run id, or 'last'.
+    pub run: String,
+    /// Write a self-contained HTML report (tables and charts, nothing fetched) to FILE.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub html: PathBuf,
+    #[command(flatten)]
+    pub db: DbArgs,
+}

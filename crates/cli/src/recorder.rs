@@ -1,0 +1,329 @@
+//! What a measuring command tells the world as it runs: the results
+//! database (every trial stored the moment it ends), the `--events`
+//! stream, and the progress display. The commands call it once per event;
+//! it fans out.
+//!
+//! Measurements come first: a database or event stream that fails in the
+//! middle of a run is reported once and left behind, the run goes on.
+
+use crate::events::EventSink;
+use crate::progress::ProgressView;
+use crate::record_args::RecordArgs;
+use anyhow::Result;
+use linerate_engine::capture::{self, Capture};
+use linerate_method::Progress;
+use linerate_results::{Rfc2544Report, ThroughputResult, TrialResult};
+use linerate_store::{Dut, NewRun, RunStatus, Store};
+use linerate_wire::MacAddr;
+use serde_json::json;
+use std::time::SystemTime;
+
+/// What a run is, for the database and the run_started event.
+pub struct RunInfo<'a> {
+    /// "rfc2544" or "trial".
+    pub command: &'a str,
+    pub engine: &'a str,
+    pub line_speed_bps: u64,
+    /// What was tested, in the report's words.
+    pub scenario: &'a str,
+    /// rfc2544: the report's settings (results empty).
+    pub report: Option<&'a Rfc2544Report>,
+    /// Frame sizes to measure, in order.
+    pub sizes: Vec<u16>,
+    pub trial_s: f64,
+    pub resolution: f64,
+    /// The receiving port (B), whose frames `--pcap` samples.
+    pub port_b_mac: MacAddr,
+}
+
+pub struct Recorder {
+    args: RecordArgs,
+    store: Option<Store>,
+    /// The run to store, until its first trial starts (a run that fails
+    /// before measuring anything, e.g. a gateway not answering ARP, is
+    /// not worth a row).
+    pending: Option<NewRun>,
+    run_id: Option<i64>,
+    events: Option<EventSink>,
+    progress: Option<ProgressView>,
+    /// `--pcap`: created at open, bound to port B at begin.
+    capture: Option<Capture>,
+    finished: bool,
+}
+
+/// What a test bed tests, in the words rfc2544's report title uses.
+pub fn scenario(bed: &crate::ports::TestBed) -> String {
+    if bed.setup == "lab" {
+        "LAN-LAN routing, lab Linux router in a network namespace".to_string()
+    } else {
+        format!(
+            "{} -> {} (external DUT)",
+            bed.engine.port_a().ifname,
+            bed.engine.port_b().ifname
+        )
+    }
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
+
+impl Recorder {
+    /// Opens the database and the event stream before anything is measured,
+    /// so a bad `--db` or `--events` is an input error (exit 2) that costs
+    /// no trial.
+    pub fn open(args: &RecordArgs) -> Result<Recorder> {
+        let store = if args.no_db {
+            None
+        } else {
+            let path = args.db.clone().unwrap_or_else(linerate_store::default_path);
+            Some(Store::open(&path)?)
+        };
+        let events = args.events.as_deref().map(EventSink::open).transpose()?;
+        let capture = match &args.pcap {
+            Some(path) => Some(Capture::create(path, args.pcap_frames).map_err(|e| {
+                anyhow::anyhow!("--pcap {}: {e}; pass a writable path", path.display())
+            })?),
+            None => None,
+        };
+        Ok(Recorder {
+            args: args.clone(),
+            store,
+            pending: None,
+            run_id: None,
+            events,
+            progress: None,
+            capture,
+            finished: false,
+        })
+    }
+
+    /// The run starts: stored as `running`, announced, progress shown.
+    pub fn begin(&mut self, info: RunInfo) -> Result<()> {
+        if let Some(c) = self.capture.take() {
+            if info.engine == "xdp" {
+                anyhow::bail!("--pcap needs a socket engine (the xdp engine counts test frames in the kernel and hands none up): add --engine af_packet or --engine af_xdp");
+            }
+            capture::install(c, info.port_b_mac);
+        }
+        self.progress = Some(ProgressView::new(
+            self.args.quiet,
+            info.sizes.len(),
+            info.trial_s,
+            info.resolution,
+        ));
+        let argv: Vec<String> = std::env::args().collect();
+        let dut = Dut {
+            name: self.args.dut_name.clone(),
+            firmware: self.args.dut_firmware.clone(),
+            scenario: info.scenario.to_string(),
+        };
+        if self.store.is_some() {
+            self.pending = Some(NewRun {
+                command: info.command.to_string(),
+                args: argv.clone(),
+                dut: dut.clone(),
+                machine: linerate_store::machine::detect(),
+                engine: info.engine.to_string(),
+                linerate_version: env!("CARGO_PKG_VERSION").to_string(),
+                line_speed_bps: info.line_speed_bps,
+                report: info.report.cloned(),
+            });
+        }
+        if let Some(ev) = &mut self.events {
+            ev.emit(
+                "run_started",
+                json!({
+                    "run_id": self.run_id,
+                    "command": info.command,
+                    "args": argv,
+                    "dut": dut,
+                    "engine": info.engine,
+                    "line_speed_bps": info.line_speed_bps,
+                    "frame_sizes": info.sizes,
+                    "trial_duration_s": info.trial_s,
+                }),
+            );
+        }
+        Ok(())
+    }
+
+    /// Writes the run's row when its first trial starts.
+    fn ensure_stored(&mut self) {
+        let (Some(store), Some(new)) = (&self.store, self.pending.take()) else {
+            return;
+        };
+        match store.begin_run(&new, &now()) {
+            Ok(id) => self.run_id = Some(id),
+            Err(e) => self.store_failed(e),
+        }
+    }
+
+    fn store_failed(&mut self, e: linerate_store::StoreError) {
+        eprintln!(
+            "linerate: warning: {e}; the rest of this run is not stored (the measurement goes on)"
+        );
+        self.store = None;
+    }
+
+    /// A search's trial starts or ends (`search_no` counts the frame sizes).
+    pub fn search_progress(&mut self, search_no: usize, p: &Progress, line_rate_fps: f64) {
+        // A finished trial is stored before it is shown: whatever a reader
+        // saw printed is in the database, even if the process dies next.
+        if let Progress::TrialStarting { .. } = p {
+            self.ensure_stored();
+            self.show(search_no, p, line_rate_fps);
+        }
+        match p {
+            Progress::TrialStarting {
+                frame,
+                trial_no,
+                intended_fps,
+                lo,
+                hi,
+            } => self.emit(
+                "trial_started",
+                json!({
+                    "search_no": search_no,
+                    "frame_size": frame.frame(),
+                    "trial_no": trial_no,
+                    "intended_fps": intended_fps,
+                    "passed_fps": lo,
+                    "failed_fps": hi,
+                }),
+            ),
+            Progress::TrialDone {
+                trial_no,
+                result,
+                passed,
+                ..
+            } => {
+                self.trial_done(search_no, *trial_no, result, Some(*passed));
+                self.show(search_no, p, line_rate_fps);
+            }
+        }
+    }
+
+    fn show(&self, search_no: usize, p: &Progress, line_rate_fps: f64) {
+        if let Some(view) = &self.progress {
+            view.on(search_no, p, line_rate_fps);
+        }
+    }
+
+    /// `linerate trial`: its one trial starts.
+    pub fn single_trial_started(&mut self, frame_size: u16, intended_fps: f64, line_rate_fps: f64) {
+        self.ensure_stored();
+        if let Some(view) = &self.progress {
+            view.single_trial_started(frame_size, intended_fps, line_rate_fps);
+        }
+        self.emit(
+            "trial_started",
+            json!({"search_no": 0, "frame_size": frame_size, "trial_no": 1, "intended_fps": intended_fps}),
+        );
+    }
+
+    /// `linerate trial`: its one trial ended.
+    pub fn single_trial_done(&mut self, result: &TrialResult, passed: bool) {
+        self.trial_done(0, 1, result, Some(passed));
+        if let Some(view) = &self.progress {
+            view.single_trial_done();
+        }
+    }
+
+    /// Stores a finished trial (committed before this returns) and announces it.
+    fn trial_done(
+        &mut self,
+        search_no: usize,
+        trial_no: usize,
+        r: &TrialResult,
+        passed: Option<bool>,
+    ) {
+        if let (Some(store), Some(id)) = (&self.store, self.run_id) {
+            if let Err(e) = store.add_trial(id, search_no, trial_no, r, passed, &now()) {
+                self.store_failed(e);
+            }
+        }
+        self.emit(
+            "trial_done",
+            json!({"search_no": search_no, "trial_no": trial_no, "passed": passed, "result": r}),
+        );
+    }
+
+    /// A frame size's search finished.
+    pub fn result(&mut self, search_no: usize, result: &ThroughputResult) {
+        if let (Some(store), Some(id)) = (&self.store, self.run_id) {
+            if let Err(e) = store.add_result(id, search_no, result) {
+                self.store_failed(e);
+            }
+        }
+        let mut summary = serde_json::to_value(result).expect("results serialize");
+        summary["trials"] = json!(result.trials.len());
+        self.emit("result", json!({"search_no": search_no, "result": summary}));
+    }
+
+    /// Prints a table or summary on stdout, or on stderr when the events
+    /// go to stdout (so that stdout holds JSON lines only).
+    pub fn print(&mut self, text: &str) {
+        if let Some(view) = &mut self.progress {
+            view.finish();
+        }
+        if self.events.as_ref().is_some_and(|e| e.to_stdout) {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
+    }
+
+    /// The run ended: complete, or interrupted (signal or error).
+    pub fn finish(&mut self, status: RunStatus) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        if let Some(view) = &mut self.progress {
+            view.finish();
+        }
+        if let Some(path) = &self.args.pcap {
+            capture::flush();
+            eprintln!(
+                "linerate: {} frames sampled to {} (the first {} of each trial at port B)",
+                capture::frames_written(),
+                path.display(),
+                self.args.pcap_frames
+            );
+        }
+        if let (Some(store), Some(id)) = (&self.store, self.run_id) {
+            match store.finish_run(id, status, &now()) {
+                Err(e) => eprintln!("linerate: warning: {e}"),
+                Ok(()) if status == RunStatus::Complete => eprintln!(
+                    "linerate: stored as run {id} in {} ('linerate show {id}')",
+                    store.path().display()
+                ),
+                Ok(()) => eprintln!(
+                    "linerate: stored as run {id}, incomplete, with every trial it finished ('linerate show {id}')"
+                ),
+            }
+        }
+        self.emit(
+            "run_done",
+            json!({"run_id": self.run_id, "status": status.key()}),
+        );
+    }
+
+    fn emit(&mut self, name: &str, fields: serde_json::Value) {
+        if let Some(ev) = &mut self.events {
+            ev.emit(name, fields);
+        }
+    }
+}
+
+impl Drop for Recorder {
+    /// A run left by an error (`?`) or a panic is marked interrupted: its
+    /// finished trials stay, and it never reads as complete.
+    fn drop(&mut self) {
+        let begun = self.progress.is_some();
+        if begun {
+            self.finish(RunStatus::Interrupted);
+        }
+    }
+}

@@ -1,0 +1,516 @@
+//! The SQLite database: one row per run, one per finished trial, one per
+//! finished frame-size search.
+//!
+//! Each trial is committed the moment it ends, in WAL mode: a process killed
+//! with SIGKILL loses nothing it had committed (SQLite's journal makes every
+//! commit atomic). A run is `running` until its command marks it
+//! `complete` or `interrupted`; a run still `running` whose process is gone
+//! was killed, and is shown as incomplete.
+
+use crate::model::{Dut, Machine, RunStatus, RunSummary, StoredRun, StoredTrial};
+use linerate_results::{Rfc2544Report, ThroughputResult, TrialResult};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The schema version this build writes (SQLite's `user_version`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Migrations, in order: `MIGRATIONS[n]` takes the database from version n to n + 1.
+const MIGRATIONS: &[&str] = &["
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        command TEXT NOT NULL,
+        args_json TEXT NOT NULL,
+        status TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        pid_start_ticks INTEGER,
+        dut_name TEXT,
+        dut_firmware TEXT,
+        scenario TEXT NOT NULL,
+        hostname TEXT NOT NULL,
+        kernel TEXT NOT NULL,
+        cpu_model TEXT NOT NULL,
+        cpus INTEGER NOT NULL,
+        engine TEXT NOT NULL,
+        linerate_version TEXT NOT NULL,
+        line_speed_bps INTEGER NOT NULL,
+        report_json TEXT
+    );
+    CREATE TABLE trials (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        search_no INTEGER NOT NULL,
+        trial_no INTEGER NOT NULL,
+        frame_size INTEGER NOT NULL,
+        intended_fps REAL NOT NULL,
+        loss_ratio REAL NOT NULL,
+        passed INTEGER,
+        finished_at TEXT NOT NULL,
+        result_json TEXT NOT NULL
+    );
+    CREATE INDEX trials_by_run ON trials(run_id, id);
+    CREATE TABLE results (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        search_no INTEGER NOT NULL,
+        frame_size INTEGER NOT NULL,
+        throughput_fps REAL NOT NULL,
+        result_json TEXT NOT NULL,
+        PRIMARY KEY (run_id, search_no)
+    );
+"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("results database {path}: {source}; pass another --db FILE, or --no-db to run without storing")]
+    Open {
+        path: PathBuf,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("results database {path} has schema version {found}, newer than this linerate knows ({SCHEMA_VERSION}); use a newer linerate or another --db")]
+    TooNew { path: PathBuf, found: i64 },
+    #[error("results database: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("results database holds an unreadable record: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("no run {0} in the results database; 'linerate runs' lists them")]
+    NoSuchRun(i64),
+}
+
+/// What a command says about a run when it starts.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    /// The subcommand: "rfc2544" or "trial".
+    pub command: String,
+    /// The command line as given (argv).
+    pub args: Vec<String>,
+    pub dut: Dut,
+    pub machine: Machine,
+    pub engine: String,
+    pub linerate_version: String,
+    pub line_speed_bps: u64,
+    /// For `rfc2544`: the report's settings (its results stay empty here;
+    /// they are stored one by one as they are measured).
+    pub report: Option<Rfc2544Report>,
+}
+
+/// An open results database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating it and its directory if needed) and migrates `path`.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let open_err = |source: Box<dyn std::error::Error + Send + Sync>| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| open_err(e.into()))?;
+        }
+        let conn = Connection::open(path).map_err(|e| open_err(e.into()))?;
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.setup().map_err(|e| match e {
+            StoreError::Sql(s) => open_err(s.into()),
+            other => other,
+        })?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn setup(&self) -> Result<(), StoreError> {
+        // Another linerate may be writing (two runs at once): wait for it.
+        self.conn.busy_timeout(Duration::from_secs(10))?;
+        // WAL: a commit is one append, readers never block the writer, and a
+        // killed process leaves every committed trial readable.
+        let _: String = self
+            .conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        // NORMAL is durable against a killed process (not against power loss).
+        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        self.conn.pragma_update(None, "foreign_keys", true)?;
+        let version: i64 = self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: self.path.clone(),
+                found: version,
+            });
+        }
+        for (n, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let tx = self.conn.unchecked_transaction()?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", n as i64 + 1)?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Records the start of a run; returns its id.
+    pub fn begin_run(&self, run: &NewRun, started_at: &str) -> Result<i64, StoreError> {
+        let report = run.report.as_ref().map(serde_json::to_string).transpose()?;
+        self.conn.execute(
+            "INSERT INTO runs (started_at, command, args_json, status, pid, pid_start_ticks,
+                dut_name, dut_firmware, scenario, hostname, kernel, cpu_model, cpus, engine,
+                linerate_version, line_speed_bps, report_json)
+             VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+            params![
+                started_at,
+                run.command,
+                serde_json::to_string(&run.args)?,
+                std::process::id(),
+                crate::machine::process_start_ticks(std::process::id()),
+                run.dut.name,
+                run.dut.firmware,
+                run.dut.scenario,
+                run.machine.hostname,
+                run.machine.kernel,
+                run.machine.cpu_model,
+                run.machine.cpus,
+                run.engine,
+                run.linerate_version,
+                run.line_speed_bps as i64,
+                report,
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Stores a finished trial (committed before this returns).
+    pub fn add_trial(
+        &self,
+        run_id: i64,
+        search_no: usize,
+        trial_no: usize,
+        trial: &TrialResult,
+        passed: Option<bool>,
+        finished_at: &str,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO trials (run_id, search_no, trial_no, frame_size, intended_fps, loss_ratio,
+                passed, finished_at, result_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                run_id,
+                search_no as i64,
+                trial_no as i64,
+                trial.frame_size,
+                trial.intended_fps,
+                trial.loss_ratio,
+                passed,
+                finished_at,
+                serde_json::to_string(trial)?,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Stores the result of a finished frame-size search. Its trials are
+    /// already stored one by one, so the copy kept here has none.
+    pub fn add_result(
+        &self,
+        run_id: i64,
+        search_no: usize,
+        result: &ThroughputResult,
+    ) -> Result<(), StoreError> {
+        let mut without_trials = result.clone();
+        without_trials.trials.clear();
+        self.conn.execute(
+            "INSERT OR REPLACE INTO results (run_id, search_no, frame_size, throughput_fps, result_json)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                run_id,
+                search_no as i64,
+                result.frame_size,
+                result.throughput_fps,
+                serde_json::to_string(&without_trials)?,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Marks the run complete or interrupted.
+    pub fn finish_run(
+        &self,
+        run_id: i64,
+        status: RunStatus,
+        finished_at: &str,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE runs SET status = ?2, finished_at = ?3 WHERE id = ?1",
+            params![run_id, status.as_str(), finished_at],
+        )?;
+        Ok(())
+    }
+
+    /// Every run, oldest first, with a one-line summary of its results.
+    pub fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
+        let ids: Vec<i64> = self
+            .conn
+            .prepare("SELECT id FROM runs ORDER BY id")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        ids.into_iter()
+            .map(|id| self.load(id).map(|r| r.summary()))
+            .collect()
+    }
+
+    /// The id of the newest run (for `show last`).
+    pub fn last_run(&self) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT max(id) FROM runs", [], |r| r.get(0))
+            .optional()?
+            .flatten())
+    }
+
+    /// Everything stored about run `id`.
+    pub fn load(&self, id: i64) -> Result<StoredRun, StoreError> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT started_at, finished_at, command, args_json, status, pid, pid_start_ticks,
+                    dut_name, dut_firmware, scenario, hostname, kernel, cpu_model, cpus, engine,
+                    linerate_version, line_speed_bps, report_json
+                 FROM runs WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok(RunRow {
+                        started_at: r.get(0)?,
+                        finished_at: r.get(1)?,
+                        command: r.get(2)?,
+                        args_json: r.get(3)?,
+                        status: r.get(4)?,
+                        pid: r.get(5)?,
+                        pid_start_ticks: r.get(6)?,
+                        dut: Dut {
+                            name: r.get(7)?,
+                            firmware: r.get(8)?,
+                            scenario: r.get(9)?,
+                        },
+                        machine: Machine {
+                            hostname: r.get(10)?,
+                            kernel: r.get(11)?,
+                            cpu_model: r.get(12)?,
+                            cpus: r.get(13)?,
+                        },
+                        engine: r.get(14)?,
+                        linerate_version: r.get(15)?,
+                        line_speed_bps: r.get(16)?,
+                        report_json: r.get(17)?,
+                    })
+                },
+            )
+            .optional()?
+            .ok_or(StoreError::NoSuchRun(id))?;
+
+        let trials = self
+            .conn
+            .prepare(
+                "SELECT search_no, trial_no, passed, finished_at, result_json
+                 FROM trials WHERE run_id = ?1 ORDER BY id",
+            )?
+            .query_map([id], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, Option<bool>>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .map(|(search_no, trial_no, passed, finished_at, json)| {
+                Ok(StoredTrial {
+                    search_no: search_no as usize,
+                    trial_no: trial_no as usize,
+                    passed,
+                    finished_at,
+                    result: serde_json::from_str(&json)?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let results = self
+            .conn
+            .prepare(
+                "SELECT search_no, result_json FROM results WHERE run_id = ?1 ORDER BY search_no",
+            )?
+            .query_map([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .map(|(n, json)| Ok((n as usize, serde_json::from_str(&json)?)))
+            .collect::<Result<Vec<(usize, ThroughputResult)>, StoreError>>()?;
+
+        let status = match row.status.as_str() {
+            "running"
+                if !crate::machine::still_running(
+                    row.pid,
+                    row.pid_start_ticks,
+                    &row.machine.hostname,
+                ) =>
+            {
+                RunStatus::Died
+            }
+            other => RunStatus::parse(other),
+        };
+        let settings = row
+            .report_json
+            .as_deref()
+            .map(serde_json::from_str::<Rfc2544Report>)
+            .transpose()?;
+        Ok(StoredRun {
+            id,
+            started_at: row.started_at,
+            finished_at: row.finished_at,
+            command: row.command,
+            args: serde_json::from_str(&row.args_json)?,
+            status,
+            pid: row.pid,
+            dut: row.dut,
+            machine: row.machine,
+            engine: row.engine,
+            linerate_version: row.linerate_version,
+            line_speed_bps: row.line_speed_bps as u64,
+            settings,
+            results,
+            trials,
+        })
+    }
+}
+
+/// A `runs` row as read, before it is checked and assembled.
+struct RunRow {
+    started_at: String,
+    finished_at: Option<String>,
+    command: String,
+    args_json: String,
+    status: String,
+    pid: u32,
+    pid_start_ticks: Option<u64>,
+    dut: Dut,
+    machine: Machine,
+    engine: String,
+    linerate_version: String,
+    line_speed_bps: i64,
+    report_json: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_db(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("lr-store-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir.join("sub").join("results.sqlite")
+    }
+
+    fn new_run(from: &StoredRun) -> NewRun {
+        NewRun {
+            command: from.command.clone(),
+            args: from.args.clone(),
+            dut: from.dut.clone(),
+            machine: crate::machine::detect(),
+            engine: from.engine.clone(),
+            linerate_version: from.linerate_version.clone(),
+            line_speed_bps: from.line_speed_bps,
+            report: from.settings.clone(),
+        }
+    }
+
+    #[test]
+    fn a_run_round_trips_trial_by_trial() {
+        let path = temp_db("rt");
+        let made = crate::testdata::run(1, "dut", "fw");
+        let store = Store::open(&path).unwrap();
+        let id = store.begin_run(&new_run(&made), &made.started_at).unwrap();
+        assert_eq!(store.load(id).unwrap().status, RunStatus::Running);
+        for t in &made.trials {
+            store
+                .add_trial(
+                    id,
+                    t.search_no,
+                    t.trial_no,
+                    &t.result,
+                    t.passed,
+                    &t.finished_at,
+                )
+                .unwrap();
+        }
+        store.add_result(id, 0, &made.results[0].1).unwrap();
+        // Read by a second connection, as `linerate runs` would while it runs.
+        let back = Store::open(&path).unwrap().load(id).unwrap();
+        assert_eq!(back.trials, made.trials);
+        let rep = back.report().unwrap();
+        assert_eq!(rep.results.len(), 1);
+        assert_eq!(rep.results[0].trials.len(), 3);
+        let unfinished = rep.interrupted.expect("the 1518 search has no result");
+        assert_eq!((unfinished.frame_size, unfinished.trials.len()), (1518, 3));
+
+        store.add_result(id, 1, &made.results[1].1).unwrap();
+        store
+            .finish_run(id, RunStatus::Complete, "2026-11-21T12:02:00Z")
+            .unwrap();
+        let done = store.load(id).unwrap();
+        assert_eq!(done.status, RunStatus::Complete);
+        assert!(done.report().unwrap().interrupted.is_none());
+        assert_eq!(store.runs().unwrap().len(), 1);
+        assert_eq!(store.last_run().unwrap(), Some(id));
+        assert!(matches!(store.load(99), Err(StoreError::NoSuchRun(99))));
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_run_left_running_by_a_dead_process_is_incomplete() {
+        let path = temp_db("dead");
+        let made = crate::testdata::run(1, "dut", "fw");
+        let store = Store::open(&path).unwrap();
+        let id = store.begin_run(&new_run(&made), &made.started_at).unwrap();
+        // As if another process had written it and died: no such start time.
+        store
+            .conn
+            .execute(
+                "UPDATE runs SET pid_start_ticks = pid_start_ticks + 1 WHERE id = ?1",
+                [id],
+            )
+            .unwrap();
+        assert_eq!(store.load(id).unwrap().status, RunStatus::Died);
+        assert_eq!(
+            store.runs().unwrap()[0].status.label(),
+            "incomplete (process died)"
+        );
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_and_an_older_one_migrated() {
+        let path = temp_db("ver");
+        drop(Store::open(&path).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        let v: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        drop(conn);
+        let err = Store::open(&path).err().expect("refused");
+        assert!(
+            err.to_string().contains("newer than this linerate"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+}

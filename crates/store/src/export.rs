@@ -1,0 +1,206 @@
+//! A stored run as JSON (versioned: schema/run.schema.json) or CSV.
+
+use crate::model::StoredRun;
+use linerate_results::{ThroughputResult, TrialResult};
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+
+/// The version of the exported JSON document; bump it (and the schema's
+/// `$id`) when a field changes meaning or goes away. New optional fields do
+/// not need a new version.
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
+/// The run as one JSON document: who/what/where, the RFC 2544 report as
+/// `--json` writes it (rfc2544 runs), and every trial in the order run.
+pub fn to_json(run: &StoredRun) -> Value {
+    let trials: Vec<Value> = run
+        .trials
+        .iter()
+        .map(|t| {
+            json!({
+                "search_no": t.search_no,
+                "trial_no": t.trial_no,
+                "passed": t.passed,
+                "finished_at": t.finished_at,
+                "result": t.result,
+            })
+        })
+        .collect();
+    json!({
+        "schema_version": JSON_SCHEMA_VERSION,
+        "run": {
+            "id": run.id,
+            "command": run.command,
+            "args": run.args,
+            "status": run.status.key(),
+            "started_at": run.started_at,
+            "finished_at": run.finished_at,
+            "dut": run.dut,
+            "machine": run.machine,
+            "engine": run.engine,
+            "linerate_version": run.linerate_version,
+            "line_speed_bps": run.line_speed_bps,
+        },
+        "report": run.report(),
+        "trials": trials,
+    })
+}
+
+/// Header of the per-size CSV.
+const RESULT_COLUMNS: &str = "run,frame_size,l3_length,throughput_fps,throughput_mbps_l1,throughput_mbps_l2,throughput_mbps_l3,throughput_mbps_l4,line_rate_fps,share_of_line,tester_limited,trials";
+
+/// Header of the per-trial CSV.
+const TRIAL_COLUMNS: &str = "run,search_no,trial_no,frame_size,l3_length,duration_s,intended_fps,offered_fps,intended_frames,tx_frames,rx_frames,lost_frames,loss_ratio,passed,reordered,duplicated,latency_min_ns,latency_avg_ns,latency_max_ns,latency_p50_ns,latency_p90_ns,latency_p99_ns,latency_p999_ns,generator_short,tester_rx_drops,stray_frames,engine";
+
+/// One row per finished frame size (the throughput table, unrounded).
+pub fn results_csv(run: &StoredRun) -> String {
+    let mut out = format!("{RESULT_COLUMNS}\n");
+    let trials = |n: usize| run.trials.iter().filter(|t| t.search_no == n).count();
+    for (n, r) in &run.results {
+        let r: &ThroughputResult = r;
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            run.id,
+            r.frame_size,
+            r.l3_length,
+            r.throughput_fps,
+            r.throughput_mbps_l1,
+            r.throughput_mbps_l2,
+            r.throughput_mbps_l3,
+            r.throughput_mbps_l4,
+            r.line_rate_fps,
+            if r.line_rate_fps > 0.0 {
+                r.throughput_fps / r.line_rate_fps
+            } else {
+                0.0
+            },
+            r.tester_limited,
+            trials(*n)
+        );
+    }
+    out
+}
+
+/// One row per trial, every count as measured.
+pub fn trials_csv(run: &StoredRun) -> String {
+    let mut out = format!("{TRIAL_COLUMNS}\n");
+    for t in &run.trials {
+        let r: &TrialResult = &t.result;
+        let lat = |f: fn(&linerate_results::LatencySummary) -> u64| {
+            r.latency_ns
+                .as_ref()
+                .map(|l| f(l).to_string())
+                .unwrap_or_default()
+        };
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            run.id,
+            t.search_no,
+            t.trial_no,
+            r.frame_size,
+            r.l3_length,
+            r.duration_s,
+            r.intended_fps,
+            r.offered_fps,
+            r.intended_frames,
+            r.tx_frames,
+            r.rx_frames,
+            r.lost_frames,
+            r.loss_ratio,
+            t.passed.map(|p| p.to_string()).unwrap_or_default(),
+            r.reordered,
+            r.duplicated,
+            lat(|l| l.min),
+            lat(|l| l.avg),
+            lat(|l| l.max),
+            lat(|l| l.p50),
+            lat(|l| l.p90),
+            lat(|l| l.p99),
+            lat(|l| l.p999),
+            r.generator_short,
+            r.tester_rx_drops,
+            r.stray_frames,
+            csv_field(&r.engine),
+        );
+    }
+    out
+}
+
+/// A text field quoted when it holds a comma, quote or line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_are_quoted_when_needed() {
+        assert_eq!(csv_field("af_packet"), "af_packet");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+
+    /// The schema checked into the repository.
+    pub fn schema() -> serde_json::Value {
+        serde_json::from_str(include_str!("../../../schema/run.schema.json")).unwrap()
+    }
+
+    /// Every schema violation, one per line.
+    fn violations(doc: &serde_json::Value) -> String {
+        let validator = jsonschema::validator_for(&schema()).expect("the schema compiles");
+        validator
+            .iter_errors(doc)
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn exported_json_follows_the_schema() {
+        let run = crate::testdata::run(7, "x", "1");
+        let doc = to_json(&run);
+        assert_eq!(violations(&doc), "");
+        // A run cut short: trials of an unfinished search, no result.
+        let mut cut = run.clone();
+        cut.results.pop();
+        cut.status = crate::RunStatus::Died;
+        let doc = to_json(&cut);
+        assert_eq!(violations(&doc), "");
+        assert_eq!(doc["run"]["status"], "died");
+        assert_eq!(doc["report"]["interrupted"]["frame_size"], 1518);
+    }
+
+    #[test]
+    fn the_schema_rejects_what_it_should() {
+        let run = crate::testdata::run(7, "x", "1");
+        let mut doc = to_json(&run);
+        doc["schema_version"] = 2.into();
+        doc["trials"][0]["result"]["loss_ratio"] = 1.5.into();
+        doc["run"]["status"] = "done".into();
+        let v = violations(&doc);
+        assert_eq!(v.lines().count(), 3, "{v}");
+    }
+
+    #[test]
+    fn header_and_rows_have_the_same_number_of_columns() {
+        let run = crate::testdata::run(7, "x", "1");
+        for csv in [results_csv(&run), trials_csv(&run)] {
+            let mut lines = csv.lines();
+            let n = lines.next().unwrap().split(',').count();
+            let mut rows = 0;
+            for l in lines {
+                assert_eq!(l.split(',').count(), n, "{l}");
+                rows += 1;
+            }
+            assert!(rows > 0, "{csv}");
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! `linerate report RUN --html FILE`: one self-contained HTML file (inline
+//! CSS, inline SVG, no script, nothing fetched) with the tables in the
+//! reference layout and the charts readers expect: frames/s and Mbps
+//! against frame size with the theoretical line-rate curve (the graph RFC
+//! 2544 section 26.1 asks for), loss against offered load, and latency
+//! per frame size.
+
+use crate::model::StoredRun;
+use crate::svg::{self, Chart, Mark, Series, PALETTE};
+use linerate_results::report::{line_speed, sig3, thousands, trial_summary};
+use linerate_results::{LatencySummary, Rfc2544Report, ThroughputResult, TrialResult};
+use linerate_wire::units::PREAMBLE_AND_GAP;
+use std::fmt::Write as _;
+
+const CSS: &str = "
+body { font-family: 'DejaVu Sans', Arial, Helvetica, sans-serif; margin: 2em auto; max-width: 1100px; color: #111; background: #fff; }
+h1 { font-size: 1.5em; margin-bottom: 0.2em; }
+h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.9em; }
+th, td { border: 1px solid #bbb; padding: 3px 8px; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #eef2f7; }
+table.meta th { text-align: left; }
+.warn { color: #a40000; font-weight: bold; }
+.note { color: #444; font-size: 0.9em; }
+svg.chart { display: block; margin: 0.8em 0; border: 1px solid #ddd; }
+pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; }
+";
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The whole report as one HTML document.
+pub fn render(run: &StoredRun) -> String {
+    let report = run.report();
+    let title = match &report {
+        Some(r) if !r.description.is_empty() => format!("RFC 2544 throughput, {}", r.description),
+        Some(_) => "RFC 2544 throughput".to_string(),
+        None => format!("linerate {}", run.command),
+    };
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t} (run {id})</title><style>{CSS}</style></head><body>\n<h1>{t}</h1>\n<p class=\"note\">linerate run {id}, {dut}</p>\n",
+        t = esc(&title),
+        id = run.id,
+        dut = esc(&run.dut.label()),
+    );
+    meta_table(&mut h, run);
+    match &report {
+        Some(rep) => rfc2544_sections(&mut h, run, rep),
+        None => {
+            h.push_str("<h2>Trials</h2>\n");
+            trials_table(&mut h, run);
+            for t in &run.trials {
+                let _ = writeln!(
+                    h,
+                    "<pre>{}</pre>",
+                    esc(&trial_summary(&t.result, run.line_speed_bps))
+                );
+            }
+        }
+    }
+    let _ = write!(
+        h,
+        "<p class=\"note\">Made by linerate {} from the results database. Rates are L2 (whole frame with FCS) unless marked L1 (preamble and inter-frame gap counted too).</p>\n</body></html>\n",
+        esc(&run.linerate_version)
+    );
+    h
+}
+
+fn meta_table(h: &mut String, run: &StoredRun) {
+    let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "-".into());
+    let mut rows: Vec<(&str, String)> = vec![
+        ("Device (DUT)", opt(&run.dut.name)),
+        ("Firmware", opt(&run.dut.firmware)),
+        ("Scenario", run.dut.scenario.clone()),
+        ("Started", run.started_at.clone()),
+        ("Status", run.status.label().to_string()),
+        ("Engine", run.engine.clone()),
+        ("Line speed", line_speed(run.line_speed_bps)),
+        (
+            "Tester machine",
+            format!(
+                "{}, {} ({} CPUs), Linux {}",
+                run.machine.hostname, run.machine.cpu_model, run.machine.cpus, run.machine.kernel
+            ),
+        ),
+        ("linerate", run.linerate_version.clone()),
+        ("Command", run.command_line()),
+    ];
+    if let Some(s) = &run.settings {
+        rows.insert(
+            7,
+            (
+                "Settings",
+                format!(
+                    "trial {} s, resolution {} %, loss allowed {} %, ports {} -> {} ({})",
+                    s.trial_duration_s,
+                    s.resolution * 100.0,
+                    s.allowed_loss_ratio * 100.0,
+                    s.port_a,
+                    s.port_b,
+                    s.setup
+                ),
+            ),
+        );
+    }
+    h.push_str("<table class=\"meta\">\n");
+    for (k, v) in rows {
+        let _ = writeln!(h, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
+    }
+    h.push_str("</table>\n");
+}
+
+fn rfc2544_sections(h: &mut String, run: &StoredRun, rep: &Rfc2544Report) {
+    h.push_str("<h2>Throughput</h2>\n");
+    throughput_table(h, rep);
+    if !run.status.is_complete() {
+        let _ = writeln!(
+            h,
+            "<p class=\"warn\">This run is {}: frame sizes whose search did not finish are not in the table; their finished trials are listed below.</p>",
+            run.status.label()
+        );
+    }
+    if let Some(p) = &rep.placement {
+        let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(&p.note));
+        if p.shared_core {
+            h.push_str("<p class=\"warn\">Tester and DUT shared a CPU core: the device alone may forward more than these figures.</p>\n");
+        }
+    }
+    if !rep.results.is_empty() {
+        h.push_str(&throughput_chart(rep, false));
+        h.push_str(&throughput_chart(rep, true));
+    }
+    h.push_str("<h2>Loss against offered load</h2>\n");
+    h.push_str(&loss_chart(rep));
+    h.push_str("<h2>Latency at the throughput rate</h2>\n");
+    latency_section(h, rep);
+    h.push_str("<h2>Every trial</h2>\n");
+    trials_table(h, run);
+}
+
+/// The LANCOM techpaper's table: frame sizes as columns; throughput and
+/// line rate as Mbps and frames/s; share of line rate.
+fn throughput_table(h: &mut String, rep: &Rfc2544Report) {
+    if rep.results.is_empty() {
+        h.push_str("<p>No frame size was measured to the end.</p>\n");
+        return;
+    }
+    fn mark(r: &ThroughputResult) -> &'static str {
+        if r.tester_limited {
+            "*"
+        } else {
+            ""
+        }
+    }
+    let _ = write!(
+        h,
+        "<table class=\"throughput\"><caption>Throughput [Mbps] @ frame size [bytes] and frame rate [fps]</caption>\n<tr><th></th>"
+    );
+    for r in &rep.results {
+        let _ = write!(h, "<th>{}</th>", r.frame_size);
+    }
+    h.push_str("<th></th></tr>\n");
+    type Cell<'a> = dyn Fn(&ThroughputResult) -> String + 'a;
+    let rows: [(&str, &Cell, &str); 5] = [
+        (
+            "Throughput",
+            &|r| format!("{}{}", sig3(r.throughput_mbps_l2), mark(r)),
+            "Mbps (L2)",
+        ),
+        (
+            "",
+            &|r| format!("{}{}", sig3(r.throughput_fps), mark(r)),
+            "Frames/s",
+        ),
+        ("Line rate", &|r| sig3(r.line_rate_mbps_l2), "Mbps (L2)"),
+        ("", &|r| sig3(r.line_rate_fps), "Frames/s"),
+        (
+            "Share of line",
+            &|r| {
+                if r.line_rate_fps > 0.0 {
+                    format!("{:.1} %", r.throughput_fps / r.line_rate_fps * 100.0)
+                } else {
+                    "-".into()
+                }
+            },
+            "",
+        ),
+    ];
+    for (label, cell, unit) in rows {
+        let _ = write!(h, "<tr><th>{label}</th>");
+        for r in &rep.results {
+            let _ = write!(h, "<td class=\"n\">{}</td>", cell(r));
+        }
+        let _ = writeln!(h, "<td>{unit}</td></tr>");
+    }
+    h.push_str("</table>\n");
+    if rep.results.iter().any(|r| r.tester_limited) {
+        h.push_str("<p class=\"note\">(*) tester-limited: the tester could not offer more, or the result is within 5 % of the tester's calibrated ceiling; the device may forward more.</p>\n");
+    }
+}
+
+/// Frames/s (or Mbps L2) against frame size, with the line-rate curve.
+fn throughput_chart(rep: &Rfc2544Report, mbps: bool) -> String {
+    let line = rep.line_speed_bps as f64;
+    let value = |size: f64, fps: f64| if mbps { fps * size * 8.0 / 1e6 } else { fps };
+    let lo = rep.results.iter().map(|r| r.frame_size).min().unwrap_or(64) as f64;
+    let hi = rep
+        .results
+        .iter()
+        .map(|r| r.frame_size)
+        .max()
+        .unwrap_or(1518) as f64;
+    let (lo, hi) = if hi > lo {
+        (lo, hi)
+    } else {
+        (lo - 32.0, hi + 32.0)
+    };
+    // The theoretical curve: line / ((size + 20 B) x 8) frames/s.
+    let curve: Vec<(f64, f64, f64)> = (0..=100)
+        .map(|i| {
+            let size = lo + (hi - lo) * i as f64 / 100.0;
+            let fps = line / ((size + PREAMBLE_AND_GAP as f64) * 8.0);
+            (size, value(size, fps), 0.0)
+        })
+        .collect();
+    let measured: Vec<(f64, f64, f64)> = rep
+        .results
+        .iter()
+        .map(|r| {
+            let s = r.frame_size as f64;
+            (s, value(s, r.throughput_fps), 0.0)
+        })
+        .collect();
+    svg::render(&Chart {
+        title: if mbps {
+            "Throughput in Mbps (L2) against frame size".into()
+        } else {
+            "Throughput in frames/s against frame size".into()
+        },
+        x_label: "Frame size [bytes]".into(),
+        y_label: if mbps {
+            "Mbps (L2)".into()
+        } else {
+            "Frames/s".into()
+        },
+        x_categories: None,
+        series: vec![
+            Series {
+                name: format!("Theoretical line rate ({})", line_speed(rep.line_speed_bps)),
+                color: "#888888",
+                mark: Mark::Line { dashed: true },
+                points: curve,
+            },
+            Series {
+                name: format!("Measured throughput ({})", rep.engine),
+                color: PALETTE[0],
+                mark: Mark::LineDots,
+                points: measured,
+            },
+        ],
+    })
+}
+
+/// Every search's trials: loss % against the offered load in % of line rate.
+fn loss_chart(rep: &Rfc2544Report) -> String {
+    let mut searches: Vec<(u16, Vec<&TrialResult>)> = rep
+        .results
+        .iter()
+        .map(|r| (r.frame_size, r.trials.iter().collect()))
+        .collect();
+    if let Some(i) = &rep.interrupted {
+        searches.push((i.frame_size, i.trials.iter().collect()));
+    }
+    let series = searches
+        .into_iter()
+        .enumerate()
+        .map(|(n, (size, trials))| {
+            let line_fps =
+                rep.line_speed_bps as f64 / ((size as f64 + PREAMBLE_AND_GAP as f64) * 8.0);
+            let mut points: Vec<(f64, f64, f64)> = trials
+                .iter()
+                .map(|t| (t.offered_fps / line_fps * 100.0, t.loss_ratio * 100.0, 0.0))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series {
+                name: format!("{size} B"),
+                color: PALETTE[n % PALETTE.len()],
+                mark: Mark::LineDots,
+                points,
+            }
+        })
+        .collect();
+    svg::render(&Chart {
+        title: "Loss against offered load (every trial)".into(),
+        x_label: "Offered load [% of line rate, L1]".into(),
+        y_label: "Loss [% of intended frames]".into(),
+        x_categories: None,
+        series,
+    })
+}
+
+/// The trial a search's throughput was measured at: the fastest that passed.
+fn throughput_trial(r: &ThroughputResult, allowed_loss: f64) -> Option<&TrialResult> {
+    r.trials
+        .iter()
+        .filter(|t| t.passed(allowed_loss))
+        .max_by(|a, b| a.intended_fps.total_cmp(&b.intended_fps))
+}
+
+fn latency_section(h: &mut String, rep: &Rfc2544Report) {
+    let rows: Vec<(u16, LatencySummary)> = rep
+        .results
+        .iter()
+        .filter_map(|r| {
+            let t = throughput_trial(r, rep.allowed_loss_ratio)?;
+            Some((r.frame_size, t.latency_ns?))
+        })
+        .collect();
+    if rows.is_empty() {
+        h.push_str("<p>No latency was measured (no frame size passed a trial).</p>\n");
+        return;
+    }
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let cats: Vec<String> = rows.iter().map(|(s, _)| format!("{s} B")).collect();
+    let pts = |f: &dyn Fn(&LatencySummary) -> (f64, f64)| {
+        rows.iter()
+            .enumerate()
+            .map(|(i, (_, l))| {
+                let (a, b) = f(l);
+                (i as f64, a, b)
+            })
+            .collect::<Vec<_>>()
+    };
+    h.push_str(&svg::render(&Chart {
+        title: "Latency per frame size at the throughput rate".into(),
+        x_label: "Frame size".into(),
+        y_label: "Latency [µs]".into(),
+        x_categories: Some(cats),
+        series: vec![
+            Series {
+                name: "min .. max".into(),
+                color: "#b0c4de",
+                mark: Mark::Span { width: 8.0 },
+                points: pts(&|l| (us(l.min), us(l.max))),
+            },
+            Series {
+                name: "p50 .. p99".into(),
+                color: PALETTE[0],
+                mark: Mark::Span { width: 26.0 },
+                points: pts(&|l| (us(l.p50), us(l.p99))),
+            },
+            Series {
+                name: "average".into(),
+                color: PALETTE[1],
+                mark: Mark::Dots,
+                points: pts(&|l| (us(l.avg), 0.0)),
+            },
+        ],
+    }));
+    h.push_str("<table class=\"latency\"><caption>Latency [µs] at the throughput rate</caption>\n<tr><th>Frame size</th><th>min</th><th>avg</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n");
+    for (size, l) in &rows {
+        let _ = write!(h, "<tr><th>{size}</th>");
+        for v in [l.min, l.avg, l.p50, l.p90, l.p99, l.p999, l.max] {
+            let _ = write!(h, "<td class=\"n\">{:.1}</td>", us(v));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+}
+
+fn trials_table(h: &mut String, run: &StoredRun) {
+    h.push_str("<table class=\"trials\"><tr><th>Frame size</th><th>Trial</th><th>Intended [fps]</th><th>Offered [fps]</th><th>% of line (L1)</th><th>Sent</th><th>Received</th><th>Lost</th><th>Loss</th><th>Verdict</th></tr>\n");
+    for t in &run.trials {
+        let r = &t.result;
+        let line_fps =
+            run.line_speed_bps as f64 / ((r.frame_size as f64 + PREAMBLE_AND_GAP as f64) * 8.0);
+        let verdict = match t.passed {
+            Some(true) => "pass",
+            Some(false) => "fail",
+            None => "-",
+        };
+        let short = if r.generator_short {
+            " (tester short)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1} %</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{:.4} %</td><td>{verdict}{short}</td></tr>",
+            r.frame_size,
+            t.trial_no,
+            thousands(r.intended_fps.round() as u64),
+            thousands(r.offered_fps.round() as u64),
+            r.offered_fps / line_fps * 100.0,
+            thousands(r.tx_frames),
+            thousands(r.rx_frames),
+            thousands(r.lost_frames),
+            r.loss_ratio * 100.0,
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_has_tables_and_charts_and_fetches_nothing() {
+        let run = crate::testdata::run(3, "lab router", "6.1");
+        let html = render(&run);
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert_eq!(html.matches("<svg").count(), 4, "fps, Mbps, loss, latency");
+        // The table cells as the text table prints them.
+        let r64 = &run.results[0].1;
+        assert!(html.contains(&sig3(r64.throughput_fps)), "{html}");
+        assert!(html.contains("Theoretical line rate (1 Gbit/s)"));
+        for fetch in ["src=", "href=", "url(", "@import", "<script"] {
+            assert!(!html.contains(fetch), "{fetch} in the report");
+        }
+    }
+}
