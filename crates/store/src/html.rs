@@ -139,6 +139,15 @@ fn rfc2544_sections(h: &mut String, run: &StoredRun, rep: &Rfc2544Report) {
     }
     h.push_str("<h2>Loss against offered load</h2>\n");
     h.push_str(&loss_chart(rep));
+    if rep
+        .results
+        .iter()
+        .flat_map(|r| &r.trials)
+        .any(|t| t.dut_cpu.is_some())
+    {
+        h.push_str("<h2>DUT CPU load against offered load</h2>\n");
+        h.push_str(&dut_cpu_chart(rep));
+    }
     h.push_str("<h2>Latency at the throughput rate</h2>\n");
     latency_section(h, rep);
     h.push_str("<h2>Every trial</h2>\n");
@@ -270,6 +279,33 @@ fn throughput_chart(rep: &Rfc2544Report, mbps: bool) -> String {
 
 /// Every search's trials: loss % against the offered load in % of line rate.
 fn loss_chart(rep: &Rfc2544Report) -> String {
+    per_trial_chart(
+        rep,
+        "Loss against offered load (every trial)",
+        "Loss [% of intended frames]",
+        |t| Some(t.loss_ratio * 100.0),
+    )
+}
+
+/// The Cisco report's view: the DUT's CPU load (total) at each offered
+/// load, from every trial that measured it.
+fn dut_cpu_chart(rep: &Rfc2544Report) -> String {
+    per_trial_chart(
+        rep,
+        "DUT CPU load against offered load (every trial)",
+        "DUT CPU load, total [%]",
+        |t| t.dut_cpu.map(|c| c.total_pct),
+    )
+}
+
+/// One line per frame size: `y` of each trial (those it gives a value
+/// for) against the load the trial offered, in % of line rate.
+fn per_trial_chart(
+    rep: &Rfc2544Report,
+    title: &str,
+    y_label: &str,
+    y: fn(&TrialResult) -> Option<f64>,
+) -> String {
     let mut searches: Vec<(u16, Vec<&TrialResult>)> = rep
         .results
         .iter()
@@ -282,11 +318,14 @@ fn loss_chart(rep: &Rfc2544Report) -> String {
         .into_iter()
         .enumerate()
         .map(|(n, (size, trials))| {
-            let line_fps =
-                rep.line_speed_bps as f64 / ((size as f64 + PREAMBLE_AND_GAP as f64) * 8.0);
+            // A mix's line rate counts its mean frame.
+            let mean = |t: &TrialResult| t.mix.as_ref().map_or(size as f64, |m| m.mean_frame_size);
+            let line_fps = |t: &TrialResult| {
+                rep.line_speed_bps as f64 / ((mean(t) + PREAMBLE_AND_GAP as f64) * 8.0)
+            };
             let mut points: Vec<(f64, f64, f64)> = trials
                 .iter()
-                .map(|t| (t.offered_fps / line_fps * 100.0, t.loss_ratio * 100.0, 0.0))
+                .filter_map(|t| y(t).map(|v| (t.offered_fps / line_fps(t) * 100.0, v, 0.0)))
                 .collect();
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
             Series {
@@ -298,9 +337,9 @@ fn loss_chart(rep: &Rfc2544Report) -> String {
         })
         .collect();
     svg::render(&Chart {
-        title: "Loss against offered load (every trial)".into(),
+        title: title.into(),
         x_label: "Offered load [% of line rate, L1]".into(),
-        y_label: "Loss [% of intended frames]".into(),
+        y_label: y_label.into(),
         x_categories: None,
         series,
     })
@@ -425,5 +464,23 @@ mod tests {
         for fetch in ["src=", "href=", "url(", "@import", "<script"] {
             assert!(!html.contains(fetch), "{fetch} in the report");
         }
+    }
+
+    #[test]
+    fn dut_cpu_gets_a_chart_when_trials_measured_it() {
+        let mut run = crate::testdata::run(4, "lab router", "6.1");
+        for (i, t) in run.trials.iter_mut().enumerate() {
+            t.result.dut_cpu = Some(linerate_results::DutCpu {
+                total_pct: 10.0 * i as f64,
+                traffic_pct: 5.0 * i as f64,
+            });
+        }
+        let html = render(&run);
+        assert_eq!(
+            html.matches("<svg").count(),
+            5,
+            "fps, Mbps, loss, DUT CPU, latency"
+        );
+        assert!(html.contains("DUT CPU load against offered load"));
     }
 }
