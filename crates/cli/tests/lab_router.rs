@@ -116,7 +116,7 @@ fn rfc2544_builds_and_removes_a_lab_for_the_run() {
         "--resolution",
         "5%",
         "--max-rate",
-        "50000fps",
+        "20000fps",
         "--json",
         json.arg(),
     ]);
@@ -139,6 +139,7 @@ fn rfc2544_builds_and_removes_a_lab_for_the_run() {
     assert_eq!(rep["setup"], "lab", "{rep}");
     let r = &rep["results"][0];
     assert_sane_result(r, 128);
-    // 50,000 frames/s of 128 bytes is far below what the lab forwards.
-    assert_eq!(f(r, "throughput_fps"), 50_000.0, "{r}");
+    // 20,000 frames/s of 128 bytes is far below what the lab forwards
+    // (a few 100k), even when the machine stalls the DUT for milliseconds.
+    assert_eq!(f(r, "throughput_fps"), 20_000.0, "{r}");
 }
