@@ -33,6 +33,10 @@ const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
 /// a margin so the figure holds across kernel versions.
 pub const MAX_FRAME_LEN: usize = 3_000;
 
+/// After a stall the generator catches up at most this many times faster
+/// than the trial's rate (see `bpf/xdp_gen.bpf.c`).
+pub const CATCH_UP_FACTOR: f64 = 4.0;
+
 /// Mirrors `struct gen_config` in xdp_gen.bpf.c.
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -41,6 +45,7 @@ struct GenConfig {
     total: u64,
     give_up_ns: u64,
     clock_offset: u64,
+    min_gap_ns: u64,
     csum_base: [u32; MAX_SIZES],
     trim: [u32; MAX_SIZES],
     seq_len: u32,
@@ -55,7 +60,7 @@ struct GenConfig {
 // No implicit padding: every byte handed to the kernel is initialised.
 const _: () = assert!(
     std::mem::size_of::<GenConfig>()
-        == 4 * 8
+        == 5 * 8
             + 8 * 4
             + 8 * 4
             + 4
@@ -151,6 +156,8 @@ impl XdpGenerator {
             total: trial.total,
             give_up_ns: trial.give_up.as_nanos() as u64,
             clock_offset: trial.clock_offset_ns,
+            // Catching up after a stall at most 4x the rate (see the program).
+            min_gap_ns: (trial.interval_ns / CATCH_UP_FACTOR) as u64,
             csum_base: [0; MAX_SIZES],
             trim: [0; MAX_SIZES],
             seq_len: sequence.len() as u32,
