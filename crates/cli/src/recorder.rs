@@ -286,7 +286,7 @@ impl Recorder {
         if let Some(path) = &self.args.pcap {
             capture::flush();
             eprintln!(
-                "linerate: {} frames sampled to {} (the first {} of each trial at port B)",
+                "linerate: {} frames sampled to {} (the first {} of each trial at port B, and those around losses)",
                 capture::frames_written(),
                 path.display(),
                 self.args.pcap_frames

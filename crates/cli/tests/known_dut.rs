@@ -164,3 +164,64 @@ fn policer_rate_is_found() {
     let total_lost: u64 = trials.iter().map(|t| u(t, "lost_frames")).sum();
     assert_eq!(nft_counters(&dut), vec![total_lost], "{r}");
 }
+
+/// `--pcap` writes the first frames of a trial and the frames around each
+/// loss: with every 100th packet dropped by the DUT, the file holds pairs
+/// of neighbouring frames whose sequence numbers skip the dropped one.
+#[test]
+fn pcap_holds_the_frames_around_losses() {
+    if !root_or_skip("pcap_holds_the_frames_around_losses") || !nft_present() {
+        return;
+    }
+    let (lab, _guard) = lab_up("pc");
+    let dut = format!("lr-{lab}-dut");
+    nft_load(&dut, EVERY_100TH);
+    let pcap = TempFile::new("around");
+    let run = linerate(&[
+        "trial",
+        "--lab",
+        "--lab-name",
+        &lab,
+        "--engine",
+        "af_packet",
+        "--frame-size",
+        "128",
+        "--rate",
+        "20000fps",
+        "--duration",
+        "1s",
+        "--straggler-wait",
+        "500ms",
+        "--loss",
+        "5",
+        "--no-db",
+        "--pcap",
+        pcap.arg(),
+        "--pcap-frames",
+        "10",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let bytes = std::fs::read(&pcap.0).expect("pcap written");
+    // Records: 16-byte header, then the frame (128 - 4 FCS bytes).
+    let mut seqs = Vec::new();
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        let len = u32::from_ne_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        let frame = &bytes[at + 16..at + 16 + len];
+        if frame.len() >= 50 && frame[42..44] == [0x4C, 0x52] {
+            seqs.push(u32::from_be_bytes(frame[46..50].try_into().unwrap()));
+        }
+        at += 16 + len;
+    }
+    assert_eq!(at, bytes.len(), "whole records");
+    // The first 10 records (frame 0 was the DUT's first drop), then 10
+    // gaps (the cap) with 4 frames on each side.
+    assert!(seqs.len() >= 10 * 8, "{} frames: {seqs:?}", seqs.len());
+    let skips = seqs.windows(2).filter(|w| w[1] == w[0] + 2).count();
+    assert_eq!(skips, 10, "gaps of one frame in {seqs:?}");
+    // No frame twice.
+    let mut sorted = seqs.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), seqs.len(), "{seqs:?}");
+}

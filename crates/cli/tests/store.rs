@@ -392,11 +392,13 @@ fn check_rendered(html: &str, values: &[String], png: String) {
     );
     assert_eq!(dom.code, 0, "{}", dom.dump());
     let dom = dom.stdout;
+    // The lab measures the DUT's CPU, so its chart is there too.
     assert_eq!(
         dom.matches("<svg").count(),
-        4,
-        "fps, Mbps, loss and latency charts"
+        5,
+        "fps, Mbps, loss, DUT CPU and latency charts"
     );
+    assert!(dom.contains("DUT CPU load against offered load"));
     assert!(dom.matches("<circle").count() >= 4, "measured points");
     assert!(dom.contains("<polyline"), "the line-rate curve");
     for v in values {

@@ -1,6 +1,13 @@
 //! `--pcap FILE`: the first frames of each trial as the receiving port got
-//! them, written as a pcap file (nanosecond timestamps, Ethernet) that
-//! Wireshark and tcpdump read.
+//! them, and the frames around each loss, written as a pcap file
+//! (nanosecond timestamps, Ethernet) that Wireshark and tcpdump read.
+//!
+//! Around losses: the capture keeps the last [`AROUND`] test frames; when
+//! a frame's sequence number jumps past the next one expected in its
+//! stream (frames missing: lost, or late), it writes those kept frames,
+//! the frame after the gap and the [`AROUND`] - 1 frames that follow, at
+//! most [`MAX_GAPS`] times per trial. The gap is between two frames of the
+//! file whose signatures' sequence numbers are not consecutive.
 //!
 //! Only receivers that see the frames in user space can sample them (the
 //! socket engines af_packet and af_xdp); the xdp engine counts test frames
@@ -17,6 +24,35 @@ use std::sync::{Mutex, OnceLock};
 
 /// Bytes of a frame kept at most (pcap's customary snap length).
 const SNAPLEN: u32 = 65_535;
+/// Test frames written before and after each gap.
+pub const AROUND: usize = 4;
+/// Gaps written per trial at most (a lossy trial has thousands).
+pub const MAX_GAPS: usize = 10;
+
+/// The frames before a gap, and how many after one are still due.
+#[derive(Default)]
+struct AroundLoss {
+    /// The last test frames seen (arrival time, bytes), oldest first.
+    recent: std::collections::VecDeque<(u64, Vec<u8>)>,
+    /// The last test frame's stream and sequence number.
+    last: Option<(u16, u32)>,
+    /// Frames after a gap still to write.
+    after: usize,
+    /// Gaps written this trial.
+    gaps: usize,
+}
+
+/// The stream and sequence number of a test frame (IPv4 without options,
+/// as linerate sends them), or None.
+fn stream_and_seq(frame: &[u8]) -> Option<(u16, u32)> {
+    let sig = frame.get(42..50)?;
+    (frame.get(12..14)? == [0x08, 0x00] && sig[0..2] == [0x4C, 0x52]).then(|| {
+        (
+            u16::from_be_bytes([sig[2], sig[3]]),
+            u32::from_be_bytes([sig[4], sig[5], sig[6], sig[7]]),
+        )
+    })
+}
 
 /// A pcap file being written, before it is bound to a port.
 pub struct Capture {
@@ -51,6 +87,7 @@ struct Active {
     port: MacAddr,
     taken: AtomicUsize,
     written: AtomicU64,
+    around: Mutex<AroundLoss>,
 }
 
 static ACTIVE: OnceLock<Active> = OnceLock::new();
@@ -64,6 +101,7 @@ pub fn install(capture: Capture, port: MacAddr) -> bool {
             port,
             taken: AtomicUsize::new(0),
             written: AtomicU64::new(0),
+            around: Mutex::new(AroundLoss::default()),
         })
         .is_ok()
 }
@@ -83,17 +121,69 @@ fn active_for(port: MacAddr) -> Option<&'static Active> {
 pub(crate) fn trial_starts(port: MacAddr) {
     if let Some(a) = active_for(port) {
         a.taken.store(0, Ordering::Relaxed);
+        *a.around.lock().unwrap_or_else(|e| e.into_inner()) = AroundLoss::default();
     }
 }
 
 /// A frame arrived on `port` at `arrival_ns` (CLOCK_REALTIME).
 #[inline]
 pub(crate) fn offer(port: MacAddr, frame: &[u8], arrival_ns: u64) {
-    let Some(a) = active_for(port) else { return };
-    if a.taken.load(Ordering::Relaxed) >= a.capture.limit {
+    if let Some(a) = active_for(port) {
+        offer_to(a, frame, arrival_ns);
+    }
+}
+
+fn offer_to(a: &Active, frame: &[u8], arrival_ns: u64) {
+    let first = a.taken.load(Ordering::Relaxed) < a.capture.limit;
+    if first {
+        a.taken.fetch_add(1, Ordering::Relaxed);
+        write(a, frame, arrival_ns);
+    }
+    let Some((stream, seq)) = stream_and_seq(frame) else {
+        return;
+    };
+    let mut around = a.around.lock().unwrap_or_else(|e| e.into_inner());
+    let gap = matches!(around.last, Some((s, last)) if s == stream && seq > last.wrapping_add(1));
+    around.last = Some((stream, seq));
+    if first {
+        // Written already; what was kept before it is in the file too.
+        around.recent.clear();
         return;
     }
-    a.taken.fetch_add(1, Ordering::Relaxed);
+    if around.after > 0 {
+        around.after -= 1;
+        write(a, frame, arrival_ns);
+        return;
+    }
+    if gap && around.gaps < MAX_GAPS {
+        around.gaps += 1;
+        around.after = AROUND - 1;
+        for (t, f) in &around.recent {
+            write(a, f, *t);
+        }
+        around.recent.clear();
+        write(a, frame, arrival_ns);
+        return;
+    }
+    if around.gaps < MAX_GAPS {
+        // Reuse the oldest buffer: no allocation per frame once full.
+        let mut buf = if around.recent.len() == AROUND {
+            around
+                .recent
+                .pop_front()
+                .map(|(_, b)| b)
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        buf.clear();
+        buf.extend_from_slice(frame);
+        around.recent.push_back((arrival_ns, buf));
+    }
+}
+
+/// Appends one frame record.
+fn write(a: &Active, frame: &[u8], arrival_ns: u64) {
     let kept = frame.len().min(SNAPLEN as usize);
     let mut out = a.capture.out.lock().unwrap_or_else(|e| e.into_inner());
     let record = [
@@ -164,6 +254,50 @@ mod tests {
             (1_700_000_000, 123_456_789, 60, 60)
         );
         assert_eq!(bytes.len(), 24 + 3 * 16 + 60 + 42 + 60);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// A test frame of stream 7 with sequence number `seq`.
+    fn test_frame(seq: u32) -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[42..44].copy_from_slice(&[0x4C, 0x52]);
+        f[44..46].copy_from_slice(&7u16.to_be_bytes());
+        f[46..50].copy_from_slice(&seq.to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn frames_around_a_gap_are_written_once() {
+        // Its own state, not the process-wide capture the other test installs.
+        let path = std::env::temp_dir().join(format!("lr-around-{}.pcap", std::process::id()));
+        let a = Active {
+            capture: Capture::create(&path, 2).unwrap(),
+            port: MacAddr([2, 0, 0, 0, 0, 8]),
+            taken: AtomicUsize::new(0),
+            written: AtomicU64::new(0),
+            around: Mutex::new(AroundLoss::default()),
+        };
+        // Frames 0..=19 arrive except 12 and 13.
+        let mut seqs: Vec<u32> = (0..20).filter(|s| *s != 12 && *s != 13).collect();
+        seqs.push(40); // and a second gap
+        for seq in seqs {
+            offer_to(&a, &test_frame(seq), seq as u64);
+        }
+        a.capture.out.lock().unwrap().flush().unwrap();
+        // The sequence numbers of the frames in the file, in order.
+        let bytes = std::fs::read(&path).unwrap();
+        let written: Vec<u32> = bytes[24..]
+            .chunks(16 + 60)
+            .map(|r| u32::from_be_bytes(r[16 + 46..16 + 50].try_into().unwrap()))
+            .collect();
+        // The first 2; at the gap the 4 kept before it (8..=11), 14 and
+        // the 3 after it (15..=17); at the second gap only 18 and 19 were
+        // kept (15..=17 are in the file already), then 40. No frame twice.
+        assert_eq!(
+            written,
+            vec![0, 1, 8, 9, 10, 11, 14, 15, 16, 17, 18, 19, 40]
+        );
         std::fs::remove_file(&path).unwrap();
     }
 }
