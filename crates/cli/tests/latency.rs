@@ -81,6 +81,14 @@ fn latency_is_measured_at_shares_of_the_throughput() {
     assert!(run.stdout.contains("RFC 2544 latency"), "{}", run.dump());
     assert!(run.stdout.contains("10 % NDR"), "{}", run.dump());
     assert!(run.stdout.contains("PDV99.9"), "{}", run.dump());
+    // The lab DUT's CPU load is recorded in every latency trial and shown.
+    assert!(run.stdout.contains("DUT CPU %"), "{}", run.dump());
+    for p in points {
+        for t in p["trials"].as_array().unwrap() {
+            let cpu = f(&t["dut_cpu"], "total_pct");
+            assert!((0.0..=100.0).contains(&cpu), "{t}");
+        }
+    }
 }
 
 #[test]

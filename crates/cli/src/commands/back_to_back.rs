@@ -103,7 +103,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                 let mut runner = EngineRunner {
                     engine: &mut s.bed.engine,
                     interrupt,
-                    cpu: None,
+                    cpu: s.cpu.as_ref(),
                 };
                 let found = find_throughput(&mut runner, frame, &tcfg, line_fps, &mut |p| {
                     progress::show(&p, line_fps);
@@ -128,7 +128,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         let mut runner = EngineRunner {
             engine: &mut s.bed.engine,
             interrupt,
-            cpu: None,
+            cpu: s.cpu.as_ref(),
         };
         let outcome = back_to_back::back_to_back(
             &mut runner,

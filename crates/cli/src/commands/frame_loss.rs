@@ -90,7 +90,7 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         let mut runner = EngineRunner {
             engine: &mut s.bed.engine,
             interrupt,
-            cpu: None,
+            cpu: s.cpu.as_ref(),
         };
         let outcome = if args.rfc2544 {
             frame_loss::rfc2544(&mut runner, frame, max_fps, step, duration, &mut on_step)

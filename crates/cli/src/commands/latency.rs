@@ -74,6 +74,11 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if let Some(why) = &bed.engine_reason {
         eprintln!("linerate: engine {} ({why})", bed.engine.config().name);
     }
+    // The lab DUT's CPU load in every trial, as rfc2544 records it.
+    let cpu = bed
+        .placement
+        .as_ref()
+        .and_then(|p| super::rfc2544::lab_cpu_meter(p, &[]));
     bed.engine.resolve()?;
 
     let mut rep = LatencyReport {
@@ -128,7 +133,7 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         let mut runner = EngineRunner {
             engine: &mut bed.engine,
             interrupt,
-            cpu: None,
+            cpu: cpu.as_ref(),
         };
         // Every finished trial of this size, kept for an interruption.
         let mut done: Vec<TrialResult> = Vec::new();

@@ -84,7 +84,7 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         let mut runner = EngineRunner {
             engine: &mut s.bed.engine,
             interrupt,
-            cpu: None,
+            cpu: s.cpu.as_ref(),
         };
         match mlrsearch::search(&mut runner, frame, &cfg, line_fps, &mut on_step) {
             Ok(result) => rep.results.push(result),

@@ -43,6 +43,8 @@ pub(crate) fn frame_sizes(size: &SizeArgs, default: &[u64]) -> Result<Vec<FrameS
 pub(crate) struct Session {
     pub bed: TestBed,
     pub run: RunInfo,
+    /// The lab DUT's CPU meter (every trial records the DUT's load).
+    pub cpu: Option<crate::dut_cpu::DutCpuMeter>,
 }
 
 /// Opens the ports for `frames`, prints what runs where (`what` names the
@@ -85,8 +87,12 @@ pub(crate) fn open(ports_args: &PortArgs, frames: &[FrameSize], what: &str) -> R
         engine: bed.engine.config().name.clone(),
         placement: bed.placement.clone(),
     };
+    let cpu = bed
+        .placement
+        .as_ref()
+        .and_then(|p| super::rfc2544::lab_cpu_meter(p, &[]));
     bed.engine.resolve()?;
-    Ok(Session { bed, run })
+    Ok(Session { bed, run, cpu })
 }
 
 /// Parses a rate option (`text` as given to `option`).

@@ -8,7 +8,7 @@ use crate::latency::LatencyReport;
 use crate::model::LatencySummary;
 use std::fmt::Write as _;
 
-const COLUMNS: [&str; 12] = [
+const COLUMNS: [&str; 13] = [
     "Frame",
     "Load",
     "Rate [fps]",
@@ -21,10 +21,24 @@ const COLUMNS: [&str; 12] = [
     "Max",
     "PDV99.9",
     "Lost",
+    "DUT CPU %",
 ];
 
 pub fn latency_table(report: &LatencyReport) -> String {
-    let mut rows: Vec<[String; 12]> = Vec::new();
+    let mut rows: Vec<[String; 13]> = Vec::new();
+    // The DUT's CPU load (total) over a load's trials, when measured.
+    let cpu = |p: &crate::latency::LatencyPoint| {
+        let v: Vec<f64> = p
+            .trials
+            .iter()
+            .filter_map(|t| t.dut_cpu.map(|c| c.total_pct))
+            .collect();
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.1}", v.iter().sum::<f64>() / v.len() as f64)
+        }
+    };
     let us = |ns: u64| format!("{:.1}", ns as f64 / 1000.0);
     let figures = |l: &Option<LatencySummary>, pdv: Option<u64>| -> [String; 8] {
         match l {
@@ -66,6 +80,7 @@ pub fn latency_table(report: &LatencyReport) -> String {
                 f[6].clone(),
                 f[7].clone(),
                 thousands(p.lost_frames),
+                cpu(p),
             ]);
         }
         if let Some(t) = &r.tester_latency_ns {
@@ -82,6 +97,7 @@ pub fn latency_table(report: &LatencyReport) -> String {
                 f[5].clone(),
                 f[6].clone(),
                 f[7].clone(),
+                String::new(),
                 String::new(),
             ]);
         }
