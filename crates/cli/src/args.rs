@@ -30,7 +30,7 @@ pub enum Command {
     Latency(LatencyArgs),
     /// The tester's own ceiling per engine and frame size, back to back (no DUT); stored and used to flag tester-limited results.
     Calibrate(CalibrateArgs),
-    /// Runs the tests of a scenario file (TOML) in order, e.g. a whole study: see docs/SCENARIO-FILES.md.
+    /// Runs the tests of a scenario file (TOML) in order, e.g. a whole study: see docs/TRAFFIC.md, "Scenario files".
     Run {
         /// The scenario file: [defaults] and [[test]] tables whose keys are the commands' long options.
         file: PathBuf,
