@@ -145,15 +145,3 @@ fn imix_throughput_table_has_a_column_per_pattern() {
         }
     }
 }
-
-fn nft_present() -> bool {
-    let ok = std::process::Command::new("nft")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("SKIPPED (needs nft, from the nftables package)");
-    }
-    ok
-}

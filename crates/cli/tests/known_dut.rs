@@ -8,18 +8,6 @@ mod common;
 
 use common::*;
 
-fn nft_present() -> bool {
-    let ok = std::process::Command::new("nft")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("SKIPPED (needs nft, from the nftables package)");
-    }
-    ok
-}
-
 fn trial(lab: &str, loss: &str, json: &TempFile) -> Run {
     linerate(&[
         "trial",

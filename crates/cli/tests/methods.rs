@@ -11,18 +11,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-fn nft_present() -> bool {
-    let ok = std::process::Command::new("nft")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("SKIPPED (needs nft, from the nftables package)");
-    }
-    ok
-}
-
 /// Packets beyond 20,000/s (after a 1,000-packet burst) dropped, counted.
 const POLICER: &str = "table ip t {
     chain c {

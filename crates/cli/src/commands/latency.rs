@@ -75,10 +75,7 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         eprintln!("linerate: engine {} ({why})", bed.engine.config().name);
     }
     // The lab DUT's CPU load in every trial, as rfc2544 records it.
-    let cpu = bed
-        .placement
-        .as_ref()
-        .and_then(|p| super::rfc2544::lab_cpu_meter(p, &[]));
+    let cpu = bed.lab_cpu_meter();
     bed.engine.resolve()?;
 
     let mut rep = LatencyReport {
@@ -122,14 +119,9 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     for f in &frames {
         let frame = f.largest();
         let line_fps = bed.line_rate_fps(f);
-        let bidir = bed.bidirectional;
-        let fps_of = |r| {
-            let fps = f.fps(r, line_bps);
-            match r {
-                Rate::PercentOfLine(_) if bidir => 2.0 * fps,
-                _ => fps,
-            }
-        };
+        // Resolved before the runner borrows the test bed.
+        let given_fps = rate.map(|r| bed.fps(f, r));
+        let max_fps = max_rate.map_or(line_fps, |r| bed.fps(f, r));
         let mut runner = EngineRunner {
             engine: &mut bed.engine,
             interrupt,
@@ -137,10 +129,9 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         };
         // Every finished trial of this size, kept for an interruption.
         let mut done: Vec<TrialResult> = Vec::new();
-        let (base_fps, base, throughput) = match rate {
-            Some(r) => (fps_of(r), "given", None),
+        let (base_fps, base, throughput) = match given_fps {
+            Some(fps) => (fps, "given", None),
             None => {
-                let max_fps = max_rate.map_or(line_fps, fps_of);
                 let mut cfg = ThroughputConfig::new(max_fps, search_duration);
                 cfg.resolution = resolution;
                 cfg.mix = f.mix().cloned();

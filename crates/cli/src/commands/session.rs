@@ -87,10 +87,7 @@ pub(crate) fn open(ports_args: &PortArgs, frames: &[FrameSize], what: &str) -> R
         engine: bed.engine.config().name.clone(),
         placement: bed.placement.clone(),
     };
-    let cpu = bed
-        .placement
-        .as_ref()
-        .and_then(|p| super::rfc2544::lab_cpu_meter(p, &[]));
+    let cpu = bed.lab_cpu_meter();
     bed.engine.resolve()?;
     Ok(Session { bed, run, cpu })
 }

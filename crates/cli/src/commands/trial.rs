@@ -55,10 +55,7 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         duration,
     };
     // The lab DUT's CPU load over the trial (the idle baseline first).
-    let cpu = bed
-        .placement
-        .as_ref()
-        .and_then(|p| super::rfc2544::lab_cpu_meter(p, &[]));
+    let cpu = bed.lab_cpu_meter();
     let sample = cpu.as_ref().map(|m| m.begin(duration));
     recorder.begin(RunInfo {
         command: "trial",

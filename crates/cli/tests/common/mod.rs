@@ -37,6 +37,20 @@ pub fn root_or_skip(test: &str) -> bool {
     }
 }
 
+/// True when nft (nftables) is installed; otherwise says loudly that the
+/// test needing it is skipped.
+pub fn nft_present() -> bool {
+    let ok = std::process::Command::new("nft")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("SKIPPED (needs nft, from the nftables package)");
+    }
+    ok
+}
+
 /// A lab or namespace stem unique to this process and call:
 /// `t<pid><tag><n>`, at most 12 characters (the lab name limit).
 pub fn unique(tag: &str) -> String {
