@@ -21,7 +21,9 @@
  * signature is written for every frame. The payload after the signature is
  * never modified by anyone and stays as the template made it.
  *
- * A trial may mix frame sizes (IMIX). The frame user space hands in is the
+ * A trial may mix frame sizes (IMIX), and a drop test sends two traffic
+ * classes (its own headers per class, and a stream id per class: the
+ * template index k picks both). The frame user space hands in is the
  * largest size; frame i takes size sequence[i % seq_len], and a smaller
  * size is made by cutting the tail (bpf_xdp_adjust_tail) and writing that
  * size's own headers (lengths, IP checksum) and checksum base. The kernel
@@ -60,8 +62,8 @@
  */
 #include "common.h"
 
-#define LR_MAX_SIZES 8  /* crates/wire mix.rs MAX_SIZES */
-#define LR_MAX_SEQ 128	/* crates/wire mix.rs MAX_SEQUENCE */
+#define LR_MAX_SIZES 16 /* crates/wire mix.rs MAX_SET_TEMPLATES */
+#define LR_MAX_SEQ 256	/* crates/wire mix.rs MAX_SET_SEQUENCE */
 #define LR_MAX_RANGES 6 /* crates/wire flows.rs MAX_RANGES */
 
 /* One varying field (crates/wire flows.rs FieldRange). */
@@ -97,6 +99,9 @@ struct gen_config {
 	__u8 sequence[LR_MAX_SEQ]; /* size index of each frame of a repetition */
 	/* Per size: Ethernet, IPv4, UDP (checksum ignored). */
 	__u8 headers[LR_MAX_SIZES][LR_SIG_OFFSET];
+	/* Per template: added to stream (a drop test's second traffic class
+	 * is counted as streams of its own). */
+	__u16 stream_add[LR_MAX_SIZES];
 	__u32 nranges;
 	__u32 pad2;
 	struct lr_range ranges[LR_MAX_RANGES];
@@ -189,9 +194,10 @@ int lr_generate(struct xdp_md *ctx)
 		return XDP_ABORTED;
 
 	__builtin_memcpy(data, cfg->headers[k], LR_SIG_OFFSET);
+	__u16 stream = cfg->stream + cfg->stream_add[k];
 	struct lr_signature *sig = data + LR_SIG_OFFSET;
 	sig->magic = bpf_htons(LR_MAGIC);
-	sig->stream = bpf_htons(cfg->stream);
+	sig->stream = bpf_htons(stream);
 	sig->seq = bpf_htonl(seq32);
 	sig->tx_ts = bpf_htonl(ts32);
 
@@ -240,7 +246,7 @@ int lr_generate(struct xdp_md *ctx)
 		c[1] = nc & 0xff;
 	}
 
-	__u32 sum = fold16(udp_delta) + cfg->csum_base[k] + cfg->stream + (seq32 >> 16) + (seq32 & 0xffff) +
+	__u32 sum = fold16(udp_delta) + cfg->csum_base[k] + stream + (seq32 >> 16) + (seq32 & 0xffff) +
 		    (ts32 >> 16) + (ts32 & 0xffff);
 	__u16 csum = ~fold16(sum) & 0xffff;
 	if (csum == 0)

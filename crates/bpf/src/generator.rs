@@ -16,7 +16,7 @@
 use crate::{as_bytes, bpf_object, load, map, read_words, BpfError};
 use libbpf_rs::{MapCore, MapFlags, Object, ProgramInput};
 use linerate_wire::flows::{Mode, MAX_RANGES};
-use linerate_wire::mix::{MAX_SEQUENCE, MAX_SIZES};
+use linerate_wire::mix::{MAX_SET_SEQUENCE as MAX_SEQUENCE, MAX_SET_TEMPLATES as MAX_SIZES};
 use linerate_wire::template::SIGNATURE_OFFSET;
 use linerate_wire::Flows;
 use linerate_wire::FrameSet;
@@ -53,6 +53,7 @@ struct GenConfig {
     pad: u16,
     sequence: [u8; MAX_SEQUENCE],
     headers: [[u8; SIGNATURE_OFFSET]; MAX_SIZES],
+    stream_add: [u16; MAX_SIZES],
     nranges: u32,
     pad2: u32,
     ranges: [Range; MAX_RANGES],
@@ -61,13 +62,14 @@ struct GenConfig {
 const _: () = assert!(
     std::mem::size_of::<GenConfig>()
         == 5 * 8
-            + 8 * 4
-            + 8 * 4
+            + MAX_SIZES * 4
+            + MAX_SIZES * 4
             + 4
             + 2
             + 2
             + MAX_SEQUENCE
             + MAX_SIZES * SIGNATURE_OFFSET
+            + MAX_SIZES * 2
             + 8
             + MAX_RANGES * 40
 );
@@ -97,6 +99,8 @@ pub struct GenTrial<'a> {
     /// Fields that vary per frame (at most `MAX_RANGES`).
     pub flows: &'a Flows,
     pub stream: u16,
+    /// Class `c` frames of the set carry stream `stream + c * class_stride`.
+    pub class_stride: u16,
     /// Frames in the trial.
     pub total: u64,
     /// Nanoseconds between frames (1e9 / rate).
@@ -165,6 +169,7 @@ impl XdpGenerator {
             pad: 0,
             sequence: [0; MAX_SEQUENCE],
             headers: [[0; SIGNATURE_OFFSET]; MAX_SIZES],
+            stream_add: [0; MAX_SIZES],
             nranges: trial.flows.ranges.len() as u32,
             pad2: 0,
             ranges: [Range::default(); MAX_RANGES],
@@ -199,6 +204,7 @@ impl XdpGenerator {
             cfg.csum_base[k] = t.checksum_base();
             cfg.trim[k] = (largest.len() - t.len()) as u32;
             cfg.headers[k].copy_from_slice(&t.bytes()[..SIGNATURE_OFFSET]);
+            cfg.stream_add[k] = trial.frames.template_classes()[k] as u16 * trial.class_stride;
         }
         cfg.sequence[..sequence.len()].copy_from_slice(sequence);
         let zero_state = [0u8; 48];

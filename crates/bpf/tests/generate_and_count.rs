@@ -148,6 +148,7 @@ fn every_generated_frame_is_counted_once() {
                     frames: &set,
                     flows: &flows,
                     stream,
+                    class_stride: 1,
                     total: frames,
                     interval_ns: 1e9 / fps,
                     give_up: Duration::from_secs(10),
@@ -213,6 +214,7 @@ fn two_generators_send_two_exact_streams() {
                 frames: &set,
                 flows: &flows,
                 stream: first + k as u16,
+                class_stride: 1,
                 total: shares[k],
                 interval_ns: 1e9 / 5e4, // 100 000 frames/s in all
                 give_up: Duration::from_secs(10),
@@ -260,8 +262,9 @@ fn two_generators_send_two_exact_streams() {
 }
 
 /// The in-kernel generator builds, byte for byte, the frames the
-/// user-space generator builds: every size of a mix, every flow field and
-/// both checksums (the timestamp taken from the received frame, the one
+/// user-space generator builds: every size of a mix, both traffic classes
+/// of a drop test (headers and stream ids), every flow field and both
+/// checksums (the timestamp taken from the received frame, the one
 /// thing no one can predict).
 #[test]
 fn kernel_frames_match_user_space_frames_for_mixes_and_flows() {
@@ -275,13 +278,24 @@ fn kernel_frames_match_user_space_frames_for_mixes_and_flows() {
     let home = ns.enter();
     let run = || {
         let mix = linerate_wire::FrameMix::parse("genome:agdab").unwrap();
-        let set = FrameSet::new(&flow(), &mix);
+        // Both traffic classes of a drop test: the second from another
+        // source address, counted as streams 9 + 3 (class stride 3).
+        let set = FrameSet::two_classes(
+            FrameSet::new(&flow(), &mix),
+            FrameSet::new(
+                &linerate_wire::FlowSpec {
+                    src_ip: std::net::Ipv4Addr::new(198, 18, 0, 200),
+                    ..flow()
+                },
+                &mix,
+            ),
+        );
         let flows = linerate_wire::Flows::parse(
             &[
                 "dst-ip=198.19.0.2..198.19.0.254",
                 "src-port=53..1000/random",
                 "dst-port=100..110",
-                "src-ip=198.18.0.2..198.18.0.200/dec/step=3",
+                "src-mac=02:00:00:00:00:10..02:00:00:00:00:f0/dec/step=3",
                 "dst-mac=02:00:00:00:00:02..02:00:00:00:01:02/random",
             ]
             .map(String::from),
@@ -336,6 +350,7 @@ fn kernel_frames_match_user_space_frames_for_mixes_and_flows() {
                 frames: &set,
                 flows: &flows,
                 stream: 9,
+                class_stride: 3,
                 total,
                 interval_ns: 1e9 / 20_000.0,
                 give_up: Duration::from_secs(10),
@@ -369,7 +384,7 @@ fn kernel_frames_match_user_space_frames_for_mixes_and_flows() {
             let len = t.write(
                 &mut want,
                 linerate_wire::Signature {
-                    stream: 9,
+                    stream: 9 + 3 * set.class_of(seq as u64) as u16,
                     seq,
                     tx_ts,
                 },

@@ -139,6 +139,9 @@ pub struct PortArgs {
     /// Both ports send and receive at once (RFC 2544 bidirectional). Rates are totals over both directions, so --rate 100% fills both links; results are summed and kept per direction.
     #[arg(long, conflicts_with = "ranges")]
     pub bidirectional: bool,
+    /// A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab.
+    #[arg(long, value_name = "IP", conflicts_with = "bidirectional")]
+    pub drop_from: Option<std::net::Ipv4Addr>,
 }
 
 #[derive(Args, Debug)]

@@ -159,6 +159,7 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
     let cfg = EngineConfig {
         flows,
         bidirectional: args.bidirectional,
+        drop_from: args.drop_from,
         straggler_wait,
         tester_cpus: placement
             .as_ref()

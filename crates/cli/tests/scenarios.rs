@@ -204,7 +204,7 @@ fn scenarios_that_cannot_run_fail_cleanly() {
         return;
     }
     for (spec, needle) in [
-        ("drop-test", "not available yet"),
+        ("drop-test+drop-test", "more than once"),
         ("acl:100001", "0 to 100000"),
         ("routes:x", "whole number"),
         ("lan-lan+wan-lan", "choose one"),

@@ -42,6 +42,8 @@ impl Clock {
 /// One trial's sending job.
 pub struct SendJob<'a> {
     /// The frames: frame `n` of each stream is built from `frames.get(n)`.
+    /// A set of two traffic classes doubles the streams: class 1 frames of
+    /// thread k carry stream `stream + streams + k`.
     pub frames: &'a FrameSet,
     /// Fields rewritten in frame `n` (`flows.apply(frame, n)`).
     pub flows: &'a Flows,
@@ -88,6 +90,10 @@ pub trait Receiver: Send {
     ) -> Result<Counted, EngineError>;
     /// The clock arrivals are stamped with.
     fn clock(&self) -> Clock;
+    /// Most streams one trial may count.
+    fn max_streams(&self) -> u16 {
+        u16::MAX
+    }
     /// Largest frame (without FCS) this receiver takes.
     fn max_frame_len(&self) -> usize;
 }
@@ -107,6 +113,7 @@ impl<T: TxQueue> Transmitter for QueueTx<T> {
             frames: job.frames,
             flows: job.flows,
             stream: job.stream,
+            class_stride: job.streams,
             pacer: job.pacer,
             give_up_after: job.give_up_after,
             start_clock_ns: job.clock.now_ns(),

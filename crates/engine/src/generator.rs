@@ -21,6 +21,9 @@ const SPIN_BELOW: Duration = Duration::from_micros(200);
 pub struct Sent {
     /// Frames handed to the port and accepted by it.
     pub frames: u64,
+    /// The same per generator thread (stream), in order: thread k sent
+    /// frames `0 .. per_thread[k]` of its own sequence.
+    pub per_thread: Vec<u64>,
     /// From the first frame's scheduled time to when the last left.
     pub send_time: Duration,
     /// Furthest the generator fell behind its schedule (it did not run, or
@@ -33,7 +36,9 @@ pub struct Schedule<'a> {
     pub frames: &'a FrameSet,
     /// Fields rewritten per frame (flows); empty for one flow.
     pub flows: &'a Flows,
+    /// Stream id of class 0; class `c` frames carry `stream + c * class_stride`.
     pub stream: u16,
+    pub class_stride: u16,
     pub pacer: Pacer,
     /// Stop sending at this point even if frames remain (they count as lost).
     pub give_up_after: Duration,
@@ -64,10 +69,12 @@ pub fn generate<T: TxQueue>(
             let queued = tx.queue(want, |i, buf| {
                 let n = seq + i as u64;
                 let ts = s.start_clock_ns + s.pacer.scheduled_ns(n);
-                let len = s.frames.get(n).write(
+                let k = s.frames.template_index(n);
+                let class = s.frames.template_classes()[k] as u16;
+                let len = s.frames.templates()[k].write(
                     buf,
                     Signature {
-                        stream: s.stream,
+                        stream: s.stream.wrapping_add(class * s.class_stride),
                         seq: n as u32,
                         tx_ts: ts as u32,
                     },
@@ -90,6 +97,7 @@ pub fn generate<T: TxQueue>(
     let refused = tx.drain(Duration::from_secs(5))?;
     Ok(Sent {
         frames: seq - refused,
+        per_thread: vec![seq - refused],
         send_time: s.start.elapsed(),
         max_stall,
     })

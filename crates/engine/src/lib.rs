@@ -57,11 +57,21 @@ pub enum EngineError {
     TxThreads,
     #[error("--tx-threads {asked} is more than the {max} streams the receiver counts per trial: use at most {max}")]
     TooManyTxThreads { asked: u16, max: u16 },
+    #[error("a drop test sends from port A only: leave out --bidirectional")]
+    DropTestBidirectional,
+    #[error("--range src-ip rewrites the source address that marks a drop test's dropped half: vary another field (dst-ip, ports)")]
+    DropTestSourceRange,
     #[error("interrupted")]
     Interrupted,
     #[error("a tester thread failed: {0}")]
     Thread(String),
 }
+
+/// In a drop test, once every legitimate frame is in, the straggler wait
+/// ends after this long without a frame arriving: frames the DUT leaks
+/// from the dropped class come within it (they travel with the rest), and
+/// a DUT that drops them all is not waited on for the whole straggler wait.
+const LEAK_QUIET: Duration = Duration::from_millis(20);
 
 /// How the engine behaves between and around trials.
 #[derive(Debug, Clone)]
@@ -84,6 +94,11 @@ pub struct EngineConfig {
     /// Both ports send and receive at once, each at half the trial's
     /// rate; the result sums both directions and keeps each apart.
     pub bidirectional: bool,
+    /// A drop test: every other frame from A comes from this source
+    /// address, which the DUT is configured to drop. Those frames are
+    /// counted apart (as streams of their own) and reported as intended
+    /// drops, not loss.
+    pub drop_from: Option<std::net::Ipv4Addr>,
 }
 
 impl EngineConfig {
@@ -132,6 +147,7 @@ impl Default for EngineConfig {
             tx_threads: 1,
             flows: linerate_wire::Flows::default(),
             bidirectional: false,
+            drop_from: None,
         }
     }
 }
@@ -179,6 +195,11 @@ impl Engine {
     }
     pub fn config(&self) -> &EngineConfig {
         &self.cfg
+    }
+
+    /// Makes the trials drop tests (see [`EngineConfig::drop_from`]).
+    pub fn set_drop_from(&mut self, source: Option<std::net::Ipv4Addr>) {
+        self.cfg.drop_from = source;
     }
 
     /// Checks that frames of `frame` bytes fit both ports.
@@ -230,13 +251,18 @@ impl Engine {
             }
             .clamp(10_000, 100_000);
             let fps = 10_000.0;
+            // Learning frames are all legitimate: a DUT's neighbour table
+            // needs no frames it drops.
+            let drop_from = self.cfg.drop_from.take();
             let spec = TrialSpec {
                 frame: linerate_wire::FrameSize::from_frame(64).expect("64 is a frame size"),
                 mix: None,
                 intended_fps: fps,
                 duration: Duration::from_secs_f64(frames as f64 / fps),
             };
-            self.run(Some(&spec), &quiet)?;
+            let learned = self.run(Some(&spec), &quiet);
+            self.cfg.drop_from = drop_from;
+            learned?;
             // The DUT answers the last ARP replies at its own pace.
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -279,11 +305,33 @@ impl Engine {
                 }
             });
         }
+        // A drop test's second class is counted as streams of its own.
+        let drop_from = self.cfg.drop_from.filter(|_| spec.is_some());
+        if drop_from.is_some() && self.cfg.bidirectional {
+            return Err(EngineError::DropTestBidirectional);
+        }
+        if drop_from.is_some()
+            && self
+                .cfg
+                .flows
+                .range(linerate_wire::flows::Field::SrcIp)
+                .is_some()
+        {
+            return Err(EngineError::DropTestSourceRange);
+        }
+        let classes: u16 = if drop_from.is_some() { 2 } else { 1 };
+        let rx_max = self.b.port.rx.max_streams();
+        if spec.is_some() && threads * classes > rx_max {
+            return Err(EngineError::TooManyTxThreads {
+                asked: threads,
+                max: rx_max / classes,
+            });
+        }
         let range = StreamRange {
             first: self.next_stream,
-            count: threads,
+            count: threads * classes,
         };
-        self.next_stream = self.next_stream.wrapping_add(threads);
+        self.next_stream = self.next_stream.wrapping_add(range.count);
         // Both directions at once: B sends streams of its own, counted at A.
         let bidir = self.cfg.bidirectional && spec.is_some();
         let range_rev = if bidir {
@@ -397,7 +445,7 @@ impl Engine {
                 Some(mix) => FrameSet::new(flow, mix),
                 None => FrameSet::single(FrameTemplate::new(flow, spec.frame)),
             };
-            let frames_ab = frames_for(&FlowSpec {
+            let flow_ab = FlowSpec {
                 src_mac: info_a.mac,
                 dst_mac: gw_a.expect("resolved above"),
                 src_ip: host_a.ip,
@@ -405,7 +453,14 @@ impl Engine {
                 src_port: DEFAULT_UDP_PORT,
                 dst_port: DEFAULT_UDP_PORT,
                 ttl: 64,
-            });
+            };
+            let frames_ab = match drop_from {
+                None => frames_for(&flow_ab),
+                Some(src_ip) => FrameSet::two_classes(
+                    frames_for(&flow_ab),
+                    frames_for(&FlowSpec { src_ip, ..flow_ab }),
+                ),
+            };
             let frames_ba = frames_for(&FlowSpec {
                 src_mac: info_b.mac,
                 dst_mac: gw_b.expect("resolved above"),
@@ -474,15 +529,39 @@ impl Engine {
             };
 
             // Stragglers: wait until every sent frame arrived, or the wait is over.
+            // A drop test's second class is not expected back.
+            let expected_b: u64 = sent
+                .per_thread
+                .iter()
+                .map(|&n| frames_ab.frames_of_class(n, 0))
+                .sum();
             let all_in = || {
-                signals_b.received.load(Ordering::Acquire) >= sent.frames
+                signals_b.received.load(Ordering::Acquire) >= expected_b
                     && sent_rev
                         .as_ref()
                         .is_none_or(|r| signals_a.received.load(Ordering::Acquire) >= r.frames)
             };
+            // A drop test's dropped class never arrives from a DUT that
+            // drops it, so it cannot be waited for; frames it leaks come
+            // in order with the rest, so once the legitimate class is in,
+            // the wait goes on until nothing has arrived for LEAK_QUIET.
+            let mut last_count = (signals_b.received.load(Ordering::Acquire), Instant::now());
+            let done = |last: &mut (u64, Instant)| {
+                if !all_in() {
+                    return false;
+                }
+                if drop_from.is_none() {
+                    return true;
+                }
+                let now = signals_b.received.load(Ordering::Acquire);
+                if now != last.0 {
+                    *last = (now, Instant::now());
+                }
+                last.1.elapsed() >= LEAK_QUIET
+            };
             let wait_from = Instant::now();
             while wait_from.elapsed() < cfg.straggler_wait
-                && !all_in()
+                && !done(&mut last_count)
                 && !interrupt.load(Ordering::Relaxed)
                 && !rx_b.is_finished()
                 && !rx_a.is_finished()
@@ -495,7 +574,7 @@ impl Engine {
             if interrupt.load(Ordering::Relaxed) {
                 return Err(EngineError::Interrupted);
             }
-            let mut ab = summarize(&spec_dir, pacer.total(), &sent, &counted_b, cfg);
+            let mut ab = summarize(&spec_dir, &frames_ab, &sent, &counted_b, cfg);
             let result = match sent_rev {
                 None => {
                     // Stray frames on A (the sending port) are as telling as on B.
@@ -503,7 +582,7 @@ impl Engine {
                     ab
                 }
                 Some(rev) => {
-                    let ba = summarize(&spec_dir, pacer.total(), &rev, &counted_a, cfg);
+                    let ba = summarize(&spec_dir, &frames_ba, &rev, &counted_a, cfg);
                     both_directions(spec, ab, ba)
                 }
             };
@@ -568,24 +647,48 @@ fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult) -> TrialR
         stray_frames: ab.stray_frames + ba.stray_frames,
         directions: Vec::new(),
         dut_cpu: None,
+        policy_drops: None,
         ..ab.clone()
     }
     .with_directions(vec![ab, ba])
 }
 
-/// Turns the counts of one trial into its result record.
+/// Turns the counts of one trial into its result record. With two
+/// traffic classes (a drop test) the counts are the legitimate class's and
+/// the other class becomes [`PolicyDrops`](linerate_results::PolicyDrops).
 fn summarize(
     spec: &TrialSpec,
-    intended_frames: u64,
+    frames: &FrameSet,
     sent: &generator::Sent,
     counted: &Counted,
     cfg: &EngineConfig,
 ) -> TrialResult {
-    let mut total = StreamStats::default();
-    for s in &counted.streams {
-        total.merge(s);
+    // Thread k sent frames 0 .. sent[k] of its own sequence, of its share
+    // of the schedule; stream k counts class 0, stream threads + k class 1.
+    let threads = sent.per_thread.len().max(1);
+    let total = Pacer::new(spec.intended_fps, spec.duration).total();
+    let of_class = |class: u8, frames_per_thread: &mut dyn Iterator<Item = u64>| -> u64 {
+        frames_per_thread
+            .map(|n| frames.frames_of_class(n, class))
+            .sum()
+    };
+    let shares = || (0..threads as u16).map(|k| xdp::share(total, threads as u16, k));
+    let intended_frames = of_class(0, &mut shares());
+    let tx_frames = of_class(0, &mut sent.per_thread.iter().copied());
+    let mut legit = StreamStats::default();
+    for s in counted.streams.iter().take(threads) {
+        legit.merge(s);
     }
-    let rx = total.received();
+    let policy_drops = (frames.classes() > 1).then(|| linerate_results::PolicyDrops {
+        tx_frames: of_class(1, &mut sent.per_thread.iter().copied()),
+        leaked_frames: counted
+            .streams
+            .iter()
+            .skip(threads)
+            .map(StreamStats::received)
+            .sum(),
+    });
+    let rx = legit.received();
     let lost = intended_frames.saturating_sub(rx);
     let duration_s = spec.duration.as_secs_f64();
     let send_s = sent.send_time.as_secs_f64().max(duration_s);
@@ -603,7 +706,7 @@ fn summarize(
             0.0
         },
         intended_frames,
-        tx_frames: sent.frames,
+        tx_frames,
         rx_frames: rx,
         lost_frames: lost,
         loss_ratio: if intended_frames > 0 {
@@ -611,15 +714,16 @@ fn summarize(
         } else {
             0.0
         },
-        reordered: total.reordered(),
-        duplicated: total.duplicated(),
-        latency_ns: total.latency(),
-        generator_short: sent.frames < intended_frames,
+        reordered: legit.reordered(),
+        duplicated: legit.duplicated(),
+        latency_ns: legit.latency(),
+        generator_short: sent.frames < total,
         generator_max_stall_ns: Some(sent.max_stall.as_nanos() as u64),
         tester_rx_drops: counted.ring_drops,
         stray_frames: counted.stray,
         engine: cfg.name.clone(),
         dut_cpu: None,
+        policy_drops,
     }
 }
 

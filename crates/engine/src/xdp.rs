@@ -82,6 +82,7 @@ impl Transmitter for XdpTransmitter {
                 frames: job.frames,
                 flows: job.flows,
                 stream: job.stream.wrapping_add(k as u16),
+                class_stride: n,
                 total: share(total, n, k as u16),
                 interval_ns: job.pacer.interval_ns() * n as f64,
                 give_up: job.give_up_after,
@@ -124,6 +125,7 @@ impl Transmitter for XdpTransmitter {
         // Frames: all threads'; send time: the longest thread's.
         Ok(Sent {
             frames: progress.iter().map(|p| p.sent).sum(),
+            per_thread: progress.iter().map(|p| p.sent).collect(),
             send_time: progress
                 .iter()
                 .map(|p| Duration::from_nanos(p.last_ns.saturating_sub(p.start_ns)))
@@ -197,6 +199,7 @@ fn run_one(
 /// ARP (the counter passes every frame that is not a test frame).
 pub struct XdpReceiver<R> {
     counter: XdpCounter,
+    max_streams: u16,
     control: R,
     max_frame_len: usize,
 }
@@ -212,6 +215,7 @@ impl<R: RxQueue> XdpReceiver<R> {
         })??;
         Ok(XdpReceiver {
             counter,
+            max_streams,
             control,
             max_frame_len: port.max_frame_len,
         })
@@ -255,6 +259,10 @@ impl<R: RxQueue> Receiver for XdpReceiver<R> {
 
     fn clock(&self) -> Clock {
         Clock::Monotonic
+    }
+
+    fn max_streams(&self) -> u16 {
+        self.max_streams
     }
 
     fn max_frame_len(&self) -> usize {

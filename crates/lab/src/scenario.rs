@@ -23,7 +23,11 @@
 //! - `tunnel:vxlan|wireguard|ipsec[:suite]|gre`: a second DUT and a WAN
 //!   link, the tunnel across it (see `scenario/tunnel.rs`).
 //! - `xdp-router`: the DUT forwards with an XDP program.
-//! - `drop-test`: not yet (needs multi-flow traffic).
+//! - `drop-test`: a counted nftables rule that drops everything from
+//!   [`DROP_SOURCE`]; the tester sends every other frame from there (the
+//!   100GE report's "DDoS drop test": half the traffic dropped by policy)
+//!   and reports those frames as intended drops, apart from the loss of
+//!   the legitimate half.
 
 mod ipsec;
 mod nft;
@@ -53,7 +57,13 @@ pub enum Part {
     Routes(u32),
     Tunnel(TunnelKind),
     XdpRouter,
+    DropTest,
 }
+
+/// The source address of a drop test's dropped half: on tester A's subnet
+/// (198.18.0.0/24), so the DUT's reverse-path filter accepts it and only
+/// the policy drops it, and outside every other rule's match.
+pub const DROP_SOURCE: std::net::Ipv4Addr = std::net::Ipv4Addr::new(198, 18, 0, 200);
 
 /// A scenario: parts joined with `+`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,8 +90,6 @@ pub enum ScenarioError {
         max: u32,
         example: &'static str,
     },
-    #[error("--scenario drop-test is not available yet: it needs multi-flow traffic from the engine (half the flows dropped by policy, the other half measured); run the other scenarios for now")]
-    DropTestNotYet,
     #[error("--scenario '{spec}': {reason}")]
     Conflict { spec: String, reason: String },
 }
@@ -132,6 +140,7 @@ impl Scenario {
             ("routes", count(|p| matches!(p, Part::Routes(_)))),
             ("tunnel", count(|p| matches!(p, Part::Tunnel(_)))),
             ("xdp-router", count(|p| matches!(p, Part::XdpRouter))),
+            ("drop-test", count(|p| matches!(p, Part::DropTest))),
         ] {
             if n > 1 {
                 return Err(conflict(&format!("{name} appears more than once")));
@@ -139,10 +148,15 @@ impl Scenario {
         }
         let has = |f: fn(&Part) -> bool| count(f) > 0;
         if has(|p| matches!(p, Part::XdpRouter))
-            && has(|p| matches!(p, Part::Acl(_) | Part::Firewall(_) | Part::WanLan))
+            && has(|p| {
+                matches!(
+                    p,
+                    Part::Acl(_) | Part::Firewall(_) | Part::WanLan | Part::DropTest
+                )
+            })
         {
             return Err(conflict(
-                "xdp-router forwards before nftables sees a packet, so acl, firewall and wan-lan (nftables) would not apply: combine xdp-router only with routes:N",
+                "xdp-router forwards before nftables sees a packet, so acl, firewall, wan-lan and drop-test (nftables) would not apply: combine xdp-router only with routes:N",
             ));
         }
         if has(|p| matches!(p, Part::Tunnel(_)))
@@ -197,6 +211,9 @@ impl Scenario {
                     thousands(*n),
                     plural(*n, "route", "routes")
                 )),
+                Part::DropTest => Some(format!(
+                    "a policy dropping half the test traffic (everything from {DROP_SOURCE})"
+                )),
                 _ => None,
             })
             .collect();
@@ -220,6 +237,7 @@ impl Scenario {
             nat: false,
             rule_counter: None,
             xdp: None,
+            drop_rule: false,
         };
         let dut = lab.dut_netns().to_string();
         let not_in_effect = |detail: String| LabError::NotInEffect {
@@ -257,6 +275,12 @@ impl Scenario {
                 Part::Routes(n) => {
                     let check = routes::load(&dut, n).map_err(not_in_effect_or(self))?;
                     applied.checks.push(check);
+                }
+                Part::DropTest => {
+                    let check =
+                        nft::drop_from(&dut, DROP_SOURCE).map_err(not_in_effect_or(self))?;
+                    applied.checks.push(check);
+                    applied.drop_rule = true;
                 }
                 Part::XdpRouter => {
                     let (router, check) = xdp::attach(lab).map_err(not_in_effect_or(self))?;
@@ -307,7 +331,7 @@ fn parse_part(piece: &str) -> Result<Part, ScenarioError> {
         ("lan-lan", None) => Ok(Part::LanLan),
         ("wan-lan", None) => Ok(Part::WanLan),
         ("xdp-router", None) => Ok(Part::XdpRouter),
-        ("drop-test", None) => Err(ScenarioError::DropTestNotYet),
+        ("drop-test", None) => Ok(Part::DropTest),
         // 0 is the permit line alone: the filter's fixed cost.
         ("acl", Some(v)) => {
             count(v, "the count of non-matching lines", 0, MAX_RULES, "acl:12").map(Part::Acl)
@@ -339,6 +363,8 @@ pub struct Applied {
     /// every forwarded packet went past them.
     rule_counter: Option<u32>,
     xdp: Option<xdp::Router>,
+    /// A drop test's drop rule is loaded (its counter is read after traffic).
+    drop_rule: bool,
 }
 
 /// Counters of one interface.
@@ -376,6 +402,17 @@ impl Applied {
                 "{packets} packets were tested against all {n} rules before the permit rule"
             ));
         }
+        if self.drop_rule {
+            let packets = self.dropped_by_policy(lab)?;
+            if packets == 0 {
+                return Err(fail(format!(
+                    "the drop rule for {DROP_SOURCE} counted no packet: the drop class did not reach the policy"
+                )));
+            }
+            seen.push(format!(
+                "{packets} packets from {DROP_SOURCE} dropped by the drop-test rule"
+            ));
+        }
         if let Some(router) = &self.xdp {
             seen.push(router.traffic_seen().map_err(fail)?);
         }
@@ -383,6 +420,20 @@ impl Applied {
             seen.push(t.traffic_seen().map_err(fail)?);
         }
         Ok(seen)
+    }
+
+    /// The source address whose frames the DUT drops by policy, when this
+    /// is a drop test: the tester sends every other frame from it.
+    pub fn drop_from(&self) -> Option<std::net::Ipv4Addr> {
+        self.drop_rule.then_some(DROP_SOURCE)
+    }
+
+    /// Packets the drop test's rule has dropped so far (its nft counter).
+    pub fn dropped_by_policy(&self, lab: &Lab) -> Result<u64, LabError> {
+        nft::drop_count(lab.dut_netns()).map_err(|e| LabError::NotInEffect {
+            scenario: self.scenario.spec.clone(),
+            detail: e.to_string(),
+        })
     }
 
     /// Whether the data path runs in user space (so the DUT's CPU load must
@@ -507,7 +558,8 @@ mod tests {
             ("acl:1+acl:2", "more than once"),
             ("xdp-router+acl:3", "nftables"),
             ("tunnel:vxlan+wan-lan", "tunnel scenario"),
-            ("drop-test", "not available yet"),
+            ("drop-test+drop-test", "more than once"),
+            ("xdp-router+drop-test", "nftables"),
         ] {
             let err = Scenario::parse_list(text).unwrap_err().to_string();
             assert!(err.contains(needle), "{text}: {err}");

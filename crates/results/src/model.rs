@@ -126,6 +126,24 @@ pub struct TrialResult {
     /// The DUT's CPU load during the trial, when it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dut_cpu: Option<DutCpu>,
+    /// A drop test's second traffic class: frames the DUT is configured to
+    /// drop. In a drop test the frame counts above, the loss and the
+    /// latency are the legitimate class's alone, while `intended_fps` and
+    /// `offered_fps` are the offered load of both classes together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_drops: Option<PolicyDrops>,
+}
+
+/// The traffic of a drop test that the DUT's policy should drop (the
+/// 100GE report's "DDoS drop test"): kept apart from the loss of the
+/// legitimate traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyDrops {
+    /// Frames of the drop class the tester sent: intended drops.
+    pub tx_frames: u64,
+    /// Of those, frames that came through the DUT: its policy let them
+    /// pass. Not loss; a failure of the configuration under test.
+    pub leaked_frames: u64,
 }
 
 /// DUT CPU load, as the Cisco report shows it beside each rate.

@@ -310,6 +310,9 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
             t.engine
         ),
     };
+    if t.policy_drops.is_some() {
+        out.push_str("  drop test: every other frame is of the drop class; rates count both classes,\n  frame counts, loss and latency only the legitimate one\n");
+    }
     let _ = writeln!(
         out,
         "  intended    {:>15} frames/s  {:>15} frames",
@@ -345,6 +348,14 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
         thousands(t.lost_frames),
         loss_percent(t.loss_ratio)
     );
+    if let Some(p) = &t.policy_drops {
+        let _ = writeln!(
+            out,
+            "  dropped by policy {:>9} frames: the drop class, sent to be dropped (not loss); {} leaked through the DUT",
+            thousands(p.tx_frames),
+            thousands(p.leaked_frames)
+        );
+    }
     for (d, name) in t.directions.iter().zip(["A -> B", "B -> A"]) {
         let _ = writeln!(
             out,
@@ -393,6 +404,13 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
                 thousands(burst.round() as u64)
             );
         }
+    }
+    if let Some(p) = t.policy_drops.filter(|p| p.leaked_frames > 0) {
+        let _ = writeln!(
+            out,
+            "WARNING: {} frames of the drop class came through the DUT: its drop policy is not (fully) in effect.",
+            thousands(p.leaked_frames)
+        );
     }
     if t.generator_short {
         let share = if t.intended_fps > 0.0 {

@@ -105,6 +105,16 @@ pub fn loss_sweep_table(r: &LossSweepReport) -> String {
     }
     for row in &r.rows {
         let _ = writeln!(out, "  {}: {}", row.name, row.description);
+        let drops = row.trials.iter().flatten().filter_map(|t| t.policy_drops);
+        let (sent, leaked) = drops.fold((0, 0), |(s, l), p| (s + p.tx_frames, l + p.leaked_frames));
+        if sent > 0 {
+            let _ = writeln!(
+                out,
+                "    drop test: % counts only the frames not supposed to be dropped; {} frames were sent to be dropped by policy, {} of them leaked through",
+                crate::report::thousands(sent),
+                crate::report::thousands(leaked)
+            );
+        }
     }
     out
 }
@@ -123,6 +133,7 @@ mod tests {
 
     fn trial(loss_ratio: f64) -> TrialResult {
         TrialResult {
+            policy_drops: None,
             frame_size: 64,
             mix: None,
             flows: Vec::new(),

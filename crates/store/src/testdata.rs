@@ -10,6 +10,7 @@ fn trial(size: u16, fps: f64, loss_ratio: f64) -> TrialResult {
     let intended = fps as u64;
     let lost = (intended as f64 * loss_ratio) as u64;
     TrialResult {
+        policy_drops: None,
         frame_size: size,
         mix: None,
         flows: Vec::new(),

@@ -341,12 +341,29 @@ impl Frames {
     }
 }
 
+/// Most templates a [`FrameSet`] holds: every size of a mix, in each of
+/// two traffic classes.
+pub const MAX_SET_TEMPLATES: usize = 2 * MAX_SIZES;
+/// Longest repetition of a [`FrameSet`]: a mix's sequence, once per class.
+pub const MAX_SET_SEQUENCE: usize = 2 * MAX_SEQUENCE;
+
 /// A trial's frames: one template per size and the order frames take them
 /// in (frame `n` is built from `get(n)`). A single size is a set of one.
+///
+/// A set may hold two traffic classes (a drop test: class 0 is the
+/// legitimate traffic, class 1 the traffic the DUT is configured to drop).
+/// The generator gives class `c` the stream id `stream + c * streams`, so
+/// the receiver counts each class apart. Frame `n` keeps its sequence
+/// number `n` whatever its class, so a class sees only its own numbers
+/// (every other one); counts stay exact, since they are counts of distinct
+/// numbers, and [`frames_of_class`](Self::frames_of_class) says how many
+/// of the first `n` frames each class has.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FrameSet {
     templates: Vec<FrameTemplate>,
     sequence: Vec<u8>,
+    /// The traffic class of each template (all 0 in a one-class set).
+    classes: Vec<u8>,
 }
 
 impl FrameSet {
@@ -355,6 +372,7 @@ impl FrameSet {
         FrameSet {
             templates: vec![template],
             sequence: vec![0],
+            classes: vec![0],
         }
     }
 
@@ -367,17 +385,75 @@ impl FrameSet {
                 .map(|&s| FrameTemplate::new(flow, s))
                 .collect(),
             sequence: mix.sequence.clone(),
+            classes: vec![0; mix.sizes.len()],
+        }
+    }
+
+    /// Two classes taking turns frame by frame: `legit` (class 0) on even
+    /// frames, `other` (class 1) on odd ones, each in its own set's order
+    /// of sizes, so both classes have the same sizes in the same shares.
+    /// Both must be one-class sets of the same sizes (the same set built
+    /// for two flows).
+    pub fn two_classes(legit: FrameSet, other: FrameSet) -> FrameSet {
+        assert_eq!(
+            legit.sequence, other.sequence,
+            "the same sizes in both classes"
+        );
+        assert!(legit.classes() == 1 && other.classes() == 1);
+        let k = legit.templates.len() as u8;
+        let sequence = legit.sequence.iter().flat_map(|&s| [s, s + k]).collect();
+        let classes = [vec![0; k as usize], vec![1; k as usize]].concat();
+        let mut templates = legit.templates;
+        templates.extend(other.templates);
+        FrameSet {
+            templates,
+            sequence,
+            classes,
         }
     }
 
     /// The template of frame `n` of a stream.
     #[inline]
     pub fn get(&self, n: u64) -> &FrameTemplate {
+        &self.templates[self.template_index(n)]
+    }
+
+    /// The index into [`templates`](Self::templates) of frame `n`.
+    #[inline]
+    pub fn template_index(&self, n: u64) -> usize {
         if self.templates.len() == 1 {
-            return &self.templates[0];
+            return 0;
         }
         let slot = (n % self.sequence.len() as u64) as usize;
-        &self.templates[self.sequence[slot] as usize]
+        self.sequence[slot] as usize
+    }
+
+    /// The traffic class of frame `n`.
+    #[inline]
+    pub fn class_of(&self, n: u64) -> u8 {
+        self.classes[self.template_index(n)]
+    }
+
+    /// The traffic class of each template.
+    pub fn template_classes(&self) -> &[u8] {
+        &self.classes
+    }
+
+    /// How many traffic classes the set sends (1 or 2).
+    pub fn classes(&self) -> u8 {
+        self.classes.iter().max().map_or(1, |&c| c + 1)
+    }
+
+    /// How many of frames `0 .. n` belong to `class`.
+    pub fn frames_of_class(&self, n: u64, class: u8) -> u64 {
+        let in_class = |slots: &[u8]| {
+            slots
+                .iter()
+                .filter(|&&t| self.classes[t as usize] == class)
+                .count() as u64
+        };
+        let len = self.sequence.len() as u64;
+        (n / len) * in_class(&self.sequence) + in_class(&self.sequence[..(n % len) as usize])
     }
 
     pub fn templates(&self) -> &[FrameTemplate] {
@@ -631,5 +707,46 @@ mod tests {
         let s = FrameMix::parse("simple").unwrap();
         let want = 1e10 / (8.0 * (4342.0 / 12.0 + 20.0));
         assert!((s.line_rate_fps(10_000_000_000) - want).abs() < 1e-6);
+    }
+
+    #[test]
+    fn two_classes_take_turns_with_the_same_sizes() {
+        let flow = |last: u8| crate::FlowSpec {
+            src_mac: crate::MacAddr([2, 0, 0, 0, 0, 1]),
+            dst_mac: crate::MacAddr([2, 0, 0, 0, 0, 2]),
+            src_ip: std::net::Ipv4Addr::new(198, 18, 0, last),
+            dst_ip: std::net::Ipv4Addr::new(198, 19, 0, 2),
+            src_port: 9,
+            dst_port: 9,
+            ttl: 64,
+        };
+        let mix = FrameMix::parse("64:7,594:4,1518:1").unwrap();
+        let set =
+            FrameSet::two_classes(FrameSet::new(&flow(2), &mix), FrameSet::new(&flow(9), &mix));
+        assert_eq!(set.classes(), 2);
+        assert_eq!(set.templates().len(), 6);
+        assert_eq!(set.sequence().len(), 2 * mix.sequence.len());
+        for n in 0..200u64 {
+            // Classes alternate; both halves of a pair have the same size
+            // and the legitimate one is the mix's frame n / 2.
+            assert_eq!(set.class_of(n), (n % 2) as u8);
+            assert_eq!(set.get(n).len(), set.get(n - n % 2).len());
+            let legit = FrameSet::new(&flow(2), &mix);
+            assert_eq!(set.get(n - n % 2), legit.get(n / 2));
+            let src = if n % 2 == 0 { 2 } else { 9 };
+            assert_eq!(set.get(n).bytes()[29], src, "frame {n}: source address");
+        }
+        // Counting by formula agrees with counting frame by frame.
+        for n in [0u64, 1, 2, 23, 24, 25, 1000, 1001] {
+            for c in 0..2 {
+                let by_hand = (0..n).filter(|&i| set.class_of(i) == c).count() as u64;
+                assert_eq!(set.frames_of_class(n, c), by_hand, "{n} frames, class {c}");
+            }
+        }
+        // A one-class set has everything in class 0.
+        let one = FrameSet::new(&flow(2), &mix);
+        assert_eq!(one.classes(), 1);
+        assert_eq!(one.frames_of_class(1001, 0), 1001);
+        assert_eq!(one.frames_of_class(1001, 1), 0);
     }
 }

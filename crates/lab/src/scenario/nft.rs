@@ -10,6 +10,8 @@ use std::net::Ipv4Addr;
 const FILTER_TABLE: &str = "linerate_filter";
 /// Table of the NAT rule.
 const NAT_TABLE: &str = "linerate_nat";
+/// Table of the drop test's drop rule.
+const DROP_TABLE: &str = "linerate_drop";
 /// The lab's test networks (RFC 2544 Appendix C): what the permit rule
 /// lets through, in both directions.
 const TEST_NET: &str = "198.18.0.0/15";
@@ -90,6 +92,41 @@ pub(crate) fn permit_count(ns: &str) -> Result<u64, LabError> {
         .rev()
         .find_map(counter_packets)
         .unwrap_or_default())
+}
+
+/// The ruleset of `drop-test`: one counted rule dropping every forwarded
+/// packet from `source`, in a base chain of its own that runs before the
+/// ACL / firewall chain (priority -10), so it combines with them.
+pub(crate) fn drop_ruleset(source: Ipv4Addr) -> String {
+    format!(
+        "table ip {DROP_TABLE} {{\n  chain forward {{\n    type filter hook forward priority -10; policy accept;\n    ip saddr {source} counter drop comment \"drop-test\"\n  }}\n}}\n"
+    )
+}
+
+/// `drop-test`: loads the drop rule and reads it back.
+pub(crate) fn drop_from(ns: &str, source: Ipv4Addr) -> Result<String, LabError> {
+    load(ns, "drop.nft", &drop_ruleset(source))?;
+    let rules = chain_rules(ns, DROP_TABLE)?;
+    let drops = rules.iter().any(|r| {
+        r["expr"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|x| x.get("drop").is_some()))
+    });
+    if rules.len() != 1 || !drops {
+        return Err(not_in_effect(format!(
+            "nft lists {} rules in table ip {DROP_TABLE}, not the one drop rule loaded",
+            rules.len()
+        )));
+    }
+    Ok(format!(
+        "drop test: every forwarded packet from {source} is dropped by a counted rule (read back with nft -j)"
+    ))
+}
+
+/// Packets the drop test's rule dropped.
+pub(crate) fn drop_count(ns: &str) -> Result<u64, LabError> {
+    let rules = chain_rules(ns, DROP_TABLE)?;
+    Ok(rules.iter().find_map(counter_packets).unwrap_or_default())
 }
 
 /// `wan-lan`: masquerade on the DUT's B side (its WAN interface).
@@ -223,6 +260,17 @@ mod tests {
         assert!(ruleset(3, true).contains("udp dport 1026"));
         assert_eq!(other_host(0), Ipv4Addr::new(10, 0, 0, 1));
         assert_eq!(other_host(256), Ipv4Addr::new(10, 0, 1, 1));
+    }
+
+    #[test]
+    fn drop_rule_is_one_counted_rule_before_the_filter() {
+        let text = drop_ruleset(Ipv4Addr::new(198, 18, 0, 200));
+        assert!(text.contains("priority -10; policy accept;"), "{text}");
+        assert!(
+            text.contains("ip saddr 198.18.0.200 counter drop"),
+            "{text}"
+        );
+        assert_eq!(text.matches(" drop").count(), 1, "{text}");
     }
 
     #[test]

@@ -5,6 +5,7 @@ fn trial(duration_s: f64, loss_ratio: f64) -> TrialResult {
     let intended = (1_000_000.0 * duration_s) as u64;
     let lost = (intended as f64 * loss_ratio).round() as u64;
     TrialResult {
+        policy_drops: None,
         mix: None,
         flows: Vec::new(),
         directions: Vec::new(),
