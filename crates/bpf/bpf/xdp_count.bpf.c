@@ -138,7 +138,8 @@ int lr_count(struct xdp_md *ctx)
 	if ((void *)(udp + 1) > data_end)
 		return XDP_PASS;
 	struct count_config *cfg = bpf_map_lookup_elem(&count_config, &zero);
-	if (!cfg || udp->dest != bpf_htons(cfg->udp_port))
+	/* udp_port 0: any port (the trial varies the destination port). */
+	if (!cfg || (cfg->udp_port && udp->dest != bpf_htons(cfg->udp_port)))
 		return XDP_PASS;
 	struct lr_signature *sig = (void *)(udp + 1);
 	if ((void *)(sig + 1) > data_end || sig->magic != bpf_htons(LR_MAGIC))

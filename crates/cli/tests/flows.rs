@@ -13,10 +13,12 @@ const SEEN: &str = "flush ruleset
 table ip t {
     set dsts { type ipv4_addr; size 65535; flags dynamic; counter; }
     set sports { type inet_service; size 65535; flags dynamic; }
+    set dports { type inet_service; size 65535; flags dynamic; }
     chain c {
         type filter hook forward priority 0; policy accept;
         update @dsts { ip daddr }
         update @sports { udp sport }
+        update @dports { udp dport }
     }
 }
 ";
@@ -69,6 +71,10 @@ fn every_destination_and_port_of_a_range_crosses_the_dut() {
             "dst-ip=198.19.0.2..198.19.0.254",
             "--range",
             "src-port=53..1000/random",
+            // A varying destination port: the receivers must recognise
+            // test frames by their signature, whatever the port.
+            "--range",
+            "dst-port=1024..2047/random",
             "--json",
             json.arg(),
         ]);
@@ -102,6 +108,11 @@ fn every_destination_and_port_of_a_range_crosses_the_dut() {
         assert!(
             (900..=948).contains(&ports),
             "{engine}: {ports} source ports"
+        );
+        let ports = set_elements(&dut, "dports").len();
+        assert!(
+            (1000..=1024).contains(&ports),
+            "{engine}: {ports} destination ports"
         );
     }
     nft_load(&dut, "flush ruleset\n");

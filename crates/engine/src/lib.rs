@@ -327,9 +327,21 @@ impl Engine {
                 max: rx_max / classes,
             });
         }
+        // Frames to a varying port are told apart by signature alone.
+        let udp_port = if self
+            .cfg
+            .flows
+            .range(linerate_wire::flows::Field::DstPort)
+            .is_some()
+        {
+            linerate_wire::classify::ANY_PORT
+        } else {
+            DEFAULT_UDP_PORT
+        };
         let range = StreamRange {
             first: self.next_stream,
             count: threads * classes,
+            udp_port,
         };
         self.next_stream = self.next_stream.wrapping_add(range.count);
         // Both directions at once: B sends streams of its own, counted at A.
@@ -338,6 +350,7 @@ impl Engine {
             let r = StreamRange {
                 first: self.next_stream,
                 count: threads,
+                udp_port: DEFAULT_UDP_PORT,
             };
             self.next_stream = self.next_stream.wrapping_add(threads);
             r

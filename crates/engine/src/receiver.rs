@@ -5,7 +5,6 @@ use crate::host::{ArpAction, HostConfig};
 use crate::stats::StreamStats;
 use linerate_port::{PortError, RxQueue};
 use linerate_wire::signature::elapsed32;
-use linerate_wire::template::DEFAULT_UDP_PORT;
 use linerate_wire::{classify, MacAddr, Received};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -23,6 +22,10 @@ const POLL: Duration = Duration::from_millis(5);
 pub struct StreamRange {
     pub first: u16,
     pub count: u16,
+    /// The UDP destination port the streams' frames go to, or
+    /// [`ANY_PORT`](linerate_wire::classify::ANY_PORT) when it varies per
+    /// frame (a dst-port flow range).
+    pub udp_port: u16,
 }
 
 impl StreamRange {
@@ -87,7 +90,7 @@ pub fn receive<R: RxQueue>(
         }
         rx.recv(POLL, |frame, arrival_ns| {
             crate::capture::offer(mac, frame, arrival_ns);
-            match classify(frame, DEFAULT_UDP_PORT) {
+            match classify(frame, range.udp_port) {
                 Received::Test { sig } => match range.index(sig.stream) {
                     Some(i) => {
                         let latency = elapsed32(sig.tx_ts, arrival_ns);

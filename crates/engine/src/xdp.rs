@@ -20,7 +20,6 @@ use linerate_bpf::counter::{bucket_range, XdpCounter};
 use linerate_bpf::generator::{GenProgress, GenTrial, Stopper, XdpGenerator, MAX_FRAME_LEN};
 use linerate_port::netns::maybe_in_netns;
 use linerate_port::{PortInfo, RxQueue};
-use linerate_wire::template::DEFAULT_UDP_PORT;
 use linerate_wire::MacAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -231,7 +230,7 @@ impl<R: RxQueue> Receiver for XdpReceiver<R> {
         signals: &ReceiverSignals,
     ) -> Result<Counted, EngineError> {
         self.counter
-            .start_trial(range.first, range.count, DEFAULT_UDP_PORT)?;
+            .start_trial(range.first, range.count, range.udp_port)?;
         let counter = &self.counter;
         let mut counted = receive(&mut self.control, mac, host, range, signals, || {
             counter.received().unwrap_or(0)

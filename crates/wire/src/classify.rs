@@ -15,6 +15,11 @@ use crate::udp;
 use crate::units::{ETH_HEADER_LEN, UDP_HEADER_LEN};
 use std::net::Ipv4Addr;
 
+/// A `test_udp_port` that takes test frames to any UDP port (for trials
+/// whose destination port varies per frame); the magic and the stream id
+/// still have to match.
+pub const ANY_PORT: u16 = 0;
+
 /// The receiver's verdict on one frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Received {
@@ -29,7 +34,7 @@ pub enum Received {
 /// Classifies a received frame (without FCS). Never panics on any input.
 ///
 /// A test frame is IPv4 (optionally behind one 802.1Q tag), any IHL >= 5,
-/// UDP, not a fragment, to `test_udp_port`, with the whole signature inside
+/// UDP, not a fragment, to `test_udp_port` (or any port: [`ANY_PORT`]), with the whole signature inside
 /// the IP total length and the UDP length, and the right magic.
 ///
 /// `frame` may be a truncated capture (receivers copy only the first bytes
@@ -102,7 +107,7 @@ fn test_signature(packet: &[u8], port: u16) -> Option<Signature> {
     if udp_len < UDP_HEADER_LEN + SIGNATURE_LEN || ihl + udp_len > total {
         return None;
     }
-    if read_u16(packet, ihl + udp::DST_PORT_OFFSET)? != port {
+    if port != ANY_PORT && read_u16(packet, ihl + udp::DST_PORT_OFFSET)? != port {
         return None;
     }
     let at = ihl + UDP_HEADER_LEN;
@@ -132,6 +137,30 @@ pub fn checksums_ok(frame: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn any_port_takes_test_frames_to_every_port() {
+        let flow = crate::FlowSpec {
+            src_mac: crate::MacAddr([2, 0, 0, 0, 0, 1]),
+            dst_mac: crate::MacAddr([2, 0, 0, 0, 0, 2]),
+            src_ip: Ipv4Addr::new(198, 18, 0, 2),
+            dst_ip: Ipv4Addr::new(198, 19, 0, 2),
+            src_port: 9,
+            dst_port: 4321,
+            ttl: 64,
+        };
+        let t = crate::FrameTemplate::new(&flow, crate::FrameSize::from_frame(64).unwrap());
+        let sig = Signature {
+            stream: 3,
+            seq: 7,
+            tx_ts: 11,
+        };
+        let mut buf = [0u8; 64];
+        let len = t.write(&mut buf, sig);
+        assert_eq!(classify(&buf[..len], 4321), Received::Test { sig });
+        assert_eq!(classify(&buf[..len], 1234), Received::Other);
+        assert_eq!(classify(&buf[..len], ANY_PORT), Received::Test { sig });
+    }
+
     use super::*;
     use crate::arp::{arp_frame, ArpOp};
     use crate::ethernet::MacAddr;
