@@ -11,6 +11,7 @@
 mod common;
 
 use common::*;
+use linerate_results::report::thousands;
 use serde_json::Value;
 
 /// The drop class's source: the lab scenario's, on tester A's subnet.
@@ -196,4 +197,12 @@ fn drop_test_scenario_separates_intended_drops_from_loss() {
         "tester sent {sent_to_drop} to be dropped; {checks}"
     );
     assert!(report["results"][0]["throughput_fps"].as_f64().unwrap() > 0.0);
+    assert!(
+        run.stdout.contains(&format!(
+            "Drop test: every other frame was of the drop class ({} sent",
+            thousands(sent_to_drop)
+        )),
+        "{}",
+        run.dump()
+    );
 }
