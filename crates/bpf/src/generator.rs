@@ -151,6 +151,23 @@ impl XdpGenerator {
         // FrameMix guarantees these bounds; a FrameSet from elsewhere might not.
         assert!(templates.len() <= MAX_SIZES && (1..=MAX_SEQUENCE).contains(&sequence.len()));
         let largest = trial.frames.largest();
+        // The program writes headers of SIGNATURE_OFFSET bytes and an IPv4
+        // checksum at 24: other layouts would be counted wrong, not sent.
+        if let Some(t) = templates
+            .iter()
+            .find(|t| t.signature_offset() != SIGNATURE_OFFSET)
+        {
+            let b = t.bytes();
+            let what = if b[12..14] == [0x81, 0x00] {
+                "VLAN-tagged frames"
+            } else {
+                "IPv6 frames"
+            };
+            return Err(BpfError::Layout(what.into()));
+        }
+        if !trial.flows.encap.is_default() {
+            return Err(BpfError::Layout(trial.flows.encap.to_string()));
+        }
         let mut cfg = GenConfig {
             interval_q16: (trial.interval_ns * 65536.0).round() as u64,
             total: trial.total,

@@ -21,6 +21,7 @@
 pub mod counter;
 pub mod generator;
 pub mod router;
+pub mod vlan_port;
 pub mod xsk;
 
 /// Errors name what failed and what to do about it.
@@ -39,6 +40,8 @@ pub enum BpfError {
         #[source]
         source: libbpf_rs::Error,
     },
+    #[error("the xdp engine sends and counts untagged IPv4 frames only, not {0}: use --engine af_xdp or --engine af_packet")]
+    Layout(String),
     #[error("{what} failed: {source}")]
     Map {
         what: &'static str,

@@ -77,6 +77,7 @@ fn flow() -> FlowSpec {
         src_port: DEFAULT_UDP_PORT,
         dst_port: DEFAULT_UDP_PORT,
         ttl: 64,
+        vlan: None,
     }
 }
 

@@ -139,6 +139,8 @@ pub struct PortArgs {
     /// Both ports send and receive at once (RFC 2544 bidirectional). Rates are totals over both directions, so --rate 100% fills both links; results are summed and kept per direction.
     #[arg(long, conflicts_with = "ranges")]
     pub bidirectional: bool,
+    #[command(flatten)]
+    pub encap: crate::ports::EncapArgs,
 }
 
 #[derive(Args, Debug)]

@@ -579,6 +579,7 @@ mod tests {
             src_port: 1,
             dst_port: 2,
             ttl: 64,
+            vlan: None,
         };
         let mix = FrameMix::parse("genome:aga").unwrap();
         let set = FrameSet::new(&flow, &mix);

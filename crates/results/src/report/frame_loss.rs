@@ -178,6 +178,8 @@ mod tests {
             tester_rx_drops: 0,
             stray_frames: 0,
             engine: "af_packet".into(),
+            ip_version: Default::default(),
+            vlan: None,
         };
         crate::methods::LossPoint {
             load: load.into(),
