@@ -179,6 +179,7 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         ..AfPacketOptions::default()
     };
     let encap = args.encap.encap()?;
+    check_engine_layout(&args.engine, args.tx_threads, &encap)?;
     let flows = linerate_wire::Flows::parse(&args.ranges)
         .and_then(|f| f.for_encap(encap))
         .context("--range")?;
@@ -317,6 +318,15 @@ pub fn check_tx_threads(engine: &str, tx_threads: u16) -> Result<()> {
     Ok(())
 }
 
+/// The xdp engine's programs assume untagged IPv4 (signature at 42, IPv4
+/// checksum at 24): refused for other layouts, before anything is set up.
+pub fn check_engine_layout(choice: &str, tx_threads: u16, encap: &Encap) -> Result<()> {
+    if !encap.is_default() && (choice == "xdp" || tx_threads > 1) {
+        bail!("--engine xdp (and --tx-threads above 1) sends and counts untagged IPv4 frames only, not {encap}: use --engine af_xdp or af_packet");
+    }
+    Ok(())
+}
+
 /// [`open_engine`] for test frames of `encap`: the xdp engine sends and
 /// counts untagged IPv4 only, so with IPv6 or a VLAN `--engine xdp` is
 /// refused and `auto` passes over it, saying so.
@@ -328,13 +338,8 @@ pub fn open_engine_for(
     tx_threads: u16,
     encap: &Encap,
 ) -> Result<(Ports, Option<String>)> {
-    if encap.is_default() {
-        return open_engine(choice, a, b, opts, tx_threads);
-    }
-    if choice == "xdp" || tx_threads > 1 {
-        bail!("--engine xdp (and --tx-threads above 1) sends and counts untagged IPv4 frames only, not {encap}: use --engine af_xdp or af_packet");
-    }
-    if choice != "auto" {
+    check_engine_layout(choice, tx_threads, encap)?;
+    if encap.is_default() || choice != "auto" {
         return open_engine(choice, a, b, opts, tx_threads);
     }
     let passed_over = format!("xdp sends untagged IPv4 only, not {encap}");
