@@ -40,8 +40,6 @@ pub enum BpfError {
         #[source]
         source: libbpf_rs::Error,
     },
-    #[error("the xdp engine sends and counts untagged IPv4 frames only, not {0}: use --engine af_xdp or --engine af_packet")]
-    Layout(String),
     #[error("{what} failed: {source}")]
     Map {
         what: &'static str,

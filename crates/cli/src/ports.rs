@@ -179,7 +179,6 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         ..AfPacketOptions::default()
     };
     let encap = args.encap.encap()?;
-    check_engine_layout(&args.engine, args.tx_threads, &encap)?;
     let flows = linerate_wire::Flows::parse(&args.ranges)
         .and_then(|f| f.for_encap(encap))
         .context("--range")?;
@@ -254,7 +253,7 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
     };
     let (a_name, b_name) = (a.0.clone(), b.0.clone());
     let ((a, b, engine_name), engine_reason) =
-        open_engine_for(&args.engine, &a, &b, &opts, args.tx_threads, &encap)?;
+        open_engine(&args.engine, &a, &b, &opts, args.tx_threads)?;
 
     let (line_bps, line_speed_source) = match &args.line_speed {
         Some(text) => (
@@ -316,40 +315,6 @@ pub fn check_tx_threads(engine: &str, tx_threads: u16) -> Result<()> {
         bail!("--tx-threads above 1 needs --engine xdp");
     }
     Ok(())
-}
-
-/// The xdp engine's programs assume untagged IPv4 (signature at 42, IPv4
-/// checksum at 24): refused for other layouts, before anything is set up.
-pub fn check_engine_layout(choice: &str, tx_threads: u16, encap: &Encap) -> Result<()> {
-    if !encap.is_default() && (choice == "xdp" || tx_threads > 1) {
-        bail!("--engine xdp (and --tx-threads above 1) sends and counts untagged IPv4 frames only, not {encap}: use --engine af_xdp or af_packet");
-    }
-    Ok(())
-}
-
-/// [`open_engine`] for test frames of `encap`: the xdp engine sends and
-/// counts untagged IPv4 only, so with IPv6 or a VLAN `--engine xdp` is
-/// refused and `auto` passes over it, saying so.
-pub fn open_engine_for(
-    choice: &str,
-    a: &PortName,
-    b: &PortName,
-    opts: &AfPacketOptions,
-    tx_threads: u16,
-    encap: &Encap,
-) -> Result<(Ports, Option<String>)> {
-    check_engine_layout(choice, tx_threads, encap)?;
-    if encap.is_default() || choice != "auto" {
-        return open_engine(choice, a, b, opts, tx_threads);
-    }
-    let passed_over = format!("xdp sends untagged IPv4 only, not {encap}");
-    match open_af_xdp(a, b, opts) {
-        Ok((ports, note)) => Ok((ports, Some(format!("{passed_over}; {note}")))),
-        Err(e) => Ok((
-            open_af_packet(a, b, opts)?,
-            Some(format!("{passed_over}; af_xdp: {e:#}")),
-        )),
-    }
 }
 
 /// Opens both tester ports with the engine asked for; `auto` takes the
