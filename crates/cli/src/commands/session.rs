@@ -86,6 +86,8 @@ pub(crate) fn open(ports_args: &PortArgs, frames: &[FrameSize], what: &str) -> R
         line_speed_bps: bed.line_bps,
         engine: bed.engine.config().name.clone(),
         placement: bed.placement.clone(),
+        ip_version: bed.engine.encap().ip,
+        vlan: bed.engine.encap().vlan,
     };
     let cpu = bed.lab_cpu_meter();
     bed.engine.resolve()?;

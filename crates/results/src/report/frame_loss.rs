@@ -151,6 +151,8 @@ mod tests {
             line_speed_bps: 10_000_000_000,
             engine: "af_packet".into(),
             placement: None,
+            ip_version: Default::default(),
+            vlan: None,
         }
     }
 
