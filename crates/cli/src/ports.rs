@@ -25,7 +25,7 @@ pub struct EncapArgs {
     /// Send IPv6 test frames (RFC 5180): Ethernet + IPv6 + UDP, signature at byte 62; the smallest frame is 78 bytes. The lab routes 2001:2::/64 (A) to 2001:2:0:1::/64 (B); with --port-a/--port-b give IPv6 addresses to --ip-a/--gw-a/--ip-b/--gw-b.
     #[arg(long)]
     pub ipv6: bool,
-    /// Tag every frame the tester sends (test frames, ARP, ND) with this 802.1Q VLAN, optionally with a priority: ID or ID:PCP (e.g. 100 or 100:5). In the lab the router routes it on VLAN subinterfaces.
+    /// Tag every frame the tester sends (test frames, ARP, ND) with this 802.1Q VLAN, optionally with a priority: ID or ID:PCP (e.g. 100 or 100:5). In the lab the router routes it on VLAN subinterfaces (tagged ports where the kernel has no 802.1Q).
     #[arg(long, value_name = "ID[:PCP]")]
     pub vlan: Option<String>,
 }

@@ -168,7 +168,7 @@ pub enum FlowError {
     Bounds(String),
     #[error("field {0} has two ranges: give each field one --range")]
     Twice(&'static str),
-    #[error("--range {0} takes IPv4 addresses and cannot vary IPv6 ones: with --ipv6 vary src-port, dst-port, src-mac or dst-mac instead")]
+    #[error("{0} takes IPv4 addresses and cannot vary IPv6 ones: with --ipv6 vary src-port, dst-port, src-mac or dst-mac instead")]
     Ipv6Address(&'static str),
 }
 
