@@ -175,8 +175,9 @@ impl Lab {
                 )?;
                 r.sysctl("/proc/sys/net/ipv6/conf/all/forwarding", "1")?;
                 let addr = format!("{router}/{LAB_IPV6_PREFIX}");
+                // replace, not add: a run killed before its undo left it.
                 r.ip(
-                    &["-6", "addr", "add", &addr, "dev", &ifname, "nodad"],
+                    &["-6", "addr", "replace", &addr, "dev", &ifname, "nodad"],
                     Some(&["-6", "addr", "del", &addr, "dev", &ifname]),
                 )?;
                 let host = host.to_string();
