@@ -122,19 +122,44 @@ int lr_count(struct xdp_md *ctx)
 	__u64 now = bpf_ktime_get_ns();
 	__u32 zero = 0;
 
+	/* Ethernet, at most one 802.1Q tag, then IPv4 (any IHL, not a
+	 * fragment) or IPv6 (UDP straight after the fixed header), then UDP:
+	 * the layouts of crates/wire encap.rs. */
 	struct ethhdr *eth = data;
-	if ((void *)(eth + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP))
+	if ((void *)(eth + 1) > data_end)
 		return XDP_PASS;
-	struct iphdr *ip = (void *)(eth + 1);
-	if ((void *)(ip + 1) > data_end || ip->protocol != IPPROTO_UDP)
+	__be16 proto = eth->h_proto;
+	void *l3 = eth + 1;
+	if (proto == bpf_htons(ETH_P_8021Q)) {
+		struct vlan_tag {
+			__be16 tci;
+			__be16 proto;
+		} *tag = l3;
+		if ((void *)(tag + 1) > data_end)
+			return XDP_PASS;
+		proto = tag->proto;
+		l3 = tag + 1;
+	}
+	struct udphdr *udp;
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = l3;
+		if ((void *)(ip + 1) > data_end || ip->protocol != IPPROTO_UDP)
+			return XDP_PASS;
+		/* A fragment's payload has no signature to trust. */
+		if (ip->frag_off & bpf_htons(0x3fff))
+			return XDP_PASS;
+		__u32 ihl = ip->ihl * 4;
+		if (ihl < sizeof(*ip) || ihl > 60)
+			return XDP_PASS;
+		udp = (void *)ip + ihl;
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = l3;
+		if ((void *)(ip6 + 1) > data_end || ip6->nexthdr != IPPROTO_UDP)
+			return XDP_PASS;
+		udp = (void *)(ip6 + 1);
+	} else {
 		return XDP_PASS;
-	/* A fragment's payload has no signature to trust. */
-	if (ip->frag_off & bpf_htons(0x3fff))
-		return XDP_PASS;
-	__u32 ihl = ip->ihl * 4;
-	if (ihl < sizeof(*ip) || ihl > 60)
-		return XDP_PASS;
-	struct udphdr *udp = (void *)ip + ihl;
+	}
 	if ((void *)(udp + 1) > data_end)
 		return XDP_PASS;
 	struct count_config *cfg = bpf_map_lookup_elem(&count_config, &zero);

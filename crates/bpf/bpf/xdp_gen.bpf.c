@@ -31,6 +31,13 @@
  * signature depends only on the byte's position, so a cut frame is
  * byte-for-byte the smaller template.
  *
+ * Layouts (crates/wire encap.rs): the frames are IPv4 or IPv6, untagged
+ * or with one 802.1Q tag; sig_offset (42, 46, 62 or 66) says where the
+ * signature starts. Everything before it is headers: the first 42 bytes
+ * come from headers[k], the rest from headers_ext[k]. Each layout has a
+ * copy of the stamping code with its offset as a constant, so every copy
+ * and bounds check has a size the verifier knows.
+ *
  * Flows (crates/wire flows.rs): up to six header fields (MACs, addresses,
  * ports) take a value computed from the frame's sequence number (inc, dec,
  * or a fixed hash for "random"), written after the headers, with the IPv4
@@ -105,6 +112,11 @@ struct gen_config {
 	__u32 nranges;
 	__u32 pad2;
 	struct lr_range ranges[LR_MAX_RANGES];
+	/* Appended for IPv6 and VLAN layouts (0 means LR_SIG_OFFSET). */
+	__u32 sig_offset;
+	__u32 pad3;
+	/* Per size: the header bytes from LR_SIG_OFFSET up to sig_offset. */
+	__u8 headers_ext[LR_MAX_SIZES][LR_SIG_OFFSET_MAX - LR_SIG_OFFSET];
 };
 
 struct gen_state {
@@ -146,56 +158,20 @@ static __always_inline __u64 splitmix64(__u64 x)
 	return z ^ (z >> 31);
 }
 
-SEC("xdp")
-int lr_generate(struct xdp_md *ctx)
+/* Writes frame `seq` of size `k` for a layout whose signature starts at
+ * `so` (a constant in each caller): headers, signature, flows, checksums. */
+static __always_inline int stamp(void *data, void *data_end, struct gen_config *cfg, __u32 k,
+				 __u64 seq, __u32 ts32, const __u32 so)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	__u32 zero = 0;
-
-	struct gen_config *cfg = bpf_map_lookup_elem(&gen_config, &zero);
-	struct gen_state *st = bpf_map_lookup_elem(&gen_state, &zero);
-	if (!cfg || !st)
-		return XDP_ABORTED;
-
-	/* Only this object's own generator thread runs it (one copy of the
-	 * object per thread), so the state needs no atomic operations. */
-	__u64 now = bpf_ktime_get_ns();
-	st->ticks++;
-	if (!st->start_ns)
-		st->start_ns = now;
-	else if (now - st->last_tick_ns > st->max_gap_ns && st->next_seq < cfg->total)
-		st->max_gap_ns = now - st->last_tick_ns;
-	st->last_tick_ns = now;
-	__u64 seq = st->next_seq;
-	if (seq >= cfg->total || now - st->start_ns > cfg->give_up_ns)
-		return XDP_DROP;
-	__u64 due = st->start_ns + ((seq * cfg->interval_q16) >> 16);
-	if (now < due)
-		return XDP_DROP;
-	if (seq && now - st->last_ns < cfg->min_gap_ns)
-		return XDP_DROP;
-	st->next_seq = seq + 1;
-	st->last_ns = now;
-	__u64 ts = due + cfg->clock_offset;
 	__u32 seq32 = (__u32)seq;
-	__u32 ts32 = (__u32)ts;
-
-	__u32 slot = cfg->seq_len > 1 ? (__u32)(seq % cfg->seq_len) : 0;
-	__u32 k = cfg->sequence[slot & (LR_MAX_SEQ - 1)] & (LR_MAX_SIZES - 1);
-	__u32 trim = cfg->trim[k];
-	if (trim) {
-		if (bpf_xdp_adjust_tail(ctx, -(int)trim))
-			return XDP_ABORTED;
-		data = (void *)(long)ctx->data;
-		data_end = (void *)(long)ctx->data_end;
-	}
-	if (data + LR_SIG_OFFSET + LR_SIG_LEN > data_end)
+	if (data + so + LR_SIG_LEN > data_end)
 		return XDP_ABORTED;
 
 	__builtin_memcpy(data, cfg->headers[k], LR_SIG_OFFSET);
+	if (so > LR_SIG_OFFSET)
+		__builtin_memcpy(data + LR_SIG_OFFSET, cfg->headers_ext[k], so - LR_SIG_OFFSET);
 	__u16 stream = cfg->stream + cfg->stream_add[k];
-	struct lr_signature *sig = data + LR_SIG_OFFSET;
+	struct lr_signature *sig = data + so;
 	sig->magic = bpf_htons(LR_MAGIC);
 	sig->stream = bpf_htons(stream);
 	sig->seq = bpf_htonl(seq32);
@@ -239,7 +215,7 @@ int lr_generate(struct xdp_md *ctx)
 			udp_delta += d;
 	}
 	if (ip_delta) {
-		__u8 *c = data + LR_SIG_OFFSET - 18; /* IPv4 checksum at 24 */
+		__u8 *c = data + so - 18; /* the IPv4 checksum: 24, or 28 tagged */
 		__u16 old = ((__u16)c[0] << 8) | c[1];
 		__u16 nc = ~fold16((__u16)~old + ip_delta) & 0xffff;
 		c[0] = nc >> 8;
@@ -251,8 +227,63 @@ int lr_generate(struct xdp_md *ctx)
 	__u16 csum = ~fold16(sum) & 0xffff;
 	if (csum == 0)
 		csum = 0xffff; /* UDP: 0 means "no checksum" */
-	*(__be16 *)(data + LR_UDP_CSUM_OFFSET) = bpf_htons(csum);
+	*(__be16 *)(data + so - 2) = bpf_htons(csum);
 	return XDP_TX;
+}
+
+SEC("xdp")
+int lr_generate(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 zero = 0;
+
+	struct gen_config *cfg = bpf_map_lookup_elem(&gen_config, &zero);
+	struct gen_state *st = bpf_map_lookup_elem(&gen_state, &zero);
+	if (!cfg || !st)
+		return XDP_ABORTED;
+
+	/* Only this object's own generator thread runs it (one copy of the
+	 * object per thread), so the state needs no atomic operations. */
+	__u64 now = bpf_ktime_get_ns();
+	st->ticks++;
+	if (!st->start_ns)
+		st->start_ns = now;
+	else if (now - st->last_tick_ns > st->max_gap_ns && st->next_seq < cfg->total)
+		st->max_gap_ns = now - st->last_tick_ns;
+	st->last_tick_ns = now;
+	__u64 seq = st->next_seq;
+	if (seq >= cfg->total || now - st->start_ns > cfg->give_up_ns)
+		return XDP_DROP;
+	__u64 due = st->start_ns + ((seq * cfg->interval_q16) >> 16);
+	if (now < due)
+		return XDP_DROP;
+	if (seq && now - st->last_ns < cfg->min_gap_ns)
+		return XDP_DROP;
+	st->next_seq = seq + 1;
+	st->last_ns = now;
+	__u64 ts = due + cfg->clock_offset;
+	__u32 ts32 = (__u32)ts;
+
+	__u32 slot = cfg->seq_len > 1 ? (__u32)(seq % cfg->seq_len) : 0;
+	__u32 k = cfg->sequence[slot & (LR_MAX_SEQ - 1)] & (LR_MAX_SIZES - 1);
+	__u32 trim = cfg->trim[k];
+	if (trim) {
+		if (bpf_xdp_adjust_tail(ctx, -(int)trim))
+			return XDP_ABORTED;
+		data = (void *)(long)ctx->data;
+		data_end = (void *)(long)ctx->data_end;
+	}
+	switch (cfg->sig_offset) {
+	case 46: /* IPv4, tagged */
+		return stamp(data, data_end, cfg, k, seq, ts32, 46);
+	case 62: /* IPv6 */
+		return stamp(data, data_end, cfg, k, seq, ts32, 62);
+	case 66: /* IPv6, tagged */
+		return stamp(data, data_end, cfg, k, seq, ts32, 66);
+	default: /* IPv4 */
+		return stamp(data, data_end, cfg, k, seq, ts32, LR_SIG_OFFSET);
+	}
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

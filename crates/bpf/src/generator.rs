@@ -57,7 +57,14 @@ struct GenConfig {
     nranges: u32,
     pad2: u32,
     ranges: [Range; MAX_RANGES],
+    sig_offset: u32,
+    pad3: u32,
+    headers_ext: [[u8; HEADERS_EXT]; MAX_SIZES],
 }
+
+/// Header bytes past [`SIGNATURE_OFFSET`] in the largest layout (IPv6
+/// with a VLAN tag: signature at 66).
+const HEADERS_EXT: usize = 66 - SIGNATURE_OFFSET;
 // No implicit padding: every byte handed to the kernel is initialised.
 const _: () = assert!(
     std::mem::size_of::<GenConfig>()
@@ -72,6 +79,8 @@ const _: () = assert!(
             + MAX_SIZES * 2
             + 8
             + MAX_RANGES * 40
+            + 8
+            + MAX_SIZES * HEADERS_EXT
 );
 
 /// Mirrors `struct lr_range`: one varying field.
@@ -155,6 +164,13 @@ impl XdpGenerator {
         // FrameMix guarantees these bounds; a FrameSet from elsewhere might not.
         assert!(templates.len() <= MAX_SIZES && (1..=MAX_SEQUENCE).contains(&sequence.len()));
         let largest = trial.frames.largest();
+        // The program knows the layouts of crates/wire encap.rs (signature
+        // at 42, 46, 62 or 66), all sizes of a trial in the same one.
+        let sig_offset = largest.signature_offset();
+        assert!(
+            [42, 46, 62, 66].contains(&sig_offset)
+                && templates.iter().all(|t| t.signature_offset() == sig_offset)
+        );
         let mut cfg = GenConfig {
             interval_q16: (trial.interval_ns * 65536.0).round() as u64,
             total: trial.total,
@@ -173,6 +189,9 @@ impl XdpGenerator {
             nranges: trial.flows.ranges.len() as u32,
             pad2: 0,
             ranges: [Range::default(); MAX_RANGES],
+            sig_offset: sig_offset as u32,
+            pad3: 0,
+            headers_ext: [[0; HEADERS_EXT]; MAX_SIZES],
         };
         assert!(trial.flows.ranges.len() <= MAX_RANGES);
         for (slot, r) in cfg.ranges.iter_mut().zip(&trial.flows.ranges) {
@@ -185,7 +204,7 @@ impl XdpGenerator {
                     _ => r.start - r.min,
                 },
                 step: r.step % span,
-                offset: r.field.offset() as u16,
+                offset: r.field.offset_in(&trial.flows.encap) as u16,
                 width: r.field.width() as u8,
                 mode: r.mode.code(),
                 in_ip: r.field.in_ip_checksum() as u8,
@@ -198,13 +217,15 @@ impl XdpGenerator {
             // The program cuts the largest frame down to this size and
             // rewrites only the headers: the rest must already match.
             debug_assert_eq!(
-                t.bytes()[SIGNATURE_OFFSET..],
-                largest.bytes()[SIGNATURE_OFFSET..t.len()]
+                t.bytes()[sig_offset..],
+                largest.bytes()[sig_offset..t.len()]
             );
             cfg.csum_base[k] = t.checksum_base();
             cfg.trim[k] = (largest.len() - t.len()) as u32;
             cfg.headers[k].copy_from_slice(&t.bytes()[..SIGNATURE_OFFSET]);
             cfg.stream_add[k] = trial.frames.template_classes()[k] as u16 * trial.class_stride;
+            let ext = sig_offset - SIGNATURE_OFFSET;
+            cfg.headers_ext[k][..ext].copy_from_slice(&t.bytes()[SIGNATURE_OFFSET..sig_offset]);
         }
         cfg.sequence[..sequence.len()].copy_from_slice(sequence);
         let zero_state = [0u8; 48];

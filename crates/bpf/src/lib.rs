@@ -21,6 +21,7 @@
 pub mod counter;
 pub mod generator;
 pub mod router;
+pub mod vlan_port;
 pub mod xsk;
 
 /// Errors name what failed and what to do about it.

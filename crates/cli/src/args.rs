@@ -141,7 +141,9 @@ pub struct PortArgs {
     pub bidirectional: bool,
     /// A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab.
     #[arg(long, value_name = "IP", conflicts_with = "bidirectional")]
-    pub drop_from: Option<std::net::Ipv4Addr>,
+    pub drop_from: Option<std::net::IpAddr>,
+    #[command(flatten)]
+    pub encap: crate::ports::EncapArgs,
 }
 
 #[derive(Args, Debug)]

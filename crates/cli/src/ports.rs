@@ -5,16 +5,103 @@ use crate::args::PortArgs;
 use anyhow::{anyhow, bail, Context, Result};
 use linerate_bpf::generator::MAX_FRAME_LEN as XDP_MAX_FRAME_LEN;
 use linerate_engine::backend::{QueueRx, QueueTx};
+use linerate_engine::host::Ipv6Host;
 use linerate_engine::xdp::{XdpReceiver, XdpTransmitter};
 use linerate_engine::{Engine, EngineConfig, HostConfig, TesterPort};
+use linerate_lab::layout::{RoutedLayout, LAB_IPV6, LAB_IPV6_PREFIX};
 use linerate_lab::Lab;
 use linerate_port::af_packet::{AfPacketOptions, AfPacketPort};
 use linerate_port::af_xdp::{AfXdpOptions, AfXdpPort};
 use linerate_port::Port;
 use linerate_results::Placement;
-use linerate_wire::MacAddr;
-use std::net::Ipv4Addr;
+use linerate_wire::{Encap, FrameMix, FrameSize, IpVersion, MacAddr, VlanTag};
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
+
+/// The test frames' layout: IP version and 802.1Q tag (`PortArgs` flattens
+/// these in, so every packet-engine command has them).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct EncapArgs {
+    /// Send IPv6 test frames (RFC 5180): Ethernet + IPv6 + UDP, signature at byte 62; the smallest frame is 78 bytes. The lab routes 2001:2::/64 (A) to 2001:2:0:1::/64 (B); with --port-a/--port-b give IPv6 addresses to --ip-a/--gw-a/--ip-b/--gw-b.
+    #[arg(long)]
+    pub ipv6: bool,
+    /// Tag every frame the tester sends (test frames, ARP, ND) with this 802.1Q VLAN, optionally with a priority: ID or ID:PCP (e.g. 100 or 100:5). In the lab the router routes it on VLAN subinterfaces (tagged ports where the kernel has no 802.1Q).
+    #[arg(long, value_name = "ID[:PCP]")]
+    pub vlan: Option<String>,
+}
+
+impl EncapArgs {
+    pub fn encap(&self) -> Result<Encap> {
+        Ok(Encap {
+            ip: if self.ipv6 {
+                IpVersion::V6
+            } else {
+                IpVersion::V4
+            },
+            vlan: self.vlan.as_deref().map(VlanTag::parse).transpose()?,
+        })
+    }
+}
+
+/// A frame size (FCS included) for test frames of `encap`: refused with the
+/// smallest size when the headers and signature do not fit.
+pub fn frame_in(n: u64, encap: &Encap) -> Result<FrameSize> {
+    Ok(FrameSize::from_frame_in(n, encap)?)
+}
+
+/// The frame carrying an IP packet of `l3` bytes of `encap`.
+pub fn l3_in(l3: u64, encap: &Encap) -> Result<FrameSize> {
+    Ok(FrameSize::from_l3_in(l3, encap)?)
+}
+
+/// The frame carrying a UDP payload of `n` bytes of `encap` (IPv6: 48
+/// bytes of headers, so 1452 fills a 1518-byte frame).
+pub fn udp_payload_in(n: u64, encap: &Encap) -> Result<FrameSize> {
+    FrameSize::from_udp_payload_in(n, encap).context("--udp-payload")
+}
+
+/// A mix whose sizes carry `encap`'s frames (a 64-byte member is refused for IPv6).
+pub fn mix_in(mix: FrameMix, encap: &Encap) -> Result<FrameMix> {
+    let sizes = mix
+        .sizes
+        .iter()
+        .map(|s| s.in_encap(encap))
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("--imix {}", mix.name))?;
+    Ok(FrameMix { sizes, ..mix })
+}
+
+/// Default frame sizes for `encap`: each as given, or the layout's
+/// smallest frame where a default is below it (64 becomes 78 for IPv6).
+pub fn default_frame_in(n: u64, encap: &Encap) -> Result<FrameSize> {
+    frame_in(n.max(encap.min_frame() as u64), encap)
+}
+
+/// Frame sizes from a list that may be a command's default list
+/// (`defaults`): a default below the layout's smallest frame becomes the
+/// smallest (64 becomes 78 for IPv6, said once); a size the user chose is
+/// refused instead, naming the smallest.
+pub fn sizes_in(sizes: &[u64], defaults: &[&[u64]], encap: &Encap) -> Result<Vec<FrameSize>> {
+    let is_default = defaults.contains(&sizes);
+    let min = encap.min_frame() as u64;
+    if is_default && sizes.iter().any(|&n| n < min) {
+        eprintln!(
+            "linerate: note: {encap} test frames are at least {min} bytes: the default sizes start at {min}"
+        );
+    }
+    let mut out: Vec<FrameSize> = Vec::new();
+    for &n in sizes {
+        let f = if is_default {
+            default_frame_in(n, encap)?
+        } else {
+            frame_in(n, encap)?
+        };
+        if !out.contains(&f) {
+            out.push(f);
+        }
+    }
+    Ok(out)
+}
 
 /// Everything a test runs on. Fields drop in order: the engine's sockets
 /// close before a lab made for this run is removed.
@@ -33,6 +120,10 @@ pub struct TestBed {
     pub setup_key: String,
     /// Both ports send (--bidirectional): rates are totals over both.
     pub bidirectional: bool,
+    /// Held, not read: the lab router's IPv6 addresses and VLAN
+    /// subinterfaces for this run, removed when it drops (before the lab).
+    #[allow(dead_code)]
+    pub routed: Option<RoutedLayout>,
     /// Held, not read: a lab built for this run lives as long as the test
     /// bed and is removed when it drops (also on error, signal or panic).
     #[allow(dead_code)]
@@ -87,7 +178,17 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         max_frame_len,
         ..AfPacketOptions::default()
     };
-    let flows = linerate_wire::Flows::parse(&args.ranges).context("--range")?;
+    let encap = args.encap.encap()?;
+    let flows = linerate_wire::Flows::parse(&args.ranges)
+        .and_then(|f| f.for_encap(encap))
+        .context("--range")?;
+    if let Some(d) = args.drop_from {
+        // Checked again by the engine; here, before a lab is touched.
+        if d.is_ipv6() != (encap.ip == IpVersion::V6) {
+            bail!("--drop-from {d} is not of the test frames' IP version ({encap}): give an address of the same version");
+        }
+    }
+    let mut routed = None;
     let (a, host_a, b, mut host_b, lab, placement) = if args.lab || given.is_some() {
         linerate_lab::check_environment()?;
         let lab = if let Some(lab) = given {
@@ -105,14 +206,32 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         let (pa, pb) = (lab.port_a().clone(), lab.port_b().clone());
         let a = (pa.ifname.clone(), Some(pa.netns.clone()));
         let b = (pb.ifname.clone(), Some(pb.netns.clone()));
-        let host = |p: &linerate_lab::LabPort| HostConfig {
+        let host = |p: &linerate_lab::LabPort, side: usize| HostConfig {
             ip: p.ip,
             prefix_len: p.prefix_len,
             gateway: p.gateway,
             gateway_mac: None,
             also_answers: None,
+            ipv6: (encap.ip == IpVersion::V6).then(|| Ipv6Host {
+                ip: LAB_IPV6[side].0,
+                prefix_len: LAB_IPV6_PREFIX,
+                gateway: LAB_IPV6[side].1,
+            }),
+            vlan: encap.vlan,
         };
-        let (ha, hb) = (host(&pa), host(&pb));
+        let (ha, hb) = (host(&pa, 0), host(&pb, 1));
+        if !encap.is_default() {
+            routed = Some(
+                lab.route_layout(encap.ip == IpVersion::V6, encap.vlan.map(|v| v.id))
+                    .context("preparing the lab router for IPv6/VLAN")?,
+            );
+            if let Some(r) = &routed {
+                eprintln!(
+                    "linerate: {encap} test frames: the lab router routes them on {} for this run",
+                    r.describe()
+                );
+            }
+        }
         let pl = lab.placement();
         let placement = Placement {
             tester_cpus: pl.tester_cpus.clone(),
@@ -132,8 +251,8 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         if name_a == name_b {
             bail!("--port-a and --port-b are both '{name_a}': use two interfaces, one on each side of the DUT");
         }
-        let ha = host_config("a", &args.ip_a, &args.gw_a, &args.gw_mac_a)?;
-        let hb = host_config("b", &args.ip_b, &args.gw_b, &args.gw_mac_b)?;
+        let ha = host_config("a", &args.ip_a, &args.gw_a, &args.gw_mac_a, &encap)?;
+        let hb = host_config("b", &args.ip_b, &args.gw_b, &args.gw_mac_b, &encap)?;
         let a = (name_a.to_string(), None);
         let b = (name_b.to_string(), None);
         (a, ha, b, hb, None, None)
@@ -180,6 +299,7 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         engine_reason,
         placement,
         bidirectional: args.bidirectional,
+        routed,
         setup: if lab.is_some() { "lab" } else { "external" },
         setup_key: if lab.is_some() {
             "lab".to_string()
@@ -337,7 +457,11 @@ fn host_config(
     ip: &Option<String>,
     gw: &Option<String>,
     gw_mac: &Option<String>,
+    encap: &Encap,
 ) -> Result<HostConfig> {
+    if encap.ip == IpVersion::V6 {
+        return host_config_v6(side, ip, gw, gw_mac, encap);
+    }
     let ip = ip.as_deref().ok_or_else(|| {
         anyhow!(
             "--ip-{side} is missing: give port {side}'s address as ADDR/LEN, e.g. 198.18.0.2/24"
@@ -380,6 +504,66 @@ fn host_config(
         gateway,
         gateway_mac,
         also_answers: None,
+        ipv6: None,
+        vlan: encap.vlan,
+    })
+}
+
+/// An IPv6 host (`--ipv6`): `--ip-X` is ADDR/LEN and `--gw-X` an IPv6
+/// address on the same prefix.
+fn host_config_v6(
+    side: &str,
+    ip: &Option<String>,
+    gw: &Option<String>,
+    gw_mac: &Option<String>,
+    encap: &Encap,
+) -> Result<HostConfig> {
+    let ip = ip.as_deref().ok_or_else(|| {
+        anyhow!("--ip-{side} is missing: give port {side}'s IPv6 address as ADDR/LEN, e.g. 2001:2::2/64")
+    })?;
+    let gw = gw.as_deref().ok_or_else(|| {
+        anyhow!("--gw-{side} is missing: give the DUT's IPv6 address on port {side}'s prefix")
+    })?;
+    let (addr, len) = ip.split_once('/').ok_or_else(|| {
+        anyhow!("--ip-{side} '{ip}' has no prefix length: write it as ADDR/LEN, e.g. 2001:2::2/64")
+    })?;
+    let addr: Ipv6Addr = addr.parse().map_err(|_| {
+        anyhow!("--ip-{side} '{ip}': '{addr}' is not an IPv6 address (--ipv6 is set)")
+    })?;
+    let len: u8 = len
+        .parse()
+        .ok()
+        .filter(|l| (1..=128).contains(l))
+        .ok_or_else(|| anyhow!("--ip-{side} '{ip}': prefix length must be 1..128"))?;
+    let gateway: Ipv6Addr = gw
+        .parse()
+        .map_err(|_| anyhow!("--gw-{side} '{gw}' is not an IPv6 address (--ipv6 is set)"))?;
+    let mask = u128::MAX << (128 - len as u32);
+    if u128::from(addr) & mask != u128::from(gateway) & mask {
+        bail!("--gw-{side} {gateway} is not in port {side}'s prefix {ip}: the gateway must be reachable without routing");
+    }
+    if addr == gateway {
+        bail!("--ip-{side} and --gw-{side} are both {addr}: the gateway is the DUT's address, not the tester's");
+    }
+    let gateway_mac = gw_mac
+        .as_deref()
+        .map(|m| {
+            m.parse::<MacAddr>()
+                .with_context(|| format!("--gw-mac-{side}"))
+        })
+        .transpose()?;
+    Ok(HostConfig {
+        ip: Ipv4Addr::UNSPECIFIED,
+        prefix_len: 0,
+        gateway: Ipv4Addr::UNSPECIFIED,
+        gateway_mac,
+        also_answers: None,
+        ipv6: Some(Ipv6Host {
+            ip: addr,
+            prefix_len: len,
+            gateway,
+        }),
+        vlan: encap.vlan,
     })
 }
 
@@ -484,11 +668,13 @@ pub fn parse_percent(text: &str, option: &str) -> Result<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::IpAddr;
 
     #[test]
     fn host_addresses_are_checked() {
         let s = |v: &str| Some(v.to_string());
-        let ok = host_config("a", &s("198.18.0.2/24"), &s("198.18.0.1"), &None).unwrap();
+        let v4 = Encap::default();
+        let ok = host_config("a", &s("198.18.0.2/24"), &s("198.18.0.1"), &None, &v4).unwrap();
         assert_eq!(
             (ok.ip, ok.prefix_len, ok.gateway),
             (
@@ -505,11 +691,71 @@ mod tests {
             ("198.18.0.2/24", "198.18.0.2"),
         ] {
             assert!(
-                host_config("a", &s(ip), &s(gw), &None).is_err(),
+                host_config("a", &s(ip), &s(gw), &None, &v4).is_err(),
                 "{ip} {gw}"
             );
         }
-        assert!(host_config("a", &s("198.18.0.2/24"), &s("198.18.0.1"), &s("nonsense")).is_err());
+        assert!(host_config(
+            "a",
+            &s("198.18.0.2/24"),
+            &s("198.18.0.1"),
+            &s("nonsense"),
+            &v4
+        )
+        .is_err());
+        let v6 = Encap {
+            ip: IpVersion::V6,
+            vlan: None,
+        };
+        let ok = host_config("a", &s("2001:2::2/64"), &s("2001:2::1"), &None, &v6).unwrap();
+        let h = ok.ipv6.expect("an IPv6 host");
+        assert_eq!(
+            (IpAddr::from(h.ip), h.prefix_len),
+            ("2001:2::2".parse::<IpAddr>().unwrap(), 64)
+        );
+        for (ip, gw) in [
+            ("2001:2::2", "2001:2::1"),
+            ("2001:2::2/129", "2001:2::1"),
+            ("198.18.0.2/24", "198.18.0.1"),
+            ("2001:2::2/64", "2001:3::1"),
+            ("2001:2::2/64", "2001:2::2"),
+        ] {
+            assert!(
+                host_config("a", &s(ip), &s(gw), &None, &v6).is_err(),
+                "{ip} {gw}"
+            );
+        }
+    }
+
+    #[test]
+    fn frame_sizes_follow_the_layout() {
+        let v6 = EncapArgs {
+            ipv6: true,
+            vlan: None,
+        }
+        .encap()
+        .unwrap();
+        let e = frame_in(64, &v6).unwrap_err().to_string();
+        assert!(
+            e.contains("smallest is 78 bytes") && e.contains("--frame-size 78"),
+            "{e}"
+        );
+        assert_eq!(udp_payload_in(1452, &v6).unwrap().frame(), 1518);
+        assert_eq!(default_frame_in(64, &v6).unwrap().frame(), 78);
+        let tagged = EncapArgs {
+            ipv6: false,
+            vlan: Some("100:5".into()),
+        }
+        .encap()
+        .unwrap();
+        assert_eq!(frame_in(64, &tagged).unwrap().l3(), 42);
+        assert_eq!(l3_in(40, &tagged).unwrap().frame(), 64);
+        assert!(EncapArgs {
+            ipv6: false,
+            vlan: Some("5000".into())
+        }
+        .encap()
+        .is_err());
     }
 
     #[test]

@@ -122,6 +122,25 @@ fn drop_from_counts_intended_drops_and_leaks_against_the_dut_counters() {
     ]);
     assert_bad_input(&run);
     assert!(run.stderr.contains("--range src-ip"), "{}", run.dump());
+    // A source of the other IP version: refused.
+    let run = linerate(&[
+        "trial",
+        "--lab",
+        "--lab-name",
+        &lab,
+        "--ipv6",
+        "--drop-from",
+        DROP_SOURCE,
+        "--frame-size",
+        "128",
+        "--rate",
+        "1000fps",
+        "--duration",
+        "1s",
+        "--no-db",
+    ]);
+    assert_bad_input(&run);
+    assert!(run.stderr.contains("IP version"), "{}", run.dump());
     // Both directions at once: refused (the drop class goes A -> B).
     let run = linerate(&[
         "trial",

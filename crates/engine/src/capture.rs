@@ -42,16 +42,13 @@ struct AroundLoss {
     gaps: usize,
 }
 
-/// The stream and sequence number of a test frame (IPv4 without options,
-/// as linerate sends them), or None.
+/// The stream and sequence number of a test frame (IPv4 or IPv6, tagged
+/// or not), or None.
 fn stream_and_seq(frame: &[u8]) -> Option<(u16, u32)> {
-    let sig = frame.get(42..50)?;
-    (frame.get(12..14)? == [0x08, 0x00] && sig[0..2] == [0x4C, 0x52]).then(|| {
-        (
-            u16::from_be_bytes([sig[2], sig[3]]),
-            u32::from_be_bytes([sig[4], sig[5], sig[6], sig[7]]),
-        )
-    })
+    match linerate_wire::classify(frame, linerate_wire::template::DEFAULT_UDP_PORT) {
+        linerate_wire::Received::Test { sig } => Some((sig.stream, sig.seq)),
+        _ => None,
+    }
 }
 
 /// A pcap file being written, before it is bound to a port.
@@ -257,13 +254,40 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
-    /// A test frame of stream 7 with sequence number `seq`.
+    /// A test frame of stream 7 with sequence number `seq`: tagged IPv6
+    /// for odd numbers, plain IPv4 for even ones (both layouts are seen).
     fn test_frame(seq: u32) -> Vec<u8> {
-        let mut f = vec![0u8; 60];
-        f[12..14].copy_from_slice(&[0x08, 0x00]);
-        f[42..44].copy_from_slice(&[0x4C, 0x52]);
-        f[44..46].copy_from_slice(&7u16.to_be_bytes());
-        f[46..50].copy_from_slice(&seq.to_be_bytes());
+        use linerate_wire::{FlowSpec, FrameSize, FrameTemplate, Signature, VlanTag};
+        let v6 = seq % 2 == 1;
+        let flow = FlowSpec {
+            src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+            dst_mac: MacAddr([2, 0, 0, 0, 0, 8]),
+            src_ip: if v6 {
+                "2001:2::2".parse().unwrap()
+            } else {
+                "198.18.0.2".parse().unwrap()
+            },
+            dst_ip: if v6 {
+                "2001:2:0:1::2".parse().unwrap()
+            } else {
+                "198.19.0.2".parse().unwrap()
+            },
+            src_port: linerate_wire::template::DEFAULT_UDP_PORT,
+            dst_port: linerate_wire::template::DEFAULT_UDP_PORT,
+            ttl: 64,
+            vlan: v6.then_some(VlanTag { id: 100, pcp: 0 }),
+        };
+        let size = FrameSize::from_frame_in(128, &flow.encap()).unwrap();
+        let t = FrameTemplate::new(&flow, size);
+        let mut f = vec![0u8; t.len()];
+        t.write(
+            &mut f,
+            Signature {
+                stream: 7,
+                seq,
+                tx_ts: 0,
+            },
+        );
         f
     }
 
@@ -287,10 +311,14 @@ mod tests {
         a.capture.out.lock().unwrap().flush().unwrap();
         // The sequence numbers of the frames in the file, in order.
         let bytes = std::fs::read(&path).unwrap();
-        let written: Vec<u32> = bytes[24..]
-            .chunks(16 + 60)
-            .map(|r| u32::from_be_bytes(r[16 + 46..16 + 50].try_into().unwrap()))
-            .collect();
+        let mut written: Vec<u32> = Vec::new();
+        let mut at = 24;
+        while at < bytes.len() {
+            let kept = u32::from_ne_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+            let frame = &bytes[at + 16..at + 16 + kept];
+            written.push(stream_and_seq(frame).expect("a test frame").1);
+            at += 16 + kept;
+        }
         // The first 2; at the gap the 4 kept before it (8..=11), 14 and
         // the 3 after it (15..=17); at the second gap only 18 and 19 were
         // kept (15..=17 are in the file already), then 40. No frame twice.

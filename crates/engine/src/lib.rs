@@ -32,12 +32,16 @@ pub enum EngineError {
     Port(#[from] PortError),
     #[error(transparent)]
     Bpf(#[from] linerate_bpf::BpfError),
-    #[error("gateway {gateway} did not answer ARP on port {port} within {secs} s: check the DUT's address and cabling, or give its MAC with --gw-mac")]
+    #[error("gateway {gateway} did not answer {resolution} on port {port} within {secs} s: check the DUT's address and cabling, or give its MAC with --gw-mac")]
     ArpTimeout {
         port: String,
-        gateway: std::net::Ipv4Addr,
+        gateway: std::net::IpAddr,
+        /// "ARP" or "NDP".
+        resolution: &'static str,
         secs: u64,
     },
+    #[error("a {frame}-byte frame cannot carry {encap} test frames: the smallest is {min} bytes; use --frame-size {min} or larger")]
+    FrameTooSmall { frame: u16, encap: String, min: u16 },
     #[error("a {frame}-byte frame does not fit port {port} (MTU {mtu}, frames up to {max} bytes with FCS): use a smaller --frame-size or raise the MTU")]
     FrameTooLarge {
         frame: u16,
@@ -61,6 +65,8 @@ pub enum EngineError {
     DropTestBidirectional,
     #[error("--range src-ip rewrites the source address that marks a drop test's dropped half: vary another field (dst-ip, ports)")]
     DropTestSourceRange,
+    #[error("--drop-from {0} is not of the test frames' IP version: give an address of the same version as port A's")]
+    DropTestFamily(std::net::IpAddr),
     #[error("interrupted")]
     Interrupted,
     #[error("a tester thread failed: {0}")]
@@ -98,7 +104,7 @@ pub struct EngineConfig {
     /// address, which the DUT is configured to drop. Those frames are
     /// counted apart (as streams of their own) and reported as intended
     /// drops, not loss.
-    pub drop_from: Option<std::net::Ipv4Addr>,
+    pub drop_from: Option<std::net::IpAddr>,
 }
 
 impl EngineConfig {
@@ -198,16 +204,34 @@ impl Engine {
     }
 
     /// Makes the trials drop tests (see [`EngineConfig::drop_from`]).
-    pub fn set_drop_from(&mut self, source: Option<std::net::Ipv4Addr>) {
+    pub fn set_drop_from(&mut self, source: Option<std::net::IpAddr>) {
         self.cfg.drop_from = source;
     }
 
-    /// Checks that frames of `frame` bytes fit both ports.
+    /// The layout of the test frames (IP version, VLAN tag), from port A's host.
+    pub fn encap(&self) -> linerate_wire::Encap {
+        self.a.host.encap()
+    }
+
+    /// Checks that frames of `frame` bytes carry the test frames' headers
+    /// and fit both ports.
     pub fn check_frame(&self, frame: linerate_wire::FrameSize) -> Result<(), EngineError> {
         use linerate_wire::units::{ETH_HEADER_LEN, FCS_LEN};
+        let encap = self.encap();
+        if frame.l3() < encap.min_l3()
+            || encap.ip_offset() + frame.l3() as usize > frame.buffer_len()
+        {
+            return Err(EngineError::FrameTooSmall {
+                frame: frame.frame(),
+                encap: encap.to_string(),
+                min: encap.min_frame(),
+            });
+        }
+        // A tag makes the frame 4 bytes longer than the MTU counts.
+        let tag_len = encap.ip_offset() - ETH_HEADER_LEN;
         for side in [&self.a, &self.b] {
             let info = &side.port.info;
-            let by_mtu = info.mtu as usize + ETH_HEADER_LEN;
+            let by_mtu = info.mtu as usize + ETH_HEADER_LEN + tag_len;
             let by_engine = side.port.max_frame_len();
             if frame.buffer_len() <= by_mtu.min(by_engine) {
                 continue;
@@ -251,11 +275,13 @@ impl Engine {
             }
             .clamp(10_000, 100_000);
             let fps = 10_000.0;
+            let encap = self.encap();
             // Learning frames are all legitimate: a DUT's neighbour table
             // needs no frames it drops.
             let drop_from = self.cfg.drop_from.take();
             let spec = TrialSpec {
-                frame: linerate_wire::FrameSize::from_frame(64).expect("64 is a frame size"),
+                frame: linerate_wire::FrameSize::from_frame_in(encap.min_frame() as u64, &encap)
+                    .expect("the smallest frame of a layout is a frame size"),
                 mix: None,
                 intended_fps: fps,
                 duration: Duration::from_secs_f64(frames as f64 / fps),
@@ -309,6 +335,9 @@ impl Engine {
         let drop_from = self.cfg.drop_from.filter(|_| spec.is_some());
         if drop_from.is_some() && self.cfg.bidirectional {
             return Err(EngineError::DropTestBidirectional);
+        }
+        if let Some(d) = drop_from.filter(|d| d.is_ipv6() != self.a.host.test_ip().is_ipv6()) {
+            return Err(EngineError::DropTestFamily(d));
         }
         if drop_from.is_some()
             && self
@@ -430,7 +459,8 @@ impl Engine {
                     };
                     return Err(EngineError::ArpTimeout {
                         port: info.ifname.clone(),
-                        gateway: host.gateway,
+                        gateway: host.test_gateway(),
+                        resolution: host.resolution(),
                         secs: cfg.arp_timeout.as_secs(),
                     });
                 }
@@ -461,29 +491,37 @@ impl Engine {
             let flow_ab = FlowSpec {
                 src_mac: info_a.mac,
                 dst_mac: gw_a.expect("resolved above"),
-                src_ip: host_a.ip,
-                dst_ip: host_b.ip,
+                src_ip: host_a.test_ip(),
+                dst_ip: host_b.test_ip(),
                 src_port: DEFAULT_UDP_PORT,
                 dst_port: DEFAULT_UDP_PORT,
                 ttl: 64,
+                vlan: host_a.vlan,
             };
             let frames_ab = match drop_from {
                 None => frames_for(&flow_ab),
                 Some(src_ip) => FrameSet::two_classes(
                     frames_for(&flow_ab),
-                    frames_for(&FlowSpec { src_ip, ..flow_ab }),
+                    frames_for(&FlowSpec {
+                        src_ip,
+                        ..flow_ab.clone()
+                    }),
                 ),
             };
             let frames_ba = frames_for(&FlowSpec {
                 src_mac: info_b.mac,
                 dst_mac: gw_b.expect("resolved above"),
-                src_ip: host_b.ip,
-                dst_ip: host_a.ip,
+                src_ip: host_b.test_ip(),
+                dst_ip: host_a.test_ip(),
                 src_port: DEFAULT_UDP_PORT,
                 dst_port: DEFAULT_UDP_PORT,
                 ttl: 64,
+                vlan: host_b.vlan,
             });
-            let no_flows = linerate_wire::Flows::default();
+            let no_flows = linerate_wire::Flows {
+                encap: host_b.encap(),
+                ..linerate_wire::Flows::default()
+            };
             let pacer = Pacer::new(per_direction, spec.duration);
             // Frames not sent within 1 % (+10 ms) of the duration count as lost.
             let give_up_after = spec.duration + spec.duration / 100 + Duration::from_millis(10);
@@ -587,7 +625,8 @@ impl Engine {
             if interrupt.load(Ordering::Relaxed) {
                 return Err(EngineError::Interrupted);
             }
-            let mut ab = summarize(&spec_dir, &frames_ab, &sent, &counted_b, cfg);
+            let encap = host_a.encap();
+            let mut ab = summarize(&spec_dir, &frames_ab, &sent, &counted_b, cfg, encap);
             let result = match sent_rev {
                 None => {
                     // Stray frames on A (the sending port) are as telling as on B.
@@ -595,7 +634,7 @@ impl Engine {
                     ab
                 }
                 Some(rev) => {
-                    let ba = summarize(&spec_dir, &frames_ba, &rev, &counted_a, cfg);
+                    let ba = summarize(&spec_dir, &frames_ba, &rev, &counted_a, cfg, encap);
                     both_directions(spec, ab, ba)
                 }
             };
@@ -675,6 +714,7 @@ fn summarize(
     sent: &generator::Sent,
     counted: &Counted,
     cfg: &EngineConfig,
+    encap: linerate_wire::Encap,
 ) -> TrialResult {
     // Thread k sent frames 0 .. sent[k] of its own sequence, of its share
     // of the schedule; stream k counts class 0, stream threads + k class 1.
@@ -735,6 +775,8 @@ fn summarize(
         tester_rx_drops: counted.ring_drops,
         stray_frames: counted.stray,
         engine: cfg.name.clone(),
+        ip_version: encap.ip,
+        vlan: encap.vlan,
         dut_cpu: None,
         policy_drops,
     }

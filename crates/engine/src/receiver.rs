@@ -1,5 +1,6 @@
 //! The receive loop of one port: counts the trial's test frames per stream,
-//! answers ARP for the port's address and learns the gateway's MAC.
+//! answers ARP (or, for IPv6, Neighbor Solicitations) for the port's
+//! address and learns the gateway's MAC.
 
 use crate::host::{ArpAction, HostConfig};
 use crate::stats::StreamStats;
@@ -77,7 +78,7 @@ pub fn receive<R: RxQueue>(
     let mut streams: Vec<StreamStats> = (0..range.count).map(|_| StreamStats::default()).collect();
     let mut stray = 0u64;
     let mut distinct = 0u64;
-    let mut replies: Vec<[u8; 60]> = Vec::new();
+    let mut replies: Vec<Vec<u8>> = Vec::new();
     let mut learned = host.gateway_mac;
     // Always announce ourselves once: the DUT learns our MAC from the request.
     rx.send_control(&host.gateway_request(mac))?;
@@ -90,34 +91,39 @@ pub fn receive<R: RxQueue>(
         }
         rx.recv(POLL, |frame, arrival_ns| {
             crate::capture::offer(mac, frame, arrival_ns);
-            match classify(frame, range.udp_port) {
-                Received::Test { sig } => match range.index(sig.stream) {
-                    Some(i) => {
-                        let latency = elapsed32(sig.tx_ts, arrival_ns);
-                        // A negative latency (wrapped) can only come from a clock step: count it as 0.
-                        let latency = if latency > u32::MAX as u64 / 2 {
-                            0
-                        } else {
-                            latency
-                        };
-                        streams[i].record(sig.seq, latency);
-                    }
-                    None => stray += 1,
-                },
-                Received::Arp(arp) => match host.on_arp(mac, &arp) {
-                    ArpAction::Reply(frame) => replies.push(frame),
-                    ArpAction::LearnedGateway(gw) => {
-                        if learned.is_none() {
-                            learned = Some(gw);
-                            *signals
-                                .gateway_mac
-                                .lock()
-                                .expect("receiver signals poisoned") = Some(gw);
+            let action = match classify(frame, range.udp_port) {
+                Received::Test { sig } => {
+                    match range.index(sig.stream) {
+                        Some(i) => {
+                            let latency = elapsed32(sig.tx_ts, arrival_ns);
+                            // A negative latency (wrapped) can only come from a clock step: count it as 0.
+                            let latency = if latency > u32::MAX as u64 / 2 {
+                                0
+                            } else {
+                                latency
+                            };
+                            streams[i].record(sig.seq, latency);
                         }
+                        None => stray += 1,
                     }
-                    ArpAction::Ignore => {}
-                },
-                Received::Other => {}
+                    return;
+                }
+                Received::Arp(arp) => host.on_arp(mac, &arp),
+                Received::Ndp(nd) => host.on_ndp(mac, &nd),
+                Received::Other => return,
+            };
+            match action {
+                ArpAction::Reply(frame) => replies.push(frame),
+                ArpAction::LearnedGateway(gw) => {
+                    if learned.is_none() {
+                        learned = Some(gw);
+                        *signals
+                            .gateway_mac
+                            .lock()
+                            .expect("receiver signals poisoned") = Some(gw);
+                    }
+                }
+                ArpAction::Ignore => {}
             }
         })?;
         for frame in replies.drain(..) {

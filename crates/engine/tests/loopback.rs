@@ -1,15 +1,23 @@
 //! The engine on the in-memory loopback port: counts must be exact for a
 //! known fault pattern.
 
+use linerate_engine::host::Ipv6Host;
 use linerate_engine::{Engine, EngineConfig, HostConfig, TesterPort};
 use linerate_port::loopback::{pair, Impairment};
 use linerate_results::TrialSpec;
 use linerate_wire::FrameSize;
-use std::net::Ipv4Addr;
+use linerate_wire::VlanTag;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 fn engine(imp: Impairment) -> Engine {
+    engine_in(imp, None, None)
+}
+
+/// Back-to-back loopback ports; with `v6` both hosts are IPv6 hosts (the
+/// gateways resolved by Neighbor Discovery), with `vlan` both tag.
+fn engine_in(imp: Impairment, v6: Option<()>, vlan: Option<VlanTag>) -> Engine {
     let (a, b) = pair(imp);
     let ip_a = Ipv4Addr::new(198, 18, 0, 2);
     let ip_b = Ipv4Addr::new(198, 18, 0, 3);
@@ -20,6 +28,8 @@ fn engine(imp: Impairment) -> Engine {
         gateway: ip_b,
         gateway_mac: None,
         also_answers: None,
+        ipv6: None,
+        vlan: None,
     };
     let host_b = HostConfig {
         ip: ip_b,
@@ -27,6 +37,28 @@ fn engine(imp: Impairment) -> Engine {
         gateway: ip_a,
         gateway_mac: None,
         also_answers: None,
+        ipv6: None,
+        vlan: None,
+    };
+    let (v6_a, v6_b): (Ipv6Addr, Ipv6Addr) =
+        ("2001:2::2".parse().unwrap(), "2001:2::3".parse().unwrap());
+    let host_a = HostConfig {
+        ipv6: v6.map(|_| Ipv6Host {
+            ip: v6_a,
+            prefix_len: 64,
+            gateway: v6_b,
+        }),
+        vlan,
+        ..host_a
+    };
+    let host_b = HostConfig {
+        ipv6: v6.map(|_| Ipv6Host {
+            ip: v6_b,
+            prefix_len: 64,
+            gateway: v6_a,
+        }),
+        vlan,
+        ..host_b
     };
     let cfg = EngineConfig {
         straggler_wait: Duration::from_millis(300),
@@ -135,4 +167,39 @@ fn an_interrupt_stops_the_trial() {
         e.run_trial(&spec(10_000.0, 5_000), &stop),
         Err(linerate_engine::EngineError::Interrupted)
     ));
+}
+
+#[test]
+fn ipv6_and_vlan_frames_resolve_by_ndp_and_count_exactly() {
+    let tag = Some(VlanTag { id: 100, pcp: 0 });
+    for (v6, vlan) in [(Some(()), None), (None, tag), (Some(()), tag)] {
+        let imp = Impairment {
+            drop_every: Some(100),
+            ..Impairment::default()
+        };
+        let mut e = engine_in(imp, v6, vlan);
+        let encap = e.encap();
+        // Too small for IPv6: a clear error, not a broken frame.
+        if v6.is_some() {
+            let small = TrialSpec {
+                frame: FrameSize::from_frame(64).unwrap(),
+                ..spec(1000.0, 200)
+            };
+            let err = e.run_trial(&small, &AtomicBool::new(false)).unwrap_err();
+            let fix = format!("--frame-size {}", encap.min_frame());
+            assert!(err.to_string().contains(&fix), "{err}");
+        }
+        let s = TrialSpec {
+            frame: FrameSize::from_frame_in(encap.min_frame() as u64, &encap).unwrap(),
+            ..spec(50_000.0, 200)
+        };
+        let r = e.run_trial(&s, &AtomicBool::new(false)).unwrap();
+        assert_eq!(
+            (r.tx_frames, r.rx_frames, r.lost_frames),
+            (10_000, 9_900, 100),
+            "{encap}"
+        );
+        assert_eq!(r.l3_length, s.frame.l3());
+        assert_eq!((r.ip_version, r.vlan), (encap.ip, encap.vlan));
+    }
 }

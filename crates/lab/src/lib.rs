@@ -21,6 +21,7 @@
 //! reference reports' test cases (NAT, ACLs, routes, tunnels, XDP).
 
 mod lab;
+pub mod layout;
 mod netns;
 mod placement;
 pub mod scenario;

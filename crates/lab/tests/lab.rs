@@ -506,3 +506,76 @@ fn errors_are_one_line_with_a_fix() {
     let text = err.to_string();
     assert!(!text.contains('\n') && text.contains("a-z"), "{text}");
 }
+
+/// Packets the DUT sent out of `ifname` so far.
+fn tx_packets(dut_ns: &str, ifname: &str) -> u64 {
+    let v = json(&["-s", "-n", dut_ns, "link", "show", "dev", ifname]);
+    v[0]["stats64"]["tx"]["packets"]
+        .as_u64()
+        .expect("tx packets")
+}
+
+#[test]
+fn vlan_ports_refuse_untagged_frames_and_ipv6_vlan_layouts_are_undone() {
+    if !root() {
+        return;
+    }
+    let name = unique("v");
+    let lab = Lab::up(&name).expect("lab up");
+    let (a, b) = (lab.port_a().clone(), lab.port_b().clone());
+    // The tester kernels as plain (untagged) IPv4 hosts, as in the test above.
+    for p in [&a, &b] {
+        let addr = format!("{}/{}", p.ip, p.prefix_len);
+        ip(&["-n", &p.netns, "addr", "add", &addr, "dev", &p.ifname]);
+        let gw = p.gateway.to_string();
+        ip(&["-n", &p.netns, "route", "add", "default", "via", &gw]);
+    }
+    let (a_ip, b_ip) = (a.ip, b.ip);
+    let send = move || {
+        let s = UdpSocket::bind(SocketAddrV4::new(a_ip, 0)).unwrap();
+        for _ in 0..20 {
+            let _ = s.send_to(b"linerate", SocketAddrV4::new(b_ip, 7000));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let dut = lab.dut_netns().to_string();
+    {
+        let layout = lab.route_layout(true, Some(100)).expect("IPv6 + VLAN 100");
+        let routing = layout.routing_interfaces().clone();
+        let v6 = ip(&["-n", &dut, "-6", "addr", "show", "dev", &routing[0]]);
+        assert!(v6.contains("2001:2::1/64"), "{v6}");
+    }
+    {
+        // VLAN only: with IPv6 on, the router sends its own ICMPv6 (MLD).
+        let layout = lab.route_layout(false, Some(100)).expect("VLAN 100");
+        let routing = layout.routing_interfaces().clone();
+        // Untagged frames (the tester kernel's ARP and datagrams) do not
+        // get through the router's VLAN 100 ports: nothing is forwarded.
+        let before = tx_packets(&dut, &routing[1]);
+        in_netns(&a.netns, send);
+        assert_eq!(
+            tx_packets(&dut, &routing[1]),
+            before,
+            "{}: the router forwarded untagged frames",
+            layout.describe()
+        );
+    }
+    // Undone: the router routes untagged IPv4 again, without IPv6.
+    let addrs = ip(&["-n", &dut, "-br", "addr"]);
+    assert!(
+        !addrs.contains("2001:2:") && !addrs.contains(".100"),
+        "{addrs}"
+    );
+    let receiver = in_netns(&b.netns, move || {
+        UdpSocket::bind(SocketAddrV4::new(b_ip, 7000)).unwrap()
+    });
+    receiver
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    in_netns(&a.netns, send);
+    let mut buf = [0u8; 64];
+    let (n, _) = receiver.recv_from(&mut buf).expect("forwarded after undo");
+    assert_eq!(&buf[..n], b"linerate");
+    drop(lab);
+    assert!(!Lab::exists(&name));
+}

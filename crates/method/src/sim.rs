@@ -141,6 +141,8 @@ impl SimulatedDut {
             generator_max_stall_ns: None,
             dut_cpu: None,
             engine: "simulated".to_string(),
+            ip_version: Default::default(),
+            vlan: None,
             tester_rx_drops: 0,
             stray_frames: 0,
         }

@@ -93,11 +93,12 @@ fn flow(src: MacAddr, dst: MacAddr) -> FlowSpec {
     FlowSpec {
         src_mac: src,
         dst_mac: dst,
-        src_ip: Ipv4Addr::new(198, 18, 0, 1),
-        dst_ip: Ipv4Addr::new(198, 19, 0, 1),
+        src_ip: Ipv4Addr::new(198, 18, 0, 1).into(),
+        dst_ip: Ipv4Addr::new(198, 19, 0, 1).into(),
         src_port: linerate_wire::template::DEFAULT_UDP_PORT,
         dst_port: linerate_wire::template::DEFAULT_UDP_PORT,
         ttl: 64,
+        vlan: None,
     }
 }
 

@@ -23,6 +23,12 @@ pub struct RunInfo {
     pub line_speed_bps: u64,
     pub engine: String,
     pub placement: Option<Placement>,
+    /// The test frames' IP version (RFC 5180 for IPv6).
+    #[serde(default)]
+    pub ip_version: linerate_wire::IpVersion,
+    /// The 802.1Q tag of the test frames, when they carried one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<linerate_wire::VlanTag>,
 }
 
 /// Trials of a frame size whose method did not finish (interrupted or an

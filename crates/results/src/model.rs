@@ -119,6 +119,13 @@ pub struct TrialResult {
     pub stray_frames: u64,
     /// Which engine ran the trial (e.g. "af_packet").
     pub engine: String,
+    /// The test frames' IP version, "IPv4" or "IPv6" (RFC 5180); records
+    /// from before IPv6 support are IPv4.
+    #[serde(default)]
+    pub ip_version: linerate_wire::IpVersion,
+    /// The 802.1Q tag of the test frames, when they carried one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<linerate_wire::VlanTag>,
     /// A bidirectional trial's directions, A -> B then B -> A, each with
     /// its own counts at half the rate; the fields above sum them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -166,6 +173,14 @@ impl TrialResult {
     /// True when the trial's loss is within `allowed_loss_ratio`.
     pub fn passed(&self, allowed_loss_ratio: f64) -> bool {
         self.loss_ratio <= allowed_loss_ratio
+    }
+
+    /// The test frames' layout (IP version and VLAN tag).
+    pub fn encap(&self) -> linerate_wire::Encap {
+        linerate_wire::Encap {
+            ip: self.ip_version,
+            vlan: self.vlan,
+        }
     }
 
     /// Received test frames per second over the sending duration (L2 frames/s).

@@ -257,11 +257,17 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             "(*) tester-limited: the tester could not offer more, or the result is within 5 % of the tester's calibrated ceiling; the device may forward more.\n",
         );
     }
-    let engine = format!(
+    let mut engine = format!(
         "Engine {}.   Line speed {}.",
         report.engine,
         line_speed(report.line_speed_bps)
     );
+    // IPv6 or VLAN-tagged test frames are said; plain IPv4 is the default.
+    if let Some(t) = results.iter().flat_map(|r| r.trials.first()).next() {
+        if !t.encap().is_default() {
+            engine += &format!("   Test frames {}.", t.encap());
+        }
+    }
     match &report.placement {
         Some(placement) => {
             let _ = writeln!(out, "{}   {engine}", placement_sentence(placement));
@@ -288,11 +294,16 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
         .map_or(t.frame_size as f64, |m| m.mean_frame_size);
     let l1_bytes = l2_bytes + PREAMBLE_AND_GAP as f64;
     // A mix's sizes carry no padding (all are 64 bytes or more).
-    let l3_bytes = t
-        .mix
-        .as_ref()
-        .map_or(t.l3_length as f64, |m| m.mean_frame_size - 18.0);
-    let l4_bytes = l3_bytes - 28.0;
+    let encap = t.encap();
+    let l3_bytes = t.mix.as_ref().map_or(t.l3_length as f64, |m| {
+        m.mean_frame_size - encap.l2_overhead() as f64
+    });
+    let l4_bytes = l3_bytes - (encap.ip.header_len() + 8) as f64;
+    let layout = if encap.is_default() {
+        String::new()
+    } else {
+        format!(", {encap}")
+    };
     let mbps = |fps: f64, bytes: f64| fps * bytes * 8.0 / 1e6;
     let layers = |fps: f64| {
         format!(
@@ -307,7 +318,7 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
     let _ = match &t.mix {
         Some(m) => writeln!(
             out,
-            "Trial: {} ({}, mean frame {:.1} bytes), {} s, engine {}",
+            "Trial: {} ({}, mean frame {:.1} bytes{layout}), {} s, engine {}",
             m.name,
             m.composition,
             m.mean_frame_size,
@@ -316,7 +327,7 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
         ),
         None => writeln!(
             out,
-            "Trial: {}-byte frames (IP packet {} bytes), {} s, engine {}",
+            "Trial: {}-byte frames (IP packet {} bytes{layout}), {} s, engine {}",
             t.frame_size,
             t.l3_length,
             trim_number(t.duration_s),

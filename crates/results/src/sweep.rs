@@ -155,6 +155,8 @@ mod tests {
             tester_rx_drops: 0,
             stray_frames: 0,
             engine: "xdp".into(),
+            ip_version: Default::default(),
+            vlan: None,
             dut_cpu: None,
         }
     }

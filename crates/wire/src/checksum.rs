@@ -4,7 +4,7 @@
 //! final [`fold`]; that is what lets the frame template precompute the sum of
 //! everything constant and add only the stamped words per frame.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Ones-complement partial sum of `data` as big-endian 16-bit words; an odd
 /// trailing byte is padded with a zero byte, as RFC 1071 says.
@@ -46,6 +46,13 @@ pub fn pseudo_header_ipv4(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, len: u16) -> 
     let s = u32::from(src);
     let d = u32::from(dst);
     (s >> 16) + (s & 0xFFFF) + (d >> 16) + (d & 0xFFFF) + proto as u32 + len as u32
+}
+
+/// Partial sum of the IPv6 pseudo-header (RFC 8200 8.1): source,
+/// destination, upper-layer length (32 bits) and next header (32 bits).
+#[inline]
+pub fn pseudo_header_ipv6(src: &Ipv6Addr, dst: &Ipv6Addr, next_header: u8, len: u32) -> u32 {
+    sum16(&src.octets()) + sum16(&dst.octets()) + (len >> 16) + (len & 0xFFFF) + next_header as u32
 }
 
 /// Updates a checksum after one 16-bit word of the covered data changed from
@@ -104,6 +111,21 @@ mod tests {
         let bytes = [192, 168, 1, 2, 10, 255, 0, 1, 0, 17, 0x01, 0x23];
         assert_eq!(
             fold(pseudo_header_ipv4(src, dst, 17, 0x123)),
+            fold(sum16(&bytes))
+        );
+    }
+
+    #[test]
+    fn ipv6_pseudo_header_matches_bytes() {
+        let src: Ipv6Addr = "2001:2::2".parse().unwrap();
+        let dst: Ipv6Addr = "2001:2:0:1::fffe".parse().unwrap();
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&src.octets());
+        bytes.extend_from_slice(&dst.octets());
+        bytes.extend_from_slice(&0x0001_0203u32.to_be_bytes());
+        bytes.extend_from_slice(&[0, 0, 0, 17]);
+        assert_eq!(
+            fold(pseudo_header_ipv6(&src, &dst, 17, 0x0001_0203)),
             fold(sum16(&bytes))
         );
     }

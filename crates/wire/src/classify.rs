@@ -1,5 +1,7 @@
 //! What the receiver does with each frame: is it one of ours (and which),
-//! an ARP packet to answer or learn from, or something to ignore.
+//! an ARP or Neighbor Discovery packet to answer or learn from, or
+//! something to ignore. Test frames are IPv4 or IPv6 (RFC 5180), each
+//! optionally behind one 802.1Q tag.
 //!
 //! This runs once per received frame at line rate, so it reads only the
 //! fields it needs and never verifies checksums; [`checksums_ok`] is there
@@ -7,13 +9,16 @@
 //! delivers, so every read is checked: any input gives an answer, never a panic.
 
 use crate::arp::ArpRepr;
-use crate::checksum::{fold, sum16};
+use crate::checksum::{fold, pseudo_header_ipv6, sum16};
+use crate::encap::ETHERTYPE_IPV6;
 use crate::ethernet::{read_u16, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_VLAN, VLAN_TAG_LEN};
 use crate::ipv4::{self, FLAG_MF, FRAG_OFFSET_MASK, IPPROTO_UDP};
+use crate::ipv6::{self, IPV6_HEADER_LEN};
+use crate::ndp::NdpRepr;
 use crate::signature::{Signature, SIGNATURE_LEN};
 use crate::udp;
 use crate::units::{ETH_HEADER_LEN, UDP_HEADER_LEN};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// A `test_udp_port` that takes test frames to any UDP port (for trials
 /// whose destination port varies per frame); the magic and the stream id
@@ -27,15 +32,18 @@ pub enum Received {
     Test { sig: Signature },
     /// An Ethernet/IPv4 ARP packet.
     Arp(ArpRepr),
+    /// An IPv6 Neighbor Solicitation or Advertisement.
+    Ndp(NdpRepr),
     /// Anything else.
     Other,
 }
 
 /// Classifies a received frame (without FCS). Never panics on any input.
 ///
-/// A test frame is IPv4 (optionally behind one 802.1Q tag), any IHL >= 5,
-/// UDP, not a fragment, to `test_udp_port` (or any port: [`ANY_PORT`]), with the whole signature inside
-/// the IP total length and the UDP length, and the right magic.
+/// A test frame is IPv4 (any IHL >= 5, not a fragment) or IPv6 (next
+/// header UDP, no extension headers), optionally behind one 802.1Q tag,
+/// UDP to `test_udp_port` (or any port: [`ANY_PORT`]), with the whole signature inside the IP length
+/// and the UDP length, and the right magic.
 ///
 /// `frame` may be a truncated capture (receivers copy only the first bytes
 /// of each frame): only the signature itself must lie inside it.
@@ -48,6 +56,15 @@ pub fn classify(frame: &[u8], test_udp_port: u16) -> Received {
         ETHERTYPE_IPV4 => match test_signature(payload, test_udp_port) {
             Some(sig) => Received::Test { sig },
             None => Received::Other,
+        },
+        ETHERTYPE_IPV6 => match test_signature_v6(payload, test_udp_port) {
+            Some(sig) => Received::Test { sig },
+            None => {
+                match crate::ethernet::src_mac(frame).and_then(|m| NdpRepr::parse(payload, m)) {
+                    Some(n) => Received::Ndp(n),
+                    None => Received::Other,
+                }
+            }
         },
         ETHERTYPE_ARP => match ArpRepr::parse(payload) {
             Some(a) => Received::Arp(a),
@@ -114,13 +131,60 @@ fn test_signature(packet: &[u8], port: u16) -> Option<Signature> {
     Signature::parse(packet.get(at..at + SIGNATURE_LEN)?)
 }
 
-/// True when `frame` is an IPv4/UDP frame (optionally VLAN-tagged) whose IPv4
+/// The signature of an IPv6 test packet: UDP straight after the fixed
+/// header, the signature inside the payload length and the UDP length.
+#[inline]
+fn test_signature_v6(packet: &[u8], port: u16) -> Option<Signature> {
+    if *packet.first()? >> 4 != 6 || *packet.get(ipv6::NEXT_HEADER_OFFSET)? != IPPROTO_UDP {
+        return None;
+    }
+    let payload = read_u16(packet, ipv6::PAYLOAD_LEN_OFFSET)? as usize;
+    let udp_len = read_u16(packet, IPV6_HEADER_LEN + udp::LEN_OFFSET)? as usize;
+    if udp_len < UDP_HEADER_LEN + SIGNATURE_LEN || udp_len > payload {
+        return None;
+    }
+    if port != ANY_PORT && read_u16(packet, IPV6_HEADER_LEN + udp::DST_PORT_OFFSET)? != port {
+        return None;
+    }
+    let at = IPV6_HEADER_LEN + UDP_HEADER_LEN;
+    Signature::parse(packet.get(at..at + SIGNATURE_LEN)?)
+}
+
+/// True when an IPv6/UDP packet's UDP checksum verifies; in IPv6 it is
+/// mandatory, so a zero checksum fails.
+fn checksums_ok_v6(packet: &[u8]) -> bool {
+    let Some(ip) = ipv6::Ipv6Repr::parse(packet) else {
+        return false;
+    };
+    if ip.next_header != IPPROTO_UDP {
+        return false;
+    }
+    let Some(d) = packet.get(IPV6_HEADER_LEN..IPV6_HEADER_LEN + ip.payload_len as usize) else {
+        return false;
+    };
+    let Some(udp_len) = read_u16(d, udp::LEN_OFFSET) else {
+        return false;
+    };
+    let Some(d) = d.get(..udp_len as usize) else {
+        return false;
+    };
+    if read_u16(d, udp::CHECKSUM_OFFSET) == Some(0) {
+        return false;
+    }
+    let (src, dst): (Ipv6Addr, Ipv6Addr) = (ip.src, ip.dst);
+    fold(pseudo_header_ipv6(&src, &dst, IPPROTO_UDP, d.len() as u32) + sum16(d)) == 0
+}
+
+/// True when `frame` is an IPv6/UDP frame whose UDP checksum verifies, or
+/// an IPv4/UDP frame (both optionally VLAN-tagged) whose IPv4
 /// header checksum and UDP checksum both verify; a zero UDP checksum
 /// (absent) counts as valid, as IPv4 allows. False for anything else. Not
 /// for the hot path.
 pub fn checksums_ok(frame: &[u8]) -> bool {
-    let Some((ETHERTYPE_IPV4, packet)) = l3_payload(frame) else {
-        return false;
+    let packet = match l3_payload(frame) {
+        Some((ETHERTYPE_IPV4, packet)) => packet,
+        Some((ETHERTYPE_IPV6, packet)) => return checksums_ok_v6(packet),
+        _ => return false,
     };
     let Some((ihl, d)) = udp_datagram(packet) else {
         return false;
@@ -142,11 +206,12 @@ mod tests {
         let flow = crate::FlowSpec {
             src_mac: crate::MacAddr([2, 0, 0, 0, 0, 1]),
             dst_mac: crate::MacAddr([2, 0, 0, 0, 0, 2]),
-            src_ip: Ipv4Addr::new(198, 18, 0, 2),
-            dst_ip: Ipv4Addr::new(198, 19, 0, 2),
+            src_ip: Ipv4Addr::new(198, 18, 0, 2).into(),
+            dst_ip: Ipv4Addr::new(198, 19, 0, 2).into(),
             src_port: 9,
             dst_port: 4321,
             ttl: 64,
+            vlan: None,
         };
         let t = crate::FrameTemplate::new(&flow, crate::FrameSize::from_frame(64).unwrap());
         let sig = Signature {
@@ -174,11 +239,12 @@ mod tests {
         FlowSpec {
             src_mac: MacAddr([0x02, 0, 0, 0, 0, 1]),
             dst_mac: MacAddr([0x02, 0, 0, 0, 0, 2]),
-            src_ip: Ipv4Addr::new(198, 18, 0, 1),
-            dst_ip: Ipv4Addr::new(198, 19, 0, 1),
+            src_ip: Ipv4Addr::new(198, 18, 0, 1).into(),
+            dst_ip: Ipv4Addr::new(198, 19, 0, 1).into(),
             src_port: PORT,
             dst_port: PORT,
             ttl: 64,
+            vlan: None,
         }
     }
 
@@ -387,5 +453,49 @@ mod tests {
         }
         // Mutations mostly hit the filler, so plenty should still classify.
         assert!(seen_test > 1000);
+    }
+
+    #[test]
+    fn ipv6_and_tagged_test_frames_are_recognised() {
+        use crate::encap::VlanTag;
+        for vlan in [None, Some(VlanTag { id: 100, pcp: 0 })] {
+            let f6 = FlowSpec {
+                src_ip: "2001:2::2".parse().unwrap(),
+                dst_ip: "2001:2:0:1::2".parse().unwrap(),
+                vlan,
+                ..flow()
+            };
+            for size in [78, 82, 1518] {
+                let Ok(size) = FrameSize::from_frame_in(size, &f6.encap()) else {
+                    continue;
+                };
+                let t = FrameTemplate::new(&f6, size);
+                let mut b = vec![0u8; t.len()];
+                t.write(&mut b, SIG);
+                assert_eq!(classify(&b, PORT), Received::Test { sig: SIG });
+                assert!(checksums_ok(&b));
+                assert_eq!(classify(&b, PORT + 1), Received::Other);
+                // A wrong next header, or the UDP length past the payload.
+                let ip = f6.encap().ip_offset();
+                let mut g = b.clone();
+                g[ip + 6] = 6;
+                assert_eq!(classify(&g, PORT), Received::Other);
+                let mut g = b.clone();
+                g[ip + 5] = g[ip + 5].wrapping_sub(1);
+                assert_eq!(classify(&g, PORT), Received::Other);
+                // Truncated inside the signature.
+                let end = t.signature_offset() + SIGNATURE_LEN;
+                assert_eq!(classify(&b[..end - 1], PORT), Received::Other);
+                assert_eq!(classify(&b[..end], PORT), Received::Test { sig: SIG });
+                // The checksum catches corruption; zero is not allowed in IPv6.
+                let mut g = b.clone();
+                *g.last_mut().unwrap() ^= 1;
+                assert!(!checksums_ok(&g));
+                let mut g = b.clone();
+                let c = t.signature_offset() - 2;
+                g[c..c + 2].copy_from_slice(&[0, 0]);
+                assert!(!checksums_ok(&g));
+            }
+        }
     }
 }

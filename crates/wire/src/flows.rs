@@ -23,9 +23,14 @@
 //! where `span = max - min + 1`. Every range advances with every frame, as
 //! pktgen's do. The IPv4 header checksum and the UDP checksum are updated
 //! incrementally (RFC 1624) for the fields that enter them.
+//!
+//! Offsets follow the frames' layout ([`Encap`]: a VLAN tag moves every
+//! field after the MACs 4 bytes on, IPv6 moves the ports 20 bytes on).
+//! `src-ip`/`dst-ip` ranges take IPv4 addresses only: with IPv6 they are
+//! refused ([`Flows::for_encap`]); vary the ports or MACs instead.
 
 use crate::checksum::fold;
-use crate::template::{IPV4_OFFSET, UDP_OFFSET};
+use crate::encap::{Encap, IpVersion};
 use std::net::Ipv4Addr;
 
 /// Most ranges at once: one per field.
@@ -43,15 +48,21 @@ pub enum Field {
 }
 
 impl Field {
-    /// Offset of the field in the frame (Ethernet II / IPv4 without options / UDP).
+    /// Offset of the field in an untagged IPv4 frame (Ethernet II / IPv4
+    /// without options / UDP).
     pub fn offset(self) -> usize {
+        self.offset_in(&Encap::default())
+    }
+
+    /// Offset of the field in a frame of `encap`'s layout.
+    pub fn offset_in(self, encap: &Encap) -> usize {
         match self {
             Field::DstMac => 0,
             Field::SrcMac => 6,
-            Field::SrcIp => IPV4_OFFSET + 12,
-            Field::DstIp => IPV4_OFFSET + 16,
-            Field::SrcPort => UDP_OFFSET,
-            Field::DstPort => UDP_OFFSET + 2,
+            Field::SrcIp => encap.ip_offset() + 12,
+            Field::DstIp => encap.ip_offset() + 16,
+            Field::SrcPort => encap.udp_offset(),
+            Field::DstPort => encap.udp_offset() + 2,
         }
     }
 
@@ -157,6 +168,8 @@ pub enum FlowError {
     Bounds(String),
     #[error("field {0} has two ranges: give each field one --range")]
     Twice(&'static str),
+    #[error("{0} takes IPv4 addresses and cannot vary IPv6 ones: with --ipv6 vary src-port, dst-port, src-mac or dst-mac instead")]
+    Ipv6Address(&'static str),
 }
 
 /// One varying field.
@@ -272,6 +285,8 @@ pub fn splitmix64(x: u64) -> u64 {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Flows {
     pub ranges: Vec<FieldRange>,
+    /// The layout of the frames the ranges rewrite (where the fields are).
+    pub encap: Encap,
 }
 
 impl Flows {
@@ -284,7 +299,21 @@ impl Flows {
             }
             ranges.push(r);
         }
-        Ok(Flows { ranges })
+        Ok(Flows {
+            ranges,
+            encap: Encap::default(),
+        })
+    }
+
+    /// The same ranges for frames of `encap`'s layout; address ranges are
+    /// refused for IPv6 (they hold IPv4 addresses).
+    pub fn for_encap(self, encap: Encap) -> Result<Flows, FlowError> {
+        if encap.ip == IpVersion::V6 {
+            if let Some(r) = self.ranges.iter().find(|r| r.field.in_ip_checksum()) {
+                return Err(FlowError::Ipv6Address(r.field.name()));
+            }
+        }
+        Ok(Flows { encap, ..self })
     }
 
     /// Every range, as [`FieldRange::describe`] writes it.
@@ -306,13 +335,14 @@ impl Flows {
     /// leaves them).
     #[inline]
     pub fn apply(&self, frame: &mut [u8], n: u64) {
-        if self.ranges.is_empty() || frame.len() < UDP_OFFSET + 8 {
+        let udp_offset = self.encap.udp_offset();
+        if self.ranges.is_empty() || frame.len() < udp_offset + 8 {
             return;
         }
         // Ones-complement sums of (new - old) words for each checksum.
         let (mut ip_delta, mut udp_delta) = (0u32, 0u32);
         for r in &self.ranges {
-            let (off, w) = (r.field.offset(), r.field.width());
+            let (off, w) = (r.field.offset_in(&self.encap), r.field.width());
             let new = r.value(n).to_be_bytes();
             let new = &new[8 - w..];
             let mut d = 0u32;
@@ -330,10 +360,10 @@ impl Flows {
             }
         }
         if ip_delta != 0 {
-            patch_checksum(frame, IPV4_OFFSET + 10, ip_delta, false);
+            patch_checksum(frame, self.encap.ip_offset() + 10, ip_delta, false);
         }
         if udp_delta != 0 {
-            patch_checksum(frame, UDP_OFFSET + 6, udp_delta, true);
+            patch_checksum(frame, udp_offset + 6, udp_delta, true);
         }
     }
 }
@@ -441,11 +471,12 @@ mod tests {
         let flow = FlowSpec {
             src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
             dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
-            src_ip: Ipv4Addr::new(198, 18, 0, 2),
-            dst_ip: Ipv4Addr::new(198, 19, 0, 2),
+            src_ip: Ipv4Addr::new(198, 18, 0, 2).into(),
+            dst_ip: Ipv4Addr::new(198, 19, 0, 2).into(),
             src_port: 0x4C52,
             dst_port: 0x4C52,
             ttl: 64,
+            vlan: None,
         };
         let f = flows(&[
             "dst-ip=198.19.0.2..198.19.0.254",
@@ -474,6 +505,52 @@ mod tests {
                 assert_eq!(sport, f.ranges[2].value(n));
                 assert_eq!(buf[11] as u64, 1 + n % 5, "src MAC low byte");
             }
+        }
+    }
+
+    #[test]
+    fn offsets_follow_the_layout_and_ipv6_refuses_address_ranges() {
+        use crate::encap::VlanTag;
+        let v6 = Encap {
+            ip: IpVersion::V6,
+            vlan: Some(VlanTag { id: 100, pcp: 0 }),
+        };
+        assert_eq!(Field::SrcPort.offset_in(&v6), 58);
+        assert_eq!(Field::DstPort.offset_in(&v6), 60);
+        assert_eq!(Field::SrcMac.offset_in(&v6), 6);
+        assert_eq!(Field::DstIp.offset(), 30);
+        let e = flows(&["dst-ip=198.19.0.2..198.19.0.9"])
+            .for_encap(v6)
+            .unwrap_err();
+        assert!(e.to_string().contains("--ipv6"), "{e}");
+        // Ports in tagged IPv6 frames keep the UDP checksum valid.
+        let flow = FlowSpec {
+            src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+            dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+            src_ip: "2001:2::2".parse().unwrap(),
+            dst_ip: "2001:2:0:1::2".parse().unwrap(),
+            src_port: 0x4C52,
+            dst_port: 0x4C52,
+            ttl: 64,
+            vlan: v6.vlan,
+        };
+        let f = flows(&["src-port=53..1000/random", "dst-port=1..9"])
+            .for_encap(v6)
+            .unwrap();
+        let t = FrameTemplate::new(&flow, FrameSize::from_frame_in(128, &v6).unwrap());
+        let mut buf = vec![0u8; t.len()];
+        for n in 0..500u64 {
+            t.write(
+                &mut buf,
+                Signature {
+                    stream: 1,
+                    seq: n as u32,
+                    tx_ts: 0,
+                },
+            );
+            f.apply(&mut buf, n);
+            assert!(checksums_ok(&buf), "frame {n}");
+            assert_eq!(u16::from_be_bytes([buf[60], buf[61]]) as u64, 1 + n % 9);
         }
     }
 }

@@ -31,6 +31,10 @@
 //! 60       4   FCS (added by the NIC)
 //! ```
 //!
+//! With `--ipv6` the IP header is the 40-byte IPv6 header and everything
+//! after it moves 20 bytes on (signature at 62); an 802.1Q tag moves
+//! everything after the MACs 4 bytes on. [`encap`] has the offsets.
+//!
 //! Packets shorter than 46 bytes at L3 (down to 40) are followed by zero
 //! Ethernet padding up to the 64-byte minimum. All multi-byte fields are
 //! big-endian.
@@ -38,10 +42,13 @@
 pub mod arp;
 pub mod checksum;
 pub mod classify;
+pub mod encap;
 pub mod ethernet;
 pub mod flows;
 pub mod ipv4;
+pub mod ipv6;
 pub mod mix;
+pub mod ndp;
 pub mod overhead;
 pub mod signature;
 pub mod template;
@@ -50,6 +57,7 @@ pub mod units;
 
 pub use arp::{ArpOp, ArpRepr};
 pub use classify::{classify, Received};
+pub use encap::{Encap, IpVersion, VlanTag};
 pub use ethernet::MacAddr;
 pub use flows::Flows;
 pub use mix::{FrameMix, FrameSet, Frames};

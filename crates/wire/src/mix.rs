@@ -655,6 +655,7 @@ mod tests {
             src_port: 1,
             dst_port: 2,
             ttl: 64,
+            vlan: None,
         };
         let mix = FrameMix::parse("genome:aga").unwrap();
         let set = FrameSet::new(&flow, &mix);
@@ -714,11 +715,12 @@ mod tests {
         let flow = |last: u8| crate::FlowSpec {
             src_mac: crate::MacAddr([2, 0, 0, 0, 0, 1]),
             dst_mac: crate::MacAddr([2, 0, 0, 0, 0, 2]),
-            src_ip: std::net::Ipv4Addr::new(198, 18, 0, last),
-            dst_ip: std::net::Ipv4Addr::new(198, 19, 0, 2),
+            src_ip: std::net::Ipv4Addr::new(198, 18, 0, last).into(),
+            dst_ip: std::net::Ipv4Addr::new(198, 19, 0, 2).into(),
             src_port: 9,
             dst_port: 9,
             ttl: 64,
+            vlan: None,
         };
         let mix = FrameMix::parse("64:7,594:4,1518:1").unwrap();
         let set =

@@ -16,18 +16,21 @@
 //! arithmetic, needs no read of the old frame, and is correct whatever the
 //! buffer held before.
 
-use crate::checksum::{fold, pseudo_header_ipv4, sum16};
-use crate::ethernet::{self, MacAddr, ETHERTYPE_IPV4};
+use crate::checksum::{fold, pseudo_header_ipv4, pseudo_header_ipv6, sum16};
+use crate::encap::{Encap, IpVersion, VlanTag};
+use crate::ethernet::MacAddr;
 use crate::ipv4::{self, Ipv4Repr, IPPROTO_UDP};
+use crate::ipv6::Ipv6Repr;
 use crate::signature::{Signature, SIGNATURE_LEN};
 use crate::udp::{self, UdpRepr};
 use crate::units::{FrameSize, ETH_HEADER_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 /// Default UDP source and destination port of test traffic: 0x4C52 ("LR") = 19538.
 pub const DEFAULT_UDP_PORT: u16 = 0x4C52;
 
-/// Offset of the IPv4 header in an (untagged) test frame.
+/// Offset of the IPv4 header in an untagged IPv4 test frame (the default
+/// layout; [`Encap`] gives the offsets of every layout).
 pub const IPV4_OFFSET: usize = ETH_HEADER_LEN;
 /// Offset of the UDP header.
 pub const UDP_OFFSET: usize = IPV4_OFFSET + IPV4_HEADER_LEN;
@@ -38,19 +41,37 @@ pub const SIGNATURE_OFFSET: usize = UDP_OFFSET + UDP_HEADER_LEN;
 /// First byte after the signature: the filler starts here.
 pub const FILLER_OFFSET: usize = SIGNATURE_OFFSET + SIGNATURE_LEN;
 
-/// The bytes [`FrameTemplate::stamp`] writes: UDP checksum through the end of the signature.
+/// The bytes [`FrameTemplate::stamp`] writes: UDP checksum through the end
+/// of the signature (the same 14 bytes in every layout).
 const STAMP_LEN: usize = FILLER_OFFSET - UDP_CHECKSUM_OFFSET;
 
-/// Who talks to whom: the addresses and ports of one test flow.
+/// Who talks to whom: the addresses and ports of one test flow. Both
+/// addresses are of one IP version, which makes the frames IPv4 or IPv6.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowSpec {
     pub src_mac: MacAddr,
     pub dst_mac: MacAddr,
-    pub src_ip: Ipv4Addr,
-    pub dst_ip: Ipv4Addr,
+    pub src_ip: IpAddr,
+    pub dst_ip: IpAddr,
     pub src_port: u16,
     pub dst_port: u16,
+    /// TTL (IPv4) or hop limit (IPv6).
     pub ttl: u8,
+    /// An 802.1Q tag before the IP header.
+    pub vlan: Option<VlanTag>,
+}
+
+impl FlowSpec {
+    /// The frames' layout: IP version of the addresses, and the tag.
+    pub fn encap(&self) -> Encap {
+        Encap {
+            ip: match self.src_ip {
+                IpAddr::V4(_) => IpVersion::V4,
+                IpAddr::V6(_) => IpVersion::V6,
+            },
+            vlan: self.vlan,
+        }
+    }
 }
 
 /// A test frame with everything but the signature in place.
@@ -62,38 +83,69 @@ pub struct FrameTemplate {
     /// Ones-complement partial sum (folded to 16 bits) of the pseudo-header and
     /// the UDP datagram with checksum, stream, seq and tx_ts all zero.
     csum_base: u32,
+    /// Where the UDP checksum is: the first of the stamped bytes.
+    stamp_at: usize,
 }
 
 impl FrameTemplate {
-    /// Builds the template for `flow` at `frame` size. Infallible: a
-    /// [`FrameSize`] guarantees an L3 length of at least 40 bytes, enough for
-    /// IPv4 + UDP + signature.
+    /// Builds the template for `flow` at `frame` size. Infallible: the
+    /// caller sizes frames for the flow's layout ([`FrameSize::from_frame_in`]);
+    /// an IP length that does not fit the frame is cut to fit, and a frame
+    /// too small for the signature is grown to hold it (the engine refuses
+    /// both before a trial, see `Engine::check_frame`).
     pub fn new(flow: &FlowSpec, frame: FrameSize) -> FrameTemplate {
-        let len = frame.buffer_len();
-        let l3 = frame.l3();
-        let udp_len = l3 - IPV4_HEADER_LEN as u16;
-        let ip_end = IPV4_OFFSET + l3 as usize;
-        // FrameSize invariants: 40 <= l3 and 14 + l3 <= buffer_len.
-        debug_assert!(ip_end <= len && FILLER_OFFSET <= ip_end);
-        let mut b = vec![0u8; len.max(FILLER_OFFSET)];
+        let encap = flow.encap();
+        let ip_off = encap.ip_offset();
+        let udp_off = encap.udp_offset();
+        let sig_off = encap.signature_offset();
+        let filler_off = sig_off + SIGNATURE_LEN;
+        let len = frame.buffer_len().max(filler_off);
+        let l3 = (frame.l3() as usize)
+            .min(len - ip_off)
+            .max(encap.min_l3() as usize) as u16;
+        let ip_end = ip_off + l3 as usize;
+        let udp_len = l3 - encap.ip.header_len() as u16;
+        let mut b = vec![0u8; len];
 
-        ethernet::emit_header(&mut b, flow.dst_mac, flow.src_mac, ETHERTYPE_IPV4);
-        let ip = Ipv4Repr {
-            src: flow.src_ip,
-            dst: flow.dst_ip,
-            protocol: IPPROTO_UDP,
-            total_len: l3,
-            ident: 0,
-            ttl: flow.ttl,
-            dont_frag: true,
+        encap.emit_l2(&mut b, flow.dst_mac, flow.src_mac, encap.ip.ethertype());
+        let pseudo = match (flow.src_ip, flow.dst_ip) {
+            (IpAddr::V4(src), IpAddr::V4(dst)) => {
+                let ip = Ipv4Repr {
+                    src,
+                    dst,
+                    protocol: IPPROTO_UDP,
+                    total_len: l3,
+                    ident: 0,
+                    ttl: flow.ttl,
+                    dont_frag: true,
+                };
+                ip.emit(&mut b[ip_off..]);
+                pseudo_header_ipv4(src, dst, IPPROTO_UDP, udp_len)
+            }
+            (src, dst) => {
+                // Both IPv6 (a mixed pair is a caller bug: map the IPv4 one).
+                let v6 = |a: IpAddr| match a {
+                    IpAddr::V6(a) => a,
+                    IpAddr::V4(a) => a.to_ipv6_mapped(),
+                };
+                let (src, dst) = (v6(src), v6(dst));
+                let ip = Ipv6Repr {
+                    src,
+                    dst,
+                    next_header: IPPROTO_UDP,
+                    payload_len: udp_len,
+                    hop_limit: flow.ttl,
+                };
+                ip.emit(&mut b[ip_off..]);
+                pseudo_header_ipv6(&src, &dst, IPPROTO_UDP, udp_len as u32)
+            }
         };
-        ip.emit(&mut b[IPV4_OFFSET..]);
         let u = UdpRepr {
             src_port: flow.src_port,
             dst_port: flow.dst_port,
             len: udp_len,
         };
-        u.emit(&mut b[UDP_OFFSET..]);
+        u.emit(&mut b[udp_off..]);
         // Magic only: the other signature fields stay zero, so they add
         // nothing to the base sum.
         Signature {
@@ -101,23 +153,24 @@ impl FrameTemplate {
             seq: 0,
             tx_ts: 0,
         }
-        .emit(&mut b[SIGNATURE_OFFSET..]);
+        .emit(&mut b[sig_off..]);
         // Deterministic filler up to the end of the IP packet; padding after it stays zero.
-        let filler_end = ip_end.min(b.len());
-        for (i, x) in b[FILLER_OFFSET..filler_end].iter_mut().enumerate() {
+        for (i, x) in b[filler_off..ip_end].iter_mut().enumerate() {
             *x = i as u8;
         }
-        let datagram_end = (UDP_OFFSET + udp_len as usize).min(b.len());
         // Store the folded sum itself (the complement of a checksum), at most
         // 0xFFFF, so base + five stamped words can never overflow a u32.
-        let pseudo = pseudo_header_ipv4(flow.src_ip, flow.dst_ip, IPPROTO_UDP, udp_len);
-        let csum_base = !fold(pseudo + sum16(&b[UDP_OFFSET..datagram_end])) as u32;
-        let t = FrameTemplate {
+        let csum_base = !fold(pseudo + sum16(&b[udp_off..ip_end])) as u32;
+        FrameTemplate {
             bytes: b.into_boxed_slice(),
             csum_base,
-        };
-        debug_assert!(t.bytes.len() == len);
-        t
+            stamp_at: udp_off + udp::CHECKSUM_OFFSET,
+        }
+    }
+
+    /// Where the signature starts in this template's frames.
+    pub fn signature_offset(&self) -> usize {
+        self.stamp_at + 2
     }
 
     /// Bytes per frame handed to the NIC: the frame size minus the FCS the
@@ -133,8 +186,6 @@ impl FrameTemplate {
         self.bytes.is_empty()
     }
 
-    /// The template: signature magic set, stream/seq/tx_ts zero, UDP checksum zero.
-    #[inline]
     /// The folded ones-complement sum of the pseudo-header and the datagram
     /// with the stamped words at zero: what an in-kernel stamper adds the
     /// signature's words to (see the module doc).
@@ -142,6 +193,8 @@ impl FrameTemplate {
         self.csum_base
     }
 
+    /// The template: signature magic set, stream/seq/tx_ts zero, UDP checksum zero.
+    #[inline]
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }
@@ -167,7 +220,7 @@ impl FrameTemplate {
     /// Does nothing if `dst` is too short to hold a signature.
     #[inline]
     pub fn stamp(&self, dst: &mut [u8], sig: Signature) {
-        let Some(w) = dst.get_mut(UDP_CHECKSUM_OFFSET..FILLER_OFFSET) else {
+        let Some(w) = dst.get_mut(self.stamp_at..self.stamp_at + STAMP_LEN) else {
             return;
         };
         let Ok(w) = <&mut [u8; STAMP_LEN]>::try_from(w) else {
@@ -185,22 +238,25 @@ impl FrameTemplate {
 // Keep the offsets honest against the ipv4 module's.
 const _: () = assert!(ipv4::CHECKSUM_OFFSET + IPV4_OFFSET == 24);
 const _: () = assert!(SIGNATURE_OFFSET == 42 && FILLER_OFFSET == 54 && STAMP_LEN == 14);
+const _: () = assert!(crate::units::IPV6_HEADER_LEN == 40);
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::classify::checksums_ok;
     use crate::testutil::Rng;
+    use std::net::{Ipv4Addr, Ipv6Addr};
 
     fn flow() -> FlowSpec {
         FlowSpec {
             src_mac: MacAddr([0x02, 0, 0, 0, 0, 1]),
             dst_mac: MacAddr([0x02, 0, 0, 0, 0, 2]),
-            src_ip: Ipv4Addr::new(198, 18, 0, 1),
-            dst_ip: Ipv4Addr::new(198, 19, 255, 254),
+            src_ip: Ipv4Addr::new(198, 18, 0, 1).into(),
+            dst_ip: Ipv4Addr::new(198, 19, 255, 254).into(),
             src_port: DEFAULT_UDP_PORT,
             dst_port: DEFAULT_UDP_PORT,
             ttl: 64,
+            vlan: None,
         }
     }
 
@@ -394,5 +450,125 @@ mod tests {
             },
         );
         verify(&buf, FrameSize::from_frame(64).unwrap());
+    }
+
+    fn flow6(vlan: Option<VlanTag>) -> FlowSpec {
+        FlowSpec {
+            src_ip: "2001:2::2".parse().unwrap(),
+            dst_ip: "2001:2:0:1::2".parse().unwrap(),
+            vlan,
+            ..flow()
+        }
+    }
+
+    /// The IPv6 UDP checksum summed byte by byte from the frame alone: the
+    /// pseudo-header written out as RFC 8200 8.1 draws it, then the datagram.
+    fn udp6_sum_is_zero(frame: &[u8], ip_off: usize) -> bool {
+        let ip = &frame[ip_off..];
+        let plen = u16::from_be_bytes([ip[4], ip[5]]) as usize;
+        let mut bytes: Vec<u8> = Vec::new();
+        bytes.extend_from_slice(&ip[8..40]); // source and destination
+        bytes.extend_from_slice(&(plen as u32).to_be_bytes());
+        bytes.extend_from_slice(&[0, 0, 0, ip[6]]);
+        bytes.extend_from_slice(&ip[40..40 + plen]);
+        if bytes.len() % 2 == 1 {
+            bytes.push(0);
+        }
+        let mut acc: u64 = 0;
+        for w in bytes.chunks(2) {
+            acc += u16::from_be_bytes([w[0], w[1]]) as u64;
+        }
+        while acc > 0xFFFF {
+            acc = (acc & 0xFFFF) + (acc >> 16);
+        }
+        acc == 0xFFFF
+    }
+
+    #[test]
+    fn ipv6_frame_layout_and_checksums() {
+        let e = flow6(None).encap();
+        let size = FrameSize::from_frame_in(78, &e).unwrap();
+        let t = FrameTemplate::new(&flow6(None), size);
+        assert_eq!(t.len(), 74);
+        assert_eq!(t.signature_offset(), 62);
+        let b = t.bytes();
+        assert_eq!(&b[12..14], &[0x86, 0xDD]);
+        // Version 6, payload length 20 (UDP 8 + signature 12), UDP, hop limit 64.
+        assert_eq!(&b[14..22], &[0x60, 0, 0, 0, 0, 20, 17, 64]);
+        let src: Ipv6Addr = "2001:2::2".parse().unwrap();
+        assert_eq!(&b[22..38], &src.octets());
+        assert_eq!(&b[54..62], &[0x4C, 0x52, 0x4C, 0x52, 0, 20, 0, 0]);
+        assert_eq!(&b[62..64], &[0x4C, 0x52]);
+        // A 1518-byte IPv6 frame: 1500-byte packet, UDP payload 1452.
+        let big = FrameSize::from_frame_in(1518, &e).unwrap();
+        assert_eq!((big.l3(), big.l4_payload()), (1500, 1452));
+        assert_eq!(FrameSize::from_udp_payload_in(1452, &e).unwrap(), big);
+        let mut rng = Rng::new(6);
+        for size in [size, big, FrameSize::from_l3_in(61, &e).unwrap()] {
+            let t = FrameTemplate::new(&flow6(None), size);
+            let mut buf = vec![0u8; t.len()];
+            for _ in 0..2000 {
+                let sig = Signature {
+                    stream: rng.next() as u16,
+                    seq: rng.next() as u32,
+                    tx_ts: rng.next() as u32,
+                };
+                t.write(&mut buf, sig);
+                assert!(udp6_sum_is_zero(&buf, 14), "size {size}");
+                assert!(checksums_ok(&buf));
+                assert_ne!(&buf[60..62], &[0, 0], "IPv6 needs a UDP checksum");
+                assert_eq!(Signature::parse(&buf[62..]), Some(sig));
+            }
+        }
+    }
+
+    #[test]
+    fn too_small_ipv6_frames_are_refused_with_the_smallest_size() {
+        let e = flow6(None).encap();
+        let err = FrameSize::from_frame_in(64, &e).unwrap_err().to_string();
+        assert!(err.contains("smallest is 78 bytes"), "{err}");
+        assert!(err.contains("--frame-size 78"), "{err}");
+        assert!(FrameSize::from_frame_in(77, &e).is_err());
+        let tagged = flow6(Some(VlanTag { id: 1, pcp: 0 })).encap();
+        assert!(FrameSize::from_frame_in(81, &tagged)
+            .unwrap_err()
+            .to_string()
+            .contains("82"));
+        assert!(FrameSize::from_l3_in(59, &e).is_err());
+        assert!(FrameSize::from_udp_payload_in(11, &e).is_err());
+    }
+
+    #[test]
+    fn vlan_tag_shifts_every_offset() {
+        let tag = VlanTag { id: 100, pcp: 5 };
+        // IPv4: a 64-byte tagged frame still carries the signature.
+        let mut f4 = flow();
+        f4.vlan = Some(tag);
+        let size = FrameSize::from_frame_in(64, &f4.encap()).unwrap();
+        assert_eq!(size.l3(), 42);
+        let t = FrameTemplate::new(&f4, size);
+        assert_eq!((t.len(), t.signature_offset()), (60, 46));
+        let b = t.bytes();
+        assert_eq!(&b[12..20], &[0x81, 0x00, 0xA0, 0x64, 0x08, 0x00, 0x45, 0]);
+        assert_eq!(&b[20..22], &[0, 42]);
+        assert!(ipv4::header_checksum_ok(&b[18..]));
+        let mut buf = vec![0u8; t.len()];
+        let sig = Signature {
+            stream: 7,
+            seq: 8,
+            tx_ts: 9,
+        };
+        t.write(&mut buf, sig);
+        assert!(checksums_ok(&buf));
+        assert_eq!(Signature::parse(&buf[46..]), Some(sig));
+        // IPv6 tagged: signature at 66.
+        let f6 = flow6(Some(tag));
+        let t = FrameTemplate::new(&f6, FrameSize::from_frame_in(128, &f6.encap()).unwrap());
+        assert_eq!(t.signature_offset(), 66);
+        t.write(&mut buf, sig);
+        let mut buf = vec![0u8; t.len()];
+        t.write(&mut buf, sig);
+        assert!(udp6_sum_is_zero(&buf, 18));
+        assert_eq!(Signature::parse(&buf[66..]), Some(sig));
     }
 }

@@ -6,8 +6,24 @@
 //! (the IP packet, as the Cisco report counts it) is carried in a frame of
 //! `l3 + 18` bytes, padded up to the 64-byte Ethernet minimum.
 
+use crate::encap::Encap;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+
+/// "14 Ethernet + 4 VLAN + 40 IPv6 + 8 UDP + 12 signature + 4 FCS": why a
+/// layout's smallest frame is what it is.
+fn layout_text(encap: &Encap) -> String {
+    let vlan = if encap.vlan.is_some() {
+        " + 4 VLAN"
+    } else {
+        ""
+    };
+    format!(
+        "14 Ethernet{vlan} + {} {} + 8 UDP + 12 signature + 4 FCS",
+        encap.ip.header_len(),
+        encap.ip.name()
+    )
+}
 
 /// Ethernet II header: destination, source, EtherType.
 pub const ETH_HEADER_LEN: usize = 14;
@@ -16,6 +32,8 @@ pub const FCS_LEN: usize = 4;
 /// Preamble + SFD (8) and inter-frame gap (12): what a frame costs on the wire beyond itself.
 pub const PREAMBLE_AND_GAP: usize = 20;
 pub const IPV4_HEADER_LEN: usize = 20;
+/// The fixed IPv6 header (test frames carry no extension headers).
+pub const IPV6_HEADER_LEN: usize = 40;
 pub const UDP_HEADER_LEN: usize = 8;
 /// Smallest Ethernet frame (FCS included); shorter frames are padded.
 pub const MIN_FRAME_SIZE: u16 = 64;
@@ -59,6 +77,21 @@ pub enum UnitError {
     L3Length(u64),
     #[error("UDP payload {0} is out of range: use 12..8972 bytes (the 12-byte signature at least; 1472 is the most an IPv4 packet carries unfragmented on a 1500-byte MTU)")]
     UdpPayload(u64),
+    #[error("a {frame}-byte frame is too small for {encap} test frames: the smallest is {min} bytes ({layout}); use --frame-size {min} or larger")]
+    FrameTooSmall {
+        frame: u64,
+        encap: String,
+        min: u16,
+        layout: String,
+    },
+    #[error("L3 length {l3} is out of range for {encap}: use {min}..9000 bytes (IP + UDP headers + 12-byte signature at least)")]
+    L3LengthIn { l3: u64, encap: String, min: u16 },
+    #[error("UDP payload {payload} is out of range for {encap}: use 12..{max} bytes (the 12-byte signature at least)")]
+    UdpPayloadIn {
+        payload: u64,
+        encap: String,
+        max: u64,
+    },
     #[error("rate '{0}' is not understood: write it as 50%, 100000fps, 1.5Mpps, 300Mbps or 1Gbps")]
     RateSyntax(String),
     #[error("rate '{0}' must be greater than zero")]
@@ -75,6 +108,18 @@ pub enum UnitError {
 pub struct FrameSize {
     frame: u16,
     l3: u16,
+    /// IP header length: 20 (IPv4) or 40 (IPv6); says where the UDP
+    /// payload starts for L4 accounting. Absent in older records: IPv4.
+    #[serde(default = "ipv4_header", skip_serializing_if = "is_ipv4_header")]
+    ip_header: u8,
+}
+
+fn ipv4_header() -> u8 {
+    IPV4_HEADER_LEN as u8
+}
+
+fn is_ipv4_header(h: &u8) -> bool {
+    *h == IPV4_HEADER_LEN as u8
 }
 
 impl FrameSize {
@@ -87,7 +132,76 @@ impl FrameSize {
         Ok(FrameSize {
             frame,
             l3: frame - L2_OVERHEAD,
+            ip_header: ipv4_header(),
         })
+    }
+
+    /// A frame of exactly `frame` bytes (FCS included) carrying `encap`'s
+    /// headers: refused, naming the smallest size, when they and the
+    /// signature do not fit (an IPv6 frame needs 78 bytes).
+    pub fn from_frame_in(frame: u64, encap: &Encap) -> Result<Self, UnitError> {
+        FrameSize::from_frame(frame)?;
+        let min = encap.min_frame();
+        if frame < min as u64 {
+            return Err(UnitError::FrameTooSmall {
+                frame,
+                encap: encap.to_string(),
+                min,
+                layout: layout_text(encap),
+            });
+        }
+        let frame = frame as u16;
+        Ok(FrameSize {
+            frame,
+            l3: frame - encap.l2_overhead(),
+            ip_header: encap.ip.header_len() as u8,
+        })
+    }
+
+    /// The frame that carries an IP packet of `l3` bytes in `encap`, padded to 64.
+    pub fn from_l3_in(l3: u64, encap: &Encap) -> Result<Self, UnitError> {
+        let min = encap.min_l3();
+        if !(min as u64..=MAX_L3_LENGTH as u64).contains(&l3) {
+            return Err(if encap.is_default() {
+                UnitError::L3Length(l3)
+            } else {
+                UnitError::L3LengthIn {
+                    l3,
+                    encap: encap.to_string(),
+                    min,
+                }
+            });
+        }
+        let l3 = l3 as u16;
+        Ok(FrameSize {
+            frame: (l3 + encap.l2_overhead()).max(MIN_FRAME_SIZE),
+            l3,
+            ip_header: encap.ip.header_len() as u8,
+        })
+    }
+
+    /// The frame carrying a UDP payload of `payload` bytes in `encap`
+    /// (IPv6: 1452 fills a 1500-byte MTU, a 1518-byte frame).
+    pub fn from_udp_payload_in(payload: u64, encap: &Encap) -> Result<Self, UnitError> {
+        let headers = (encap.ip.header_len() + UDP_HEADER_LEN) as u64;
+        FrameSize::from_l3_in(payload + headers, encap).map_err(|_| {
+            if encap.is_default() {
+                UnitError::UdpPayload(payload)
+            } else {
+                UnitError::UdpPayloadIn {
+                    payload,
+                    encap: encap.to_string(),
+                    max: MAX_L3_LENGTH as u64 - headers,
+                }
+            }
+        })
+    }
+
+    /// The same frame size carrying `encap`'s headers (the L3 length
+    /// shrinks by the tag): for sizes given as frame sizes, such as the
+    /// members of a mix.
+    pub fn in_encap(self, encap: &Encap) -> Result<Self, UnitError> {
+        FrameSize::from_frame_in(self.frame as u64, encap)
     }
 
     /// The frame that carries an IP packet of `l3` bytes (40..=9000), padded to 64.
@@ -99,6 +213,7 @@ impl FrameSize {
         Ok(FrameSize {
             frame: (l3 + L2_OVERHEAD).max(MIN_FRAME_SIZE),
             l3,
+            ip_header: ipv4_header(),
         })
     }
 
@@ -127,10 +242,11 @@ impl FrameSize {
 
     /// UDP payload bytes (the signature lives at its start).
     pub fn l4_payload(self) -> u16 {
-        self.l3 - (IPV4_HEADER_LEN + UDP_HEADER_LEN) as u16
+        self.l3 - self.ip_header as u16 - UDP_HEADER_LEN as u16
     }
 
-    /// True when the frame carries Ethernet padding after the IP packet.
+    /// True when the frame carries Ethernet padding after the IP packet
+    /// (untagged; a tagged frame's header is 4 bytes longer).
     pub fn padded(self) -> bool {
         self.l3 + L2_OVERHEAD < self.frame
     }

@@ -32,7 +32,7 @@ fn max_burst_frames(text: &str, burst_fps: f64) -> Result<u64> {
 }
 
 pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = session::frame_sizes(&args.size, &[64])?;
+    let frames = session::frame_sizes(&args.size, &[64], &args.ports)?;
     let resolution = parse_percent(&args.resolution, "--resolution")?;
     let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let max_rate = args

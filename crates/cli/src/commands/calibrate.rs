@@ -69,6 +69,8 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         gateway,
         gateway_mac: None,
         also_answers: None,
+        ipv6: None,
+        vlan: None,
     };
     let opts = AfPacketOptions {
         max_frame_len: frames.iter().map(|f| f.buffer_len()).max().unwrap_or(0),

@@ -254,16 +254,13 @@ fn parse_target(text: &str) -> Result<f64> {
 }
 
 fn frame_sizes(args: &CpuTargetArgs) -> Result<Vec<FrameSize>> {
+    let encap = args.ports.encap.encap()?;
     let sizes = match &args.l3_length {
         Some(l3) => l3
             .iter()
-            .map(|&n| FrameSize::from_l3(n))
-            .collect::<Result<Vec<_>, _>>()?,
-        None => args
-            .sizes
-            .iter()
-            .map(|&n| FrameSize::from_frame(n))
-            .collect::<Result<Vec<_>, _>>()?,
+            .map(|&n| ports::l3_in(n, &encap))
+            .collect::<Result<Vec<_>>>()?,
+        None => ports::sizes_in(&args.sizes, &[&[64, 512, 1518]], &encap)?,
     };
     if sizes.is_empty() {
         bail!("no frame size given: use --sizes 64,512,... or --l3-length 40,...");

@@ -15,7 +15,7 @@ use linerate_wire::Rate;
 use std::sync::atomic::AtomicBool;
 
 pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = session::frame_sizes(&args.size, &[64])?;
+    let frames = session::frame_sizes(&args.size, &[64], &args.ports)?;
     let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let loads: Vec<(String, Rate)> = match &args.loads {
         Some(list) => list

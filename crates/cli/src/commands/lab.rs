@@ -22,6 +22,11 @@ pub fn run(action: LabAction) -> Result<Outcome> {
                 b.ifname, b.netns, b.ip, b.prefix_len, b.gateway
             );
             println!("  DUT:    netns {} (Linux router)", lab.dut_netns());
+            let [(host_a, gw_a), (host_b, gw_b)] = linerate_lab::layout::LAB_IPV6;
+            let len = linerate_lab::layout::LAB_IPV6_PREFIX;
+            println!(
+                "  with --ipv6: host A {host_a}/{len} gateway {gw_a}, host B {host_b}/{len} gateway {gw_b} (RFC 5180 range; set on the router for the run)"
+            );
             println!("  {}", lab.placement().note);
             println!("run tests with 'linerate rfc2544 --lab --lab-name {}'; remove it with 'linerate lab down'", lab.name());
             lab.keep();

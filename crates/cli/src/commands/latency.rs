@@ -21,7 +21,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
 
 pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = frames_from(&args.sizes, args.l3_length.as_deref(), &args.imix)?;
+    let encap = args.ports.encap.encap()?;
+    let frames = frames_from(&args.sizes, args.l3_length.as_deref(), &args.imix, &encap)?;
     let loads = parse_loads(&args.loads).map_err(anyhow::Error::msg)?;
     let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let search_duration = parse_trial_duration(&args.search_duration, "--search-duration")?;

@@ -17,14 +17,16 @@ use linerate_method::TrialRunner;
 use linerate_results::report;
 use linerate_results::sweep::{loss_sweep_table, LossSweepReport, SweepRow};
 use linerate_results::TrialSpec;
-use linerate_wire::{FrameSize, Rate};
+use linerate_wire::Rate;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 pub fn run(args: LossSweepArgs, interrupt: &AtomicBool) -> Result<Outcome> {
+    let encap = args.ports.encap.encap()?;
     let frame = match args.l3_length {
-        Some(n) => FrameSize::from_l3(n)?,
-        None => FrameSize::from_frame(args.frame_size)?,
+        Some(n) => ports::l3_in(n, &encap)?,
+        // --frame-size defaults to 64, which becomes 78 for IPv6.
+        None => ports::sizes_in(&[args.frame_size], &[&[64]], &encap)?[0],
     };
     let rates = args
         .rates

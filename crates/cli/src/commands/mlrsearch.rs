@@ -17,7 +17,7 @@ use std::sync::atomic::AtomicBool;
 const DEFAULT_SIZES: [u64; 7] = [64, 128, 256, 512, 1024, 1280, 1518];
 
 pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = session::frame_sizes(&args.size, &DEFAULT_SIZES)?;
+    let frames = session::frame_sizes(&args.size, &DEFAULT_SIZES, &args.ports)?;
     let final_trial = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let initial = args
         .initial_trial_duration

@@ -320,35 +320,43 @@ fn unfinished(frame: FrameSize, trials: Vec<TrialResult>) -> InterruptedSearch {
 }
 
 fn frame_sizes(args: &Rfc2544Args) -> Result<Vec<Frames>> {
+    let encap = args.ports.encap.encap()?;
     match &args.udp_payload {
         Some(p) => p
             .iter()
-            .map(|&n| FrameSize::from_udp_payload(n).map(Frames::Size))
-            .collect::<Result<Vec<_>, _>>()
-            .context("--udp-payload"),
-        None => frames_from(&args.sizes, args.l3_length.as_deref(), &args.imix),
+            .map(|&n| ports::udp_payload_in(n, &encap).map(Frames::Size))
+            .collect::<Result<Vec<_>>>(),
+        None => frames_from(&args.sizes, args.l3_length.as_deref(), &args.imix, &encap),
     }
 }
 
-/// The frame sizes or mixes of `--sizes`, `--l3-length` or `--imix`.
+/// The default `--sizes` of rfc2544 and latency (RFC 2544 section 9.1).
+pub(crate) const DEFAULT_SIZES: &[u64] = &[64, 128, 256, 512, 1024, 1280, 1518];
+
+/// The frame sizes or mixes of `--sizes`, `--l3-length` or `--imix`, for
+/// test frames of `encap`.
 pub(crate) fn frames_from(
     sizes: &[u64],
     l3_length: Option<&[u64]>,
     imix: &[String],
+    encap: &linerate_wire::Encap,
 ) -> Result<Vec<Frames>> {
     if !imix.is_empty() {
         let mixes = Frames::parse_mixes(imix).context("--imix")?;
-        return Ok(mixes.into_iter().map(Frames::Mix).collect());
+        return mixes
+            .into_iter()
+            .map(|m| ports::mix_in(m, encap).map(Frames::Mix))
+            .collect();
     }
     let sizes = match l3_length {
         Some(l3) => l3
             .iter()
-            .map(|&n| FrameSize::from_l3(n).map(Frames::Size))
-            .collect::<Result<Vec<_>, _>>()?,
-        None => sizes
-            .iter()
-            .map(|&n| FrameSize::from_frame(n).map(Frames::Size))
-            .collect::<Result<Vec<_>, _>>()?,
+            .map(|&n| ports::l3_in(n, encap).map(Frames::Size))
+            .collect::<Result<Vec<_>>>()?,
+        None => ports::sizes_in(sizes, &[DEFAULT_SIZES], encap)?
+            .into_iter()
+            .map(Frames::Size)
+            .collect(),
     };
     if sizes.is_empty() {
         bail!("no frame size given: use --sizes 64,128,... or --l3-length 40,...");

@@ -145,6 +145,11 @@ pub(crate) fn prepare(
     scenario: &Scenario,
     index: usize,
 ) -> Result<(Applied, ports::TestBed)> {
+    // Scenarios configure the DUT for untagged IPv4 (NAT, ACLs, routes, tunnels).
+    let encap = ports_args.encap.encap()?;
+    if !encap.is_default() {
+        anyhow::bail!("--scenario configures the lab DUT for untagged IPv4 and cannot test {encap} frames: run the scenario without --ipv6/--vlan");
+    }
     // Unique per process and scenario; at most 11 characters.
     let name = format!("s{}-{index}", std::process::id());
     eprintln!(
@@ -162,7 +167,7 @@ pub(crate) fn prepare(
         eprintln!("linerate:   data path: {path}");
     }
     let mut bed = ports::open_with(ports_args, max_frame_len, Some(lab))?;
-    if let Some(source) = applied.drop_from() {
+    if let Some(source) = applied.drop_from().map(std::net::IpAddr::V4) {
         if ports_args.bidirectional {
             anyhow::bail!("--scenario drop-test sends from port A only: leave out --bidirectional");
         }

@@ -17,21 +17,21 @@ use linerate_wire::{FrameSize, Rate};
 use std::path::Path;
 use std::time::SystemTime;
 
-/// The frame sizes asked for, or `default`.
-pub(crate) fn frame_sizes(size: &SizeArgs, default: &[u64]) -> Result<Vec<FrameSize>> {
+/// The frame sizes asked for, or `default`, for the test frames `ports`
+/// asks for (IPv4/IPv6, VLAN).
+pub(crate) fn frame_sizes(
+    size: &SizeArgs,
+    default: &[u64],
+    ports_args: &PortArgs,
+) -> Result<Vec<FrameSize>> {
+    let encap = ports_args.encap.encap()?;
     let sizes = match (&size.l3_length, &size.sizes) {
         (Some(l3), _) => l3
             .iter()
-            .map(|&n| FrameSize::from_l3(n))
-            .collect::<Result<Vec<_>, _>>()?,
-        (None, Some(s)) => s
-            .iter()
-            .map(|&n| FrameSize::from_frame(n))
-            .collect::<Result<Vec<_>, _>>()?,
-        (None, None) => default
-            .iter()
-            .map(|&n| FrameSize::from_frame(n))
-            .collect::<Result<Vec<_>, _>>()?,
+            .map(|&n| ports::l3_in(n, &encap))
+            .collect::<Result<Vec<_>>>()?,
+        (None, Some(s)) => ports::sizes_in(s, &[], &encap)?,
+        (None, None) => ports::sizes_in(default, &[default], &encap)?,
     };
     if sizes.is_empty() {
         bail!("no frame size given: use --sizes 64,128,... or --l3-length 40,...");
@@ -86,6 +86,8 @@ pub(crate) fn open(ports_args: &PortArgs, frames: &[FrameSize], what: &str) -> R
         line_speed_bps: bed.line_bps,
         engine: bed.engine.config().name.clone(),
         placement: bed.placement.clone(),
+        ip_version: bed.engine.encap().ip,
+        vlan: bed.engine.encap().vlan,
     };
     let cpu = bed.lab_cpu_meter();
     bed.engine.resolve()?;

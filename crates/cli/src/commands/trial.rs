@@ -9,18 +9,22 @@ use anyhow::{bail, Context, Result};
 use linerate_engine::EngineError;
 use linerate_results::{report, TrialSpec};
 use linerate_store::RunStatus;
-use linerate_wire::{FrameMix, FrameSize, Frames, Rate};
+use linerate_wire::{FrameMix, Frames, Rate};
 use std::sync::atomic::AtomicBool;
 
 pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
+    let encap = args.ports.encap.encap()?;
     let frames = match (args.frame_size, args.l3_length, &args.imix) {
-        _ if args.udp_payload.is_some() => Frames::Size(
-            FrameSize::from_udp_payload(args.udp_payload.unwrap_or_default())
-                .context("--udp-payload")?,
-        ),
-        (Some(n), _, _) => Frames::Size(FrameSize::from_frame(n)?),
-        (None, Some(n), _) => Frames::Size(FrameSize::from_l3(n)?),
-        (None, None, Some(m)) => Frames::Mix(FrameMix::parse(m).context("--imix")?),
+        _ if args.udp_payload.is_some() => Frames::Size(ports::udp_payload_in(
+            args.udp_payload.unwrap_or_default(),
+            &encap,
+        )?),
+        (Some(n), _, _) => Frames::Size(ports::frame_in(n, &encap)?),
+        (None, Some(n), _) => Frames::Size(ports::l3_in(n, &encap)?),
+        (None, None, Some(m)) => Frames::Mix(ports::mix_in(
+            FrameMix::parse(m).context("--imix")?,
+            &encap,
+        )?),
         (None, None, None) => {
             bail!("give --frame-size N (64..9018), --l3-length N (40..9000) or --imix MIX")
         }

@@ -151,6 +151,8 @@ mod tests {
             line_speed_bps: 10_000_000_000,
             engine: "af_packet".into(),
             placement: None,
+            ip_version: Default::default(),
+            vlan: None,
         }
     }
 
@@ -179,6 +181,8 @@ mod tests {
             tester_rx_drops: 0,
             stray_frames: 0,
             engine: "af_packet".into(),
+            ip_version: Default::default(),
+            vlan: None,
         };
         crate::methods::LossPoint {
             load: load.into(),

@@ -62,11 +62,18 @@ pub(crate) fn grid_with(header: &[String], rows: &[Row], sep: &str, end: &str) -
 /// and the line speed.
 pub(crate) fn footer(run: &RunInfo) -> String {
     let mut out = String::new();
-    let engine = format!(
+    let mut engine = format!(
         "Engine {}.   Line speed {}.",
         run.engine,
         line_speed(run.line_speed_bps)
     );
+    let encap = linerate_wire::Encap {
+        ip: run.ip_version,
+        vlan: run.vlan,
+    };
+    if !encap.is_default() {
+        engine += &format!("   Test frames {encap}.");
+    }
     match &run.placement {
         Some(p) => {
             let _ = writeln!(out, "{}   {engine}", placement_sentence(p));

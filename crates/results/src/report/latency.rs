@@ -165,11 +165,20 @@ pub fn latency_table(report: &LatencyReport) -> String {
             }
         }
     }
-    let engine = format!(
+    let mut engine = format!(
         "Engine {}.   Line speed {}.",
         report.engine,
         line_speed(report.line_speed_bps)
     );
+    // IPv6 or VLAN-tagged test frames are said; plain IPv4 is the default.
+    let first_trial = report
+        .results
+        .iter()
+        .flat_map(|r| r.points.iter().flat_map(|p| p.trials.first()))
+        .next();
+    if let Some(t) = first_trial.filter(|t| !t.encap().is_default()) {
+        engine += &format!("   Test frames {}.", t.encap());
+    }
     match &report.placement {
         Some(p) => {
             let _ = writeln!(out, "{}   {engine}", placement_sentence(p));

@@ -167,6 +167,8 @@ mod tests {
                 line_speed_bps: 10_000_000_000,
                 engine: "xdp".into(),
                 placement: None,
+                ip_version: Default::default(),
+                vlan: None,
             },
             results: vec![MlrSearchResult {
                 frame_size: 64,
