@@ -40,14 +40,6 @@ pub struct TestBed {
 }
 
 impl TestBed {
-    /// The lab DUT's CPU meter, when this bed is a lab (an external DUT's
-    /// CPU comes from --dut-cpu-cmd or --dut-snmp instead).
-    pub fn lab_cpu_meter(&self) -> Option<crate::dut_cpu::DutCpuMeter> {
-        self.placement
-            .as_ref()
-            .and_then(|p| crate::commands::lab_cpu_meter(p, &[]))
-    }
-
     /// The most frames/s these frames can be offered: the line rate, of
     /// both links when both directions send.
     pub fn line_rate_fps(&self, frames: &linerate_wire::Frames) -> f64 {

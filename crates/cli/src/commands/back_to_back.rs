@@ -32,7 +32,7 @@ fn max_burst_frames(text: &str, burst_fps: f64) -> Result<u64> {
 }
 
 pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = session::frame_sizes(&args.size, &[64])?;
+    let frames = args.frames.sizes_only("back-to-back")?;
     let resolution = parse_percent(&args.resolution, "--resolution")?;
     let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let max_rate = args
@@ -50,7 +50,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     }
     check_writable(args.json.as_deref())?;
 
-    let mut s = session::open(&args.ports, &frames, "back-to-back frames")?;
+    let mut s = session::open(&args.ports, &args.dut_cpu, &frames, "back-to-back frames")?;
     let line_bps = s.bed.line_bps;
     let mut plans: Vec<(FrameSize, f64, BackToBackConfig, Option<f64>)> = Vec::new();
     for &frame in &frames {

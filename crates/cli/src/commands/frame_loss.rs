@@ -15,7 +15,7 @@ use linerate_wire::Rate;
 use std::sync::atomic::AtomicBool;
 
 pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = session::frame_sizes(&args.size, &[64])?;
+    let frames = args.frames.sizes_only("loss")?;
     let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let loads: Vec<(String, Rate)> = match &args.loads {
         Some(list) => list
@@ -40,7 +40,7 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let mode = if args.rfc2544 { "rfc2544" } else { "sweep" };
     let earlier = earlier_rows(&args.rows_from, mode)?;
 
-    let mut s = session::open(&args.ports, &frames, "frame loss rate")?;
+    let mut s = session::open(&args.ports, &args.dut.cpu, &frames, "frame loss rate")?;
     let line_bps = s.bed.line_bps;
     // Every load checked against the line rate before the first trial.
     let mut plans = Vec::new();

@@ -4,10 +4,9 @@
 //! as it is). A row stops after a rate that lost more than `--stop-at-loss`,
 //! as the report leaves higher rates untested.
 
-use super::rfc2544::{lab_cpu_meter, write_json, EngineRunner};
+use super::rfc2544::{write_json, EngineRunner};
 use super::scenarios::{prepare, record_of, traffic_checks};
 use crate::args::LossSweepArgs;
-use crate::dut_cpu::DutCpuMeter;
 use crate::exit::Outcome;
 use crate::ports::{self, check_writable, parse_percent, parse_trial_duration};
 use anyhow::{bail, Context, Result};
@@ -17,14 +16,14 @@ use linerate_method::TrialRunner;
 use linerate_results::report;
 use linerate_results::sweep::{loss_sweep_table, LossSweepReport, SweepRow};
 use linerate_results::TrialSpec;
-use linerate_wire::{FrameSize, Rate};
+use linerate_wire::Rate;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 pub fn run(args: LossSweepArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frame = match args.l3_length {
-        Some(n) => FrameSize::from_l3(n)?,
-        None => FrameSize::from_frame(args.frame_size)?,
+    let frame = match args.frames.single("loss-sweep")? {
+        linerate_wire::Frames::Size(f) => f,
+        linerate_wire::Frames::Mix(_) => bail!("loss-sweep takes no --imix: use loss --imix"),
     };
     let rates = args
         .rates
@@ -67,19 +66,11 @@ pub fn run(args: LossSweepArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                 report::line_speed(bed.line_bps)
             );
         }
-        let cpu = match &bed.placement {
-            Some(p) => {
-                let pids = applied
-                    .as_ref()
-                    .map(|a| a.data_path_pids())
-                    .unwrap_or_default();
-                lab_cpu_meter(p, &pids)
-            }
-            None => DutCpuMeter::external(
-                args.dut.dut_cpu_cmd.as_deref(),
-                args.dut.dut_snmp.as_deref(),
-            )?,
-        };
+        let pids = applied
+            .as_ref()
+            .map(|a| a.data_path_pids())
+            .unwrap_or_default();
+        let cpu = crate::dut_cpu::meter_for(&bed, &args.dut.cpu, &pids)?;
         bed.engine.resolve()?;
         let rep = report.get_or_insert_with(|| LossSweepReport {
             linerate_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -14,10 +14,8 @@ use linerate_results::methods::MlrSearchReport;
 use linerate_results::{report, TrialResult};
 use std::sync::atomic::AtomicBool;
 
-const DEFAULT_SIZES: [u64; 7] = [64, 128, 256, 512, 1024, 1280, 1518];
-
 pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = session::frame_sizes(&args.size, &DEFAULT_SIZES)?;
+    let frames = args.frames.sizes_only("mlrsearch")?;
     let final_trial = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let initial = args
         .initial_trial_duration
@@ -52,7 +50,7 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     };
     goals_for(1.0).validate()?;
 
-    let mut s = session::open(&args.ports, &frames, "MLRsearch")?;
+    let mut s = session::open(&args.ports, &args.dut_cpu, &frames, "MLRsearch")?;
     let line_bps = s.bed.line_bps;
     let mut plans = Vec::new();
     for &frame in &frames {

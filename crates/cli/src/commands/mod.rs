@@ -19,8 +19,6 @@ mod stored;
 mod tcp;
 mod trial;
 
-pub(crate) use rfc2544::lab_cpu_meter;
-
 use crate::args::{Cli, Command};
 use crate::exit::Outcome;
 use std::sync::atomic::AtomicBool;

@@ -1,11 +1,10 @@
 //! What the method commands (`loss`, `mlrsearch`, `back-to-back`) share:
-//! frame sizes, the test bed and the run's header, rates per frame size,
+//! the test bed and the run's header, rates per frame size,
 //! progress lines, and keeping every trial when a run stops early.
 
 use super::rfc2544::{describe_port, write_json};
-use crate::args::PortArgs;
+use crate::args::{DutCpuArgs, PortArgs};
 use crate::exit::Outcome;
-use crate::method_args::SizeArgs;
 use crate::ports::{self, TestBed};
 use anyhow::{bail, Context, Result};
 use linerate_engine::EngineError;
@@ -17,39 +16,22 @@ use linerate_wire::{FrameSize, Rate};
 use std::path::Path;
 use std::time::SystemTime;
 
-/// The frame sizes asked for, or `default`.
-pub(crate) fn frame_sizes(size: &SizeArgs, default: &[u64]) -> Result<Vec<FrameSize>> {
-    let sizes = match (&size.l3_length, &size.sizes) {
-        (Some(l3), _) => l3
-            .iter()
-            .map(|&n| FrameSize::from_l3(n))
-            .collect::<Result<Vec<_>, _>>()?,
-        (None, Some(s)) => s
-            .iter()
-            .map(|&n| FrameSize::from_frame(n))
-            .collect::<Result<Vec<_>, _>>()?,
-        (None, None) => default
-            .iter()
-            .map(|&n| FrameSize::from_frame(n))
-            .collect::<Result<Vec<_>, _>>()?,
-    };
-    if sizes.is_empty() {
-        bail!("no frame size given: use --sizes 64,128,... or --l3-length 40,...");
-    }
-    Ok(sizes)
-}
-
 /// The ports, ready, and the header of the run's report.
 pub(crate) struct Session {
     pub bed: TestBed,
     pub run: RunInfo,
-    /// The lab DUT's CPU meter (every trial records the DUT's load).
+    /// The DUT's CPU meter (every trial records the DUT's load).
     pub cpu: Option<crate::dut_cpu::DutCpuMeter>,
 }
 
 /// Opens the ports for `frames`, prints what runs where (`what` names the
-/// test) and resolves the gateways.
-pub(crate) fn open(ports_args: &PortArgs, frames: &[FrameSize], what: &str) -> Result<Session> {
+/// test), starts the DUT's CPU meter and resolves the gateways.
+pub(crate) fn open(
+    ports_args: &PortArgs,
+    dut_cpu: &DutCpuArgs,
+    frames: &[FrameSize],
+    what: &str,
+) -> Result<Session> {
     let max_frame_len = frames.iter().map(|f| f.buffer_len()).max().unwrap_or(0);
     let mut bed = ports::open(ports_args, max_frame_len)?;
     for f in frames {
@@ -87,7 +69,7 @@ pub(crate) fn open(ports_args: &PortArgs, frames: &[FrameSize], what: &str) -> R
         engine: bed.engine.config().name.clone(),
         placement: bed.placement.clone(),
     };
-    let cpu = bed.lab_cpu_meter();
+    let cpu = crate::dut_cpu::meter_for(&bed, dut_cpu, &[])?;
     bed.engine.resolve()?;
     Ok(Session { bed, run, cpu })
 }

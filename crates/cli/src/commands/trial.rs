@@ -9,22 +9,11 @@ use anyhow::{bail, Context, Result};
 use linerate_engine::EngineError;
 use linerate_results::{report, TrialSpec};
 use linerate_store::RunStatus;
-use linerate_wire::{FrameMix, FrameSize, Frames, Rate};
+use linerate_wire::Rate;
 use std::sync::atomic::AtomicBool;
 
 pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = match (args.frame_size, args.l3_length, &args.imix) {
-        _ if args.udp_payload.is_some() => Frames::Size(
-            FrameSize::from_udp_payload(args.udp_payload.unwrap_or_default())
-                .context("--udp-payload")?,
-        ),
-        (Some(n), _, _) => Frames::Size(FrameSize::from_frame(n)?),
-        (None, Some(n), _) => Frames::Size(FrameSize::from_l3(n)?),
-        (None, None, Some(m)) => Frames::Mix(FrameMix::parse(m).context("--imix")?),
-        (None, None, None) => {
-            bail!("give --frame-size N (64..9018), --l3-length N (40..9000) or --imix MIX")
-        }
-    };
+    let frames = args.frames.single("trial")?;
     let frame = frames.largest();
     let rate = Rate::parse(&args.rate).context("--rate")?;
     let duration = parse_trial_duration(&args.duration, "--duration")?;
@@ -54,8 +43,8 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         intended_fps: fps,
         duration,
     };
-    // The lab DUT's CPU load over the trial (the idle baseline first).
-    let cpu = bed.lab_cpu_meter();
+    // The DUT's CPU load over the trial (the idle baseline first).
+    let cpu = crate::dut_cpu::meter_for(&bed, &args.dut_cpu, &[])?;
     let sample = cpu.as_ref().map(|m| m.begin(duration));
     recorder.begin(RunInfo {
         command: "trial",
