@@ -2,19 +2,22 @@
 //! the caller what they are doing.
 //!
 //! [`constant_rate`] is the one place these methods build a [`TrialSpec`]:
-//! when the engine's trial gains settings (frame mixes, flows), only this
-//! function changes.
+//! a frame size or a frame-size mix (IMIX) goes into the spec here, so
+//! every method sends mixes the same way; when the engine's trial gains
+//! settings, only this function changes.
 
 use crate::TrialRunner;
 use linerate_results::{TrialResult, TrialSpec};
-use linerate_wire::units::FrameSize;
+use linerate_wire::units::{FrameSize, Layer};
+use linerate_wire::Frames;
 use std::time::Duration;
 
-/// A constant-rate trial of `frame`-sized frames at `fps` for `duration`.
-pub fn constant_rate(frame: FrameSize, fps: f64, duration: Duration) -> TrialSpec {
+/// A constant-rate trial of `frames` (one size, or a mix sent in its
+/// repeating sequence) at `fps` for `duration`.
+pub fn constant_rate(frames: &Frames, fps: f64, duration: Duration) -> TrialSpec {
     TrialSpec {
-        frame,
-        mix: None,
+        frame: frames.largest(),
+        mix: frames.mix().cloned(),
         intended_fps: fps,
         duration,
     }
@@ -23,8 +26,19 @@ pub fn constant_rate(frame: FrameSize, fps: f64, duration: Duration) -> TrialSpe
 /// A burst of exactly `frames` frames at `fps`: a constant-rate trial whose
 /// duration is `frames / fps` (the engine schedules `round(fps × duration)`
 /// frames, which is `frames` to well under half a frame).
-pub fn burst(frame: FrameSize, fps: f64, frames: u64) -> TrialSpec {
-    constant_rate(frame, fps, Duration::from_secs_f64(frames as f64 / fps))
+pub fn burst(frames: &Frames, fps: f64, count: u64) -> TrialSpec {
+    constant_rate(frames, fps, Duration::from_secs_f64(count as f64 / fps))
+}
+
+/// Mbps at `layer` of `fps` frames/s of `frames` (a mix counts its mean
+/// frame, as the rfc2544 report does).
+pub fn mbps(frames: &Frames, fps: f64, layer: Layer) -> f64 {
+    fps * frames.bytes_at(layer) * 8.0 / 1e6
+}
+
+/// What a method's record says of a mix: None for a single size.
+pub fn mix_info(frames: &Frames) -> Option<linerate_results::MixInfo> {
+    frames.mix().map(linerate_results::MixInfo::of)
 }
 
 /// What a method is doing, for a progress display.

@@ -4,7 +4,7 @@
 //! 26.4 as updated by RFC 9004). Every rate says its layer in its name;
 //! every trial run is kept, in the order run.
 
-use crate::model::{Placement, ThroughputResult, TrialResult};
+use crate::model::{MixInfo, Placement, ThroughputResult, TrialResult};
 use serde::{Deserialize, Serialize};
 
 /// Where and how a run was made: the header every method report shares.
@@ -62,6 +62,10 @@ pub struct LossSeries {
     pub label: String,
     pub frame_size: u16,
     pub l3_length: u16,
+    /// The frame-size mix sent (IMIX), when not one size: `frame_size`
+    /// is then its largest frame, and Mbps count its mean frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<MixInfo>,
     /// Theoretical maximum frames/s at the line speed.
     pub line_rate_fps: f64,
     /// The rate 100 % means in the RFC 2544 mode, frames/s (L2).
@@ -137,6 +141,10 @@ pub struct GoalResultRecord {
 pub struct MlrSearchResult {
     pub frame_size: u16,
     pub l3_length: u16,
+    /// The frame-size mix sent (IMIX), when not one size: `frame_size`
+    /// is then its largest frame, and Mbps count its mean frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<MixInfo>,
     pub line_rate_fps: f64,
     /// Max Load of the search, frames/s (L2).
     pub max_fps: f64,
@@ -183,6 +191,10 @@ pub struct BurstSearch {
 pub struct BackToBackResult {
     pub frame_size: u16,
     pub l3_length: u16,
+    /// The frame-size mix sent (IMIX), when not one size: `frame_size`
+    /// is then its largest frame, and Mbps count its mean frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<MixInfo>,
     pub line_rate_fps: f64,
     /// Rate of every burst (Max Theoretical Frame Rate in RFC 9004 when it
     /// is the line rate), frames/s (L2).

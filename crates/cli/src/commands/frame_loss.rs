@@ -10,12 +10,12 @@ use anyhow::{bail, Context, Result};
 use linerate_method::frame_loss::{self, Load, RFC2544_MAX_STEP};
 use linerate_method::spec::Step;
 use linerate_results::methods::{FrameLossReport, LossSeries};
-use linerate_results::{report, TrialResult};
+use linerate_results::{report, MixInfo, TrialResult};
 use linerate_wire::Rate;
 use std::sync::atomic::AtomicBool;
 
 pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = args.frames.sizes_only("loss")?;
+    let frames = args.frames.frames()?;
     let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let loads: Vec<(String, Rate)> = match &args.loads {
         Some(list) => list
@@ -41,24 +41,23 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let earlier = earlier_rows(&args.rows_from, mode)?;
 
     let mut s = session::open(&args.ports, &args.dut.cpu, &frames, "frame loss rate")?;
-    let line_bps = s.bed.line_bps;
     // Every load checked against the line rate before the first trial.
     let mut plans = Vec::new();
-    for &frame in &frames {
-        let line_fps = frame.line_rate_fps(line_bps);
+    for frames in &frames {
+        let line_fps = s.bed.line_rate_fps(frames);
         let max_fps = match (&max_rate, &args.max_rate) {
-            (Some(r), Some(t)) => fps_within_line(*r, t, "--max-rate", frame, line_bps)?,
+            (Some(r), Some(t)) => fps_within_line(&s.bed, *r, t, "--max-rate", frames)?,
             _ => line_fps,
         };
         let mut frame_loads = Vec::new();
         for (text, rate) in &loads {
-            let fps = fps_within_line(*rate, text, "--loads", frame, line_bps)?;
+            let fps = fps_within_line(&s.bed, *rate, text, "--loads", frames)?;
             frame_loads.push(Load {
                 label: text.clone(),
                 fps,
             });
         }
-        plans.push((frame, line_fps, max_fps, frame_loads));
+        plans.push((frames, line_fps, max_fps, frame_loads));
     }
 
     let several = frames.len() > 1;
@@ -71,11 +70,12 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         interrupted: None,
     };
     let json = args.json.as_deref();
-    for (frame, line_fps, max_fps, frame_loads) in plans {
+    for (frames, line_fps, max_fps, frame_loads) in plans {
+        let frame = frames.largest();
         let label = match (&args.label, several) {
-            (Some(l), true) => format!("{l}, {} B", frame.frame()),
+            (Some(l), true) => format!("{l}, {}", session::label(frames)),
             (Some(l), false) => l.clone(),
-            (None, _) => format!("{} B", frame.frame()),
+            (None, _) => session::label(frames),
         };
         let mut trials: Vec<TrialResult> = Vec::new();
         let mut on_step = |step: Step| {
@@ -93,15 +93,16 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             cpu: s.cpu.as_ref(),
         };
         let outcome = if args.rfc2544 {
-            frame_loss::rfc2544(&mut runner, frame, max_fps, step, duration, &mut on_step)
+            frame_loss::rfc2544(&mut runner, frames, max_fps, step, duration, &mut on_step)
         } else {
-            frame_loss::sweep(&mut runner, frame, &frame_loads, duration, &mut on_step)
+            frame_loss::sweep(&mut runner, frames, &frame_loads, duration, &mut on_step)
         };
         match outcome {
             Ok(points) => rep.series.push(LossSeries {
                 label,
                 frame_size: frame.frame(),
                 l3_length: frame.l3(),
+                mix: frames.mix().map(MixInfo::of),
                 line_rate_fps: line_fps,
                 max_fps,
                 points,

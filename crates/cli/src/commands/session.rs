@@ -12,7 +12,7 @@ use linerate_method::spec::Step;
 use linerate_results::methods::{RunInfo, UnfinishedTrials};
 use linerate_results::report::{self, thousands};
 use linerate_results::TrialResult;
-use linerate_wire::{FrameSize, Rate};
+use linerate_wire::{FrameSize, Frames, Rate};
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -29,13 +29,12 @@ pub(crate) struct Session {
 pub(crate) fn open(
     ports_args: &PortArgs,
     dut_cpu: &DutCpuArgs,
-    frames: &[FrameSize],
+    frames: &[Frames],
     what: &str,
 ) -> Result<Session> {
-    let max_frame_len = frames.iter().map(|f| f.buffer_len()).max().unwrap_or(0);
-    let mut bed = ports::open(ports_args, max_frame_len)?;
+    let mut bed = ports::open(ports_args, crate::frame_args::max_frame_len(frames))?;
     for f in frames {
-        bed.engine.check_frame(*f)?;
+        bed.engine.check_frame(f.largest())?;
     }
     let port_a = describe_port(bed.engine.port_a());
     let port_b = describe_port(bed.engine.port_b());
@@ -79,24 +78,34 @@ pub(crate) fn parse_rate(text: &str, option: &str) -> Result<Rate> {
     Rate::parse(text).with_context(|| option.to_string())
 }
 
-/// `rate` in frames/s for `frame`, refused above the line rate.
+/// `rate` (`text` as given to `option`) in frames/s of `frames` on `bed`
+/// (a mix counts its mean frame; a share of line rate counts every sending
+/// link, as rfc2544 counts it), refused above the line rate.
 pub(crate) fn fps_within_line(
+    bed: &TestBed,
     rate: Rate,
     text: &str,
     option: &str,
-    frame: FrameSize,
-    line_bps: u64,
+    frames: &Frames,
 ) -> Result<f64> {
-    let line_fps = frame.line_rate_fps(line_bps);
-    let fps = rate.to_fps(frame, line_bps);
+    let line_fps = bed.line_rate_fps(frames);
+    let fps = bed.fps(frames, rate);
     if fps > line_fps * 1.000_001 {
         bail!(
-            "{option} {text} is {fps:.0} frames/s, above the line rate for {}-byte frames ({line_fps:.0} frames/s at {}): lower it or set --line-speed",
-            frame.frame(),
-            report::line_speed(line_bps)
+            "{option} {text} is {fps:.0} frames/s, above the line rate for {} ({line_fps:.0} frames/s at {}): lower it or set --line-speed",
+            frames.describe(),
+            report::line_speed(bed.line_bps)
         );
     }
     Ok(fps)
+}
+
+/// A table's name for `frames`: `64 B`, or a mix by its name (`IMIX 1`).
+pub(crate) fn label(frames: &Frames) -> String {
+    match frames.mix() {
+        Some(m) => m.name.clone(),
+        None => format!("{} B", frames.largest().frame()),
+    }
 }
 
 /// Progress on stderr, one line per trial; stdout is kept for the table.
@@ -109,8 +118,8 @@ pub(crate) fn show(step: &Step, line_rate_fps: f64) {
             why,
         } => {
             eprint!(
-                "[{:>5} B] trial {:>3}: {:>11} fps ({:5.1} % of line) {:>7} {why} ... ",
-                frame.frame(),
+                "[{}] trial {:>3}: {:>11} fps ({:5.1} % of line) {:>7} {why} ... ",
+                crate::progress::frames_tag(*frame, spec.mix.as_ref()),
                 trial_no,
                 thousands(spec.intended_fps.round() as u64),
                 100.0 * spec.intended_fps / line_rate_fps,

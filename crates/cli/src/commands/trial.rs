@@ -57,7 +57,7 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         resolution: 0.0,
         port_b_mac: bed.engine.port_b().mac,
     })?;
-    recorder.single_trial_started(frame.frame(), fps, line_fps);
+    recorder.single_trial_started(&frames, fps, line_fps);
     let result = match bed.engine.run_trial(&spec, interrupt) {
         Err(EngineError::Interrupted) => {
             recorder.finish(RunStatus::Interrupted);

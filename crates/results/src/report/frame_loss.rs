@@ -194,6 +194,7 @@ mod tests {
             label: label.into(),
             frame_size: 64,
             l3_length: 46,
+            mix: None,
             line_rate_fps: 14_880_952.0,
             max_fps: 1e6,
             points,
