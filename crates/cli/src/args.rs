@@ -43,7 +43,9 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Frame loss rate vs offered load (RFC 2544 26.3): a sweep over given loads, or --rfc2544 from 100 % down; printed as the 100GE report's table.
+    /// Frame loss rate vs offered load (RFC 2544 26.3): a sweep over given loads, or --rfc2544 from 100 % down; one row per frame size and DUT configuration (--scenario a,b,c), printed as the 100GE report's table.
+    // `loss-sweep` was a command of its own before `loss` took --scenario.
+    #[command(alias = "loss-sweep")]
     Loss(crate::method_args::LossArgs),
     /// MLRsearch (draft-ietf-bmwg-mlrsearch): NDR and PDR in one search, with relevant bounds and conditional throughput.
     Mlrsearch(crate::method_args::MlrsearchArgs),
@@ -55,8 +57,6 @@ pub enum Command {
     Http(HttpArgs),
     /// The rate that keeps the DUT's CPU load near a target (the Cisco report's 75 % test), per frame size.
     CpuTarget(CpuTargetArgs),
-    /// Loss at each of several offered rates, one row per DUT configuration (the 100GE report's table).
-    LossSweep(LossSweepArgs),
     /// The namespace lab: a Linux router between two tester ports.
     Lab {
         #[command(subcommand)]
@@ -206,29 +206,6 @@ pub struct CpuTargetArgs {
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=30))]
     pub max_trials: u32,
     /// Write the result and every trial as JSON to FILE.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    #[command(flatten)]
-    pub dut: DutArgs,
-}
-
-#[derive(Args, Debug)]
-#[command(mut_arg("sizes", |a| a.default_value("64")))]
-pub struct LossSweepArgs {
-    #[command(flatten)]
-    pub ports: PortArgs,
-    /// Offered rates, lowest first, e.g. 0.45Mpps,0.75Mpps,1.5Mpps or 10%,20%.
-    #[arg(long, value_delimiter = ',', required = true)]
-    pub rates: Vec<String>,
-    #[command(flatten)]
-    pub frames: FrameArgs,
-    /// How long each trial sends.
-    #[arg(long, default_value = "2s")]
-    pub trial_duration: String,
-    /// A row stops after a rate that lost more than this (percent), as the report skips higher rates.
-    #[arg(long, default_value = "50")]
-    pub stop_at_loss: String,
-    /// Write every trial as JSON to FILE.
     #[arg(long)]
     pub json: Option<PathBuf>,
     #[command(flatten)]

@@ -44,12 +44,15 @@ pub fn point(label: &str, trial: TrialResult) -> LossPoint {
     }
 }
 
-/// One trial at each load, in the order given.
+/// One trial at each load, in the order given; after a trial that lost
+/// more than `stop_above_loss` (a ratio), the higher loads are left out,
+/// as the 100GE report leaves them untested.
 pub fn sweep<R: TrialRunner>(
     runner: &mut R,
     frames: &Frames,
     loads: &[Load],
     duration: Duration,
+    stop_above_loss: Option<f64>,
     progress: &mut dyn FnMut(Step),
 ) -> Result<Vec<LossPoint>, R::Error> {
     let mut trials = Vec::new();
@@ -65,7 +68,11 @@ pub fn sweep<R: TrialRunner>(
             |t| t.lost_frames == 0,
             progress,
         )?;
+        let lost_too_much = stop_above_loss.is_some_and(|stop| t.loss_ratio > stop);
         points.push(point(&load.label, t));
+        if lost_too_much {
+            break;
+        }
     }
     Ok(points)
 }
@@ -206,7 +213,7 @@ mod tests {
             })
             .collect();
         let mut seen = Vec::new();
-        let points = sweep(&mut dut, &frame(), &loads, D, &mut |s| {
+        let points = sweep(&mut dut, &frame(), &loads, D, None, &mut |s| {
             if let Step::Starting { spec, .. } = s {
                 seen.push(spec.intended_fps);
             }
@@ -223,5 +230,23 @@ mod tests {
         assert_eq!(points[2].offered_fps, 800_000.0);
         assert_eq!(points[2].intended_fps, 1_000_000.0);
         assert!((points[2].loss_ratio - 0.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_sweep_stops_after_a_load_that_lost_more_than_the_threshold() {
+        let mut dut = SimulatedDut::new(600_000.0);
+        let loads: Vec<Load> = [500_000.0, 750_000.0, 1_000_000.0]
+            .iter()
+            .map(|&fps| Load {
+                label: format!("{fps}"),
+                fps,
+            })
+            .collect();
+        // 750k/s loses 20 %: above 10 %, so 1M/s is not tried.
+        let points = sweep(&mut dut, &frame(), &loads, D, Some(0.1), &mut |_| {}).unwrap();
+        assert_eq!(points.len(), 2);
+        // Below the threshold the sweep goes on.
+        let points = sweep(&mut dut, &frame(), &loads, D, Some(0.25), &mut |_| {}).unwrap();
+        assert_eq!(points.len(), 3);
     }
 }

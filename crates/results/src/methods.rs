@@ -71,6 +71,10 @@ pub struct LossSeries {
     /// The rate 100 % means in the RFC 2544 mode, frames/s (L2).
     pub max_fps: f64,
     pub points: Vec<LossPoint>,
+    /// The lab DUT configuration the row measured (`--scenario`), as
+    /// applied and verified, with the traffic checks after its trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<crate::scenario::ScenarioRecord>,
 }
 
 /// `linerate loss`: frame loss rate vs offered load.
@@ -86,6 +90,10 @@ pub struct FrameLossReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<f64>,
     pub trial_duration_s: f64,
+    /// In a sweep, each row stopped after a load that lost more than this
+    /// share (`--stop-at-loss`); None: every load ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_above_loss_ratio: Option<f64>,
     pub series: Vec<LossSeries>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<UnfinishedTrials>,

@@ -24,15 +24,27 @@ pub(crate) struct Session {
     pub cpu: Option<crate::dut_cpu::DutCpuMeter>,
 }
 
-/// Opens the ports for `frames`, prints what runs where (`what` names the
-/// test), starts the DUT's CPU meter and resolves the gateways.
+/// Opens the ports for `frames` and starts a session on them (see [`start`]).
 pub(crate) fn open(
     ports_args: &PortArgs,
     dut_cpu: &DutCpuArgs,
     frames: &[Frames],
     what: &str,
 ) -> Result<Session> {
-    let mut bed = ports::open(ports_args, crate::frame_args::max_frame_len(frames))?;
+    let bed = ports::open(ports_args, crate::frame_args::max_frame_len(frames))?;
+    start(bed, dut_cpu, &[], frames, what)
+}
+
+/// A session on `bed`: checks `frames` fit the ports, prints what runs
+/// where (`what` names the test), starts the DUT's CPU meter (counting a
+/// scenario's user-space `data_path_pids`) and resolves the gateways.
+pub(crate) fn start(
+    mut bed: TestBed,
+    dut_cpu: &DutCpuArgs,
+    data_path_pids: &[u32],
+    frames: &[Frames],
+    what: &str,
+) -> Result<Session> {
     for f in frames {
         bed.engine.check_frame(f.largest())?;
     }
@@ -68,7 +80,7 @@ pub(crate) fn open(
         engine: bed.engine.config().name.clone(),
         placement: bed.placement.clone(),
     };
-    let cpu = crate::dut_cpu::meter_for(&bed, dut_cpu, &[])?;
+    let cpu = crate::dut_cpu::meter_for(&bed, dut_cpu, data_path_pids)?;
     bed.engine.resolve()?;
     Ok(Session { bed, run, cpu })
 }

@@ -75,6 +75,21 @@ pub fn frame_loss_table(report: &FrameLossReport) -> String {
         }
     }
     out.push_str(&grid_with(&header, &rows, " | ", " |"));
+    if let Some(stop) = report.stop_above_loss_ratio {
+        let _ = writeln!(
+            out,
+            "A row stopped after a load that lost more than {} %; blank: not run.",
+            trim_number(stop * 100.0)
+        );
+    }
+    for s in &report.series {
+        if let Some(scenario) = &s.scenario {
+            let _ = writeln!(out, "  {}: {}", s.label, scenario.description);
+            for check in &scenario.traffic_checks {
+                let _ = writeln!(out, "    seen: {check}");
+            }
+        }
+    }
     if report.mode == "rfc2544" {
         let maxes: Vec<String> = report
             .series
@@ -198,6 +213,7 @@ mod tests {
             line_rate_fps: 14_880_952.0,
             max_fps: 1e6,
             points,
+            scenario: None,
         }
     }
 
@@ -208,6 +224,7 @@ mod tests {
             mode: "sweep".into(),
             step: None,
             trial_duration_s: 1.0,
+            stop_above_loss_ratio: None,
             series: vec![
                 series(
                     "Danos",
@@ -237,6 +254,7 @@ mod tests {
             mode: "rfc2544".into(),
             step: Some(0.1),
             trial_duration_s: 1.0,
+            stop_above_loss_ratio: None,
             series: vec![series(
                 "64 B",
                 vec![
