@@ -265,6 +265,65 @@ fn an_external_dut_cpu_command_fills_the_cpu_rows() {
     assert!(report["dut_cpu_source"].as_str().unwrap().contains("echo"));
 }
 
+/// Every `dut_cpu` record anywhere in `v` (the trials of any report).
+fn dut_cpu_records(v: &serde_json::Value, out: &mut Vec<serde_json::Value>) {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, x) in map {
+                if k == "dut_cpu" && !x.is_null() {
+                    out.push(x.clone());
+                } else {
+                    dut_cpu_records(x, out);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|x| dut_cpu_records(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_packet_command_records_an_external_duts_cpu() {
+    if !root_or_skip("every_packet_command_records_an_external_duts_cpu") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("cpum", 1500);
+    let json = TempFile::new("scn-cpum");
+    for command in [
+        &["loss", "--loads", "1000fps"][..],
+        &["mlrsearch", "--max-rate", "2000fps", "--width", "50%"][..],
+        &[
+            "back-to-back",
+            "--throughput",
+            "1000fps",
+            "--max-rate",
+            "2000fps",
+            "--max-burst",
+            "200",
+            "--repeat",
+            "1",
+        ][..],
+        &["latency", "--rate", "1000fps"][..],
+        &["trial", "--rate", "1000fps", "--duration", "300ms"][..],
+    ] {
+        let mut args = command.to_vec();
+        args.extend_from_slice(&B2B_HOSTS);
+        args.extend_from_slice(&["--sizes", "64", "--straggler-wait", "200ms"]);
+        if command[0] != "trial" {
+            args.extend_from_slice(&["--trial-duration", "300ms"]);
+        }
+        args.extend_from_slice(&["--dut-cpu-cmd", "echo 42", "--json", json.arg()]);
+        let run = linerate_in(&ns, &args);
+        assert_eq!(run.code, 0, "{}", run.dump());
+        let mut records = Vec::new();
+        dut_cpu_records(&json.json(), &mut records);
+        assert!(!records.is_empty(), "{command:?}: no DUT CPU recorded");
+        for cpu in &records {
+            assert_eq!(f(cpu, "total_pct"), 42.0, "{command:?}: {cpu}");
+        }
+    }
+}
+
 #[test]
 fn cpu_target_finds_the_rate_near_the_target() {
     if !root_or_skip("cpu_target_finds_the_rate_near_the_target") {
