@@ -90,3 +90,31 @@ pub(crate) fn run_reported<R: TrialRunner>(
     trials.push(result.clone());
     Ok(result)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_wire::FrameMix;
+
+    #[test]
+    fn a_mix_goes_into_every_spec_and_its_mbps_count_the_mean_frame() {
+        let imix1 = FrameMix::parse("imix1").unwrap();
+        let frames = Frames::Mix(imix1.clone());
+        let spec = constant_rate(&frames, 12_000.0, Duration::from_secs(1));
+        assert_eq!(spec.mix.as_ref(), Some(&imix1));
+        assert_eq!(spec.frame.frame(), 1418, "the largest frame sizes buffers");
+        let b = burst(&frames, 12_000.0, 6_000);
+        assert_eq!(
+            (b.mix.as_ref(), b.duration),
+            (Some(&imix1), Duration::from_millis(500))
+        );
+        // 27,000 frames/s of IMIX 1's 345.5-byte mean frame: 74.6 Mbps at L2.
+        assert!((mbps(&frames, 27_000.0, Layer::L2) - 74.628).abs() < 1e-9);
+        assert_eq!(mix_info(&frames).unwrap().name, "IMIX 1");
+        let size = Frames::Size(FrameSize::from_frame(64).unwrap());
+        assert!(constant_rate(&size, 1.0, Duration::from_secs(1))
+            .mix
+            .is_none());
+        assert_eq!(mbps(&size, 1e6, Layer::L2), 512.0);
+    }
+}
