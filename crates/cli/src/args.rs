@@ -1,11 +1,16 @@
 //! The command line. Users' scripts depend on these names: keep them.
 
+use crate::frame_args::FrameArgs;
 use crate::record_args::{CompareArgs, ExportArgs, RecordArgs, ReportArgs, RunsArgs, ShowArgs};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 mod goodput;
 pub use goodput::{HttpArgs, StackPortArgs, TcpArgs};
+
+/// The RFC 2544 frame sizes (section 9.1), the default of the commands that
+/// measure per frame size.
+pub const ALL_SIZES: &str = "64,128,256,512,1024,1280,1518";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -38,7 +43,9 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Frame loss rate vs offered load (RFC 2544 26.3): a sweep over given loads, or --rfc2544 from 100 % down; printed as the 100GE report's table.
+    /// Frame loss rate vs offered load (RFC 2544 26.3): a sweep over given loads, or --rfc2544 from 100 % down; one row per frame size and DUT configuration (--scenario a,b,c), printed as the 100GE report's table.
+    // `loss-sweep` was a command of its own before `loss` took --scenario.
+    #[command(alias = "loss-sweep")]
     Loss(crate::method_args::LossArgs),
     /// MLRsearch (draft-ietf-bmwg-mlrsearch): NDR and PDR in one search, with relevant bounds and conditional throughput.
     Mlrsearch(crate::method_args::MlrsearchArgs),
@@ -50,8 +57,6 @@ pub enum Command {
     Http(HttpArgs),
     /// The rate that keeps the DUT's CPU load near a target (the Cisco report's 75 % test), per frame size.
     CpuTarget(CpuTargetArgs),
-    /// Loss at each of several offered rates, one row per DUT configuration (the 100GE report's table).
-    LossSweep(LossSweepArgs),
     /// The namespace lab: a Linux router between two tester ports.
     Lab {
         #[command(subcommand)]
@@ -147,29 +152,15 @@ pub struct PortArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(mut_arg("sizes", |a| a.default_value(ALL_SIZES)))]
 pub struct Rfc2544Args {
     #[command(flatten)]
     pub ports: PortArgs,
-    /// Frame sizes in bytes, FCS included.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "64,128,256,512,1024,1280,1518",
-        conflicts_with = "l3_length"
-    )]
-    pub sizes: Vec<u64>,
-    /// IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts).
-    #[arg(long, value_delimiter = ',')]
-    pub l3_length: Option<Vec<u64>>,
-    /// UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU).
-    #[arg(long, value_delimiter = ',', conflicts_with_all = ["l3_length", "imix"])]
-    pub udp_payload: Option<Vec<u64>>,
+    #[command(flatten)]
+    pub frames: FrameArgs,
     /// Show the throughput at every layer: Mbps at L1, L2, L3 and L4 (UDP payload) and the link usage as LanTraffic computes it.
     #[arg(long)]
     pub all_layers: bool,
-    /// IMIX throughput instead of frame sizes: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... ; several as imix0,imix1,imix2 or by repeating --imix.
-    #[arg(long, conflicts_with = "l3_length")]
-    pub imix: Vec<String>,
     /// How long each trial sends.
     #[arg(long, default_value = "2s")]
     pub trial_duration: String,
@@ -198,6 +189,7 @@ pub struct Rfc2544Args {
 }
 
 #[derive(Args, Debug)]
+#[command(mut_arg("sizes", |a| a.default_value("64,512,1518")))]
 pub struct CpuTargetArgs {
     #[command(flatten)]
     pub ports: PortArgs,
@@ -207,17 +199,8 @@ pub struct CpuTargetArgs {
     /// How close to the target counts as reached, in percentage points.
     #[arg(long, default_value = "5")]
     pub tolerance: f64,
-    /// Frame sizes in bytes, FCS included.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "64,512,1518",
-        conflicts_with = "l3_length"
-    )]
-    pub sizes: Vec<u64>,
-    /// IP packet lengths instead of frame sizes.
-    #[arg(long, value_delimiter = ',')]
-    pub l3_length: Option<Vec<u64>>,
+    #[command(flatten)]
+    pub frames: FrameArgs,
     /// How long each trial sends (the CPU load is averaged over it).
     #[arg(long, default_value = "2s")]
     pub trial_duration: String,
@@ -234,64 +217,35 @@ pub struct CpuTargetArgs {
     pub dut: DutArgs,
 }
 
-#[derive(Args, Debug)]
-pub struct LossSweepArgs {
-    #[command(flatten)]
-    pub ports: PortArgs,
-    /// Offered rates, lowest first, e.g. 0.45Mpps,0.75Mpps,1.5Mpps or 10%,20%.
-    #[arg(long, value_delimiter = ',', required = true)]
-    pub rates: Vec<String>,
-    /// Frame size in bytes, FCS included.
-    #[arg(long, default_value_t = 64, conflicts_with = "l3_length")]
-    pub frame_size: u64,
-    /// IP packet length instead of a frame size.
-    #[arg(long)]
-    pub l3_length: Option<u64>,
-    /// How long each trial sends.
-    #[arg(long, default_value = "2s")]
-    pub trial_duration: String,
-    /// A row stops after a rate that lost more than this (percent), as the report skips higher rates.
-    #[arg(long, default_value = "50")]
-    pub stop_at_loss: String,
-    /// Write every trial as JSON to FILE.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    #[command(flatten)]
-    pub dut: DutArgs,
-}
-
 /// The DUT's configuration (lab scenarios) and CPU load (see docs/SCENARIOS.md).
 #[derive(Args, Debug, Clone, Default)]
 pub struct DutArgs {
     /// Lab DUT configuration, e.g. lan-lan, wan-lan, acl:12, firewall:50, routes:900000, tunnel:vxlan, xdp-router; parts joined with '+' (wan-lan+acl:12); several separated by ',' are compared side by side. Builds a fresh lab for each.
-    #[arg(long, conflicts_with_all = ["port_a", "lab_name"])]
+    #[arg(long, conflicts_with_all = ["port_a", "lab_name", "dut_cpu_cmd", "dut_snmp"])]
     pub scenario: Option<String>,
+    #[command(flatten)]
+    pub cpu: DutCpuArgs,
+}
+
+/// An external DUT's CPU load, recorded in every trial (the lab's is read
+/// from the DUT's CPU counters instead; see `commands::dut_cpu_meter`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct DutCpuArgs {
     /// External DUT: a command printing its CPU load in percent (e.g. "ssh r1 ..."), run towards the end of each trial.
-    #[arg(long, conflicts_with_all = ["lab", "scenario"])]
+    #[arg(long, conflicts_with = "lab")]
     pub dut_cpu_cmd: Option<String>,
     /// External DUT: its CPU load from SNMP (HOST-RESOURCES-MIB hrProcessorLoad, via snmpwalk), as COMMUNITY@HOST.
-    #[arg(long, conflicts_with_all = ["lab", "scenario", "dut_cpu_cmd"])]
+    #[arg(long, conflicts_with_all = ["lab", "dut_cpu_cmd"])]
     pub dut_snmp: Option<String>,
 }
 
 #[derive(Args, Debug)]
+#[command(mut_arg("sizes", |a| a.default_value(ALL_SIZES)))]
 pub struct LatencyArgs {
     #[command(flatten)]
     pub ports: PortArgs,
-    /// Frame sizes in bytes, FCS included.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "64,128,256,512,1024,1280,1518",
-        conflicts_with = "l3_length"
-    )]
-    pub sizes: Vec<u64>,
-    /// IP packet lengths instead of frame sizes.
-    #[arg(long, value_delimiter = ',')]
-    pub l3_length: Option<Vec<u64>>,
-    /// Frame-size mixes instead (as for rfc2544 --imix).
-    #[arg(long, conflicts_with = "l3_length")]
-    pub imix: Vec<String>,
+    #[command(flatten)]
+    pub frames: FrameArgs,
     /// Loads as shares of the throughput (or of --rate), e.g. 10%,50%,90%,100%.
     #[arg(long, default_value = "100%")]
     pub loads: String,
@@ -319,6 +273,8 @@ pub struct LatencyArgs {
     /// Calibration file with the tester's own latency (default: ~/.local/share/linerate/calibration.json).
     #[arg(long)]
     pub calibration: Option<PathBuf>,
+    #[command(flatten)]
+    pub dut_cpu: DutCpuArgs,
 }
 
 #[derive(Args, Debug)]
@@ -369,13 +325,13 @@ pub struct OverheadArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(mut_arg("sizes", |a| a.default_value("64,512,1518")))]
 pub struct CalibrateArgs {
     /// Engines to calibrate; each that cannot run here is skipped with the reason.
     #[arg(long, value_delimiter = ',', default_value = "xdp,af_xdp,af_packet", value_parser = ["xdp", "af_xdp", "af_packet"])]
     pub engine: Vec<String>,
-    /// Frame sizes in bytes, FCS included.
-    #[arg(long, value_delimiter = ',', default_value = "64,512,1518")]
-    pub sizes: Vec<u64>,
+    #[command(flatten)]
+    pub frames: FrameArgs,
     /// How long each trial sends.
     #[arg(long, default_value = "1s")]
     pub trial_duration: String,
@@ -405,22 +361,9 @@ pub struct CalibrateArgs {
 pub struct TrialArgs {
     #[command(flatten)]
     pub ports: PortArgs,
-    /// Frame size in bytes, FCS included.
-    #[arg(
-        long,
-        required_unless_present_any = ["l3_length", "imix", "udp_payload"],
-        conflicts_with_all = ["l3_length", "imix"]
-    )]
-    pub frame_size: Option<u64>,
-    /// IP packet length instead of a frame size.
-    #[arg(long, conflicts_with = "imix")]
-    pub l3_length: Option<u64>,
-    /// UDP payload size instead of a frame size (1472: the largest unfragmented on a 1500-byte MTU).
-    #[arg(long, conflicts_with_all = ["frame_size", "l3_length", "imix"])]
-    pub udp_payload: Option<u64>,
-    /// A frame-size mix instead: imix0, imix1, imix2, simple, genome:aaaaaaaddddg or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1).
-    #[arg(long)]
-    pub imix: Option<String>,
+    /// The frame size or mix: one --frame-size, --l3-length, --udp-payload or --imix.
+    #[command(flatten)]
+    pub frames: FrameArgs,
     /// Rate: 50% (of line rate, L1), 100000fps, 1.5Mpps, 300Mbps (L2), 300Mbps@L1.
     #[arg(long)]
     pub rate: String,
@@ -434,5 +377,193 @@ pub struct TrialArgs {
     #[arg(long)]
     pub json: Option<PathBuf>,
     #[command(flatten)]
+    pub dut_cpu: DutCpuArgs,
+    #[command(flatten)]
     pub record: RecordArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+    use linerate_wire::Frames;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        // clap's own checks (conflicts naming existing options, ...), which
+        // a release build skips.
+        Cli::command().debug_assert();
+    }
+
+    /// The frame-size options of `argv` as the command parsed them.
+    fn frames_of(argv: &[&str]) -> Vec<Frames> {
+        let cli = Cli::try_parse_from(std::iter::once("linerate").chain(argv.iter().copied()))
+            .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        let frames = match &cli.command {
+            Command::Rfc2544(a) => &a.frames,
+            Command::Trial(a) => &a.frames,
+            Command::Latency(a) => &a.frames,
+            Command::Calibrate(a) => &a.frames,
+            Command::CpuTarget(a) => &a.frames,
+            Command::Loss(a) => &a.frames,
+            Command::Mlrsearch(a) => &a.frames,
+            Command::BackToBack(a) => &a.frames,
+            other => panic!("no frame options in {other:?}"),
+        };
+        frames.frames(&linerate_wire::Encap::default()).unwrap()
+    }
+
+    fn sizes(frames: &[Frames]) -> Vec<u16> {
+        frames.iter().map(|f| f.largest().frame()).collect()
+    }
+
+    #[test]
+    fn each_command_keeps_its_default_sizes() {
+        let all = vec![64, 128, 256, 512, 1024, 1280, 1518];
+        for (argv, want) in [
+            (&["rfc2544", "--lab"][..], all.clone()),
+            (&["latency", "--lab"][..], all.clone()),
+            (&["mlrsearch", "--lab"][..], all.clone()),
+            (&["cpu-target", "--lab"][..], vec![64, 512, 1518]),
+            (&["calibrate"][..], vec![64, 512, 1518]),
+            (&["loss", "--lab", "--loads", "1%"][..], vec![64]),
+            (&["back-to-back", "--lab"][..], vec![64]),
+        ] {
+            assert_eq!(sizes(&frames_of(argv)), want, "{argv:?}");
+            // IPv6 adapts exactly these lists (frame_args::DEFAULT_LISTS).
+            let want: Vec<u64> = want.iter().map(|&n| n as u64).collect();
+            assert!(
+                crate::frame_args::DEFAULT_LISTS.contains(&want.as_slice()),
+                "{argv:?}: default {want:?} missing from DEFAULT_LISTS"
+            );
+        }
+    }
+
+    #[test]
+    fn each_command_takes_the_options_it_took_before() {
+        for (argv, want) in [
+            (
+                &["rfc2544", "--lab", "--sizes", "64,512"][..],
+                vec![64, 512],
+            ),
+            (&["rfc2544", "--lab", "--l3-length", "46"][..], vec![64]),
+            (
+                &["rfc2544", "--lab", "--udp-payload", "1472"][..],
+                vec![1518],
+            ),
+            (
+                &["trial", "--lab", "--rate", "1%", "--frame-size", "128"][..],
+                vec![128],
+            ),
+            (
+                &["trial", "--lab", "--rate", "1%", "--l3-length", "46"][..],
+                vec![64],
+            ),
+            (
+                &["trial", "--lab", "--rate", "1%", "--udp-payload", "18"][..],
+                vec![64],
+            ),
+            (
+                &["latency", "--lab", "--sizes", "64", "--rate", "1%"][..],
+                vec![64],
+            ),
+            (&["latency", "--lab", "--l3-length", "1500"][..], vec![1518]),
+            (
+                &["cpu-target", "--lab", "--l3-length", "46,1500"][..],
+                vec![64, 1518],
+            ),
+            (&["calibrate", "--sizes", "128"][..], vec![128]),
+            (
+                &["loss", "--lab", "--sizes", "64,128", "--loads", "1%"][..],
+                vec![64, 128],
+            ),
+            (
+                &["loss", "--lab", "--l3-length", "46", "--loads", "1%"][..],
+                vec![64],
+            ),
+            (&["mlrsearch", "--lab", "--sizes", "512"][..], vec![512]),
+            (
+                &["back-to-back", "--lab", "--l3-length", "46"][..],
+                vec![64],
+            ),
+        ] {
+            assert_eq!(sizes(&frames_of(argv)), want, "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn every_packet_command_takes_mixes() {
+        for argv in [
+            &["rfc2544", "--lab", "--imix", "imix1"][..],
+            &["trial", "--lab", "--rate", "1%", "--imix", "imix1"][..],
+            &["latency", "--lab", "--imix", "imix1"][..],
+            &["loss", "--lab", "--imix", "imix1", "--loads", "1%"][..],
+            &["mlrsearch", "--lab", "--imix", "imix1"][..],
+            &["back-to-back", "--lab", "--imix", "imix1"][..],
+        ] {
+            let frames = frames_of(argv);
+            assert_eq!(frames.len(), 1, "{argv:?}");
+            assert_eq!(frames[0].mix().unwrap().name, "IMIX 1", "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn two_kinds_of_frame_sizes_are_usage_errors() {
+        for argv in [
+            &["rfc2544", "--lab", "--sizes", "64", "--l3-length", "40"][..],
+            &[
+                "trial",
+                "--lab",
+                "--rate",
+                "1%",
+                "--frame-size",
+                "64",
+                "--imix",
+                "imix1",
+            ][..],
+            &[
+                "loss",
+                "--lab",
+                "--loads",
+                "1%",
+                "--l3-length",
+                "46",
+                "--imix",
+                "imix1",
+            ][..],
+            &[
+                "mlrsearch",
+                "--lab",
+                "--udp-payload",
+                "18",
+                "--imix",
+                "imix1",
+            ][..],
+        ] {
+            let argv = std::iter::once("linerate").chain(argv.iter().copied());
+            assert!(Cli::try_parse_from(argv).is_err());
+        }
+    }
+
+    #[test]
+    fn external_dut_cpu_options_are_on_every_packet_command() {
+        for command in [
+            "rfc2544",
+            "trial",
+            "latency",
+            "loss",
+            "mlrsearch",
+            "back-to-back",
+            "cpu-target",
+        ] {
+            let cmd = Cli::command();
+            let sub = cmd.find_subcommand(command).unwrap();
+            for option in ["dut-cpu-cmd", "dut-snmp"] {
+                assert!(
+                    sub.get_arguments().any(|a| a.get_long() == Some(option)),
+                    "{command} has no --{option}"
+                );
+            }
+        }
+    }
 }

@@ -71,6 +71,32 @@ impl Pending {
     }
 }
 
+/// The meter every packet command records the DUT's CPU load with: on a
+/// lab, the DUT CPU's counters (plus the user time of a scenario's data
+/// path, `data_path_pids`); on an external DUT, `--dut-cpu-cmd` or
+/// `--dut-snmp` when given. None when nothing measures it: a lab whose
+/// placement gave the DUT no CPU of its own (the run goes on and says why
+/// the column is missing), or an external DUT without either option.
+pub fn meter_for(
+    bed: &crate::ports::TestBed,
+    external: &crate::args::DutCpuArgs,
+    data_path_pids: &[u32],
+) -> Result<Option<DutCpuMeter>> {
+    let Some(p) = &bed.placement else {
+        return DutCpuMeter::external(
+            external.dut_cpu_cmd.as_deref(),
+            external.dut_snmp.as_deref(),
+        );
+    };
+    match DutCpuMeter::lab(&p.dut_cpus, p.shared_core, data_path_pids) {
+        Ok(m) => Ok(Some(m)),
+        Err(e) => {
+            eprintln!("linerate: note: DUT CPU load not measured: {e:#}");
+            Ok(None)
+        }
+    }
+}
+
 impl DutCpuMeter {
     /// The lab's DUT on `cpus` (from placement); measures the idle baseline.
     /// `pids`: processes of a user-space data path (boringtun, charon)

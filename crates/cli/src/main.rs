@@ -10,6 +10,7 @@ mod commands;
 mod dut_cpu;
 mod events;
 mod exit;
+mod frame_args;
 mod method_args;
 mod ports;
 mod progress;

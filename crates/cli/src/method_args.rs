@@ -2,32 +2,23 @@
 //! `loss`, `mlrsearch`, `back-to-back`. Users' scripts depend on these
 //! names: keep them.
 
-use crate::args::PortArgs;
+use crate::args::{DutArgs, DutCpuArgs, PortArgs, ALL_SIZES};
+use crate::frame_args::FrameArgs;
 use clap::Args;
 use std::path::PathBuf;
 
-/// Frame sizes, as `rfc2544` takes them.
-#[derive(Args, Debug, Clone)]
-pub struct SizeArgs {
-    /// Frame sizes in bytes, FCS included.
-    #[arg(long, value_delimiter = ',', conflicts_with = "l3_length")]
-    pub sizes: Option<Vec<u64>>,
-    /// IP packet lengths instead of frame sizes (40..9000).
-    #[arg(long, value_delimiter = ',')]
-    pub l3_length: Option<Vec<u64>>,
-}
-
 #[derive(Args, Debug)]
+#[command(mut_arg("sizes", |a| a.default_value("64")))]
 pub struct LossArgs {
     #[command(flatten)]
     pub ports: PortArgs,
-    /// Frame sizes (default 64).
     #[command(flatten)]
-    pub size: SizeArgs,
+    pub frames: FrameArgs,
     /// Offered loads, one trial each, in the order given: 0.45Mpps,1Mpps or 100000fps or 10%,50% (of line rate) or 1Gbps.
     #[arg(
         long,
         value_delimiter = ',',
+        alias = "rates",
         required_unless_present = "rfc2544",
         conflicts_with = "rfc2544"
     )]
@@ -53,15 +44,20 @@ pub struct LossArgs {
     /// Print the rows of earlier 'loss --json' files above this run's (other DUTs or configurations, as the 100GE report compares routers).
     #[arg(long, value_delimiter = ',')]
     pub rows_from: Vec<PathBuf>,
+    /// In a sweep, a row stops after a load that lost more than this (percent), as the 100GE report leaves higher loads untested (default: every load runs).
+    #[arg(long, conflicts_with = "rfc2544")]
+    pub stop_at_loss: Option<String>,
+    #[command(flatten)]
+    pub dut: DutArgs,
 }
 
 #[derive(Args, Debug)]
+#[command(mut_arg("sizes", |a| a.default_value(ALL_SIZES)))]
 pub struct MlrsearchArgs {
     #[command(flatten)]
     pub ports: PortArgs,
-    /// Frame sizes (default 64,128,256,512,1024,1280,1518).
     #[command(flatten)]
-    pub size: SizeArgs,
+    pub frames: FrameArgs,
     /// Goal Final Trial Duration: how long the trials that decide the result send.
     #[arg(long, default_value = "2s")]
     pub trial_duration: String,
@@ -86,15 +82,17 @@ pub struct MlrsearchArgs {
     /// Write every trial and the results as JSON to FILE (rewritten after each trial).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub dut_cpu: DutCpuArgs,
 }
 
 #[derive(Args, Debug)]
+#[command(mut_arg("sizes", |a| a.default_value("64")))]
 pub struct BackToBackArgs {
     #[command(flatten)]
     pub ports: PortArgs,
-    /// Frame sizes (default 64).
     #[command(flatten)]
-    pub size: SizeArgs,
+    pub frames: FrameArgs,
     /// Rate of the bursts (default: line rate, the minimum inter-frame gap), e.g. 300000fps, 50%.
     #[arg(long)]
     pub max_rate: Option<String>,
@@ -116,4 +114,6 @@ pub struct BackToBackArgs {
     /// Write every trial and the results as JSON to FILE (rewritten after each trial).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub dut_cpu: DutCpuArgs,
 }

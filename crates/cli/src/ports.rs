@@ -14,7 +14,7 @@ use linerate_port::af_packet::{AfPacketOptions, AfPacketPort};
 use linerate_port::af_xdp::{AfXdpOptions, AfXdpPort};
 use linerate_port::Port;
 use linerate_results::Placement;
-use linerate_wire::{Encap, FrameMix, FrameSize, IpVersion, MacAddr, VlanTag};
+use linerate_wire::{Encap, IpVersion, MacAddr, VlanTag};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
@@ -41,66 +41,6 @@ impl EncapArgs {
             vlan: self.vlan.as_deref().map(VlanTag::parse).transpose()?,
         })
     }
-}
-
-/// A frame size (FCS included) for test frames of `encap`: refused with the
-/// smallest size when the headers and signature do not fit.
-pub fn frame_in(n: u64, encap: &Encap) -> Result<FrameSize> {
-    Ok(FrameSize::from_frame_in(n, encap)?)
-}
-
-/// The frame carrying an IP packet of `l3` bytes of `encap`.
-pub fn l3_in(l3: u64, encap: &Encap) -> Result<FrameSize> {
-    Ok(FrameSize::from_l3_in(l3, encap)?)
-}
-
-/// The frame carrying a UDP payload of `n` bytes of `encap` (IPv6: 48
-/// bytes of headers, so 1452 fills a 1518-byte frame).
-pub fn udp_payload_in(n: u64, encap: &Encap) -> Result<FrameSize> {
-    FrameSize::from_udp_payload_in(n, encap).context("--udp-payload")
-}
-
-/// A mix whose sizes carry `encap`'s frames (a 64-byte member is refused for IPv6).
-pub fn mix_in(mix: FrameMix, encap: &Encap) -> Result<FrameMix> {
-    let sizes = mix
-        .sizes
-        .iter()
-        .map(|s| s.in_encap(encap))
-        .collect::<Result<Vec<_>, _>>()
-        .with_context(|| format!("--imix {}", mix.name))?;
-    Ok(FrameMix { sizes, ..mix })
-}
-
-/// Default frame sizes for `encap`: each as given, or the layout's
-/// smallest frame where a default is below it (64 becomes 78 for IPv6).
-pub fn default_frame_in(n: u64, encap: &Encap) -> Result<FrameSize> {
-    frame_in(n.max(encap.min_frame() as u64), encap)
-}
-
-/// Frame sizes from a list that may be a command's default list
-/// (`defaults`): a default below the layout's smallest frame becomes the
-/// smallest (64 becomes 78 for IPv6, said once); a size the user chose is
-/// refused instead, naming the smallest.
-pub fn sizes_in(sizes: &[u64], defaults: &[&[u64]], encap: &Encap) -> Result<Vec<FrameSize>> {
-    let is_default = defaults.contains(&sizes);
-    let min = encap.min_frame() as u64;
-    if is_default && sizes.iter().any(|&n| n < min) {
-        eprintln!(
-            "linerate: note: {encap} test frames are at least {min} bytes: the default sizes start at {min}"
-        );
-    }
-    let mut out: Vec<FrameSize> = Vec::new();
-    for &n in sizes {
-        let f = if is_default {
-            default_frame_in(n, encap)?
-        } else {
-            frame_in(n, encap)?
-        };
-        if !out.contains(&f) {
-            out.push(f);
-        }
-    }
-    Ok(out)
 }
 
 /// Everything a test runs on. Fields drop in order: the engine's sockets
@@ -131,14 +71,6 @@ pub struct TestBed {
 }
 
 impl TestBed {
-    /// The lab DUT's CPU meter, when this bed is a lab (an external DUT's
-    /// CPU comes from --dut-cpu-cmd or --dut-snmp instead).
-    pub fn lab_cpu_meter(&self) -> Option<crate::dut_cpu::DutCpuMeter> {
-        self.placement
-            .as_ref()
-            .and_then(|p| crate::commands::lab_cpu_meter(p, &[]))
-    }
-
     /// The most frames/s these frames can be offered: the line rate, of
     /// both links when both directions send.
     pub fn line_rate_fps(&self, frames: &linerate_wire::Frames) -> f64 {
@@ -735,21 +667,37 @@ mod tests {
         }
         .encap()
         .unwrap();
-        let e = frame_in(64, &v6).unwrap_err().to_string();
+        let e = linerate_wire::FrameSize::from_frame_in(64, &v6)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("smallest is 78 bytes") && e.contains("--frame-size 78"),
             "{e}"
         );
-        assert_eq!(udp_payload_in(1452, &v6).unwrap().frame(), 1518);
-        assert_eq!(default_frame_in(64, &v6).unwrap().frame(), 78);
+        assert_eq!(
+            linerate_wire::FrameSize::from_udp_payload_in(1452, &v6)
+                .unwrap()
+                .frame(),
+            1518
+        );
         let tagged = EncapArgs {
             ipv6: false,
             vlan: Some("100:5".into()),
         }
         .encap()
         .unwrap();
-        assert_eq!(frame_in(64, &tagged).unwrap().l3(), 42);
-        assert_eq!(l3_in(40, &tagged).unwrap().frame(), 64);
+        assert_eq!(
+            linerate_wire::FrameSize::from_frame_in(64, &tagged)
+                .unwrap()
+                .l3(),
+            42
+        );
+        assert_eq!(
+            linerate_wire::FrameSize::from_l3_in(40, &tagged)
+                .unwrap()
+                .frame(),
+            64
+        );
         assert!(EncapArgs {
             ipv6: false,
             vlan: Some("5000".into())

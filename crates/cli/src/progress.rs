@@ -11,6 +11,7 @@
 use linerate_method::{relative_width, Progress};
 use linerate_results::report::thousands;
 use linerate_results::TrialResult;
+use linerate_wire::{FrameMix, FrameSize};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,7 +36,8 @@ struct State {
     resolution: f64,
     trial_s: f64,
     search_no: usize,
-    frame: u16,
+    /// What the running trial sends, as [`frames_tag`] names it.
+    frames: String,
     trial_no: usize,
     intended_fps: f64,
     share_of_line: f64,
@@ -84,8 +86,8 @@ impl State {
             .last_loss
             .map_or("-".into(), |l| format!("{:.4} %", 100.0 * l));
         format!(
-            "[{} B, size {}/{}] trial {} at {} fps ({:.1} % of line)  elapsed {}  left {}  last loss {}",
-            self.frame,
+            "[{}, size {}/{}] trial {} at {} fps ({:.1} % of line)  elapsed {}  left {}  last loss {}",
+            self.frames.trim_start(),
             self.search_no + 1,
             self.sizes.max(1),
             self.trial_no,
@@ -131,7 +133,7 @@ impl ProgressView {
             resolution,
             trial_s,
             search_no: 0,
-            frame: 0,
+            frames: String::new(),
             trial_no: 0,
             intended_fps: 0.0,
             share_of_line: 0.0,
@@ -174,6 +176,7 @@ impl ProgressView {
         match p {
             Progress::TrialStarting {
                 frame,
+                mix,
                 trial_no,
                 intended_fps,
                 lo,
@@ -186,7 +189,7 @@ impl ProgressView {
                     s.trials_this_search = 0;
                     s.search_no = search_no;
                 }
-                s.frame = frame.frame();
+                s.frames = frames_tag(*frame, *mix);
                 s.trial_no = *trial_no;
                 s.intended_fps = *intended_fps;
                 s.share_of_line = 100.0 * intended_fps / line_rate_fps;
@@ -203,10 +206,10 @@ impl ProgressView {
                 self.redraw();
             }
             Progress::TrialDone {
-                frame,
                 trial_no,
                 result,
                 passed,
+                ..
             } => {
                 let mut s = self.state();
                 s.trial_started = None;
@@ -218,7 +221,7 @@ impl ProgressView {
                     Mode::Lines => show(p, line_rate_fps),
                     Mode::Live => {
                         let start = starting_text(
-                            frame.frame(),
+                            &s.frames,
                             *trial_no,
                             intended,
                             line_rate_fps,
@@ -234,9 +237,10 @@ impl ProgressView {
     }
 
     /// `linerate trial`: its one trial starts.
-    pub fn single_trial_started(&self, frame: u16, intended_fps: f64, line_rate_fps: f64) {
+    /// `tag` names the frames, as [`frames_tag`] does.
+    pub fn single_trial_started(&self, tag: String, intended_fps: f64, line_rate_fps: f64) {
         let mut s = self.state();
-        s.frame = frame;
+        s.frames = tag;
         s.trial_no = 1;
         s.intended_fps = intended_fps;
         s.share_of_line = 100.0 * intended_fps / line_rate_fps;
@@ -289,6 +293,7 @@ pub fn show(p: &Progress, line_rate_fps: f64) {
     match p {
         Progress::TrialStarting {
             frame,
+            mix,
             trial_no,
             intended_fps,
             lo,
@@ -296,7 +301,7 @@ pub fn show(p: &Progress, line_rate_fps: f64) {
         } => eprint!(
             "{}",
             starting_text(
-                frame.frame(),
+                &frames_tag(*frame, *mix),
                 *trial_no,
                 *intended_fps,
                 line_rate_fps,
@@ -310,9 +315,18 @@ pub fn show(p: &Progress, line_rate_fps: f64) {
     }
 }
 
+/// How progress lines name what a trial sends: `   64 B` (aligned), or a
+/// mix by its name (`IMIX 1`) rather than by its largest frame.
+pub fn frames_tag(frame: FrameSize, mix: Option<&FrameMix>) -> String {
+    match mix {
+        Some(m) => m.name.clone(),
+        None => format!("{:>5} B", frame.frame()),
+    }
+}
+
 /// `[   64 B] trial  1:   1,488,095 fps ( 10.0 % of line)  [pass 0 .. fail 14,880,952] ... `
 fn starting_text(
-    frame: u16,
+    frames: &str,
     trial_no: usize,
     intended_fps: f64,
     line_rate_fps: f64,
@@ -329,8 +343,7 @@ fn starting_text(
         String::new()
     };
     format!(
-        "[{:>5} B] trial {:>2}: {:>11} fps ({:5.1} % of line){bracket} ... ",
-        frame,
+        "[{frames}] trial {:>2}: {:>11} fps ({:5.1} % of line){bracket} ... ",
         trial_no,
         thousands(intended_fps.round() as u64),
         100.0 * intended_fps / line_rate_fps,
@@ -360,6 +373,17 @@ fn done_text(result: &TrialResult, passed: Option<bool>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mix_is_shown_by_its_name_not_its_largest_frame() {
+        let imix1 = FrameMix::parse("imix1").unwrap();
+        let tag = frames_tag(imix1.largest(), Some(&imix1));
+        assert_eq!(tag, "IMIX 1");
+        let line = starting_text(&tag, 1, 1000.0, 10_000.0, f64::NAN, f64::NAN);
+        assert!(line.starts_with("[IMIX 1] trial  1:"), "{line}");
+        let size = frames_tag(FrameSize::from_frame(64).unwrap(), None);
+        assert_eq!(size, "   64 B", "sizes stay aligned as before");
+    }
 
     #[test]
     fn clock_reads_like_a_clock() {

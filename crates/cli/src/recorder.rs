@@ -181,6 +181,7 @@ impl Recorder {
                 intended_fps,
                 lo,
                 hi,
+                ..
             } => self.emit(
                 "trial_started",
                 json!({
@@ -211,10 +212,17 @@ impl Recorder {
     }
 
     /// `linerate trial`: its one trial starts.
-    pub fn single_trial_started(&mut self, frame_size: u16, intended_fps: f64, line_rate_fps: f64) {
+    pub fn single_trial_started(
+        &mut self,
+        frames: &linerate_wire::Frames,
+        intended_fps: f64,
+        line_rate_fps: f64,
+    ) {
         self.ensure_stored();
+        let frame_size = frames.largest().frame();
         if let Some(view) = &self.progress {
-            view.single_trial_started(frame_size, intended_fps, line_rate_fps);
+            let tag = crate::progress::frames_tag(frames.largest(), frames.mix());
+            view.single_trial_started(tag, intended_fps, line_rate_fps);
         }
         self.emit(
             "trial_started",

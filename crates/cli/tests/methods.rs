@@ -120,6 +120,57 @@ fn loss_sweep_counts_every_hundredth_frame_exactly() {
 }
 
 #[test]
+fn loss_sends_a_mix_and_counts_every_hundredth_frame_exactly() {
+    if !root_or_skip("loss_sends_a_mix_and_counts_every_hundredth_frame_exactly") || !nft_present()
+    {
+        return;
+    }
+    let (lab, _guard) = lab_up("lm");
+    let dut = format!("lr-{lab}-dut");
+    nft_load(&dut, EVERY_100TH);
+    let json = TempFile::new("lossmix");
+    // 12,000 frames: 1,000 whole IMIX 1 sequences (7x64, 4x570, 1x1418).
+    let run = run_method(
+        "loss",
+        &lab,
+        &json,
+        &[
+            "--imix",
+            "imix1",
+            "--loads",
+            "12000fps",
+            "--trial-duration",
+            "1s",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let rep = json.json();
+    let s = &rep["series"][0];
+    assert_eq!(s["label"], "IMIX 1", "{s}");
+    assert_eq!(s["mix"]["name"], "IMIX 1", "{s}");
+    assert_eq!(u(s, "frame_size"), 1418, "the mix's largest frame: {s}");
+    let t = &s["points"][0]["trial"];
+    assert_trial_consistent(t);
+    assert_eq!(t["mix"]["name"], "IMIX 1", "every trial sent the mix: {t}");
+    assert_eq!(u(t, "intended_frames"), 12_000, "{t}");
+    assert_eq!(u(t, "tx_frames"), 12_000, "{t}");
+    assert_eq!(u(t, "lost_frames"), 120, "{t}");
+    let [forwarded, dropped] = nft_counters(&dut)[..] else {
+        panic!("two counters expected");
+    };
+    assert_eq!((forwarded, dropped), (12_000, 120));
+    // The row is named by the mix, and the progress lines too.
+    let row = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("IMIX 1"))
+        .expect(&run.stdout);
+    assert!(row.contains("1.0%"), "{row}");
+    assert!(run.stderr.contains("[IMIX 1] trial"), "{}", run.stderr);
+    assert!(!run.stderr.contains("1418 B"), "{}", run.stderr);
+}
+
+#[test]
 fn loss_rfc2544_mode_steps_down_until_two_zero_loss_trials() {
     if !root_or_skip("loss_rfc2544_mode_steps_down_until_two_zero_loss_trials") || !nft_present() {
         return;

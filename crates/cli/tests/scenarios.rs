@@ -265,6 +265,65 @@ fn an_external_dut_cpu_command_fills_the_cpu_rows() {
     assert!(report["dut_cpu_source"].as_str().unwrap().contains("echo"));
 }
 
+/// Every `dut_cpu` record anywhere in `v` (the trials of any report).
+fn dut_cpu_records(v: &serde_json::Value, out: &mut Vec<serde_json::Value>) {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, x) in map {
+                if k == "dut_cpu" && !x.is_null() {
+                    out.push(x.clone());
+                } else {
+                    dut_cpu_records(x, out);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|x| dut_cpu_records(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_packet_command_records_an_external_duts_cpu() {
+    if !root_or_skip("every_packet_command_records_an_external_duts_cpu") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("cpum", 1500);
+    let json = TempFile::new("scn-cpum");
+    for command in [
+        &["loss", "--loads", "1000fps"][..],
+        &["mlrsearch", "--max-rate", "2000fps", "--width", "50%"][..],
+        &[
+            "back-to-back",
+            "--throughput",
+            "1000fps",
+            "--max-rate",
+            "2000fps",
+            "--max-burst",
+            "200",
+            "--repeat",
+            "1",
+        ][..],
+        &["latency", "--rate", "1000fps"][..],
+        &["trial", "--rate", "1000fps", "--duration", "300ms"][..],
+    ] {
+        let mut args = command.to_vec();
+        args.extend_from_slice(&B2B_HOSTS);
+        args.extend_from_slice(&["--sizes", "64", "--straggler-wait", "200ms"]);
+        if command[0] != "trial" {
+            args.extend_from_slice(&["--trial-duration", "300ms"]);
+        }
+        args.extend_from_slice(&["--dut-cpu-cmd", "echo 42", "--json", json.arg()]);
+        let run = linerate_in(&ns, &args);
+        assert_eq!(run.code, 0, "{}", run.dump());
+        let mut records = Vec::new();
+        dut_cpu_records(&json.json(), &mut records);
+        assert!(!records.is_empty(), "{command:?}: no DUT CPU recorded");
+        for cpu in &records {
+            assert_eq!(f(cpu, "total_pct"), 42.0, "{command:?}: {cpu}");
+        }
+    }
+}
+
 #[test]
 fn cpu_target_finds_the_rate_near_the_target() {
     if !root_or_skip("cpu_target_finds_the_rate_near_the_target") {
@@ -337,16 +396,16 @@ fn ipsec_tunnel_says_its_data_path_and_matches_the_wan_bytes() {
 }
 
 #[test]
-fn loss_sweep_prints_one_row_per_scenario() {
-    if !root_or_skip("loss_sweep_prints_one_row_per_scenario") {
+fn loss_prints_one_row_per_scenario() {
+    if !root_or_skip("loss_prints_one_row_per_scenario") {
         return;
     }
     let json = TempFile::new("scn-sweep");
     let run = linerate(&[
-        "loss-sweep",
+        "loss",
         "--scenario",
         "lan-lan,acl:12",
-        "--rates",
+        "--loads",
         "2000fps,0.005Mpps",
         "--trial-duration",
         "500ms",
@@ -358,6 +417,8 @@ fn loss_sweep_prints_one_row_per_scenario() {
     assert_eq!(run.code, 0, "{}", run.dump());
     let left = netns_with_prefix(&format!("lr-s{}-", run.pid));
     assert!(left.is_empty(), "left behind: {left:?}");
+    // The 100GE report's layout: offered loads as columns, a row per
+    // configuration, loss in the cells.
     let header = run
         .stdout
         .lines()
@@ -368,31 +429,36 @@ fn loss_sweep_prints_one_row_per_scenario() {
         "{header}"
     );
     let report = json.json();
-    assert_eq!(report["rates_fps"], serde_json::json!([2000.0, 5000.0]));
-    let rows = report["rows"].as_array().unwrap();
+    let rows = report["series"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     for (row, name) in rows.iter().zip(["lan-lan", "acl:12"]) {
-        assert_eq!(row["name"], name);
+        assert_eq!(row["label"], name);
+        assert_eq!(row["scenario"]["spec"], name);
         let line = run
             .stdout
             .lines()
             .find(|l| l.starts_with(name) && l.contains('|'))
             .expect(&run.stdout);
-        for t in row["trials"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| !t.is_null())
-        {
+        let points = row["points"].as_array().unwrap();
+        assert_eq!(points.len(), 2, "{row}");
+        for (p, fps) in points.iter().zip([2000.0, 5000.0]) {
+            let t = &p["trial"];
             assert_trial_consistent(t);
-            let cell = format!("{:.1}%", f(t, "loss_ratio") * 100.0);
-            assert!(line.contains(&cell), "{cell} not in {line}");
+            assert_eq!(f(t, "intended_fps"), fps, "{t}");
+            // Cells of 0 and of 0.1 % and more have one decimal.
+            let pct = f(t, "loss_ratio") * 100.0;
+            if pct == 0.0 || pct >= 0.1 {
+                let cell = format!("{pct:.1}%");
+                assert!(line.contains(&cell), "{cell} not in {line}");
+            }
         }
     }
-    // acl:12's rule counter saw the traffic.
+    // acl:12's rule counter saw the traffic, and the table says so.
     assert!(rows[1]["scenario"]["traffic_checks"]
         .to_string()
         .contains("against all 12 rules"));
-    // Bad rates are bad input.
+    assert!(run.stdout.contains("  acl:12: "), "{}", run.stdout);
+    // Bad loads are bad input; the old command name still parses.
+    assert_bad_input(&linerate(&["loss", "--lab", "--loads", "fast"]));
     assert_bad_input(&linerate(&["loss-sweep", "--lab", "--rates", "fast"]));
 }

@@ -36,11 +36,11 @@
 //! lacked frames the tester did not send, the repetition is marked
 //! `tester_limited`.
 
-use crate::spec::{burst, run_reported, Step};
+use crate::spec::{burst, mix_info, run_reported, Step};
 use crate::TrialRunner;
 use linerate_results::methods::{BackToBackResult, BurstSearch};
 use linerate_results::TrialResult;
-use linerate_wire::units::FrameSize;
+use linerate_wire::Frames;
 
 /// RFC 2544 section 26.4: "the trial SHOULD be repeated at least 50 times".
 pub const DEFAULT_REPEAT: usize = 50;
@@ -109,7 +109,7 @@ fn passed(t: &TrialResult) -> bool {
 /// (the previous repetition's result) or from `max_burst`.
 pub fn longest_burst<R: TrialRunner>(
     runner: &mut R,
-    frame: FrameSize,
+    frames: &Frames,
     cfg: &BackToBackConfig,
     start: Option<u64>,
     label: &str,
@@ -127,7 +127,7 @@ pub fn longest_burst<R: TrialRunner>(
     let mut n = if hinted { start.unwrap_or(max) } else { max };
 
     while trials.len() < MAX_TRIALS_PER_REPETITION {
-        let spec = burst(frame, cfg.burst_fps, n);
+        let spec = burst(frames, cfg.burst_fps, n);
         let why = format!("burst of {n} frames, {label}");
         let t = run_reported(runner, &spec, &why, &mut trials, passed, progress)?;
         if passed(&t) {
@@ -192,7 +192,7 @@ pub fn longest_burst<R: TrialRunner>(
 /// buffer they imply, given the device's measured throughput.
 pub fn back_to_back<R: TrialRunner>(
     runner: &mut R,
-    frame: FrameSize,
+    frames: &Frames,
     cfg: &BackToBackConfig,
     throughput_fps: f64,
     line_rate_fps: f64,
@@ -201,19 +201,19 @@ pub fn back_to_back<R: TrialRunner>(
     let mut reps: Vec<BurstSearch> = Vec::new();
     if throughput_fps >= cfg.burst_fps * (1.0 - 1e-9) {
         // Every burst would pass: nothing to measure (RFC 9004 section 5).
-        return Ok(summarize(frame, cfg, throughput_fps, line_rate_fps, reps));
+        return Ok(summarize(frames, cfg, throughput_fps, line_rate_fps, reps));
     }
     for k in 0..cfg.repeat.max(1) {
         let start = reps.last().map(|r| r.longest_burst_frames);
         let label = format!("repetition {}/{}", k + 1, cfg.repeat.max(1));
-        reps.push(longest_burst(runner, frame, cfg, start, &label, progress)?);
+        reps.push(longest_burst(runner, frames, cfg, start, &label, progress)?);
     }
-    Ok(summarize(frame, cfg, throughput_fps, line_rate_fps, reps))
+    Ok(summarize(frames, cfg, throughput_fps, line_rate_fps, reps))
 }
 
 /// Mean, spread and buffer times of the repetitions.
 pub fn summarize(
-    frame: FrameSize,
+    frames: &Frames,
     cfg: &BackToBackConfig,
     throughput_fps: f64,
     line_rate_fps: f64,
@@ -245,8 +245,9 @@ pub fn summarize(
         None
     };
     BackToBackResult {
-        frame_size: frame.frame(),
-        l3_length: frame.l3(),
+        frame_size: frames.largest().frame(),
+        l3_length: frames.largest().l3(),
+        mix: mix_info(frames),
         line_rate_fps,
         burst_fps: rate,
         max_burst_frames: cfg.max_burst,
@@ -282,8 +283,8 @@ mod tests {
     use super::*;
     use crate::sim::SimulatedDut;
 
-    fn frame() -> FrameSize {
-        FrameSize::from_frame(64).unwrap()
+    fn frame() -> linerate_wire::Frames {
+        linerate_wire::Frames::Size(linerate_wire::FrameSize::from_frame(64).unwrap())
     }
 
     fn cfg(repeat: usize) -> BackToBackConfig {
@@ -304,7 +305,7 @@ mod tests {
     #[test]
     fn the_longest_burst_is_found_within_the_resolution() {
         let mut dut = buffered_dut();
-        let r = longest_burst(&mut dut, frame(), &cfg(1), None, "", &mut |_| {}).unwrap();
+        let r = longest_burst(&mut dut, &frame(), &cfg(1), None, "", &mut |_| {}).unwrap();
         let b = r.longest_burst_frames;
         assert!(b <= 25_000 && b as f64 >= 25_000.0 * 0.999, "{b}");
         assert!(r.shortest_failing_frames.unwrap() > 25_000);
@@ -318,7 +319,7 @@ mod tests {
     #[test]
     fn the_buffer_follows_from_mean_burst_and_throughput() {
         let mut dut = buffered_dut();
-        let r = back_to_back(&mut dut, frame(), &cfg(5), 600_000.0, 1.488e6, &mut |_| {}).unwrap();
+        let r = back_to_back(&mut dut, &frame(), &cfg(5), 600_000.0, 1.488e6, &mut |_| {}).unwrap();
         assert_eq!(r.repetitions.len(), 5);
         // The same device every time: no spread.
         assert_eq!(r.stddev_burst_frames, 0.0);
@@ -353,7 +354,7 @@ mod tests {
             trials: vec![],
         };
         let r = summarize(
-            frame(),
+            &frame(),
             &cfg(3),
             0.0,
             1.488e6,
@@ -372,12 +373,12 @@ mod tests {
         let mut c = cfg(2);
         c.max_burst = 100_000;
         // Its throughput is the burst rate: no burst is run.
-        let r = back_to_back(&mut dut, frame(), &c, 1_000_000.0, 1.488e6, &mut |_| {}).unwrap();
+        let r = back_to_back(&mut dut, &frame(), &c, 1_000_000.0, 1.488e6, &mut |_| {}).unwrap();
         assert_eq!(dut.trials_run, 0);
         assert!(r.repetitions.is_empty());
         assert!(r.not_meaningful.is_some());
         // Told a lower throughput, it runs the bursts, and every one passes.
-        let r = back_to_back(&mut dut, frame(), &c, 500_000.0, 1.488e6, &mut |_| {}).unwrap();
+        let r = back_to_back(&mut dut, &frame(), &c, 500_000.0, 1.488e6, &mut |_| {}).unwrap();
         assert!(r
             .repetitions
             .iter()
@@ -388,7 +389,7 @@ mod tests {
     #[test]
     fn a_device_losing_single_frames_has_no_passing_burst() {
         let mut dut = SimulatedDut::new(2_000_000.0).with_loss_every_nth(1);
-        let r = longest_burst(&mut dut, frame(), &cfg(1), None, "", &mut |_| {}).unwrap();
+        let r = longest_burst(&mut dut, &frame(), &cfg(1), None, "", &mut |_| {}).unwrap();
         assert_eq!(r.longest_burst_frames, 0);
         assert_eq!(r.shortest_failing_frames, Some(1));
     }
@@ -396,7 +397,7 @@ mod tests {
     #[test]
     fn a_burst_the_tester_sent_slowly_is_marked() {
         let mut dut = buffered_dut().with_tester_ceiling(900_000.0);
-        let r = longest_burst(&mut dut, frame(), &cfg(1), None, "", &mut |_| {}).unwrap();
+        let r = longest_burst(&mut dut, &frame(), &cfg(1), None, "", &mut |_| {}).unwrap();
         assert!(r.tester_limited);
     }
 

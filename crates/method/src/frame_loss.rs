@@ -18,7 +18,7 @@ use crate::spec::{constant_rate, run_reported, Step};
 use crate::TrialRunner;
 use linerate_results::methods::LossPoint;
 use linerate_results::TrialResult;
-use linerate_wire::units::FrameSize;
+use linerate_wire::Frames;
 use std::time::Duration;
 
 /// RFC 2544 section 26.3: "the maximum granularity of the trials MUST be
@@ -44,18 +44,21 @@ pub fn point(label: &str, trial: TrialResult) -> LossPoint {
     }
 }
 
-/// One trial at each load, in the order given.
+/// One trial at each load, in the order given; after a trial that lost
+/// more than `stop_above_loss` (a ratio), the higher loads are left out,
+/// as the 100GE report leaves them untested.
 pub fn sweep<R: TrialRunner>(
     runner: &mut R,
-    frame: FrameSize,
+    frames: &Frames,
     loads: &[Load],
     duration: Duration,
+    stop_above_loss: Option<f64>,
     progress: &mut dyn FnMut(Step),
 ) -> Result<Vec<LossPoint>, R::Error> {
     let mut trials = Vec::new();
     let mut points = Vec::new();
     for load in loads {
-        let spec = constant_rate(frame, load.fps, duration);
+        let spec = constant_rate(frames, load.fps, duration);
         let why = format!("load {}", load.label);
         let t = run_reported(
             runner,
@@ -65,7 +68,11 @@ pub fn sweep<R: TrialRunner>(
             |t| t.lost_frames == 0,
             progress,
         )?;
+        let lost_too_much = stop_above_loss.is_some_and(|stop| t.loss_ratio > stop);
         points.push(point(&load.label, t));
+        if lost_too_much {
+            break;
+        }
     }
     Ok(points)
 }
@@ -93,7 +100,7 @@ pub fn rfc2544_loads(max_fps: f64, step: f64) -> Vec<Load> {
 /// of `max_fps`, at most 0.1) until two successive trials lose no frame.
 pub fn rfc2544<R: TrialRunner>(
     runner: &mut R,
-    frame: FrameSize,
+    frames: &Frames,
     max_fps: f64,
     step: f64,
     duration: Duration,
@@ -102,7 +109,7 @@ pub fn rfc2544<R: TrialRunner>(
     let mut trials = Vec::new();
     let mut points: Vec<LossPoint> = Vec::new();
     for load in rfc2544_loads(max_fps, step) {
-        let spec = constant_rate(frame, load.fps, duration);
+        let spec = constant_rate(frames, load.fps, duration);
         let why = format!("{} of max", load.label);
         let t = run_reported(
             runner,
@@ -139,8 +146,8 @@ mod tests {
     use super::*;
     use crate::sim::SimulatedDut;
 
-    fn frame() -> FrameSize {
-        FrameSize::from_frame(64).unwrap()
+    fn frame() -> linerate_wire::Frames {
+        linerate_wire::Frames::Size(linerate_wire::FrameSize::from_frame(64).unwrap())
     }
     const D: Duration = Duration::from_secs(1);
 
@@ -165,7 +172,7 @@ mod tests {
     fn rfc2544_stops_after_two_successive_zero_loss_trials() {
         // Capacity 650k of 1M: 100..70 % lose, 60 % and 50 % do not.
         let mut dut = SimulatedDut::new(650_000.0);
-        let points = rfc2544(&mut dut, frame(), 1_000_000.0, 0.1, D, &mut |_| {}).unwrap();
+        let points = rfc2544(&mut dut, &frame(), 1_000_000.0, 0.1, D, &mut |_| {}).unwrap();
         let labels: Vec<&str> = points.iter().map(|p| p.load.as_str()).collect();
         assert_eq!(labels, ["100%", "90%", "80%", "70%", "60%", "50%"]);
         assert_eq!(dut.trials_run, 6);
@@ -180,7 +187,7 @@ mod tests {
     #[test]
     fn a_device_that_never_loses_needs_two_trials() {
         let mut dut = SimulatedDut::new(2e6);
-        let points = rfc2544(&mut dut, frame(), 1e6, 0.1, D, &mut |_| {}).unwrap();
+        let points = rfc2544(&mut dut, &frame(), 1e6, 0.1, D, &mut |_| {}).unwrap();
         assert_eq!(points.len(), 2);
     }
 
@@ -189,7 +196,7 @@ mod tests {
         // Every 1000th frame lost at any rate: never two zero-loss trials,
         // so all ten steps run.
         let mut dut = SimulatedDut::new(2e6).with_loss_every_nth(1000);
-        let points = rfc2544(&mut dut, frame(), 1e6, 0.1, D, &mut |_| {}).unwrap();
+        let points = rfc2544(&mut dut, &frame(), 1e6, 0.1, D, &mut |_| {}).unwrap();
         assert_eq!(points.len(), 10);
         assert!(points.iter().all(|p| p.trial.lost_frames > 0));
     }
@@ -206,7 +213,7 @@ mod tests {
             })
             .collect();
         let mut seen = Vec::new();
-        let points = sweep(&mut dut, frame(), &loads, D, &mut |s| {
+        let points = sweep(&mut dut, &frame(), &loads, D, None, &mut |s| {
             if let Step::Starting { spec, .. } = s {
                 seen.push(spec.intended_fps);
             }
@@ -223,5 +230,23 @@ mod tests {
         assert_eq!(points[2].offered_fps, 800_000.0);
         assert_eq!(points[2].intended_fps, 1_000_000.0);
         assert!((points[2].loss_ratio - 0.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_sweep_stops_after_a_load_that_lost_more_than_the_threshold() {
+        let mut dut = SimulatedDut::new(600_000.0);
+        let loads: Vec<Load> = [500_000.0, 750_000.0, 1_000_000.0]
+            .iter()
+            .map(|&fps| Load {
+                label: format!("{fps}"),
+                fps,
+            })
+            .collect();
+        // 750k/s loses 20 %: above 10 %, so 1M/s is not tried.
+        let points = sweep(&mut dut, &frame(), &loads, D, Some(0.1), &mut |_| {}).unwrap();
+        assert_eq!(points.len(), 2);
+        // Below the threshold the sweep goes on.
+        let points = sweep(&mut dut, &frame(), &loads, D, Some(0.25), &mut |_| {}).unwrap();
+        assert_eq!(points.len(), 3);
     }
 }

@@ -52,11 +52,12 @@
 //! on for the same width; the NDR and PDR share trials, so the pair costs
 //! little more than the NDR alone.
 
-use crate::spec::{constant_rate, run_reported, Step};
+use crate::spec::{constant_rate, mbps, mix_info, run_reported, Step};
 use crate::TrialRunner;
 use linerate_results::methods::{GoalResultRecord, MlrSearchResult, SearchGoalRecord};
 use linerate_results::TrialResult;
-use linerate_wire::units::{FrameSize, Layer};
+use linerate_wire::units::Layer;
+use linerate_wire::Frames;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -383,7 +384,7 @@ fn relative_width(lower: f64, upper: f64) -> f64 {
 /// search and is returned as is.
 pub fn search<R: TrialRunner>(
     runner: &mut R,
-    frame: FrameSize,
+    frames: &Frames,
     cfg: &MlrConfig,
     line_rate_fps: f64,
     progress: &mut dyn FnMut(Step),
@@ -412,7 +413,7 @@ pub fn search<R: TrialRunner>(
         let Some((load, duration, why)) = next else {
             break;
         };
-        let spec = constant_rate(frame, load, duration);
+        let spec = constant_rate(frames, load, duration);
         let goals = &cfg.goals;
         run_reported(
             runner,
@@ -429,11 +430,12 @@ pub fn search<R: TrialRunner>(
     let goals = cfg
         .goals
         .iter()
-        .map(|g| goal_result(g, frame, &loads, &trials))
+        .map(|g| goal_result(g, frames, &loads, &trials))
         .collect();
     Ok(MlrSearchResult {
-        frame_size: frame.frame(),
-        l3_length: frame.l3(),
+        frame_size: frames.largest().frame(),
+        l3_length: frames.largest().l3(),
+        mix: mix_info(frames),
         line_rate_fps,
         max_fps,
         min_fps,
@@ -584,7 +586,7 @@ fn choose(
 /// The result of goal `g` from all trials of the search.
 fn goal_result(
     g: &SearchGoal,
-    frame: FrameSize,
+    frames: &Frames,
     loads: &Loads,
     trials: &[TrialResult],
 ) -> GoalResultRecord {
@@ -600,9 +602,9 @@ fn goal_result(
         relevant_lower_bound_fps: lower,
         relevant_upper_bound_fps: upper,
         conditional_throughput_fps: conditional,
-        relevant_lower_bound_mbps_l2: lower.map(|l| frame.mbps(l, Layer::L2)),
-        conditional_throughput_mbps_l2: conditional.map(|c| frame.mbps(c, Layer::L2)),
-        conditional_throughput_mbps_l1: conditional.map(|c| frame.mbps(c, Layer::L1)),
+        relevant_lower_bound_mbps_l2: lower.map(|l| mbps(frames, l, Layer::L2)),
+        conditional_throughput_mbps_l2: conditional.map(|c| mbps(frames, c, Layer::L2)),
+        conditional_throughput_mbps_l1: conditional.map(|c| mbps(frames, c, Layer::L1)),
         regular,
         tester_limited,
     }

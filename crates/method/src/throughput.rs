@@ -165,6 +165,9 @@ pub enum Progress<'a> {
     /// trial).
     TrialStarting {
         frame: FrameSize,
+        /// The mix sent instead of `frame` alone (its largest size), if any:
+        /// a display names the mix, not its largest frame.
+        mix: Option<&'a FrameMix>,
         trial_no: usize,
         intended_fps: f64,
         lo: f64,
@@ -246,6 +249,7 @@ pub fn find_throughput<R: TrialRunner>(
         let trial_no = trials.len() + 1;
         progress(Progress::TrialStarting {
             frame,
+            mix: cfg.mix.as_ref(),
             trial_no,
             intended_fps: candidate,
             lo: lo.unwrap_or(0.0),

@@ -12,7 +12,6 @@ pub mod methods;
 pub mod model;
 pub mod report;
 pub mod scenario;
-pub mod sweep;
 
 pub use latency::{LatencyPoint, LatencyReport, LatencyResult};
 pub use model::*;

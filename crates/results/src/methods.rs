@@ -4,7 +4,7 @@
 //! 26.4 as updated by RFC 9004). Every rate says its layer in its name;
 //! every trial run is kept, in the order run.
 
-use crate::model::{Placement, ThroughputResult, TrialResult};
+use crate::model::{MixInfo, Placement, ThroughputResult, TrialResult};
 use serde::{Deserialize, Serialize};
 
 /// Where and how a run was made: the header every method report shares.
@@ -68,11 +68,19 @@ pub struct LossSeries {
     pub label: String,
     pub frame_size: u16,
     pub l3_length: u16,
+    /// The frame-size mix sent (IMIX), when not one size: `frame_size`
+    /// is then its largest frame, and Mbps count its mean frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<MixInfo>,
     /// Theoretical maximum frames/s at the line speed.
     pub line_rate_fps: f64,
     /// The rate 100 % means in the RFC 2544 mode, frames/s (L2).
     pub max_fps: f64,
     pub points: Vec<LossPoint>,
+    /// The lab DUT configuration the row measured (`--scenario`), as
+    /// applied and verified, with the traffic checks after its trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<crate::scenario::ScenarioRecord>,
 }
 
 /// `linerate loss`: frame loss rate vs offered load.
@@ -88,6 +96,10 @@ pub struct FrameLossReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<f64>,
     pub trial_duration_s: f64,
+    /// In a sweep, each row stopped after a load that lost more than this
+    /// share (`--stop-at-loss`); None: every load ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_above_loss_ratio: Option<f64>,
     pub series: Vec<LossSeries>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<UnfinishedTrials>,
@@ -143,6 +155,10 @@ pub struct GoalResultRecord {
 pub struct MlrSearchResult {
     pub frame_size: u16,
     pub l3_length: u16,
+    /// The frame-size mix sent (IMIX), when not one size: `frame_size`
+    /// is then its largest frame, and Mbps count its mean frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<MixInfo>,
     pub line_rate_fps: f64,
     /// Max Load of the search, frames/s (L2).
     pub max_fps: f64,
@@ -189,6 +205,10 @@ pub struct BurstSearch {
 pub struct BackToBackResult {
     pub frame_size: u16,
     pub l3_length: u16,
+    /// The frame-size mix sent (IMIX), when not one size: `frame_size`
+    /// is then its largest frame, and Mbps count its mean frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<MixInfo>,
     pub line_rate_fps: f64,
     /// Rate of every burst (Max Theoretical Frame Rate in RFC 9004 when it
     /// is the line rate), frames/s (L2).

@@ -14,7 +14,7 @@ use linerate_method::spec::Step;
 use linerate_method::{find_throughput, Progress, ThroughputConfig};
 use linerate_results::methods::BackToBackReport;
 use linerate_results::{report, TrialResult};
-use linerate_wire::FrameSize;
+use linerate_wire::Frames;
 use std::sync::atomic::AtomicBool;
 
 /// `--max-burst`: frames (`100000`) or a time at the burst rate (`2s`).
@@ -32,7 +32,7 @@ fn max_burst_frames(text: &str, burst_fps: f64) -> Result<u64> {
 }
 
 pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = session::frame_sizes(&args.size, &[64], &args.ports)?;
+    let frames = args.frames.frames(&args.ports.encap.encap()?)?;
     let resolution = parse_percent(&args.resolution, "--resolution")?;
     let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let max_rate = args
@@ -50,13 +50,12 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     }
     check_writable(args.json.as_deref())?;
 
-    let mut s = session::open(&args.ports, &frames, "back-to-back frames")?;
-    let line_bps = s.bed.line_bps;
-    let mut plans: Vec<(FrameSize, f64, BackToBackConfig, Option<f64>)> = Vec::new();
-    for &frame in &frames {
-        let line_fps = frame.line_rate_fps(line_bps);
+    let mut s = session::open(&args.ports, &args.dut_cpu, &frames, "back-to-back frames")?;
+    let mut plans: Vec<(&Frames, f64, BackToBackConfig, Option<f64>)> = Vec::new();
+    for frames in &frames {
+        let line_fps = s.bed.line_rate_fps(frames);
         let burst_fps = match (&max_rate, &args.max_rate) {
-            (Some(r), Some(t)) => fps_within_line(*r, t, "--max-rate", frame, line_bps)?,
+            (Some(r), Some(t)) => fps_within_line(&s.bed, *r, t, "--max-rate", frames)?,
             _ => line_fps,
         };
         let cfg = BackToBackConfig {
@@ -67,10 +66,10 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         };
         cfg.validate()?;
         let known = match (&throughput, &args.throughput) {
-            (Some(r), Some(t)) => Some(fps_within_line(*r, t, "--throughput", frame, line_bps)?),
+            (Some(r), Some(t)) => Some(fps_within_line(&s.bed, *r, t, "--throughput", frames)?),
             _ => None,
         };
-        plans.push((frame, line_fps, cfg, known));
+        plans.push((frames, line_fps, cfg, known));
     }
 
     let mut rep = BackToBackReport {
@@ -81,7 +80,8 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         interrupted: None,
     };
     let json = args.json.as_deref();
-    for (frame, line_fps, cfg, known) in plans {
+    for (frames, line_fps, cfg, known) in plans {
+        let frame = frames.largest();
         let mut trials: Vec<TrialResult> = Vec::new();
         let keep = |result: &TrialResult, trials: &mut Vec<TrialResult>| {
             trials.push(result.clone());
@@ -95,11 +95,12 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             Some(fps) => fps,
             None => {
                 eprintln!(
-                    "linerate: RFC 2544 throughput of {}-byte frames first (RFC 9004 needs it for the buffer time)",
-                    frame.frame()
+                    "linerate: RFC 2544 throughput of {} first (RFC 9004 needs it for the buffer time)",
+                    frames.describe()
                 );
                 let mut tcfg = ThroughputConfig::new(cfg.burst_fps, trial_duration);
                 tcfg.resolution = ThroughputConfig::DEFAULT_RESOLUTION;
+                tcfg.mix = frames.mix().cloned();
                 let mut runner = EngineRunner {
                     engine: &mut s.bed.engine,
                     interrupt,
@@ -132,7 +133,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         };
         let outcome = back_to_back::back_to_back(
             &mut runner,
-            frame,
+            frames,
             &cfg,
             throughput_fps,
             line_fps,

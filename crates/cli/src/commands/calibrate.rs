@@ -18,7 +18,6 @@ use linerate_method::{find_throughput, Progress, ThroughputConfig};
 use linerate_port::af_packet::AfPacketOptions;
 use linerate_results::calibration::{self, Calibration, CalibrationEntry};
 use linerate_results::{report, ThroughputResult};
-use linerate_wire::FrameSize;
 use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
 
@@ -32,10 +31,8 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         bail!("not running as root: linerate opens packet sockets and builds namespaces; run it with sudo");
     }
     let frames = args
-        .sizes
-        .iter()
-        .map(|&n| FrameSize::from_frame(n))
-        .collect::<Result<Vec<_>, _>>()?;
+        .frames
+        .sizes_only("calibrate", &linerate_wire::Encap::default())?;
     let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let resolution = parse_percent(&args.resolution, "--resolution")?;
     let straggler_wait = parse_duration(&args.straggler_wait, "--straggler-wait")?;

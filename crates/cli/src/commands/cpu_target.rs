@@ -4,10 +4,9 @@
 //! the target, until one lands within the tolerance or the trials run out
 //! (then the closest trial is reported, marked as such).
 
-use super::rfc2544::{lab_cpu_meter, write_json, EngineRunner};
+use super::rfc2544::{write_json, EngineRunner};
 use super::scenarios::{prepare, record_of, traffic_checks};
 use crate::args::CpuTargetArgs;
-use crate::dut_cpu::DutCpuMeter;
 use crate::exit::Outcome;
 use crate::ports::{self, check_writable, parse_trial_duration};
 use anyhow::{anyhow, bail, Context, Result};
@@ -28,7 +27,9 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             args.tolerance
         );
     }
-    let frames = frame_sizes(&args)?;
+    let frames = args
+        .frames
+        .sizes_only("cpu-target", &args.ports.encap.encap()?)?;
     let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let max_rate = args
         .max_rate
@@ -55,19 +56,11 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         }
         None => (None, ports::open(&args.ports, max_frame_len)?),
     };
-    let meter = match &bed.placement {
-        Some(p) => {
-            let pids = applied
-                .as_ref()
-                .map(|a| a.data_path_pids())
-                .unwrap_or_default();
-            lab_cpu_meter(p, &pids)
-        }
-        None => DutCpuMeter::external(
-            args.dut.dut_cpu_cmd.as_deref(),
-            args.dut.dut_snmp.as_deref(),
-        )?,
-    };
+    let pids = applied
+        .as_ref()
+        .map(|a| a.data_path_pids())
+        .unwrap_or_default();
+    let meter = crate::dut_cpu::meter_for(&bed, &args.dut.cpu, &pids)?;
     let meter = meter.ok_or_else(|| {
         anyhow!("cpu-target needs the DUT's CPU load: on an external DUT give --dut-cpu-cmd or --dut-snmp")
     })?;
@@ -251,21 +244,6 @@ fn parse_target(text: &str) -> Result<f64> {
         .ok_or_else(|| {
             anyhow!("--target '{text}' is not a CPU load above 0 and below 100 %, e.g. 75%")
         })
-}
-
-fn frame_sizes(args: &CpuTargetArgs) -> Result<Vec<FrameSize>> {
-    let encap = args.ports.encap.encap()?;
-    let sizes = match &args.l3_length {
-        Some(l3) => l3
-            .iter()
-            .map(|&n| ports::l3_in(n, &encap))
-            .collect::<Result<Vec<_>>>()?,
-        None => ports::sizes_in(&args.sizes, &[&[64, 512, 1518]], &encap)?,
-    };
-    if sizes.is_empty() {
-        bail!("no frame size given: use --sizes 64,512,... or --l3-length 40,...");
-    }
-    Ok(sizes)
 }
 
 #[cfg(test)]

@@ -1,21 +1,114 @@
 //! `linerate loss`: frame loss rate vs offered load (RFC 2544 section
-//! 26.3), printed as the 100GE report's tables.
+//! 26.3), printed as the 100GE report's table: one row per frame size (or
+//! mix) and DUT configuration, one column per offered load, loss in the
+//! cells. With `--scenario a,b,c` each configuration gets a fresh lab and
+//! rows of its own, so configurations compare side by side.
 
 use super::rfc2544::EngineRunner;
-use super::session::{self, fps_within_line, parse_rate};
+use super::scenarios::{prepare, record_of, traffic_checks};
+use super::session::{self, fps_within_line, parse_rate, Session};
 use crate::exit::Outcome;
 use crate::method_args::LossArgs;
 use crate::ports::{check_writable, parse_percent, parse_trial_duration};
 use anyhow::{bail, Context, Result};
+use linerate_lab::scenario::{Applied, Scenario};
 use linerate_method::frame_loss::{self, Load, RFC2544_MAX_STEP};
 use linerate_method::spec::Step;
 use linerate_results::methods::{FrameLossReport, LossSeries};
-use linerate_results::{report, TrialResult};
-use linerate_wire::Rate;
-use std::sync::atomic::AtomicBool;
+use linerate_results::{report, MixInfo, TrialResult};
+use linerate_wire::{Frames, Rate};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// What every row of the run measures, parsed before any port opens.
+struct Plan {
+    frames: Vec<Frames>,
+    duration: Duration,
+    /// The loads of a sweep (empty in the RFC 2544 mode), as written and parsed.
+    loads: Vec<(String, Rate)>,
+    /// Step of the RFC 2544 mode, when it runs.
+    rfc2544_step: Option<f64>,
+    max_rate: Option<(String, Rate)>,
+    stop_above_loss: Option<f64>,
+}
 
 pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = session::frame_sizes(&args.size, &[64], &args.ports)?;
+    let plan = plan(&args)?;
+    check_writable(args.json.as_deref())?;
+    let mode = if args.rfc2544 { "rfc2544" } else { "sweep" };
+    let earlier = earlier_rows(&args.rows_from, mode)?;
+    // The DUT configurations compared, one lab each; None: the lab or the
+    // external DUT as it is.
+    let scenarios: Vec<Option<Scenario>> = match &args.dut.scenario {
+        Some(text) => Scenario::parse_list(text)?.into_iter().map(Some).collect(),
+        None => vec![None],
+    };
+    let json = args.json.as_deref();
+    let mut rep: Option<FrameLossReport> = None;
+    for (index, scenario) in scenarios.iter().enumerate() {
+        if interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+        // `applied` (XDP program, tunnel daemons) goes before the test bed,
+        // which owns the scenario's lab.
+        let (applied, mut s) = open(&args, &plan, scenario.as_ref(), index)?;
+        let rep = rep.get_or_insert_with(|| FrameLossReport {
+            run: s.run.clone(),
+            mode: mode.to_string(),
+            step: plan.rfc2544_step,
+            trial_duration_s: plan.duration.as_secs_f64(),
+            stop_above_loss_ratio: plan.stop_above_loss,
+            series: Vec::new(),
+            interrupted: None,
+        });
+        if let Some(list) = &args.dut.scenario {
+            rep.run.description = format!("lab Linux router in each DUT configuration of {list}");
+        }
+        let row_name = match (scenario, &args.label) {
+            (Some(sc), _) => Some(sc.spec.clone()),
+            (None, label) => label.clone(),
+        };
+        let rows = rows(&plan, &s)?;
+        let first_row = rep.series.len();
+        let stopped = measure(rows, &plan, &mut s, row_name, rep, json, interrupt);
+        if let (Some(sc), Some(a)) = (scenario, &applied) {
+            // After traffic: did it really go through the configuration?
+            let mut record = record_of(sc, a);
+            let lab = s
+                .bed
+                .lab
+                .as_ref()
+                .context("a scenario's test bed holds its lab")?;
+            let done = rep.series[first_row..]
+                .iter()
+                .flat_map(|row| row.points.iter().map(|p| &p.trial));
+            record.traffic_checks = traffic_checks(a, lab, done)?;
+            for row in &mut rep.series[first_row..] {
+                row.scenario = Some(record.clone());
+            }
+        }
+        drop(applied);
+        if let Err(e) = stopped {
+            let table = report::frame_loss_table(&with_rows(&earlier, rep));
+            return session::stopped(e, json, rep, table);
+        }
+    }
+    let Some(rep) = rep else {
+        return Ok(Outcome::Interrupted("no row was measured".into()));
+    };
+    print!("{}", report::frame_loss_table(&with_rows(&earlier, &rep)));
+    session::finish(json, &rep)?;
+    if interrupt.load(Ordering::Relaxed) {
+        return Ok(Outcome::Interrupted(
+            "rows measured so far were kept".into(),
+        ));
+    }
+    Ok(Outcome::Passed)
+}
+
+fn plan(args: &LossArgs) -> Result<Plan> {
+    let frames = args.frames.frames(&args.ports.encap.encap()?)?;
     let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let loads: Vec<(String, Rate)> = match &args.loads {
         Some(list) => list
@@ -31,51 +124,93 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if args.rfc2544 && !(step > 0.0 && step <= RFC2544_MAX_STEP + 1e-12) {
         bail!("--step {} is out of range: RFC 2544 section 26.3 asks for steps of at most 10 % of the maximum rate", args.step);
     }
-    let max_rate = args
-        .max_rate
+    let max_rate = match &args.max_rate {
+        Some(t) => Some((t.clone(), parse_rate(t, "--max-rate")?)),
+        None => None,
+    };
+    let stop_above_loss = args
+        .stop_at_loss
         .as_deref()
-        .map(|t| parse_rate(t, "--max-rate"))
+        .map(|t| parse_percent(t, "--stop-at-loss"))
         .transpose()?;
-    check_writable(args.json.as_deref())?;
-    let mode = if args.rfc2544 { "rfc2544" } else { "sweep" };
-    let earlier = earlier_rows(&args.rows_from, mode)?;
+    Ok(Plan {
+        frames,
+        duration,
+        loads,
+        rfc2544_step: args.rfc2544.then_some(step),
+        max_rate,
+        stop_above_loss,
+    })
+}
 
-    let mut s = session::open(&args.ports, &frames, "frame loss rate")?;
-    let line_bps = s.bed.line_bps;
-    // Every load checked against the line rate before the first trial.
-    let mut plans = Vec::new();
-    for &frame in &frames {
-        let line_fps = frame.line_rate_fps(line_bps);
-        let max_fps = match (&max_rate, &args.max_rate) {
-            (Some(r), Some(t)) => fps_within_line(*r, t, "--max-rate", frame, line_bps)?,
-            _ => line_fps,
+/// The test bed of one row group: a fresh lab configured as `scenario`
+/// (the `index`th of the run), or the ports as given.
+fn open(
+    args: &LossArgs,
+    plan: &Plan,
+    scenario: Option<&Scenario>,
+    index: usize,
+) -> Result<(Option<Applied>, Session)> {
+    let what = "frame loss rate";
+    let Some(sc) = scenario else {
+        return Ok((
+            None,
+            session::open(&args.ports, &args.dut.cpu, &plan.frames, what)?,
+        ));
+    };
+    let max_frame_len = crate::frame_args::max_frame_len(&plan.frames);
+    let (applied, bed) = prepare(&args.ports, max_frame_len, sc, index)?;
+    let pids = applied.data_path_pids();
+    let s = session::start(bed, &args.dut.cpu, &pids, &plan.frames, what)?;
+    Ok((Some(applied), s))
+}
+
+/// A row to measure: its frames, their line rate and the rate 100 % means
+/// (frames/s), and the loads of a sweep.
+type Row<'a> = (&'a Frames, f64, f64, Vec<Load>);
+
+/// The rows of `plan` on `s`'s ports, every load checked against the line
+/// rate before the first trial.
+fn rows<'a>(plan: &'a Plan, s: &Session) -> Result<Vec<Row<'a>>> {
+    let mut rows = Vec::new();
+    for frames in &plan.frames {
+        let line_fps = s.bed.line_rate_fps(frames);
+        let max_fps = match &plan.max_rate {
+            Some((text, rate)) => fps_within_line(&s.bed, *rate, text, "--max-rate", frames)?,
+            None => line_fps,
         };
-        let mut frame_loads = Vec::new();
-        for (text, rate) in &loads {
-            let fps = fps_within_line(*rate, text, "--loads", frame, line_bps)?;
-            frame_loads.push(Load {
+        let mut loads = Vec::new();
+        for (text, rate) in &plan.loads {
+            loads.push(Load {
                 label: text.clone(),
-                fps,
+                fps: fps_within_line(&s.bed, *rate, text, "--loads", frames)?,
             });
         }
-        plans.push((frame, line_fps, max_fps, frame_loads));
+        rows.push((frames, line_fps, max_fps, loads));
     }
+    Ok(rows)
+}
 
-    let several = frames.len() > 1;
-    let mut rep = FrameLossReport {
-        run: s.run.clone(),
-        mode: mode.to_string(),
-        step: args.rfc2544.then_some(step),
-        trial_duration_s: duration.as_secs_f64(),
-        series: Vec::new(),
-        interrupted: None,
-    };
-    let json = args.json.as_deref();
-    for (frame, line_fps, max_fps, frame_loads) in plans {
-        let label = match (&args.label, several) {
-            (Some(l), true) => format!("{l}, {} B", frame.frame()),
+/// Measures `rows` on `s` into `rep`; rows are named `row_name` (a DUT
+/// configuration), with the frames added when several are measured. Every
+/// trial is saved to `json` as it ends; on an error or interruption the
+/// unfinished row's trials are kept.
+fn measure(
+    rows: Vec<Row>,
+    plan: &Plan,
+    s: &mut Session,
+    row_name: Option<String>,
+    rep: &mut FrameLossReport,
+    json: Option<&Path>,
+    interrupt: &AtomicBool,
+) -> std::result::Result<(), linerate_engine::EngineError> {
+    let several = plan.frames.len() > 1;
+    for (frames, line_fps, max_fps, loads) in rows {
+        let frame = frames.largest();
+        let label = match (&row_name, several) {
+            (Some(l), true) => format!("{l}, {}", session::label(frames)),
             (Some(l), false) => l.clone(),
-            (None, _) => format!("{} B", frame.frame()),
+            (None, _) => session::label(frames),
         };
         let mut trials: Vec<TrialResult> = Vec::new();
         let mut on_step = |step: Step| {
@@ -92,33 +227,34 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             interrupt,
             cpu: s.cpu.as_ref(),
         };
-        let outcome = if args.rfc2544 {
-            frame_loss::rfc2544(&mut runner, frame, max_fps, step, duration, &mut on_step)
-        } else {
-            frame_loss::sweep(&mut runner, frame, &frame_loads, duration, &mut on_step)
+        let d = plan.duration;
+        let outcome = match plan.rfc2544_step {
+            Some(step) => frame_loss::rfc2544(&mut runner, frames, max_fps, step, d, &mut on_step),
+            None => {
+                let stop = plan.stop_above_loss;
+                frame_loss::sweep(&mut runner, frames, &loads, d, stop, &mut on_step)
+            }
         };
         match outcome {
             Ok(points) => rep.series.push(LossSeries {
                 label,
                 frame_size: frame.frame(),
                 l3_length: frame.l3(),
+                mix: frames.mix().map(MixInfo::of),
                 line_rate_fps: line_fps,
                 max_fps,
                 points,
+                scenario: None,
             }),
             Err(e) => {
                 rep.interrupted = Some(session::unfinished(frame, trials));
-                let table = report::frame_loss_table(&with_rows(&earlier, &rep));
-                return session::stopped(e, json, &rep, table);
+                return Err(e);
             }
         }
-        session::save_partial(json, &rep);
+        session::save_partial(json, rep);
     }
-    print!("{}", report::frame_loss_table(&with_rows(&earlier, &rep)));
-    session::finish(json, &rep)?;
-    Ok(Outcome::Passed)
+    Ok(())
 }
-
 /// The series of earlier runs' JSON files (`--rows-from`), which must be of
 /// the same mode: their columns mean the same.
 fn earlier_rows(files: &[std::path::PathBuf], mode: &str) -> Result<Vec<LossSeries>> {

@@ -2,7 +2,7 @@
 //! mix), the throughput search runs first (unless `--rate` gives the base
 //! rate), then latency trials at the chosen shares of it.
 
-use super::rfc2544::{describe_port, frames_from, write_json, EngineRunner};
+use super::rfc2544::{describe_port, write_json, EngineRunner};
 use crate::args::LatencyArgs;
 use crate::exit::Outcome;
 use crate::ports::{self, check_writable, parse_percent, parse_trial_duration};
@@ -21,8 +21,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
 
 pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let encap = args.ports.encap.encap()?;
-    let frames = frames_from(&args.sizes, args.l3_length.as_deref(), &args.imix, &encap)?;
+    let frames = args.frames.frames(&args.ports.encap.encap()?)?;
     let loads = parse_loads(&args.loads).map_err(anyhow::Error::msg)?;
     let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let search_duration = parse_trial_duration(&args.search_duration, "--search-duration")?;
@@ -47,12 +46,7 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             .unwrap_or_else(calibration::default_path),
     )?;
 
-    let max_frame_len = frames
-        .iter()
-        .map(|f| f.largest().buffer_len())
-        .max()
-        .unwrap_or(0);
-    let mut bed = ports::open(&args.ports, max_frame_len)?;
+    let mut bed = ports::open(&args.ports, crate::frame_args::max_frame_len(&frames))?;
     let line_bps = bed.line_bps;
     for f in &frames {
         bed.engine.check_frame(f.largest())?;
@@ -75,8 +69,8 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if let Some(why) = &bed.engine_reason {
         eprintln!("linerate: engine {} ({why})", bed.engine.config().name);
     }
-    // The lab DUT's CPU load in every trial, as rfc2544 records it.
-    let cpu = bed.lab_cpu_meter();
+    // The DUT's CPU load in every trial, as rfc2544 records it.
+    let cpu = crate::dut_cpu::meter_for(&bed, &args.dut_cpu, &[])?;
     bed.engine.resolve()?;
 
     let mut rep = LatencyReport {

@@ -14,10 +14,8 @@ use linerate_results::methods::MlrSearchReport;
 use linerate_results::{report, TrialResult};
 use std::sync::atomic::AtomicBool;
 
-const DEFAULT_SIZES: [u64; 7] = [64, 128, 256, 512, 1024, 1280, 1518];
-
 pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = session::frame_sizes(&args.size, &DEFAULT_SIZES, &args.ports)?;
+    let frames = args.frames.frames(&args.ports.encap.encap()?)?;
     let final_trial = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let initial = args
         .initial_trial_duration
@@ -52,16 +50,15 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     };
     goals_for(1.0).validate()?;
 
-    let mut s = session::open(&args.ports, &frames, "MLRsearch")?;
-    let line_bps = s.bed.line_bps;
+    let mut s = session::open(&args.ports, &args.dut_cpu, &frames, "MLRsearch")?;
     let mut plans = Vec::new();
-    for &frame in &frames {
-        let line_fps = frame.line_rate_fps(line_bps);
+    for frames in &frames {
+        let line_fps = s.bed.line_rate_fps(frames);
         let max_fps = match (&max_rate, &args.max_rate) {
-            (Some(r), Some(t)) => fps_within_line(*r, t, "--max-rate", frame, line_bps)?,
+            (Some(r), Some(t)) => fps_within_line(&s.bed, *r, t, "--max-rate", frames)?,
             _ => line_fps,
         };
-        plans.push((frame, line_fps, goals_for(max_fps)));
+        plans.push((frames, line_fps, goals_for(max_fps)));
     }
 
     let mut rep = MlrSearchReport {
@@ -70,7 +67,8 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         interrupted: None,
     };
     let json = args.json.as_deref();
-    for (frame, line_fps, cfg) in plans {
+    for (frames, line_fps, cfg) in plans {
+        let frame = frames.largest();
         let mut trials: Vec<TrialResult> = Vec::new();
         let mut on_step = |step: Step| {
             session::show(&step, line_fps);
@@ -86,7 +84,7 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             interrupt,
             cpu: s.cpu.as_ref(),
         };
-        match mlrsearch::search(&mut runner, frame, &cfg, line_fps, &mut on_step) {
+        match mlrsearch::search(&mut runner, frames, &cfg, line_fps, &mut on_step) {
             Ok(result) => rep.results.push(result),
             Err(e) => {
                 rep.interrupted = Some(session::unfinished(frame, trials));

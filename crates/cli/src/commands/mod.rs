@@ -7,7 +7,6 @@ mod frame_loss;
 mod http;
 mod lab;
 mod latency;
-mod loss_sweep;
 mod mlrsearch;
 mod overhead;
 mod rfc2544;
@@ -18,8 +17,6 @@ mod stack;
 mod stored;
 mod tcp;
 mod trial;
-
-pub(crate) use rfc2544::lab_cpu_meter;
 
 use crate::args::{Cli, Command};
 use crate::exit::Outcome;
@@ -41,7 +38,6 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Tcp(args) => tcp::run(args, &*interrupt_flag()?),
         Command::Http(args) => http::run(args, &*interrupt_flag()?),
         Command::CpuTarget(args) => cpu_target::run(args, &*interrupt_flag()?),
-        Command::LossSweep(args) => loss_sweep::run(args, &*interrupt_flag()?),
         Command::Runs(args) => stored::runs(args),
         Command::Show(args) => stored::show(args),
         Command::Compare(args) => stored::compare(args),

@@ -2,7 +2,7 @@
 //! each frame size, printed as the LANCOM techpaper's table.
 
 use crate::args::Rfc2544Args;
-use crate::dut_cpu::DutCpuMeter;
+use crate::dut_cpu::{self, DutCpuMeter};
 use crate::exit::Outcome;
 use crate::ports::{self, check_writable, parse_percent, parse_trial_duration};
 use crate::recorder::{Recorder, RunInfo};
@@ -50,7 +50,7 @@ pub(crate) struct Plan {
 
 impl Plan {
     pub fn from_args(args: &Rfc2544Args) -> Result<Plan> {
-        let frames = frame_sizes(args)?;
+        let frames = args.frames.frames(&args.ports.encap.encap()?)?;
         let trial_duration = if args.rfc2544_strict {
             STRICT_TRIAL
         } else {
@@ -81,11 +81,7 @@ impl Plan {
     }
 
     pub fn max_frame_len(&self) -> usize {
-        self.frames
-            .iter()
-            .map(|f| f.largest().buffer_len())
-            .max()
-            .unwrap_or(0)
+        crate::frame_args::max_frame_len(&self.frames)
     }
 }
 
@@ -104,13 +100,7 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
     // Opened before the ports: a bad --db or --events costs no trial.
     let mut recorder = Recorder::open(&args.record)?;
     let mut bed = ports::open(&args.ports, plan.max_frame_len())?;
-    let cpu = match &bed.placement {
-        Some(p) => lab_cpu_meter(p, &[]),
-        None => DutCpuMeter::external(
-            args.dut.dut_cpu_cmd.as_deref(),
-            args.dut.dut_snmp.as_deref(),
-        )?,
-    };
+    let cpu = dut_cpu::meter_for(&bed, &args.dut.cpu, &[])?;
     let extras = Extras {
         scenario: None,
         cpu: cpu.as_ref(),
@@ -137,21 +127,6 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
         eprintln!("linerate: every trial written to {}", path.display());
     }
     Ok(outcome)
-}
-
-/// The lab DUT's CPU meter; without one (placement gave the DUT no CPU of
-/// its own) the run goes on and says why the column is missing.
-pub(crate) fn lab_cpu_meter(
-    p: &linerate_results::Placement,
-    data_path_pids: &[u32],
-) -> Option<DutCpuMeter> {
-    match DutCpuMeter::lab(&p.dut_cpus, p.shared_core, data_path_pids) {
-        Ok(m) => Some(m),
-        Err(e) => {
-            eprintln!("linerate: note: DUT CPU load not measured: {e:#}");
-            None
-        }
-    }
 }
 
 /// Runs the throughput search for each frame size on `bed`. `save` is
@@ -317,51 +292,6 @@ fn unfinished(frame: FrameSize, trials: Vec<TrialResult>) -> InterruptedSearch {
         l3_length: frame.l3(),
         trials,
     }
-}
-
-fn frame_sizes(args: &Rfc2544Args) -> Result<Vec<Frames>> {
-    let encap = args.ports.encap.encap()?;
-    match &args.udp_payload {
-        Some(p) => p
-            .iter()
-            .map(|&n| ports::udp_payload_in(n, &encap).map(Frames::Size))
-            .collect::<Result<Vec<_>>>(),
-        None => frames_from(&args.sizes, args.l3_length.as_deref(), &args.imix, &encap),
-    }
-}
-
-/// The default `--sizes` of rfc2544 and latency (RFC 2544 section 9.1).
-pub(crate) const DEFAULT_SIZES: &[u64] = &[64, 128, 256, 512, 1024, 1280, 1518];
-
-/// The frame sizes or mixes of `--sizes`, `--l3-length` or `--imix`, for
-/// test frames of `encap`.
-pub(crate) fn frames_from(
-    sizes: &[u64],
-    l3_length: Option<&[u64]>,
-    imix: &[String],
-    encap: &linerate_wire::Encap,
-) -> Result<Vec<Frames>> {
-    if !imix.is_empty() {
-        let mixes = Frames::parse_mixes(imix).context("--imix")?;
-        return mixes
-            .into_iter()
-            .map(|m| ports::mix_in(m, encap).map(Frames::Mix))
-            .collect();
-    }
-    let sizes = match l3_length {
-        Some(l3) => l3
-            .iter()
-            .map(|&n| ports::l3_in(n, encap).map(Frames::Size))
-            .collect::<Result<Vec<_>>>()?,
-        None => ports::sizes_in(sizes, &[DEFAULT_SIZES], encap)?
-            .into_iter()
-            .map(Frames::Size)
-            .collect(),
-    };
-    if sizes.is_empty() {
-        bail!("no frame size given: use --sizes 64,128,... or --l3-length 40,...");
-    }
-    Ok(sizes)
 }
 
 pub fn describe_port(info: &linerate_port::PortInfo) -> String {

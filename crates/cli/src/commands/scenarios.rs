@@ -4,7 +4,7 @@
 //! checked after the last), each printed as its own table, then all of them
 //! side by side when there are several.
 
-use super::rfc2544::{lab_cpu_meter, measure, write_json, Extras, Plan};
+use super::rfc2544::{measure, write_json, Extras, Plan};
 use crate::args::Rfc2544Args;
 use crate::exit::Outcome;
 use crate::ports;
@@ -74,10 +74,7 @@ fn run_one(
     comparison: bool,
 ) -> Result<(Outcome, Rfc2544Report)> {
     let (applied, mut bed) = prepare(&args.ports, plan.max_frame_len(), scenario, index)?;
-    let cpu = bed
-        .placement
-        .as_ref()
-        .and_then(|p| lab_cpu_meter(p, &applied.data_path_pids()));
+    let cpu = crate::dut_cpu::meter_for(&bed, &args.dut.cpu, &applied.data_path_pids())?;
     let mut record = record_of(scenario, &applied);
     let extras = Extras {
         scenario: Some(record.clone()),

@@ -1,11 +1,10 @@
 //! What the method commands (`loss`, `mlrsearch`, `back-to-back`) share:
-//! frame sizes, the test bed and the run's header, rates per frame size,
+//! the test bed and the run's header, rates per frame size,
 //! progress lines, and keeping every trial when a run stops early.
 
 use super::rfc2544::{describe_port, write_json};
-use crate::args::PortArgs;
+use crate::args::{DutCpuArgs, PortArgs};
 use crate::exit::Outcome;
-use crate::method_args::SizeArgs;
 use crate::ports::{self, TestBed};
 use anyhow::{bail, Context, Result};
 use linerate_engine::EngineError;
@@ -13,47 +12,41 @@ use linerate_method::spec::Step;
 use linerate_results::methods::{RunInfo, UnfinishedTrials};
 use linerate_results::report::{self, thousands};
 use linerate_results::TrialResult;
-use linerate_wire::{FrameSize, Rate};
+use linerate_wire::{FrameSize, Frames, Rate};
 use std::path::Path;
 use std::time::SystemTime;
-
-/// The frame sizes asked for, or `default`, for the test frames `ports`
-/// asks for (IPv4/IPv6, VLAN).
-pub(crate) fn frame_sizes(
-    size: &SizeArgs,
-    default: &[u64],
-    ports_args: &PortArgs,
-) -> Result<Vec<FrameSize>> {
-    let encap = ports_args.encap.encap()?;
-    let sizes = match (&size.l3_length, &size.sizes) {
-        (Some(l3), _) => l3
-            .iter()
-            .map(|&n| ports::l3_in(n, &encap))
-            .collect::<Result<Vec<_>>>()?,
-        (None, Some(s)) => ports::sizes_in(s, &[], &encap)?,
-        (None, None) => ports::sizes_in(default, &[default], &encap)?,
-    };
-    if sizes.is_empty() {
-        bail!("no frame size given: use --sizes 64,128,... or --l3-length 40,...");
-    }
-    Ok(sizes)
-}
 
 /// The ports, ready, and the header of the run's report.
 pub(crate) struct Session {
     pub bed: TestBed,
     pub run: RunInfo,
-    /// The lab DUT's CPU meter (every trial records the DUT's load).
+    /// The DUT's CPU meter (every trial records the DUT's load).
     pub cpu: Option<crate::dut_cpu::DutCpuMeter>,
 }
 
-/// Opens the ports for `frames`, prints what runs where (`what` names the
-/// test) and resolves the gateways.
-pub(crate) fn open(ports_args: &PortArgs, frames: &[FrameSize], what: &str) -> Result<Session> {
-    let max_frame_len = frames.iter().map(|f| f.buffer_len()).max().unwrap_or(0);
-    let mut bed = ports::open(ports_args, max_frame_len)?;
+/// Opens the ports for `frames` and starts a session on them (see [`start`]).
+pub(crate) fn open(
+    ports_args: &PortArgs,
+    dut_cpu: &DutCpuArgs,
+    frames: &[Frames],
+    what: &str,
+) -> Result<Session> {
+    let bed = ports::open(ports_args, crate::frame_args::max_frame_len(frames))?;
+    start(bed, dut_cpu, &[], frames, what)
+}
+
+/// A session on `bed`: checks `frames` fit the ports, prints what runs
+/// where (`what` names the test), starts the DUT's CPU meter (counting a
+/// scenario's user-space `data_path_pids`) and resolves the gateways.
+pub(crate) fn start(
+    mut bed: TestBed,
+    dut_cpu: &DutCpuArgs,
+    data_path_pids: &[u32],
+    frames: &[Frames],
+    what: &str,
+) -> Result<Session> {
     for f in frames {
-        bed.engine.check_frame(*f)?;
+        bed.engine.check_frame(f.largest())?;
     }
     let port_a = describe_port(bed.engine.port_a());
     let port_b = describe_port(bed.engine.port_b());
@@ -89,7 +82,7 @@ pub(crate) fn open(ports_args: &PortArgs, frames: &[FrameSize], what: &str) -> R
         ip_version: bed.engine.encap().ip,
         vlan: bed.engine.encap().vlan,
     };
-    let cpu = bed.lab_cpu_meter();
+    let cpu = crate::dut_cpu::meter_for(&bed, dut_cpu, data_path_pids)?;
     bed.engine.resolve()?;
     Ok(Session { bed, run, cpu })
 }
@@ -99,24 +92,34 @@ pub(crate) fn parse_rate(text: &str, option: &str) -> Result<Rate> {
     Rate::parse(text).with_context(|| option.to_string())
 }
 
-/// `rate` in frames/s for `frame`, refused above the line rate.
+/// `rate` (`text` as given to `option`) in frames/s of `frames` on `bed`
+/// (a mix counts its mean frame; a share of line rate counts every sending
+/// link, as rfc2544 counts it), refused above the line rate.
 pub(crate) fn fps_within_line(
+    bed: &TestBed,
     rate: Rate,
     text: &str,
     option: &str,
-    frame: FrameSize,
-    line_bps: u64,
+    frames: &Frames,
 ) -> Result<f64> {
-    let line_fps = frame.line_rate_fps(line_bps);
-    let fps = rate.to_fps(frame, line_bps);
+    let line_fps = bed.line_rate_fps(frames);
+    let fps = bed.fps(frames, rate);
     if fps > line_fps * 1.000_001 {
         bail!(
-            "{option} {text} is {fps:.0} frames/s, above the line rate for {}-byte frames ({line_fps:.0} frames/s at {}): lower it or set --line-speed",
-            frame.frame(),
-            report::line_speed(line_bps)
+            "{option} {text} is {fps:.0} frames/s, above the line rate for {} ({line_fps:.0} frames/s at {}): lower it or set --line-speed",
+            frames.describe(),
+            report::line_speed(bed.line_bps)
         );
     }
     Ok(fps)
+}
+
+/// A table's name for `frames`: `64 B`, or a mix by its name (`IMIX 1`).
+pub(crate) fn label(frames: &Frames) -> String {
+    match frames.mix() {
+        Some(m) => m.name.clone(),
+        None => format!("{} B", frames.largest().frame()),
+    }
 }
 
 /// Progress on stderr, one line per trial; stdout is kept for the table.
@@ -129,8 +132,8 @@ pub(crate) fn show(step: &Step, line_rate_fps: f64) {
             why,
         } => {
             eprint!(
-                "[{:>5} B] trial {:>3}: {:>11} fps ({:5.1} % of line) {:>7} {why} ... ",
-                frame.frame(),
+                "[{}] trial {:>3}: {:>11} fps ({:5.1} % of line) {:>7} {why} ... ",
+                crate::progress::frames_tag(*frame, spec.mix.as_ref()),
                 trial_no,
                 thousands(spec.intended_fps.round() as u64),
                 100.0 * spec.intended_fps / line_rate_fps,

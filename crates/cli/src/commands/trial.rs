@@ -9,26 +9,11 @@ use anyhow::{bail, Context, Result};
 use linerate_engine::EngineError;
 use linerate_results::{report, TrialSpec};
 use linerate_store::RunStatus;
-use linerate_wire::{FrameMix, Frames, Rate};
+use linerate_wire::Rate;
 use std::sync::atomic::AtomicBool;
 
 pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let encap = args.ports.encap.encap()?;
-    let frames = match (args.frame_size, args.l3_length, &args.imix) {
-        _ if args.udp_payload.is_some() => Frames::Size(ports::udp_payload_in(
-            args.udp_payload.unwrap_or_default(),
-            &encap,
-        )?),
-        (Some(n), _, _) => Frames::Size(ports::frame_in(n, &encap)?),
-        (None, Some(n), _) => Frames::Size(ports::l3_in(n, &encap)?),
-        (None, None, Some(m)) => Frames::Mix(ports::mix_in(
-            FrameMix::parse(m).context("--imix")?,
-            &encap,
-        )?),
-        (None, None, None) => {
-            bail!("give --frame-size N (64..9018), --l3-length N (40..9000) or --imix MIX")
-        }
-    };
+    let frames = args.frames.single("trial", &args.ports.encap.encap()?)?;
     let frame = frames.largest();
     let rate = Rate::parse(&args.rate).context("--rate")?;
     let duration = parse_trial_duration(&args.duration, "--duration")?;
@@ -58,8 +43,8 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         intended_fps: fps,
         duration,
     };
-    // The lab DUT's CPU load over the trial (the idle baseline first).
-    let cpu = bed.lab_cpu_meter();
+    // The DUT's CPU load over the trial (the idle baseline first).
+    let cpu = crate::dut_cpu::meter_for(&bed, &args.dut_cpu, &[])?;
     let sample = cpu.as_ref().map(|m| m.begin(duration));
     recorder.begin(RunInfo {
         command: "trial",
@@ -72,7 +57,7 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         resolution: 0.0,
         port_b_mac: bed.engine.port_b().mac,
     })?;
-    recorder.single_trial_started(frame.frame(), fps, line_fps);
+    recorder.single_trial_started(&frames, fps, line_fps);
     let result = match bed.engine.run_trial(&spec, interrupt) {
         Err(EngineError::Interrupted) => {
             recorder.finish(RunStatus::Interrupted);

@@ -138,14 +138,14 @@ fn conditional_throughput_follows_appendix_b() {
     );
 }
 
-fn frame() -> FrameSize {
-    FrameSize::from_frame(64).unwrap()
+fn frame() -> linerate_wire::Frames {
+    linerate_wire::Frames::Size(linerate_wire::FrameSize::from_frame(64).unwrap())
 }
 
 const LINE_64: f64 = 14_880_952.380_952_38;
 
 fn run(dut: &mut SimulatedDut, cfg: &MlrConfig) -> MlrSearchResult {
-    search(dut, frame(), cfg, LINE_64, &mut |_| {}).unwrap()
+    search(dut, &frame(), cfg, LINE_64, &mut |_| {}).unwrap()
 }
 
 fn bounds(r: &MlrSearchResult, goal: usize) -> (f64, f64) {
@@ -218,10 +218,10 @@ fn one_search_costs_less_than_two_binary_searches() {
     let d = Duration::from_secs(1);
     let mut ndr = SimulatedDut::new(capacity).with_loss_above(2_000_000.0, 333);
     let mut cfg = ThroughputConfig::new(LINE_64, d);
-    find_throughput(&mut ndr, frame(), &cfg, LINE_64, &mut |_| {}).unwrap();
+    find_throughput(&mut ndr, frame().largest(), &cfg, LINE_64, &mut |_| {}).unwrap();
     cfg.allowed_loss_ratio = 0.005;
     let mut pdr = SimulatedDut::new(capacity).with_loss_above(2_000_000.0, 333);
-    find_throughput(&mut pdr, frame(), &cfg, LINE_64, &mut |_| {}).unwrap();
+    find_throughput(&mut pdr, frame().largest(), &cfg, LINE_64, &mut |_| {}).unwrap();
     let mut mlr = SimulatedDut::new(capacity).with_loss_above(2_000_000.0, 333);
     let r = run(&mut mlr, &MlrConfig::ndr_pdr(LINE_64, d, 0.01, 0.005));
     assert!(r.goals.iter().all(|g| g.regular));

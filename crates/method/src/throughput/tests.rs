@@ -313,6 +313,7 @@ fn progress_is_reported_once_per_trial_and_every_rate_is_inside_the_bracket() {
                 lo,
                 hi,
                 frame,
+                ..
             } => {
                 assert_eq!(frame, frame64());
                 starting.push((trial_no, intended_fps, lo, hi));

@@ -3,7 +3,7 @@
 //! burst without loss (mean, standard deviation, minimum, maximum) and the
 //! buffer time it implies.
 
-use super::grid::{footer, grid, title, Row};
+use super::grid::{column_name, footer, grid, title, Row};
 use super::{sig3, thousands, trim_number};
 use crate::methods::{BackToBackReport, BackToBackResult};
 use std::fmt::Write as _;
@@ -24,9 +24,13 @@ pub fn back_to_back_table(report: &BackToBackReport) -> String {
         out.push_str(&footer(&report.run));
         return out;
     }
-    out.push_str("Longest burst without loss [frames] @ frame size [bytes]\n");
+    out.push_str("Longest burst without loss [frames] @ frame size [bytes] or mix\n");
     let mut header = vec![String::new()];
-    header.extend(results.iter().map(|r| format!("{} ", r.frame_size)));
+    header.extend(
+        results
+            .iter()
+            .map(|r| format!("{} ", column_name(r.frame_size, r.mix.as_ref()))),
+    );
     let limited = |r: &BackToBackResult| r.repetitions.iter().any(|x| x.tester_limited);
     let marked = |r: &BackToBackResult| {
         if r.not_meaningful.is_some() {
@@ -137,7 +141,11 @@ pub fn back_to_back_table(report: &BackToBackReport) -> String {
     out.push_str("Corrected buffer time = implied × (1 − throughput / burst rate): the DUT forwarded part of the burst while it arrived.\n");
     for r in results {
         if let Some(why) = &r.not_meaningful {
-            let _ = writeln!(out, "(~) {} bytes: {why}", r.frame_size);
+            let what = match &r.mix {
+                Some(m) => m.name.clone(),
+                None => format!("{} bytes", r.frame_size),
+            };
+            let _ = writeln!(out, "(~) {what}: {why}");
         }
     }
     if results.iter().any(limited) {

@@ -75,6 +75,32 @@ pub fn frame_loss_table(report: &FrameLossReport) -> String {
         }
     }
     out.push_str(&grid_with(&header, &rows, " | ", " |"));
+    if let Some(stop) = report.stop_above_loss_ratio {
+        let _ = writeln!(
+            out,
+            "A row stopped after a load that lost more than {} %; blank: not run.",
+            trim_number(stop * 100.0)
+        );
+    }
+    for s in &report.series {
+        if let Some(scenario) = &s.scenario {
+            let _ = writeln!(out, "  {}: {}", s.label, scenario.description);
+            for check in &scenario.traffic_checks {
+                let _ = writeln!(out, "    seen: {check}");
+            }
+        }
+        let drops = s.points.iter().filter_map(|p| p.trial.policy_drops);
+        let (sent, leaked) = drops.fold((0, 0), |(d, l), p| (d + p.tx_frames, l + p.leaked_frames));
+        if sent > 0 {
+            let _ = writeln!(
+                out,
+                "  {}: drop test: % counts only the frames not supposed to be dropped; {} frames were sent to be dropped by policy, {} of them leaked through",
+                s.label,
+                crate::report::thousands(sent),
+                crate::report::thousands(leaked)
+            );
+        }
+    }
     if report.mode == "rfc2544" {
         let maxes: Vec<String> = report
             .series
@@ -199,9 +225,11 @@ mod tests {
             label: label.into(),
             frame_size: 64,
             l3_length: 46,
+            mix: None,
             line_rate_fps: 14_880_952.0,
             max_fps: 1e6,
             points,
+            scenario: None,
         }
     }
 
@@ -212,6 +240,7 @@ mod tests {
             mode: "sweep".into(),
             step: None,
             trial_duration_s: 1.0,
+            stop_above_loss_ratio: None,
             series: vec![
                 series(
                     "Danos",
@@ -241,6 +270,7 @@ mod tests {
             mode: "rfc2544".into(),
             step: Some(0.1),
             trial_duration_s: 1.0,
+            stop_above_loss_ratio: None,
             series: vec![series(
                 "64 B",
                 vec![

@@ -127,6 +127,15 @@ pub(crate) fn loss_cell(ratio: f64) -> String {
     }
 }
 
+/// A column's name for what a result sent: its frame size, or a mix by its
+/// name ("IMIX 1") rather than its largest frame.
+pub(crate) fn column_name(frame_size: u16, mix: Option<&crate::model::MixInfo>) -> String {
+    match mix {
+        Some(m) => m.name.clone(),
+        None => frame_size.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! table), for each goal (NDR, PDR, ...) its relevant lower and upper
 //! bounds and conditional throughput, then what the search cost.
 
-use super::grid::{footer, grid, title, Row};
+use super::grid::{column_name, footer, grid, title, Row};
 use super::{sig3, trim_number};
 use crate::methods::{GoalResultRecord, MlrSearchReport, MlrSearchResult};
 use std::fmt::Write as _;
@@ -39,9 +39,13 @@ pub fn mlrsearch_table(report: &MlrSearchReport) -> String {
             }
         );
     }
-    out.push_str("Bounds and conditional throughput @ frame size [bytes]\n");
+    out.push_str("Bounds and conditional throughput @ frame size [bytes] or mix\n");
     let mut header = vec![String::new()];
-    header.extend(results.iter().map(|r| format!("{} ", r.frame_size)));
+    header.extend(
+        results
+            .iter()
+            .map(|r| format!("{} ", column_name(r.frame_size, r.mix.as_ref()))),
+    );
     let mut rows: Vec<Row> = Vec::new();
     let mut irregular = false;
     let mut limited = false;
@@ -173,6 +177,7 @@ mod tests {
             results: vec![MlrSearchResult {
                 frame_size: 64,
                 l3_length: 46,
+                mix: None,
                 line_rate_fps: 14_880_952.0,
                 max_fps: 14_880_952.0,
                 min_fps: 1488.0,
