@@ -52,6 +52,12 @@ impl FrameArgs {
     /// combinations), so at most one of them is set beside the command's
     /// default `--sizes`, and it wins over that.
     pub fn frames(&self, encap: &Encap) -> Result<Vec<Frames>> {
+        self.frames_of(encap, true)
+    }
+
+    /// [`frames`](Self::frames); `may_be_default`: whether `--sizes` can
+    /// hold the command's default list (not for commands without one).
+    fn frames_of(&self, encap: &Encap, may_be_default: bool) -> Result<Vec<Frames>> {
         let frames = if !self.imix.is_empty() {
             let mixes = Frames::parse_mixes(&self.imix).context("--imix")?;
             mixes
@@ -66,7 +72,7 @@ impl FrameArgs {
             sizes_of(l3, "--l3-length", |n| FrameSize::from_l3_in(n, encap))?
         } else {
             let sizes = self.sizes.as_deref().unwrap_or_default();
-            sizes_in(sizes, encap)
+            sizes_in(sizes, encap, may_be_default)
                 .context("--sizes")?
                 .into_iter()
                 .map(Frames::Size)
@@ -96,7 +102,7 @@ impl FrameArgs {
         if nothing_given {
             bail!("{command} needs a frame size: give --frame-size N (64..9018), --l3-length N (40..9000), --udp-payload N or --imix MIX");
         }
-        let mut frames = self.frames(encap)?;
+        let mut frames = self.frames_of(encap, false)?;
         if frames.len() > 1 {
             bail!("{command} sends one frame size or mix, and {} were given: give one value (or use rfc2544 for several)", frames.len());
         }
@@ -116,11 +122,14 @@ fn mix_in(mix: FrameMix, encap: &Encap) -> Result<FrameMix> {
 }
 
 /// Frame sizes for `encap` from `sizes`. A command's default list (one of
-/// [`DEFAULT_LISTS`]) is adapted to the layout: a size below its smallest
-/// frame becomes that frame (64 becomes 78 for IPv6), with a note; sizes
-/// the user gave are refused instead. Repeats are dropped.
-fn sizes_in(sizes: &[u64], encap: &Encap) -> Result<Vec<FrameSize>> {
-    let is_default = DEFAULT_LISTS.contains(&sizes);
+/// [`DEFAULT_LISTS`], when `may_be_default`) is adapted to the layout: a
+/// size below its smallest frame becomes that frame (64 becomes 78 for
+/// IPv6), with a note; other sizes too small are refused. clap does not
+/// tell a default from the same list typed by the user, so `--sizes 64`
+/// on a command whose default is 64 is adapted too (the note says so).
+/// Repeats are dropped.
+fn sizes_in(sizes: &[u64], encap: &Encap, may_be_default: bool) -> Result<Vec<FrameSize>> {
+    let is_default = may_be_default && DEFAULT_LISTS.contains(&sizes);
     let min = encap.min_frame() as u64;
     if is_default && sizes.iter().any(|&n| n < min) {
         eprintln!(
