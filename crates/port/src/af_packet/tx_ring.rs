@@ -6,6 +6,19 @@
 //! ring doubles as the count of frames in flight. The kernel retries a slot
 //! it could not send (no buffer, queue full) on the next `sendto`, so every
 //! queued frame leaves exactly once unless it is refused as malformed.
+//!
+//! Backing off a full device queue: `sendto` stops at the first frame the
+//! device refuses (a veth whose peer's 256-frame queue is full, a NIC whose
+//! TX ring is full). That frame was built as a socket buffer, offered and
+//! freed for nothing, and calling again at once only repeats the waste:
+//! measured on a veth at 64 bytes, about one refusal for every three frames
+//! delivered (docs/BENCHMARKS.md). So after a refusal [`TxRing::flush`]
+//! makes no system call until half of the frames the device held at that
+//! moment have completed (their slots are AVAILABLE again: for a veth, the
+//! receiver has taken them). The ring itself is not limited: a fast link
+//! that never refuses keeps every slot in flight, where a smaller ring or
+//! send buffer (trafgen's way of never being refused on a veth) would cap
+//! the rate on real NICs.
 
 use super::mmap::RingMap;
 use super::socket::{bind, force_sndbuf, packet_socket, set_opt};
@@ -29,6 +42,9 @@ pub struct TxRing {
     head: usize,
     max_frame_len: usize,
     refused: u64,
+    /// After a refused `sendto`: a slot that was in flight then; no system
+    /// call until it has completed (see the module comment).
+    backoff: Option<usize>,
 }
 
 impl TxRing {
@@ -94,6 +110,7 @@ impl TxRing {
             head: 0,
             max_frame_len: slot_size - TX_DATA_OFFSET,
             refused: 0,
+            backoff: None,
         })
     }
 
@@ -119,6 +136,29 @@ impl TxRing {
     fn in_flight(&self) -> bool {
         (0..self.slots)
             .any(|i| self.status(i) & (libc::TP_STATUS_SEND_REQUEST | libc::TP_STATUS_SENDING) != 0)
+    }
+
+    /// Called after the device refused a frame: picks the slot to wait for,
+    /// half way through the frames the kernel holds (SENDING). Slots are
+    /// filled in order, so the frames in flight are the SENDING run that
+    /// ends where the marked but unsent (SEND_REQUEST) slots begin.
+    fn back_off(&mut self) {
+        // The refused frame and any queued after it are SEND_REQUEST; the
+        // ones before it, back to the oldest in flight, SENDING.
+        let mut sending = 0;
+        let mut slot = self.head;
+        for _ in 0..self.slots {
+            slot = (slot + self.slots - 1) & (self.slots - 1);
+            let status = self.status(slot);
+            if status & libc::TP_STATUS_SENDING != 0 {
+                sending += 1;
+            } else if status & libc::TP_STATUS_SEND_REQUEST == 0 || sending > 0 {
+                break; // past the oldest frame in flight
+            }
+        }
+        // `slot` is now just before the oldest SENDING one (or the oldest
+        // itself if the whole ring is in flight); wait for the middle one.
+        self.backoff = (sending > 1).then(|| (slot + sending / 2 + 1) & (self.slots - 1));
     }
 }
 
@@ -168,6 +208,12 @@ impl TxQueue for TxRing {
     }
 
     fn flush(&mut self) -> Result<(), PortError> {
+        if let Some(slot) = self.backoff {
+            if self.status(slot) & libc::TP_STATUS_SENDING != 0 {
+                return Ok(()); // the device is still busy with what it refused to take more of
+            }
+            self.backoff = None;
+        }
         // SAFETY: sendto with no buffer asks the kernel to send the ring's marked slots.
         let rc = unsafe {
             libc::sendto(
@@ -182,8 +228,12 @@ impl TxQueue for TxRing {
         if rc < 0 {
             let err = std::io::Error::last_os_error();
             match err.raw_os_error() {
-                // Out of buffers or queue full: the slots stay marked and go out on the next flush.
-                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => {}
+                // The device refused a frame (queue full: ENOBUFS): the
+                // slots stay marked and go out once it has made room.
+                Some(libc::ENOBUFS) => self.back_off(),
+                // Send buffer full (EAGAIN) or interrupted: the slots stay
+                // marked and go out on the next flush.
+                Some(libc::EAGAIN) | Some(libc::EINTR) => {}
                 _ => return Err(PortError::io("sending from the TX ring", &self.ifname, err)),
             }
         }
