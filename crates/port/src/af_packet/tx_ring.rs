@@ -16,9 +16,9 @@
 //! makes no system call until half of the frames the device held at that
 //! moment have completed (their slots are AVAILABLE again: for a veth, the
 //! receiver has taken them). The ring itself is not limited: a fast link
-//! that never refuses keeps every slot in flight, where a smaller ring or
-//! send buffer (trafgen's way of never being refused on a veth) would cap
-//! the rate on real NICs.
+//! that never refuses keeps every slot in flight, where the default send
+//! buffer (trafgen's way of not being refused on a veth) would cap the
+//! rate on real NICs.
 
 use super::mmap::RingMap;
 use super::socket::{bind, force_sndbuf, packet_socket, set_opt};
