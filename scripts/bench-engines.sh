@@ -210,6 +210,22 @@ napi_pids() {
     ps -eo pid=,comm= | awk -v p="napi/$IF_RX" '$2 == p || index($2, p "-") == 1 { print $1 }'
 }
 
+# napi_ticks: CPU time (user + system, clock ticks) the receiving veth's NAPI
+# kthread(s) have used: over a row, divided by the frames received, what the
+# receiving CPU spends per frame (NAPI_NS, in the TSV and the row's line).
+napi_ticks() {
+    local p t=0
+    for p in $(napi_pids); do
+        t=$(( t + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0) ))
+    done
+    echo "$t"
+}
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+NAPI_NS=NA
+napi_ns() { # TICKS0 TICKS1 FRAMES
+    awk -v a="$1" -v b="$2" -v n="$3" -v hz="$CLK_TCK" 'BEGIN { if (n > 0) printf "%.0f", (b - a) * 1e9 / hz / n; else print "NA" }'
+}
+
 # Pins the receiving veth's NAPI kthread(s) to RX_CPU; fails if there is none.
 pin_napi() {
     local pids p i
@@ -283,7 +299,7 @@ prepare_row() {
     pin_napi
 }
 
-RESULT_COLS="row	frame_size	round	status	window_s	rx_frames	fps	mpps	gbps_l2	rx_dropped	sender_tx_dropped	napi_cpu	note	command"
+RESULT_COLS="row	frame_size	round	status	window_s	rx_frames	fps	mpps	gbps_l2	rx_dropped	sender_tx_dropped	napi_cpu	note	command	napi_ns_per_frame"
 # result ROW SIZE STATUS WINDOW RXFRAMES FPS RXDROP TXDROP NOTE CMD -> one TSV line
 result() {
     local row=$1 size=$2 status=$3 win=$4 rxf=$5 fps=$6 rxd=$7 txd=$8 note=$9 cmd=${10}
@@ -293,11 +309,11 @@ result() {
         gbps=$(awk -v f="$fps" -v s="$size" 'BEGIN { printf "%.3f", f * s * 8 / 1e9 }')
     fi
     note=$(printf '%s' "$note" | tr '\t\n' '  ')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
-        "$row" "$size" "$ROUND" "$status" "$win" "$rxf" "$fps" "$mpps" "$gbps" "$rxd" "$txd" "$(napi_cpus)" "$note" "$cmd" >>"$OUT"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+        "$row" "$size" "$ROUND" "$status" "$win" "$rxf" "$fps" "$mpps" "$gbps" "$rxd" "$txd" "$(napi_cpus)" "$note" "$cmd" "$NAPI_NS" >>"$OUT"
     if [ "$status" = ok ]; then
-        printf '%s: %-20s %4s B  %8.4f Mpps  (rx %s frames in %s s; drops rx %s, veth ring %s)\n' \
-            "$ME" "$row" "$size" "$mpps" "$rxf" "$win" "$rxd" "$txd" >&2
+        printf '%s: %-20s %4s B  %8.4f Mpps  (rx %s frames in %s s; drops rx %s, veth ring %s; receiver NAPI %s ns/frame)\n' \
+            "$ME" "$row" "$size" "$mpps" "$rxf" "$win" "$rxd" "$txd" "$NAPI_NS" >&2
     else
         printf '%s: %-20s %4s B  n/a (%s)\n' "$ME" "$row" "$size" "$note" >&2
     fi
@@ -308,7 +324,7 @@ result() {
 # Sets PEER_FAIL to the failure reason (empty on success).
 measure_peer() {
     local row=$1 size=$2 log=$3; shift 3
-    local cmd="$*" pid c0 c1 first i
+    local cmd="$*" pid c0 c1 n0 n1 first i
     PEER_FAIL=
     PEER_LOG=$log
     if ! prepare_row; then
@@ -330,9 +346,9 @@ measure_peer() {
         result "$row" "$size" na 0 0 0 0 0 "$PEER_FAIL" "$cmd"; return 0
     fi
     sleep "$WARMUP"
-    c0=$(counters)
+    c0=$(counters); n0=$(napi_ticks)
     sleep "$DURATION"
-    c1=$(counters)
+    c1=$(counters); n1=$(napi_ticks)
     if ! alive "$pid"; then
         wait "$pid" 2>/dev/null || true
         PEER_FAIL="exited during the measurement: $(first_error "$log")"
@@ -348,7 +364,9 @@ measure_peer() {
         PEER_FAIL="no frames counted at the receiver"
         result "$row" "$size" na "$win" 0 0 0 0 "$PEER_FAIL" "$cmd"; return 0
     fi
+    NAPI_NS=$(napi_ns "$n0" "$n1" "$rxf")
     result "$row" "$size" ok "$win" "$rxf" "$fps" $(( $7 - $3 )) $(( $8 - $4 )) "" "$cmd"
+    NAPI_NS=NA
 }
 
 # --- the rows ----------------------------------------------------------------
@@ -427,18 +445,18 @@ linerate_args() { # SIZE ENGINE DURATION JSON
 row_linerate() {
     local engine=$1 size=$2 row="linerate $1"
     local json=$SCRATCH/linerate-$engine-$size-r$ROUND.json log=$SCRATCH/linerate-$engine-$size-r$ROUND.log
-    local args pid rc c0 c1
+    local args pid rc c0 c1 n0 n1
     mapfile -t args < <(linerate_args "$size" "$engine" "$DURATION" "$json")
     local cmd="ip netns exec $NS_TX taskset -c $TX_CPU $LINERATE ${args[*]}"
     rm -f "$json"
     if ! prepare_row; then
         result "$row" "$size" na 0 0 0 0 0 "could not pin the receiver's NAPI kthread" "$cmd"; return 0
     fi
-    c0=$(counters)
+    c0=$(counters); n0=$(napi_ticks)
     spawn "$log" timeout -k 5 "$(( DURATION + 60 ))" ip netns exec "$NS_TX" taskset -c "$TX_CPU" "$LINERATE" "${args[@]}"
     pid=$SPAWNED
     rc=0; wait "$pid" || rc=$?
-    c1=$(counters)
+    c1=$(counters); n1=$(napi_ticks)
     # Exit 1 only says the loss threshold (0 %) failed, as it must at 100 %.
     if { [ "$rc" = 0 ] || [ "$rc" = 1 ]; } && jq -e '.rx_frames and .duration_s' "$json" >/dev/null 2>&1; then
         local rxf dur fps sysfs
@@ -446,8 +464,11 @@ row_linerate() {
         fps=$(awk -v n="$rxf" -v d="$dur" 'BEGIN { printf "%.0f", n / d }')
         set -- $c0 $c1
         sysfs=$(( $6 - $2 ))
+        # Over the whole run (the kthread is idle outside the trial).
+        NAPI_NS=$(napi_ns "$n0" "$n1" "$sysfs")
         result "$row" "$size" ok "$dur" "$rxf" "$fps" $(( $7 - $3 )) $(( $8 - $4 )) \
             "engine=$(jq -r .engine "$json") tx_frames=$(jq -r .tx_frames "$json") tester_rx_drops=$(jq -r .tester_rx_drops "$json") sysfs_rx_packets_whole_run=$sysfs" "$cmd"
+        NAPI_NS=NA
     else
         local why
         if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then why="timed out"; else why=$(first_error "$log"); fi
@@ -595,6 +616,20 @@ if [ "$ROUNDS" != 1 ]; then
     echo "Every round, Mpps (64 B | 1518 B):"
     for r in "${ROWS[@]}"; do printf '  %-20s %s | %s\n' "$r" "$(rounds "$r" 64)" "$(rounds "$r" 1518)"; done
 fi
+# napi_med ROW SIZE: median over rounds of the receiving CPU's NAPI time per frame.
+napi_med() {
+    awk -F'\t' -v r="$1" -v s="$2" '
+        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+        $1 == r && $2 == s && $col["status"] == "ok" && $col["napi_ns_per_frame"] ~ /^[0-9]+$/ { v[++n] = $col["napi_ns_per_frame"] + 0 }
+        END {
+            if (n == 0) { print "n/a"; exit }
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+            printf "%d", (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+        }' "$OUT"
+}
+echo
+echo "Receiving CPU per frame: NAPI kthread CPU time / frames received, ns (64 B | 1518 B)${best:+, median of rounds}:"
+for r in "${ROWS[@]}"; do printf '  %-20s %6s | %6s\n' "$r" "$(napi_med "$r" 64)" "$(napi_med "$r" 1518)"; done
 
 best_peer=; best_fps=0
 for p in trafgen "testpmd af_packet" "testpmd af_xdp" "iperf3 -u"; do

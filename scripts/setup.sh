@@ -22,6 +22,8 @@
 #               the peers scripts/bench-engines.sh measures linerate against;
 #               installed best effort (the PMD package names follow the DPDK
 #               ABI version: Debian 12's are librte-net-af-*23)
+#   bpftool   - scripts/xdp-counter-cost.sh reads the XDP counter's run time
+#               (kernel.bpf_stats_enabled) with it; best effort
 #   nginx-light, wrk - the peers scripts/bench-goodput.sh measures `linerate
 #               http` against (nginx is also what `linerate http --server
 #               nginx` drives); installed best effort
@@ -40,7 +42,7 @@ fi
 packages=(iproute2 ethtool nftables build-essential pkg-config ca-certificates curl
     clang libbpf-dev linux-libc-dev libelf-dev zlib1g-dev wireguard-tools
     strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins)
-bench_packages=(netsniff-ng dpdk-dev librte-net-af-packet23 librte-net-af-xdp23 iperf3 nginx-light wrk)
+bench_packages=(netsniff-ng dpdk-dev librte-net-af-packet23 librte-net-af-xdp23 iperf3 nginx-light wrk bpftool)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -6,6 +6,19 @@
 //! ring doubles as the count of frames in flight. The kernel retries a slot
 //! it could not send (no buffer, queue full) on the next `sendto`, so every
 //! queued frame leaves exactly once unless it is refused as malformed.
+//!
+//! Backing off a full device queue: `sendto` stops at the first frame the
+//! device refuses (a veth whose peer's 256-frame queue is full, a NIC whose
+//! TX ring is full). That frame was built as a socket buffer, offered and
+//! freed for nothing, and calling again at once only repeats the waste:
+//! measured on a veth at 64 bytes, about one refusal for every three frames
+//! delivered (docs/BENCHMARKS.md). So after a refusal [`TxRing::flush`]
+//! makes no system call until half of the frames the device held at that
+//! moment have completed (their slots are AVAILABLE again: for a veth, the
+//! receiver has taken them). The ring itself is not limited: a fast link
+//! that never refuses keeps every slot in flight, where the default send
+//! buffer (trafgen's way of not being refused on a veth) would cap the
+//! rate on real NICs.
 
 use super::mmap::RingMap;
 use super::socket::{bind, force_sndbuf, packet_socket, set_opt};
@@ -17,6 +30,11 @@ use std::time::{Duration, Instant};
 
 /// TPACKET_V2 transmit frames start right after the aligned header.
 const TX_DATA_OFFSET: usize = 32;
+/// `struct virtio_net_hdr`, in front of each frame with PACKET_VNET_HDR.
+const VNET_HDR_LEN: usize = 10;
+/// Frames up to this long are copied whole into the socket buffer (see
+/// [`TxRing::open`]); the rest of a longer one is attached from the ring.
+const LINEAR_MAX: usize = 1600;
 const _: () =
     assert!(TX_DATA_OFFSET == libc::TPACKET2_HDRLEN - std::mem::size_of::<libc::sockaddr_ll>());
 
@@ -28,7 +46,12 @@ pub struct TxRing {
     slots: usize,
     head: usize,
     max_frame_len: usize,
+    /// VNET_HDR_LEN with PACKET_VNET_HDR, else 0.
+    vnet: usize,
     refused: u64,
+    /// After a refused `sendto`: a slot that was in flight then; no system
+    /// call until it has completed (see the module comment).
+    backoff: Option<usize>,
 }
 
 impl TxRing {
@@ -58,7 +81,30 @@ impl TxRing {
             ifname,
         )?;
 
-        let slot_size = (TX_DATA_OFFSET + opts.max_frame_len)
+        // A virtio-net header in front of every frame, whose hdr_len tells
+        // the kernel how much of the frame to copy into the socket buffer:
+        // without it only the 14-byte Ethernet header is copied and the
+        // rest is attached as a page of the ring (zero-copy), which a veth
+        // must then copy into a newly allocated page anyway (skb_copy_ubufs,
+        // because the buffer leaves for another device) and the receiver
+        // must free. Copying the whole frame up front is cheaper on both
+        // CPUs (docs/BENCHMARKS.md). Kernels without the option send as
+        // before.
+        let vnet = if set_opt(
+            &fd,
+            libc::SOL_PACKET,
+            libc::PACKET_VNET_HDR,
+            &one,
+            "enabling virtio-net headers",
+            ifname,
+        )
+        .is_ok()
+        {
+            VNET_HDR_LEN
+        } else {
+            0
+        };
+        let slot_size = (TX_DATA_OFFSET + vnet + opts.max_frame_len)
             .next_power_of_two()
             .max(256);
         let block_size = slot_size.max(1 << 16);
@@ -92,8 +138,10 @@ impl TxRing {
             slot_size,
             slots,
             head: 0,
-            max_frame_len: slot_size - TX_DATA_OFFSET,
+            max_frame_len: slot_size - TX_DATA_OFFSET - vnet,
+            vnet,
             refused: 0,
+            backoff: None,
         })
     }
 
@@ -120,6 +168,29 @@ impl TxRing {
         (0..self.slots)
             .any(|i| self.status(i) & (libc::TP_STATUS_SEND_REQUEST | libc::TP_STATUS_SENDING) != 0)
     }
+
+    /// Called after the device refused a frame: picks the slot to wait for,
+    /// half way through the frames the kernel holds (SENDING). Slots are
+    /// filled in order, so the frames in flight are the SENDING run that
+    /// ends where the marked but unsent (SEND_REQUEST) slots begin.
+    fn back_off(&mut self) {
+        // The refused frame and any queued after it are SEND_REQUEST; the
+        // ones before it, back to the oldest in flight, SENDING.
+        let mut sending = 0;
+        let mut slot = self.head;
+        for _ in 0..self.slots {
+            slot = (slot + self.slots - 1) & (self.slots - 1);
+            let status = self.status(slot);
+            if status & libc::TP_STATUS_SENDING != 0 {
+                sending += 1;
+            } else if status & libc::TP_STATUS_SEND_REQUEST == 0 || sending > 0 {
+                break; // past the oldest frame in flight
+            }
+        }
+        // `slot` is now just before the oldest SENDING one (or the oldest
+        // itself if the whole ring is in flight); wait for the middle one.
+        self.backoff = (sending > 1).then(|| (slot + sending / 2 + 1) & (self.slots - 1));
+    }
 }
 
 impl TxQueue for TxRing {
@@ -143,7 +214,7 @@ impl TxQueue for TxRing {
             // its data area is max_frame_len bytes inside the mapping.
             let buf = unsafe {
                 std::slice::from_raw_parts_mut(
-                    hdr.cast::<u8>().add(TX_DATA_OFFSET),
+                    hdr.cast::<u8>().add(TX_DATA_OFFSET + self.vnet),
                     self.max_frame_len,
                 )
             };
@@ -154,10 +225,23 @@ impl TxQueue for TxRing {
                     max: self.max_frame_len,
                 });
             }
+            if self.vnet > 0 {
+                // No offloads (flags, gso_type 0); hdr_len: bytes to copy.
+                let mut vnet = [0u8; VNET_HDR_LEN];
+                vnet[2..4].copy_from_slice(&(len.min(LINEAR_MAX) as u16).to_le_bytes());
+                // SAFETY: the header area lies in the slot, before the frame.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        vnet.as_ptr(),
+                        hdr.cast::<u8>().add(TX_DATA_OFFSET),
+                        VNET_HDR_LEN,
+                    )
+                };
+            }
             // SAFETY: as above; the release fence orders the frame bytes and
             // length before the status that gives the slot to the kernel.
             unsafe {
-                (*hdr).tp_len = len as u32;
+                (*hdr).tp_len = (self.vnet + len) as u32;
                 fence(Ordering::Release);
                 std::ptr::write_volatile(&mut (*hdr).tp_status, libc::TP_STATUS_SEND_REQUEST);
             }
@@ -168,6 +252,12 @@ impl TxQueue for TxRing {
     }
 
     fn flush(&mut self) -> Result<(), PortError> {
+        if let Some(slot) = self.backoff {
+            if self.status(slot) & libc::TP_STATUS_SENDING != 0 {
+                return Ok(()); // the device is still busy with what it refused to take more of
+            }
+            self.backoff = None;
+        }
         // SAFETY: sendto with no buffer asks the kernel to send the ring's marked slots.
         let rc = unsafe {
             libc::sendto(
@@ -182,8 +272,12 @@ impl TxQueue for TxRing {
         if rc < 0 {
             let err = std::io::Error::last_os_error();
             match err.raw_os_error() {
-                // Out of buffers or queue full: the slots stay marked and go out on the next flush.
-                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => {}
+                // The device refused a frame (queue full: ENOBUFS): the
+                // slots stay marked and go out once it has made room.
+                Some(libc::ENOBUFS) => self.back_off(),
+                // Send buffer full (EAGAIN) or interrupted: the slots stay
+                // marked and go out on the next flush.
+                Some(libc::EAGAIN) | Some(libc::EINTR) => {}
                 _ => return Err(PortError::io("sending from the TX ring", &self.ifname, err)),
             }
         }

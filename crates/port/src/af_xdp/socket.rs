@@ -310,7 +310,7 @@ pub(crate) fn statistics(fd: &OwnedFd, ifname: &str) -> Result<libc::xdp_statist
 /// sendto(MSG_DONTWAIT) with no data: tells the kernel to process the TX
 /// ring (in copy mode the kernel transmits in this call, up to a budget of
 /// frames per call).
-pub(crate) fn kick_tx(fd: &OwnedFd, ifname: &str) -> Result<(), PortError> {
+pub(crate) fn kick_tx(fd: &OwnedFd, ifname: &str) -> Result<Kick, PortError> {
     // SAFETY: sendto with a null buffer of length 0 and no address.
     let rc = unsafe {
         libc::sendto(
@@ -323,21 +323,32 @@ pub(crate) fn kick_tx(fd: &OwnedFd, ifname: &str) -> Result<(), PortError> {
         )
     };
     if rc >= 0 {
-        return Ok(());
+        return Ok(Kick::Sent);
     }
     let err = std::io::Error::last_os_error();
     match err.raw_os_error() {
+        // EBUSY: the device dropped one frame (a full queue: it completes
+        // like a frame lost on the wire), and the call stopped there.
+        Some(libc::EBUSY) => Ok(Kick::Dropped),
         // EAGAIN: the per-call budget is used up, the device queue is busy
         // or the send buffer is full; the frames stay in the ring for the
-        // next call. EBUSY: the device dropped one frame (it completes like
-        // a frame lost on the wire). ENOBUFS: no memory for a socket buffer.
-        Some(libc::EAGAIN) | Some(libc::EBUSY) | Some(libc::ENOBUFS) | Some(libc::EINTR) => Ok(()),
+        // next call. ENOBUFS: no memory for a socket buffer.
+        Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => Ok(Kick::Sent),
         _ => Err(PortError::io(
             "sending from the AF_XDP TX ring",
             ifname,
             err,
         )),
     }
+}
+
+/// What a [`kick_tx`] call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kick {
+    /// Sent what it could (or nothing, for now).
+    Sent,
+    /// The device refused a frame for want of room and dropped it.
+    Dropped,
 }
 
 /// recvfrom(MSG_DONTWAIT) with no buffer: tells a zero-copy driver that the

@@ -5,10 +5,21 @@
 //! kernel, or completed (on the completion ring, until [`XskTx::reclaim`]
 //! puts it back on `free`). The TX ring and the completion ring have as
 //! many entries as the half has frames, so neither can overflow.
+//!
+//! Backing off a full device queue: in copy mode a device that has no room
+//! (a veth whose peer's 256-frame queue is full) drops the frame it is
+//! offered and the `sendto` returns EBUSY. Kicking again at once loses one
+//! more frame per system call until the queue drains: measured on a veth
+//! at 64 bytes, about 0.4 M frames/s thrown away that way, tester loss at
+//! 100 % and work for nothing (docs/BENCHMARKS.md). So after a drop
+//! [`XskTx::flush`] makes no system call until half of the frames the
+//! kernel held then have completed (a veth completes a frame when the
+//! receiver has taken it). DPDK's AF_XDP PMD instead retries while the
+//! call fails with EAGAIN or EBUSY, reclaiming completions in between.
 
 use super::mmap::Umem;
 use super::ring::{ConsRing, ProdRing};
-use super::socket::{kick_tx, statistics};
+use super::socket::{kick_tx, statistics, Kick};
 use crate::{PortError, TxQueue};
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -18,6 +29,10 @@ use std::time::{Duration, Instant};
 /// driver would choke on them); they count as refused, as AF_PACKET's
 /// kernel refuses them.
 const MIN_FRAME_LEN: usize = 14;
+
+/// Longest a flush waits for completions after a drop before it calls the
+/// kernel again anyway.
+const BACKOFF_MAX: Duration = Duration::from_millis(1);
 
 pub struct XskTx {
     fd: Arc<OwnedFd>,
@@ -50,6 +65,10 @@ pub struct XskTx {
     frame_count: usize,
     /// Refused frames not yet reported by `drain`.
     refused: u64,
+    /// After the device dropped a frame: no system call until `completed`
+    /// reaches this (see the module comment), or until the instant, in
+    /// case some of the frames never complete (rejected descriptors).
+    backoff: Option<(u64, Instant)>,
 }
 
 impl XskTx {
@@ -87,6 +106,7 @@ impl XskTx {
             written_off: 0,
             written_off_frames: Vec::new(),
             refused: 0,
+            backoff: None,
         }
     }
 
@@ -202,10 +222,26 @@ impl TxQueue for XskTx {
         // or the kernel makes no progress (device busy: the next flush
         // retries). A zero-copy driver clears the flag while its NAPI loop
         // is polling the ring: then no system call is needed at all.
+        if let Some((target, until)) = self.backoff {
+            self.reclaim();
+            if self.completed < target && Instant::now() < until {
+                return Ok(()); // the device is still busy with what it held when it dropped one
+            }
+            self.backoff = None;
+        }
         let mut pending = self.tx.pending();
         while pending > 0 && self.tx.needs_wakeup() {
-            kick_tx(&self.fd, &self.ifname)?;
+            let kick = kick_tx(&self.fd, &self.ifname)?;
             let now = self.tx.pending();
+            if kick == Kick::Dropped {
+                // Frames in the kernel's hands, past the TX ring: only
+                // those complete without another call.
+                let held = self.live().saturating_sub(now as u64);
+                if held > 1 {
+                    self.backoff = Some((self.completed + held / 2, Instant::now() + BACKOFF_MAX));
+                }
+                break;
+            }
             if now >= pending {
                 break; // no progress: the device is busy, or a zero-copy driver sends asynchronously
             }
