@@ -15,7 +15,7 @@ use linerate_port::af_xdp::{AfXdpOptions, AfXdpPort};
 use linerate_port::Port;
 use linerate_results::Placement;
 use linerate_wire::{Encap, IpVersion, MacAddr, VlanTag};
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 /// The test frames' layout: IP version and 802.1Q tag (`PortArgs` flattens
@@ -384,6 +384,9 @@ fn open_xdp(a: &PortName, b: &PortName, opts: &AfPacketOptions) -> Result<Ports>
     Ok((port_a, port_b, "xdp"))
 }
 
+/// Port `side`'s emulated host from `--ip-X`, `--gw-X` and `--gw-mac-X`:
+/// addresses of the test frames' IP version (IPv6 with `--ipv6`), the
+/// gateway on the host's subnet (IPv4) or prefix (IPv6).
 fn host_config(
     side: &str,
     ip: &Option<String>,
@@ -391,34 +394,38 @@ fn host_config(
     gw_mac: &Option<String>,
     encap: &Encap,
 ) -> Result<HostConfig> {
-    if encap.ip == IpVersion::V6 {
-        return host_config_v6(side, ip, gw, gw_mac, encap);
-    }
+    let v6 = encap.ip == IpVersion::V6;
+    let (version, example, net, bits, set) = if v6 {
+        ("IPv6", "2001:2::2/64", "prefix", 128u32, " (--ipv6 is set)")
+    } else {
+        ("IPv4", "198.18.0.2/24", "subnet", 32u32, "")
+    };
     let ip = ip.as_deref().ok_or_else(|| {
-        anyhow!(
-            "--ip-{side} is missing: give port {side}'s address as ADDR/LEN, e.g. 198.18.0.2/24"
-        )
+        anyhow!("--ip-{side} is missing: give port {side}'s {version} address as ADDR/LEN, e.g. {example}")
     })?;
     let gw = gw.as_deref().ok_or_else(|| {
-        anyhow!("--gw-{side} is missing: give the DUT's address on port {side}'s subnet")
+        anyhow!("--gw-{side} is missing: give the DUT's {version} address on port {side}'s {net}")
     })?;
     let (addr, len) = ip.split_once('/').ok_or_else(|| {
-        anyhow!("--ip-{side} '{ip}' has no prefix length: write it as ADDR/LEN, e.g. 198.18.0.2/24")
+        anyhow!("--ip-{side} '{ip}' has no prefix length: write it as ADDR/LEN, e.g. {example}")
     })?;
-    let addr: Ipv4Addr = addr
-        .parse()
-        .map_err(|_| anyhow!("--ip-{side} '{ip}': '{addr}' is not an IPv4 address"))?;
+    let of_version = |text: &str| text.parse::<IpAddr>().ok().filter(|a| a.is_ipv6() == v6);
+    let addr = of_version(addr)
+        .ok_or_else(|| anyhow!("--ip-{side} '{ip}': '{addr}' is not an {version} address{set}"))?;
     let len: u8 = len
         .parse()
         .ok()
-        .filter(|l| (1..=32).contains(l))
-        .ok_or_else(|| anyhow!("--ip-{side} '{ip}': prefix length must be 1..32"))?;
-    let gateway: Ipv4Addr = gw
-        .parse()
-        .map_err(|_| anyhow!("--gw-{side} '{gw}' is not an IPv4 address"))?;
-    let mask = u32::MAX << (32 - len as u32);
-    if u32::from(addr) & mask != u32::from(gateway) & mask {
-        bail!("--gw-{side} {gateway} is not in port {side}'s subnet {ip}: the gateway must be reachable without routing");
+        .filter(|&l| (1..=bits).contains(&u32::from(l)))
+        .ok_or_else(|| anyhow!("--ip-{side} '{ip}': prefix length must be 1..{bits}"))?;
+    let gateway = of_version(gw)
+        .ok_or_else(|| anyhow!("--gw-{side} '{gw}' is not an {version} address{set}"))?;
+    let as_bits = |a: IpAddr| match a {
+        IpAddr::V4(a) => u128::from(u32::from(a)),
+        IpAddr::V6(a) => u128::from(a),
+    };
+    let mask = u128::MAX << (bits - u32::from(len));
+    if as_bits(addr) & mask != as_bits(gateway) & mask {
+        bail!("--gw-{side} {gateway} is not in port {side}'s {net} {ip}: the gateway must be reachable without routing");
     }
     if addr == gateway {
         bail!("--ip-{side} and --gw-{side} are both {addr}: the gateway is the DUT's address, not the tester's");
@@ -430,72 +437,33 @@ fn host_config(
                 .with_context(|| format!("--gw-mac-{side}"))
         })
         .transpose()?;
-    Ok(HostConfig {
-        ip: addr,
-        prefix_len: len,
-        gateway,
-        gateway_mac,
-        also_answers: None,
-        ipv6: None,
-        vlan: encap.vlan,
-    })
-}
-
-/// An IPv6 host (`--ipv6`): `--ip-X` is ADDR/LEN and `--gw-X` an IPv6
-/// address on the same prefix.
-fn host_config_v6(
-    side: &str,
-    ip: &Option<String>,
-    gw: &Option<String>,
-    gw_mac: &Option<String>,
-    encap: &Encap,
-) -> Result<HostConfig> {
-    let ip = ip.as_deref().ok_or_else(|| {
-        anyhow!("--ip-{side} is missing: give port {side}'s IPv6 address as ADDR/LEN, e.g. 2001:2::2/64")
-    })?;
-    let gw = gw.as_deref().ok_or_else(|| {
-        anyhow!("--gw-{side} is missing: give the DUT's IPv6 address on port {side}'s prefix")
-    })?;
-    let (addr, len) = ip.split_once('/').ok_or_else(|| {
-        anyhow!("--ip-{side} '{ip}' has no prefix length: write it as ADDR/LEN, e.g. 2001:2::2/64")
-    })?;
-    let addr: Ipv6Addr = addr.parse().map_err(|_| {
-        anyhow!("--ip-{side} '{ip}': '{addr}' is not an IPv6 address (--ipv6 is set)")
-    })?;
-    let len: u8 = len
-        .parse()
-        .ok()
-        .filter(|l| (1..=128).contains(l))
-        .ok_or_else(|| anyhow!("--ip-{side} '{ip}': prefix length must be 1..128"))?;
-    let gateway: Ipv6Addr = gw
-        .parse()
-        .map_err(|_| anyhow!("--gw-{side} '{gw}' is not an IPv6 address (--ipv6 is set)"))?;
-    let mask = u128::MAX << (128 - len as u32);
-    if u128::from(addr) & mask != u128::from(gateway) & mask {
-        bail!("--gw-{side} {gateway} is not in port {side}'s prefix {ip}: the gateway must be reachable without routing");
-    }
-    if addr == gateway {
-        bail!("--ip-{side} and --gw-{side} are both {addr}: the gateway is the DUT's address, not the tester's");
-    }
-    let gateway_mac = gw_mac
-        .as_deref()
-        .map(|m| {
-            m.parse::<MacAddr>()
-                .with_context(|| format!("--gw-mac-{side}"))
-        })
-        .transpose()?;
-    Ok(HostConfig {
+    let host = HostConfig {
         ip: Ipv4Addr::UNSPECIFIED,
         prefix_len: 0,
         gateway: Ipv4Addr::UNSPECIFIED,
         gateway_mac,
         also_answers: None,
-        ipv6: Some(Ipv6Host {
-            ip: addr,
+        ipv6: None,
+        vlan: encap.vlan,
+    };
+    Ok(match (addr, gateway) {
+        (IpAddr::V4(ip), IpAddr::V4(gateway)) => HostConfig {
+            ip,
             prefix_len: len,
             gateway,
-        }),
-        vlan: encap.vlan,
+            ..host
+        },
+        (IpAddr::V6(ip), IpAddr::V6(gateway)) => HostConfig {
+            ipv6: Some(Ipv6Host {
+                ip,
+                prefix_len: len,
+                gateway,
+            }),
+            ..host
+        },
+        _ => bail!(
+            "--ip-{side} and --gw-{side} are of different IP versions: give both as {version}"
+        ),
     })
 }
 
