@@ -102,45 +102,36 @@ fn drop_from_counts_intended_drops_and_leaks_against_the_dut_counters() {
         );
         assert!(!run.stdout.contains("came through"), "{}", run.dump());
     }
-    // A source range would overwrite the drop class's mark: refused.
-    let run = linerate(&[
-        "trial",
-        "--lab",
-        "--lab-name",
-        &lab,
-        "--drop-from",
-        DROP_SOURCE,
-        "--range",
-        "src-ip=198.18.0.2..198.18.0.9",
-        "--frame-size",
-        "64",
-        "--rate",
-        "1000fps",
-        "--duration",
-        "1s",
-        "--no-db",
-    ]);
-    assert_bad_input(&run);
-    assert!(run.stderr.contains("--range src-ip"), "{}", run.dump());
-    // A source of the other IP version: refused.
-    let run = linerate(&[
-        "trial",
-        "--lab",
-        "--lab-name",
-        &lab,
-        "--ipv6",
-        "--drop-from",
-        DROP_SOURCE,
-        "--frame-size",
-        "128",
-        "--rate",
-        "1000fps",
-        "--duration",
-        "1s",
-        "--no-db",
-    ]);
-    assert_bad_input(&run);
-    assert!(run.stderr.contains("IP version"), "{}", run.dump());
+    // Refused, one line naming the problem: a source range (it would
+    // overwrite the drop class's mark), a source of the other IP version.
+    for (extra, needle) in [
+        (
+            &["--range", "src-ip=198.18.0.2..198.18.0.9"][..],
+            "--range src-ip",
+        ),
+        (&["--ipv6", "--frame-size", "128"][..], "IP version"),
+    ] {
+        let mut args = vec![
+            "trial",
+            "--lab",
+            "--lab-name",
+            &lab,
+            "--drop-from",
+            DROP_SOURCE,
+            "--rate",
+            "1000fps",
+            "--duration",
+            "1s",
+            "--no-db",
+        ];
+        args.extend_from_slice(extra);
+        if !extra.contains(&"--frame-size") {
+            args.extend_from_slice(&["--frame-size", "64"]);
+        }
+        let run = linerate(&args);
+        assert_bad_input(&run);
+        assert!(run.stderr.contains(needle), "{extra:?}: {}", run.dump());
+    }
     // Both directions at once: refused (the drop class goes A -> B).
     let run = linerate(&[
         "trial",
