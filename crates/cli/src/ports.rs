@@ -114,11 +114,10 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
     let flows = linerate_wire::Flows::parse(&args.ranges)
         .and_then(|f| f.for_encap(encap))
         .context("--range")?;
-    if let Some(d) = args.drop_from {
-        // Checked again by the engine; here, before a lab is touched.
-        if d.is_ipv6() != (encap.ip == IpVersion::V6) {
-            bail!("--drop-from {d} is not of the test frames' IP version ({encap}): give an address of the same version");
-        }
+    if let Some(source) = args.drop_from {
+        // The engine checks again before every trial; here, before a lab is built.
+        let v6 = encap.ip == IpVersion::V6;
+        linerate_engine::check_drop_test(source, v6, args.bidirectional, &flows)?;
     }
     let mut routed = None;
     let (a, host_a, b, mut host_b, lab, placement) = if args.lab || given.is_some() {

@@ -73,6 +73,39 @@ pub enum EngineError {
     Thread(String),
 }
 
+/// Refuses what a drop test from `source` cannot be combined with: test
+/// frames of the other IP version (`test_v6`), both directions at once
+/// (the dropped class goes A -> B), a source-address flow range (it would
+/// overwrite the mark). The one rule, checked by the CLI before it builds
+/// a lab and by the engine before every trial.
+pub fn check_drop_test(
+    source: std::net::IpAddr,
+    test_v6: bool,
+    bidirectional: bool,
+    flows: &linerate_wire::Flows,
+) -> Result<(), EngineError> {
+    if source.is_ipv6() != test_v6 {
+        return Err(EngineError::DropTestFamily(source));
+    }
+    if bidirectional {
+        return Err(EngineError::DropTestBidirectional);
+    }
+    if flows.range(linerate_wire::flows::Field::SrcIp).is_some() {
+        return Err(EngineError::DropTestSourceRange);
+    }
+    Ok(())
+}
+
+/// Frames of traffic class `class` among those of generator threads that
+/// each sent (or were to send) `per_thread[k]` frames of `frames`, every
+/// thread from frame 0 of its own sequence.
+fn frames_of_class(frames: &FrameSet, per_thread: &[u64], class: u8) -> u64 {
+    per_thread
+        .iter()
+        .map(|&n| frames.frames_of_class(n, class))
+        .sum()
+}
+
 /// In a drop test, once every legitimate frame is in, the straggler wait
 /// ends after this long without a frame arriving: frames the DUT leaks
 /// from the dropped class come within it (they travel with the rest), and
@@ -203,9 +236,13 @@ impl Engine {
         &self.cfg
     }
 
-    /// Makes the trials drop tests (see [`EngineConfig::drop_from`]).
-    pub fn set_drop_from(&mut self, source: Option<std::net::IpAddr>) {
-        self.cfg.drop_from = source;
+    /// Makes the trials drop tests (see [`EngineConfig::drop_from`]),
+    /// refusing what a drop test cannot be combined with.
+    pub fn set_drop_from(&mut self, source: std::net::IpAddr) -> Result<(), EngineError> {
+        let v6 = self.a.host.test_ip().is_ipv6();
+        check_drop_test(source, v6, self.cfg.bidirectional, &self.cfg.flows)?;
+        self.cfg.drop_from = Some(source);
+        Ok(())
     }
 
     /// The layout of the test frames (IP version, VLAN tag), from port A's host.
@@ -333,20 +370,13 @@ impl Engine {
         }
         // A drop test's second class is counted as streams of its own.
         let drop_from = self.cfg.drop_from.filter(|_| spec.is_some());
-        if drop_from.is_some() && self.cfg.bidirectional {
-            return Err(EngineError::DropTestBidirectional);
-        }
-        if let Some(d) = drop_from.filter(|d| d.is_ipv6() != self.a.host.test_ip().is_ipv6()) {
-            return Err(EngineError::DropTestFamily(d));
-        }
-        if drop_from.is_some()
-            && self
-                .cfg
-                .flows
-                .range(linerate_wire::flows::Field::SrcIp)
-                .is_some()
-        {
-            return Err(EngineError::DropTestSourceRange);
+        if let Some(source) = drop_from {
+            check_drop_test(
+                source,
+                self.a.host.test_ip().is_ipv6(),
+                self.cfg.bidirectional,
+                &self.cfg.flows,
+            )?;
         }
         let classes: u16 = if drop_from.is_some() { 2 } else { 1 };
         let rx_max = self.b.port.rx.max_streams();
@@ -581,11 +611,7 @@ impl Engine {
 
             // Stragglers: wait until every sent frame arrived, or the wait is over.
             // A drop test's second class is not expected back.
-            let expected_b: u64 = sent
-                .per_thread
-                .iter()
-                .map(|&n| frames_ab.frames_of_class(n, 0))
-                .sum();
+            let expected_b = frames_of_class(&frames_ab, &sent.per_thread, 0);
             let all_in = || {
                 signals_b.received.load(Ordering::Acquire) >= expected_b
                     && sent_rev
@@ -720,20 +746,17 @@ fn summarize(
     // of the schedule; stream k counts class 0, stream threads + k class 1.
     let threads = sent.per_thread.len().max(1);
     let total = Pacer::new(spec.intended_fps, spec.duration).total();
-    let of_class = |class: u8, frames_per_thread: &mut dyn Iterator<Item = u64>| -> u64 {
-        frames_per_thread
-            .map(|n| frames.frames_of_class(n, class))
-            .sum()
-    };
-    let shares = || (0..threads as u16).map(|k| xdp::share(total, threads as u16, k));
-    let intended_frames = of_class(0, &mut shares());
-    let tx_frames = of_class(0, &mut sent.per_thread.iter().copied());
+    let shares: Vec<u64> = (0..threads as u16)
+        .map(|k| xdp::share(total, threads as u16, k))
+        .collect();
+    let intended_frames = frames_of_class(frames, &shares, 0);
+    let tx_frames = frames_of_class(frames, &sent.per_thread, 0);
     let mut legit = StreamStats::default();
     for s in counted.streams.iter().take(threads) {
         legit.merge(s);
     }
     let policy_drops = (frames.classes() > 1).then(|| linerate_results::PolicyDrops {
-        tx_frames: of_class(1, &mut sent.per_thread.iter().copied()),
+        tx_frames: frames_of_class(frames, &sent.per_thread, 1),
         leaked_frames: counted
             .streams
             .iter()

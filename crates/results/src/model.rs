@@ -153,6 +153,20 @@ pub struct PolicyDrops {
     pub leaked_frames: u64,
 }
 
+impl PolicyDrops {
+    /// The drop classes of several trials added up; None when none of them
+    /// was a drop test.
+    pub fn sum<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) -> Option<PolicyDrops> {
+        trials
+            .into_iter()
+            .filter_map(|t| t.policy_drops)
+            .reduce(|a, b| PolicyDrops {
+                tx_frames: a.tx_frames + b.tx_frames,
+                leaked_frames: a.leaked_frames + b.leaked_frames,
+            })
+    }
+}
+
 /// DUT CPU load, as the Cisco report shows it beside each rate.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct DutCpu {

@@ -236,17 +236,12 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
     if let Some(s) = &report.scenario {
         let _ = writeln!(out, "Scenario {}: {}.", s.spec, s.data_path);
     }
-    let drops = results
-        .iter()
-        .flat_map(|r| &r.trials)
-        .filter_map(|t| t.policy_drops);
-    let (sent, leaked) = drops.fold((0, 0), |(s, l), p| (s + p.tx_frames, l + p.leaked_frames));
-    if sent > 0 {
+    if let Some(p) = crate::PolicyDrops::sum(results.iter().flat_map(|r| &r.trials)) {
         let _ = writeln!(
             out,
             "Drop test: every other frame was of the drop class ({} sent to be dropped by policy, {} leaked through); rates count both classes offered, loss only the legitimate one.",
-            thousands(sent),
-            thousands(leaked)
+            thousands(p.tx_frames),
+            thousands(p.leaked_frames)
         );
     }
     if let Some(source) = &report.dut_cpu_source {

@@ -165,13 +165,10 @@ pub(crate) fn prepare(
     }
     let mut bed = ports::open_with(ports_args, max_frame_len, Some(lab))?;
     if let Some(source) = applied.drop_from().map(std::net::IpAddr::V4) {
-        if ports_args.bidirectional {
-            anyhow::bail!("--scenario drop-test sends from port A only: leave out --bidirectional");
-        }
         if ports_args.drop_from.is_some_and(|d| d != source) {
             anyhow::bail!("--scenario drop-test drops frames from {source}: leave out --drop-from");
         }
-        bed.engine.set_drop_from(Some(source));
+        bed.engine.set_drop_from(source)?;
     }
     Ok((applied, bed))
 }

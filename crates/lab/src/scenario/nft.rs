@@ -107,12 +107,7 @@ pub(crate) fn drop_ruleset(source: Ipv4Addr) -> String {
 pub(crate) fn drop_from(ns: &str, source: Ipv4Addr) -> Result<String, LabError> {
     load(ns, "drop.nft", &drop_ruleset(source))?;
     let rules = chain_rules(ns, DROP_TABLE)?;
-    let drops = rules.iter().any(|r| {
-        r["expr"]
-            .as_array()
-            .is_some_and(|e| e.iter().any(|x| x.get("drop").is_some()))
-    });
-    if rules.len() != 1 || !drops {
+    if rules.len() != 1 || !has_statement(&rules[0], "drop") {
         return Err(not_in_effect(format!(
             "nft lists {} rules in table ip {DROP_TABLE}, not the one drop rule loaded",
             rules.len()
@@ -136,12 +131,7 @@ pub(crate) fn masquerade(ns: &str) -> Result<String, LabError> {
     );
     load(ns, "nat.nft", &text)?;
     let rules = chain_rules(ns, NAT_TABLE)?;
-    let has_masquerade = rules.iter().any(|r| {
-        r["expr"]
-            .as_array()
-            .is_some_and(|e| e.iter().any(|x| x.get("masquerade").is_some()))
-    });
-    if !has_masquerade {
+    if !rules.iter().any(|r| has_statement(r, "masquerade")) {
         return Err(not_in_effect(format!(
             "no masquerade rule in table ip {NAT_TABLE} after loading it"
         )));
@@ -200,6 +190,13 @@ impl<'a> Translation<'a> {
             reply_dport: dport.get(1)?,
         })
     }
+}
+
+/// Whether an `nft -j` rule holds a statement of this kind ("drop", "masquerade").
+fn has_statement(rule: &Value, kind: &str) -> bool {
+    rule["expr"]
+        .as_array()
+        .is_some_and(|e| e.iter().any(|x| x.get(kind).is_some()))
 }
 
 fn counter_packets(rule: &Value) -> Option<u64> {

@@ -89,15 +89,13 @@ pub fn frame_loss_table(report: &FrameLossReport) -> String {
                 let _ = writeln!(out, "    seen: {check}");
             }
         }
-        let drops = s.points.iter().filter_map(|p| p.trial.policy_drops);
-        let (sent, leaked) = drops.fold((0, 0), |(d, l), p| (d + p.tx_frames, l + p.leaked_frames));
-        if sent > 0 {
+        if let Some(p) = crate::PolicyDrops::sum(s.points.iter().map(|p| &p.trial)) {
             let _ = writeln!(
                 out,
                 "  {}: drop test: % counts only the frames not supposed to be dropped; {} frames were sent to be dropped by policy, {} of them leaked through",
                 s.label,
-                crate::report::thousands(sent),
-                crate::report::thousands(leaked)
+                crate::report::thousands(p.tx_frames),
+                crate::report::thousands(p.leaked_frames)
             );
         }
     }
