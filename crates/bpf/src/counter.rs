@@ -21,7 +21,7 @@ const SUB: u64 = 1 << SUB_BITS;
 /// Histogram buckets per stream (`LR_BUCKETS`).
 pub const BUCKETS: usize = ((32 - SUB_BITS + 1) as usize) << SUB_BITS;
 /// Fields of `struct stream_state` before the histogram.
-const HEADER_WORDS: usize = 7;
+const HEADER_WORDS: usize = 8;
 
 /// Mirrors `struct count_config`.
 #[repr(C)]
@@ -32,7 +32,7 @@ struct CountConfig {
     udp_port: u16,
     pad: u16,
     generation: u32,
-    pad2: u32,
+    lat_mask: u32,
 }
 const _: () = assert!(std::mem::size_of::<CountConfig>() == 16);
 
@@ -45,6 +45,10 @@ pub struct KernelStream {
     pub latency_sum_ns: u64,
     pub latency_min_ns: u64,
     pub latency_max_ns: u64,
+    /// Frames whose latency was measured (all distinct frames, or each
+    /// stream's every n-th: see [`XdpCounter::start_trial`]); the sum,
+    /// extremes and histogram are theirs.
+    pub latency_count: u64,
     /// [`BUCKETS`] counts; bucket `i` holds values in [`bucket_range`]`(i)`.
     pub histogram: Vec<u64>,
 }
@@ -79,6 +83,7 @@ pub struct XdpCounter {
     generation: u32,
     stray_at_start: u64,
     streams_in_trial: u16,
+    lat_mask: u32,
 }
 
 impl XdpCounter {
@@ -103,6 +108,7 @@ impl XdpCounter {
             generation: 0,
             stray_at_start: 0,
             streams_in_trial: 0,
+            lat_mask: 0,
         })
     }
 
@@ -132,7 +138,20 @@ impl XdpCounter {
 
     /// Starts counting streams `first .. first + count` (wrapping) carried
     /// to UDP port `udp_port`; frames of other streams count as stray.
-    pub fn start_trial(&mut self, first: u16, count: u16, udp_port: u16) -> Result<(), BpfError> {
+    /// Latency is measured on the frames whose sequence number is a
+    /// multiple of `latency_every` (a power of two; 1: every frame).
+    pub fn start_trial(
+        &mut self,
+        first: u16,
+        count: u16,
+        udp_port: u16,
+        latency_every: u32,
+    ) -> Result<(), BpfError> {
+        assert!(
+            latency_every.is_power_of_two(),
+            "latency_every {latency_every} is a power of two"
+        );
+        self.lat_mask = latency_every - 1;
         let count = count.min(self.max_streams);
         let map_err = |source| BpfError::Map {
             what: "preparing the XDP counter for a trial",
@@ -175,6 +194,7 @@ impl XdpCounter {
                 latency_sum_ns: w[4],
                 latency_min_ns: w[5],
                 latency_max_ns: w[6],
+                latency_count: w[7],
                 histogram: w[HEADER_WORDS..].to_vec(),
             });
         }
@@ -189,7 +209,7 @@ impl XdpCounter {
             udp_port,
             pad: 0,
             generation: self.generation,
-            pad2: 0,
+            lat_mask: self.lat_mask,
         };
         self.map("count_config")
             .update(&0u32.to_ne_bytes(), as_bytes(&cfg), MapFlags::ANY)

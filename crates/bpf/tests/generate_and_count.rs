@@ -136,14 +136,22 @@ fn every_generated_frame_is_counted_once() {
         let mut counter = XdpCounter::load(4).expect("load counter");
         counter.attach(ifindex("x1"), "x1").expect("attach counter");
         let mut generator = XdpGenerator::load().expect("load generator");
-        for (size, frames, fps) in [(64u16, 200_000u64, 1e6), (1518, 50_000, 2e5)] {
+        // The last trial samples latency on every 8th frame: seq 0, 8, ..
+        // 100 000 of 100 001 frames, 12 501 of them.
+        for (size, frames, fps, every, sampled) in [
+            (64u16, 200_000u64, 1e6, 1u32, 200_000u64),
+            (1518, 50_000, 2e5, 1, 50_000),
+            (64, 100_001, 1e6, 8, 12_501),
+        ] {
             let flows = linerate_wire::Flows::default();
             let set = FrameSet::single(FrameTemplate::new(
                 &flow(),
                 FrameSize::from_frame(size as u64).unwrap(),
             ));
-            let stream = size; // any id; a fresh one per trial
-            counter.start_trial(stream, 1, DEFAULT_UDP_PORT).unwrap();
+            let stream = size + every as u16; // any id; a fresh one per trial
+            counter
+                .start_trial(stream, 1, DEFAULT_UDP_PORT, every)
+                .unwrap();
             generator
                 .configure(&GenTrial {
                     frames: &set,
@@ -173,8 +181,11 @@ fn every_generated_frame_is_counted_once() {
             let s = &streams[0];
             assert_eq!(s.received, frames, "{size} B: every frame counted");
             assert_eq!((s.duplicated, s.reordered, stray), (0, 0, 0), "{size} B");
-            assert_eq!(s.histogram.iter().sum::<u64>(), frames);
+            assert_eq!(s.latency_count, sampled, "{size} B, every {every}");
+            assert_eq!(s.histogram.iter().sum::<u64>(), sampled);
             assert!(s.latency_min_ns <= s.latency_max_ns);
+            assert!(s.latency_sum_ns >= s.latency_min_ns * sampled);
+            assert!(s.latency_sum_ns <= s.latency_max_ns * sampled);
         }
     };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
@@ -206,7 +217,7 @@ fn two_generators_send_two_exact_streams() {
             FrameSize::from_frame(64).unwrap(),
         ));
         let (first, shares) = (40u16, [50_001u64, 50_000]);
-        counter.start_trial(first, 2, DEFAULT_UDP_PORT).unwrap();
+        counter.start_trial(first, 2, DEFAULT_UDP_PORT, 1).unwrap();
         let mut generators: Vec<XdpGenerator> = (0..2)
             .map(|_| XdpGenerator::load().expect("load generator"))
             .collect();

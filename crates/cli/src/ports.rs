@@ -7,7 +7,7 @@ use linerate_bpf::generator::MAX_FRAME_LEN as XDP_MAX_FRAME_LEN;
 use linerate_engine::backend::{QueueRx, QueueTx};
 use linerate_engine::host::Ipv6Host;
 use linerate_engine::xdp::{XdpReceiver, XdpTransmitter};
-use linerate_engine::{Engine, EngineConfig, HostConfig, TesterPort};
+use linerate_engine::{Engine, EngineConfig, HostConfig, LatencySampling, TesterPort};
 use linerate_lab::layout::{RoutedLayout, LAB_IPV6, LAB_IPV6_PREFIX};
 use linerate_lab::Lab;
 use linerate_port::af_packet::{AfPacketOptions, AfPacketPort};
@@ -217,8 +217,15 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
             .unwrap_or_default(),
         name: engine_name.into(),
         tx_threads: args.tx_threads,
+        latency_sampling: args.latency_every,
         ..EngineConfig::default()
     };
+    if args.latency_every != LatencySampling::Auto && engine_name != "xdp" {
+        eprintln!(
+            "linerate: note: --latency-every {} applies to the xdp engine; the {engine_name} engine measures every frame's latency",
+            args.latency_every
+        );
+    }
     if let Some(note) = cfg.tx_placement_note() {
         eprintln!("linerate: note: {note}");
     }

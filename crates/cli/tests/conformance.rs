@@ -28,6 +28,40 @@ fn back_to_back_is_exact(engine: &str, frame: &str, fps: u64) {
         u(l, "min") > 0 && u(l, "max") < 1_000_000_000,
         "{engine}: latency {l}"
     );
+    // Below a million frames/s every engine measures every frame.
+    assert_eq!((u(l, "samples"), u(l, "every")), (fps, 1), "{engine}: {l}");
+}
+
+/// The xdp engine measures latency on a sample when told to (or above a
+/// million frames/s): every frame still counted, exactly the frames whose
+/// sequence number is a multiple of the interval measured.
+#[test]
+fn xdp_samples_latency_and_still_counts_every_frame() {
+    if !root_or_skip("xdp_samples_latency_and_still_counts_every_frame") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("cxs", 1500);
+    let extra = ["--engine", "xdp", "--frame-size", "64", "--latency-every"];
+    let (run, t) = b2b_trial(&ns, &[&extra[..], &["8"]].concat(), 50_000);
+    assert_exact(&t, 50_000);
+    let l = &t["latency_ns"];
+    // Sequence numbers 0, 8, .. 49 992 of 0 .. 49 999.
+    assert_eq!((u(l, "samples"), u(l, "every")), (6_250, 8), "{l}");
+    assert!(u(l, "min") > 0 && u(l, "min") <= u(l, "max"), "{l}");
+    assert!(
+        run.stdout
+            .contains("measured on every 8th frame of each stream (6,250 frames"),
+        "{}",
+        run.dump()
+    );
+    // auto at 1.5 Mpps intended: every 2nd frame, whatever arrives.
+    let auto = [&extra[..], &["auto", "--loss", "99"]].concat();
+    let (_, t) = b2b_trial(&ns, &auto, 1_500_000);
+    let l = &t["latency_ns"];
+    assert_eq!(u(l, "every"), 2, "{l}");
+    let samples = u(l, "samples");
+    assert!(samples > 0 && samples <= u(&t, "rx_frames"), "{t}");
+    assert!(samples <= u(&t, "tx_frames").div_ceil(2), "{t}");
 }
 
 /// The lab router with an nftables rule dropping every 100th forwarded

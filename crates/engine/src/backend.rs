@@ -96,6 +96,11 @@ pub trait Receiver: Send {
     }
     /// Largest frame (without FCS) this receiver takes.
     fn max_frame_len(&self) -> usize;
+    /// Whether it measures latency on a sample of the frames when the
+    /// trial's [`StreamRange::latency_every`] says so (else on every frame).
+    fn samples_latency(&self) -> bool {
+        false
+    }
 }
 
 /// The user-space generator over a socket's transmit queue.

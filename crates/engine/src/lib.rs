@@ -9,6 +9,7 @@ pub mod capture;
 pub mod cpu;
 pub mod generator;
 pub mod host;
+pub mod latency_sampling;
 pub mod pacer;
 pub mod receiver;
 pub mod stats;
@@ -16,6 +17,7 @@ pub mod xdp;
 
 pub use backend::{Clock, Receiver, SendJob, TesterPort, Transmitter};
 pub use host::HostConfig;
+pub use latency_sampling::LatencySampling;
 use linerate_port::{PortError, PortInfo};
 use linerate_results::{TrialResult, TrialSpec};
 use linerate_wire::template::DEFAULT_UDP_PORT;
@@ -138,6 +140,9 @@ pub struct EngineConfig {
     /// counted apart (as streams of their own) and reported as intended
     /// drops, not loss.
     pub drop_from: Option<std::net::IpAddr>,
+    /// Which frames latency is measured on, for receivers that sample
+    /// (the xdp engine's counter; see [`latency_sampling`]).
+    pub latency_sampling: LatencySampling,
 }
 
 impl EngineConfig {
@@ -187,6 +192,7 @@ impl Default for EngineConfig {
             flows: linerate_wire::Flows::default(),
             bidirectional: false,
             drop_from: None,
+            latency_sampling: LatencySampling::Auto,
         }
     }
 }
@@ -397,19 +403,30 @@ impl Engine {
         } else {
             DEFAULT_UDP_PORT
         };
+        // Latency sampling follows the rate each receiving port takes.
+        let bidir = self.cfg.bidirectional && spec.is_some();
+        let port_fps = spec.map_or(0.0, |s| s.intended_fps / if bidir { 2.0 } else { 1.0 });
+        let latency_every = |rx: &dyn Receiver| {
+            if rx.samples_latency() {
+                self.cfg.latency_sampling.every(port_fps)
+            } else {
+                1
+            }
+        };
         let range = StreamRange {
             first: self.next_stream,
             count: threads * classes,
             udp_port,
+            latency_every: latency_every(&*self.b.port.rx),
         };
         self.next_stream = self.next_stream.wrapping_add(range.count);
         // Both directions at once: B sends streams of its own, counted at A.
-        let bidir = self.cfg.bidirectional && spec.is_some();
         let range_rev = if bidir {
             let r = StreamRange {
                 first: self.next_stream,
                 count: threads,
                 udp_port: DEFAULT_UDP_PORT,
+                latency_every: latency_every(&*self.a.port.rx),
             };
             self.next_stream = self.next_stream.wrapping_add(threads);
             r
@@ -686,11 +703,16 @@ fn join(
 fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult) -> TrialResult {
     let latency_ns = match (ab.latency_ns, ba.latency_ns) {
         (Some(x), Some(y)) => {
-            let (wx, wy) = (ab.rx_frames as u128, ba.rx_frames as u128);
+            let (wx, wy) = (
+                x.weight(ab.rx_frames) as u128,
+                y.weight(ba.rx_frames) as u128,
+            );
             let avg = (x.avg as u128 * wx + y.avg as u128 * wy)
                 .checked_div(wx + wy)
                 .unwrap_or(0) as u64;
             Some(linerate_results::LatencySummary {
+                samples: x.samples + y.samples,
+                every: x.every.max(y.every),
                 min: x.min.min(y.min),
                 avg,
                 max: x.max.max(y.max),
@@ -792,7 +814,7 @@ fn summarize(
         },
         reordered: legit.reordered(),
         duplicated: legit.duplicated(),
-        latency_ns: legit.latency(),
+        latency_ns: legit.latency(counted.latency_every),
         generator_short: sent.frames < total,
         generator_max_stall_ns: Some(sent.max_stall.as_nanos() as u64),
         tester_rx_drops: counted.ring_drops,

@@ -27,6 +27,11 @@ pub struct StreamRange {
     /// [`ANY_PORT`](linerate_wire::classify::ANY_PORT) when it varies per
     /// frame (a dst-port flow range).
     pub udp_port: u16,
+    /// Measure latency on the frames whose sequence number is a multiple
+    /// of this (a power of two; 1: every frame). Only receivers whose
+    /// [`samples_latency`](crate::Receiver::samples_latency) is true act on
+    /// it; the engine gives the others 1.
+    pub latency_every: u32,
 }
 
 impl StreamRange {
@@ -60,6 +65,8 @@ pub struct Counted {
     pub stray: u64,
     /// Frames the port's own receive ring dropped: the tester's loss.
     pub ring_drops: u64,
+    /// Latency was measured on every n-th frame of each stream.
+    pub latency_every: u32,
 }
 
 /// Runs until `signals.stop` is set. `counted_elsewhere` says how many
@@ -140,5 +147,6 @@ pub fn receive<R: RxQueue>(
         streams,
         stray,
         ring_drops: rx.take_drops()?,
+        latency_every: 1,
     })
 }

@@ -150,15 +150,19 @@ impl StreamStats {
             .expect("histograms of equal bounds");
     }
 
-    /// Latency summary of the distinct frames, None if nothing arrived.
-    pub fn latency(&self) -> Option<LatencySummary> {
-        if self.received == 0 {
+    /// Latency summary of the distinct frames whose latency was measured,
+    /// None if there are none. `every` is what the summary says it was
+    /// measured on (every n-th frame of each stream).
+    pub fn latency(&self, every: u32) -> Option<LatencySummary> {
+        let h = &self.latency;
+        if h.is_empty() {
             return None;
         }
-        let h = &self.latency;
         Some(LatencySummary {
+            samples: h.len(),
+            every,
             min: h.min(),
-            avg: (self.latency_sum / self.received as u128) as u64,
+            avg: (self.latency_sum / h.len() as u128) as u64,
             max: h.max(),
             p50: h.value_at_quantile(0.50),
             p90: h.value_at_quantile(0.90),
@@ -179,7 +183,7 @@ mod tests {
             s.record(seq, 1000);
         }
         assert_eq!((s.received(), s.duplicated(), s.reordered()), (1000, 0, 0));
-        let l = s.latency().unwrap();
+        let l = s.latency(1).unwrap();
         assert_eq!((l.min, l.avg, l.max), (1000, 1000, 1000));
     }
 
@@ -223,7 +227,7 @@ mod tests {
         for seq in 0..1000u32 {
             s.record(seq, (seq as u64 + 1) * 1000);
         }
-        let l = s.latency().unwrap();
+        let l = s.latency(1).unwrap();
         assert_eq!(l.min, 1000);
         assert!(l.max >= 1_000_000 && l.max <= 1_001_000);
         assert!((l.p50 as i64 - 500_000).abs() <= 1000);

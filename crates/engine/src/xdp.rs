@@ -229,8 +229,12 @@ impl<R: RxQueue> Receiver for XdpReceiver<R> {
         range: StreamRange,
         signals: &ReceiverSignals,
     ) -> Result<Counted, EngineError> {
-        self.counter
-            .start_trial(range.first, range.count, range.udp_port)?;
+        self.counter.start_trial(
+            range.first,
+            range.count,
+            range.udp_port,
+            range.latency_every,
+        )?;
         let counter = &self.counter;
         let mut counted = receive(&mut self.control, mac, host, range, signals, || {
             counter.received().unwrap_or(0)
@@ -253,6 +257,7 @@ impl<R: RxQueue> Receiver for XdpReceiver<R> {
             stats.merge(&from_kernel);
         }
         counted.stray += stray;
+        counted.latency_every = range.latency_every;
         Ok(counted)
     }
 
@@ -266,6 +271,10 @@ impl<R: RxQueue> Receiver for XdpReceiver<R> {
 
     fn max_frame_len(&self) -> usize {
         self.max_frame_len
+    }
+
+    fn samples_latency(&self) -> bool {
+        true
     }
 }
 

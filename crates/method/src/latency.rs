@@ -77,11 +77,11 @@ pub fn measure_latency<R: TrialRunner>(
 }
 
 /// Combines trials' summaries: lowest min, highest max, and the other
-/// figures averaged with each trial weighted by its frames received.
+/// figures averaged with each trial weighted by its latency samples.
 pub fn combine(trials: &[TrialResult]) -> Option<LatencySummary> {
     let with: Vec<(&LatencySummary, u64)> = trials
         .iter()
-        .filter_map(|t| t.latency_ns.as_ref().map(|l| (l, t.rx_frames.max(1))))
+        .filter_map(|t| t.latency_ns.as_ref().map(|l| (l, l.weight(t.rx_frames))))
         .collect();
     if with.is_empty() {
         return None;
@@ -92,6 +92,8 @@ pub fn combine(trials: &[TrialResult]) -> Option<LatencySummary> {
         ((sum + weight / 2) / weight) as u64
     };
     Some(LatencySummary {
+        samples: with.iter().map(|(l, _)| l.samples).sum(),
+        every: with.iter().map(|(l, _)| l.every).max().unwrap_or(1),
         min: with.iter().map(|(l, _)| l.min).min().unwrap_or(0),
         max: with.iter().map(|(l, _)| l.max).max().unwrap_or(0),
         avg: mean(|l| l.avg),
@@ -154,6 +156,7 @@ mod tests {
             p90: avg + 10,
             p99: avg + 20,
             p999: avg + 30,
+            ..Default::default()
         }
     }
 

@@ -136,6 +136,7 @@ impl SimulatedDut {
                 p90: 14_000,
                 p99: 20_000,
                 p999: 40_000,
+                ..Default::default()
             }),
             generator_short: tx < intended,
             generator_max_stall_ns: None,

@@ -19,7 +19,7 @@ pub struct TrialSpec {
 
 /// Latency summary in nanoseconds, measured from each frame's scheduled
 /// send time to its arrival at the receiving port.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LatencySummary {
     pub min: u64,
     pub avg: u64,
@@ -28,6 +28,48 @@ pub struct LatencySummary {
     pub p90: u64,
     pub p99: u64,
     pub p999: u64,
+    /// Frames whose latency was measured (0 in records older than this
+    /// field).
+    #[serde(default)]
+    pub samples: u64,
+    /// Latency was measured on every n-th frame of each stream: 1 (every
+    /// frame) but for the xdp engine above a million frames/s at a port,
+    /// where reading the clock for every frame would limit the tester
+    /// (docs/ENGINES.md, "Latency sampling").
+    #[serde(default = "every_frame")]
+    pub every: u32,
+}
+
+fn every_frame() -> u32 {
+    1
+}
+
+impl LatencySummary {
+    /// The weight of this summary when means of several are combined: its
+    /// samples, or (records older than the field) the frames received.
+    pub fn weight(&self, rx_frames: u64) -> u64 {
+        if self.samples > 0 {
+            self.samples
+        } else {
+            rx_frames.max(1)
+        }
+    }
+}
+
+impl Default for LatencySummary {
+    fn default() -> Self {
+        LatencySummary {
+            min: 0,
+            avg: 0,
+            max: 0,
+            p50: 0,
+            p90: 0,
+            p99: 0,
+            p999: 0,
+            samples: 0,
+            every: every_frame(),
+        }
+    }
 }
 
 impl TrialSpec {

@@ -409,6 +409,14 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
                 us(l.p99),
                 us(l.p999)
             );
+            if l.every > 1 {
+                let _ = writeln!(
+                    out,
+                    "              measured on every {}th frame of each stream ({} frames; --latency-every)",
+                    l.every,
+                    thousands(l.samples)
+                );
+            }
         }
         None => out.push_str("  latency     none measured: no frame was received\n"),
     }

@@ -35,6 +35,7 @@ fn trial(size: u16, fps: f64, loss_ratio: f64) -> TrialResult {
             p90: 30_000,
             p99: 60_000,
             p999: 80_000,
+            ..Default::default()
         }),
         generator_short: false,
         generator_max_stall_ns: None,

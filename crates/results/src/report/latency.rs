@@ -150,6 +150,19 @@ pub fn latency_table(report: &LatencyReport) -> String {
     {
         out.push_str("A load with lost frames is above what the device forwards: its latency is not an RFC 2544 latency figure.\n");
     }
+    let every = report
+        .results
+        .iter()
+        .flat_map(|r| &r.points)
+        .filter_map(|p| p.latency_ns.map(|l| l.every))
+        .max()
+        .unwrap_or(1);
+    if every > 1 {
+        let _ = writeln!(
+            out,
+            "Loads above 1 Mpps were measured on a sample, down to every {every}th frame of each stream (xdp engine; --latency-every 1 for all)."
+        );
+    }
     if report.results.iter().any(|r| r.tester_latency_ns.is_some()) {
         out.push_str("tester b2b: the tester's own latency, ports cabled back to back ('linerate calibrate'); the device adds the difference.\n");
     }

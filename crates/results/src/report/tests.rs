@@ -34,6 +34,7 @@ fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialRes
             p90: 20_000,
             p99: 40_350,
             p999: 99_999,
+            ..Default::default()
         }),
         generator_short: short,
         generator_max_stall_ns: None,
