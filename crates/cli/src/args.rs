@@ -132,6 +132,9 @@ pub struct PortArgs {
     /// af_xdp, af_packet, or auto (the fastest that works on these ports).
     #[arg(long, default_value = "auto", value_parser = ["auto", "xdp", "af_xdp", "af_packet"])]
     pub engine: String,
+    /// How port B counts the test frames: kernel (linerate's XDP counter counts and drops them at the port's XDP hook, the cheapest way to receive), socket (every frame goes up to linerate through the engine's own socket; needed for --pcap), or auto (kernel where the counter attaches, else socket).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub receiver: crate::ports::ReceiverChoice,
     /// After sending, wait this long for frames still in flight (RFC 2544: 2 s).
     #[arg(long, default_value = "2s")]
     pub straggler_wait: String,
@@ -333,6 +336,9 @@ pub struct CalibrateArgs {
     /// Engines to calibrate; each that cannot run here is skipped with the reason.
     #[arg(long, value_delimiter = ',', default_value = "xdp,af_xdp,af_packet", value_parser = ["xdp", "af_xdp", "af_packet"])]
     pub engine: Vec<String>,
+    /// How port B counts (see 'trial --help'); ceilings are stored per receiver.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub receiver: crate::ports::ReceiverChoice,
     #[command(flatten)]
     pub frames: FrameArgs,
     /// How long each trial sends.

@@ -190,7 +190,7 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
     };
     let (a_name, b_name) = (a.0.clone(), b.0.clone());
     let ((a, b, engine_name), engine_reason) =
-        open_engine(&args.engine, &a, &b, &opts, args.tx_threads)?;
+        open_engine(&args.engine, &a, &b, &opts, args.tx_threads, args.receiver)?;
 
     let (line_bps, line_speed_source) = match &args.line_speed {
         Some(text) => (
@@ -262,9 +262,32 @@ pub fn check_tx_threads(engine: &str, tx_threads: u16) -> Result<()> {
     Ok(())
 }
 
+/// `--receiver`: how port B counts the test frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReceiverChoice {
+    /// The in-kernel counter where it attaches, else the engine's socket.
+    Auto,
+    /// linerate's XDP counter at port B's XDP hook.
+    Kernel,
+    /// The engine's own socket: every frame up to linerate's receiver.
+    Socket,
+}
+
+impl ReceiverChoice {
+    /// `--pcap` needs the frames in user space: `auto` then means socket.
+    pub fn for_capture(self, capture: bool) -> ReceiverChoice {
+        match self {
+            ReceiverChoice::Auto if capture => ReceiverChoice::Socket,
+            other => other,
+        }
+    }
+}
+
 /// Opens both tester ports with the engine asked for; `auto` takes the
 /// fastest that works on them and says which it took, and why not faster.
-/// Returns the ports, the engine's name and, for `auto`, why it was chosen.
+/// Port B counts as `receiver` says. Returns the ports, the engine's name
+/// and notes on the choices (why `auto` took the engine, how an af_xdp
+/// socket is bound, why the counter did not attach).
 /// With `tx_threads` above 1 only the xdp engine will do.
 pub fn open_engine(
     choice: &str,
@@ -272,96 +295,157 @@ pub fn open_engine(
     b: &PortName,
     opts: &AfPacketOptions,
     tx_threads: u16,
+    receiver: ReceiverChoice,
 ) -> Result<(Ports, Option<String>)> {
     check_tx_threads(choice, tx_threads)?;
+    let socket = receiver == ReceiverChoice::Socket;
+    if socket && (choice == "xdp" || tx_threads > 1) {
+        bail!("the xdp engine counts test frames in the kernel and hands none up: for --receiver socket (or --pcap) use --engine af_xdp or af_packet");
+    }
     if tx_threads > 1 && choice == "auto" {
-        return match open_xdp(a, b, opts) {
-            Ok(ports) => Ok((ports, Some("--tx-threads above 1 needs xdp".into()))),
+        return match open_xdp(a, opts) {
+            Ok(port_a) => with_receiver(port_a, "xdp", b, opts, receiver)
+                .map(|(ports, note)| (ports, join_notes("--tx-threads above 1 needs xdp", note))),
             Err(e) => {
                 Err(e
                     .context("--tx-threads above 1 needs the xdp engine, which does not work here"))
             }
         };
     }
-    match choice {
-        "af_packet" => Ok((open_af_packet(a, b, opts)?, None)),
-        "xdp" => Ok((open_xdp(a, b, opts)?, None)),
-        "af_xdp" => open_af_xdp(a, b, opts).map(|(ports, note)| (ports, Some(note))),
-        _ => auto(a, b, opts).map(|(ports, why)| (ports, Some(why))),
-    }
+    let (port_a, name, why) = match choice {
+        "af_packet" => (open_af_packet(a, opts)?, "af_packet", None),
+        "xdp" => (open_xdp(a, opts)?, "xdp", None),
+        "af_xdp" => {
+            let (port, note) = open_af_xdp(a, opts)?;
+            (port, "af_xdp", Some(note))
+        }
+        _ => {
+            let (port, name, why) = auto(a, opts, !socket)?;
+            (port, name, Some(why))
+        }
+    };
+    let (ports, note) = with_receiver(port_a, name, b, opts, receiver)?;
+    Ok((ports, join_notes(why.as_deref().unwrap_or(""), note)))
 }
 
-/// `--engine auto`: the fastest engine that works on these ports, in the
-/// order xdp, af_xdp, af_packet. An engine that fails to open gives way to
-/// the next; if the last fails too, its error (a wrong interface name, say)
-/// is the one the user sees.
-fn auto(a: &PortName, b: &PortName, opts: &AfPacketOptions) -> Result<(Ports, String)> {
+fn join_notes(first: &str, second: Option<String>) -> Option<String> {
+    let notes: Vec<String> = [Some(first.to_string()), second]
+        .into_iter()
+        .flatten()
+        .filter(|n| !n.is_empty())
+        .collect();
+    (!notes.is_empty()).then(|| notes.join("; "))
+}
+
+/// Opens port B for engine `engine` (port A is open): counted by the
+/// in-kernel counter, or by the engine's own socket.
+fn with_receiver(
+    port_a: TesterPort,
+    engine: &'static str,
+    b: &PortName,
+    opts: &AfPacketOptions,
+    receiver: ReceiverChoice,
+) -> Result<(Ports, Option<String>)> {
+    let mut note = None;
+    if receiver != ReceiverChoice::Socket {
+        match kernel_counted(b, opts) {
+            Ok(port_b) => return Ok(((port_a, port_b, engine), None)),
+            Err(e) if receiver == ReceiverChoice::Auto && engine != "xdp" => {
+                note = Some(format!(
+                    "the in-kernel counter does not attach to {} ({e:#}): counting through the {engine} socket",
+                    b.0
+                ));
+            }
+            Err(e) => {
+                return Err(e.context(format!(
+                    "the in-kernel counter does not attach to {}: use --receiver socket",
+                    b.0
+                )))
+            }
+        }
+    }
+    // (The xdp engine never gets here: see open_engine.)
+    let port_b = match engine {
+        "af_xdp" => {
+            let (port, mode) = open_af_xdp(b, opts)?;
+            note = join_notes(&mode, note);
+            port
+        }
+        _ => TesterPort::from_port(AfPacketPort::open(&b.0, b.1.as_deref(), opts)?),
+    };
+    Ok(((port_a, port_b, engine), note))
+}
+
+/// `--engine auto`: the fastest engine that works on port A, in the order
+/// xdp, af_xdp, af_packet (xdp only if `xdp_allowed`: it cannot count
+/// through a socket). An engine that fails to open gives way to the next;
+/// if the last fails too, its error (a wrong interface name, say) is the
+/// one the user sees.
+fn auto(
+    a: &PortName,
+    opts: &AfPacketOptions,
+    xdp_allowed: bool,
+) -> Result<(TesterPort, &'static str, String)> {
     let mut passed_over = Vec::new();
-    if opts.max_frame_len > XDP_MAX_FRAME_LEN {
+    if !xdp_allowed {
+        passed_over
+            .push("xdp counts in the kernel, and the frames are wanted in user space".into());
+    } else if opts.max_frame_len > XDP_MAX_FRAME_LEN {
         passed_over.push(format!(
             "xdp sends frames up to {} bytes",
             XDP_MAX_FRAME_LEN + 4
         ));
     } else {
-        match open_xdp(a, b, opts) {
-            Ok(ports) => return Ok((ports, "the fastest engine that works here".into())),
+        match open_xdp(a, opts) {
+            Ok(port) => return Ok((port, "xdp", "the fastest engine that works here".into())),
             Err(e) => passed_over.push(format!("xdp: {e:#}")),
         }
     }
-    match open_af_xdp(a, b, opts) {
-        Ok((ports, note)) => {
+    match open_af_xdp(a, opts) {
+        Ok((port, note)) => {
             passed_over.push(note);
-            return Ok((ports, passed_over.join("; ")));
+            return Ok((port, "af_xdp", passed_over.join("; ")));
         }
         Err(e) => passed_over.push(format!("af_xdp: {e:#}")),
     }
-    Ok((open_af_packet(a, b, opts)?, passed_over.join("; ")))
+    Ok((
+        open_af_packet(a, opts)?,
+        "af_packet",
+        passed_over.join("; "),
+    ))
 }
 
-/// AF_XDP sockets on both ports (copy mode on veth, zero-copy where the
-/// driver offers it).
-fn open_af_xdp(a: &PortName, b: &PortName, opts: &AfPacketOptions) -> Result<(Ports, String)> {
+/// An AF_XDP socket on a port (copy mode on veth, zero-copy where the
+/// driver offers it), and a note on how it is bound.
+fn open_af_xdp(p: &PortName, opts: &AfPacketOptions) -> Result<(TesterPort, String)> {
     let xdp_opts = AfXdpOptions {
         max_frame_len: opts.max_frame_len,
         ..AfXdpOptions::default()
     };
-    let pa = AfXdpPort::open(&a.0, a.1.as_deref(), &xdp_opts)?;
-    let pb = AfXdpPort::open(&b.0, b.1.as_deref(), &xdp_opts)?;
-    let mode = |p: &AfXdpPort| {
-        format!(
-            "{} {} mode, XDP {}",
-            p.info().ifname,
-            p.mode().as_str(),
-            p.attach_mode().as_str()
-        )
-    };
-    let note = format!("{}; {}", mode(&pa), mode(&pb));
-    Ok((
-        (
-            TesterPort::from_port(pa),
-            TesterPort::from_port(pb),
-            "af_xdp",
-        ),
-        note,
-    ))
+    let port = AfXdpPort::open(&p.0, p.1.as_deref(), &xdp_opts)?;
+    let note = format!(
+        "{} {} mode, XDP {}",
+        port.info().ifname,
+        port.mode().as_str(),
+        port.attach_mode().as_str()
+    );
+    Ok((TesterPort::from_port(port), note))
 }
 
 /// Streams the in-kernel counter keeps per trial.
 const XDP_MAX_STREAMS: u16 = 16;
 
-fn open_af_packet(a: &PortName, b: &PortName, opts: &AfPacketOptions) -> Result<Ports> {
-    let pa = AfPacketPort::open(&a.0, a.1.as_deref(), opts)?;
-    let pb = AfPacketPort::open(&b.0, b.1.as_deref(), opts)?;
-    Ok((
-        TesterPort::from_port(pa),
-        TesterPort::from_port(pb),
-        "af_packet",
-    ))
+fn open_af_packet(p: &PortName, opts: &AfPacketOptions) -> Result<TesterPort> {
+    Ok(TesterPort::from_port(AfPacketPort::open(
+        &p.0,
+        p.1.as_deref(),
+        opts,
+    )?))
 }
 
-/// The xdp engine: port A sends with the in-kernel generator, port B counts
-/// with the in-kernel counter; a packet socket on each port handles ARP.
-fn open_xdp(a: &PortName, b: &PortName, opts: &AfPacketOptions) -> Result<Ports> {
+/// The xdp engine's sending port: the in-kernel generator, and a packet
+/// socket that receives (the reverse direction, ARP).
+fn open_xdp(a: &PortName, opts: &AfPacketOptions) -> Result<TesterPort> {
     if opts.max_frame_len > XDP_MAX_FRAME_LEN {
         bail!(
             "--engine xdp sends frames up to {} bytes (one page per frame in live-frames mode): use --engine af_packet for {}-byte frames",
@@ -370,24 +454,30 @@ fn open_xdp(a: &PortName, b: &PortName, opts: &AfPacketOptions) -> Result<Ports>
         );
     }
     let (_, rx_a, info_a) = AfPacketPort::open(&a.0, a.1.as_deref(), opts)?.split();
-    let (tx_b, rx_b, info_b) = AfPacketPort::open(&b.0, b.1.as_deref(), opts)?.split();
-    let port_a = TesterPort {
+    Ok(TesterPort {
         tx: Box::new(XdpTransmitter::new(&info_a, XDP_MAX_STREAMS)?),
         rx: Box::new(QueueRx {
             queue: rx_a,
             max_frame_len: info_a.max_frame_len,
         }),
         info: info_a,
-    };
-    let port_b = TesterPort {
+    })
+}
+
+/// A receiving port counted by the in-kernel counter, with a packet socket
+/// beside it for ARP and for sending (the reverse direction of a
+/// bidirectional trial). The counter takes the port's XDP hook, so an
+/// AF_XDP socket (whose receive needs the hook too) cannot share the port.
+fn kernel_counted(b: &PortName, opts: &AfPacketOptions) -> Result<TesterPort> {
+    let (tx_b, rx_b, info_b) = AfPacketPort::open(&b.0, b.1.as_deref(), opts)?.split();
+    Ok(TesterPort {
         tx: Box::new(QueueTx {
             queue: tx_b,
             max_frame_len: info_b.max_frame_len,
         }),
         rx: Box::new(XdpReceiver::new(&info_b, rx_b, XDP_MAX_STREAMS)?),
         info: info_b,
-    };
-    Ok((port_a, port_b, "xdp"))
+    })
 }
 
 /// Port `side`'s emulated host from `--ip-X`, `--gw-X` and `--gw-mac-X`:

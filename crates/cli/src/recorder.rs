@@ -23,6 +23,8 @@ pub struct RunInfo<'a> {
     /// "rfc2544" or "trial".
     pub command: &'a str,
     pub engine: &'a str,
+    /// How port B counts ("kernel" or "socket", `Engine::receiver`).
+    pub receiver: &'a str,
     pub line_speed_bps: u64,
     /// What was tested, in the report's words.
     pub scenario: &'a str,
@@ -101,8 +103,8 @@ impl Recorder {
     /// The run starts: stored as `running`, announced, progress shown.
     pub fn begin(&mut self, info: RunInfo) -> Result<()> {
         if let Some(c) = self.capture.take() {
-            if info.engine == "xdp" {
-                anyhow::bail!("--pcap needs a socket engine (the xdp engine counts test frames in the kernel and hands none up): add --engine af_packet or --engine af_xdp");
+            if info.receiver == "kernel" {
+                anyhow::bail!("--pcap needs the test frames in user space, but port B counts them in the kernel (XDP) and hands none up: add --receiver socket");
             }
             capture::install(c, info.port_b_mac);
         }

@@ -230,6 +230,28 @@ fn unknown_interface() {
     mentions(&run, &["nosuch0"]);
 }
 
+/// The xdp engine counts in the kernel and hands no frame up: a socket
+/// receiver, or a capture that needs one, is refused before a port opens.
+#[test]
+fn xdp_engine_cannot_count_through_a_socket() {
+    if !root_or_skip("xdp_engine_cannot_count_through_a_socket") {
+        return;
+    }
+    let pcap = TempFile::new("refused");
+    for extra in [
+        &["--receiver", "socket"][..],
+        &["--pcap", pcap.arg(), "--no-db"],
+    ] {
+        let mut args = vec!["--engine", "xdp", "--frame-size", "64", "--rate", "1000fps"];
+        args.extend_from_slice(extra);
+        let run = expect_error(None, &trial_args(&args));
+        mentions(
+            &run,
+            &["counts test frames in the kernel", "--engine af_xdp"],
+        );
+    }
+}
+
 #[test]
 fn ip_without_prefix_length() {
     if !root_or_skip("ip_without_prefix_length") {

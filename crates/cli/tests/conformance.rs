@@ -1,5 +1,5 @@
-//! One conformance suite, every engine: the same trials with the same
-//! expected counts on each backend. An engine passes only if it counts
+//! One conformance suite, every engine and receiver: the same trials with
+//! the same expected counts on each backend. An engine passes only if it counts
 //! exactly what a wire delivers (back to back) and exactly what a DUT with
 //! a known drop pattern drops. Needs root; run with --test-threads=1.
 
@@ -11,11 +11,20 @@ use common::*;
 const ENGINES: [&str; 3] = ["af_packet", "af_xdp", "xdp"];
 
 /// A lossless 1 s trial back to back, with every count exact.
-fn back_to_back_is_exact(engine: &str, frame: &str, fps: u64) {
-    let (ns, _guard) = back_to_back(&format!("c{}", &engine[..2]), 1500);
-    let (_, t) = b2b_trial(&ns, &["--engine", engine, "--frame-size", frame], fps);
+fn back_to_back_is_exact(engine: &str, receiver: &str, frame: &str, fps: u64) {
+    let (ns, _guard) = back_to_back(&format!("c{}{}", &engine[..2], &receiver[..1]), 1500);
+    let args = [
+        "--engine",
+        engine,
+        "--receiver",
+        receiver,
+        "--frame-size",
+        frame,
+    ];
+    let (_, t) = b2b_trial(&ns, &args, fps);
     assert_exact(&t, fps);
     assert_eq!(t["engine"], engine, "{t}");
+    assert_eq!(t["receiver"], receiver, "{t}");
     assert_eq!(u(&t, "frame_size").to_string(), frame, "{t}");
     // Every engine says how far its generator fell behind schedule.
     let stall = u(&t, "generator_max_stall_ns");
@@ -66,8 +75,8 @@ fn xdp_samples_latency_and_still_counts_every_frame() {
 
 /// The lab router with an nftables rule dropping every 100th forwarded
 /// packet: the engine's loss must equal the rule's drop counter exactly.
-fn known_loss_is_exact(engine: &str) {
-    let (lab, _guard) = lab_up(&format!("k{}", &engine[..2]));
+fn known_loss_is_exact(engine: &str, receiver: &str) {
+    let (lab, _guard) = lab_up(&format!("k{}{}", &engine[..2], &receiver[..1]));
     let dut = format!("lr-{lab}-dut");
     nft_load(&dut, EVERY_100TH);
     let json = TempFile::new("conformance-loss");
@@ -75,6 +84,8 @@ fn known_loss_is_exact(engine: &str) {
         "trial",
         "--engine",
         engine,
+        "--receiver",
+        receiver,
         "--lab",
         "--lab-name",
         &lab,
@@ -95,6 +106,7 @@ fn known_loss_is_exact(engine: &str) {
     let t = json.json();
     assert_trial_consistent(&t);
     assert_eq!(t["engine"], engine, "{t}");
+    assert_eq!(t["receiver"], receiver, "{t}");
     assert_eq!(nft_counters(&dut), vec![20_000, 200], "{engine}: {t}");
     assert_eq!(u(&t, "tx_frames"), 20_000, "{t}");
     assert_eq!(u(&t, "lost_frames"), 200, "{t}");
@@ -103,38 +115,42 @@ fn known_loss_is_exact(engine: &str) {
 }
 
 macro_rules! suite {
-    ($($name:ident: $engine:literal;)*) => {$(
+    ($($name:ident: $engine:literal, $receiver:literal;)*) => {$(
         mod $name {
             use super::*;
 
             #[test]
             fn back_to_back_64_bytes() {
-                if root_or_skip(concat!($engine, " back_to_back_64_bytes")) {
-                    back_to_back_is_exact($engine, "64", 50_000);
+                if root_or_skip(concat!($engine, " ", $receiver, " back_to_back_64_bytes")) {
+                    back_to_back_is_exact($engine, $receiver, "64", 50_000);
                 }
             }
 
             #[test]
             fn back_to_back_1518_bytes() {
-                if root_or_skip(concat!($engine, " back_to_back_1518_bytes")) {
-                    back_to_back_is_exact($engine, "1518", 50_000);
+                if root_or_skip(concat!($engine, " ", $receiver, " back_to_back_1518_bytes")) {
+                    back_to_back_is_exact($engine, $receiver, "1518", 50_000);
                 }
             }
 
             #[test]
             fn dut_drops_are_counted_exactly() {
-                if root_or_skip(concat!($engine, " dut_drops_are_counted_exactly")) {
-                    known_loss_is_exact($engine);
+                if root_or_skip(concat!($engine, " ", $receiver, " dut_drops_are_counted_exactly")) {
+                    known_loss_is_exact($engine, $receiver);
                 }
             }
         }
     )*};
 }
 
+// Every engine with each receiver: the in-kernel counter (the default
+// wherever it attaches) and the engine's own socket.
 suite! {
-    af_packet: "af_packet";
-    af_xdp: "af_xdp";
-    xdp: "xdp";
+    af_packet: "af_packet", "kernel";
+    af_xdp: "af_xdp", "kernel";
+    xdp: "xdp", "kernel";
+    af_packet_socket: "af_packet", "socket";
+    af_xdp_socket: "af_xdp", "socket";
 }
 
 #[test]

@@ -101,6 +101,11 @@ pub trait Receiver: Send {
     fn samples_latency(&self) -> bool {
         false
     }
+    /// How it counts, for results: "kernel" (the in-kernel counter at the
+    /// port's XDP hook) or "socket" (every frame up to user space).
+    fn kind(&self) -> &'static str {
+        "socket"
+    }
 }
 
 /// The user-space generator over a socket's transmit queue.

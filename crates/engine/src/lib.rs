@@ -241,6 +241,11 @@ impl Engine {
     pub fn config(&self) -> &EngineConfig {
         &self.cfg
     }
+    /// How port B counts the test frames: "kernel" or "socket"
+    /// ([`Receiver::kind`]).
+    pub fn receiver(&self) -> &'static str {
+        self.b.port.rx.kind()
+    }
 
     /// Makes the trials drop tests (see [`EngineConfig::drop_from`]),
     /// refusing what a drop test cannot be combined with.
@@ -479,12 +484,15 @@ impl Engine {
                 signals_b.stop.store(true, Ordering::Release);
             };
 
-            // Both gateways must be known before the first test frame leaves.
+            // Both gateways must be known, and both receivers counting this
+            // trial's streams, before the first test frame leaves.
             let started = Instant::now();
             loop {
                 *gw_a = gw_a.or_else(|| signals_a.gateway_mac());
                 *gw_b = gw_b.or_else(|| signals_b.gateway_mac());
-                if gw_a.is_some() && gw_b.is_some() {
+                let ready = signals_a.ready.load(Ordering::Acquire)
+                    && signals_b.ready.load(Ordering::Acquire);
+                if gw_a.is_some() && gw_b.is_some() && ready {
                     break;
                 }
                 let failed = rx_a.is_finished() || rx_b.is_finished();
@@ -748,6 +756,13 @@ fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult) -> TrialR
         directions: Vec::new(),
         dut_cpu: None,
         policy_drops: None,
+        // Each direction's receiver is in `directions`; "kernel/socket" when
+        // they differ (A -> B first).
+        receiver: if ab.receiver == ba.receiver {
+            ab.receiver.clone()
+        } else {
+            format!("{}/{}", ab.receiver, ba.receiver)
+        },
         ..ab.clone()
     }
     .with_directions(vec![ab, ba])
@@ -820,6 +835,7 @@ fn summarize(
         tester_rx_drops: counted.ring_drops,
         stray_frames: counted.stray,
         engine: cfg.name.clone(),
+        receiver: counted.receiver.to_string(),
         ip_version: encap.ip,
         vlan: encap.vlan,
         dut_cpu: None,

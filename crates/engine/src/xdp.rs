@@ -258,6 +258,7 @@ impl<R: RxQueue> Receiver for XdpReceiver<R> {
         }
         counted.stray += stray;
         counted.latency_every = range.latency_every;
+        counted.receiver = self.kind();
         Ok(counted)
     }
 
@@ -275,6 +276,10 @@ impl<R: RxQueue> Receiver for XdpReceiver<R> {
 
     fn samples_latency(&self) -> bool {
         true
+    }
+
+    fn kind(&self) -> &'static str {
+        "kernel"
     }
 }
 

@@ -142,6 +142,7 @@ impl SimulatedDut {
             generator_max_stall_ns: None,
             dut_cpu: None,
             engine: "simulated".to_string(),
+            receiver: String::new(),
             ip_version: Default::default(),
             vlan: None,
             tester_rx_drops: 0,

@@ -18,6 +18,11 @@ pub struct CalibrationEntry {
     /// "lab" (the lab's tester ports), or "ports A->B" for named interfaces.
     pub setup: String,
     pub engine: String,
+    /// How port B counted ([`TrialResult::receiver`](crate::TrialResult)):
+    /// "kernel" or "socket"; empty in files older than this field, which
+    /// then stand for either.
+    #[serde(default)]
+    pub receiver: String,
     pub frame_size: u16,
     /// Highest rate forwarded back to back with zero loss and exact counts.
     pub ceiling_fps: f64,
@@ -84,23 +89,38 @@ impl Calibration {
         std::fs::rename(&tmp, path).map_err(err)
     }
 
-    /// Adds `entry`, replacing an older one for the same set-up, engine and size.
+    /// Adds `entry`, replacing an older one for the same set-up, engine,
+    /// receiver and size.
     pub fn record(&mut self, entry: CalibrationEntry) {
-        self.entries.retain(|e| {
-            (e.setup.as_str(), e.engine.as_str(), e.frame_size)
-                != (
-                    entry.setup.as_str(),
-                    entry.engine.as_str(),
-                    entry.frame_size,
-                )
-        });
+        let key = |e: &CalibrationEntry| {
+            (
+                e.setup.clone(),
+                e.engine.clone(),
+                e.receiver.clone(),
+                e.frame_size,
+            )
+        };
+        self.entries.retain(|e| key(e) != key(&entry));
         self.entries.push(entry);
     }
 
-    pub fn ceiling(&self, setup: &str, engine: &str, frame_size: u16) -> Option<&CalibrationEntry> {
-        self.entries
-            .iter()
-            .find(|e| e.setup == setup && e.engine == engine && e.frame_size == frame_size)
+    /// The ceiling for a set-up, engine, receiver and size; an entry from
+    /// before receivers were recorded serves when none matches exactly.
+    pub fn ceiling(
+        &self,
+        setup: &str,
+        engine: &str,
+        receiver: &str,
+        frame_size: u16,
+    ) -> Option<&CalibrationEntry> {
+        let of = |e: &&CalibrationEntry| {
+            e.setup == setup && e.engine == engine && e.frame_size == frame_size
+        };
+        let mut candidates = self.entries.iter().filter(of);
+        candidates
+            .clone()
+            .find(|e| e.receiver == receiver)
+            .or_else(|| candidates.find(|e| e.receiver.is_empty()))
     }
 }
 
@@ -128,6 +148,7 @@ mod tests {
         CalibrationEntry {
             setup: "lab".into(),
             engine: engine.into(),
+            receiver: "kernel".into(),
             frame_size: size,
             ceiling_fps: fps,
             latency_ns: None,
@@ -151,14 +172,42 @@ mod tests {
         c.save(&path).unwrap();
         let back = Calibration::load(&path).unwrap();
         assert_eq!(back.entries.len(), 2);
-        assert_eq!(back.ceiling("lab", "xdp", 64).unwrap().ceiling_fps, 2e6);
-        assert!(back.ceiling("lab", "xdp", 128).is_none());
+        assert_eq!(
+            back.ceiling("lab", "xdp", "kernel", 64)
+                .unwrap()
+                .ceiling_fps,
+            2e6
+        );
+        assert!(back.ceiling("lab", "xdp", "kernel", 128).is_none());
+        assert!(back.ceiling("lab", "xdp", "socket", 64).is_none());
         std::fs::write(&path, "not json").unwrap();
         assert!(matches!(
             Calibration::load(&path),
             Err(CalibrationError::Parse { .. })
         ));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn receivers_are_kept_apart_and_old_entries_serve_either() {
+        let mut c = Calibration::default();
+        c.record(entry("af_xdp", 64, 1.8e6));
+        c.record(CalibrationEntry {
+            receiver: "socket".into(),
+            ..entry("af_xdp", 64, 1.2e6)
+        });
+        assert_eq!(c.entries.len(), 2, "one per receiver");
+        let fps = |c: &Calibration, r| c.ceiling("lab", "af_xdp", r, 64).map(|e| e.ceiling_fps);
+        assert_eq!(fps(&c, "kernel"), Some(1.8e6));
+        assert_eq!(fps(&c, "socket"), Some(1.2e6));
+        // A file written before receivers were recorded.
+        let old: Calibration = serde_json::from_str(
+            r#"{"entries":[{"setup":"lab","engine":"af_xdp","frame_size":64,"ceiling_fps":1.0e6,
+                "latency_ns":null,"measured_at":0,"linerate_version":"0.1.0"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(fps(&old, "kernel"), Some(1e6));
+        assert_eq!(fps(&old, "socket"), Some(1e6));
     }
 
     #[test]

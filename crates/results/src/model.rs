@@ -161,6 +161,12 @@ pub struct TrialResult {
     pub stray_frames: u64,
     /// Which engine ran the trial (e.g. "af_packet").
     pub engine: String,
+    /// How the receiving port counted: "kernel" (linerate's XDP counter,
+    /// test frames counted and dropped in the kernel) or "socket" (every
+    /// frame copied up to linerate's receiver through the engine's socket).
+    /// Empty in records older than this field.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub receiver: String,
     /// The test frames' IP version, "IPv4" or "IPv6" (RFC 5180); records
     /// from before IPv6 support are IPv4.
     #[serde(default)]

@@ -259,6 +259,7 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
     );
     // IPv6 or VLAN-tagged test frames are said; plain IPv4 is the default.
     if let Some(t) = results.iter().flat_map(|r| r.trials.first()).next() {
+        engine += &receiver_sentence(&t.receiver);
         if !t.encap().is_default() {
             engine += &format!("   Test frames {}.", t.encap());
         }
@@ -313,20 +314,22 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
     let _ = match &t.mix {
         Some(m) => writeln!(
             out,
-            "Trial: {} ({}, mean frame {:.1} bytes{layout}), {} s, engine {}",
+            "Trial: {} ({}, mean frame {:.1} bytes{layout}), {} s, engine {}{}",
             m.name,
             m.composition,
             m.mean_frame_size,
             trim_number(t.duration_s),
-            t.engine
+            t.engine,
+            receiver_words(&t.receiver)
         ),
         None => writeln!(
             out,
-            "Trial: {}-byte frames (IP packet {} bytes{layout}), {} s, engine {}",
+            "Trial: {}-byte frames (IP packet {} bytes{layout}), {} s, engine {}{}",
             t.frame_size,
             t.l3_length,
             trim_number(t.duration_s),
-            t.engine
+            t.engine,
+            receiver_words(&t.receiver)
         ),
     };
     if t.policy_drops.is_some() {
@@ -596,6 +599,32 @@ fn placement_sentence(p: &Placement) -> String {
 }
 
 pub mod compare;
+
+/// ", counted in the kernel" / ", counted through its socket" after an
+/// engine's name; nothing for records without a receiver.
+pub(crate) fn receiver_words(receiver: &str) -> &'static str {
+    match receiver {
+        "kernel" => ", counted in the kernel (XDP)",
+        "socket" => ", counted through its socket",
+        "" => "",
+        _ => ", counted by kernel and socket",
+    }
+}
+
+/// The footer's sentence on how port B counted.
+pub(crate) fn receiver_sentence(receiver: &str) -> String {
+    match receiver_words(receiver) {
+        "" => String::new(),
+        words => format!("   {}.", capitalize(words.trim_start_matches(", "))),
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
+}
 
 #[cfg(test)]
 mod tests;

@@ -42,6 +42,7 @@ fn trial(size: u16, fps: f64, loss_ratio: f64) -> TrialResult {
         tester_rx_drops: 0,
         stray_frames: 0,
         engine: "af_packet".into(),
+        receiver: String::new(),
         ip_version: Default::default(),
         vlan: None,
     }

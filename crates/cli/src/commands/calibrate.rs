@@ -81,13 +81,14 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
 
     let mut table = Vec::new();
     for name in &args.engine {
-        let (pa, pb, engine_name) = match ports::open_engine(name, &a, &b, &opts, args.tx_threads) {
-            Ok((ports, _)) => ports,
-            Err(e) => {
-                eprintln!("linerate: {name} skipped: {e:#}");
-                continue;
-            }
-        };
+        let (pa, pb, engine_name) =
+            match ports::open_engine(name, &a, &b, &opts, args.tx_threads, args.receiver) {
+                Ok((ports, _)) => ports,
+                Err(e) => {
+                    eprintln!("linerate: {name} skipped: {e:#}");
+                    continue;
+                }
+            };
         let line_bps = match &args.line_speed {
             Some(text) => linerate_wire::units::parse_line_speed(text)?,
             None => pa.info.speed_bps.unwrap_or(10_000_000_000),
@@ -142,6 +143,7 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             let entry = CalibrationEntry {
                 setup: setup.clone(),
                 engine: engine_name.to_string(),
+                receiver: engine.receiver().to_string(),
                 frame_size: frame.frame(),
                 ceiling_fps: result.throughput_fps,
                 latency_ns: best_pass(&result).and_then(|t| t.latency_ns),
@@ -174,7 +176,7 @@ fn best_pass(r: &ThroughputResult) -> Option<&linerate_results::TrialResult> {
 fn calibration_table(rows: &[(CalibrationEntry, f64)]) -> String {
     let mut out = String::from(
         "Tester ceiling, back to back (zero loss, exact counts)\n\
-         engine      frame B        frames/s    Mbps (L2)   latency µs min / avg / p99\n",
+         engine      receiver  frame B        frames/s    Mbps (L2)   latency µs min / avg / p99\n",
     );
     for (e, mbps) in rows {
         let lat = e.latency_ns.as_ref().map_or("-".to_string(), |l| {
@@ -186,8 +188,9 @@ fn calibration_table(rows: &[(CalibrationEntry, f64)]) -> String {
             )
         });
         out.push_str(&format!(
-            "{:<11} {:>7} {:>15} {:>12}   {}\n",
+            "{:<11} {:<9} {:>7} {:>15} {:>12}   {}\n",
             e.engine,
+            e.receiver,
             e.frame_size,
             report::thousands(e.ceiling_fps.round() as u64),
             report::thousands(mbps.round() as u64),

@@ -185,7 +185,12 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             .is_none()
             .then(|| {
                 calibration
-                    .ceiling(&bed.setup_key, &bed.engine.config().name, frame.frame())
+                    .ceiling(
+                        &bed.setup_key,
+                        &bed.engine.config().name,
+                        bed.engine.receiver(),
+                        frame.frame(),
+                    )
                     .and_then(|c| c.latency_ns)
             })
             .flatten();

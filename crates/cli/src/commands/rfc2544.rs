@@ -92,7 +92,9 @@ pub(crate) struct Extras<'a> {
     pub cpu: Option<&'a DutCpuMeter>,
 }
 
-pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
+pub fn run(mut args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
+    let capture = args.record.pcap.is_some();
+    args.ports.receiver = args.ports.receiver.for_capture(capture);
     if args.dut.scenario.is_some() {
         return super::scenarios::run(args, interrupt);
     }
@@ -223,6 +225,7 @@ pub(crate) fn measure(
     recorder.begin(RunInfo {
         command: "rfc2544",
         engine: &rep.engine,
+        receiver: bed.engine.receiver(),
         line_speed_bps: line_bps,
         scenario: &rep.description,
         report: Some(&rep),
@@ -257,7 +260,7 @@ pub(crate) fn measure(
                 // Calibrations are per frame size; a mix's ceiling is not
                 // stored, so a mix is flagged only by the search itself.
                 let ceiling = calibration
-                    .ceiling(&bed.setup_key, engine, frame.frame())
+                    .ceiling(&bed.setup_key, engine, bed.engine.receiver(), frame.frame())
                     .filter(|_| result.mix.is_none());
                 if let Some(c) = ceiling {
                     result.calibrated_ceiling_fps = Some(c.ceiling_fps);

@@ -12,7 +12,9 @@ use linerate_store::RunStatus;
 use linerate_wire::Rate;
 use std::sync::atomic::AtomicBool;
 
-pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
+pub fn run(mut args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
+    let capture = args.record.pcap.is_some();
+    args.ports.receiver = args.ports.receiver.for_capture(capture);
     let frames = args.frames.single("trial", &args.ports.encap.encap()?)?;
     let frame = frames.largest();
     let rate = Rate::parse(&args.rate).context("--rate")?;
@@ -49,6 +51,7 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     recorder.begin(RunInfo {
         command: "trial",
         engine: &bed.engine.config().name,
+        receiver: bed.engine.receiver(),
         line_speed_bps: bed.line_bps,
         scenario: &crate::recorder::scenario(&bed),
         report: None,

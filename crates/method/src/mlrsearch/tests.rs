@@ -28,6 +28,7 @@ fn trial(duration_s: f64, loss_ratio: f64) -> TrialResult {
         tester_rx_drops: 0,
         stray_frames: 0,
         engine: "test".into(),
+        receiver: String::new(),
         ip_version: Default::default(),
         vlan: None,
     }

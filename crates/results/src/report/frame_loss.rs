@@ -205,6 +205,7 @@ mod tests {
             tester_rx_drops: 0,
             stray_frames: 0,
             engine: "af_packet".into(),
+            receiver: String::new(),
             ip_version: Default::default(),
             vlan: None,
         };

@@ -189,6 +189,9 @@ pub fn latency_table(report: &LatencyReport) -> String {
         .iter()
         .flat_map(|r| r.points.iter().flat_map(|p| p.trials.first()))
         .next();
+    if let Some(t) = first_trial {
+        engine += &super::receiver_sentence(&t.receiver);
+    }
     if let Some(t) = first_trial.filter(|t| !t.encap().is_default()) {
         engine += &format!("   Test frames {}.", t.encap());
     }
