@@ -141,7 +141,7 @@ pub struct PortArgs {
     /// Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
     pub tx_threads: u16,
-    /// Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that a sample of at least a million frames/s. Only the xdp engine samples, where reading the clock is a third of a frame's cost; the socket engines measure every frame. Every frame is counted either way.
+    /// Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way.
     #[arg(long, default_value = "auto", value_name = "auto|N", value_parser = linerate_engine::LatencySampling::parse)]
     pub latency_every: linerate_engine::LatencySampling,
     /// A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random.

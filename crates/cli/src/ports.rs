@@ -220,9 +220,9 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         latency_sampling: args.latency_every,
         ..EngineConfig::default()
     };
-    if args.latency_every != LatencySampling::Auto && engine_name != "xdp" {
+    if args.latency_every != LatencySampling::Auto && b.rx.kind() != "kernel" {
         eprintln!(
-            "linerate: note: --latency-every {} applies to the xdp engine; the {engine_name} engine measures every frame's latency",
+            "linerate: note: --latency-every {} applies to the in-kernel counter; port B counts through its socket and measures every frame's latency",
             args.latency_every
         );
     }

@@ -3,7 +3,7 @@
 //! Every frame is counted (loss, duplicates, reordering) whatever this
 //! says; only the latency may come from a sample. The user-space receivers
 //! get an arrival time with every frame for free (the socket stamps it),
-//! so they measure every frame. The xdp engine's counter reads the clock
+//! so they measure every frame. The in-kernel counter reads the clock
 //! itself, and on the development VM that read is about a third of what
 //! counting a frame costs (34 of ~140 ns, docs/BENCHMARKS.md): at millions
 //! of frames per second it decides how fast the tester can receive. So

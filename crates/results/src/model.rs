@@ -33,7 +33,7 @@ pub struct LatencySummary {
     #[serde(default)]
     pub samples: u64,
     /// Latency was measured on every n-th frame of each stream: 1 (every
-    /// frame) but for the xdp engine above a million frames/s at a port,
+    /// frame) but for the in-kernel counter above a million frames/s at a port,
     /// where reading the clock for every frame would limit the tester
     /// (docs/ENGINES.md, "Latency sampling").
     #[serde(default = "every_frame")]
