@@ -22,7 +22,7 @@
 # script installs nothing.
 #
 # Usage (root):  scripts/bench-engines.sh [--duration S] [--rounds N] [--out FILE] [--tx-threads N]
-#                    [--linerate PATH] [--engines "af_packet af_xdp xdp"]
+#                    [--linerate PATH] [--engines "af_packet af_xdp xdp af_packet/socket af_xdp/socket"]
 #                    [--mem-engine E] [--line-speed 100G] [--warmup S]
 # --rounds N repeats every row N times (interleaved) and reports the best.
 # Environment equivalents: BENCH_DURATION, BENCH_ROUNDS, BENCH_OUT, TX_THREADS, LINERATE,
@@ -38,7 +38,9 @@ ROUND=1
 WARMUP=${BENCH_WARMUP:-0.5}
 OUT=${BENCH_OUT:-}
 TX_THREADS=${TX_THREADS:-}
-ENGINES=${BENCH_ENGINES:-af_packet af_xdp xdp}
+# An engine as E (port B counts as linerate's default, --receiver auto: in the
+# kernel) or E/socket (--receiver socket: through the engine's own socket).
+ENGINES=${BENCH_ENGINES:-af_packet af_xdp xdp af_packet/socket af_xdp/socket}
 MEM_ENGINE=${MEM_ENGINE:-af_packet}
 # `--rate 100%` is a share of the line speed. veth reports 10G, which would hold
 # linerate at 0.81 Mpps for 1518-byte frames while the peers run unlimited; a
@@ -312,10 +314,10 @@ result() {
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
         "$row" "$size" "$ROUND" "$status" "$win" "$rxf" "$fps" "$mpps" "$gbps" "$rxd" "$txd" "$(napi_cpus)" "$note" "$cmd" "$NAPI_NS" >>"$OUT"
     if [ "$status" = ok ]; then
-        printf '%s: %-20s %4s B  %8.4f Mpps  (rx %s frames in %s s; drops rx %s, veth ring %s; receiver NAPI %s ns/frame)\n' \
+        printf '%s: %-25s %4s B  %8.4f Mpps  (rx %s frames in %s s; drops rx %s, veth ring %s; receiver NAPI %s ns/frame)\n' \
             "$ME" "$row" "$size" "$mpps" "$rxf" "$win" "$rxd" "$txd" "$NAPI_NS" >&2
     else
-        printf '%s: %-20s %4s B  n/a (%s)\n' "$ME" "$row" "$size" "$note" >&2
+        printf '%s: %-25s %4s B  n/a (%s)\n' "$ME" "$row" "$size" "$note" >&2
     fi
 }
 
@@ -433,18 +435,19 @@ row_iperf3() {
     stop_group "$srv"
 }
 
-linerate_args() { # SIZE ENGINE DURATION JSON
+linerate_args() { # SIZE ENGINE[/socket] DURATION JSON
     local a=(trial --port-a "$IF_TX" --port-b "$IF_RX"
         --ip-a 198.18.0.2/24 --gw-a 198.18.0.3 --ip-b 198.18.0.3/24 --gw-b 198.18.0.2
         --frame-size "$1" --rate 100% --line-speed "$LINE_SPEED" --duration "${3}s"
-        --straggler-wait 200ms --engine "$2" --json "$4")
+        --straggler-wait 200ms --engine "${2%/*}" --json "$4")
+    [ "${2#*/}" = "$2" ] || a+=(--receiver "${2#*/}")
     [ -z "$TX_THREADS" ] || a+=(--tx-threads "$TX_THREADS")
     printf '%s\n' "${a[@]}"
 }
 
 row_linerate() {
-    local engine=$1 size=$2 row="linerate $1"
-    local json=$SCRATCH/linerate-$engine-$size-r$ROUND.json log=$SCRATCH/linerate-$engine-$size-r$ROUND.log
+    local engine=$1 size=$2 row="linerate $1" file=${1//\//-}
+    local json=$SCRATCH/linerate-$file-$size-r$ROUND.json log=$SCRATCH/linerate-$file-$size-r$ROUND.log
     local args pid rc c0 c1 n0 n1
     mapfile -t args < <(linerate_args "$size" "$engine" "$DURATION" "$json")
     local cmd="ip netns exec $NS_TX taskset -c $TX_CPU $LINERATE ${args[*]}"
@@ -467,7 +470,7 @@ row_linerate() {
         # Over the whole run (the kthread is idle outside the trial).
         NAPI_NS=$(napi_ns "$n0" "$n1" "$sysfs")
         result "$row" "$size" ok "$dur" "$rxf" "$fps" $(( $7 - $3 )) $(( $8 - $4 )) \
-            "engine=$(jq -r .engine "$json") tx_frames=$(jq -r .tx_frames "$json") tester_rx_drops=$(jq -r .tester_rx_drops "$json") sysfs_rx_packets_whole_run=$sysfs" "$cmd"
+            "engine=$(jq -r .engine "$json") receiver=$(jq -r .receiver "$json") tx_frames=$(jq -r .tx_frames "$json") tester_rx_drops=$(jq -r .tester_rx_drops "$json") sysfs_rx_packets_whole_run=$sysfs" "$cmd"
         NAPI_NS=NA
     else
         local why
@@ -600,12 +603,12 @@ for e in $ENGINES; do ROWS+=("linerate $e"); done
 echo
 best=; [ "$ROUNDS" = 1 ] || best=", best of $ROUNDS rounds"
 echo "Frames/s counted at the receiving veth, ${DURATION} s per row$best; generators on CPU $TX_CPU, receiver (threaded NAPI) on CPU $RX_CPU"
-printf '%-20s %10s %12s %15s %18s %18s\n' "tool / engine" "64 B Mpps" "1518 B Mpps" "1518 B Gbps L2" "drops 64 B" "drops 1518 B"
+printf '%-25s %10s %12s %15s %18s %18s\n' "tool / engine" "64 B Mpps" "1518 B Mpps" "1518 B Gbps L2" "drops 64 B" "drops 1518 B"
 for r in "${ROWS[@]}"; do
     gbps=n/a
     [ "$(field "$r" 1518 status)" = ok ] && gbps=$(printf '%.2f' "$(field "$r" 1518 gbps_l2)")
     notes=$(awk -F'\t' -v r="$r" 'NR > 1 && $1 == r && $4 != "ok" { print $13 }' "$OUT" | awk '!seen[$0]++' | paste -sd';' - | sed 's/;/; /g')
-    printf '%-20s %10s %12s %15s %18s %18s' "$r" "$(cell_mpps "$r" 64)" "$(cell_mpps "$r" 1518)" "$gbps" "$(cell_drops "$r" 64)" "$(cell_drops "$r" 1518)"
+    printf '%-25s %10s %12s %15s %18s %18s' "$r" "$(cell_mpps "$r" 64)" "$(cell_mpps "$r" 1518)" "$gbps" "$(cell_drops "$r" 64)" "$(cell_drops "$r" 1518)"
     [ -z "$notes" ] || printf '  n/a (%s)' "$notes"
     printf '\n'
 done
@@ -614,7 +617,7 @@ echo " veth counts a refused frame sent by XDP in both, one sent by a socket onl
 if [ "$ROUNDS" != 1 ]; then
     echo
     echo "Every round, Mpps (64 B | 1518 B):"
-    for r in "${ROWS[@]}"; do printf '  %-20s %s | %s\n' "$r" "$(rounds "$r" 64)" "$(rounds "$r" 1518)"; done
+    for r in "${ROWS[@]}"; do printf '  %-25s %s | %s\n' "$r" "$(rounds "$r" 64)" "$(rounds "$r" 1518)"; done
 fi
 # napi_med ROW SIZE: median over rounds of the receiving CPU's NAPI time per frame.
 napi_med() {
@@ -629,7 +632,7 @@ napi_med() {
 }
 echo
 echo "Receiving CPU per frame: NAPI kthread CPU time / frames received, ns (64 B | 1518 B)${best:+, median of rounds}:"
-for r in "${ROWS[@]}"; do printf '  %-20s %6s | %6s\n' "$r" "$(napi_med "$r" 64)" "$(napi_med "$r" 1518)"; done
+for r in "${ROWS[@]}"; do printf '  %-25s %6s | %6s\n' "$r" "$(napi_med "$r" 64)" "$(napi_med "$r" 1518)"; done
 
 best_peer=; best_fps=0
 for p in trafgen "testpmd af_packet" "testpmd af_xdp" "iperf3 -u"; do
@@ -677,6 +680,13 @@ fi
 ratio_line "linerate af_packet / trafgen" "linerate af_packet" trafgen
 ratio_line "linerate af_packet / testpmd af_packet" "linerate af_packet" "testpmd af_packet"
 ratio_line "linerate af_xdp / testpmd af_xdp" "linerate af_xdp" "testpmd af_xdp"
+# The same engines counting through their own sockets (--receiver socket).
+case " $ENGINES " in *" af_packet/socket "*)
+    ratio_line "linerate af_packet/socket / trafgen" "linerate af_packet/socket" trafgen ;;
+esac
+case " $ENGINES " in *" af_xdp/socket "*)
+    ratio_line "linerate af_xdp/socket / testpmd af_xdp" "linerate af_xdp/socket" "testpmd af_xdp" ;;
+esac
 if [ -n "$best_peer" ]; then
     ratio_line "linerate xdp / best peer ($best_peer)" "linerate xdp" "$best_peer" PEERS
 else
