@@ -415,8 +415,8 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
             if l.every > 1 {
                 let _ = writeln!(
                     out,
-                    "              measured on every {}th frame of each stream ({} frames; --latency-every)",
-                    l.every,
+                    "              measured on every {} frame of each stream ({} frames; --latency-every)",
+                    ordinal(l.every),
                     thousands(l.samples)
                 );
             }
@@ -617,6 +617,18 @@ pub(crate) fn receiver_sentence(receiver: &str) -> String {
         "" => String::new(),
         words => format!("   {}.", capitalize(words.trim_start_matches(", "))),
     }
+}
+
+/// 1st, 2nd, 3rd, 4th, 11th, 32nd, ...
+pub(crate) fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 fn capitalize(s: &str) -> String {

@@ -160,7 +160,8 @@ pub fn latency_table(report: &LatencyReport) -> String {
     if every > 1 {
         let _ = writeln!(
             out,
-            "Loads above 1 Mpps were measured on a sample, down to every {every}th frame of each stream (xdp engine; --latency-every 1 for all)."
+            "Loads above 1 Mpps were measured on a sample, down to every {} frame of each stream (in-kernel counter; --latency-every 1 for all).",
+            super::ordinal(every)
         );
     }
     if report.results.iter().any(|r| r.tester_latency_ns.is_some()) {

@@ -362,3 +362,18 @@ fn all_layers_adds_l1_l3_l4_and_the_lantraffic_link_usage() {
     assert!(t.contains("98.7 %"), "{t}");
     assert!(!throughput_table(&rep).contains("LanTraffic"));
 }
+
+#[test]
+fn ordinals_read_as_english() {
+    let words: Vec<String> = [1, 2, 3, 4, 8, 11, 12, 13, 16, 21, 32, 64, 112, 1024]
+        .into_iter()
+        .map(super::ordinal)
+        .collect();
+    assert_eq!(
+        words,
+        [
+            "1st", "2nd", "3rd", "4th", "8th", "11th", "12th", "13th", "16th", "21st", "32nd",
+            "64th", "112th", "1024th"
+        ]
+    );
+}
