@@ -220,7 +220,7 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         latency_sampling: args.latency_every,
         ..EngineConfig::default()
     };
-    if args.latency_every != LatencySampling::Auto && b.rx.kind() != "kernel" {
+    if args.latency_every != LatencySampling::Auto && !b.rx.kind().samples_latency() {
         eprintln!(
             "linerate: note: --latency-every {} applies to the in-kernel counter; port B counts through its socket and measures every frame's latency",
             args.latency_every
@@ -304,8 +304,10 @@ pub fn open_engine(
     }
     if tx_threads > 1 && choice == "auto" {
         return match open_xdp(a, opts) {
-            Ok(port_a) => with_receiver(port_a, "xdp", b, opts, receiver)
-                .map(|(ports, note)| (ports, join_notes("--tx-threads above 1 needs xdp", note))),
+            Ok(port_a) => with_receiver(port_a, "xdp", b, opts, receiver).map(|(ports, note)| {
+                let why = Some("--tx-threads above 1 needs xdp".to_string());
+                (ports, join_notes(why, note))
+            }),
             Err(e) => {
                 Err(e
                     .context("--tx-threads above 1 needs the xdp engine, which does not work here"))
@@ -325,16 +327,15 @@ pub fn open_engine(
         }
     };
     let (ports, note) = with_receiver(port_a, name, b, opts, receiver)?;
-    Ok((ports, join_notes(why.as_deref().unwrap_or(""), note)))
+    Ok((ports, join_notes(why, note)))
 }
 
-fn join_notes(first: &str, second: Option<String>) -> Option<String> {
-    let notes: Vec<String> = [Some(first.to_string()), second]
-        .into_iter()
-        .flatten()
-        .filter(|n| !n.is_empty())
-        .collect();
-    (!notes.is_empty()).then(|| notes.join("; "))
+/// "first; second", either, or none.
+fn join_notes(first: Option<String>, second: Option<String>) -> Option<String> {
+    match (first, second) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Opens port B for engine `engine` (port A is open): counted by the
@@ -357,10 +358,16 @@ fn with_receiver(
                 ));
             }
             Err(e) => {
+                // The xdp engine has no socket receiver to fall back to.
+                let fix = if engine == "xdp" {
+                    "use --engine af_xdp or af_packet"
+                } else {
+                    "use --receiver socket"
+                };
                 return Err(e.context(format!(
-                    "the in-kernel counter does not attach to {}: use --receiver socket",
+                    "the in-kernel counter does not attach to {}: {fix}",
                     b.0
-                )))
+                )));
             }
         }
     }
@@ -368,7 +375,7 @@ fn with_receiver(
     let port_b = match engine {
         "af_xdp" => {
             let (port, mode) = open_af_xdp(b, opts)?;
-            note = join_notes(&mode, note);
+            note = join_notes(Some(mode), note);
             port
         }
         _ => TesterPort::from_port(AfPacketPort::open(&b.0, b.1.as_deref(), opts)?),

@@ -11,6 +11,7 @@ use crate::progress::ProgressView;
 use crate::record_args::RecordArgs;
 use anyhow::Result;
 use linerate_engine::capture::{self, Capture};
+use linerate_engine::ReceiverKind;
 use linerate_method::Progress;
 use linerate_results::{Rfc2544Report, ThroughputResult, TrialResult};
 use linerate_store::{Dut, NewRun, RunStatus, Store};
@@ -23,8 +24,8 @@ pub struct RunInfo<'a> {
     /// "rfc2544" or "trial".
     pub command: &'a str,
     pub engine: &'a str,
-    /// How port B counts ("kernel" or "socket", `Engine::receiver`).
-    pub receiver: &'a str,
+    /// How port B counts (`--pcap` needs a socket).
+    pub receiver: ReceiverKind,
     pub line_speed_bps: u64,
     /// What was tested, in the report's words.
     pub scenario: &'a str,
@@ -103,7 +104,7 @@ impl Recorder {
     /// The run starts: stored as `running`, announced, progress shown.
     pub fn begin(&mut self, info: RunInfo) -> Result<()> {
         if let Some(c) = self.capture.take() {
-            if info.receiver == "kernel" {
+            if info.receiver == ReceiverKind::Kernel {
                 anyhow::bail!("--pcap needs the test frames in user space, but port B counts them in the kernel (XDP) and hands none up: add --receiver socket");
             }
             capture::install(c, info.port_b_mac);

@@ -96,15 +96,36 @@ pub trait Receiver: Send {
     }
     /// Largest frame (without FCS) this receiver takes.
     fn max_frame_len(&self) -> usize;
-    /// Whether it measures latency on a sample of the frames when the
-    /// trial's [`StreamRange::latency_every`] says so (else on every frame).
-    fn samples_latency(&self) -> bool {
-        false
+    /// How it counts.
+    fn kind(&self) -> ReceiverKind {
+        ReceiverKind::Socket
     }
-    /// How it counts, for results: "kernel" (the in-kernel counter at the
-    /// port's XDP hook) or "socket" (every frame up to user space).
-    fn kind(&self) -> &'static str {
-        "socket"
+}
+
+/// How a receiver counts the test frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReceiverKind {
+    /// linerate's XDP counter at the port's XDP hook counts and drops them.
+    Kernel,
+    /// Every frame goes up to linerate's receiver through a socket.
+    Socket,
+}
+
+impl ReceiverKind {
+    /// The name results record ("kernel", "socket").
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReceiverKind::Kernel => "kernel",
+            ReceiverKind::Socket => "socket",
+        }
+    }
+
+    /// Whether it measures latency on a sample of the frames when the
+    /// trial's [`StreamRange::latency_every`] says so. A socket stamps every
+    /// frame's arrival for free; the in-kernel counter reads the clock
+    /// itself (see [`crate::latency_sampling`]).
+    pub fn samples_latency(self) -> bool {
+        self == ReceiverKind::Kernel
     }
 }
 

@@ -15,7 +15,7 @@ pub mod receiver;
 pub mod stats;
 pub mod xdp;
 
-pub use backend::{Clock, Receiver, SendJob, TesterPort, Transmitter};
+pub use backend::{Clock, Receiver, ReceiverKind, SendJob, TesterPort, Transmitter};
 pub use host::HostConfig;
 pub use latency_sampling::LatencySampling;
 use linerate_port::{PortError, PortInfo};
@@ -141,7 +141,7 @@ pub struct EngineConfig {
     /// drops, not loss.
     pub drop_from: Option<std::net::IpAddr>,
     /// Which frames latency is measured on, for receivers that sample
-    /// (the xdp engine's counter; see [`latency_sampling`]).
+    /// (the in-kernel counter; see [`latency_sampling`]).
     pub latency_sampling: LatencySampling,
 }
 
@@ -241,9 +241,8 @@ impl Engine {
     pub fn config(&self) -> &EngineConfig {
         &self.cfg
     }
-    /// How port B counts the test frames: "kernel" or "socket"
-    /// ([`Receiver::kind`]).
-    pub fn receiver(&self) -> &'static str {
+    /// How port B counts the test frames.
+    pub fn receiver(&self) -> ReceiverKind {
         self.b.port.rx.kind()
     }
 
@@ -412,7 +411,7 @@ impl Engine {
         let bidir = self.cfg.bidirectional && spec.is_some();
         let port_fps = spec.map_or(0.0, |s| s.intended_fps / if bidir { 2.0 } else { 1.0 });
         let latency_every = |rx: &dyn Receiver| {
-            if rx.samples_latency() {
+            if rx.kind().samples_latency() {
                 self.cfg.latency_sampling.every(port_fps)
             } else {
                 1
@@ -835,7 +834,7 @@ fn summarize(
         tester_rx_drops: counted.ring_drops,
         stray_frames: counted.stray,
         engine: cfg.name.clone(),
-        receiver: counted.receiver.to_string(),
+        receiver: counted.receiver.as_str().to_string(),
         ip_version: encap.ip,
         vlan: encap.vlan,
         dut_cpu: None,

@@ -28,9 +28,9 @@ pub struct StreamRange {
     /// frame (a dst-port flow range).
     pub udp_port: u16,
     /// Measure latency on the frames whose sequence number is a multiple
-    /// of this (a power of two; 1: every frame). Only receivers whose
-    /// [`samples_latency`](crate::Receiver::samples_latency) is true act on
-    /// it; the engine gives the others 1.
+    /// of this (a power of two; 1: every frame). Only receivers whose kind
+    /// [samples latency](crate::ReceiverKind::samples_latency) act on it;
+    /// the engine gives the others 1.
     pub latency_every: u32,
 }
 
@@ -73,8 +73,8 @@ pub struct Counted {
     pub ring_drops: u64,
     /// Latency was measured on every n-th frame of each stream.
     pub latency_every: u32,
-    /// What counted them ([`Receiver::kind`](crate::Receiver::kind)).
-    pub receiver: &'static str,
+    /// What counted them.
+    pub receiver: crate::ReceiverKind,
 }
 
 /// Runs until `signals.stop` is set. `counted_elsewhere` says how many
@@ -157,6 +157,6 @@ pub fn receive<R: RxQueue>(
         stray,
         ring_drops: rx.take_drops()?,
         latency_every: 1,
-        receiver: "socket",
+        receiver: crate::ReceiverKind::Socket,
     })
 }

@@ -10,7 +10,7 @@
 //!   counts and drops test frames, in front of an AF_PACKET socket that still
 //!   sees everything else (ARP) for the host emulation.
 
-use crate::backend::{Clock, Receiver, SendJob, Transmitter};
+use crate::backend::{Clock, Receiver, ReceiverKind, SendJob, Transmitter};
 use crate::generator::Sent;
 use crate::host::HostConfig;
 use crate::receiver::{receive, Counted, ReceiverSignals, StreamRange};
@@ -274,12 +274,8 @@ impl<R: RxQueue> Receiver for XdpReceiver<R> {
         self.max_frame_len
     }
 
-    fn samples_latency(&self) -> bool {
-        true
-    }
-
-    fn kind(&self) -> &'static str {
-        "kernel"
+    fn kind(&self) -> ReceiverKind {
+        ReceiverKind::Kernel
     }
 }
 

@@ -143,7 +143,7 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             let entry = CalibrationEntry {
                 setup: setup.clone(),
                 engine: engine_name.to_string(),
-                receiver: engine.receiver().to_string(),
+                receiver: engine.receiver().as_str().to_string(),
                 frame_size: frame.frame(),
                 ceiling_fps: result.throughput_fps,
                 latency_ns: best_pass(&result).and_then(|t| t.latency_ns),

@@ -188,7 +188,7 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                     .ceiling(
                         &bed.setup_key,
                         &bed.engine.config().name,
-                        bed.engine.receiver(),
+                        bed.engine.receiver().as_str(),
                         frame.frame(),
                     )
                     .and_then(|c| c.latency_ns)

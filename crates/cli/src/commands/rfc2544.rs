@@ -260,7 +260,12 @@ pub(crate) fn measure(
                 // Calibrations are per frame size; a mix's ceiling is not
                 // stored, so a mix is flagged only by the search itself.
                 let ceiling = calibration
-                    .ceiling(&bed.setup_key, engine, bed.engine.receiver(), frame.frame())
+                    .ceiling(
+                        &bed.setup_key,
+                        engine,
+                        bed.engine.receiver().as_str(),
+                        frame.frame(),
+                    )
                     .filter(|_| result.mix.is_none());
                 if let Some(c) = ceiling {
                     result.calibrated_ceiling_fps = Some(c.ceiling_fps);

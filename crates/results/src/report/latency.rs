@@ -160,7 +160,7 @@ pub fn latency_table(report: &LatencyReport) -> String {
     if every > 1 {
         let _ = writeln!(
             out,
-            "Loads above 1 Mpps were measured on a sample, down to every {} frame of each stream (in-kernel counter; --latency-every 1 for all).",
+            "Latency at some loads comes from a sample, down to every {} frame of each stream (the in-kernel counter above 1 Mpps per port, or --latency-every; --latency-every 1 for all).",
             super::ordinal(every)
         );
     }
