@@ -21,6 +21,7 @@
 pub mod counter;
 pub mod generator;
 pub mod router;
+pub mod tx_watch;
 pub mod vlan_port;
 pub mod xsk;
 

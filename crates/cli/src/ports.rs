@@ -304,10 +304,12 @@ pub fn open_engine(
     }
     if tx_threads > 1 && choice == "auto" {
         return match open_xdp(a, opts) {
-            Ok(port_a) => with_receiver(port_a, "xdp", b, opts, receiver).map(|(ports, note)| {
-                let why = Some("--tx-threads above 1 needs xdp".to_string());
-                (ports, join_notes(why, note))
-            }),
+            Ok((port_a, attached)) => {
+                with_receiver(port_a, "xdp", b, opts, receiver).map(|(ports, note)| {
+                    let why = Some("--tx-threads above 1 needs xdp".to_string());
+                    (ports, join_notes(join_notes(why, attached), note))
+                })
+            }
             Err(e) => {
                 Err(e
                     .context("--tx-threads above 1 needs the xdp engine, which does not work here"))
@@ -316,7 +318,10 @@ pub fn open_engine(
     }
     let (port_a, name, why) = match choice {
         "af_packet" => (open_af_packet(a, opts)?, "af_packet", None),
-        "xdp" => (open_xdp(a, opts)?, "xdp", None),
+        "xdp" => {
+            let (port, attached) = open_xdp(a, opts)?;
+            (port, "xdp", attached)
+        }
         "af_xdp" => {
             let (port, note) = open_af_xdp(a, opts)?;
             (port, "af_xdp", Some(note))
@@ -404,7 +409,14 @@ fn auto(
         ));
     } else {
         match open_xdp(a, opts) {
-            Ok(port) => return Ok((port, "xdp", "the fastest engine that works here".into())),
+            Ok((port, attached)) => {
+                let why = "the fastest engine that delivers here (the kernel took the test frames)";
+                let why = match attached {
+                    Some(a) => format!("{why}; {a}"),
+                    None => why.to_string(),
+                };
+                return Ok((port, "xdp", why));
+            }
             Err(e) => passed_over.push(format!("xdp: {e:#}")),
         }
     }
@@ -451,8 +463,11 @@ fn open_af_packet(p: &PortName, opts: &AfPacketOptions) -> Result<TesterPort> {
 }
 
 /// The xdp engine's sending port: the in-kernel generator, and a packet
-/// socket that receives (the reverse direction, ARP).
-fn open_xdp(a: &PortName, opts: &AfPacketOptions) -> Result<TesterPort> {
+/// socket that receives (the reverse direction, ARP). Before it is used,
+/// a few frames must be confirmed as taken by the kernel: a generator that
+/// loads is not one that delivers. Returns a note when linerate attached
+/// a program to the port to make it deliver.
+fn open_xdp(a: &PortName, opts: &AfPacketOptions) -> Result<(TesterPort, Option<String>)> {
     if opts.max_frame_len > XDP_MAX_FRAME_LEN {
         bail!(
             "--engine xdp sends frames up to {} bytes (one page per frame in live-frames mode): use --engine af_packet for {}-byte frames",
@@ -461,14 +476,37 @@ fn open_xdp(a: &PortName, opts: &AfPacketOptions) -> Result<TesterPort> {
         );
     }
     let (_, rx_a, info_a) = AfPacketPort::open(&a.0, a.1.as_deref(), opts)?.split();
-    Ok(TesterPort {
-        tx: Box::new(XdpTransmitter::new(&info_a, XDP_MAX_STREAMS)?),
-        rx: Box::new(QueueRx {
-            queue: rx_a,
-            max_frame_len: info_a.max_frame_len,
-        }),
-        info: info_a,
-    })
+    let mut tx = XdpTransmitter::new(&info_a, XDP_MAX_STREAMS)?;
+    let note = tx.ensure_delivery(&info_a).map_err(|why| {
+        anyhow!(
+            "the xdp engine cannot send on {}: {why}; {}",
+            info_a.ifname,
+            xdp_delivery_fix(&info_a)
+        )
+    })?;
+    Ok((
+        TesterPort {
+            tx: Box::new(tx),
+            rx: Box::new(QueueRx {
+                queue: rx_a,
+                max_frame_len: info_a.max_frame_len,
+            }),
+            info: info_a,
+        },
+        note,
+    ))
+}
+
+/// What to do when the xdp engine's frames are refused on `port`.
+fn xdp_delivery_fix(port: &linerate_port::PortInfo) -> String {
+    let veth = linerate_engine::accounting::link_kind(port.netns.as_deref(), &port.ifname)
+        .is_some_and(|k| k.is_veth());
+    if veth {
+        format!("turn GRO on at the peer of veth {} (ethtool -K PEER gro on) or attach an XDP program there, or use --engine af_xdp or af_packet", port.ifname)
+    } else {
+        "use --engine af_xdp or af_packet (docs/REAL-DEVICE.md lists what each NIC driver needs)"
+            .to_string()
+    }
 }
 
 /// A receiving port counted by the in-kernel counter, with a packet socket

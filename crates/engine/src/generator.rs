@@ -19,8 +19,19 @@ pub const MAX_BURST: usize = 64;
 const SPIN_BELOW: Duration = Duration::from_micros(200);
 
 pub struct Sent {
-    /// Frames handed to the port and accepted by it.
+    /// Frames handed to the port and accepted by it (the kernel took them).
     pub frames: u64,
+    /// Frames the generator handed to the kernel, taken or not.
+    pub handed: u64,
+    /// Of those, frames the kernel refused outright: the tester's loss.
+    pub refused: u64,
+    /// Frames the port's driver took but could not queue because its ring
+    /// was full (the xdp engine; counted in `frames`). On a veth that ring
+    /// is the peer's receive ring: the DUT's input; on a NIC the tester's
+    /// own transmit ring.
+    pub ring_full: u64,
+    /// Why the kernel refused frames, when it did and said why.
+    pub refusal: Option<String>,
     /// The same per generator thread (stream), in order: thread k sent
     /// frames `0 .. per_thread[k]` of its own sequence.
     pub per_thread: Vec<u64>,
@@ -97,6 +108,10 @@ pub fn generate<T: TxQueue>(
     let refused = tx.drain(Duration::from_secs(5))?;
     Ok(Sent {
         frames: seq - refused,
+        handed: seq,
+        refused,
+        ring_full: 0,
+        refusal: None,
         per_thread: vec![seq - refused],
         send_time: s.start.elapsed(),
         max_stall,

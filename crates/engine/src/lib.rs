@@ -4,6 +4,7 @@
 //! It never decides rates (the methods do) and never prints (the reporters
 //! do): a [`TrialSpec`] goes in, a [`TrialResult`] comes out.
 
+pub mod accounting;
 pub mod backend;
 pub mod capture;
 pub mod cpu;
@@ -209,6 +210,8 @@ pub struct Engine {
     b: Side,
     cfg: EngineConfig,
     next_stream: u16,
+    /// How lost frames are attributed (read once, at the first trial).
+    accounting: Option<accounting::Accounting>,
 }
 
 impl Engine {
@@ -229,7 +232,22 @@ impl Engine {
             b: side(b, host_b),
             cfg,
             next_stream: 1,
+            accounting: None,
         }
+    }
+
+    /// How this engine attributes lost frames: the tester ports' kinds and
+    /// the DUT namespace whose counters it reads, if any. Found once.
+    pub fn accounting(&mut self) -> &accounting::Accounting {
+        let (a, b) = (&self.a.port.info, &self.b.port.info);
+        let ipv6 = self.a.host.test_ip().is_ipv6();
+        self.accounting.get_or_insert_with(|| {
+            accounting::Accounting::discover(
+                (a.netns.clone(), a.ifname.clone()),
+                (b.netns.clone(), b.ifname.clone()),
+                ipv6,
+            )
+        })
     }
 
     pub fn port_a(&self) -> &PortInfo {
@@ -437,6 +455,10 @@ impl Engine {
         } else {
             range
         };
+        if spec.is_some() {
+            self.accounting();
+        }
+        let acct = self.accounting.as_ref();
         let tx_cpus = self.cfg.tx_cpus();
         let tx_cpus = &tx_cpus;
         let cfg = &self.cfg;
@@ -576,6 +598,8 @@ impl Engine {
                 encap: host_b.encap(),
                 ..linerate_wire::Flows::default()
             };
+            // The kernel's counters around the trial say where frames went.
+            let before = acct.map(|a| a.read());
             let pacer = Pacer::new(per_direction, spec.duration);
             // Frames not sent within 1 % (+10 ms) of the duration count as lost.
             let give_up_after = spec.duration + spec.duration / 100 + Duration::from_millis(10);
@@ -675,8 +699,18 @@ impl Engine {
             if interrupt.load(Ordering::Relaxed) {
                 return Err(EngineError::Interrupted);
             }
+            let after = acct.map(|a| a.read());
+            // The port counters see both directions and both classes of a
+            // drop test: they attribute one direction of one class only.
+            let around = match (&before, &after) {
+                (Some(b), Some(a)) if !bidir && frames_ab.classes() == 1 => Some((b, a)),
+                _ => None,
+            };
+            let a_veth = acct.is_some_and(|a| a.a_veth);
             let encap = host_a.encap();
-            let mut ab = summarize(&spec_dir, &frames_ab, &sent, &counted_b, cfg, encap);
+            let mut ab = summarize(
+                &spec_dir, &frames_ab, &sent, &counted_b, cfg, encap, a_veth, around,
+            );
             let result = match sent_rev {
                 None => {
                     // Stray frames on A (the sending port) are as telling as on B.
@@ -684,7 +718,9 @@ impl Engine {
                     ab
                 }
                 Some(rev) => {
-                    let ba = summarize(&spec_dir, &frames_ba, &rev, &counted_a, cfg, encap);
+                    let ba = summarize(
+                        &spec_dir, &frames_ba, &rev, &counted_a, cfg, encap, a_veth, None,
+                    );
                     both_directions(spec, ab, ba)
                 }
             };
@@ -755,6 +791,10 @@ fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult) -> TrialR
         directions: Vec::new(),
         dut_cpu: None,
         policy_drops: None,
+        loss_where: match (ab.loss_where, ba.loss_where) {
+            (Some(x), Some(y)) => Some(x.combine(y)),
+            _ => None,
+        },
         // Each direction's receiver is in `directions`; "kernel/socket" when
         // they differ (A -> B first).
         receiver: if ab.receiver == ba.receiver {
@@ -770,6 +810,7 @@ fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult) -> TrialR
 /// Turns the counts of one trial into its result record. With two
 /// traffic classes (a drop test) the counts are the legitimate class's and
 /// the other class becomes [`PolicyDrops`](linerate_results::PolicyDrops).
+#[allow(clippy::too_many_arguments)]
 fn summarize(
     spec: &TrialSpec,
     frames: &FrameSet,
@@ -777,6 +818,8 @@ fn summarize(
     counted: &Counted,
     cfg: &EngineConfig,
     encap: linerate_wire::Encap,
+    a_veth: bool,
+    around: Option<(&accounting::Counters, &accounting::Counters)>,
 ) -> TrialResult {
     // Thread k sent frames 0 .. sent[k] of its own sequence, of its share
     // of the schedule; stream k counts class 0, stream threads + k class 1.
@@ -786,7 +829,7 @@ fn summarize(
         .map(|k| xdp::share(total, threads as u16, k))
         .collect();
     let intended_frames = frames_of_class(frames, &shares, 0);
-    let tx_frames = frames_of_class(frames, &sent.per_thread, 0);
+    let mut tx_frames = frames_of_class(frames, &sent.per_thread, 0);
     let mut legit = StreamStats::default();
     for s in counted.streams.iter().take(threads) {
         legit.merge(s);
@@ -802,6 +845,27 @@ fn summarize(
     });
     let rx = legit.received();
     let lost = intended_frames.saturating_sub(rx);
+    // The tester's refusals cover every class; a drop test's legitimate
+    // class is its share of them (every other frame).
+    let legit_share = |n: u64| {
+        if frames.classes() == 1 {
+            n
+        } else {
+            (n as f64 * intended_frames as f64 / total.max(1) as f64).round() as u64
+        }
+    };
+    let (loss_where, not_left) = accounting::attribute(
+        accounting::OwnCounts {
+            lost,
+            not_sent: legit_share(total.saturating_sub(sent.handed)),
+            refused: legit_share(sent.refused),
+            ring_full: legit_share(sent.ring_full),
+            socket_rx_drops: counted.ring_drops,
+        },
+        a_veth,
+        around,
+    );
+    tx_frames = tx_frames.saturating_sub(not_left);
     let duration_s = spec.duration.as_secs_f64();
     let send_s = sent.send_time.as_secs_f64().max(duration_s);
     TrialResult {
@@ -813,7 +877,7 @@ fn summarize(
         duration_s,
         intended_fps: spec.intended_fps,
         offered_fps: if send_s > 0.0 {
-            sent.frames as f64 / send_s
+            sent.frames.saturating_sub(not_left) as f64 / send_s
         } else {
             0.0
         },
@@ -829,7 +893,7 @@ fn summarize(
         reordered: legit.reordered(),
         duplicated: legit.duplicated(),
         latency_ns: legit.latency(counted.latency_every),
-        generator_short: sent.frames < total,
+        generator_short: sent.handed < total,
         generator_max_stall_ns: Some(sent.max_stall.as_nanos() as u64),
         tester_rx_drops: counted.ring_drops,
         stray_frames: counted.stray,
@@ -839,6 +903,7 @@ fn summarize(
         vlan: encap.vlan,
         dut_cpu: None,
         policy_drops,
+        loss_where: Some(loss_where),
     }
 }
 

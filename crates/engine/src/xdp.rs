@@ -13,14 +13,18 @@
 use crate::backend::{Clock, Receiver, ReceiverKind, SendJob, Transmitter};
 use crate::generator::Sent;
 use crate::host::HostConfig;
+use crate::pacer::Pacer;
 use crate::receiver::{receive, Counted, ReceiverSignals, StreamRange};
 use crate::stats::StreamStats;
 use crate::EngineError;
 use linerate_bpf::counter::{bucket_range, XdpCounter};
 use linerate_bpf::generator::{GenProgress, GenTrial, Stopper, XdpGenerator, MAX_FRAME_LEN};
+use linerate_bpf::tx_watch::{TxTally, TxWatch};
+use linerate_bpf::xsk::{XdpAttachMode, XskRedirect};
 use linerate_port::netns::maybe_in_netns;
 use linerate_port::{PortInfo, RxQueue};
-use linerate_wire::MacAddr;
+use linerate_wire::template::DEFAULT_UDP_PORT;
+use linerate_wire::{FlowSpec, FrameSet, FrameTemplate, MacAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -35,6 +39,12 @@ pub struct XdpTransmitter {
     ifindex: u32,
     netns: Option<String>,
     max_streams: u16,
+    /// What the kernel did with the frames: only frames it took count as
+    /// sent.
+    watch: TxWatch,
+    /// A pass-everything XDP program linerate attached to the sending port
+    /// because its driver transmits XDP frames only then; detached on drop.
+    pass: Option<XskRedirect>,
 }
 
 impl XdpTransmitter {
@@ -50,7 +60,94 @@ impl XdpTransmitter {
             ifindex,
             netns: port.netns.clone(),
             max_streams: max_streams.max(1),
+            watch: TxWatch::attach()?,
+            pass: None,
         })
+    }
+}
+
+impl XdpTransmitter {
+    /// Makes sure the port delivers (see [`XdpTransmitter::probe`]). Several
+    /// NIC drivers (ixgbe, i40e, ice among them) transmit XDP frames only
+    /// while an XDP program is attached to the sending interface itself:
+    /// if the first probe fails and the port has no program, a program that
+    /// passes every frame on is attached in native mode (the tester's own
+    /// port; removed when the transmitter is dropped) and the probe is
+    /// repeated. Returns a note when it attached one, or why the port does
+    /// not deliver.
+    pub fn ensure_delivery(&mut self, port: &PortInfo) -> Result<Option<String>, String> {
+        let why = match self.probe(port.mac) {
+            Ok(()) => return Ok(None),
+            Err(why) => why,
+        };
+        let mut pass = XskRedirect::load().map_err(|_| why.clone())?;
+        let attached = maybe_in_netns(port.netns.as_deref(), || {
+            let ifindex = linerate_port::link::ifindex(&port.ifname)?;
+            Ok(pass.attach(ifindex as i32, &port.ifname))
+        });
+        if !matches!(attached, Ok(Ok(()))) || pass.attach_mode() != Some(XdpAttachMode::Native) {
+            return Err(why);
+        }
+        self.pass = Some(pass);
+        match self.probe(port.mac) {
+            Ok(()) => Ok(Some(format!(
+                "attached a pass-through XDP program to {} so that its driver transmits XDP frames",
+                port.ifname
+            ))),
+            Err(_) => {
+                self.pass = None;
+                Err(why)
+            }
+        }
+    }
+
+    /// Sends a few frames and checks that the kernel took every one: an
+    /// in-kernel generator that loads is not yet one that delivers (a veth
+    /// whose peer has no NAPI, a NIC driver that wants an XDP program on
+    /// the sending port). The frames are addressed to the port's own MAC,
+    /// so whatever receives them discards them. Returns why not, if not.
+    pub fn probe(&mut self, mac: MacAddr) -> Result<(), String> {
+        const FRAMES: u64 = 32;
+        let flow = FlowSpec {
+            src_mac: mac,
+            dst_mac: mac,
+            src_ip: std::net::Ipv4Addr::new(192, 0, 2, 1).into(),
+            dst_ip: std::net::Ipv4Addr::new(192, 0, 2, 2).into(),
+            src_port: DEFAULT_UDP_PORT,
+            dst_port: DEFAULT_UDP_PORT,
+            ttl: 1,
+            vlan: None,
+        };
+        let frames = FrameSet::single(FrameTemplate::new(
+            &flow,
+            linerate_wire::FrameSize::from_frame(64).expect("64 is a frame size"),
+        ));
+        let fps = 100_000.0;
+        let job = SendJob {
+            frames: &frames,
+            flows: &linerate_wire::Flows::default(),
+            stream: 0,
+            streams: 1,
+            cpus: &[],
+            pacer: Pacer::new(fps, Duration::from_secs_f64(FRAMES as f64 / fps)),
+            give_up_after: Duration::from_secs(1),
+            clock: Clock::Monotonic,
+        };
+        let sent = self
+            .send(&job, &AtomicBool::new(false))
+            .map_err(|e| e.to_string())?;
+        if sent.handed == 0 {
+            return Err("the in-kernel generator sent nothing".into());
+        }
+        if sent.refused > 0 {
+            return Err(format!(
+                "the kernel refused {} of {} frames: {}",
+                sent.refused,
+                sent.handed,
+                sent.refusal.unwrap_or_else(|| "no reason given".into())
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -88,10 +185,17 @@ impl Transmitter for XdpTransmitter {
                 clock_offset_ns,
             })?;
         }
-        let (ifindex, netns) = (self.ifindex, self.netns.as_deref());
+        let (ifindex, netns, watch) = (self.ifindex, self.netns.as_deref(), &self.watch);
         let progress = if n == 1 {
             // On the engine's generator thread, pinned by the engine.
-            vec![run_one(&self.generators[0], ifindex, netns, job, stop)?]
+            vec![run_one(
+                &self.generators[0],
+                watch,
+                ifindex,
+                netns,
+                job,
+                stop,
+            )?]
         } else {
             // A thread per generator, each pinned to one CPU of its own
             // (shared round-robin when there are fewer CPUs than threads).
@@ -106,7 +210,7 @@ impl Transmitter for XdpTransmitter {
                             if let Some(cpu) = cpu {
                                 let _ = crate::cpu::pin_current_thread(&[cpu]);
                             }
-                            run_one(generator, ifindex, netns, job, stop)
+                            run_one(generator, watch, ifindex, netns, job, stop)
                         })
                     })
                     .collect();
@@ -121,17 +225,31 @@ impl Transmitter for XdpTransmitter {
             });
             results.into_iter().collect::<Result<Vec<_>, _>>()?
         };
-        // Frames: all threads'; send time: the longest thread's.
+        // Frames: all threads'; send time: the longest thread's. Only a
+        // frame the kernel reports as taken was sent, whatever the program
+        // returned: every other frame it handed over was refused.
+        let taken = |(p, t): &(GenProgress, TxTally)| (t.sent + t.ring_full).min(p.sent);
         Ok(Sent {
-            frames: progress.iter().map(|p| p.sent).sum(),
-            per_thread: progress.iter().map(|p| p.sent).collect(),
+            frames: progress.iter().map(taken).sum(),
+            per_thread: progress.iter().map(taken).collect(),
+            handed: progress.iter().map(|(p, _)| p.sent).sum(),
+            refused: progress.iter().map(|pt| pt.0.sent - taken(pt)).sum(),
+            ring_full: progress.iter().map(|(_, t)| t.ring_full).sum(),
+            refusal: progress
+                .iter()
+                .find(|(_, t)| t.last_err != 0)
+                .map(|(_, t)| refusal_reason(t.last_err)),
             send_time: progress
                 .iter()
-                .map(|p| Duration::from_nanos(p.last_ns.saturating_sub(p.start_ns)))
+                .map(|(p, _)| Duration::from_nanos(p.last_ns.saturating_sub(p.start_ns)))
                 .max()
                 .unwrap_or_default(),
             max_stall: Duration::from_nanos(
-                progress.iter().map(|p| p.max_stall_ns).max().unwrap_or(0),
+                progress
+                    .iter()
+                    .map(|(p, _)| p.max_stall_ns)
+                    .max()
+                    .unwrap_or(0),
             ),
         })
     }
@@ -145,21 +263,34 @@ impl Transmitter for XdpTransmitter {
     }
 }
 
+/// Why the kernel refused XDP frames, from the errno it gave, with the fix.
+pub fn refusal_reason(err: i32) -> String {
+    match -err {
+        libc::EOPNOTSUPP => "the port does not accept XDP frames for transmission (no ndo_xdp_xmit advertised: a veth whose peer has neither an XDP program nor GRO, or a NIC driver that wants an XDP program on the sending port)".into(),
+        libc::ENXIO => "the port's peer cannot receive XDP frames (a veth whose peer has no NAPI: no XDP program, GRO off, or down)".into(),
+        libc::ENETDOWN => "the port is down".into(),
+        libc::EMSGSIZE => "the frame is larger than the port's MTU".into(),
+        e => format!("error {e} ({})", std::io::Error::from_raw_os_error(e)),
+    }
+}
+
 /// Runs one configured generator on the calling thread, in the port's
 /// namespace, until its frames are out, the give-up time has passed or
-/// `stop` is set; a watcher thread ends the call. Returns where it ended.
+/// `stop` is set; a watcher thread ends the call. Returns where it ended
+/// and what the kernel did with the frames.
 fn run_one(
     generator: &XdpGenerator,
+    watch: &TxWatch,
     ifindex: u32,
     netns: Option<&str>,
     job: &SendJob,
     stop: &AtomicBool,
-) -> Result<GenProgress, EngineError> {
+) -> Result<(GenProgress, TxTally), EngineError> {
     let total = generator.total();
     let (ended, finished) = (AtomicBool::new(false), AtomicBool::new(false));
     let stopper = Stopper::for_current_thread();
     let started = Instant::now();
-    let (run, watched) = std::thread::scope(|scope| {
+    let (run, watched, tally) = std::thread::scope(|scope| {
         let watcher = scope.spawn(|| -> Result<(), EngineError> {
             let outcome = loop {
                 let p = match generator.progress() {
@@ -182,16 +313,22 @@ fn run_one(
             stopper.stop(&ended, &finished);
             outcome
         });
-        let run = maybe_in_netns(netns, || Ok(generator.run(ifindex, &ended)));
+        // The flushes that report the frames run on this thread, inside
+        // its BPF_PROG_RUN call: it registers before and reads after.
+        let run = match watch.start(ifindex) {
+            Ok(()) => maybe_in_netns(netns, || Ok(generator.run(ifindex, &ended))),
+            Err(e) => Ok(Err(e)),
+        };
+        let tally = watch.finish();
         finished.store(true, Ordering::Release);
         let watched = watcher
             .join()
             .map_err(|_| EngineError::Thread("the generator's watcher panicked".into()));
-        (run, watched)
+        (run, watched, tally)
     });
     run??;
     watched??;
-    Ok(generator.progress()?)
+    Ok((generator.progress()?, tally?))
 }
 
 /// Counts with the in-kernel counter; a packet socket behind it handles

@@ -98,7 +98,7 @@ impl BackToBackConfig {
 
 /// True when the burst was sent in full at (nearly) the burst rate.
 pub fn sent_back_to_back(t: &TrialResult) -> bool {
-    !t.generator_short && t.offered_fps >= MIN_OFFERED_SHARE * t.intended_fps
+    !t.tester_limited() && t.offered_fps >= MIN_OFFERED_SHARE * t.intended_fps
 }
 
 fn passed(t: &TrialResult) -> bool {
@@ -176,7 +176,7 @@ pub fn longest_burst<R: TrialRunner>(
         trials
             .iter()
             .filter(|t| !passed(t) && t.intended_frames == h)
-            .all(|t| t.generator_short)
+            .all(|t| t.tester_limited())
     });
     let tester_limited = pass_invalid || fail_invalid;
     Ok(BurstSearch {

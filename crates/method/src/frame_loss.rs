@@ -39,7 +39,7 @@ pub fn point(label: &str, trial: TrialResult) -> LossPoint {
         intended_fps: trial.intended_fps,
         offered_fps: trial.offered_fps,
         loss_ratio: trial.loss_ratio,
-        generator_short: trial.generator_short,
+        generator_short: trial.tester_limited(),
         trial,
     }
 }

@@ -595,8 +595,12 @@ fn goal_result(
     let conditional = lower.and_then(|l| conditional_throughput(&c, l, loads.trials_at(l, trials)));
     let regular =
         matches!((lower, upper), (Some(l), Some(u)) if relative_width(l, u) <= g.width + EPS);
-    let tester_limited =
-        upper.is_some_and(|u| loads.trials_at(u, trials).iter().any(|t| t.generator_short));
+    let tester_limited = upper.is_some_and(|u| {
+        loads
+            .trials_at(u, trials)
+            .iter()
+            .any(|t| t.tester_limited())
+    });
     GoalResultRecord {
         goal: g.record(),
         relevant_lower_bound_fps: lower,

@@ -109,6 +109,7 @@ impl SimulatedDut {
         let lost = intended - rx;
         TrialResult {
             policy_drops: None,
+            loss_where: None,
             frame_size: spec.frame.frame(),
             mix: spec.mix.as_ref().map(linerate_results::MixInfo::of),
             flows: Vec::new(),

@@ -51,11 +51,13 @@
 //!
 //! # When the tester is the limit
 //!
-//! A trial whose `generator_short` flag is set did not get its intended
-//! rate out of the tester, so its loss is partly the tester's. The search
+//! A trial whose loss is partly the tester's (`TrialResult::tester_limited`:
+//! the generator fell short of its rate, the tester's sending port refused
+//! frames, or its receiving port dropped some, as the kernel's counters
+//! say) did not measure the device alone. The search
 //! treats such a trial like any failed trial (the rate was not shown to
 //! pass), but when the *lowest failing rate* — the `hi` just above the
-//! reported throughput — came out `generator_short`, the search ended
+//! reported throughput — was such a trial, the search ended
 //! against the tester's ceiling rather than the device's, and the result is
 //! marked `tester_limited`: the device may forward more than reported.
 //! A failure at a rate the tester did send in full is the device's and
@@ -319,7 +321,7 @@ pub fn find_throughput<R: TrialRunner>(
     }
 
     let throughput_fps = lo.unwrap_or(0.0);
-    let tester_limited = hi.is_some_and(|(_, i)| trials[i].generator_short);
+    let tester_limited = hi.is_some_and(|(_, i)| trials[i].tester_limited());
     let mbps = |fps: f64, layer: Layer| match &cfg.mix {
         Some(mix) => mix.mbps(fps, layer),
         None => frame.mbps(fps, layer),

@@ -48,7 +48,7 @@ pub enum PortError {
 }
 
 impl PortError {
-    pub(crate) fn io(what: &'static str, ifname: &str, source: std::io::Error) -> PortError {
+    pub fn io(what: &'static str, ifname: &str, source: std::io::Error) -> PortError {
         if source.raw_os_error() == Some(libc::EPERM) {
             return PortError::NotPermitted;
         }

@@ -187,6 +187,135 @@ pub struct TrialResult {
     /// `offered_fps` are the offered load of both classes together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_drops: Option<PolicyDrops>,
+    /// Where the lost frames were lost, each term read from the kernel's
+    /// own counters; the terms add up to `lost_frames`. None in records
+    /// from before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_where: Option<LossWhere>,
+}
+
+/// Where a trial's lost frames were lost. Every term is a count of test
+/// frames read from a kernel counter; `rest` is what no counter explains,
+/// so the terms always add up to the loss exactly:
+/// `not_sent + tx_refused + tester_rx + dut_input + dut_internal + rest
+/// == lost_frames` (absent terms count 0).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LossWhere {
+    /// Frames the generator never handed to the kernel: it fell behind its
+    /// schedule and gave up, or was interrupted. The tester's loss.
+    pub not_sent: u64,
+    /// Frames the tester's transmitting port refused (its queue was full,
+    /// or it cannot transmit such frames at all). The tester's loss.
+    pub tx_refused: u64,
+    /// Frames dropped at the tester's receiving port (its ring or backlog
+    /// was full). The tester's loss.
+    pub tester_rx: u64,
+    /// Frames dropped at the DUT's input: its receive ring or queue was
+    /// full. None when the DUT's input cannot be read (a device in a box:
+    /// counted in `rest`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut_input: Option<u64>,
+    /// Frames dropped inside the DUT: policy (firewall, policer), no route,
+    /// TTL, a shaper's queue. None when the DUT cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut_internal: Option<u64>,
+    /// The loss no counter explains. With a DUT that cannot be read: lost
+    /// in the DUT or on the link. Negative when the counters saw more
+    /// drops than test frames were lost (they counted other traffic too).
+    pub rest: i64,
+    /// Whether the DUT's own counters were read (`dut_internal` is set):
+    /// `rest` is then unexplained loss, else loss in the DUT or on the link.
+    pub dut_read: bool,
+}
+
+impl LossWhere {
+    /// The loss the tester caused: never the DUT's.
+    pub fn tester(&self) -> u64 {
+        self.not_sent + self.tx_refused + self.tester_rx
+    }
+
+    /// The loss that is the DUT's (or, where the DUT cannot be read, the
+    /// DUT's or the link's): everything but the tester's.
+    pub fn dut(&self, lost: u64) -> u64 {
+        lost.saturating_sub(self.tester())
+    }
+
+    /// Builds the breakdown of `lost` frames from the measured terms; `rest`
+    /// is what is left, so the terms add up exactly.
+    pub fn from_terms(
+        lost: u64,
+        not_sent: u64,
+        tx_refused: u64,
+        tester_rx: u64,
+        dut_input: Option<u64>,
+        dut_internal: Option<u64>,
+    ) -> LossWhere {
+        let explained = not_sent as i128
+            + tx_refused as i128
+            + tester_rx as i128
+            + dut_input.unwrap_or(0) as i128
+            + dut_internal.unwrap_or(0) as i128;
+        LossWhere {
+            not_sent,
+            tx_refused,
+            tester_rx,
+            dut_input,
+            dut_internal,
+            rest: (lost as i128 - explained) as i64,
+            dut_read: dut_internal.is_some(),
+        }
+    }
+
+    /// Both directions of a bidirectional trial, or several trials, added.
+    /// A term one of them did not read moves into the rest.
+    pub fn combine(self, o: LossWhere) -> LossWhere {
+        let both = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => (Some(a + b), 0),
+            (a, b) => (None, a.unwrap_or(0) as i64 + b.unwrap_or(0) as i64),
+        };
+        let (dut_input, moved_in) = both(self.dut_input, o.dut_input);
+        let (dut_internal, moved_internal) = both(self.dut_internal, o.dut_internal);
+        LossWhere {
+            not_sent: self.not_sent + o.not_sent,
+            tx_refused: self.tx_refused + o.tx_refused,
+            tester_rx: self.tester_rx + o.tester_rx,
+            dut_input,
+            dut_internal,
+            rest: self.rest + o.rest + moved_in + moved_internal,
+            dut_read: dut_internal.is_some(),
+        }
+    }
+
+    /// The terms, named as reports print them, with their counts (only
+    /// terms that were read; `rest` last).
+    pub fn terms(&self) -> Vec<(&'static str, i64)> {
+        let mut v = vec![
+            ("not sent by the tester", self.not_sent as i64),
+            (
+                "refused by the tester's sending port",
+                self.tx_refused as i64,
+            ),
+        ];
+        if let Some(n) = self.dut_input {
+            v.push(("dropped at the DUT's input (queue full)", n as i64));
+        }
+        if let Some(n) = self.dut_internal {
+            v.push(("dropped inside the DUT (policy, route, shaper)", n as i64));
+        }
+        v.push((
+            "dropped at the tester's receiving port",
+            self.tester_rx as i64,
+        ));
+        v.push((
+            if self.dut_read {
+                "unexplained"
+            } else {
+                "in the DUT or on the link"
+            },
+            self.rest,
+        ));
+        v
+    }
 }
 
 /// The traffic of a drop test that the DUT's policy should drop (the
@@ -230,6 +359,13 @@ impl TrialResult {
     pub fn with_directions(mut self, directions: Vec<TrialResult>) -> TrialResult {
         self.directions = directions;
         self
+    }
+
+    /// True when the tester caused part of the loss (it could not send at
+    /// the intended rate, its port refused frames, or its receiving port
+    /// dropped some): the trial measured the tester, not only the device.
+    pub fn tester_limited(&self) -> bool {
+        self.generator_short || self.loss_where.is_some_and(|w| w.tester() > 0)
     }
 
     /// True when the trial's loss is within `allowed_loss_ratio`.
@@ -348,4 +484,40 @@ pub struct InterruptedSearch {
     pub frame_size: u16,
     pub l3_length: u16,
     pub trials: Vec<TrialResult>,
+}
+
+#[cfg(test)]
+mod loss_where_tests {
+    use super::LossWhere;
+
+    #[test]
+    fn terms_add_up_to_the_loss_and_name_the_tester_s_share() {
+        let w = LossWhere::from_terms(100, 5, 10, 3, Some(40), Some(30));
+        assert_eq!(w.rest, 12);
+        assert!(w.dut_read);
+        assert_eq!(w.tester(), 18);
+        assert_eq!(w.dut(100), 82);
+        let sum: i64 = w.terms().iter().map(|&(_, n)| n).sum();
+        assert_eq!(sum, 100);
+        assert_eq!(w.terms().last().unwrap().0, "unexplained");
+        // Counters that saw more than was lost leave a negative rest, still adding up.
+        let over = LossWhere::from_terms(5, 0, 0, 0, Some(7), Some(0));
+        assert_eq!(over.rest, -2);
+    }
+
+    #[test]
+    fn an_unread_dut_is_the_dut_or_the_link_and_adding_keeps_the_sum() {
+        let ext = LossWhere::from_terms(50, 0, 4, 0, None, None);
+        assert!(!ext.dut_read);
+        assert_eq!(
+            ext.terms().last().unwrap(),
+            &("in the DUT or on the link", 46)
+        );
+        let lab = LossWhere::from_terms(20, 1, 0, 0, Some(9), Some(10));
+        let both = ext.combine(lab);
+        // A term one side could not read moves into the rest.
+        assert_eq!((both.dut_input, both.dut_internal), (None, None));
+        let sum: i64 = both.terms().iter().map(|&(_, n)| n).sum();
+        assert_eq!(sum, 70);
+    }
 }

@@ -370,6 +370,16 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
         thousands(t.lost_frames),
         loss_percent(t.loss_ratio)
     );
+    if let Some(w) = t.loss_where.filter(|_| t.lost_frames > 0) {
+        for (name, n) in w.terms().into_iter().filter(|&(_, n)| n != 0) {
+            let n = if n < 0 {
+                format!("-{}", thousands(n.unsigned_abs()))
+            } else {
+                thousands(n as u64)
+            };
+            let _ = writeln!(out, "    {n:>25} {name}");
+        }
+    }
     if let Some(p) = &t.policy_drops {
         let _ = writeln!(
             out,
@@ -440,6 +450,15 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
             out,
             "WARNING: {} frames of the drop class came through the DUT: its drop policy is not (fully) in effect.",
             thousands(p.leaked_frames)
+        );
+    }
+    if let Some(w) = t.loss_where.filter(|w| w.tx_refused + w.tester_rx > 0) {
+        let _ = writeln!(
+            out,
+            "WARNING: the tester lost {} frames itself ({} refused by its sending port, {} dropped at its receiving port): that loss is the tester's, not the device's, and the trial does not measure the device.",
+            thousands(w.tx_refused + w.tester_rx),
+            thousands(w.tx_refused),
+            thousands(w.tester_rx)
         );
     }
     if t.generator_short {

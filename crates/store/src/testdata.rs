@@ -11,6 +11,7 @@ fn trial(size: u16, fps: f64, loss_ratio: f64) -> TrialResult {
     let lost = (intended as f64 * loss_ratio) as u64;
     TrialResult {
         policy_drops: None,
+        loss_where: None,
         frame_size: size,
         mix: None,
         flows: Vec::new(),

@@ -6,6 +6,7 @@ fn trial(duration_s: f64, loss_ratio: f64) -> TrialResult {
     let lost = (intended as f64 * loss_ratio).round() as u64;
     TrialResult {
         policy_drops: None,
+        loss_where: None,
         mix: None,
         flows: Vec::new(),
         directions: Vec::new(),

@@ -183,6 +183,7 @@ mod tests {
     fn point(load: &str, intended: f64, offered: f64, loss: f64) -> LossPoint {
         let trial = TrialResult {
             policy_drops: None,
+            loss_where: None,
             frame_size: 64,
             mix: None,
             flows: Vec::new(),

@@ -11,6 +11,7 @@ fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialRes
     let lost = intended_frames - rx_frames;
     TrialResult {
         policy_drops: None,
+        loss_where: None,
         frame_size: frame,
         mix: None,
         flows: Vec::new(),
