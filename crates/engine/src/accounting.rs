@@ -30,6 +30,7 @@ use crate::EngineError;
 use linerate_port::netns::maybe_in_netns;
 use linerate_port::PortError;
 use linerate_results::LossWhere;
+use linerate_wire::MacAddr;
 use std::process::Command;
 
 /// A few counters of one interface.
@@ -163,9 +164,12 @@ impl DutView {
     /// tester ports (each peer's own peer is the tester port), among the
     /// named namespaces (/run/netns). None when the ports are not veths,
     /// or their peers are not in one namespace linerate can enter.
+    /// `gateways` are the MACs the DUT's interfaces answered ARP with: the
+    /// peers must have them (interface indexes repeat across namespaces).
     pub fn discover(
         a: (&Option<String>, &str),
         b: (&Option<String>, &str),
+        gateways: (MacAddr, MacAddr),
         ipv6: bool,
     ) -> Option<DutView> {
         let ka = link_kind(a.0.as_deref(), a.1)?;
@@ -194,16 +198,20 @@ impl DutView {
             let Some(links) = ip_json(Some(&ns), &["link", "show"]) else {
                 continue;
             };
-            let peer = |index: u32, back: u32| {
+            let peer = |index: u32, back: u32, mac: MacAddr| {
                 links.as_array()?.iter().find_map(|l| {
                     let me = l.get("ifindex")?.as_u64()? as u32;
                     let link = l.get("link_index")?.as_u64()? as u32;
-                    (me == index && link == back)
+                    let addr = l.get("address")?.as_str()?.parse::<MacAddr>().ok()?;
+                    (me == index && link == back && addr == mac)
                         .then(|| l.get("ifname")?.as_str().map(str::to_string))
                         .flatten()
                 })
             };
-            if let (Some(ingress), Some(egress)) = (peer(pa, ka.ifindex), peer(pb, kb.ifindex)) {
+            if let (Some(ingress), Some(egress)) = (
+                peer(pa, ka.ifindex, gateways.0),
+                peer(pb, kb.ifindex, gateways.1),
+            ) {
                 found.push(DutView {
                     netns: ns,
                     ingress,
@@ -288,10 +296,11 @@ impl Accounting {
     pub fn discover(
         a: (Option<String>, String),
         b: (Option<String>, String),
+        gateways: Option<(MacAddr, MacAddr)>,
         ipv6: bool,
     ) -> Accounting {
         let a_veth = link_kind(a.0.as_deref(), &a.1).is_some_and(|k| k.is_veth());
-        let dut = DutView::discover((&a.0, &a.1), (&b.0, &b.1), ipv6);
+        let dut = gateways.and_then(|g| DutView::discover((&a.0, &a.1), (&b.0, &b.1), g, ipv6));
         Accounting { a, b, a_veth, dut }
     }
 

@@ -241,10 +241,12 @@ impl Engine {
     pub fn accounting(&mut self) -> &accounting::Accounting {
         let (a, b) = (&self.a.port.info, &self.b.port.info);
         let ipv6 = self.a.host.test_ip().is_ipv6();
+        let gateways = self.a.gateway_mac.zip(self.b.gateway_mac);
         self.accounting.get_or_insert_with(|| {
             accounting::Accounting::discover(
                 (a.netns.clone(), a.ifname.clone()),
                 (b.netns.clone(), b.ifname.clone()),
+                gateways,
                 ipv6,
             )
         })
@@ -455,7 +457,8 @@ impl Engine {
         } else {
             range
         };
-        if spec.is_some() {
+        // Once the gateways are known (the DUT's MACs identify it).
+        if spec.is_some() && self.a.gateway_mac.is_some() && self.b.gateway_mac.is_some() {
             self.accounting();
         }
         let acct = self.accounting.as_ref();

@@ -436,6 +436,26 @@ pub fn assert_trial_consistent(t: &Value) {
         (ratio - lost as f64 / intended as f64).abs() < 1e-9,
         "loss_ratio does not match: {t}"
     );
+    // Where the frames were lost adds up to the loss, exactly.
+    let w = &t["loss_where"];
+    if !w.is_null() {
+        let term = |k: &str| w[k].as_i64().unwrap_or(0);
+        let sum = [
+            "not_sent",
+            "tx_refused",
+            "tester_rx",
+            "dut_input",
+            "dut_internal",
+            "rest",
+        ]
+        .iter()
+        .map(|k| term(k))
+        .sum::<i64>();
+        assert_eq!(
+            sum, lost as i64,
+            "loss_where does not add up to the loss: {t}"
+        );
+    }
     if rx > 0 {
         let l = &t["latency_ns"];
         let (min, p50, p99, max) = (u(l, "min"), u(l, "p50"), u(l, "p99"), u(l, "max"));
