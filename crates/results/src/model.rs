@@ -286,6 +286,16 @@ impl LossWhere {
         }
     }
 
+    /// Every trial's breakdown added up, with the frames they lost; None
+    /// when no trial has one or none lost a frame.
+    pub fn sum<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) -> Option<(u64, LossWhere)> {
+        trials
+            .into_iter()
+            .filter_map(|t| Some((t.lost_frames, t.loss_where?)))
+            .reduce(|(la, a), (lb, b)| (la + lb, a.combine(b)))
+            .filter(|&(lost, _)| lost > 0)
+    }
+
     /// The terms, named as reports print them, with their counts (only
     /// terms that were read; `rest` last).
     pub fn terms(&self) -> Vec<(&'static str, i64)> {

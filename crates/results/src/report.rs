@@ -244,6 +244,9 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             thousands(p.leaked_frames)
         );
     }
+    if let Some(line) = loss_where_line(results.iter().flat_map(|r| &r.trials)) {
+        let _ = writeln!(out, "{line}");
+    }
     if let Some(source) = &report.dut_cpu_source {
         let _ = writeln!(out, "DUT CPU: {source}.");
     }
@@ -476,6 +479,30 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
         );
     }
     out
+}
+
+/// "Frames lost in all trials: N; 7 dropped at the DUT's input, ..." from
+/// the trials' loss breakdowns (kernel counters), for a table's footer.
+pub fn loss_where_line<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) -> Option<String> {
+    let (lost, w) = crate::LossWhere::sum(trials)?;
+    let terms: Vec<String> = w
+        .terms()
+        .into_iter()
+        .filter(|&(_, n)| n != 0)
+        .map(|(name, n)| {
+            let n = if n < 0 {
+                format!("-{}", thousands(n.unsigned_abs()))
+            } else {
+                thousands(n as u64)
+            };
+            format!("{n} {name}")
+        })
+        .collect();
+    Some(format!(
+        "Frames lost in all trials: {}; {} (kernel counters).",
+        thousands(lost),
+        terms.join(", ")
+    ))
 }
 
 /// Pretty-printed JSON of any record (a report, a result, a trial).

@@ -89,6 +89,9 @@ pub fn frame_loss_table(report: &FrameLossReport) -> String {
                 let _ = writeln!(out, "    seen: {check}");
             }
         }
+        if let Some(line) = crate::report::loss_where_line(s.points.iter().map(|p| &p.trial)) {
+            let _ = writeln!(out, "  {}: {line}", s.label);
+        }
         if let Some(p) = crate::PolicyDrops::sum(s.points.iter().map(|p| &p.trial)) {
             let _ = writeln!(
                 out,

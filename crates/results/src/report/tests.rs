@@ -378,3 +378,40 @@ fn ordinals_read_as_english() {
         ]
     );
 }
+
+#[test]
+fn the_summary_and_the_footer_say_where_frames_were_lost() {
+    let mut t = trial(64, 100_000.0, 199_000, false);
+    t.loss_where = Some(crate::LossWhere::from_terms(
+        1_000,
+        0,
+        0,
+        10,
+        Some(600),
+        Some(390),
+    ));
+    let summary = trial_summary(&t, 10_000_000_000);
+    assert!(
+        summary.contains("600 dropped at the DUT's input (queue full)"),
+        "{summary}"
+    );
+    assert!(summary.contains("390 dropped inside the DUT"), "{summary}");
+    assert!(
+        summary.contains("10 dropped at the tester's receiving port"),
+        "{summary}"
+    );
+    // The tester's own loss is a warning: the trial does not measure the device.
+    assert!(
+        summary.contains("WARNING: the tester lost 10 frames itself"),
+        "{summary}"
+    );
+    assert!(t.tester_limited());
+    let line = loss_where_line([&t, &t]).expect("a footer line");
+    assert!(
+        line.starts_with("Frames lost in all trials: 2,000; 1,200 dropped at the DUT's input"),
+        "{line}"
+    );
+    // No loss: no line.
+    let clean = trial(64, 100_000.0, 200_000, false);
+    assert_eq!(loss_where_line([&clean]), None);
+}
