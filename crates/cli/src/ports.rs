@@ -303,12 +303,10 @@ pub fn open_engine(
         bail!("the xdp engine counts test frames in the kernel and hands none up: for --receiver socket (or --pcap) use --engine af_xdp or af_packet");
     }
     if tx_threads > 1 && choice == "auto" {
-        return match open_xdp(a, opts) {
-            Ok((port_a, attached)) => {
-                with_receiver(port_a, "xdp", b, opts, receiver).map(|(ports, note)| {
-                    let why = Some("--tx-threads above 1 needs xdp".to_string());
-                    (ports, join_notes(join_notes(why, attached), note))
-                })
+        return match open_xdp(a, b, opts, receiver) {
+            Ok((ports, note)) => {
+                let why = Some("--tx-threads above 1 needs xdp".to_string());
+                Ok((ports, join_notes(why, note)))
             }
             Err(e) => {
                 Err(e
@@ -318,16 +316,32 @@ pub fn open_engine(
     }
     let (port_a, name, why) = match choice {
         "af_packet" => (open_af_packet(a, opts)?, "af_packet", None),
-        "xdp" => {
-            let (port, attached) = open_xdp(a, opts)?;
-            (port, "xdp", attached)
-        }
+        "xdp" => return open_xdp(a, b, opts, receiver),
         "af_xdp" => {
             let (port, note) = open_af_xdp(a, opts)?;
             (port, "af_xdp", Some(note))
         }
         _ => {
-            let (port, name, why) = auto(a, opts, !socket)?;
+            let mut passed_over = Vec::new();
+            if socket {
+                passed_over.push(
+                    "xdp counts in the kernel, and the frames are wanted in user space".into(),
+                );
+            } else if opts.max_frame_len > XDP_MAX_FRAME_LEN {
+                passed_over.push(format!(
+                    "xdp sends frames up to {} bytes",
+                    XDP_MAX_FRAME_LEN + 4
+                ));
+            } else {
+                match open_xdp(a, b, opts, receiver) {
+                    Ok((ports, note)) => {
+                        let why = "the fastest engine that delivers here (the kernel took the probe frames)";
+                        return Ok((ports, join_notes(Some(why.into()), note)));
+                    }
+                    Err(e) => passed_over.push(format!("xdp: {e:#}")),
+                }
+            }
+            let (port, name, why) = auto_socket(a, opts, passed_over)?;
             (port, name, Some(why))
         }
     };
@@ -388,38 +402,15 @@ fn with_receiver(
     Ok(((port_a, port_b, engine), note))
 }
 
-/// `--engine auto`: the fastest engine that works on port A, in the order
-/// xdp, af_xdp, af_packet (xdp only if `xdp_allowed`: it cannot count
-/// through a socket). An engine that fails to open gives way to the next;
-/// if the last fails too, its error (a wrong interface name, say) is the
-/// one the user sees.
-fn auto(
+/// `--engine auto` after xdp: af_xdp, else af_packet, on port A. An engine
+/// that fails to open gives way to the next; if the last fails too, its
+/// error (a wrong interface name, say) is the one the user sees.
+/// `passed_over` says why the faster engines were not taken.
+fn auto_socket(
     a: &PortName,
     opts: &AfPacketOptions,
-    xdp_allowed: bool,
+    mut passed_over: Vec<String>,
 ) -> Result<(TesterPort, &'static str, String)> {
-    let mut passed_over = Vec::new();
-    if !xdp_allowed {
-        passed_over
-            .push("xdp counts in the kernel, and the frames are wanted in user space".into());
-    } else if opts.max_frame_len > XDP_MAX_FRAME_LEN {
-        passed_over.push(format!(
-            "xdp sends frames up to {} bytes",
-            XDP_MAX_FRAME_LEN + 4
-        ));
-    } else {
-        match open_xdp(a, opts) {
-            Ok((port, attached)) => {
-                let why = "the fastest engine that delivers here (the kernel took the test frames)";
-                let why = match attached {
-                    Some(a) => format!("{why}; {a}"),
-                    None => why.to_string(),
-                };
-                return Ok((port, "xdp", why));
-            }
-            Err(e) => passed_over.push(format!("xdp: {e:#}")),
-        }
-    }
     match open_af_xdp(a, opts) {
         Ok((port, note)) => {
             passed_over.push(note);
@@ -462,12 +453,19 @@ fn open_af_packet(p: &PortName, opts: &AfPacketOptions) -> Result<TesterPort> {
     )?))
 }
 
-/// The xdp engine's sending port: the in-kernel generator, and a packet
-/// socket that receives (the reverse direction, ARP). Before it is used,
-/// a few frames must be confirmed as taken by the kernel: a generator that
-/// loads is not one that delivers. Returns a note when linerate attached
-/// a program to the port to make it deliver.
-fn open_xdp(a: &PortName, opts: &AfPacketOptions) -> Result<(TesterPort, Option<String>)> {
+/// The xdp engine on both ports: port A's in-kernel generator with a
+/// packet socket that receives (the reverse direction, ARP), port B counted
+/// in the kernel. Before it is used, a few frames must be confirmed as
+/// taken by the kernel: a generator that loads is not one that delivers.
+/// Port B is opened first, because its counter is what lets a veth peer
+/// of port A (a back-to-back pair) take XDP frames. Returns a note when
+/// linerate attached a program to port A to make it deliver.
+fn open_xdp(
+    a: &PortName,
+    b: &PortName,
+    opts: &AfPacketOptions,
+    receiver: ReceiverChoice,
+) -> Result<(Ports, Option<String>)> {
     if opts.max_frame_len > XDP_MAX_FRAME_LEN {
         bail!(
             "--engine xdp sends frames up to {} bytes (one page per frame in live-frames mode): use --engine af_packet for {}-byte frames",
@@ -476,25 +474,24 @@ fn open_xdp(a: &PortName, opts: &AfPacketOptions) -> Result<(TesterPort, Option<
         );
     }
     let (_, rx_a, info_a) = AfPacketPort::open(&a.0, a.1.as_deref(), opts)?.split();
-    let mut tx = XdpTransmitter::new(&info_a, XDP_MAX_STREAMS)?;
-    let note = tx.ensure_delivery(&info_a).map_err(|why| {
+    let tx = XdpTransmitter::new(&info_a, XDP_MAX_STREAMS)?;
+    let port_a = TesterPort {
+        tx: Box::new(tx),
+        rx: Box::new(QueueRx {
+            queue: rx_a,
+            max_frame_len: info_a.max_frame_len,
+        }),
+        info: info_a,
+    };
+    let (mut ports, note) = with_receiver(port_a, "xdp", b, opts, receiver)?;
+    let attached = ports.0.tx.ensure_delivery(&ports.0.info).map_err(|why| {
         anyhow!(
             "the xdp engine cannot send on {}: {why}; {}",
-            info_a.ifname,
-            xdp_delivery_fix(&info_a)
+            ports.0.info.ifname,
+            xdp_delivery_fix(&ports.0.info)
         )
     })?;
-    Ok((
-        TesterPort {
-            tx: Box::new(tx),
-            rx: Box::new(QueueRx {
-                queue: rx_a,
-                max_frame_len: info_a.max_frame_len,
-            }),
-            info: info_a,
-        },
-        note,
-    ))
+    Ok((ports, join_notes(attached, note)))
 }
 
 /// What to do when the xdp engine's frames are refused on `port`.

@@ -75,6 +75,13 @@ pub trait Transmitter: Send {
     fn max_streams(&self) -> u16 {
         1
     }
+    /// Makes sure frames sent on `port` are taken by the kernel, before
+    /// the first trial; a note when it changed something to get there, or
+    /// why the port does not deliver. Socket transmitters learn of every
+    /// refusal from the socket itself, so they have nothing to check.
+    fn ensure_delivery(&mut self, _port: &PortInfo) -> Result<Option<String>, String> {
+        Ok(None)
+    }
 }
 
 /// Runs one port's receive side for a trial.

@@ -75,7 +75,7 @@ impl XdpTransmitter {
     /// port; removed when the transmitter is dropped) and the probe is
     /// repeated. Returns a note when it attached one, or why the port does
     /// not deliver.
-    pub fn ensure_delivery(&mut self, port: &PortInfo) -> Result<Option<String>, String> {
+    fn ensure_delivery_here(&mut self, port: &PortInfo) -> Result<Option<String>, String> {
         let why = match self.probe(port.mac) {
             Ok(()) => return Ok(None),
             Err(why) => why,
@@ -260,6 +260,10 @@ impl Transmitter for XdpTransmitter {
 
     fn max_streams(&self) -> u16 {
         self.max_streams
+    }
+
+    fn ensure_delivery(&mut self, port: &PortInfo) -> Result<Option<String>, String> {
+        self.ensure_delivery_here(port)
     }
 }
 
