@@ -60,6 +60,7 @@ struct GenConfig {
     sig_offset: u32,
     pad3: u32,
     headers_ext: [[u8; HEADERS_EXT]; MAX_SIZES],
+    max_late_ns: u64,
 }
 
 /// Header bytes past [`SIGNATURE_OFFSET`] in the largest layout (IPv6
@@ -81,6 +82,7 @@ const _: () = assert!(
             + MAX_RANGES * 40
             + 8
             + MAX_SIZES * HEADERS_EXT
+            + 8
 );
 
 /// Mirrors `struct lr_range`: one varying field.
@@ -114,8 +116,13 @@ pub struct GenTrial<'a> {
     pub total: u64,
     /// Nanoseconds between frames (1e9 / rate).
     pub interval_ns: f64,
-    /// Stop sending this long after the first frame even if frames remain.
+    /// Stop sending this long after the first frame (not counting the
+    /// pauses of a shifted schedule) even if frames remain.
     pub give_up: Duration,
+    /// Furthest behind schedule the generator catches up; beyond it the
+    /// schedule is shifted (a pause) rather than caught up in a burst.
+    /// None: always catch up.
+    pub max_late: Option<Duration>,
     /// The receiver's clock minus CLOCK_MONOTONIC (wrapping), so timestamps
     /// are in the clock the receiver stamps arrivals with.
     pub clock_offset_ns: u64,
@@ -135,6 +142,11 @@ pub struct GenProgress {
     /// Longest time between two program runs while frames remained: the
     /// generator's worst stall (preemption, interrupts), in ns.
     pub max_stall_ns: u64,
+    /// How far the schedule was shifted in all (pauses instead of
+    /// catch-up bursts), in ns.
+    pub shift_ns: u64,
+    /// How many times it was shifted.
+    pub shifts: u64,
 }
 
 /// A loaded generator program. Not attached anywhere: `BPF_PROG_RUN` names
@@ -192,6 +204,7 @@ impl XdpGenerator {
             sig_offset: sig_offset as u32,
             pad3: 0,
             headers_ext: [[0; HEADERS_EXT]; MAX_SIZES],
+            max_late_ns: trial.max_late.map_or(0, |d| d.as_nanos().max(1) as u64),
         };
         assert!(trial.flows.ranges.len() <= MAX_RANGES);
         for (slot, r) in cfg.ranges.iter_mut().zip(&trial.flows.ranges) {
@@ -228,7 +241,7 @@ impl XdpGenerator {
             cfg.headers_ext[k][..ext].copy_from_slice(&t.bytes()[SIGNATURE_OFFSET..sig_offset]);
         }
         cfg.sequence[..sequence.len()].copy_from_slice(sequence);
-        let zero_state = [0u8; 48];
+        let zero_state = [0u8; 64]; // struct gen_state: 8 words
         let err = |source| BpfError::Map {
             what: "configuring the XDP generator",
             source,
@@ -293,7 +306,7 @@ impl XdpGenerator {
         let w = read_words(
             &self.map("gen_state"),
             0,
-            6,
+            8,
             "reading the XDP generator's state",
         )?;
         Ok(GenProgress {
@@ -303,6 +316,8 @@ impl XdpGenerator {
             ticks: w[3],
             // w[4]: the previous tick, internal.
             max_stall_ns: w[5],
+            shift_ns: w[6],
+            shifts: w[7],
         })
     }
 

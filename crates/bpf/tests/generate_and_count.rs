@@ -161,6 +161,7 @@ fn every_generated_frame_is_counted_once() {
                     total: frames,
                     interval_ns: 1e9 / fps,
                     give_up: Duration::from_secs(10),
+                    max_late: None,
                     clock_offset_ns: 0,
                 })
                 .unwrap();
@@ -230,6 +231,7 @@ fn two_generators_send_two_exact_streams() {
                 total: shares[k],
                 interval_ns: 1e9 / 5e4, // 100 000 frames/s in all
                 give_up: Duration::from_secs(10),
+                max_late: None,
                 clock_offset_ns: 0,
             })
             .unwrap();
@@ -403,6 +405,7 @@ fn same_frames_in_kernel_and_user_space(ns_name: &str, v6: bool, vlan: Option<u1
                 total,
                 interval_ns: 1e9 / 20_000.0,
                 give_up: Duration::from_secs(10),
+                max_late: None,
                 clock_offset_ns: 0,
             })
             .unwrap();

@@ -4,7 +4,7 @@
 use crate::args::PortArgs;
 use anyhow::{anyhow, bail, Context, Result};
 use linerate_bpf::generator::MAX_FRAME_LEN as XDP_MAX_FRAME_LEN;
-use linerate_engine::backend::{QueueRx, QueueTx};
+use linerate_engine::backend::{NotDelivered, QueueRx, QueueTx};
 use linerate_engine::host::Ipv6Host;
 use linerate_engine::xdp::{XdpReceiver, XdpTransmitter};
 use linerate_engine::{Engine, EngineConfig, HostConfig, LatencySampling, TesterPort};
@@ -191,6 +191,19 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
     let (a_name, b_name) = (a.0.clone(), b.0.clone());
     let ((a, b, engine_name), engine_reason) =
         open_engine(&args.engine, &a, &b, &opts, args.tx_threads, args.receiver)?;
+    // In the lab, the tester ports' receive work leaves the DUT's CPU.
+    if let Some(p) = placement.as_ref().filter(|p| !p.shared_core) {
+        for info in [&a.info, &b.info] {
+            if let Some(ns) = &info.netns {
+                if let Err(why) = linerate_lab::tester_receive(ns, &info.ifname, &p.tester_cpus) {
+                    eprintln!(
+                        "linerate: note: {}'s receive stays where the kernel runs it: {why}",
+                        info.ifname
+                    );
+                }
+            }
+        }
+    }
 
     let (line_bps, line_speed_source) = match &args.line_speed {
         Some(text) => (
@@ -484,13 +497,21 @@ fn open_xdp(
         info: info_a,
     };
     let (mut ports, note) = with_receiver(port_a, "xdp", b, opts, receiver)?;
-    let attached = ports.0.tx.ensure_delivery(&ports.0.info).map_err(|why| {
-        anyhow!(
-            "the xdp engine cannot send on {}: {why}; {}",
-            ports.0.info.ifname,
-            xdp_delivery_fix(&ports.0.info)
-        )
-    })?;
+    let attached = ports
+        .0
+        .tx
+        .ensure_delivery(&ports.0.info)
+        .map_err(|why| match why {
+            NotDelivered::Refused(why) => anyhow!(
+                "the xdp engine cannot send on {}: {why}; {}",
+                ports.0.info.ifname,
+                xdp_delivery_fix(&ports.0.info)
+            ),
+            failed => anyhow!(
+                "the xdp engine cannot send on {}: {failed}; use --engine af_xdp or af_packet",
+                ports.0.info.ifname
+            ),
+        })?;
     Ok((ports, join_notes(attached, note)))
 }
 

@@ -59,8 +59,13 @@ pub struct SendJob<'a> {
     /// only (empty: where the calling thread may run).
     pub cpus: &'a [usize],
     pub pacer: Pacer,
-    /// Stop sending at this point even if frames remain (they count as lost).
+    /// Stop sending at this point (pauses not counted) even if frames
+    /// remain (they count as lost).
     pub give_up_after: Duration,
+    /// Furthest behind schedule a generator catches up (in a burst at up
+    /// to [`CATCH_UP_FACTOR`](linerate_bpf::generator::CATCH_UP_FACTOR)
+    /// times the rate); beyond it the schedule moves back instead (a pause).
+    pub max_late: Option<Duration>,
     /// The receiving port's clock: timestamps are written in it.
     pub clock: Clock,
 }
@@ -79,9 +84,20 @@ pub trait Transmitter: Send {
     /// the first trial; a note when it changed something to get there, or
     /// why the port does not deliver. Socket transmitters learn of every
     /// refusal from the socket itself, so they have nothing to check.
-    fn ensure_delivery(&mut self, _port: &PortInfo) -> Result<Option<String>, String> {
+    fn ensure_delivery(&mut self, _port: &PortInfo) -> Result<Option<String>, NotDelivered> {
         Ok(None)
     }
+}
+
+/// Why a transmitter does not deliver on a port.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotDelivered {
+    /// The kernel refused the frames (the port cannot take them).
+    #[error("{0}")]
+    Refused(String),
+    /// The check itself could not run.
+    #[error("the delivery check failed: {0}")]
+    Failed(String),
 }
 
 /// Runs one port's receive side for a trial.
@@ -154,6 +170,7 @@ impl<T: TxQueue> Transmitter for QueueTx<T> {
             class_stride: job.streams,
             pacer: job.pacer,
             give_up_after: job.give_up_after,
+            max_late: job.max_late,
             start_clock_ns: job.clock.now_ns(),
             start: Instant::now(),
         };

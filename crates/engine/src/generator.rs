@@ -38,8 +38,13 @@ pub struct Sent {
     /// From the first frame's scheduled time to when the last left.
     pub send_time: Duration,
     /// Furthest the generator fell behind its schedule (it did not run, or
-    /// the port made it wait); what was due meanwhile went out in a burst.
+    /// the port made it wait).
     pub max_stall: Duration,
+    /// How far the schedule was moved back in all, instead of catching up
+    /// more than [`SendJob::max_late`](crate::SendJob) in a burst: pauses.
+    pub paused: Duration,
+    /// How many times.
+    pub pauses: u64,
 }
 
 pub struct Schedule<'a> {
@@ -51,8 +56,12 @@ pub struct Schedule<'a> {
     pub stream: u16,
     pub class_stride: u16,
     pub pacer: Pacer,
-    /// Stop sending at this point even if frames remain (they count as lost).
+    /// Stop sending at this point, pauses not counted, even if frames
+    /// remain (they count as lost).
     pub give_up_after: Duration,
+    /// Furthest behind schedule the generator catches up; beyond it the
+    /// schedule moves back (a pause). None: always catch up.
+    pub max_late: Option<Duration>,
     /// The receiver's clock at `start`, in ns: the base of the timestamps.
     pub start_clock_ns: u64,
     pub start: Instant,
@@ -66,20 +75,33 @@ pub fn generate<T: TxQueue>(
     let total = s.pacer.total();
     let mut seq: u64 = 0;
     let mut max_stall = Duration::ZERO;
+    let (mut paused, mut pauses) = (Duration::ZERO, 0u64);
     while seq < total {
         let elapsed = s.start.elapsed();
-        if elapsed > s.give_up_after || stop.load(Ordering::Relaxed) {
+        // A machine so busy that the pauses double the trial ends it.
+        if elapsed.saturating_sub(paused) > s.give_up_after
+            || elapsed > 2 * s.give_up_after
+            || stop.load(Ordering::Relaxed)
+        {
             break;
         }
-        let due = s.pacer.due(elapsed);
+        let mut on_schedule = elapsed.saturating_sub(paused);
+        // How far behind schedule the next frame is.
+        let late = on_schedule.saturating_sub(Duration::from_nanos(s.pacer.scheduled_ns(seq)));
+        if let Some(max) = s.max_late.filter(|&m| late > m) {
+            // Held up too long to catch up without a burst: pause instead.
+            paused += late - max;
+            pauses += 1;
+            on_schedule = elapsed.saturating_sub(paused);
+        }
+        let due = s.pacer.due(on_schedule);
         if due > seq {
-            // How far behind schedule the next frame is.
-            let late = elapsed.saturating_sub(Duration::from_nanos(s.pacer.scheduled_ns(seq)));
             max_stall = max_stall.max(late);
             let want = ((due - seq) as usize).min(MAX_BURST);
+            let shift = paused.as_nanos() as u64;
             let queued = tx.queue(want, |i, buf| {
                 let n = seq + i as u64;
-                let ts = s.start_clock_ns + s.pacer.scheduled_ns(n);
+                let ts = s.start_clock_ns + shift + s.pacer.scheduled_ns(n);
                 let k = s.frames.template_index(n);
                 let class = s.frames.template_classes()[k] as u16;
                 let len = s.frames.templates()[k].write(
@@ -97,7 +119,7 @@ pub fn generate<T: TxQueue>(
             tx.flush()?;
         } else {
             let next = Duration::from_nanos(s.pacer.scheduled_ns(seq));
-            let wait = next.saturating_sub(elapsed);
+            let wait = next.saturating_sub(on_schedule);
             if wait > SPIN_BELOW {
                 std::thread::sleep(wait - SPIN_BELOW / 2);
             } else {
@@ -115,5 +137,129 @@ pub fn generate<T: TxQueue>(
         per_thread: vec![seq - refused],
         send_time: s.start.elapsed(),
         max_stall,
+        paused,
+        pauses,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_wire::{FlowSpec, FrameSize, FrameTemplate, MacAddr};
+
+    /// A port that records when each frame was queued and stalls once.
+    struct Recorder {
+        sent_at: Vec<Instant>,
+        stall_at: usize,
+        stall: Duration,
+    }
+
+    impl TxQueue for Recorder {
+        fn queue<F: FnMut(usize, &mut [u8]) -> usize>(
+            &mut self,
+            n: usize,
+            mut fill: F,
+        ) -> Result<usize, PortError> {
+            let mut buf = [0u8; 128];
+            for i in 0..n {
+                if self.sent_at.len() == self.stall_at {
+                    std::thread::sleep(self.stall);
+                }
+                fill(i, &mut buf);
+                self.sent_at.push(Instant::now());
+            }
+            Ok(n)
+        }
+        fn flush(&mut self) -> Result<(), PortError> {
+            Ok(())
+        }
+        fn drain(&mut self, _: Duration) -> Result<u64, PortError> {
+            Ok(0)
+        }
+    }
+
+    #[test]
+    fn a_stalled_generator_pauses_instead_of_bursting() {
+        let flow = FlowSpec {
+            src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+            dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+            src_ip: "198.18.0.2".parse().unwrap(),
+            dst_ip: "198.19.0.2".parse().unwrap(),
+            src_port: 1,
+            dst_port: 2,
+            ttl: 64,
+            vlan: None,
+        };
+        let frames = FrameSet::single(FrameTemplate::new(
+            &flow,
+            FrameSize::from_frame(64).unwrap(),
+        ));
+        let flows = Flows::default();
+        let fps = 20_000.0; // 50 us apart
+        let schedule = |max_late| Schedule {
+            frames: &frames,
+            flows: &flows,
+            stream: 1,
+            class_stride: 1,
+            pacer: Pacer::new(fps, Duration::from_millis(100)),
+            give_up_after: Duration::from_secs(2),
+            max_late,
+            start_clock_ns: 0,
+            start: Instant::now(),
+        };
+        // The longest burst: a run of frames each queued less than a
+        // quarter of an interval after the one before.
+        let burst = |r: &Recorder| {
+            let mut run = 0;
+            let mut longest = 0;
+            for w in r.sent_at.windows(2) {
+                run = if w[1] - w[0] < Duration::from_micros(12) {
+                    run + 1
+                } else {
+                    0
+                };
+                longest = longest.max(run);
+            }
+            longest
+        };
+        let stall = Duration::from_millis(10); // 200 frames' worth
+        let mut catch_up = Recorder {
+            sent_at: Vec::new(),
+            stall_at: 500,
+            stall,
+        };
+        let sent = generate(&mut catch_up, &schedule(None), &AtomicBool::new(false)).unwrap();
+        assert_eq!(sent.frames, 2_000);
+        assert_eq!(sent.pauses, 0);
+        assert!(
+            burst(&catch_up) >= 150,
+            "caught up in a burst of {}",
+            burst(&catch_up)
+        );
+
+        let max_late = Duration::from_secs_f64(32.0 / fps);
+        let mut pausing = Recorder {
+            sent_at: Vec::new(),
+            stall_at: 500,
+            stall,
+        };
+        let sent = generate(
+            &mut pausing,
+            &schedule(Some(max_late)),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert_eq!(sent.frames, 2_000);
+        assert!(sent.pauses >= 1);
+        assert!(
+            sent.paused >= stall - max_late - Duration::from_millis(1),
+            "{:?}",
+            sent.paused
+        );
+        assert!(
+            burst(&pausing) <= 33,
+            "a burst of {} frames",
+            burst(&pausing)
+        );
+    }
 }

@@ -115,6 +115,14 @@ fn frames_of_class(frames: &FrameSet, per_thread: &[u64], class: u8) -> u64 {
 /// a DUT that drops them all is not waited on for the whole straggler wait.
 const LEAK_QUIET: Duration = Duration::from_millis(20);
 
+/// The most frames a generator that fell behind its schedule sends to
+/// catch up (at up to 4 times the rate); held up longer, it pauses
+/// instead: the schedule moves back, the DUT sees the trial's rate with a
+/// gap, and the trial records the pause. A hardware tester never falls
+/// behind; a software one that made up a 3 ms stall at 700 kframes/s would
+/// send 2,100 frames at four times the rate into a 256-frame veth ring.
+pub const MAX_CATCH_UP_FRAMES: u64 = 32;
+
 /// How the engine behaves between and around trials.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -606,6 +614,12 @@ impl Engine {
             let pacer = Pacer::new(per_direction, spec.duration);
             // Frames not sent within 1 % (+10 ms) of the duration count as lost.
             let give_up_after = spec.duration + spec.duration / 100 + Duration::from_millis(10);
+            // Catching up more than this many frames would be a burst a
+            // DUT's input queue may not hold (a veth's ring holds 256): the
+            // generator pauses instead.
+            let max_late = Some(Duration::from_secs_f64(
+                MAX_CATCH_UP_FRAMES as f64 / per_direction,
+            ));
             let job_ab = SendJob {
                 frames: &frames_ab,
                 flows: &cfg.flows,
@@ -614,6 +628,7 @@ impl Engine {
                 cpus: tx_cpus,
                 pacer,
                 give_up_after,
+                max_late,
                 clock: clock_b,
             };
             let job_ba = SendJob {
@@ -626,6 +641,7 @@ impl Engine {
                 cpus: tx_cpus,
                 pacer,
                 give_up_after,
+                max_late,
                 clock: clock_a,
             };
             // Each generator gets a thread of its own so it can be pinned
@@ -789,6 +805,8 @@ fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult) -> TrialR
         latency_ns,
         generator_short: ab.generator_short || ba.generator_short,
         generator_max_stall_ns: ab.generator_max_stall_ns.max(ba.generator_max_stall_ns),
+        generator_paused_ns: ab.generator_paused_ns.max(ba.generator_paused_ns),
+        generator_pauses: Some(ab.generator_pauses.unwrap_or(0) + ba.generator_pauses.unwrap_or(0)),
         tester_rx_drops: ab.tester_rx_drops + ba.tester_rx_drops,
         stray_frames: ab.stray_frames + ba.stray_frames,
         directions: Vec::new(),
@@ -870,7 +888,12 @@ fn summarize(
     );
     tx_frames = tx_frames.saturating_sub(not_left);
     let duration_s = spec.duration.as_secs_f64();
-    let send_s = sent.send_time.as_secs_f64().max(duration_s);
+    // Over the time frames flowed: pauses are not part of the offered rate.
+    let send_s = sent
+        .send_time
+        .saturating_sub(sent.paused)
+        .as_secs_f64()
+        .max(duration_s);
     TrialResult {
         frame_size: spec.frame.frame(),
         mix: spec.mix.as_ref().map(linerate_results::MixInfo::of),
@@ -898,6 +921,8 @@ fn summarize(
         latency_ns: legit.latency(counted.latency_every),
         generator_short: sent.handed < total,
         generator_max_stall_ns: Some(sent.max_stall.as_nanos() as u64),
+        generator_paused_ns: Some(sent.paused.as_nanos() as u64),
+        generator_pauses: Some(sent.pauses),
         tester_rx_drops: counted.ring_drops,
         stray_frames: counted.stray,
         engine: cfg.name.clone(),

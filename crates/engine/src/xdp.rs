@@ -10,7 +10,7 @@
 //!   counts and drops test frames, in front of an AF_PACKET socket that still
 //!   sees everything else (ARP) for the host emulation.
 
-use crate::backend::{Clock, Receiver, ReceiverKind, SendJob, Transmitter};
+use crate::backend::{Clock, NotDelivered, Receiver, ReceiverKind, SendJob, Transmitter};
 use crate::generator::Sent;
 use crate::host::HostConfig;
 use crate::pacer::Pacer;
@@ -75,10 +75,11 @@ impl XdpTransmitter {
     /// port; removed when the transmitter is dropped) and the probe is
     /// repeated. Returns a note when it attached one, or why the port does
     /// not deliver.
-    fn ensure_delivery_here(&mut self, port: &PortInfo) -> Result<Option<String>, String> {
+    fn ensure_delivery_here(&mut self, port: &PortInfo) -> Result<Option<String>, NotDelivered> {
         let why = match self.probe(port.mac) {
             Ok(()) => return Ok(None),
-            Err(why) => why,
+            Err(NotDelivered::Refused(why)) => NotDelivered::Refused(why),
+            Err(failed) => return Err(failed),
         };
         let mut pass = XskRedirect::load().map_err(|_| why.clone())?;
         let attached = maybe_in_netns(port.netns.as_deref(), || {
@@ -106,7 +107,7 @@ impl XdpTransmitter {
     /// whose peer has no NAPI, a NIC driver that wants an XDP program on
     /// the sending port). The frames are addressed to the port's own MAC,
     /// so whatever receives them discards them. Returns why not, if not.
-    pub fn probe(&mut self, mac: MacAddr) -> Result<(), String> {
+    pub fn probe(&mut self, mac: MacAddr) -> Result<(), NotDelivered> {
         const FRAMES: u64 = 32;
         let flow = FlowSpec {
             src_mac: mac,
@@ -131,21 +132,24 @@ impl XdpTransmitter {
             cpus: &[],
             pacer: Pacer::new(fps, Duration::from_secs_f64(FRAMES as f64 / fps)),
             give_up_after: Duration::from_secs(1),
+            max_late: None,
             clock: Clock::Monotonic,
         };
         let sent = self
             .send(&job, &AtomicBool::new(false))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| NotDelivered::Failed(e.to_string()))?;
         if sent.handed == 0 {
-            return Err("the in-kernel generator sent nothing".into());
+            return Err(NotDelivered::Failed(
+                "the in-kernel generator sent nothing".into(),
+            ));
         }
         if sent.refused > 0 {
-            return Err(format!(
+            return Err(NotDelivered::Refused(format!(
                 "the kernel refused {} of {} frames: {}",
                 sent.refused,
                 sent.handed,
                 sent.refusal.unwrap_or_else(|| "no reason given".into())
-            ));
+            )));
         }
         Ok(())
     }
@@ -182,6 +186,7 @@ impl Transmitter for XdpTransmitter {
                 total: share(total, n, k as u16),
                 interval_ns: job.pacer.interval_ns() * n as f64,
                 give_up: job.give_up_after,
+                max_late: job.max_late,
                 clock_offset_ns,
             })?;
         }
@@ -251,6 +256,11 @@ impl Transmitter for XdpTransmitter {
                     .max()
                     .unwrap_or(0),
             ),
+            // The longest thread's pauses: the threads pause independently.
+            paused: Duration::from_nanos(
+                progress.iter().map(|(p, _)| p.shift_ns).max().unwrap_or(0),
+            ),
+            pauses: progress.iter().map(|(p, _)| p.shifts).sum(),
         })
     }
 
@@ -262,7 +272,7 @@ impl Transmitter for XdpTransmitter {
         self.max_streams
     }
 
-    fn ensure_delivery(&mut self, port: &PortInfo) -> Result<Option<String>, String> {
+    fn ensure_delivery(&mut self, port: &PortInfo) -> Result<Option<String>, NotDelivered> {
         self.ensure_delivery_here(port)
     }
 }
@@ -306,8 +316,12 @@ fn run_one(
                 } else {
                     Duration::from_nanos(Clock::Monotonic.now_ns().saturating_sub(p.start_ns))
                 };
+                // Pauses of a shifted schedule do not count, up to twice
+                // the give-up time.
+                let on_schedule = sending_for.saturating_sub(Duration::from_nanos(p.shift_ns));
                 if p.sent >= total
-                    || sending_for > job.give_up_after
+                    || on_schedule > job.give_up_after
+                    || sending_for > 2 * job.give_up_after
                     || stop.load(Ordering::Relaxed)
                 {
                     break Ok(());

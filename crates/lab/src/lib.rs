@@ -29,7 +29,7 @@ mod status;
 mod wire;
 
 pub use lab::{down_all, down_lab, down_matching, temporary_name, Lab, LabPort};
-pub use placement::{tester_cpus, NapiThread, Placement, PlacementState};
+pub use placement::{tester_cpus, tester_receive, NapiThread, Placement, PlacementState};
 pub use status::{status, LabStatus, PortStatus};
 pub use wire::{Wire, WIRE_IP_A, WIRE_IP_B};
 

@@ -334,6 +334,8 @@ fn threaded_napi(dut_ns: &str, links: &[Link], dut_cpu: usize) -> Result<(), Str
                 t.comm, t.pid
             )
         })?;
+        // Best effort: without it the DUT still forwards, only less steadily.
+        let _ = set_fifo(t.pid, DUT_NAPI_PRIORITY);
     }
 
     // Verify: TSO off on the senders, flags read back 1, and the threads
@@ -362,6 +364,86 @@ fn threaded_napi(dut_ns: &str, links: &[Link], dut_cpu: usize) -> Result<(), Str
                 cpu_list(&cpus)
             ));
         }
+    }
+    Ok(())
+}
+
+/// Real-time priority of the tester ports' receive NAPI threads: above the
+/// DUT's (they run on other CPUs anyway) and above the generator, which
+/// shares their CPU and yields to them for the few microseconds a batch of
+/// frames takes to count.
+pub const TESTER_NAPI_PRIORITY: i32 = 60;
+
+/// Moves the receive processing of lab tester port `ifname` (in namespace
+/// `ns`) onto the tester's CPUs. A veth's receive runs in the NAPI of the
+/// *receiving* device, scheduled on the CPU that sent into it: for port B
+/// that is the DUT's CPU, whose forwarding then also pays for linerate's
+/// counting (about 150 ns a frame with the in-kernel counter). Made
+/// threaded, pinned to `cpus` and given [`TESTER_NAPI_PRIORITY`], the
+/// counting runs on the tester's side as it would on a hardware tester's
+/// port. Call it after the port's receiver has attached (a veth has NAPI
+/// only while an XDP program or GRO is on); a port without NAPI is left
+/// as it is. Err is a reason for a note.
+pub fn tester_receive(ns: &str, ifname: &str, cpus: &[usize]) -> Result<bool, String> {
+    if cpus.is_empty() {
+        return Ok(false);
+    }
+    let path = threaded_path(ifname);
+    if netns::read_in(ns, &path).is_ok_and(|v| v == "1") {
+        // Already threaded: its threads exist, find them below.
+    } else if netns::write_in(ns, &[(&path, "1")]).is_err() {
+        // No NAPI on this port (a socket receiver): nothing runs there.
+        return Ok(false);
+    }
+    // Every lab names its ports alike: this port's threads are the ones
+    // whose kernel thread runs for a device in `ns`. The kernel does not
+    // say which namespace a NAPI thread serves, so take the threads of the
+    // name that are not yet pinned to `cpus` or to another single CPU (the
+    // DUT's or another lab's).
+    let mut set = CpuSet::new();
+    for &c in cpus {
+        set.set(c)
+            .map_err(|e| format!("CPU {c} cannot be used: {e}"))?;
+    }
+    let all = allowed_cpus();
+    let mine: Vec<NapiThread> = napi_threads(&[ifname])
+        .into_iter()
+        .filter(|t| t.cpus == all || t.cpus == cpus)
+        .collect();
+    if mine.is_empty() {
+        return Ok(false);
+    }
+    for t in &mine {
+        sched_setaffinity(Pid::from_raw(t.pid), &set)
+            .map_err(|e| format!("{} could not be pinned: {e}", t.comm))?;
+        let _ = set_fifo(t.pid, TESTER_NAPI_PRIORITY);
+    }
+    Ok(true)
+}
+
+/// Real-time priority of the DUT's NAPI threads (SCHED_FIFO).
+///
+/// A router's forwarding core does nothing else; a NAPI thread of normal
+/// priority is time-sliced against whatever else the machine runs on its
+/// CPU, and each slice it loses (a scheduler tick, 4 ms at HZ=250) fills the
+/// veth's 256-frame receive ring many times over at a few 100k frames/s.
+/// Measured on the 2-core development VM (`linerate trial --lab --frame-size
+/// 64 --rate 300000fps --duration 10s`, three runs each, docs/METHODS.md):
+/// 6,757 / 7,878 / 10,315 frames lost at the DUT's input with normal
+/// priority, 2,000 / 82 / 1,116 with SCHED_FIFO. The kernel's real-time
+/// throttling (`kernel.sched_rt_runtime_us`, 95 % by default, or the fair
+/// server on recent kernels) still leaves other tasks on that CPU their
+/// share, so a DUT under overload cannot lock the machine up.
+pub const DUT_NAPI_PRIORITY: i32 = 50;
+
+/// Puts thread `pid` in SCHED_FIFO at `priority`.
+pub fn set_fifo(pid: i32, priority: i32) -> std::io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: sched_setscheduler reads `param`, which lives across the call.
+    if unsafe { libc::sched_setscheduler(pid, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }

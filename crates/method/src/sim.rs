@@ -141,6 +141,8 @@ impl SimulatedDut {
             }),
             generator_short: tx < intended,
             generator_max_stall_ns: None,
+            generator_paused_ns: None,
+            generator_pauses: None,
             dut_cpu: None,
             engine: "simulated".to_string(),
             receiver: String::new(),

@@ -150,6 +150,14 @@ pub struct TrialResult {
     /// the device saw that a hardware tester would not have sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator_max_stall_ns: Option<u64>,
+    /// How long the generator paused in all, in ns: held up by more than
+    /// a few frames' worth, it moves its schedule back instead of catching
+    /// up in a burst the device would see (`generator_pauses` times). The
+    /// offered rate does not count the pauses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_paused_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_pauses: Option<u64>,
     /// Frames the tester's own receive buffers dropped: loss caused by the
     /// tester, not the device. A trial with any is not a valid measurement
     /// of the device.

@@ -436,8 +436,23 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
         }
         None => out.push_str("  latency     none measured: no frame was received\n"),
     }
-    // A stall worth a burst of more than 64 frames is worth a note.
-    if let Some(stall) = t.generator_max_stall_ns {
+    if let (Some(paused), Some(n)) = (t.generator_paused_ns, t.generator_pauses) {
+        if n > 0 {
+            let _ = writeln!(
+                out,
+                "  note        the generator was held up {} time(s) and paused {:.2} ms in all rather than send a catch-up burst (worst stall {:.2} ms)",
+                thousands(n),
+                paused as f64 / 1e6,
+                t.generator_max_stall_ns.unwrap_or(0) as f64 / 1e6
+            );
+        }
+    }
+    // A stall worth a burst of more than 64 frames is worth a note (when
+    // it was caught up, not paused).
+    if let Some(stall) = t
+        .generator_max_stall_ns
+        .filter(|_| t.generator_pauses.unwrap_or(0) == 0)
+    {
         let burst = stall as f64 * t.intended_fps / 1e9;
         if burst > 64.0 {
             let _ = writeln!(

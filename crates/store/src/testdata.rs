@@ -40,6 +40,8 @@ fn trial(size: u16, fps: f64, loss_ratio: f64) -> TrialResult {
         }),
         generator_short: false,
         generator_max_stall_ns: None,
+        generator_paused_ns: None,
+        generator_pauses: None,
         tester_rx_drops: 0,
         stray_frames: 0,
         engine: "af_packet".into(),

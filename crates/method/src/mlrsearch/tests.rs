@@ -26,6 +26,8 @@ fn trial(duration_s: f64, loss_ratio: f64) -> TrialResult {
         latency_ns: None,
         generator_short: false,
         generator_max_stall_ns: None,
+        generator_paused_ns: None,
+        generator_pauses: None,
         tester_rx_drops: 0,
         stray_frames: 0,
         engine: "test".into(),

@@ -206,6 +206,8 @@ mod tests {
             latency_ns: None,
             generator_short: offered < intended,
             generator_max_stall_ns: None,
+            generator_paused_ns: None,
+            generator_pauses: None,
             tester_rx_drops: 0,
             stray_frames: 0,
             engine: "af_packet".into(),

@@ -39,6 +39,8 @@ fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialRes
         }),
         generator_short: short,
         generator_max_stall_ns: None,
+        generator_paused_ns: None,
+        generator_pauses: None,
         engine: "af_packet".into(),
         receiver: String::new(),
         ip_version: Default::default(),
