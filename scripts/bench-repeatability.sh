@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# How well linerate's lab results repeat: runs the main job (the RFC 2544
+# throughput of the lab router, all seven frame sizes) N times and a
+# comparison of three DUT configurations N times, and prints
+#   - per frame size, the zero-loss throughput of each run and the spread
+#     (max/min; target: at most 1.25),
+#   - the 64-byte zero-loss rate against what the router forwarded under
+#     overload in the same search (its first trial, at line rate; target:
+#     at least half),
+#   - whether every comparison run ranks lan-lan > acl:12 > firewall:50.
+# Run as root on a quiet machine (no builds or tests meanwhile: on 2 cores
+# one compile skews every figure). Build first (scripts/setup.sh).
+#
+#   scripts/bench-repeatability.sh [--runs N] [--linerate PATH] [--out DIR]
+#
+# The JSON of every run is kept in DIR (default: a new directory under /tmp).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+runs=3
+linerate=target/release/linerate
+out=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --runs) runs="$2"; shift 2 ;;
+        --linerate) linerate="$2"; shift 2 ;;
+        --out) out="$2"; shift 2 ;;
+        *) echo "bench-repeatability.sh: unknown option '$1' (--runs N, --linerate PATH, --out DIR)" >&2; exit 2 ;;
+    esac
+done
+if [ "$(id -u)" != 0 ]; then
+    echo "bench-repeatability.sh: run as root (the lab builds network namespaces)" >&2
+    exit 2
+fi
+[ -x "$linerate" ] || { echo "bench-repeatability.sh: no $linerate: build it with scripts/setup.sh" >&2; exit 2; }
+[ -n "$out" ] || out=$(mktemp -d /tmp/linerate-repeat.XXXXXX)
+mkdir -p "$out"
+
+echo "bench-repeatability.sh: $runs runs each, JSON in $out, $("$linerate" --version 2>/dev/null || echo linerate) at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+for i in $(seq 1 "$runs"); do
+    start=$(date +%s)
+    "$linerate" rfc2544 --lab --no-db --quiet --json "$out/main-$i.json" >/dev/null
+    echo "main job run $i: $(( $(date +%s) - start )) s"
+done
+for i in $(seq 1 "$runs"); do
+    start=$(date +%s)
+    "$linerate" rfc2544 --scenario lan-lan,acl:12,firewall:50 --sizes 64 --no-db --quiet \
+        --json "$out/compare-$i.json" >/dev/null
+    echo "comparison run $i: $(( $(date +%s) - start )) s"
+done
+
+python3 - "$out" "$runs" <<'EOF'
+import json, sys
+out, runs = sys.argv[1], int(sys.argv[2])
+main = [json.load(open(f"{out}/main-{i}.json")) for i in range(1, runs + 1)]
+sizes = [r["frame_size"] for r in main[0]["results"]]
+print()
+print("Zero-loss throughput [frames/s] per run, and the spread (max/min; target <= 1.25)")
+print("size  " + "".join(f"{'run ' + str(i + 1):>12}" for i in range(runs)) + "      spread")
+worst = 0.0
+for k, size in enumerate(sizes):
+    fps = [m["results"][k]["throughput_fps"] for m in main]
+    spread = max(fps) / min(fps) if min(fps) > 0 else float("inf")
+    worst = max(worst, spread)
+    flag = "" if spread <= 1.25 else "   above target"
+    print(f"{size:>4}  " + "".join(f"{f:>12,.0f}" for f in fps) + f"  {spread:10.2f}{flag}")
+print(f"worst spread {worst:.2f} (target <= 1.25): {'met' if worst <= 1.25 else 'NOT met'}")
+
+print()
+print("64-byte zero-loss rate against the router's forwarding rate under overload")
+print("(the first trial of each 64-byte search, at line rate: frames received / duration)")
+ok = True
+for i, m in enumerate(main):
+    r = next(r for r in m["results"] if r["frame_size"] == 64)
+    first = r["trials"][0]
+    overload = first["rx_frames"] / first["duration_s"]
+    share = r["throughput_fps"] / overload if overload else 0.0
+    ok &= share >= 0.5
+    print(f"run {i + 1}: zero-loss {r['throughput_fps']:,.0f} fps, under overload {overload:,.0f} fps: {share:.2f} (target >= 0.5)")
+print(f"target {'met' if ok else 'NOT met'}")
+
+print()
+print("Comparison lan-lan > acl:12 > firewall:50 at 64 bytes, zero-loss frames/s")
+ranked = True
+for i in range(1, runs + 1):
+    c = json.load(open(f"{out}/compare-{i}.json"))["comparison"]
+    fps = {rep["scenario"]["spec"]: rep["results"][0]["throughput_fps"] for rep in c}
+    order = fps["lan-lan"] > fps["acl:12"] > fps["firewall:50"]
+    ranked &= order
+    print(f"run {i}: " + ", ".join(f"{k} {v:,.0f}" for k, v in fps.items()) + ("" if order else "   NOT in order"))
+print(f"ranking {'held in every run' if ranked else 'did NOT hold in every run'}")
+EOF
