@@ -348,7 +348,7 @@ pub fn open_engine(
             } else {
                 match open_xdp(a, b, opts, receiver) {
                     Ok((ports, note)) => {
-                        let why = "the fastest engine that delivers here (the kernel took the probe frames)";
+                        let why = "the fastest engine that delivers here: the kernel took its probe frames";
                         return Ok((ports, join_notes(Some(why.into()), note)));
                     }
                     Err(e) => passed_over.push(format!("xdp: {e:#}")),
