@@ -731,13 +731,18 @@ impl Engine {
                 w.dut_read && w.rest == 0
             };
             let wait_from = Instant::now();
+            // The counters are read every 50 ms (reading the DUT's spawns tc).
             let mut next_check = wait_from + Duration::from_millis(20);
+            let mut accounted_for = || {
+                if Instant::now() < next_check {
+                    return false;
+                }
+                next_check = Instant::now() + Duration::from_millis(50);
+                all_dropped()
+            };
             while wait_from.elapsed() < cfg.straggler_wait
                 && !done(&mut last_count)
-                && !(Instant::now() >= next_check && {
-                    next_check = Instant::now() + Duration::from_millis(50);
-                    all_dropped()
-                })
+                && !accounted_for()
                 && !interrupt.load(Ordering::Relaxed)
                 && !rx_b.is_finished()
                 && !rx_a.is_finished()
