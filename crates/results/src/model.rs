@@ -386,6 +386,26 @@ impl TrialResult {
         self.generator_short || self.loss_where.is_some_and(|w| w.tester() > 0)
     }
 
+    /// Bytes each frame takes on the wire (L1: frame, preamble and gap):
+    /// the frame's, or the mix's mean frame's.
+    pub fn l1_bytes_per_frame(&self) -> f64 {
+        let l2 = self
+            .mix
+            .as_ref()
+            .map_or(self.frame_size as f64, |m| m.mean_frame_size);
+        l2 + linerate_wire::units::PREAMBLE_AND_GAP as f64
+    }
+
+    /// The offered load as a share of a `line_bps` line (1.0: line rate),
+    /// counted at L1 with the mean frame of a mix: a trial at line rate is
+    /// 1.0 whatever sizes it mixed.
+    pub fn offered_share_of_line(&self, line_bps: u64) -> f64 {
+        if line_bps == 0 {
+            return 0.0;
+        }
+        self.offered_fps * self.l1_bytes_per_frame() * 8.0 / line_bps as f64
+    }
+
     /// True when the trial's loss is within `allowed_loss_ratio`.
     pub fn passed(&self, allowed_loss_ratio: f64) -> bool {
         self.loss_ratio <= allowed_loss_ratio
@@ -507,6 +527,24 @@ pub struct InterruptedSearch {
 #[cfg(test)]
 mod loss_where_tests {
     use super::LossWhere;
+
+    #[test]
+    fn share_of_line_counts_a_mix_s_mean_frame() {
+        let mut t: super::TrialResult =
+            serde_json::from_str(r#"{"frame_size":1518,"l3_length":1500,"duration_s":1.0,"intended_fps":0.0,"offered_fps":0.0,"intended_frames":0,"tx_frames":0,"rx_frames":0,"lost_frames":0,"loss_ratio":0.0,"reordered":0,"duplicated":0,"latency_ns":null,"generator_short":false,"engine":"x"}"#)
+                .unwrap();
+        // IMIX 1-like: largest 1518, mean 353.83 bytes; at line rate of 10G.
+        t.mix = Some(super::MixInfo {
+            name: "IMIX".into(),
+            composition: String::new(),
+            mean_frame_size: 353.83,
+        });
+        t.offered_fps = 10e9 / ((353.83 + 20.0) * 8.0);
+        assert!((t.offered_share_of_line(10_000_000_000) - 1.0).abs() < 1e-9);
+        t.mix = None;
+        t.offered_fps = 812_743.6;
+        assert!((t.offered_share_of_line(10_000_000_000) - 1.0).abs() < 1e-6);
+    }
 
     #[test]
     fn terms_add_up_to_the_loss_and_name_the_tester_s_share() {

@@ -318,14 +318,12 @@ fn per_trial_chart(
         .into_iter()
         .enumerate()
         .map(|(n, (size, trials))| {
-            // A mix's line rate counts its mean frame.
-            let mean = |t: &TrialResult| t.mix.as_ref().map_or(size as f64, |m| m.mean_frame_size);
-            let line_fps = |t: &TrialResult| {
-                rep.line_speed_bps as f64 / ((mean(t) + PREAMBLE_AND_GAP as f64) * 8.0)
-            };
+            // A mix's line rate counts its mean frame (in the record).
             let mut points: Vec<(f64, f64, f64)> = trials
                 .iter()
-                .filter_map(|t| y(t).map(|v| (t.offered_fps / line_fps(t) * 100.0, v, 0.0)))
+                .filter_map(|t| {
+                    y(t).map(|v| (t.offered_share_of_line(rep.line_speed_bps) * 100.0, v, 0.0))
+                })
                 .collect();
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
             Series {
@@ -418,8 +416,6 @@ fn trials_table(h: &mut String, run: &StoredRun) {
     h.push_str("<table class=\"trials\"><tr><th>Frame size</th><th>Trial</th><th>Intended [fps]</th><th>Offered [fps]</th><th>% of line (L1)</th><th>Sent</th><th>Received</th><th>Lost</th><th>Loss</th><th>Verdict</th></tr>\n");
     for t in &run.trials {
         let r = &t.result;
-        let line_fps =
-            run.line_speed_bps as f64 / ((r.frame_size as f64 + PREAMBLE_AND_GAP as f64) * 8.0);
         let verdict = match t.passed {
             Some(true) => "pass",
             Some(false) => "fail",
@@ -437,7 +433,7 @@ fn trials_table(h: &mut String, run: &StoredRun) {
             t.trial_no,
             thousands(r.intended_fps.round() as u64),
             thousands(r.offered_fps.round() as u64),
-            r.offered_fps / line_fps * 100.0,
+            r.offered_share_of_line(run.line_speed_bps) * 100.0,
             thousands(r.tx_frames),
             thousands(r.rx_frames),
             thousands(r.lost_frames),
@@ -450,6 +446,27 @@ fn trials_table(h: &mut String, run: &StoredRun) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_imix_trial_at_line_rate_is_100_percent_of_line() {
+        let mut run = crate::testdata::run(3, "lab router", "6.1");
+        let line = run.line_speed_bps as f64;
+        let t = &mut run.trials[0].result;
+        t.frame_size = 1518;
+        t.mix = Some(linerate_results::MixInfo {
+            name: "IMIX 1".into(),
+            composition: "7x64 4x570 1x1518 per 12 frames".into(),
+            mean_frame_size: 353.83,
+        });
+        t.offered_fps = line / ((353.83 + 20.0) * 8.0);
+        let mut h = String::new();
+        trials_table(&mut h, &run);
+        let first_row = h.lines().nth(1).expect("a row");
+        assert!(
+            first_row.contains("<td class=\"n\">100.0 %</td>"),
+            "{first_row}"
+        );
+    }
 
     #[test]
     fn report_has_tables_and_charts_and_fetches_nothing() {
