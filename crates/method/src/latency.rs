@@ -70,6 +70,7 @@ pub fn measure_latency<R: TrialRunner>(
             pdv_p999_ns: latency_ns.map(|l| l.p999.saturating_sub(l.min)),
             latency_ns,
             lost_frames: trials.iter().map(|t| t.lost_frames).sum(),
+            dut_cpu: linerate_results::DutCpu::mean(&trials),
             trials,
         });
     }

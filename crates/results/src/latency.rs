@@ -20,6 +20,9 @@ pub struct LatencyPoint {
     pub pdv_p999_ns: Option<u64>,
     /// Frames lost over the load's trials (0 for a valid RFC 2544 figure).
     pub lost_frames: u64,
+    /// The DUT's CPU load over the load's trials (their mean), when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut_cpu: Option<crate::DutCpu>,
     pub trials: Vec<TrialResult>,
 }
 

@@ -372,6 +372,18 @@ pub struct DutCpu {
     pub traffic_pct: f64,
 }
 
+impl DutCpu {
+    /// The mean load of the trials that measured it; None if none did.
+    pub fn mean<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) -> Option<DutCpu> {
+        let loads: Vec<DutCpu> = trials.into_iter().filter_map(|t| t.dut_cpu).collect();
+        let n = loads.len() as f64;
+        (!loads.is_empty()).then(|| DutCpu {
+            total_pct: loads.iter().map(|c| c.total_pct).sum::<f64>() / n,
+            traffic_pct: loads.iter().map(|c| c.traffic_pct).sum::<f64>() / n,
+        })
+    }
+}
+
 impl TrialResult {
     /// The same record with per-direction records attached.
     pub fn with_directions(mut self, directions: Vec<TrialResult>) -> TrialResult {
@@ -527,6 +539,22 @@ pub struct InterruptedSearch {
 #[cfg(test)]
 mod loss_where_tests {
     use super::LossWhere;
+
+    #[test]
+    fn the_dut_cpu_of_several_trials_is_their_mean() {
+        let t = |cpu: Option<(f64, f64)>| {
+            let mut t: super::TrialResult = serde_json::from_str(r#"{"frame_size":64,"l3_length":46,"duration_s":1.0,"intended_fps":0.0,"offered_fps":0.0,"intended_frames":0,"tx_frames":0,"rx_frames":0,"lost_frames":0,"loss_ratio":0.0,"reordered":0,"duplicated":0,"latency_ns":null,"generator_short":false,"engine":"x"}"#).unwrap();
+            t.dut_cpu = cpu.map(|(total_pct, traffic_pct)| super::DutCpu {
+                total_pct,
+                traffic_pct,
+            });
+            t
+        };
+        let trials = [t(Some((40.0, 30.0))), t(None), t(Some((60.0, 50.0)))];
+        let m = super::DutCpu::mean(&trials).expect("two measured");
+        assert_eq!((m.total_pct, m.traffic_pct), (50.0, 40.0));
+        assert_eq!(super::DutCpu::mean(&trials[1..2]), None);
+    }
 
     #[test]
     fn share_of_line_counts_a_mix_s_mean_frame() {

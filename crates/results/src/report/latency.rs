@@ -26,18 +26,10 @@ const COLUMNS: [&str; 13] = [
 
 pub fn latency_table(report: &LatencyReport) -> String {
     let mut rows: Vec<[String; 13]> = Vec::new();
-    // The DUT's CPU load (total) over a load's trials, when measured.
+    // The DUT's CPU load (total) over a load's trials, as the record has it.
     let cpu = |p: &crate::latency::LatencyPoint| {
-        let v: Vec<f64> = p
-            .trials
-            .iter()
-            .filter_map(|t| t.dut_cpu.map(|c| c.total_pct))
-            .collect();
-        if v.is_empty() {
-            "-".to_string()
-        } else {
-            format!("{:.1}", v.iter().sum::<f64>() / v.len() as f64)
-        }
+        p.dut_cpu
+            .map_or("-".to_string(), |c| format!("{:.1}", c.total_pct))
     };
     let us = |ns: u64| format!("{:.1}", ns as f64 / 1000.0);
     let figures = |l: &Option<LatencySummary>, pdv: Option<u64>| -> [String; 8] {
