@@ -208,14 +208,21 @@ impl Sums {
         }
         s
     }
+
+    /// The draft's effective high-loss sum: full-length high-loss seconds
+    /// plus the short high-loss seconds not balanced by short low-loss
+    /// ones.
+    fn effective_high(&self, exceed_ratio: f64) -> f64 {
+        let balancing = self.short_low * exceed_ratio / (1.0 - exceed_ratio);
+        self.full_high + (self.short_high - balancing).max(0.0)
+    }
 }
 
 /// Appendix A of the draft: the class of a load from all trials run at it.
 pub fn classify<'a>(c: &Criteria, trials: impl IntoIterator<Item = &'a TrialResult>) -> LoadClass {
     let s = Sums::of(c, trials);
     let er = c.exceed_ratio;
-    let balancing = s.short_low * er / (1.0 - er);
-    let effective_high = s.full_high + (s.short_high - balancing).max(0.0);
+    let effective_high = s.effective_high(er);
     let effective_whole = (s.full_low + effective_high).max(c.duration_sum_s);
     let quantile = effective_whole * er;
     let optimistic = effective_high <= quantile + EPS;
@@ -303,8 +310,8 @@ struct Target {
     criteria: Criteria,
     width: f64,
     duration: Duration,
-    /// Steps of `width × 2^k` taken so far (down from an upper bound or up
-    /// from a lower one).
+    /// Steps of `width × 2^k` taken so far in the current external search
+    /// (down from an upper bound, up from a lower one, or galloping up).
     expansions: i32,
     /// How this target chose its last load (None: it has chosen none).
     last: Option<Choice>,
@@ -315,13 +322,35 @@ struct Target {
 /// How a target chose a load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Choice {
+    /// The first trial: nothing is known yet.
     MaxLoad,
-    Undecided,
+    /// Another trial at an undecided load, to decide it.
+    Confirm,
+    /// What the device forwarded in a high-loss trial (overload hint).
     Hint,
+    /// External search up from a lower bound, no upper bound above.
     StepUp,
+    /// External search down from an upper bound, no lower bound below.
     StepDown,
+    /// Up from a lower bound that came from a hint or another target,
+    /// with steps that double while they stay below the bracket's middle.
     Gallop,
+    /// The geometric middle of the bracket.
     Bisect,
+}
+
+impl Choice {
+    fn label(self) -> &'static str {
+        match self {
+            Choice::MaxLoad => "max load",
+            Choice::Confirm => "confirm",
+            Choice::Hint => "forwarding-rate hint",
+            Choice::StepUp => "step up",
+            Choice::StepDown => "step down",
+            Choice::Gallop => "gallop up",
+            Choice::Bisect => "bisect",
+        }
+    }
 }
 
 /// Trials grouped by intended load, ascending.
@@ -347,6 +376,21 @@ impl Loads {
             .collect()
     }
 
+    /// Every measured load with its provisional class for `c` (true:
+    /// lower), ascending.
+    fn provisional(&self, c: &Criteria, trials: &[TrialResult]) -> Vec<(f64, bool)> {
+        self.by_load
+            .iter()
+            .map(|(bits, idx)| {
+                let load = f64::from_bits(*bits);
+                (
+                    load,
+                    provisionally_lower(c, idx.iter().map(|&i| &trials[i])),
+                )
+            })
+            .collect()
+    }
+
     fn trials_at<'a>(&'a self, load: f64, trials: &'a [TrialResult]) -> Vec<&'a TrialResult> {
         self.by_load
             .get(&load.to_bits())
@@ -355,8 +399,31 @@ impl Loads {
     }
 }
 
-/// The relevant bounds (lower, upper) and the undecided loads for `c`.
-fn relevant_bounds(classes: &[(f64, LoadClass)]) -> (Option<f64>, Option<f64>, Vec<f64>) {
+/// The controller's working class of a load: its class where decided;
+/// for an undecided load, what its trials so far would make it if they
+/// were all the trials there are: lower when the effective high-loss
+/// seconds are within the exceed ratio of the effective seconds measured
+/// (a load with only short low-loss trials counts as lower). This is not
+/// the draft's classification and never decides a result: it only lets
+/// the search move on after one trial at a load and come back to confirm
+/// the two loads that end up as the bracket.
+fn provisionally_lower<'a>(
+    c: &Criteria,
+    trials: impl IntoIterator<Item = &'a TrialResult> + Clone,
+) -> bool {
+    match classify(c, trials.clone()) {
+        LoadClass::LowerBound => return true,
+        LoadClass::UpperBound => return false,
+        LoadClass::Undecided => {}
+    }
+    let s = Sums::of(c, trials);
+    let high = s.effective_high(c.exceed_ratio);
+    let measured = s.full_low + high;
+    measured <= EPS || high <= measured * c.exceed_ratio + EPS
+}
+
+/// The relevant bounds (lower, upper) for `c`.
+fn relevant_bounds(classes: &[(f64, LoadClass)]) -> (Option<f64>, Option<f64>) {
     let upper = classes
         .iter()
         .find(|(_, k)| *k == LoadClass::UpperBound)
@@ -366,12 +433,7 @@ fn relevant_bounds(classes: &[(f64, LoadClass)]) -> (Option<f64>, Option<f64>, V
         .filter(|(l, k)| *k == LoadClass::LowerBound && upper.is_none_or(|u| *l < u))
         .map(|(l, _)| *l)
         .next_back();
-    let undecided = classes
-        .iter()
-        .filter(|(_, k)| *k == LoadClass::Undecided)
-        .map(|(l, _)| *l)
-        .collect();
-    (lower, upper, undecided)
+    (lower, upper)
 }
 
 /// `(upper − lower) / upper`.
@@ -396,16 +458,16 @@ pub fn search<R: TrialRunner>(
     let mut targets = targets(&cfg.goals);
     let mut trials: Vec<TrialResult> = Vec::new();
     let mut loads = Loads::default();
-    let mut hint_used = false;
 
     while trials.len() < MAX_TRIALS && max_fps.is_finite() && max_fps > 0.0 {
         let mut next = None;
         for t in targets.iter_mut() {
-            if let Some(load) = next_load(t, &loads, &trials, max_fps, min_fps, &mut hint_used) {
+            if let Some((load, choice)) = choose(t, &loads, &trials, max_fps, min_fps) {
+                t.last = Some(choice);
                 next = Some((
                     load,
                     t.duration,
-                    format!("{} {}", cfg.goals[t.goal].name, t.phase),
+                    format!("{} {}, {}", cfg.goals[t.goal].name, t.phase, choice.label()),
                 ));
                 break;
             }
@@ -485,99 +547,130 @@ fn targets(goals: &[SearchGoal]) -> Vec<Target> {
     out
 }
 
-/// The next load a target wants measured, or None when it is solved.
-fn next_load(
-    t: &mut Target,
-    loads: &Loads,
-    trials: &[TrialResult],
-    max_fps: f64,
-    min_fps: f64,
-    hint_used: &mut bool,
-) -> Option<f64> {
-    let (load, choice) = choose(t, loads, trials, max_fps, min_fps, hint_used)?;
-    t.last = Some(choice);
-    Some(load)
+/// The next step of an external search: `width × 2^k`, at most 0.5.
+fn expand(t: &mut Target) -> f64 {
+    t.expansions += 1;
+    (t.width * 2f64.powi(t.expansions - 1)).min(0.5)
 }
 
+/// The most a device forwarded in the high-loss trials among `trials`
+/// (frames/s; 0 without any).
+fn forwarded(c: &Criteria, trials: &[&TrialResult]) -> f64 {
+    trials
+        .iter()
+        .filter(|r| r.loss_ratio > c.loss_ratio)
+        .map(|r| r.rx_fps())
+        .fold(0.0, f64::max)
+}
+
+/// The overload hint below `upper`: the most the device forwarded in a
+/// high-loss trial there, as the load that loses at most the goal's loss
+/// ratio in a trial of `duration_s` if the device forwards that much at
+/// most (whole frames: `floor(forwarded × d / (1 − loss ratio)) / d`).
+/// Only a hint that lies more than a width inside the bracket (`lower`,
+/// `upper`) is worth a trial.
+fn hint(
+    c: &Criteria,
+    width: f64,
+    duration_s: f64,
+    (lower, upper): (Option<f64>, f64),
+    at_upper: &[&TrialResult],
+    min_fps: f64,
+) -> Option<f64> {
+    let h = (forwarded(c, at_upper) * duration_s / (1.0 - c.loss_ratio) + EPS).floor() / duration_s;
+    let floor = lower.map_or(min_fps, |l| l * (1.0 + width));
+    (h > floor && h < upper * (1.0 - width)).then_some(h)
+}
+
+/// The next load a target wants measured and why, or None when it is
+/// solved.
+///
+/// The target works on the provisional classes ([`provisionally_lower`]):
+/// one trial per load while the bracket narrows, then it confirms the two
+/// loads of the final bracket with as many trials as the draft's
+/// classification needs to decide them. A high-loss trial there stops the
+/// search from climbing: the loads above the device's forwarding rate get
+/// one trial each, except the one that ends as the relevant upper bound.
 fn choose(
     t: &mut Target,
     loads: &Loads,
     trials: &[TrialResult],
     max_fps: f64,
     min_fps: f64,
-    hint_used: &mut bool,
 ) -> Option<(f64, Choice)> {
-    let classes = loads.classes(&t.criteria, trials);
-    let (lower, upper, undecided) = relevant_bounds(&classes);
-    let expand = |t: &mut Target| {
-        t.expansions += 1;
-        (t.width * 2f64.powi(t.expansions - 1)).min(0.5)
-    };
+    let c = t.criteria;
+    let undecided = |load: f64| classify(&c, loads.trials_at(load, trials)) == LoadClass::Undecided;
+    // Solved: a regular result, or an irregular one at Max or Min Load.
+    match relevant_bounds(&loads.classes(&c, trials)) {
+        (Some(l), Some(u)) if relative_width(l, u) <= t.width + EPS => return None,
+        (Some(l), None) if l >= max_fps * (1.0 - EPS) => return None,
+        (None, Some(u)) if u <= min_fps * (1.0 + EPS) => return None,
+        _ => {}
+    }
+    let prov = loads.provisional(&c, trials);
+    let upper = prov.iter().find(|(_, low)| !low).map(|(l, _)| *l);
+    let lower = prov
+        .iter()
+        .filter(|(l, low)| *low && upper.is_none_or(|u| *l < u))
+        .map(|(l, _)| *l)
+        .next_back();
     match (lower, upper) {
-        (None, None) => Some(match undecided.last() {
-            Some(&u) => (u, Choice::Undecided),
-            None => (max_fps, Choice::MaxLoad),
-        }),
+        (None, None) => Some((max_fps, Choice::MaxLoad)),
         (Some(l), None) => {
             if l >= max_fps * (1.0 - EPS) {
-                return None; // Max Load is a lower bound: nothing above to find.
-            }
-            if let Some(&u) = undecided.iter().find(|&&u| u > l) {
-                return Some((u, Choice::Undecided));
+                // Max Load passes so far: decide it.
+                return Some((l, Choice::Confirm));
             }
             Some(((l * (1.0 + expand(t))).min(max_fps), Choice::StepUp))
         }
         (None, Some(u)) => {
             if u <= min_fps * (1.0 + EPS) {
-                return None; // Even Min Load fails.
+                return Some((u, Choice::Confirm));
             }
-            if let Some(&d) = undecided.iter().rev().find(|&&d| d < u) {
-                // Usually a coarser level's lower bound, not yet confirmed
-                // by trials this long. Where the bracket it would make is
-                // too wide anyway, its middle is the better trial: if that
-                // passes, it is the lower bound the coarse one would have
-                // become, and closer.
-                if relative_width(d, u) > t.width + EPS {
-                    return Some(((d + u) / 2.0, Choice::Bisect));
-                }
-                return Some((d, Choice::Undecided));
-            }
-            if !*hint_used {
-                *hint_used = true;
-                // What the device forwarded when overloaded, just below
-                // the bound: it usually forwards about that much at most.
-                let forwarded = loads
-                    .trials_at(u, trials)
-                    .iter()
-                    .map(|r| r.rx_fps())
-                    .fold(0.0, f64::max);
-                if forwarded > 0.0 && forwarded < u * (1.0 - t.width) {
-                    return Some((forwarded.max(min_fps), Choice::Hint));
-                }
+            let d = t.duration.as_secs_f64();
+            if let Some(h) = hint(
+                &c,
+                t.width,
+                d,
+                (None, u),
+                &loads.trials_at(u, trials),
+                min_fps,
+            ) {
+                t.expansions = 0;
+                return Some((h, Choice::Hint));
             }
             Some(((u * (1.0 - expand(t))).max(min_fps), Choice::StepDown))
         }
         (Some(l), Some(u)) => {
             if relative_width(l, u) <= t.width + EPS {
-                return None;
+                // The bracket is narrow enough: decide its ends, the lower
+                // first (if it fails, the upper one is not needed).
+                let load = if undecided(l) { l } else { u };
+                return Some((load, Choice::Confirm));
             }
-            let mid = (l + u) / 2.0;
-            let between = undecided.iter().filter(|&&d| d > l && d < u);
-            if let Some(&d) = between.min_by(|a, b| (*a - mid).abs().total_cmp(&(*b - mid).abs())) {
-                return Some((d, Choice::Undecided));
+            let d = t.duration.as_secs_f64();
+            let at_u = loads.trials_at(u, trials);
+            if let Some(h) = hint(&c, t.width, d, (Some(l), u), &at_u, min_fps) {
+                t.expansions = 0;
+                return Some((h, Choice::Hint));
             }
-            // A lower bound found by others (another goal or level), or by
-            // the hint, is usually close below the answer: gallop up from
-            // it while that stays below the middle of the bracket.
-            if matches!(
-                t.last,
-                None | Some(Choice::Hint | Choice::Gallop | Choice::Undecided)
-            ) {
+            // A lower bound found by the hint, by another goal or by a
+            // coarser level is usually close below the answer, and so is
+            // one at about what the device forwarded at the upper bound:
+            // gallop up from it while that stays below the middle of the
+            // bracket.
+            let mid = (l * u).sqrt();
+            let near_forwarded = forwarded(&c, &at_u) <= l * (1.0 + t.width);
+            if near_forwarded || matches!(t.last, None | Some(Choice::Hint | Choice::Gallop)) {
+                if t.last != Some(Choice::Gallop) {
+                    t.expansions = 0;
+                }
                 let up = l * (1.0 + expand(t));
                 if up < mid {
                     return Some((up, Choice::Gallop));
                 }
             }
+            t.expansions = 0;
             Some((mid, Choice::Bisect))
         }
     }
@@ -591,7 +684,7 @@ fn goal_result(
     trials: &[TrialResult],
 ) -> GoalResultRecord {
     let c = g.criteria();
-    let (lower, upper, _) = relevant_bounds(&loads.classes(&c, trials));
+    let (lower, upper) = relevant_bounds(&loads.classes(&c, trials));
     let conditional = lower.and_then(|l| conditional_throughput(&c, l, loads.trials_at(l, trials)));
     let regular =
         matches!((lower, upper), (Some(l), Some(u)) if relative_width(l, u) <= g.width + EPS);
