@@ -1,8 +1,9 @@
-//! MLRsearch (draft-ietf-bmwg-mlrsearch, as implemented in FD.io CSIT):
-//! several throughputs — typically NDR (no loss) and PDR (e.g. 0.5 % loss) —
-//! found in one search, from one shared set of trials.
+//! MLRsearch (RFC 9971, draft-ietf-bmwg-mlrsearch; FD.io CSIT's
+//! implementation is the reference): several throughputs — typically NDR
+//! (no loss) and PDR (e.g. 0.5 % loss) — found in one search, from one
+//! shared set of trials.
 //!
-//! # The draft's terms, as used here
+//! # The RFC's terms, as used here
 //!
 //! A **search goal** ([`SearchGoal`]) has a Goal Loss Ratio, a Goal Exceed
 //! Ratio, a Goal Final Trial Duration, a Goal Duration Sum and a Goal Width
@@ -13,12 +14,22 @@
 //! the goal's loss ratio (else low-loss), and **short** when its duration
 //! is below the goal's final trial duration (else full-length).
 //!
-//! **Load classification** ([`classify`], the draft's Appendix A): all
-//! trials at one intended load make it a *lower bound* (the goal is
-//! certain to be upheld there whatever further trials up to the duration
-//! sum would show), an *upper bound* (certain to fail) or *undecided*.
-//! Short low-loss trials never make a lower bound on their own; with an
-//! exceed ratio of 0 any high-loss trial, even short, makes an upper bound.
+//! **Load classification** ([`classify`], RFC 9971's Appendix A, "Load
+//! Classification Code"): all trials at one intended load make it a
+//! *lower bound* (the goal is certain to be upheld there whatever further
+//! trials up to the duration sum would show), an *upper bound* (certain
+//! to fail) or *undecided*. Short low-loss trials never make a lower bound
+//! on their own; with an exceed ratio of 0 any high-loss trial, even
+//! short, makes an upper bound. In the RFC's terms, with `er` the exceed
+//! ratio: the effective high-loss sum is the full-length high-loss
+//! seconds plus the short high-loss seconds beyond `short low-loss × er /
+//! (1 − er)`; the effective whole sum is the larger of (full-length
+//! low-loss + effective high-loss) and the duration sum; the load is
+//! *optimistic* (could still be a lower bound) when the effective
+//! high-loss sum is at most `er ×` the whole, and *pessimistic* (a lower
+//! bound even if every missing second were high-loss) when the whole minus
+//! the full-length low-loss seconds is. Both: lower bound; neither: upper
+//! bound; else undecided.
 //!
 //! The **relevant upper bound** is the smallest load classified as an
 //! upper bound; the **relevant lower bound** the largest lower bound below
@@ -30,22 +41,41 @@
 //!
 //! # How loads and durations are chosen (the controller)
 //!
-//! The draft leaves this free; this one follows CSIT's ideas:
+//! The RFC leaves this free; this one follows CSIT's ideas:
 //!
 //! - Each goal is reached through a chain of *targets*: the goal itself,
 //!   and coarser intermediate targets with half the trial duration and
 //!   twice the width each, down to the initial trial duration. Targets are
 //!   solved coarse to fine, all goals at one level before the next level,
 //!   stricter loss ratios first; every trial counts for every target.
-//! - For a target: with neither bound, try the largest undecided load
-//!   (usually the coarser level's lower bound, now at full length), else
-//!   the maximum load. After the first high-loss trial the next load is the
-//!   rate the device really forwarded in it (the overload hint, once per
-//!   search). Without a lower bound the load steps down from the upper
-//!   bound, without an upper bound up from the lower bound, by the width
-//!   doubled on each step; with both, undecided loads between them are
-//!   measured first, then the bracket is bisected until it is within the
-//!   target's width.
+//! - A target searches on *provisional* classes (`provisionally_lower`):
+//!   a decided load keeps its class, an undecided one counts as lower
+//!   while its effective high-loss seconds are within the exceed ratio of
+//!   the seconds measured there. One trial per load is enough to move on;
+//!   with an exceed ratio of 0 and the duration sum one trial, provisional
+//!   and decided classes are the same.
+//! - The first trial runs at Max Load. After a high-loss trial at the
+//!   provisional upper bound, the next load is what the device forwarded
+//!   there (in whole frames, divided by 1 − the goal loss ratio): the
+//!   *forwarding-rate hint*, taken whenever it lies more than a width
+//!   inside the bracket. Without a lower bound the load then steps down,
+//!   without an upper bound up, by the width doubled on each step
+//!   (external search). With both, it gallops up from a lower bound that
+//!   came from the hint, from another target, or that lies at about what
+//!   the device forwarded at the upper bound, while the step stays below
+//!   the bracket's geometric middle; else it bisects there (internal
+//!   search).
+//! - Once the provisional bracket is within the width, the target
+//!   *confirms* its ends: more trials at the lower end, then at the upper
+//!   one, until the RFC's classification decides them. A trial that
+//!   changes a provisional class reopens the search there.
+//!
+//! So a load above what the device forwards gets one trial, except the
+//! one that ends as the relevant upper bound, which gets as many as its
+//! classification needs (3 with exceed ratio 50 % and a duration sum of
+//! four trials). Against a 30,000 packets/s policer from the 64-byte line
+//! rate, NDR and PDR at exceed ratio 50 % over 4 × 1 s cost 6 trials:
+//! line rate, the hint (30,000), 30,300, and the confirmations.
 //!
 //! A search at the RFC 2544 compliant goal (loss 0, exceed 0, duration sum
 //! = final trial duration) ends with bounds no binary search could improve
@@ -102,7 +132,7 @@ impl SearchGoal {
         }
     }
 
-    /// Checks the attributes against the draft's rules.
+    /// Checks the attributes against the RFC's rules.
     pub fn validate(&self) -> Result<(), GoalError> {
         let name = self.name.clone();
         if !(0.0..1.0).contains(&self.loss_ratio) {
@@ -182,7 +212,7 @@ pub enum LoadClass {
     Undecided,
 }
 
-/// Trial-seconds at a load, split as the draft's Appendix A splits them.
+/// Trial-seconds at a load, split as RFC 9971's Appendix A, "Load Classification Code" splits them.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Sums {
     full_low: f64,
@@ -209,7 +239,7 @@ impl Sums {
         s
     }
 
-    /// The draft's effective high-loss sum: full-length high-loss seconds
+    /// The RFC's effective high-loss sum: full-length high-loss seconds
     /// plus the short high-loss seconds not balanced by short low-loss
     /// ones.
     fn effective_high(&self, exceed_ratio: f64) -> f64 {
@@ -218,7 +248,7 @@ impl Sums {
     }
 }
 
-/// Appendix A of the draft: the class of a load from all trials run at it.
+/// Appendix A of RFC 9971: the class of a load from all trials run at it.
 pub fn classify<'a>(c: &Criteria, trials: impl IntoIterator<Item = &'a TrialResult>) -> LoadClass {
     let s = Sums::of(c, trials);
     let er = c.exceed_ratio;
@@ -234,7 +264,7 @@ pub fn classify<'a>(c: &Criteria, trials: impl IntoIterator<Item = &'a TrialResu
     }
 }
 
-/// Appendix B of the draft: `load × (1 − q)`, where q is the loss ratio of
+/// Appendix B of RFC 9971: `load × (1 − q)`, where q is the loss ratio of
 /// the full-length trials at the (1 − exceed ratio) quantile of their
 /// trial-seconds, counting seconds still missing to the duration sum as
 /// total loss. None when no full-length trial ran at the load.
@@ -404,7 +434,7 @@ impl Loads {
 /// were all the trials there are: lower when the effective high-loss
 /// seconds are within the exceed ratio of the effective seconds measured
 /// (a load with only short low-loss trials counts as lower). This is not
-/// the draft's classification and never decides a result: it only lets
+/// the RFC's classification and never decides a result: it only lets
 /// the search move on after one trial at a load and come back to confirm
 /// the two loads that end up as the bracket.
 fn provisionally_lower<'a>(
@@ -585,7 +615,7 @@ fn hint(
 /// The next load a target wants measured and why, or None when it is
 /// solved.
 ///
-/// The target works on the provisional classes ([`provisionally_lower`]):
+/// The target works on the provisional classes (`provisionally_lower`):
 /// one trial per load while the bracket narrows, then it confirms the two
 /// loads of the final bracket with as many trials as the draft's
 /// classification needs to decide them. A high-loss trial there stops the
