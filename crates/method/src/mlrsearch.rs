@@ -690,7 +690,8 @@ fn choose(
             // gallop up from it while that stays below the middle of the
             // bracket.
             let mid = (l * u).sqrt();
-            let near_forwarded = forwarded(&c, &at_u) <= l * (1.0 + t.width);
+            let f = forwarded(&c, &at_u);
+            let near_forwarded = f >= l * (1.0 - t.width) && f <= l * (1.0 + t.width);
             if near_forwarded || matches!(t.last, None | Some(Choice::Hint | Choice::Gallop)) {
                 if t.last != Some(Choice::Gallop) {
                     t.expansions = 0;

@@ -568,14 +568,25 @@ fn trial_counts() {
             ("all four", goals.clone()),
         ])
         .collect();
-    for (name, set) in &sets {
-        let mut d = SimulatedDut::new(30_000.0);
-        let r = search_goals(&mut d, set.clone());
-        println!(
-            "policer 30 kpps, {name}: {} trials: {}",
-            r.trials.len(),
-            summary(&r)
-        );
+    let duts: [(&str, fn() -> SimulatedDut); 3] = [
+        ("policer 30 kpps", || SimulatedDut::new(30_000.0)),
+        ("collapsing", || {
+            SimulatedDut::new(1e6).with_overload_forwarding(0.5)
+        }),
+        ("lossy above 800k", || {
+            SimulatedDut::new(1e6).with_loss_above(800_000.0, 333)
+        }),
+    ];
+    for (dut_name, dut) in duts {
+        for (name, set) in &sets {
+            let mut d = dut();
+            let r = search_goals(&mut d, set.clone());
+            println!(
+                "{dut_name}, {name}: {} trials: {}",
+                r.trials.len(),
+                summary(&r)
+            );
+        }
     }
     for (name, set) in &sets {
         let counts: Vec<usize> = (0..20u64)
@@ -593,5 +604,45 @@ fn trial_counts() {
             "rare losses, {name}: median {median}, max {} trials over 20 seeds {counts:?}",
             counts.iter().max().unwrap()
         );
+    }
+}
+
+#[test]
+fn collapsing_and_slightly_lossy_devices_converge_for_every_csit_goal() {
+    // A device that forwards half its capacity when overloaded (the hint
+    // misleads: the search gallops up from it), and one that loses every
+    // 333rd frame above 800 kpps (0.3 %: NDR and PDR apart).
+    let c = 1_000_000.0;
+    let pdr_lossy = c * (1.0 - 1.0 / 333.0) / 0.995;
+    let cases: [(&str, fn() -> SimulatedDut, [f64; 4]); 2] = [
+        (
+            "collapsing",
+            || SimulatedDut::new(1e6).with_overload_forwarding(0.5),
+            [c, c, c, c],
+        ),
+        (
+            "lossy above 800k",
+            || SimulatedDut::new(1e6).with_loss_above(800_000.0, 333),
+            [800_000.0, pdr_lossy, 800_000.0, pdr_lossy],
+        ),
+    ];
+    for (name, dut, answers) in cases {
+        for (gi, g) in csit_goals().into_iter().enumerate() {
+            let goal = g.name.clone();
+            let mut d = dut();
+            let r = search_goals(&mut d, vec![g]);
+            assert!(
+                r.trials.len() <= TRIAL_BOUND,
+                "{name} {goal}: {}",
+                summary(&r)
+            );
+            assert_finds(&r, 0, answers[gi]);
+        }
+        let mut d = dut();
+        let r = search_goals(&mut d, csit_goals());
+        assert!(r.trials.len() <= TRIAL_BOUND, "{name}: {}", summary(&r));
+        for (gi, a) in answers.iter().enumerate() {
+            assert_finds(&r, gi, *a);
+        }
     }
 }
