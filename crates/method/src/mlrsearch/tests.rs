@@ -436,6 +436,9 @@ fn trials_above(r: &MlrSearchResult, fps: f64) -> usize {
     r.trials.iter().filter(|t| t.intended_fps > fps).count()
 }
 
+/// A fresh simulated DUT.
+type MakeDut = fn() -> SimulatedDut;
+
 /// The trial bound the issue asks for: every goal, alone or together.
 const TRIAL_BOUND: usize = 30;
 
@@ -568,7 +571,7 @@ fn trial_counts() {
             ("all four", goals.clone()),
         ])
         .collect();
-    let duts: [(&str, fn() -> SimulatedDut); 3] = [
+    let duts: [(&str, MakeDut); 3] = [
         ("policer 30 kpps", || SimulatedDut::new(30_000.0)),
         ("collapsing", || {
             SimulatedDut::new(1e6).with_overload_forwarding(0.5)
@@ -614,7 +617,7 @@ fn collapsing_and_slightly_lossy_devices_converge_for_every_csit_goal() {
     // 333rd frame above 800 kpps (0.3 %: NDR and PDR apart).
     let c = 1_000_000.0;
     let pdr_lossy = c * (1.0 - 1.0 / 333.0) / 0.995;
-    let cases: [(&str, fn() -> SimulatedDut, [f64; 4]); 2] = [
+    let cases: [(&str, MakeDut, [f64; 4]); 2] = [
         (
             "collapsing",
             || SimulatedDut::new(1e6).with_overload_forwarding(0.5),
