@@ -649,3 +649,19 @@ fn collapsing_and_slightly_lossy_devices_converge_for_every_csit_goal() {
         }
     }
 }
+
+#[test]
+fn a_policer_with_a_bucket_passes_its_burst_too() {
+    // The lab's nft policer: 30,000 packets/s with a 1,000-packet bucket,
+    // so a 1 s trial gets 31,000 frames through. The goals.
+    let mut cfg = MlrConfig::ndr_pdr(LINE_64, Duration::from_secs(1), 0.01, 0.005);
+    for g in &mut cfg.goals {
+        g.exceed_ratio = 0.5;
+        g.duration_sum = Duration::from_secs(4);
+    }
+    let mut dut = SimulatedDut::new(30_000.0).with_buffer(1_000);
+    let r = run(&mut dut, &cfg);
+    assert_finds(&r, 0, 31_000.0);
+    assert_finds(&r, 1, 31_000.0 / 0.995);
+    assert_eq!(r.trials.len(), 6, "{}", summary(&r));
+}
