@@ -65,6 +65,10 @@
 //!   the device forwarded at the upper bound, while the step stays below
 //!   the bracket's geometric middle; else it bisects there (internal
 //!   search).
+//! - An undecided end of the bracket whose trials disagree (a high-loss
+//!   trial at the lower end, a low-loss one at the upper end) is decided
+//!   before the search moves away from it: on a noisy device one unlucky
+//!   trial would otherwise send the search far off.
 //! - Once the provisional bracket is within the width, the target
 //!   *confirms* its ends: more trials at the lower end, then at the upper
 //!   one, until the RFC's classification decides them. A trial that
@@ -644,6 +648,19 @@ fn choose(
         .filter(|(l, low)| *low && upper.is_none_or(|u| *l < u))
         .map(|(l, _)| *l)
         .next_back();
+    // An undecided end of the bracket whose trials disagree (a high-loss
+    // one at the lower end, a low-loss one at the upper end) is decided
+    // before the search moves away from it: on a noisy device, one
+    // unlucky trial would otherwise send it far off.
+    let mixed = |load: f64| {
+        let at = loads.trials_at(load, trials);
+        undecided(load)
+            && at.iter().any(|r| r.loss_ratio > c.loss_ratio)
+            && at.iter().any(|r| r.loss_ratio <= c.loss_ratio)
+    };
+    if let Some(end) = [lower, upper].into_iter().flatten().find(|&x| mixed(x)) {
+        return Some((end, Choice::Confirm));
+    }
     match (lower, upper) {
         (None, None) => Some((max_fps, Choice::MaxLoad)),
         (Some(l), None) => {
