@@ -23,7 +23,15 @@ use std::convert::Infallible;
 ///   while `N × (1 − capacity / f) <= buffer_frames`, RFC 9004's model);
 /// - offered more than `loss_above.0` frames/s, it also drops every
 ///   `loss_above.1`-th forwarded frame (a device that loses a little
-///   above some rate, below its capacity).
+///   above some rate, below its capacity);
+/// - with `rare_loss`, a trial loses `frames` of the forwarded frames with
+///   `probability`, decided by a seeded generator from the trial's number
+///   (deterministic: the same DUT answers the same sequence of trials
+///   alike). Below its capacity such a device loses now and then a few
+///   frames, above it heavily: the noisy device that exceed ratios are for.
+///
+/// A policer at `r` frames/s is `SimulatedDut::new(r)`: it forwards what
+/// it is offered up to `r` and exactly `r` under any overload.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimulatedDut {
     pub capacity_fps: f64,
@@ -39,6 +47,32 @@ pub struct SimulatedDut {
     pub buffer_frames: u64,
     /// Above this offered rate (frames/s), drop every n-th forwarded frame.
     pub loss_above: Option<(f64, u64)>,
+    /// Rare random losses: (probability per trial, frames lost, seed).
+    pub rare_loss: Option<RareLoss>,
+}
+
+/// A trial loses `frames` frames with `probability` (seeded, per trial).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RareLoss {
+    pub probability: f64,
+    pub frames: u64,
+    pub seed: u64,
+}
+
+impl RareLoss {
+    /// Whether trial number `trial` (0-based) is one of the lossy ones.
+    pub fn hits(&self, trial: usize) -> bool {
+        uniform(self.seed, trial as u64) < self.probability
+    }
+}
+
+/// A uniform number in [0, 1) from `seed` and `n` (SplitMix64).
+fn uniform(seed: u64, n: u64) -> f64 {
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(n.wrapping_add(1)));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 impl SimulatedDut {
@@ -53,6 +87,7 @@ impl SimulatedDut {
             trials_run: 0,
             buffer_frames: 0,
             loss_above: None,
+            rare_loss: None,
         }
     }
 
@@ -81,12 +116,24 @@ impl SimulatedDut {
         self
     }
 
+    /// With `probability` per trial, lose `frames` forwarded frames (the
+    /// draw depends on `seed` and the trial's number only).
+    pub fn with_rare_loss(mut self, probability: f64, frames: u64, seed: u64) -> Self {
+        self.rare_loss = Some(RareLoss {
+            probability,
+            frames,
+            seed,
+        });
+        self
+    }
+
     /// Frames the device forwards in a trial of `duration_s` at most.
     pub fn capacity_frames(&self, duration_s: f64) -> u64 {
         (self.capacity_fps * duration_s).floor() as u64
     }
 
-    /// The trial result for `spec`, without counting it as run.
+    /// The trial result for `spec`, without counting it as run (a rare
+    /// loss is drawn for the next trial's number, `trials_run`).
     pub fn answer(&self, spec: &TrialSpec) -> TrialResult {
         let d = spec.duration.as_secs_f64();
         let intended = (spec.intended_fps * d).round() as u64;
@@ -104,6 +151,10 @@ impl SimulatedDut {
         let offered = if d > 0.0 { tx as f64 / d } else { 0.0 };
         let rx = match self.loss_above {
             Some((fps, n)) if offered > fps => rx - rx / n.max(1),
+            _ => rx,
+        };
+        let rx = match self.rare_loss {
+            Some(r) if r.hits(self.trials_run) => rx.saturating_sub(r.frames),
             _ => rx,
         };
         let lost = intended - rx;
