@@ -133,6 +133,63 @@ fn resolution_out_of_range() {
     mentions(&run, &["--resolution", "200%"]);
 }
 
+/// Every option taking a percentage or a ratio follows one rule (`N%` is
+/// percent, a bare number a ratio) and refuses what is out of range before
+/// any lab is built (the lab name does not exist: a late check would
+/// complain about the lab instead).
+#[test]
+fn shares_out_of_range_are_refused_before_any_lab() {
+    let lab = unique("z");
+    let on_lab = |cmd: &[&'static str], extra: &[&str]| {
+        let mut v: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
+        v.extend(["--lab".into(), "--lab-name".into(), lab.clone()]);
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    for (cmd, option, value, says) in [
+        (&["rfc2544"][..], "--resolution", "0", "above 0"),
+        (&["rfc2544"][..], "--resolution", "0%", "above 0"),
+        (&["rfc2544"][..], "--resolution", "1", "write 1%"),
+        (&["rfc2544"][..], "--loss", "5", "write 5%"),
+        (&["rfc2544"][..], "--loss", "100%", "below 100 %"),
+        (
+            &["trial", "--frame-size", "64", "--rate", "1000fps"][..],
+            "--loss",
+            "0.5%x",
+            "1% or 0.01",
+        ),
+        (
+            &["trial", "--frame-size", "64", "--rate", "1000fps"][..],
+            "--loss",
+            "99",
+            "write 99%",
+        ),
+        (&["latency"][..], "--resolution", "0", "above 0"),
+        (&["back-to-back"][..], "--resolution", "0", "above 0"),
+        (&["mlrsearch"][..], "--width", "0", "above 0"),
+        (&["mlrsearch"][..], "--exceed-ratio", "50", "write 50%"),
+        (&["mlrsearch"][..], "--pdr-loss", "150%", "below 100 %"),
+        (
+            &["loss", "--loads", "1%"][..],
+            "--stop-at-loss",
+            "50",
+            "write 50%",
+        ),
+        (&["loss", "--rfc2544"][..], "--step", "0", "above 0"),
+        (&["cpu-target"][..], "--target", "75", "write 75%"),
+    ] {
+        let args = on_lab(cmd, &[option, value]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = expect_error(None, &args);
+        mentions(&run, &[option, value, says]);
+    }
+    // calibrate builds its own wire: the check comes first there too.
+    let run = expect_error(None, &["calibrate", "--resolution", "0"]);
+    if is_root() {
+        mentions(&run, &["--resolution", "above 0"]);
+    }
+}
+
 #[test]
 fn malformed_flags_are_usage_errors() {
     // clap's own errors: several lines of usage, exit 2, no panic.
