@@ -495,3 +495,66 @@ fn unwritable_json_path_is_refused_before_any_trial() {
         run.dump()
     );
 }
+
+/// Runs linerate with `args`, reads the first line of its output and closes
+/// the pipe, as `linerate ... | head -1` does. Returns how it ended and
+/// what it wrote to stderr.
+fn first_line_then_close(args: &[&str]) -> (String, std::process::ExitStatus, String) {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = std::process::Command::new(LINERATE)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting linerate");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader (and the pipe's read end) is gone here.
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    (first, status, stderr)
+}
+
+/// A reader that goes away ends linerate quietly, as it ends other tools
+/// (SIGPIPE): no panic, no backtrace, no message. The outputs are larger
+/// than a pipe holds, so linerate is still writing when the reader leaves.
+#[test]
+fn a_closed_pipe_ends_linerate_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut toml = String::new();
+    for i in 0..3000 {
+        toml.push_str(&format!(
+            "[[test]]\nname = \"t{i}\"\ncommand = \"overhead\"\nframe-size = [64, 1518]\nesp = \"aes\"\nauth = \"sha1\"\n"
+        ));
+    }
+    let file = TempFile::new("big-toml");
+    std::fs::write(&file.0, toml).unwrap();
+    let sizes: Vec<String> = (64..=9018).step_by(2).map(|n| n.to_string()).collect();
+    let sizes = sizes.join(",");
+    for args in [
+        &["run", "--dry-run", file.arg()][..],
+        &["overhead", "--frame-size", &sizes][..],
+        &["overhead", "--json", "--frame-size", &sizes][..],
+    ] {
+        let (first, status, stderr) = first_line_then_close(args);
+        assert!(!first.is_empty(), "{args:?}: no output");
+        assert!(
+            stderr.is_empty(),
+            "{args:?}: wrote to stderr ({status}):\n{stderr}"
+        );
+        assert_eq!(
+            status.signal(),
+            Some(nix::libc::SIGPIPE),
+            "{args:?}: ended by {status}, not by SIGPIPE"
+        );
+    }
+}
