@@ -558,3 +558,26 @@ fn a_closed_pipe_ends_linerate_quietly() {
         );
     }
 }
+
+/// `--port 0` is bad input (exit 2), not a DUT that blocks the port
+/// (exit 1); refused before any lab is built.
+#[test]
+fn port_zero_is_bad_input() {
+    let lab = unique("z");
+    for cmd in ["tcp", "http"] {
+        let run = expect_error(
+            None,
+            &[
+                cmd,
+                "--lab",
+                "--lab-name",
+                &lab,
+                "--duration",
+                "1s",
+                "--port",
+                "0",
+            ],
+        );
+        mentions(&run, &["--port 0", "1..65535"]);
+    }
+}

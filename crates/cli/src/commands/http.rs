@@ -23,6 +23,7 @@ pub fn run(args: HttpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let directions = Direction::parse_list(&args.direction)
         .ok_or_else(|| anyhow!("--direction must be download, upload or both"))?;
     let duration = parse_trial_duration(&args.duration, "--duration")?;
+    stack::check_port(args.port, 8080)?;
     let sizes = args
         .object_size
         .iter()

@@ -21,6 +21,7 @@ pub fn run(args: TcpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let directions = Direction::parse_list(&args.direction)
         .ok_or_else(|| anyhow!("--direction must be download, upload or both"))?;
     let duration = parse_trial_duration(&args.duration, "--duration")?;
+    stack::check_port(args.port, 5201)?;
     let window = args
         .window
         .as_deref()
