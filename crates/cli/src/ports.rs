@@ -543,6 +543,26 @@ fn kernel_counted(b: &PortName, opts: &AfPacketOptions) -> Result<TesterPort> {
     })
 }
 
+/// `--gw-mac-X`: the gateway's own MAC. Test frames are sent to it, so it
+/// must be one station's (unicast, not all zeros): frames to a broadcast or
+/// multicast address reach the receiving port with no DUT in between, and a
+/// trial would "pass" whatever the DUT does.
+fn parse_gateway_mac(text: &str, side: &str) -> Result<MacAddr> {
+    let mac = text
+        .parse::<MacAddr>()
+        .with_context(|| format!("--gw-mac-{side}"))?;
+    let what = if mac.is_broadcast() {
+        "the broadcast address"
+    } else if mac.is_multicast() {
+        "a multicast address (the first octet is odd)"
+    } else if mac == MacAddr::ZERO {
+        "all zeros"
+    } else {
+        return Ok(mac);
+    };
+    bail!("--gw-mac-{side} {text} is {what}, not a gateway's own MAC: give the DUT port's unicast MAC (ip link show on the DUT), or leave the option out to resolve it by ARP")
+}
+
 /// Port `side`'s emulated host from `--ip-X`, `--gw-X` and `--gw-mac-X`:
 /// addresses of the test frames' IP version (IPv6 with `--ipv6`), the
 /// gateway on the host's subnet (IPv4) or prefix (IPv6).
@@ -591,10 +611,7 @@ fn host_config(
     }
     let gateway_mac = gw_mac
         .as_deref()
-        .map(|m| {
-            m.parse::<MacAddr>()
-                .with_context(|| format!("--gw-mac-{side}"))
-        })
+        .map(|m| parse_gateway_mac(m, side))
         .transpose()?;
     let host = HostConfig {
         ip: Ipv4Addr::UNSPECIFIED,
@@ -818,6 +835,24 @@ mod tests {
                 "{ip} {gw}"
             );
         }
+    }
+
+    #[test]
+    fn gateway_macs_are_unicast() {
+        assert_eq!(
+            parse_gateway_mac("02:00:00:00:00:01", "a").unwrap(),
+            MacAddr([2, 0, 0, 0, 0, 1])
+        );
+        for (bad, says) in [
+            ("ff:ff:ff:ff:ff:ff", "broadcast"),
+            ("01:00:5e:00:00:01", "multicast"),
+            ("33:33:00:00:00:01", "multicast"),
+            ("00:00:00:00:00:00", "all zeros"),
+        ] {
+            let e = parse_gateway_mac(bad, "b").unwrap_err().to_string();
+            assert!(e.contains("--gw-mac-b") && e.contains(says), "{bad}: {e}");
+        }
+        assert!(parse_gateway_mac("nonsense", "a").is_err());
     }
 
     #[test]

@@ -581,3 +581,25 @@ fn port_zero_is_bad_input() {
         mentions(&run, &["--port 0", "1..65535"]);
     }
 }
+
+/// A gateway MAC that is not one station's (broadcast, multicast, all
+/// zeros) would deliver test frames with no DUT in between: refused before
+/// any port opens.
+#[test]
+fn non_unicast_gateway_mac_is_refused() {
+    // The root check comes first.
+    if !root_or_skip("non_unicast_gateway_mac_is_refused") {
+        return;
+    }
+    for (option, mac) in [
+        ("--gw-mac-a", "ff:ff:ff:ff:ff:ff"),
+        ("--gw-mac-b", "01:00:5e:00:00:01"),
+        ("--gw-mac-a", "00:00:00:00:00:00"),
+    ] {
+        let run = expect_error(
+            None,
+            &trial_args(&["--frame-size", "64", "--rate", "1000fps", option, mac]),
+        );
+        mentions(&run, &[option, mac, "unicast"]);
+    }
+}
