@@ -82,10 +82,14 @@ pub enum LabAction {
         #[arg(long)]
         lab_name: Option<String>,
     },
-    /// Removes a lab; without --lab-name, everything linerate made (namespaces named lr-*), also after a crash.
+    /// Removes a lab (--lab-name NAME), or every lab on this machine (--all: everything named lr-*, also after a crash). Without either, lists what --all would remove.
     Down {
+        /// The lab to remove, as given to 'lab up --lab-name' ('default' for the lab --lab uses).
         #[arg(long)]
         lab_name: Option<String>,
+        /// Remove every lab and namespace named lr-* on this machine, whoever made it (other users' runs too).
+        #[arg(long, conflicts_with = "lab_name")]
+        all: bool,
     },
     /// Shows the labs present.
     Status {

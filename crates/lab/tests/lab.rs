@@ -382,7 +382,12 @@ fn up_twice_fails_cleanly_and_keeps_the_first() {
     let first = Lab::up(&name).expect("lab up");
     let err = Lab::up(&name).expect_err("second up must fail");
     assert!(matches!(err, LabError::Exists(_)), "{err}");
-    assert!(err.to_string().contains("linerate lab down"), "{err}");
+    // The advice names this lab: a bare 'lab down' would be every lab's.
+    assert!(
+        err.to_string()
+            .contains(&format!("linerate lab down --lab-name {name}")),
+        "{err}"
+    );
     for ns in all_netns(&name) {
         assert!(netns_exists(&ns), "{ns} removed by the failed up");
     }
