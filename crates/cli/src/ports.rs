@@ -102,9 +102,6 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
 /// the test bed then owns it and removes it when dropped.
 pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> Result<TestBed> {
     check_tx_threads(&args.engine, args.tx_threads)?;
-    if !nix::unistd::geteuid().is_root() {
-        bail!("not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
-    }
     let straggler_wait = parse_duration(&args.straggler_wait, "--straggler-wait")?;
     let opts = AfPacketOptions {
         max_frame_len,
@@ -118,6 +115,10 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         // The engine checks again before every trial; here, before a lab is built.
         let v6 = encap.ip == IpVersion::V6;
         linerate_engine::check_drop_test(source, v6, args.bidirectional, &flows)?;
+    }
+    crate::commands::touch_machine()?;
+    if !nix::unistd::geteuid().is_root() {
+        bail!("not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
     }
     let mut routed = None;
     let (a, host_a, b, mut host_b, lab, placement) = if args.lab || given.is_some() {

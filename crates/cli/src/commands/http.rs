@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub fn run(args: HttpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if !args.table_from.is_empty() {
         let records = read_records::<HttpRecord>(&args.table_from)?;
+        super::touch_machine()?;
         print!("{}", report::http_by_scenario(&records));
         return Ok(Outcome::Passed);
     }

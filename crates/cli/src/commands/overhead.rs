@@ -43,6 +43,7 @@ pub fn run(args: OverheadArgs) -> Result<Outcome> {
             .collect::<Result<_, _>>()?,
         (None, None) => bail!("give --frame-size N or --l3-length N"),
     };
+    super::touch_machine()?;
     let mbps = |fps: f64, bytes: u64| fps * bytes as f64 * 8.0 / 1e6;
     let rows: Vec<Row> = sizes
         .iter()

@@ -65,15 +65,16 @@ fn parse_ip(text: &str, option: &str) -> Result<IpAddr> {
 
 /// Sets the path up as `args` say; undone when the returned value drops.
 pub fn open(args: &StackPortArgs) -> Result<StackPath> {
-    if !nix::unistd::geteuid().is_root() {
-        bail!("not running as root: linerate configures addresses in the tester namespaces; run it with sudo");
-    }
     let connect_timeout = parse_duration(&args.connect_timeout, "--connect-timeout")?;
     let connect_override = args
         .connect_to
         .as_deref()
         .map(|t| parse_ip(t, "--connect-to"))
         .transpose()?;
+    super::touch_machine()?;
+    if !nix::unistd::geteuid().is_root() {
+        bail!("not running as root: linerate configures addresses in the tester namespaces; run it with sudo");
+    }
     let mut hosts = HostSetup::new();
     let (a, b, label, lab, reported_speed) = if args.lab {
         linerate_lab::check_environment()?;

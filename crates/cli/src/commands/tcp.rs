@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub fn run(args: TcpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if !args.table_from.is_empty() {
         let records = read_records::<TcpRecord>(&args.table_from)?;
+        super::touch_machine()?;
         print!("{}", report::tcp_by_scenario(&records));
         return Ok(Outcome::Passed);
     }
