@@ -235,7 +235,7 @@ fn not_root() {
             .output()
             .is_err()
         {
-            eprintln!("SKIPPED (needs setpriv, from util-linux, to drop root): not_root");
+            skip("(needs setpriv, from util-linux, to drop root): not_root");
             return;
         }
         let mut full = vec!["--reuid=65534", "--regid=65534", "--clear-groups", LINERATE];
@@ -602,4 +602,40 @@ fn non_unicast_gateway_mac_is_refused() {
         );
         mentions(&run, &[option, mac, "unicast"]);
     }
+}
+
+// ---- the test gate: under LINERATE_REQUIRE_ALL=1 a skip fails ----
+
+/// Skips when asked to (by `a_skip_fails_when_every_test_must_run`), else
+/// does nothing.
+#[test]
+fn skip_probe() {
+    if std::env::var("LINERATE_SKIP_PROBE").is_ok() {
+        skip("(probe): skip_probe");
+    }
+}
+
+/// scripts/test.sh (CI) exports LINERATE_REQUIRE_ALL=1: every skip is then
+/// a failure with its reason; without it a skip says SKIPPED and passes.
+#[test]
+fn a_skip_fails_when_every_test_must_run() {
+    let probe = |require_all: &str| {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["skip_probe", "--exact", "--nocapture", "--test-threads=1"])
+            .env("LINERATE_SKIP_PROBE", "1")
+            .env("LINERATE_REQUIRE_ALL", require_all)
+            .output()
+            .unwrap()
+    };
+    let failed = probe("1");
+    let err = String::from_utf8_lossy(&failed.stderr);
+    assert!(!failed.status.success(), "a skip passed:\n{err}");
+    assert!(
+        err.contains("SKIPPED (probe): skip_probe") && err.contains("LINERATE_REQUIRE_ALL=1"),
+        "{err}"
+    );
+    let skipped = probe("0");
+    let err = String::from_utf8_lossy(&skipped.stderr);
+    assert!(skipped.status.success(), "{err}");
+    assert!(err.contains("SKIPPED (probe): skip_probe"), "{err}");
 }

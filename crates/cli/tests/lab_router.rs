@@ -98,9 +98,7 @@ fn rfc2544_builds_and_removes_a_lab_for_the_run() {
         return;
     }
     if lab_exists("default") {
-        eprintln!(
-            "SKIPPED (a lab named 'default' is up; this test needs it absent): rfc2544_builds_and_removes_a_lab_for_the_run"
-        );
+        skip("(a lab named 'default' is up; this test needs it absent): rfc2544_builds_and_removes_a_lab_for_the_run");
         return;
     }
     let json = TempFile::new("lab-tmp");
