@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Runs every check CI runs: install + build, format, lints, all tests.
 # As root the integration tests build namespaces and send traffic inside
-# them; without root they print SKIPPED and pass.
+# them. A test that cannot run (no root, a missing package) fails here
+# instead of printing SKIPPED and passing: LINERATE_REQUIRE_ALL=1 makes
+# every skip a failure, as in CI. LINERATE_REQUIRE_ALL=0 scripts/test.sh
+# lets them skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export LINERATE_REQUIRE_ALL="${LINERATE_REQUIRE_ALL:-1}"
 if [ "$(id -u)" = 0 ]; then
     scripts/setup.sh
+elif [ "$LINERATE_REQUIRE_ALL" = 1 ]; then
+    echo "test.sh: WARNING: not root; packages are not installed and the root tests will FAIL (LINERATE_REQUIRE_ALL=1); run as root, or set LINERATE_REQUIRE_ALL=0 to let them skip" >&2
 else
     echo "test.sh: WARNING: not root; packages are not installed and the root tests will be SKIPPED" >&2
 fi

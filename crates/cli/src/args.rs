@@ -82,10 +82,14 @@ pub enum LabAction {
         #[arg(long)]
         lab_name: Option<String>,
     },
-    /// Removes a lab; without --lab-name, everything linerate made (namespaces named lr-*), also after a crash.
+    /// Removes a lab (--lab-name NAME), or every lab on this machine (--all: everything named lr-*, also after a crash). Without either, lists what --all would remove.
     Down {
+        /// The lab to remove, as given to 'lab up --lab-name' ('default' for the lab --lab uses).
         #[arg(long)]
         lab_name: Option<String>,
+        /// Remove every lab and namespace named lr-* on this machine, whoever made it (other users' runs too).
+        #[arg(long, conflicts_with = "lab_name")]
+        all: bool,
     },
     /// Shows the labs present.
     Status {
@@ -170,10 +174,10 @@ pub struct Rfc2544Args {
     /// How long each trial sends.
     #[arg(long, default_value = "2s")]
     pub trial_duration: String,
-    /// Stop the search when the bracket is this narrow, relative to its top (1% or 0.01).
+    /// Stop the search when the bracket is this narrow, relative to its top: 1% or 0.01 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "1%")]
     pub resolution: String,
-    /// Loss a trial may have and still pass, in percent (RFC 2544: 0).
+    /// Loss a trial may have and still pass (RFC 2544: 0): 0.1% or 0.001 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "0")]
     pub loss: String,
     /// Highest rate tried (default: line rate), e.g. 50%, 2Mpps, 5Gbps.
@@ -199,7 +203,7 @@ pub struct Rfc2544Args {
 pub struct CpuTargetArgs {
     #[command(flatten)]
     pub ports: PortArgs,
-    /// The DUT CPU load (total) to hold, in percent.
+    /// The DUT CPU load (total) to hold: 75% or 0.75 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "75%")]
     pub target: String,
     /// How close to the target counts as reached, in percentage points.
@@ -267,7 +271,7 @@ pub struct LatencyArgs {
     /// Trial duration of the throughput search run first.
     #[arg(long, default_value = "2s")]
     pub search_duration: String,
-    /// Resolution of the throughput search.
+    /// Resolution of the throughput search: 1% or 0.01 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "1%")]
     pub resolution: String,
     /// Highest rate the throughput search tries (default: line rate).
@@ -344,7 +348,7 @@ pub struct CalibrateArgs {
     /// How long each trial sends.
     #[arg(long, default_value = "1s")]
     pub trial_duration: String,
-    /// Stop the search when the bracket is this narrow, relative to its top.
+    /// Stop the search when the bracket is this narrow, relative to its top: 1% or 0.01 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "1%")]
     pub resolution: String,
     /// After sending, wait this long for frames still in flight.
@@ -379,7 +383,7 @@ pub struct TrialArgs {
     /// How long to send.
     #[arg(long, default_value = "2s")]
     pub duration: String,
-    /// Loss allowed before the trial counts as failed (exit 1), in percent.
+    /// Loss allowed before the trial counts as failed (exit 1): 0.1% or 0.001 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "0")]
     pub loss: String,
     /// Write the trial as JSON to FILE.

@@ -20,3 +20,64 @@ pub fn one_line(e: &anyhow::Error) -> String {
     }
     parts.join(": ").replace('\n', " ")
 }
+
+/// True for the panic of a print to a closed pipe (`println!`'s message).
+pub fn is_closed_pipe_panic(payload: &(dyn std::any::Any + Send)) -> bool {
+    let text = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    text.starts_with("failed printing to") && text.contains("Broken pipe")
+}
+
+/// True when the error is a write to a closed pipe.
+pub fn is_closed_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Keeps the panic of a print to a closed pipe silent (no message, no
+/// backtrace); every other panic is reported as before.
+pub fn quiet_on_closed_pipe() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !is_closed_pipe_panic(info.payload()) {
+            report(info)
+        }
+    }));
+}
+
+/// Ends the process as a closed pipe ends a tool that does not catch
+/// SIGPIPE: killed by the signal (a shell reports 141), without a message.
+pub fn die_of_sigpipe() -> ! {
+    use nix::sys::signal::{raise, signal, SigHandler, Signal};
+    // SAFETY: restoring the default disposition; no handler code runs.
+    unsafe {
+        let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
+    }
+    let _ = raise(Signal::SIGPIPE);
+    std::process::exit(128 + Signal::SIGPIPE as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closed_pipes_are_told_from_other_failures() {
+        let epipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert!(is_closed_pipe(
+            &anyhow::Error::from(epipe).context("printing")
+        ));
+        let other = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert!(!is_closed_pipe(&anyhow::Error::from(other)));
+        let p: Box<dyn std::any::Any + Send> =
+            Box::new("failed printing to stdout: Broken pipe (os error 32)".to_string());
+        assert!(is_closed_pipe_panic(&*p));
+        let p: Box<dyn std::any::Any + Send> = Box::new("index out of bounds");
+        assert!(!is_closed_pipe_panic(&*p));
+    }
+}

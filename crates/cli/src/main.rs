@@ -3,7 +3,10 @@
 //!
 //! Exit codes: 0 the test ran and passed; 1 the test ran but a threshold
 //! failed; 2 bad input or environment (the message says what to fix);
-//! 130 interrupted (SIGINT/SIGTERM), after saving what was measured.
+//! 130 interrupted (SIGINT/SIGTERM), after saving what was measured. A
+//! reader that goes away (`linerate ... | head -1`) ends linerate quietly
+//! as it ends other tools: by SIGPIPE, after a lab made for the run is
+//! removed.
 
 mod args;
 mod commands;
@@ -19,21 +22,33 @@ mod recorder;
 
 use clap::Parser;
 use exit::Outcome;
+use std::io::Write;
 
 fn main() {
+    exit::quiet_on_closed_pipe();
     let cli = args::Cli::parse();
-    let code = match commands::run(cli) {
+    // A print to a closed pipe panics inside `println!`: unwinding runs
+    // every Drop (a lab built for the run is removed), then linerate ends
+    // as SIGPIPE would have ended it, without a message.
+    let result = match std::panic::catch_unwind(move || commands::run(cli)) {
+        Ok(result) => result,
+        Err(payload) if exit::is_closed_pipe_panic(&*payload) => exit::die_of_sigpipe(),
+        Err(payload) => std::panic::resume_unwind(payload),
+    };
+    let mut err = std::io::stderr();
+    let code = match result {
         Ok(Outcome::Passed) => 0,
         Ok(Outcome::ThresholdFailed(why)) => {
-            eprintln!("linerate: {why}");
+            let _ = writeln!(err, "linerate: {why}");
             1
         }
         Ok(Outcome::Interrupted(what)) => {
-            eprintln!("linerate: interrupted; {what}");
+            let _ = writeln!(err, "linerate: interrupted; {what}");
             130
         }
+        Err(e) if exit::is_closed_pipe(&e) => exit::die_of_sigpipe(),
         Err(e) => {
-            eprintln!("linerate: error: {}", exit::one_line(&e));
+            let _ = writeln!(err, "linerate: error: {}", exit::one_line(&e));
             2
         }
     };

@@ -26,7 +26,7 @@ pub struct LossArgs {
     /// RFC 2544 section 26.3: from 100 % of the maximum rate down in steps of --step until two successive trials lose nothing.
     #[arg(long)]
     pub rfc2544: bool,
-    /// Step of the --rfc2544 mode, a share of the maximum rate (at most 10 %).
+    /// Step of the --rfc2544 mode, a share of the maximum rate (at most 10 %): 10% or 0.1 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "10%", requires = "rfc2544")]
     pub step: String,
     /// The rate 100 % means in the --rfc2544 mode (default: line rate), e.g. 2Mpps, 50%.
@@ -44,7 +44,7 @@ pub struct LossArgs {
     /// Print the rows of earlier 'loss --json' files above this run's (other DUTs or configurations, as the 100GE report compares routers).
     #[arg(long, value_delimiter = ',')]
     pub rows_from: Vec<PathBuf>,
-    /// In a sweep, a row stops after a load that lost more than this (percent), as the 100GE report leaves higher loads untested (default: every load runs).
+    /// In a sweep, a row stops after a load that lost more than this (50% or 0.5; N% is percent, a bare number a ratio), as the 100GE report leaves higher loads untested (default: every load runs).
     #[arg(long, conflicts_with = "rfc2544")]
     pub stop_at_loss: Option<String>,
     #[command(flatten)]
@@ -67,13 +67,13 @@ pub struct MlrsearchArgs {
     /// Goal Duration Sum: trial-seconds at one load that decide it (default: the final trial duration).
     #[arg(long)]
     pub duration_sum: Option<String>,
-    /// Goal Exceed Ratio, in percent: share of those trial-seconds that may lose more than the goal's loss ratio (RFC 2544 compliant: 0; TST009-like: 50).
+    /// Goal Exceed Ratio: share of those trial-seconds that may lose more than the goal's loss ratio (RFC 2544 compliant: 0; TST009-like: 50% or 0.5; N% is percent, a bare number a ratio).
     #[arg(long, default_value = "0")]
     pub exceed_ratio: String,
-    /// Goal Width: stop when (upper bound - lower bound) / upper bound is at most this.
+    /// Goal Width: stop when (upper bound - lower bound) / upper bound is at most this: 1% or 0.01 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "1%")]
     pub width: String,
-    /// Loss ratio of the PDR goal (the NDR goal's is 0).
+    /// Loss ratio of the PDR goal (the NDR goal's is 0): 0.5% or 0.005 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "0.5%")]
     pub pdr_loss: String,
     /// Max Load (default: line rate), e.g. 50%, 2Mpps, 5Gbps.
@@ -102,7 +102,7 @@ pub struct BackToBackArgs {
     /// Repetitions of the search for the longest burst (RFC 2544: at least 50).
     #[arg(long, default_value_t = 50)]
     pub repeat: usize,
-    /// Stop each repetition when the bracket is this narrow, relative to the failing burst (at least 1 frame).
+    /// Stop each repetition when the bracket is this narrow, relative to the failing burst (at least 1 frame): 1% or 0.01 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "1%")]
     pub resolution: String,
     /// The device's throughput for the corrected buffer time (RFC 9004), e.g. 100000fps; default: an RFC 2544 throughput search is run first.

@@ -102,9 +102,6 @@ pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
 /// the test bed then owns it and removes it when dropped.
 pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> Result<TestBed> {
     check_tx_threads(&args.engine, args.tx_threads)?;
-    if !nix::unistd::geteuid().is_root() {
-        bail!("not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
-    }
     let straggler_wait = parse_duration(&args.straggler_wait, "--straggler-wait")?;
     let opts = AfPacketOptions {
         max_frame_len,
@@ -118,6 +115,10 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         // The engine checks again before every trial; here, before a lab is built.
         let v6 = encap.ip == IpVersion::V6;
         linerate_engine::check_drop_test(source, v6, args.bidirectional, &flows)?;
+    }
+    crate::commands::touch_machine()?;
+    if !nix::unistd::geteuid().is_root() {
+        bail!("not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
     }
     let mut routed = None;
     let (a, host_a, b, mut host_b, lab, placement) = if args.lab || given.is_some() {
@@ -543,6 +544,26 @@ fn kernel_counted(b: &PortName, opts: &AfPacketOptions) -> Result<TesterPort> {
     })
 }
 
+/// `--gw-mac-X`: the gateway's own MAC. Test frames are sent to it, so it
+/// must be one station's (unicast, not all zeros): frames to a broadcast or
+/// multicast address reach the receiving port with no DUT in between, and a
+/// trial would "pass" whatever the DUT does.
+fn parse_gateway_mac(text: &str, side: &str) -> Result<MacAddr> {
+    let mac = text
+        .parse::<MacAddr>()
+        .with_context(|| format!("--gw-mac-{side}"))?;
+    let what = if mac.is_broadcast() {
+        "the broadcast address"
+    } else if mac.is_multicast() {
+        "a multicast address (the first octet is odd)"
+    } else if mac == MacAddr::ZERO {
+        "all zeros"
+    } else {
+        return Ok(mac);
+    };
+    bail!("--gw-mac-{side} {text} is {what}, not a gateway's own MAC: give the DUT port's unicast MAC (ip link show on the DUT), or leave the option out to resolve it by ARP")
+}
+
 /// Port `side`'s emulated host from `--ip-X`, `--gw-X` and `--gw-mac-X`:
 /// addresses of the test frames' IP version (IPv6 with `--ipv6`), the
 /// gateway on the host's subnet (IPv4) or prefix (IPv6).
@@ -591,10 +612,7 @@ fn host_config(
     }
     let gateway_mac = gw_mac
         .as_deref()
-        .map(|m| {
-            m.parse::<MacAddr>()
-                .with_context(|| format!("--gw-mac-{side}"))
-        })
+        .map(|m| parse_gateway_mac(m, side))
         .transpose()?;
     let host = HostConfig {
         ip: Ipv4Addr::UNSPECIFIED,
@@ -711,17 +729,51 @@ pub fn parse_duration(text: &str, option: &str) -> Result<Duration> {
     Ok(d)
 }
 
-/// Parses a percentage (`1%`, `0.5`) into a ratio; a bare number is percent.
-pub fn parse_percent(text: &str, option: &str) -> Result<f64> {
-    let t = text.trim().trim_end_matches('%').trim();
-    let v: f64 = t
+/// Whether a share may be 0 (`--loss 0`) or must be above it
+/// (`--resolution`: a search to a zero-wide bracket never ends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Zero {
+    Allowed,
+    Refused,
+}
+
+/// Parses a share, the one rule of every option taking a percentage or a
+/// ratio: `N%` is percent, a bare number is a ratio (`1%` and `0.01` are
+/// the same). Returns the ratio, from 0 (if `zero` allows it) to below 1.
+/// A bare number above 1 is refused rather than read as percent, so an
+/// old `--loss 5` meaning 5 % fails loudly instead of meaning 500 %.
+pub fn parse_share(text: &str, option: &str, zero: Zero) -> Result<f64> {
+    let t = text.trim();
+    let (number, percent) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (t, false),
+    };
+    let lowest = match zero {
+        Zero::Allowed => "from 0",
+        Zero::Refused => "above 0",
+    };
+    let v: f64 = number
         .parse()
         .ok()
-        .filter(|v: &f64| v.is_finite() && *v >= 0.0 && *v < 100.0)
+        .filter(|v: &f64| v.is_finite())
         .ok_or_else(|| {
-            anyhow!("{option} '{text}' is not a percentage from 0 to below 100, e.g. 0.5 or 1%")
+            anyhow!("{option} '{text}' is not a percentage or a ratio: write e.g. 1% or 0.01 (the same)")
         })?;
-    Ok(v / 100.0)
+    let ratio = if percent { v / 100.0 } else { v };
+    if !percent && v >= 1.0 {
+        bail!(
+            "{option} '{text}': a number without % is a ratio (0.01 = 1 %), so {text} would be {} %: write {number}% for {number} percent",
+            v * 100.0
+        );
+    }
+    let in_range = match zero {
+        Zero::Allowed => (0.0..1.0).contains(&ratio),
+        Zero::Refused => ratio > 0.0 && ratio < 1.0,
+    };
+    if !in_range {
+        bail!("{option} '{text}' is out of range: give a share {lowest} to below 100 %, e.g. 1% or 0.01 (the same)");
+    }
+    Ok(ratio)
 }
 
 #[cfg(test)]
@@ -787,6 +839,24 @@ mod tests {
     }
 
     #[test]
+    fn gateway_macs_are_unicast() {
+        assert_eq!(
+            parse_gateway_mac("02:00:00:00:00:01", "a").unwrap(),
+            MacAddr([2, 0, 0, 0, 0, 1])
+        );
+        for (bad, says) in [
+            ("ff:ff:ff:ff:ff:ff", "broadcast"),
+            ("01:00:5e:00:00:01", "multicast"),
+            ("33:33:00:00:00:01", "multicast"),
+            ("00:00:00:00:00:00", "all zeros"),
+        ] {
+            let e = parse_gateway_mac(bad, "b").unwrap_err().to_string();
+            assert!(e.contains("--gw-mac-b") && e.contains(says), "{bad}: {e}");
+        }
+        assert!(parse_gateway_mac("nonsense", "a").is_err());
+    }
+
+    #[test]
     fn frame_sizes_follow_the_layout() {
         let v6 = EncapArgs {
             ipv6: true,
@@ -835,10 +905,35 @@ mod tests {
 
     #[test]
     fn percentages_and_durations_parse() {
-        assert_eq!(parse_percent("1%", "--x").unwrap(), 0.01);
-        assert_eq!(parse_percent("0", "--x").unwrap(), 0.0);
-        assert!(parse_percent("-1", "--x").is_err());
-        assert!(parse_percent("abc", "--x").is_err());
+        let share = |t: &str, zero| parse_share(t, "--x", zero);
+        // One rule: N% is percent, a bare number a ratio.
+        for (a, b) in [
+            ("1%", "0.01"),
+            ("0.5%", "0.005"),
+            ("50%", "0.5"),
+            (" 2 % ", "0.02"),
+        ] {
+            let (a, b) = (
+                share(a, Zero::Refused).unwrap(),
+                share(b, Zero::Refused).unwrap(),
+            );
+            assert!((a - b).abs() < 1e-15, "{a} {b}");
+        }
+        assert_eq!(share("0", Zero::Allowed).unwrap(), 0.0);
+        assert_eq!(share("0%", Zero::Allowed).unwrap(), 0.0);
+        for bad in ["0", "0%", "0.0"] {
+            let e = share(bad, Zero::Refused).unwrap_err().to_string();
+            assert!(e.contains("above 0") && e.contains("1% or 0.01"), "{e}");
+        }
+        for bad in ["-1", "-0.5%", "100%", "150%", "abc", "", "%", "nan", "inf"] {
+            assert!(share(bad, Zero::Allowed).is_err(), "{bad}");
+        }
+        // A bare number of 1 or more is not read as percent: it is refused
+        // with the spelling that means percent.
+        for bad in ["1", "5", "99"] {
+            let e = share(bad, Zero::Allowed).unwrap_err().to_string();
+            assert!(e.contains(&format!("write {bad}%")), "{e}");
+        }
         assert_eq!(
             parse_duration("500ms", "--x").unwrap(),
             Duration::from_millis(500)

@@ -76,6 +76,7 @@ impl Recorder {
     /// so a bad `--db` or `--events` is an input error (exit 2) that costs
     /// no trial.
     pub fn open(args: &RecordArgs) -> Result<Recorder> {
+        crate::commands::touch_machine()?;
         let store = if args.no_db {
             None
         } else {

@@ -133,6 +133,63 @@ fn resolution_out_of_range() {
     mentions(&run, &["--resolution", "200%"]);
 }
 
+/// Every option taking a percentage or a ratio follows one rule (`N%` is
+/// percent, a bare number a ratio) and refuses what is out of range before
+/// any lab is built (the lab name does not exist: a late check would
+/// complain about the lab instead).
+#[test]
+fn shares_out_of_range_are_refused_before_any_lab() {
+    let lab = unique("z");
+    let on_lab = |cmd: &[&'static str], extra: &[&str]| {
+        let mut v: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
+        v.extend(["--lab".into(), "--lab-name".into(), lab.clone()]);
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    for (cmd, option, value, says) in [
+        (&["rfc2544"][..], "--resolution", "0", "above 0"),
+        (&["rfc2544"][..], "--resolution", "0%", "above 0"),
+        (&["rfc2544"][..], "--resolution", "1", "write 1%"),
+        (&["rfc2544"][..], "--loss", "5", "write 5%"),
+        (&["rfc2544"][..], "--loss", "100%", "below 100 %"),
+        (
+            &["trial", "--frame-size", "64", "--rate", "1000fps"][..],
+            "--loss",
+            "0.5%x",
+            "1% or 0.01",
+        ),
+        (
+            &["trial", "--frame-size", "64", "--rate", "1000fps"][..],
+            "--loss",
+            "99",
+            "write 99%",
+        ),
+        (&["latency"][..], "--resolution", "0", "above 0"),
+        (&["back-to-back"][..], "--resolution", "0", "above 0"),
+        (&["mlrsearch"][..], "--width", "0", "above 0"),
+        (&["mlrsearch"][..], "--exceed-ratio", "50", "write 50%"),
+        (&["mlrsearch"][..], "--pdr-loss", "150%", "below 100 %"),
+        (
+            &["loss", "--loads", "1%"][..],
+            "--stop-at-loss",
+            "50",
+            "write 50%",
+        ),
+        (&["loss", "--rfc2544"][..], "--step", "0", "above 0"),
+        (&["cpu-target"][..], "--target", "75", "write 75%"),
+    ] {
+        let args = on_lab(cmd, &[option, value]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = expect_error(None, &args);
+        mentions(&run, &[option, value, says]);
+    }
+    // calibrate builds its own wire: the check comes first there too.
+    let run = expect_error(None, &["calibrate", "--resolution", "0"]);
+    if is_root() {
+        mentions(&run, &["--resolution", "above 0"]);
+    }
+}
+
 #[test]
 fn malformed_flags_are_usage_errors() {
     // clap's own errors: several lines of usage, exit 2, no panic.
@@ -178,7 +235,7 @@ fn not_root() {
             .output()
             .is_err()
         {
-            eprintln!("SKIPPED (needs setpriv, from util-linux, to drop root): not_root");
+            skip("(needs setpriv, from util-linux, to drop root): not_root");
             return;
         }
         let mut full = vec!["--reuid=65534", "--regid=65534", "--clear-groups", LINERATE];
@@ -437,4 +494,148 @@ fn unwritable_json_path_is_refused_before_any_trial() {
         "ran a trial first:\n{}",
         run.dump()
     );
+}
+
+/// Runs linerate with `args`, reads the first line of its output and closes
+/// the pipe, as `linerate ... | head -1` does. Returns how it ended and
+/// what it wrote to stderr.
+fn first_line_then_close(args: &[&str]) -> (String, std::process::ExitStatus, String) {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = std::process::Command::new(LINERATE)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting linerate");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader (and the pipe's read end) is gone here.
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    (first, status, stderr)
+}
+
+/// A reader that goes away ends linerate quietly, as it ends other tools
+/// (SIGPIPE): no panic, no backtrace, no message. The outputs are larger
+/// than a pipe holds, so linerate is still writing when the reader leaves.
+#[test]
+fn a_closed_pipe_ends_linerate_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut toml = String::new();
+    for i in 0..3000 {
+        toml.push_str(&format!(
+            "[[test]]\nname = \"t{i}\"\ncommand = \"overhead\"\nframe-size = [64, 1518]\nesp = \"aes\"\nauth = \"sha1\"\n"
+        ));
+    }
+    let file = TempFile::new("big-toml");
+    std::fs::write(&file.0, toml).unwrap();
+    let sizes: Vec<String> = (64..=9018).step_by(2).map(|n| n.to_string()).collect();
+    let sizes = sizes.join(",");
+    for args in [
+        &["run", "--dry-run", file.arg()][..],
+        &["overhead", "--frame-size", &sizes][..],
+        &["overhead", "--json", "--frame-size", &sizes][..],
+    ] {
+        let (first, status, stderr) = first_line_then_close(args);
+        assert!(!first.is_empty(), "{args:?}: no output");
+        assert!(
+            stderr.is_empty(),
+            "{args:?}: wrote to stderr ({status}):\n{stderr}"
+        );
+        assert_eq!(
+            status.signal(),
+            Some(nix::libc::SIGPIPE),
+            "{args:?}: ended by {status}, not by SIGPIPE"
+        );
+    }
+}
+
+/// `--port 0` is bad input (exit 2), not a DUT that blocks the port
+/// (exit 1); refused before any lab is built.
+#[test]
+fn port_zero_is_bad_input() {
+    let lab = unique("z");
+    for cmd in ["tcp", "http"] {
+        let run = expect_error(
+            None,
+            &[
+                cmd,
+                "--lab",
+                "--lab-name",
+                &lab,
+                "--duration",
+                "1s",
+                "--port",
+                "0",
+            ],
+        );
+        mentions(&run, &["--port 0", "1..65535"]);
+    }
+}
+
+/// A gateway MAC that is not one station's (broadcast, multicast, all
+/// zeros) would deliver test frames with no DUT in between: refused before
+/// any port opens.
+#[test]
+fn non_unicast_gateway_mac_is_refused() {
+    // The root check comes first.
+    if !root_or_skip("non_unicast_gateway_mac_is_refused") {
+        return;
+    }
+    for (option, mac) in [
+        ("--gw-mac-a", "ff:ff:ff:ff:ff:ff"),
+        ("--gw-mac-b", "01:00:5e:00:00:01"),
+        ("--gw-mac-a", "00:00:00:00:00:00"),
+    ] {
+        let run = expect_error(
+            None,
+            &trial_args(&["--frame-size", "64", "--rate", "1000fps", option, mac]),
+        );
+        mentions(&run, &[option, mac, "unicast"]);
+    }
+}
+
+// ---- the test gate: under LINERATE_REQUIRE_ALL=1 a skip fails ----
+
+/// Skips when asked to (by `a_skip_fails_when_every_test_must_run`), else
+/// does nothing.
+#[test]
+fn skip_probe() {
+    if std::env::var("LINERATE_SKIP_PROBE").is_ok() {
+        skip("(probe): skip_probe");
+    }
+}
+
+/// scripts/test.sh (CI) exports LINERATE_REQUIRE_ALL=1: every skip is then
+/// a failure with its reason; without it a skip says SKIPPED and passes.
+#[test]
+fn a_skip_fails_when_every_test_must_run() {
+    let probe = |require_all: &str| {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["skip_probe", "--exact", "--nocapture", "--test-threads=1"])
+            .env("LINERATE_SKIP_PROBE", "1")
+            .env("LINERATE_REQUIRE_ALL", require_all)
+            .output()
+            .unwrap()
+    };
+    let failed = probe("1");
+    let err = String::from_utf8_lossy(&failed.stderr);
+    assert!(!failed.status.success(), "a skip passed:\n{err}");
+    assert!(
+        err.contains("SKIPPED (probe): skip_probe") && err.contains("LINERATE_REQUIRE_ALL=1"),
+        "{err}"
+    );
+    let skipped = probe("0");
+    let err = String::from_utf8_lossy(&skipped.stderr);
+    assert!(skipped.status.success(), "{err}");
+    assert!(err.contains("SKIPPED (probe): skip_probe"), "{err}");
 }

@@ -33,7 +33,7 @@ fn both_directions_are_counted_apart_and_summed() {
             "--straggler-wait",
             "500ms",
             "--loss",
-            "5",
+            "5%",
             "--json",
             json.arg(),
         ]);

@@ -64,7 +64,7 @@ fn xdp_samples_latency_and_still_counts_every_frame() {
         run.dump()
     );
     // auto at 1.5 Mpps intended: every 2nd frame, whatever arrives.
-    let auto = [&extra[..], &["auto", "--loss", "99"]].concat();
+    let auto = [&extra[..], &["auto", "--loss", "99%"]].concat();
     let (_, t) = b2b_trial(&ns, &auto, 1_500_000);
     let l = &t["latency_ns"];
     assert_eq!(u(l, "every"), 2, "{l}");
@@ -98,7 +98,7 @@ fn known_loss_is_exact(engine: &str, receiver: &str) {
         "--straggler-wait",
         "500ms",
         "--loss",
-        "5",
+        "5%",
         "--json",
         json.arg(),
     ]);

@@ -13,7 +13,9 @@ fn interrupted_run_keeps_trials_and_cleans_up(test: &str, sig: Signal) {
         return;
     }
     if lab_exists("default") {
-        eprintln!("SKIPPED (a lab named 'default' is up; this test needs it absent): {test}");
+        skip(&format!(
+            "(a lab named 'default' is up; this test needs it absent): {test}"
+        ));
         return;
     }
     let json = TempFile::new("interrupt");
@@ -118,7 +120,9 @@ fn sigint_stops_a_long_trial_promptly() {
         return;
     }
     if lab_exists("default") {
-        eprintln!("SKIPPED (a lab named 'default' is up; this test needs it absent): {test}");
+        skip(&format!(
+            "(a lab named 'default' is up; this test needs it absent): {test}"
+        ));
         return;
     }
     let json = TempFile::new("interrupt-trial");

@@ -41,7 +41,7 @@ fn exact_loss_pattern_is_counted_exactly() {
 
     // 1 % loss, 5 % allowed: passes.
     let json = TempFile::new("every100");
-    let run = trial(&lab, "5", &json);
+    let run = trial(&lab, "5%", &json);
     assert_eq!(run.code, 0, "{}", run.dump());
     let t = json.json();
     assert_trial_consistent(&t);
@@ -63,7 +63,7 @@ fn exact_loss_pattern_is_counted_exactly() {
 
     // Same 1 % loss, 0.5 % allowed: exit 1, and the record still written.
     let json2 = TempFile::new("every100b");
-    let run = trial(&lab, "0.5", &json2);
+    let run = trial(&lab, "0.5%", &json2);
     assert_eq!(run.code, 1, "{}", run.dump());
     assert!(run.stderr.contains("exceeds"), "{}", run.dump());
     assert!(!run.stderr.contains("panicked"), "{}", run.dump());
@@ -181,7 +181,7 @@ fn pcap_holds_the_frames_around_losses() {
         "--straggler-wait",
         "500ms",
         "--loss",
-        "5",
+        "5%",
         "--no-db",
         "--pcap",
         pcap.arg(),

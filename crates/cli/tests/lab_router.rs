@@ -98,9 +98,7 @@ fn rfc2544_builds_and_removes_a_lab_for_the_run() {
         return;
     }
     if lab_exists("default") {
-        eprintln!(
-            "SKIPPED (a lab named 'default' is up; this test needs it absent): rfc2544_builds_and_removes_a_lab_for_the_run"
-        );
+        skip("(a lab named 'default' is up; this test needs it absent): rfc2544_builds_and_removes_a_lab_for_the_run");
         return;
     }
     let json = TempFile::new("lab-tmp");
@@ -142,4 +140,48 @@ fn rfc2544_builds_and_removes_a_lab_for_the_run() {
     // 20,000 frames/s of 128 bytes is far below what the lab forwards
     // (a few 100k), even when the machine stalls the DUT for milliseconds.
     assert_eq!(f(r, "throughput_fps"), 20_000.0, "{r}");
+}
+
+/// Advice names the lab it is about, and a bare `lab down` removes nothing
+/// (it would remove every lab on the machine): it lists what `--all` would
+/// remove and asks for a name or `--all`. This test never runs `--all`:
+/// other runs' labs may be up.
+#[test]
+fn lab_down_removes_only_what_is_named() {
+    if !root_or_skip("lab_down_removes_only_what_is_named") {
+        return;
+    }
+    let name = unique("d");
+    let _guard = LabGuard(name.clone());
+    let advice = format!("linerate lab down --lab-name {name}");
+    let up = linerate(&["lab", "up", "--lab-name", &name]);
+    assert_eq!(up.code, 0, "{}", up.dump());
+    assert!(up.stdout.contains(&advice), "{}", up.dump());
+    // Up again: refused, with the advice for this lab only.
+    let again = linerate(&["lab", "up", "--lab-name", &name]);
+    assert_bad_input(&again);
+    assert!(again.stderr.contains("already exists"), "{}", again.dump());
+    assert!(again.stderr.contains(&advice), "{}", again.dump());
+
+    let bare = linerate(&["lab", "down"]);
+    assert_bad_input(&bare);
+    assert!(bare.stderr.contains("lab down --all"), "{}", bare.dump());
+    assert!(bare.stderr.contains("--lab-name NAME"), "{}", bare.dump());
+    for s in ["a", "b", "dut"] {
+        let ns = format!("lr-{name}-{s}");
+        assert!(
+            bare.stdout.contains(&ns),
+            "{ns} not listed:\n{}",
+            bare.dump()
+        );
+        assert!(netns_list().contains(&ns), "bare 'lab down' removed {ns}");
+    }
+    // A name and --all together are a usage error.
+    let both = linerate(&["lab", "down", "--all", "--lab-name", &name]);
+    assert_eq!(both.code, 2, "{}", both.dump());
+    assert!(lab_exists(&name));
+
+    let down = linerate(&["lab", "down", "--lab-name", &name]);
+    assert_eq!(down.code, 0, "{}", down.dump());
+    assert!(netns_with_prefix(&format!("lr-{name}-")).is_empty());
 }

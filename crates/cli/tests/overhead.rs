@@ -61,3 +61,41 @@ fn unknown_algorithms_are_refused_in_one_line() {
         assert_bad_input(&run_program(LINERATE, &args, RUN_LIMIT));
     }
 }
+
+/// An AEAD cipher carries its own ICV: a separate HMAC on top is refused
+/// (it used to add 12 bytes that no ESP packet carries), `--auth none` or
+/// no `--auth` give the RFC 4106 layout.
+#[test]
+fn aes_gcm_takes_no_separate_integrity() {
+    for auth in ["sha1", "md5", "sha256", "sha512"] {
+        let run = run_program(
+            LINERATE,
+            &[
+                "overhead",
+                "--l3-length",
+                "46",
+                "--esp",
+                "aes-gcm",
+                "--auth",
+                auth,
+            ],
+            RUN_LIMIT,
+        );
+        assert_bad_input(&run);
+        assert!(
+            run.stderr.contains("AEAD") && run.stderr.contains(&format!("leave out --auth {auth}")),
+            "{}",
+            run.dump()
+        );
+        assert!(run.stdout.is_empty(), "{}", run.dump());
+    }
+    // ESP 8 + IV 8 + 46 + 2 trailer (a multiple of 4) + ICV 16 + outer IP 20
+    // = 100; + 18 Ethernet with FCS = 118.
+    for extra in [&[][..], &["--auth", "none"][..]] {
+        let mut args = vec!["--l3-length", "46", "--esp", "aes-gcm"];
+        args.extend_from_slice(extra);
+        let v = json(&args);
+        assert_eq!(u(&v, "outer_l3_length"), 100, "{v}");
+        assert_eq!(u(&v, "outer_frame_size"), 118, "{v}");
+    }
+}

@@ -68,7 +68,14 @@ const HOSTS: [&str; 12] = [
 ];
 
 fn trial(t: &str, extra: &[&str], json: &TempFile) -> Run {
-    let mut args = vec!["trial", "--no-db", "--loss", "99", "--straggler-wait", "1s"];
+    let mut args = vec![
+        "trial",
+        "--no-db",
+        "--loss",
+        "99%",
+        "--straggler-wait",
+        "1s",
+    ];
     args.extend_from_slice(&HOSTS);
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--json", json.arg()]);

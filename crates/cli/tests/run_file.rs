@@ -108,3 +108,47 @@ sizez = [64]
     let missing = linerate(&["run", "/nonexistent/plan.toml"]);
     assert_bad_input(&missing);
 }
+
+/// A value the command line parser accepts but the command refuses (here
+/// `--resolution 0` and an HMAC on an AEAD cipher) stops the file before
+/// its first test runs, and `--dry-run` finds it too (exit 2). Needs no
+/// root: nothing is touched.
+#[test]
+fn a_bad_value_in_a_later_test_stops_the_file_and_the_dry_run() {
+    let j1 = TempFile::new("runval");
+    for (bad, says) in [
+        (
+            "command = \"rfc2544\"\nlab = true\nresolution = \"0\"",
+            "--resolution",
+        ),
+        ("command = \"rfc2544\"\nlab = true\nloss = 5", "--loss"),
+        (
+            "command = \"overhead\"\nl3-length = 46\nesp = \"aes-gcm\"\nauth = \"sha1\"",
+            "AEAD",
+        ),
+        ("command = \"tcp\"\nlab = true\nport = 0", "--port 0"),
+    ] {
+        let file = scenario(
+            &format!(
+                "[[test]]\ncommand = \"trial\"\nlab = true\nframe-size = 64\nrate = \"1000fps\"\njson = \"{}\"\n\n[[test]]\nname = \"second\"\n{bad}\n",
+                j1.arg()
+            ),
+            "scenval",
+        );
+        for dry in [true, false] {
+            let mut args = vec!["run", file.arg()];
+            if dry {
+                args.push("--dry-run");
+            }
+            let run = linerate(&args);
+            assert_bad_input(&run);
+            assert!(run.stderr.contains("test 2 (second)"), "{}", run.dump());
+            assert!(run.stderr.contains(says), "{}", run.dump());
+            assert!(run.stdout.is_empty(), "{}", run.dump());
+            assert!(!j1.0.exists(), "the first test ran");
+            // Tests running beside this one build labs: look for this run's.
+            let own = netns_with_prefix(&format!("lr-run{}-", run.pid));
+            assert!(own.is_empty(), "a lab was built: {own:?}");
+        }
+    }
+}

@@ -373,7 +373,7 @@ fn ipsec_tunnel_says_its_data_path_and_matches_the_wan_bytes() {
     let json = TempFile::new("scn-ipsec");
     let run = scenario_run("tunnel:ipsec", "512", &json);
     if run.code == 2 && run.stderr.contains("strongSwan") {
-        eprintln!("SKIPPED (no strongSwan here): {}", run.stderr.trim());
+        skip(&format!("(no strongSwan here): {}", run.stderr.trim()));
         return;
     }
     assert_eq!(run.code, 0, "{}", run.dump());

@@ -375,7 +375,7 @@ fn check_rendered(html: &str, values: &[String], png: String) {
             .is_ok_and(|o| o.status.success())
     });
     let Some(chromium) = chromium else {
-        eprintln!("SKIPPED (chromium is not installed; scripts/setup.sh installs it): rendering the HTML report in a browser");
+        skip("(chromium is not installed; scripts/setup.sh installs it): rendering the HTML report in a browser");
         return;
     };
     let url = format!("file://{html}");

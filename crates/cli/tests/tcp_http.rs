@@ -191,7 +191,7 @@ fn http_with_nginx_serves_through_the_dut() {
         return;
     }
     if !std::path::Path::new("/usr/sbin/nginx").exists() {
-        eprintln!("SKIPPED (nginx not installed; scripts/setup.sh installs it): http_with_nginx_serves_through_the_dut");
+        skip("(nginx not installed; scripts/setup.sh installs it): http_with_nginx_serves_through_the_dut");
         return;
     }
     let (lab, _guard) = lab_up("hn");

@@ -332,11 +332,11 @@ impl Drop for Lab {
         match result {
             Ok(Ok(())) => {}
             Ok(Err(e)) => eprintln!(
-                "warning: lab '{}' was not removed ({e}); remove it with 'linerate lab down'",
+                "warning: lab '{0}' was not removed ({e}); remove it with 'linerate lab down --lab-name {0}'",
                 self.name
             ),
             Err(_) => eprintln!(
-                "warning: removing lab '{}' panicked; remove it with 'linerate lab down'",
+                "warning: removing lab '{0}' panicked; remove it with 'linerate lab down --lab-name {0}'",
                 self.name
             ),
         }
@@ -452,12 +452,15 @@ fn build(name: &str, rollback: &mut Rollback) -> Result<Lab, LabError> {
 
 /// Removes the namespaces of lab `name` that are present, without opening
 /// it first: works on a half-made or half-removed lab, where `attach`
-/// fails. Returns the namespaces removed (empty if none was there).
+/// fails; also the back-to-back wire of a `calibrate` run of that name
+/// ([`crate::Wire`]). Returns the namespaces removed (empty if none was
+/// there).
 pub fn down_lab(name: &str) -> Result<Vec<String>, LabError> {
     validate_name(name)?;
     // The second DUT first: its veths' peers live in the first.
     let mut names = all_netns_names(name);
     names.rotate_right(1);
+    names.push(crate::wire::netns_name(name));
     delete_all(names)
 }
 
@@ -487,27 +490,49 @@ pub fn down_matching(prefix: &str) -> Result<Vec<String>, LabError> {
     delete_all(netns::list().into_iter().filter(|n| n.starts_with(prefix)))
 }
 
+/// What [`down_all`] would remove: every namespace whose name starts with
+/// [`PREFIX`], then any veth in the root namespace whose name starts with
+/// "lr" (as `veth NAME`).
+pub fn leftovers() -> Result<Vec<String>, LabError> {
+    crate::check_environment()?;
+    let mut all: Vec<String> = netns::list()
+        .into_iter()
+        .filter(|n| n.starts_with(PREFIX))
+        .collect();
+    all.extend(root_veths()?.into_iter().map(|v| format!("veth {v}")));
+    Ok(all)
+}
+
+/// Veths in the root namespace whose name starts with "lr". This crate
+/// never makes any there, but a crashed older version or a hand-made
+/// experiment might have.
+fn root_veths() -> Result<Vec<String>, LabError> {
+    let links = netns::ip_json(&["link", "show", "type", "veth"])?;
+    Ok(links
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|link| link["ifname"].as_str())
+        .filter(|ifname| ifname.starts_with("lr"))
+        .map(str::to_string)
+        .collect())
+}
+
 /// Removes every namespace whose name starts with [`PREFIX`] (and any stray
 /// veth in the root namespace whose name starts with "lr"), even after a
-/// crash. Returns what it removed.
+/// crash: every lab on the machine, whoever made it. Returns what it
+/// removed.
 pub fn down_all() -> Result<Vec<String>, LabError> {
     crate::check_environment()?;
     let mut removed = down_matching(PREFIX)?;
-    // This crate never makes veths in the root namespace, but a crashed
-    // older version or a hand-made experiment might have.
-    let links = netns::ip_json(&["link", "show", "type", "veth"])?;
-    for link in links.as_array().into_iter().flatten() {
-        let Some(ifname) = link["ifname"].as_str() else {
-            continue;
-        };
-        if ifname.starts_with("lr") {
-            // Deleting one end removes its peer too, which may then be
-            // gone when the loop reaches it: tolerate that.
-            match netns::ip(&["link", "del", "dev", ifname]) {
-                Ok(_) => removed.push(ifname.to_string()),
-                Err(e) if netns::ip(&["link", "show", "dev", ifname]).is_ok() => return Err(e),
-                Err(_) => {}
-            }
+    for ifname in root_veths()? {
+        let ifname = ifname.as_str();
+        // Deleting one end removes its peer too, which may then be gone
+        // when the loop reaches it: tolerate that.
+        match netns::ip(&["link", "del", "dev", ifname]) {
+            Ok(_) => removed.push(ifname.to_string()),
+            Err(e) if netns::ip(&["link", "show", "dev", ifname]).is_ok() => return Err(e),
+            Err(_) => {}
         }
     }
     Ok(removed)
@@ -585,8 +610,14 @@ mod tests {
 
     #[test]
     fn rollback_removes_what_a_failed_up_made() {
-        if crate::check_environment().is_err() {
-            eprintln!("SKIPPED: needs root");
+        if let Err(e) = crate::check_environment() {
+            // As every skip: a failure under LINERATE_REQUIRE_ALL=1 (scripts/test.sh).
+            if std::env::var("LINERATE_REQUIRE_ALL").is_ok_and(|v| v == "1") {
+                panic!(
+                    "SKIPPED (needs root): {e}; LINERATE_REQUIRE_ALL=1 makes every skip a failure"
+                );
+            }
+            eprintln!("SKIPPED (needs root): {e}");
             return;
         }
         let ns = format!("{PREFIX}rb{}-a", std::process::id());

@@ -28,7 +28,7 @@ pub mod scenario;
 mod status;
 mod wire;
 
-pub use lab::{down_all, down_lab, down_matching, temporary_name, Lab, LabPort};
+pub use lab::{down_all, down_lab, down_matching, leftovers, temporary_name, Lab, LabPort};
 pub use placement::{tester_cpus, tester_receive, NapiThread, Placement, PlacementState};
 pub use status::{status, LabStatus, PortStatus};
 pub use wire::{Wire, WIRE_IP_A, WIRE_IP_B};
@@ -53,7 +53,7 @@ pub enum LabError {
     )]
     InvalidPrefix(String),
     #[error(
-        "a lab named '{0}' already exists: run 'linerate lab down' or pick another --lab-name"
+        "a lab named '{0}' already exists: remove it with 'linerate lab down --lab-name {0}' or pick another --lab-name"
     )]
     Exists(String),
     #[error(
@@ -61,7 +61,7 @@ pub enum LabError {
     )]
     NotFound { name: String, missing: String },
     #[error(
-        "lab '{name}' is incomplete ({detail}): remove it with 'linerate lab down' and create it again"
+        "lab '{name}' is incomplete ({detail}): remove it with 'linerate lab down --lab-name {name}' and create it again"
     )]
     Broken { name: String, detail: String },
     #[error("could not run '{command}': {error}; check that the program is installed")]

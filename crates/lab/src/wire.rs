@@ -22,11 +22,16 @@ pub struct Wire {
     netns: String,
 }
 
+/// The namespace of the wire named `name`.
+pub(crate) fn netns_name(name: &str) -> String {
+    format!("{}{name}-w", crate::PREFIX)
+}
+
 impl Wire {
     /// Builds `lr-<name>-w` with veth a0 <-> b0 (MTU 9000, up).
     pub fn up(name: &str) -> Result<Wire, LabError> {
         crate::lab::validate_name(name)?;
-        let ns = format!("{}{name}-w", crate::PREFIX);
+        let ns = netns_name(name);
         if netns::list().contains(&ns) {
             return Err(LabError::Exists(name.to_string()));
         }
@@ -69,8 +74,13 @@ impl Wire {
 impl Drop for Wire {
     fn drop(&mut self) {
         if let Err(e) = netns::delete(&self.netns) {
+            let name = self
+                .netns
+                .strip_prefix(crate::PREFIX)
+                .and_then(|n| n.strip_suffix("-w"))
+                .unwrap_or(&self.netns);
             eprintln!(
-                "warning: namespace {} was not removed ({e}); remove it with 'linerate lab down'",
+                "warning: namespace {} was not removed ({e}); remove it with 'linerate lab down --lab-name {name}'",
                 self.netns
             );
         }

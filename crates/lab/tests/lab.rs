@@ -1,6 +1,7 @@
 //! Root integration tests: they build real labs with unique names and only
 //! ever touch namespaces they made. Without root each test prints
-//! "SKIPPED: needs root" and passes.
+//! "SKIPPED (needs root ...)" and passes; with `LINERATE_REQUIRE_ALL=1`
+//! (scripts/test.sh) it fails instead.
 
 use linerate_lab::{check_environment, down_lab, down_matching, status, Lab, LabError};
 use std::fs::File;
@@ -11,12 +12,22 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+/// Says loudly that (part of) a test is skipped and why; under
+/// `LINERATE_REQUIRE_ALL=1` (exported by scripts/test.sh, as in CI) a skip
+/// is a failure instead: the test panics with the reason.
+fn skip(reason: &str) {
+    if std::env::var("LINERATE_REQUIRE_ALL").is_ok_and(|v| v == "1") {
+        panic!("SKIPPED {reason}; LINERATE_REQUIRE_ALL=1 makes every skip a failure: provide what the test needs");
+    }
+    eprintln!("SKIPPED {reason}");
+}
+
 /// True when the test can run; otherwise says loudly why it is skipped.
 fn root() -> bool {
     match check_environment() {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("SKIPPED: needs root (and iproute2): {e}");
+            skip(&format!("(needs root and iproute2): {e}"));
             false
         }
     }
@@ -382,7 +393,12 @@ fn up_twice_fails_cleanly_and_keeps_the_first() {
     let first = Lab::up(&name).expect("lab up");
     let err = Lab::up(&name).expect_err("second up must fail");
     assert!(matches!(err, LabError::Exists(_)), "{err}");
-    assert!(err.to_string().contains("linerate lab down"), "{err}");
+    // The advice names this lab: a bare 'lab down' would be every lab's.
+    assert!(
+        err.to_string()
+            .contains(&format!("linerate lab down --lab-name {name}")),
+        "{err}"
+    );
     for ns in all_netns(&name) {
         assert!(netns_exists(&ns), "{ns} removed by the failed up");
     }

@@ -16,11 +16,21 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+/// Says loudly that (part of) a test is skipped and why; under
+/// `LINERATE_REQUIRE_ALL=1` (exported by scripts/test.sh, as in CI) a skip
+/// is a failure instead: the test panics with the reason.
+fn skip(reason: &str) {
+    if std::env::var("LINERATE_REQUIRE_ALL").is_ok_and(|v| v == "1") {
+        panic!("SKIPPED {reason}; LINERATE_REQUIRE_ALL=1 makes every skip a failure: provide what the test needs");
+    }
+    eprintln!("SKIPPED {reason}");
+}
+
 fn root(test: &str) -> bool {
     match check_environment() {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("SKIPPED (needs root): {test}: {e}");
+            skip(&format!("(needs root): {test}: {e}"));
             false
         }
     }
@@ -272,7 +282,7 @@ fn wireguard_tunnel_carries_the_traffic() {
     let applied = match Scenario::parse("tunnel:wireguard").unwrap().apply(&lab) {
         Ok(a) => a,
         Err(LabError::Unavailable { reason, .. }) => {
-            eprintln!("SKIPPED (no WireGuard here): {reason}");
+            skip(&format!("(no WireGuard here): {reason}"));
             return;
         }
         Err(e) => panic!("{e}"),
@@ -317,7 +327,7 @@ fn ipsec_tunnel_carries_the_traffic_in_esp() {
     let applied = match Scenario::parse("tunnel:ipsec").unwrap().apply(&lab) {
         Ok(a) => a,
         Err(LabError::Unavailable { reason, .. }) => {
-            eprintln!("SKIPPED (no strongSwan here): {reason}");
+            skip(&format!("(no strongSwan here): {reason}"));
             return;
         }
         Err(e) => panic!("{e}"),

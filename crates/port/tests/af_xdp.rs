@@ -3,7 +3,8 @@
 //! default) a transmit-rate measurement against a plain kernel receiver.
 //!
 //! Needs root and iproute2; without root each test prints
-//! "SKIPPED: ... needs root" and passes.
+//! "SKIPPED (needs root): ..." and passes; with `LINERATE_REQUIRE_ALL=1`
+//! (scripts/test.sh) it fails instead.
 
 use linerate_port::af_xdp::{AfXdpOptions, AfXdpPort};
 use linerate_port::{Port, RxQueue, TxQueue};
@@ -16,6 +17,16 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Says loudly that (part of) a test is skipped and why; under
+/// `LINERATE_REQUIRE_ALL=1` (exported by scripts/test.sh, as in CI) a skip
+/// is a failure instead: the test panics with the reason.
+fn skip(reason: &str) {
+    if std::env::var("LINERATE_REQUIRE_ALL").is_ok_and(|v| v == "1") {
+        panic!("SKIPPED {reason}; LINERATE_REQUIRE_ALL=1 makes every skip a failure: provide what the test needs");
+    }
+    eprintln!("SKIPPED {reason}");
+}
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -226,7 +237,7 @@ fn send_and_count(ns: &VethNetns, size: u64, total: u64) -> (u64, Seen) {
 
 fn check_exact(size: u64) {
     if !is_root() {
-        eprintln!("SKIPPED: af_xdp {size}-byte frames test needs root");
+        skip(&format!("(needs root): af_xdp {size}-byte frames test"));
         return;
     }
     let ns = VethNetns::new(&format!("x{size}"));
@@ -259,7 +270,7 @@ fn every_1518_byte_frame_arrives_exactly_once() {
 #[test]
 fn control_frames_get_through_both_ways() {
     if !is_root() {
-        eprintln!("SKIPPED: af_xdp control frame test needs root");
+        skip("(needs root): af_xdp control frame test");
         return;
     }
     let ns = VethNetns::new("ctl");
@@ -308,7 +319,7 @@ fn control_frames_get_through_both_ways() {
 #[test]
 fn opening_a_missing_interface_names_it() {
     if !is_root() {
-        eprintln!("SKIPPED: af_xdp missing-interface test needs root");
+        skip("(needs root): af_xdp missing-interface test");
         return;
     }
     let ns = VethNetns::new("miss");
@@ -341,7 +352,7 @@ fn opening_a_missing_interface_names_it() {
 #[ignore]
 fn tx_rate_64_bytes_to_a_kernel_receiver() {
     if !is_root() {
-        eprintln!("SKIPPED: af_xdp TX rate measurement needs root");
+        skip("(needs root): af_xdp TX rate measurement");
         return;
     }
     let ns = VethNetns::new("rate");

@@ -6,7 +6,7 @@ use super::rfc2544::EngineRunner;
 use super::session::{self, fps_within_line, parse_rate};
 use crate::exit::Outcome;
 use crate::method_args::BackToBackArgs;
-use crate::ports::{check_writable, parse_percent, parse_trial_duration};
+use crate::ports::{check_writable, parse_share, parse_trial_duration, Zero};
 use crate::progress;
 use anyhow::{anyhow, bail, Result};
 use linerate_method::back_to_back::{self, BackToBackConfig};
@@ -33,7 +33,7 @@ fn max_burst_frames(text: &str, burst_fps: f64) -> Result<u64> {
 
 pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let frames = args.frames.frames(&args.ports.encap.encap()?)?;
-    let resolution = parse_percent(&args.resolution, "--resolution")?;
+    let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
     let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let max_rate = args
         .max_rate

@@ -9,7 +9,7 @@
 use crate::args::CalibrateArgs;
 use crate::commands::rfc2544::EngineRunner;
 use crate::exit::Outcome;
-use crate::ports::{self, parse_duration, parse_percent, parse_trial_duration, PortName};
+use crate::ports::{self, parse_duration, parse_share, parse_trial_duration, PortName, Zero};
 use crate::progress;
 use anyhow::{bail, Result};
 use linerate_engine::{Engine, EngineConfig, EngineError, HostConfig};
@@ -27,15 +27,16 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             bail!("--tx-threads above 1 needs --engine xdp (calibrate only that engine: --engine xdp)");
         }
     }
-    if !nix::unistd::geteuid().is_root() {
-        bail!("not running as root: linerate opens packet sockets and builds namespaces; run it with sudo");
-    }
     let frames = args
         .frames
         .sizes_only("calibrate", &linerate_wire::Encap::default())?;
     let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
-    let resolution = parse_percent(&args.resolution, "--resolution")?;
+    let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
     let straggler_wait = parse_duration(&args.straggler_wait, "--straggler-wait")?;
+    super::touch_machine()?;
+    if !nix::unistd::geteuid().is_root() {
+        bail!("not running as root: linerate opens packet sockets and builds namespaces; run it with sudo");
+    }
     let path = args
         .calibration
         .clone()

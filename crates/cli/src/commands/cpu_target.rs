@@ -234,16 +234,9 @@ fn result_of(
 }
 
 /// "75%", "75" -> 75.0.
+/// `--target`: a CPU load as a share (`75%` or `0.75`), in percent.
 fn parse_target(text: &str) -> Result<f64> {
-    text.trim()
-        .trim_end_matches('%')
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|v| *v > 0.0 && *v < 100.0)
-        .ok_or_else(|| {
-            anyhow!("--target '{text}' is not a CPU load above 0 and below 100 %, e.g. 75%")
-        })
+    Ok(100.0 * ports::parse_share(text, "--target", ports::Zero::Refused)?)
 }
 
 #[cfg(test)]
@@ -311,8 +304,10 @@ mod tests {
     #[test]
     fn targets_parse() {
         assert_eq!(parse_target("75%").unwrap(), 75.0);
-        assert_eq!(parse_target(" 50 ").unwrap(), 50.0);
-        for bad in ["0", "100%", "x", "-5"] {
+        assert_eq!(parse_target(" 50% ").unwrap(), 50.0);
+        // The rule of every share: a bare number is a ratio.
+        assert!((parse_target("0.75").unwrap() - 75.0).abs() < 1e-9);
+        for bad in ["0", "100%", "x", "-5", "75"] {
             assert!(parse_target(bad).is_err(), "{bad}");
         }
     }

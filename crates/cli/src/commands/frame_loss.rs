@@ -9,7 +9,7 @@ use super::scenarios::{prepare, record_of, traffic_checks};
 use super::session::{self, fps_within_line, parse_rate, Session};
 use crate::exit::Outcome;
 use crate::method_args::LossArgs;
-use crate::ports::{check_writable, parse_percent, parse_trial_duration};
+use crate::ports::{check_writable, parse_share, parse_trial_duration, Zero};
 use anyhow::{bail, Context, Result};
 use linerate_lab::scenario::{Applied, Scenario};
 use linerate_method::frame_loss::{self, Load, RFC2544_MAX_STEP};
@@ -120,7 +120,7 @@ fn plan(args: &LossArgs) -> Result<Plan> {
     if !args.rfc2544 && loads.is_empty() {
         bail!("no load given: use --loads 0.5Mpps,1Mpps,... (or fps, %, Mbps), or --rfc2544");
     }
-    let step = parse_percent(&args.step, "--step")?;
+    let step = parse_share(&args.step, "--step", Zero::Refused)?;
     if args.rfc2544 && !(step > 0.0 && step <= RFC2544_MAX_STEP + 1e-12) {
         bail!("--step {} is out of range: RFC 2544 section 26.3 asks for steps of at most 10 % of the maximum rate", args.step);
     }
@@ -131,7 +131,7 @@ fn plan(args: &LossArgs) -> Result<Plan> {
     let stop_above_loss = args
         .stop_at_loss
         .as_deref()
-        .map(|t| parse_percent(t, "--stop-at-loss"))
+        .map(|t| parse_share(t, "--stop-at-loss", Zero::Allowed))
         .transpose()?;
     Ok(Plan {
         frames,

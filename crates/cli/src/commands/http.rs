@@ -17,12 +17,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub fn run(args: HttpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if !args.table_from.is_empty() {
         let records = read_records::<HttpRecord>(&args.table_from)?;
+        super::touch_machine()?;
         print!("{}", report::http_by_scenario(&records));
         return Ok(Outcome::Passed);
     }
     let directions = Direction::parse_list(&args.direction)
         .ok_or_else(|| anyhow!("--direction must be download, upload or both"))?;
     let duration = parse_trial_duration(&args.duration, "--duration")?;
+    stack::check_port(args.port, 8080)?;
     let sizes = args
         .object_size
         .iter()

@@ -2,7 +2,7 @@
 
 use crate::args::LabAction;
 use crate::exit::Outcome;
-use anyhow::Result;
+use anyhow::{bail, Result};
 use linerate_lab::Lab;
 
 pub fn run(action: LabAction) -> Result<Outcome> {
@@ -28,14 +28,18 @@ pub fn run(action: LabAction) -> Result<Outcome> {
                 "  with --ipv6: host A {host_a}/{len} gateway {gw_a}, host B {host_b}/{len} gateway {gw_b} (RFC 5180 range; set on the router for the run)"
             );
             println!("  {}", lab.placement().note);
-            println!("run tests with 'linerate rfc2544 --lab --lab-name {}'; remove it with 'linerate lab down'", lab.name());
+            println!(
+                "run tests with 'linerate rfc2544 --lab --lab-name {0}'; remove it with 'linerate lab down --lab-name {0}'",
+                lab.name()
+            );
             lab.keep();
         }
-        LabAction::Down { lab_name } => {
-            let removed = match lab_name {
+        LabAction::Down { lab_name, all } => {
+            let removed = match (lab_name, all) {
                 // Also removes a half-made lab, which attach would refuse.
-                Some(name) => linerate_lab::down_lab(&name)?,
-                None => linerate_lab::down_all()?,
+                (Some(name), _) => linerate_lab::down_lab(&name)?,
+                (None, true) => linerate_lab::down_all()?,
+                (None, false) => return list_for_all(),
             };
             if removed.is_empty() {
                 println!("nothing to remove");
@@ -57,4 +61,23 @@ pub fn run(action: LabAction) -> Result<Outcome> {
         }
     }
     Ok(Outcome::Passed)
+}
+
+/// Bare `lab down`: removing every lab on the machine (other users' and
+/// other runs' too) must be asked for by name or with `--all`, so it only
+/// says what `--all` would remove.
+fn list_for_all() -> Result<Outcome> {
+    let everything = linerate_lab::leftovers()?;
+    if everything.is_empty() {
+        println!("nothing to remove");
+        return Ok(Outcome::Passed);
+    }
+    println!("'linerate lab down --all' would remove:");
+    for item in &everything {
+        println!("  {item}");
+    }
+    bail!(
+        "nothing removed: name the lab with 'linerate lab down --lab-name NAME' (see 'linerate lab status'), or remove all {} listed with 'linerate lab down --all'",
+        everything.len()
+    )
 }

@@ -5,7 +5,7 @@
 use super::rfc2544::{describe_port, write_json, EngineRunner};
 use crate::args::LatencyArgs;
 use crate::exit::Outcome;
-use crate::ports::{self, check_writable, parse_percent, parse_trial_duration};
+use crate::ports::{self, check_writable, parse_share, parse_trial_duration, Zero};
 use crate::progress;
 use anyhow::{bail, Context, Result};
 use linerate_engine::EngineError;
@@ -25,7 +25,7 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let loads = parse_loads(&args.loads).map_err(anyhow::Error::msg)?;
     let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let search_duration = parse_trial_duration(&args.search_duration, "--search-duration")?;
-    let resolution = parse_percent(&args.resolution, "--resolution")?;
+    let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
     let rate = args
         .rate
         .as_deref()

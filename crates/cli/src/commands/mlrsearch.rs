@@ -6,7 +6,7 @@ use super::rfc2544::EngineRunner;
 use super::session::{self, fps_within_line, parse_rate};
 use crate::exit::Outcome;
 use crate::method_args::MlrsearchArgs;
-use crate::ports::{check_writable, parse_percent, parse_trial_duration};
+use crate::ports::{check_writable, parse_share, parse_trial_duration, Zero};
 use anyhow::Result;
 use linerate_method::mlrsearch::{self, MlrConfig};
 use linerate_method::spec::Step;
@@ -29,9 +29,9 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .map(|t| parse_trial_duration(t, "--duration-sum"))
         .transpose()?
         .unwrap_or(final_trial);
-    let exceed = parse_percent(&args.exceed_ratio, "--exceed-ratio")?;
-    let width = parse_percent(&args.width, "--width")?;
-    let pdr_loss = parse_percent(&args.pdr_loss, "--pdr-loss")?;
+    let exceed = parse_share(&args.exceed_ratio, "--exceed-ratio", Zero::Allowed)?;
+    let width = parse_share(&args.width, "--width", Zero::Refused)?;
+    let pdr_loss = parse_share(&args.pdr_loss, "--pdr-loss", Zero::Allowed)?;
     let max_rate = args
         .max_rate
         .as_deref()

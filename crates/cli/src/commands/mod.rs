@@ -20,7 +20,7 @@ mod trial;
 
 use crate::args::{Cli, Command};
 use crate::exit::Outcome;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
@@ -43,6 +43,69 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Compare(args) => stored::compare(args),
         Command::Export(args) => stored::export(args),
         Command::Report(args) => stored::report(args),
+    }
+}
+
+/// Checking a command without running it (`run FILE.toml` checks every test
+/// before the first runs; `run --dry-run` only checks): while set, the
+/// points where a command would first touch the machine (open ports, build
+/// a lab, open the results database, print a result) stop it with
+/// [`CheckedOnly`], so every value a command checks up front is checked,
+/// and nothing else happens.
+static CHECK_ONLY: AtomicBool = AtomicBool::new(false);
+
+/// The stop of a command run by [`check`]: its arguments passed every check
+/// that comes before the machine is touched.
+#[derive(Debug)]
+pub struct CheckedOnly;
+
+impl std::fmt::Display for CheckedOnly {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("checked only")
+    }
+}
+
+impl std::error::Error for CheckedOnly {}
+
+/// Called where a command is about to touch the machine: an error when the
+/// command is only being checked.
+pub fn touch_machine() -> anyhow::Result<()> {
+    if CHECK_ONLY.load(Ordering::Relaxed) {
+        return Err(CheckedOnly.into());
+    }
+    Ok(())
+}
+
+/// Checks `cli`'s values as its command would before touching the machine,
+/// without running it. Commands that only read or print stored data (lab,
+/// runs, show, compare, export, report) have nothing more to check than
+/// their command line.
+pub fn check(cli: Cli) -> anyhow::Result<()> {
+    if matches!(
+        cli.command,
+        Command::Lab { .. }
+            | Command::Run { .. }
+            | Command::Runs(_)
+            | Command::Show(_)
+            | Command::Compare(_)
+            | Command::Export(_)
+            | Command::Report(_)
+    ) {
+        return Ok(());
+    }
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            CHECK_ONLY.store(false, Ordering::Relaxed);
+        }
+    }
+    CHECK_ONLY.store(true, Ordering::Relaxed);
+    let _reset = Reset;
+    match run(cli) {
+        Err(e) if e.is::<CheckedOnly>() => Ok(()),
+        Err(e) => Err(e),
+        // Only reached by a command that never touches the machine.
+        Ok(_) => Ok(()),
     }
 }
 

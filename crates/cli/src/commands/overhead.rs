@@ -43,6 +43,7 @@ pub fn run(args: OverheadArgs) -> Result<Outcome> {
             .collect::<Result<_, _>>()?,
         (None, None) => bail!("give --frame-size N or --l3-length N"),
     };
+    super::touch_machine()?;
     let mbps = |fps: f64, bytes: u64| fps * bytes as f64 * 8.0 / 1e6;
     let rows: Vec<Row> = sizes
         .iter()
@@ -102,6 +103,12 @@ fn encapsulation(args: &OverheadArgs) -> Result<Encapsulation> {
                 (None, Cipher::AesGcm) => Auth::None,
                 (None, _) => bail!("--esp {c} needs --auth (md5, sha1, sha256, sha512, or none)"),
             };
+            if cipher.is_aead() && auth != Auth::None {
+                bail!(
+                    "--esp {c} is an AEAD cipher that carries its own 16-byte ICV (RFC 4106), so it takes no --auth: leave out --auth {}",
+                    args.auth.as_deref().unwrap_or_default()
+                );
+            }
             if cipher == Cipher::Null && auth == Auth::None {
                 bail!("ESP with neither encryption nor integrity protects nothing: give --auth or another --esp");
             }

@@ -4,7 +4,7 @@
 use crate::args::Rfc2544Args;
 use crate::dut_cpu::{self, DutCpuMeter};
 use crate::exit::Outcome;
-use crate::ports::{self, check_writable, parse_percent, parse_trial_duration};
+use crate::ports::{self, check_writable, parse_share, parse_trial_duration, Zero};
 use crate::recorder::{Recorder, RunInfo};
 use anyhow::{bail, Context, Result};
 use linerate_engine::{Engine, EngineError};
@@ -56,8 +56,8 @@ impl Plan {
         } else {
             parse_trial_duration(&args.trial_duration, "--trial-duration")?
         };
-        let resolution = parse_percent(&args.resolution, "--resolution")?;
-        let allowed_loss = parse_percent(&args.loss, "--loss")?;
+        let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
+        let allowed_loss = parse_share(&args.loss, "--loss", Zero::Allowed)?;
         let max_rate = args
             .max_rate
             .as_deref()

@@ -25,8 +25,9 @@
 //!
 //! `true` writes the flag, `false` leaves it out; a list gives the option
 //! once per element. Each test is parsed exactly as its command line would
-//! be, and every test is checked before the first one runs, so a typo in
-//! the last test does not cost the hour the first ones take. Tests run in
+//! be, and every test's values are checked as its command checks them
+//! before the first one runs (`--dry-run` checks too), so a typo in the
+//! last test does not cost the hour the first ones take. Tests run in
 //! order; a failed threshold does not stop the run, an error or an
 //! interruption does. The exit code is the worst of the tests'.
 
@@ -62,6 +63,12 @@ pub fn run(file: &Path, dry_run: bool) -> Result<Outcome> {
             )
         })?;
         parsed.push(cli);
+    }
+    // Then every test's values, as its command checks them before touching
+    // the machine: a bad value in the last test costs nothing.
+    for (i, t) in tests.iter().enumerate() {
+        let cli = Cli::try_parse_from(&t.argv)?;
+        super::check(cli).with_context(|| format!("test {} ({})", i + 1, t.name))?;
     }
     let total = tests.len();
     if dry_run {

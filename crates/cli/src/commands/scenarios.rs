@@ -21,6 +21,7 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
     let text = args.dut.scenario.clone().unwrap_or_default();
     let scenarios = Scenario::parse_list(&text)?;
     let plan = Plan::from_args(&args)?;
+    super::touch_machine()?;
     linerate_lab::check_environment()?;
     let comparison = scenarios.len() > 1;
     let mut reports: Vec<Rfc2544Report> = Vec::new();
@@ -147,6 +148,7 @@ pub(crate) fn prepare(
     if !encap.is_default() {
         anyhow::bail!("--scenario configures the lab DUT for untagged IPv4 and cannot test {encap} frames: run the scenario without --ipv6/--vlan");
     }
+    super::touch_machine()?;
     // Unique per process and scenario; at most 11 characters.
     let name = format!("s{}-{index}", std::process::id());
     eprintln!(

@@ -65,15 +65,16 @@ fn parse_ip(text: &str, option: &str) -> Result<IpAddr> {
 
 /// Sets the path up as `args` say; undone when the returned value drops.
 pub fn open(args: &StackPortArgs) -> Result<StackPath> {
-    if !nix::unistd::geteuid().is_root() {
-        bail!("not running as root: linerate configures addresses in the tester namespaces; run it with sudo");
-    }
     let connect_timeout = parse_duration(&args.connect_timeout, "--connect-timeout")?;
     let connect_override = args
         .connect_to
         .as_deref()
         .map(|t| parse_ip(t, "--connect-to"))
         .transpose()?;
+    super::touch_machine()?;
+    if !nix::unistd::geteuid().is_root() {
+        bail!("not running as root: linerate configures addresses in the tester namespaces; run it with sudo");
+    }
     let mut hosts = HostSetup::new();
     let (a, b, label, lab, reported_speed) = if args.lab {
         linerate_lab::check_environment()?;
@@ -202,6 +203,16 @@ pub fn open(args: &StackPortArgs) -> Result<StackPath> {
     })
 }
 
+/// `--port`: the TCP port the server listens on. Port 0 would let the
+/// kernel pick one the clients do not know: bad input, not a DUT that
+/// blocks the port.
+pub fn check_port(port: u16, default: u16) -> Result<u16> {
+    if port == 0 {
+        bail!("--port 0 is not a port a server can listen on for the clients: give one of 1..65535, e.g. --port {default}");
+    }
+    Ok(port)
+}
+
 /// `256k`, `1M`, `1500` -> bytes (k, M, G binary, as iperf3 counts).
 pub fn parse_size(text: &str, option: &str) -> Result<u64> {
     let t = text.trim();
@@ -251,6 +262,14 @@ pub fn read_records<T: serde::de::DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn port_zero_is_bad_input() {
+        let e = check_port(0, 5201).unwrap_err().to_string();
+        assert!(e.contains("--port 0") && e.contains("--port 5201"), "{e}");
+        assert_eq!(check_port(1, 5201).unwrap(), 1);
+        assert_eq!(check_port(65535, 8080).unwrap(), 65535);
+    }
 
     #[test]
     fn sizes() {

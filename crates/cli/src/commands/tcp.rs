@@ -15,12 +15,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub fn run(args: TcpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if !args.table_from.is_empty() {
         let records = read_records::<TcpRecord>(&args.table_from)?;
+        super::touch_machine()?;
         print!("{}", report::tcp_by_scenario(&records));
         return Ok(Outcome::Passed);
     }
     let directions = Direction::parse_list(&args.direction)
         .ok_or_else(|| anyhow!("--direction must be download, upload or both"))?;
     let duration = parse_trial_duration(&args.duration, "--duration")?;
+    stack::check_port(args.port, 5201)?;
     let window = args
         .window
         .as_deref()

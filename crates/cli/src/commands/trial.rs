@@ -3,7 +3,7 @@
 use super::rfc2544::write_json;
 use crate::args::TrialArgs;
 use crate::exit::Outcome;
-use crate::ports::{self, check_writable, parse_percent, parse_trial_duration};
+use crate::ports::{self, check_writable, parse_share, parse_trial_duration, Zero};
 use crate::recorder::{Recorder, RunInfo};
 use anyhow::{bail, Context, Result};
 use linerate_engine::EngineError;
@@ -20,7 +20,7 @@ pub fn run(mut args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let rate = Rate::parse(&args.rate).context("--rate")?;
     let duration = parse_trial_duration(&args.duration, "--duration")?;
     check_writable(args.json.as_deref())?;
-    let allowed_loss = parse_percent(&args.loss, "--loss")?;
+    let allowed_loss = parse_share(&args.loss, "--loss", Zero::Allowed)?;
     let mut recorder = Recorder::open(&args.record)?;
 
     let mut bed = ports::open(&args.ports, frame.buffer_len())?;

@@ -4,6 +4,8 @@
 //! - every namespace a test makes has a unique name (`lr-t<pid><tag><n>...`)
 //!   and a guard that removes it on drop, also when the test panics;
 //! - without root, a root test prints `SKIPPED (needs root): <name>` and returns;
+//!   with `LINERATE_REQUIRE_ALL=1` (scripts/test.sh, CI) every skip fails
+//!   the test instead, with its reason ([`skip`]);
 //! - the binary runs with a time limit, so a hang fails the test instead of
 //!   blocking the suite.
 #![allow(dead_code)]
@@ -27,12 +29,29 @@ pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
+/// True when every test must run (`LINERATE_REQUIRE_ALL=1`, exported by
+/// scripts/test.sh): a skip is then a failure.
+pub fn require_all() -> bool {
+    std::env::var("LINERATE_REQUIRE_ALL").is_ok_and(|v| v == "1")
+}
+
+/// Every skip goes through here: says loudly that (part of) a test is
+/// skipped and why, e.g. `skip("(needs root): name")` prints `SKIPPED
+/// (needs root): name`; under `LINERATE_REQUIRE_ALL=1` it panics with the
+/// reason instead, so CI never passes a test that did not run.
+pub fn skip(reason: &str) {
+    if require_all() {
+        panic!("SKIPPED {reason}; LINERATE_REQUIRE_ALL=1 makes every skip a failure: provide what the test needs");
+    }
+    eprintln!("SKIPPED {reason}");
+}
+
 /// True when the test may run; otherwise says loudly that it is skipped.
 pub fn root_or_skip(test: &str) -> bool {
     if is_root() {
         true
     } else {
-        eprintln!("SKIPPED (needs root): {test}");
+        skip(&format!("(needs root): {test}"));
         false
     }
 }
@@ -46,7 +65,7 @@ pub fn nft_present() -> bool {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("SKIPPED (needs nft, from the nftables package)");
+        skip("(needs nft, from the nftables package)");
     }
     ok
 }

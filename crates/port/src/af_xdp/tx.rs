@@ -395,7 +395,11 @@ mod tests {
         let fd = match super::super::socket::xsk_socket("test") {
             Ok(fd) => fd,
             Err(e) => {
-                eprintln!("SKIPPED: drain timeout test needs root (an AF_XDP socket): {e}");
+                // As every skip: a failure under LINERATE_REQUIRE_ALL=1 (scripts/test.sh).
+                if std::env::var("LINERATE_REQUIRE_ALL").is_ok_and(|v| v == "1") {
+                    panic!("SKIPPED (needs root, an AF_XDP socket): {e}; LINERATE_REQUIRE_ALL=1 makes every skip a failure");
+                }
+                eprintln!("SKIPPED (needs root, an AF_XDP socket): drain timeout test: {e}");
                 return;
             }
         };
