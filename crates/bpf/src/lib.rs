@@ -112,6 +112,29 @@ pub(crate) fn as_bytes<T: Copy>(v: &T) -> &[u8] {
     unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
 }
 
+/// For tests: says a test is skipped, or fails it under
+/// `LINERATE_REQUIRE_ALL=1` (set by scripts/test.sh, as in CI, where a
+/// skipped test is a failure).
+#[doc(hidden)]
+pub fn skip(reason: &str) {
+    if std::env::var("LINERATE_REQUIRE_ALL").is_ok_and(|v| v == "1") {
+        panic!("SKIPPED ({reason}); LINERATE_REQUIRE_ALL=1 makes every skip a failure");
+    }
+    eprintln!("SKIPPED ({reason})");
+}
+
+/// For tests: true when running as root; otherwise the test is skipped
+/// (see [`skip`]). A load error as root is a failure, never a skip.
+#[doc(hidden)]
+pub fn root_or_skip(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    skip(&format!("{test} needs root"));
+    false
+}
+
 /// The embedded object files, one per `bpf/NAME.bpf.c`.
 macro_rules! bpf_object {
     ($name:literal) => {

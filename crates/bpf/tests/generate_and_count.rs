@@ -125,8 +125,7 @@ fn ifindex(name: &str) -> u32 {
 
 #[test]
 fn every_generated_frame_is_counted_once() {
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED every_generated_frame_is_counted_once: needs root (BPF, namespaces)");
+    if !linerate_bpf::root_or_skip("every_generated_frame_is_counted_once") {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -202,8 +201,7 @@ fn every_generated_frame_is_counted_once() {
 /// and the counter counts each stream exactly.
 #[test]
 fn two_generators_send_two_exact_streams() {
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED two_generators_send_two_exact_streams: needs root (BPF, namespaces)");
+    if !linerate_bpf::root_or_skip("two_generators_send_two_exact_streams") {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -282,8 +280,7 @@ fn two_generators_send_two_exact_streams() {
 /// thing no one can predict).
 #[test]
 fn kernel_frames_match_user_space_frames_for_mixes_and_flows() {
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED kernel_frames_match_user_space_frames_for_mixes_and_flows: needs root (BPF, namespaces)");
+    if !linerate_bpf::root_or_skip("kernel_frames_match_user_space_frames_for_mixes_and_flows") {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
