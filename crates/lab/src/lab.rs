@@ -197,6 +197,8 @@ pub struct Lab {
     placement: Placement,
     /// Remove the lab on drop.
     owned: bool,
+    /// This run's exclusive use of the lab (see `lock.rs`).
+    _lock: Option<crate::lock::LabLock>,
 }
 
 /// Serialises lab creation within this process: namespace mounts are set up
@@ -246,6 +248,7 @@ impl Lab {
     pub fn attach(name: &str) -> Result<Lab, LabError> {
         validate_name(name)?;
         crate::check_environment()?;
+        let lock = crate::lock::lock(name)?;
         for ns in netns_names(name) {
             if !netns::exists(&ns) {
                 return Err(LabError::NotFound {
@@ -273,6 +276,7 @@ impl Lab {
             placement: placement::from_state(&state, &placement::allowed_cpus()),
             dut_netns: dut_ns,
             owned: false,
+            _lock: Some(lock),
         })
     }
 
@@ -311,6 +315,7 @@ impl Lab {
     /// is fine). Works on attached labs too.
     pub fn down(&mut self) -> Result<(), LabError> {
         self.owned = false;
+        self._lock = None;
         down_lab(&self.name).map(|_| ())
     }
 
@@ -447,6 +452,9 @@ fn build(name: &str, rollback: &mut Rollback) -> Result<Lab, LabError> {
         dut_netns: dut_ns,
         placement,
         owned: true,
+        // Made by this run under a name of its own, or kept for later
+        // runs, which lock it when they attach.
+        _lock: None,
     })
 }
 
@@ -457,6 +465,8 @@ fn build(name: &str, rollback: &mut Rollback) -> Result<Lab, LabError> {
 /// there).
 pub fn down_lab(name: &str) -> Result<Vec<String>, LabError> {
     validate_name(name)?;
+    // Never from under a run that uses it.
+    crate::lock::remove(name)?;
     // The second DUT first: its veths' peers live in the first.
     let mut names = all_netns_names(name);
     names.rotate_right(1);

@@ -22,6 +22,7 @@
 
 mod lab;
 pub mod layout;
+mod lock;
 mod netns;
 mod placement;
 pub mod scenario;
@@ -60,6 +61,12 @@ pub enum LabError {
         "no lab named '{name}' (namespace {missing} is missing): create it with 'linerate lab up --lab-name {name}'"
     )]
     NotFound { name: String, missing: String },
+    #[error(
+        "lab '{name}' is in use by another linerate run ({holder}): wait for it to end, or use another lab (--lab-name)"
+    )]
+    InUse { name: String, holder: String },
+    #[error("could not lock lab '{name}': {error}")]
+    Lock { name: String, error: String },
     #[error(
         "lab '{name}' is incomplete ({detail}): remove it with 'linerate lab down --lab-name {name}' and create it again"
     )]
