@@ -26,6 +26,7 @@
 //! they are the tester's own full transmit ring. Likewise the DUT's
 //! egress veth's `tx dropped` is the tester's receiving port's full ring.
 
+use crate::generator::Sent;
 use crate::EngineError;
 use linerate_port::netns::maybe_in_netns;
 use linerate_port::PortError;
@@ -148,7 +149,7 @@ pub struct DutView {
 /// The DUT's counters at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DutSnapshot {
-    pub ingress: LinkCounters,
+    /// The interface facing port B (its transmit drops are port B's full ring).
     pub egress: LinkCounters,
     /// IP packets received (all interfaces), ICMP messages excluded.
     pub ip_in: u64,
@@ -228,7 +229,6 @@ impl DutView {
     /// Reads the DUT's counters now.
     pub fn snapshot(&self) -> Result<DutSnapshot, EngineError> {
         let ns = Some(self.netns.as_str());
-        let ingress = link_counters(ns, &self.ingress)?;
         let egress = link_counters(ns, &self.egress)?;
         let snmp = maybe_in_netns(ns, || {
             let file = if self.ipv6 { "snmp6" } else { "snmp" };
@@ -261,7 +261,6 @@ impl DutView {
         let qdisc_drops =
             qdisc_drops(&self.netns, &self.ingress) + qdisc_drops(&self.netns, &self.egress);
         Ok(DutSnapshot {
-            ingress,
             egress,
             ip_in,
             ip_forwarded,
@@ -327,6 +326,32 @@ pub struct OwnCounts {
     pub ring_full: u64,
     /// Frames the receiver's own socket ring dropped.
     pub socket_rx_drops: u64,
+}
+
+impl OwnCounts {
+    /// A direction's own counts: `lost` of `total` scheduled frames, what
+    /// the generator reported in `sent`, and the receiver's socket drops.
+    pub fn new(lost: u64, total: u64, sent: &Sent, socket_rx_drops: u64) -> OwnCounts {
+        OwnCounts {
+            lost,
+            not_sent: total.saturating_sub(sent.handed),
+            refused: sent.refused,
+            ring_full: sent.ring_full,
+            socket_rx_drops,
+        }
+    }
+
+    /// The generator's terms scaled by `share` (a drop test's legitimate
+    /// class is about half of every frame the generator handled).
+    pub fn share(self, share: f64) -> OwnCounts {
+        let part = |n: u64| (n as f64 * share).round() as u64;
+        OwnCounts {
+            not_sent: part(self.not_sent),
+            refused: part(self.refused),
+            ring_full: part(self.ring_full),
+            ..self
+        }
+    }
 }
 
 /// Splits a trial's loss into where it happened (see the module's doc).
@@ -469,7 +494,6 @@ mod tests {
                     tx_dropped: egress_tx_dropped,
                     ..LinkCounters::default()
                 },
-                ..DutSnapshot::default()
             }),
         }
     }

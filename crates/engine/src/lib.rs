@@ -244,22 +244,6 @@ impl Engine {
         }
     }
 
-    /// How this engine attributes lost frames: the tester ports' kinds and
-    /// the DUT namespace whose counters it reads, if any. Found once.
-    pub fn accounting(&mut self) -> &accounting::Accounting {
-        let (a, b) = (&self.a.port.info, &self.b.port.info);
-        let ipv6 = self.a.host.test_ip().is_ipv6();
-        let gateways = self.a.gateway_mac.zip(self.b.gateway_mac);
-        self.accounting.get_or_insert_with(|| {
-            accounting::Accounting::discover(
-                (a.netns.clone(), a.ifname.clone()),
-                (b.netns.clone(), b.ifname.clone()),
-                gateways,
-                ipv6,
-            )
-        })
-    }
-
     pub fn port_a(&self) -> &PortInfo {
         &self.a.port.info
     }
@@ -465,9 +449,18 @@ impl Engine {
         } else {
             range
         };
-        // Once the gateways are known (the DUT's MACs identify it).
-        if spec.is_some() && self.a.gateway_mac.is_some() && self.b.gateway_mac.is_some() {
-            self.accounting();
+        // How lost frames are attributed: the tester ports' kinds and the
+        // DUT namespace behind them, found once, when the gateways are
+        // known (the DUT's MACs identify it).
+        let gateways = self.a.gateway_mac.zip(self.b.gateway_mac);
+        if let (Some(_), None, Some(gateways)) = (spec, &self.accounting, gateways) {
+            let (a, b) = (&self.a.port.info, &self.b.port.info);
+            self.accounting = Some(accounting::Accounting::discover(
+                (a.netns.clone(), a.ifname.clone()),
+                (b.netns.clone(), b.ifname.clone()),
+                Some(gateways),
+                self.a.host.test_ip().is_ipv6(),
+            ));
         }
         let acct = self.accounting.as_ref();
         let tx_cpus = self.cfg.tx_cpus();
@@ -610,6 +603,9 @@ impl Engine {
                 ..linerate_wire::Flows::default()
             };
             // The kernel's counters around the trial say where frames went.
+            // The port counters see both directions and both classes of a
+            // drop test: they attribute one direction of one class only.
+            let counters_apply = !bidir && frames_ab.classes() == 1;
             let before = acct.map(|a| a.read());
             let pacer = Pacer::new(per_direction, spec.duration);
             // Frames not sent within 1 % (+10 ms) of the duration count as lost.
@@ -712,19 +708,13 @@ impl Engine {
                 let (Some(acct), Some(before)) = (acct, before.as_ref()) else {
                     return false;
                 };
-                if bidir || frames_ab.classes() > 1 || acct.dut.is_none() {
+                if !counters_apply || acct.dut.is_none() {
                     return false;
                 }
                 let now = acct.read();
                 let rx = signals_b.received.load(Ordering::Acquire);
                 let (w, _) = accounting::attribute(
-                    accounting::OwnCounts {
-                        lost: total.saturating_sub(rx),
-                        not_sent: total.saturating_sub(sent.handed),
-                        refused: sent.refused,
-                        ring_full: sent.ring_full,
-                        socket_rx_drops: 0,
-                    },
+                    accounting::OwnCounts::new(total.saturating_sub(rx), total, &sent, 0),
                     acct.a_veth,
                     Some((before, &now)),
                 );
@@ -756,10 +746,8 @@ impl Engine {
                 return Err(EngineError::Interrupted);
             }
             let after = acct.map(|a| a.read());
-            // The port counters see both directions and both classes of a
-            // drop test: they attribute one direction of one class only.
             let around = match (&before, &after) {
-                (Some(b), Some(a)) if !bidir && frames_ab.classes() == 1 => Some((b, a)),
+                (Some(b), Some(a)) if counters_apply => Some((b, a)),
                 _ => None,
             };
             let a_veth = acct.is_some_and(|a| a.a_veth);
@@ -905,24 +893,11 @@ fn summarize(
     let lost = intended_frames.saturating_sub(rx);
     // The tester's refusals cover every class; a drop test's legitimate
     // class is its share of them (every other frame).
-    let legit_share = |n: u64| {
-        if frames.classes() == 1 {
-            n
-        } else {
-            (n as f64 * intended_frames as f64 / total.max(1) as f64).round() as u64
-        }
-    };
-    let (loss_where, not_left) = accounting::attribute(
-        accounting::OwnCounts {
-            lost,
-            not_sent: legit_share(total.saturating_sub(sent.handed)),
-            refused: legit_share(sent.refused),
-            ring_full: legit_share(sent.ring_full),
-            socket_rx_drops: counted.ring_drops,
-        },
-        a_veth,
-        around,
-    );
+    let mut own = accounting::OwnCounts::new(lost, total, sent, counted.ring_drops);
+    if frames.classes() > 1 {
+        own = own.share(intended_frames as f64 / total.max(1) as f64);
+    }
+    let (loss_where, not_left) = accounting::attribute(own, a_veth, around);
     tx_frames = tx_frames.saturating_sub(not_left);
     let duration_s = spec.duration.as_secs_f64();
     // Over the time frames flowed: pauses are not part of the offered rate.

@@ -67,47 +67,12 @@ impl XdpTransmitter {
 }
 
 impl XdpTransmitter {
-    /// Makes sure the port delivers (see [`XdpTransmitter::probe`]). Several
-    /// NIC drivers (ixgbe, i40e, ice among them) transmit XDP frames only
-    /// while an XDP program is attached to the sending interface itself:
-    /// if the first probe fails and the port has no program, a program that
-    /// passes every frame on is attached in native mode (the tester's own
-    /// port; removed when the transmitter is dropped) and the probe is
-    /// repeated. Returns a note when it attached one, or why the port does
-    /// not deliver.
-    fn ensure_delivery_here(&mut self, port: &PortInfo) -> Result<Option<String>, NotDelivered> {
-        let why = match self.probe(port.mac) {
-            Ok(()) => return Ok(None),
-            Err(NotDelivered::Refused(why)) => NotDelivered::Refused(why),
-            Err(failed) => return Err(failed),
-        };
-        let mut pass = XskRedirect::load().map_err(|_| why.clone())?;
-        let attached = maybe_in_netns(port.netns.as_deref(), || {
-            let ifindex = linerate_port::link::ifindex(&port.ifname)?;
-            Ok(pass.attach(ifindex as i32, &port.ifname))
-        });
-        if !matches!(attached, Ok(Ok(()))) || pass.attach_mode() != Some(XdpAttachMode::Native) {
-            return Err(why);
-        }
-        self.pass = Some(pass);
-        match self.probe(port.mac) {
-            Ok(()) => Ok(Some(format!(
-                "attached a pass-through XDP program to {} so that its driver transmits XDP frames",
-                port.ifname
-            ))),
-            Err(_) => {
-                self.pass = None;
-                Err(why)
-            }
-        }
-    }
-
     /// Sends a few frames and checks that the kernel took every one: an
     /// in-kernel generator that loads is not yet one that delivers (a veth
     /// whose peer has no NAPI, a NIC driver that wants an XDP program on
     /// the sending port). The frames are addressed to the port's own MAC,
     /// so whatever receives them discards them. Returns why not, if not.
-    pub fn probe(&mut self, mac: MacAddr) -> Result<(), NotDelivered> {
+    fn probe(&mut self, mac: MacAddr) -> Result<(), NotDelivered> {
         const FRAMES: u64 = 32;
         let flow = FlowSpec {
             src_mac: mac,
@@ -272,8 +237,39 @@ impl Transmitter for XdpTransmitter {
         self.max_streams
     }
 
+    /// Makes sure the port delivers (see `XdpTransmitter::probe`). Several
+    /// NIC drivers (ixgbe, i40e, ice among them) transmit XDP frames only
+    /// while an XDP program is attached to the sending interface itself:
+    /// if the first probe fails and the port has no program, a program that
+    /// passes every frame on is attached in native mode (the tester's own
+    /// port; removed when the transmitter is dropped) and the probe is
+    /// repeated. Returns a note when it attached one, or why the port does
+    /// not deliver.
     fn ensure_delivery(&mut self, port: &PortInfo) -> Result<Option<String>, NotDelivered> {
-        self.ensure_delivery_here(port)
+        let why = match self.probe(port.mac) {
+            Ok(()) => return Ok(None),
+            Err(why @ NotDelivered::Refused(_)) => why,
+            Err(failed) => return Err(failed),
+        };
+        let mut pass = XskRedirect::load().map_err(|_| why.clone())?;
+        let attached = maybe_in_netns(port.netns.as_deref(), || {
+            let ifindex = linerate_port::link::ifindex(&port.ifname)?;
+            Ok(pass.attach(ifindex as i32, &port.ifname))
+        });
+        if !matches!(attached, Ok(Ok(()))) || pass.attach_mode() != Some(XdpAttachMode::Native) {
+            return Err(why);
+        }
+        self.pass = Some(pass);
+        match self.probe(port.mac) {
+            Ok(()) => Ok(Some(format!(
+                "attached a pass-through XDP program to {} so that its driver transmits XDP frames",
+                port.ifname
+            ))),
+            Err(_) => {
+                self.pass = None;
+                Err(why)
+            }
+        }
     }
 }
 

@@ -375,12 +375,7 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
     );
     if let Some(w) = t.loss_where.filter(|_| t.lost_frames > 0) {
         for (name, n) in w.terms().into_iter().filter(|&(_, n)| n != 0) {
-            let n = if n < 0 {
-                format!("-{}", thousands(n.unsigned_abs()))
-            } else {
-                thousands(n as u64)
-            };
-            let _ = writeln!(out, "    {n:>25} {name}");
+            let _ = writeln!(out, "    {:>25} {name}", signed_thousands(n));
         }
     }
     if let Some(p) = &t.policy_drops {
@@ -504,14 +499,7 @@ pub fn loss_where_line<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) ->
         .terms()
         .into_iter()
         .filter(|&(_, n)| n != 0)
-        .map(|(name, n)| {
-            let n = if n < 0 {
-                format!("-{}", thousands(n.unsigned_abs()))
-            } else {
-                thousands(n as u64)
-            };
-            format!("{n} {name}")
-        })
+        .map(|(name, n)| format!("{} {name}", signed_thousands(n)))
         .collect();
     Some(format!(
         "Frames lost in all trials: {}; {} (kernel counters).",
@@ -555,6 +543,12 @@ pub fn sig3(x: f64) -> String {
     } else {
         format!("{sign}{}", thousands_f64(rounded))
     }
+}
+
+/// A signed count with thousands separators: `-1234` -> `-1,234`.
+fn signed_thousands(n: i64) -> String {
+    let sign = if n < 0 { "-" } else { "" };
+    format!("{sign}{}", thousands(n.unsigned_abs()))
 }
 
 /// An integer with comma thousands separators: `14880952` -> `14,880,952`.
