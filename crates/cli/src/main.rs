@@ -1,5 +1,6 @@
-//! The `linerate` binary: parses the command line, runs the command, and
-//! maps the outcome to a documented exit code.
+//! The `linerate` binary: parses the command line, runs the command (the
+//! `linerate-session` crate does the work), and maps the outcome to a
+//! documented exit code.
 //!
 //! Exit codes: 0 the test ran and passed; 1 the test ran but a threshold
 //! failed; 2 bad input or environment (the message says what to fix);
@@ -8,29 +9,20 @@
 //! as it ends other tools: by SIGPIPE, after a lab made for the run is
 //! removed.
 
-mod args;
-mod commands;
-mod dut_cpu;
-mod events;
-mod exit;
-mod frame_args;
-mod method_args;
-mod ports;
-mod progress;
-mod record_args;
-mod recorder;
-
 use clap::Parser;
-use exit::Outcome;
+use linerate_session::{exit, Cli, Outcome};
 use std::io::Write;
 
 fn main() {
     exit::quiet_on_closed_pipe();
-    let cli = args::Cli::parse();
+    let cli = Cli::parse();
     // A print to a closed pipe panics inside `println!`: unwinding runs
     // every Drop (a lab built for the run is removed), then linerate ends
     // as SIGPIPE would have ended it, without a message.
-    let result = match std::panic::catch_unwind(move || commands::run(cli)) {
+    let result = match std::panic::catch_unwind(move || {
+        let stop = linerate_session::interrupt_flag()?;
+        linerate_session::run(cli, &stop)
+    }) {
         Ok(result) => result,
         Err(payload) if exit::is_closed_pipe_panic(&*payload) => exit::die_of_sigpipe(),
         Err(payload) => std::panic::resume_unwind(payload),

@@ -36,6 +36,7 @@ use crate::exit::Outcome;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 /// One test of the file, as the command line it stands for.
 struct PlannedTest {
@@ -43,7 +44,7 @@ struct PlannedTest {
     argv: Vec<String>,
 }
 
-pub fn run(file: &Path, dry_run: bool) -> Result<Outcome> {
+pub fn run(file: &Path, dry_run: bool, stop: &AtomicBool) -> Result<Outcome> {
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("reading scenario file {}", file.display()))?;
     let tests = plan(&text).with_context(|| format!("scenario file {}", file.display()))?;
@@ -86,7 +87,7 @@ pub fn run(file: &Path, dry_run: bool) -> Result<Outcome> {
             shell_words(&t.argv)
         );
         println!("== {} ==", t.name);
-        match super::run(cli).with_context(|| format!("test {} ({})", i + 1, t.name))? {
+        match super::run(cli, stop).with_context(|| format!("test {} ({})", i + 1, t.name))? {
             Outcome::Passed => {}
             Outcome::ThresholdFailed(why) => {
                 eprintln!("linerate: test {} ({}): {why}", i + 1, t.name);

@@ -23,21 +23,24 @@ use crate::exit::Outcome;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
+/// Runs `cli`'s command. `stop` is the interrupt: when it becomes true the
+/// running trial stops, what was measured is saved, and a lab made for the
+/// run is removed; the command then returns [`Outcome::Interrupted`].
+pub fn run(cli: Cli, stop: &AtomicBool) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::Lab { action } => lab::run(action),
-        Command::Run { file, dry_run } => run::run(&file, dry_run),
-        Command::Rfc2544(args) => rfc2544::run(args, &*interrupt_flag()?),
-        Command::Trial(args) => trial::run(args, &*interrupt_flag()?),
+        Command::Run { file, dry_run } => run::run(&file, dry_run, stop),
+        Command::Rfc2544(args) => rfc2544::run(args, stop),
+        Command::Trial(args) => trial::run(args, stop),
         Command::Overhead(args) => overhead::run(args),
-        Command::Latency(args) => latency::run(args, &*interrupt_flag()?),
-        Command::Calibrate(args) => calibrate::run(args, &*interrupt_flag()?),
-        Command::Loss(args) => frame_loss::run(args, &*interrupt_flag()?),
-        Command::Mlrsearch(args) => mlrsearch::run(args, &*interrupt_flag()?),
-        Command::BackToBack(args) => back_to_back::run(args, &*interrupt_flag()?),
-        Command::Tcp(args) => tcp::run(args, &*interrupt_flag()?),
-        Command::Http(args) => http::run(args, &*interrupt_flag()?),
-        Command::CpuTarget(args) => cpu_target::run(args, &*interrupt_flag()?),
+        Command::Latency(args) => latency::run(args, stop),
+        Command::Calibrate(args) => calibrate::run(args, stop),
+        Command::Loss(args) => frame_loss::run(args, stop),
+        Command::Mlrsearch(args) => mlrsearch::run(args, stop),
+        Command::BackToBack(args) => back_to_back::run(args, stop),
+        Command::Tcp(args) => tcp::run(args, stop),
+        Command::Http(args) => http::run(args, stop),
+        Command::CpuTarget(args) => cpu_target::run(args, stop),
         Command::Runs(args) => stored::runs(args),
         Command::Show(args) => stored::show(args),
         Command::Compare(args) => stored::compare(args),
@@ -101,7 +104,7 @@ pub fn check(cli: Cli) -> anyhow::Result<()> {
     }
     CHECK_ONLY.store(true, Ordering::Relaxed);
     let _reset = Reset;
-    match run(cli) {
+    match run(cli, &AtomicBool::new(false)) {
         Err(e) if e.is::<CheckedOnly>() => Ok(()),
         Err(e) => Err(e),
         // Only reached by a command that never touches the machine.
@@ -109,9 +112,10 @@ pub fn check(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// Set by SIGINT or SIGTERM: the running trial stops, what was measured is
-/// saved, and a lab made for the run is removed on the way out.
-fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
+/// A flag set by SIGINT or SIGTERM, for [`run`]'s `stop`: the running trial
+/// stops, what was measured is saved, and a lab made for the run is removed
+/// on the way out.
+pub fn interrupt_flag() -> std::io::Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, flag.clone())?;
