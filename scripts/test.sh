@@ -17,9 +17,11 @@ else
 fi
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo fmt --all -- --check
-cargo clippy --release --all-targets --locked -- -D warnings
+cargo clippy --release --all-targets --locked --workspace -- -D warnings
 # One test at a time: the traffic tests measure rates on a 2-core machine.
-cargo test --workspace --release --locked -- --test-threads=1
+cargo test --release --locked -- --test-threads=1
+# The Python package (built into .venv by setup.sh), and its example.
+.venv/bin/python -m pytest -q crates/python/tests
 # Nothing may be left behind by any test.
 left=$(ip netns list 2>/dev/null | awk '{print $1}' | grep '^lr-' || true)
 if [ -n "$left" ]; then

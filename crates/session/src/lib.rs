@@ -23,4 +23,5 @@ mod recorder;
 
 pub use args::Cli;
 pub use commands::{interrupt_flag, run};
+pub use events::{listen, Listener};
 pub use exit::Outcome;

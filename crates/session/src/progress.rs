@@ -290,6 +290,7 @@ impl Drop for ProgressView {
 /// One plain line per trial, as the lines mode prints it (also used by
 /// `calibrate`, which has no live display).
 pub fn show(p: &Progress, line_rate_fps: f64) {
+    notify_trial(p);
     match p {
         Progress::TrialStarting {
             frame,
@@ -312,6 +313,31 @@ pub fn show(p: &Progress, line_rate_fps: f64) {
         Progress::TrialDone { result, passed, .. } => {
             eprintln!("{}", done_text(result, Some(*passed)))
         }
+    }
+}
+
+/// Tells the events' listener about a trial of a command that does not
+/// record through the `Recorder` (which tells it itself).
+fn notify_trial(p: &Progress) {
+    match p {
+        Progress::TrialStarting {
+            frame,
+            trial_no,
+            intended_fps,
+            ..
+        } => crate::events::notify(
+            "trial_started",
+            &serde_json::json!({"frame_size": frame.frame(), "trial_no": trial_no, "intended_fps": intended_fps}),
+        ),
+        Progress::TrialDone {
+            trial_no,
+            result,
+            passed,
+            ..
+        } => crate::events::notify(
+            "trial_done",
+            &serde_json::json!({"trial_no": trial_no, "passed": passed, "result": result}),
+        ),
     }
 }
 

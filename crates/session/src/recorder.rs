@@ -323,6 +323,7 @@ impl Recorder {
     }
 
     fn emit(&mut self, name: &str, fields: serde_json::Value) {
+        crate::events::notify(name, &fields);
         if let Some(ev) = &mut self.events {
             ev.emit(name, fields);
         }

@@ -131,6 +131,10 @@ pub(crate) fn show(step: &Step, line_rate_fps: f64) {
             spec,
             why,
         } => {
+            crate::events::notify(
+                "trial_started",
+                &serde_json::json!({"frame_size": frame.frame(), "trial_no": trial_no, "intended_fps": spec.intended_fps, "why": why}),
+            );
             eprint!(
                 "[{}] trial {:>3}: {:>11} fps ({:5.1} % of line) {:>7} {why} ... ",
                 crate::progress::frames_tag(*frame, spec.mix.as_ref()),
@@ -140,7 +144,16 @@ pub(crate) fn show(step: &Step, line_rate_fps: f64) {
                 humantime::format_duration(spec.duration).to_string(),
             );
         }
-        Step::Done { result, passed, .. } => {
+        Step::Done {
+            trial_no,
+            result,
+            passed,
+            ..
+        } => {
+            crate::events::notify(
+                "trial_done",
+                &serde_json::json!({"trial_no": trial_no, "passed": passed, "result": result}),
+            );
             let verdict = if *passed { "pass" } else { "FAIL" };
             let short = if result.generator_short {
                 "  (tester could not offer this rate)"

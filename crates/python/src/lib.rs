@@ -1,0 +1,156 @@
+//! `linerate._native`: the Python package's bridge to the session layer.
+//! It runs a command line in this process, exactly as the `linerate`
+//! binary would, with two differences a library needs: Ctrl-C
+//! (KeyboardInterrupt) becomes the run's stop flag rather than a signal
+//! handler of our own, and every event of the run reaches a callback.
+
+use clap::{CommandFactory, Parser};
+use linerate_session::{Cli, Outcome};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyKeyboardInterrupt};
+use pyo3::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+create_exception!(
+    _native,
+    LinerateError,
+    PyException,
+    "Bad input or environment: the message names the problem and the fix (the CLI's exit code 2)."
+);
+
+/// One run at a time in a process: the events' listener is process-wide,
+/// and the tester's ports and labs are the machine's.
+static RUNNING: Mutex<()> = Mutex::new(());
+
+enum Message {
+    Event(String, String),
+    Done(Result<Outcome, String>),
+}
+
+/// Runs a linerate command line (`argv` without the program's name) and
+/// returns `(code, message)`: 0 and "" when it passed, 1 and the reason
+/// when a threshold failed. Raises `LinerateError` for bad input or
+/// environment, and `KeyboardInterrupt` after a Ctrl-C has stopped the run
+/// (the finished trials are kept, a lab built for the run is removed).
+/// `on_event(name, fields_json)` hears each event as it happens.
+#[pyfunction]
+#[pyo3(signature = (argv, on_event=None))]
+fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResult<(i32, String)> {
+    let cli = Cli::try_parse_from(std::iter::once("linerate".to_string()).chain(argv))
+        .map_err(|e| LinerateError::new_err(clap_message(&e)))?;
+    let _one_at_a_time = RUNNING.try_lock().map_err(|_| {
+        LinerateError::new_err(
+            "another linerate run is in progress in this process; wait for it to finish",
+        )
+    })?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    if on_event.is_some() {
+        let tx = Mutex::new(tx.clone());
+        linerate_session::listen(Some(Box::new(move |name, fields| {
+            let message = Message::Event(name.to_string(), fields.to_string());
+            let _ = tx.lock().map(|tx| tx.send(message));
+        })));
+    }
+    let worker = std::thread::spawn({
+        let stop = stop.clone();
+        move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                linerate_session::run(cli, &stop)
+            }));
+            let result = match result {
+                Ok(Ok(outcome)) => Ok(outcome),
+                Ok(Err(e)) => Err(linerate_session::exit::one_line(&e)),
+                Err(_) => Err("linerate stopped on an internal error (a panic, printed above); please report it".to_string()),
+            };
+            let _ = tx.send(Message::Done(result));
+        }
+    });
+    // Wait with the GIL released, waking every 100 ms to hand over events
+    // and to let Python notice Ctrl-C.
+    let mut raised: Option<PyErr> = None;
+    let mut rx = rx;
+    let outcome = loop {
+        let (back, message) = py.detach(move || {
+            let message = rx.recv_timeout(Duration::from_millis(100));
+            (rx, message)
+        });
+        rx = back;
+        match message {
+            Ok(Message::Event(name, fields)) => {
+                if let (Some(callback), None) = (&on_event, &raised) {
+                    if let Err(e) = callback.call1(py, (name, fields)) {
+                        // A callback that raises stops the run, as Ctrl-C does.
+                        stop.store(true, Ordering::SeqCst);
+                        raised = Some(e);
+                    }
+                }
+            }
+            Ok(Message::Done(result)) => break result,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                break Err("linerate's run ended without a result".to_string())
+            }
+        }
+        if let Err(e) = py.check_signals() {
+            stop.store(true, Ordering::SeqCst);
+            raised.get_or_insert(e);
+        }
+    };
+    linerate_session::listen(None);
+    let _ = py.detach(|| worker.join());
+    if let Some(e) = raised {
+        return Err(e);
+    }
+    match outcome {
+        Ok(Outcome::Passed) => Ok((0, String::new())),
+        Ok(Outcome::ThresholdFailed(why)) => Ok((1, why)),
+        Ok(Outcome::Interrupted(what)) => Err(PyKeyboardInterrupt::new_err(what)),
+        Err(message) => Err(LinerateError::new_err(message)),
+    }
+}
+
+/// The CLI's help of `command` (e.g. "rfc2544", "lab up"): the Python
+/// functions' docstrings, so that they say what the CLI says.
+#[pyfunction]
+fn help(command: &str) -> PyResult<String> {
+    let mut cmd = Cli::command();
+    for name in command.split_whitespace() {
+        cmd = cmd
+            .find_subcommand(name)
+            .ok_or_else(|| LinerateError::new_err(format!("no linerate command '{command}'")))?
+            .clone();
+    }
+    Ok(cmd.render_long_help().to_string())
+}
+
+/// The labs present, as `linerate lab status --json` prints them.
+#[pyfunction]
+fn lab_status() -> PyResult<String> {
+    let labs = linerate_lab::status().map_err(|e| LinerateError::new_err(e.to_string()))?;
+    serde_json::to_string(&labs).map_err(|e| LinerateError::new_err(e.to_string()))
+}
+
+/// clap's message without its usage block, on as few lines as it has.
+fn clap_message(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    text.lines()
+        .take_while(|l| !l.starts_with("Usage:"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| l.trim_start_matches("error: "))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(help, m)?)?;
+    m.add_function(wrap_pyfunction!(lab_status, m)?)?;
+    m.add("LinerateError", m.py().get_type::<LinerateError>())?;
+    Ok(())
+}

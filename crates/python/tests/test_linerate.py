@@ -1,0 +1,116 @@
+"""The Python package against the lab: the same runs as the CLI, the same
+JSON, errors as exceptions, progress as a callback, Ctrl-C as
+KeyboardInterrupt."""
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+import linerate
+from conftest import BINARY, lab_namespaces
+
+
+def test_keyword_arguments_are_the_cli_options():
+    assert linerate.command_line(
+        "rfc2544", lab=True, sizes=[64, 1518], trial_duration="1s", no_db=False, resolution=None
+    ) == ["rfc2544", "--lab", "--sizes", "64", "--sizes", "1518", "--trial-duration", "1s"]
+    assert linerate.command_line("lab down", lab_name="x") == ["lab", "down", "--lab-name", "x"]
+
+
+def test_docstrings_are_the_cli_help():
+    assert "--trial-duration" in linerate.rfc2544.__doc__
+    assert "--exceed-ratio" in linerate.mlrsearch.__doc__
+    assert linerate.back_to_back.__name__ == "back_to_back"
+
+
+def test_bad_input_raises_the_cli_one_line_error(no_leftovers):
+    with pytest.raises(linerate.Error) as e:
+        linerate.trial(lab=True, frame_size=20, rate="1000fps", no_db=True)
+    assert "frame size 20" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(linerate.Error) as e:
+        linerate.trial(lab=True, rate="1000fps", no_such_option=1)
+    assert "--no-such-option" in str(e.value)
+
+
+def test_trial_returns_what_the_cli_json_holds(no_leftovers, tmp_path):
+    options = dict(lab=True, frame_size=128, rate="20000fps", duration="2s", no_db=True, quiet=True)
+    events = []
+    result = linerate.trial(progress=lambda name, fields: events.append((name, fields)), **options)
+    assert result["frame_size"] == 128
+    assert result["intended_frames"] == 40000
+    assert result["tx_frames"] == 40000
+    assert 0 < result["rx_frames"] <= result["tx_frames"]
+    # The progress callback heard the trial start and end, with its result.
+    names = [name for name, _ in events]
+    assert names.index("trial_started") < names.index("trial_done")
+    done = dict(events)["trial_done"]
+    assert done["result"]["tx_frames"] == result["tx_frames"]
+    # The CLI's --json file of the same trial has the same keys.
+    cli_json = tmp_path / "cli.json"
+    argv = [str(BINARY)] + linerate.command_line("trial", json=str(cli_json), **options)
+    subprocess.run(argv, check=True, capture_output=True)
+    assert sorted(json.loads(cli_json.read_text())) == sorted(result)
+
+
+def test_rfc2544_gives_the_table_per_frame_size(no_leftovers):
+    seen = []
+    report = linerate.rfc2544(
+        lab=True, sizes=[64, 1518], trial_duration="1s", resolution="5%", no_db=True, quiet=True,
+        progress=lambda name, fields: seen.append(name),
+    )
+    assert [r["frame_size"] for r in report["results"]] == [64, 1518]
+    for r in report["results"]:
+        assert 0 < r["throughput_fps"] <= r["line_rate_fps"]
+        assert r["throughput_mbps_l2"] > 0
+    trials = sum(len(r["trials"]) for r in report["results"])
+    assert seen.count("trial_done") == trials
+
+
+def test_a_failed_threshold_raises_with_the_result(no_leftovers):
+    # At line rate the tester cannot even offer 64-byte frames: loss > 0 %.
+    with pytest.raises(linerate.ThresholdFailed) as e:
+        linerate.trial(lab=True, frame_size=64, rate="100%", duration="1s", no_db=True, quiet=True)
+    assert "exceeds the allowed" in str(e.value)
+    assert e.value.result["loss_ratio"] > 0
+
+
+def test_ctrl_c_stops_the_run_removes_its_lab_and_raises(no_leftovers):
+    timer = threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            linerate.trial(lab=True, frame_size=128, rate="10000fps", duration="60s", no_db=True, quiet=True)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 30, "the trial did not stop at Ctrl-C"
+
+
+def test_a_callback_that_raises_stops_the_run(no_leftovers):
+    def stop_at_first_trial(name, fields):
+        if name == "trial_started":
+            raise RuntimeError("enough")
+
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="enough"):
+        linerate.trial(
+            lab=True, frame_size=128, rate="10000fps", duration="60s", no_db=True, quiet=True,
+            progress=stop_at_first_trial,
+        )
+    assert time.monotonic() - started < 30
+
+
+def test_lab_up_status_down(no_leftovers):
+    name = f"py{os.getpid()}"
+    linerate.lab_up(lab_name=name)
+    try:
+        assert name in [lab["name"] for lab in linerate.lab_status()]
+        assert any(ns.startswith(f"lr-{name}-") for ns in lab_namespaces())
+    finally:
+        linerate.lab_down(lab_name=name)
+    assert name not in [lab["name"] for lab in linerate.lab_status()]
