@@ -426,3 +426,71 @@ fn an_interrupted_sweep_keeps_the_trials_it_ran() {
     }
     assert_eq!(f(&kept[0], "intended_fps"), 10_000.0);
 }
+
+#[test]
+fn rfc2544_with_mlrsearch_prints_ndr_and_pdr_beside_the_zero_loss_throughput() {
+    if !root_or_skip("rfc2544_with_mlrsearch_prints_ndr_and_pdr_beside_the_zero_loss_throughput")
+        || !nft_present()
+    {
+        return;
+    }
+    let (lab, _guard) = lab_up("r2m");
+    let dut = format!("lr-{lab}-dut");
+    nft_load(&dut, POLICER);
+    let json = TempFile::new("r2mlr");
+    let run = run_method(
+        "rfc2544",
+        &lab,
+        &json,
+        &[
+            "--sizes",
+            "64",
+            "--max-rate",
+            "60kpps",
+            "--trial-duration",
+            "1s",
+            "--resolution",
+            "2%",
+            "--mlrsearch",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let rep = json.json();
+    let r = &rep["results"][0];
+    let zero_loss = f(r, "throughput_fps");
+    let m = &r["mlrsearch"];
+    let (ndr, pdr) = (&m["goals"][0], &m["goals"][1]);
+    assert_eq!(ndr["goal"]["name"], "NDR");
+    assert_eq!(f(&ndr["goal"], "exceed_ratio"), 0.5);
+    assert_eq!(f(&pdr["goal"], "loss_ratio"), 0.005);
+    let (n, p) = (
+        f(ndr, "conditional_throughput_fps"),
+        f(pdr, "conditional_throughput_fps"),
+    );
+    // The policer passes 20,000/s (+ a 1,000 burst per second at most):
+    // both searches find it, from their own trials.
+    for (what, fps) in [("zero-loss", zero_loss), ("NDR", n), ("PDR", p)] {
+        assert!((16_000.0..=21_700.0).contains(&fps), "{what} {fps}: {r}");
+    }
+    assert!(p >= n * 0.98, "PDR {p} below NDR {n}");
+    // Every MLRsearch trial is kept, and every frame the DUT dropped in
+    // either search is one the policer counted.
+    let mlr_trials = m["trials"].as_array().expect("trials");
+    assert!(!mlr_trials.is_empty());
+    let rfc_trials = r["trials"].as_array().expect("trials");
+    assert_eq!(
+        nft_counters(&dut),
+        vec![dropped_in(rfc_trials) + dropped_in(mlr_trials)]
+    );
+    // The table: NDR and PDR rows between the throughput and the line rate.
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    let at = |label: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} row: {}", run.stdout))
+    };
+    assert!(at("Throughput") < at("NDR (MLRsearch)"));
+    assert!(at("PDR (MLRsearch)") < at("Line rate"));
+    assert!(run.stdout.contains("exceed ratio 50 %"), "{}", run.stdout);
+}

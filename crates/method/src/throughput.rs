@@ -347,6 +347,7 @@ pub fn find_throughput<R: TrialRunner>(
         calibrated_ceiling_fps: None,
         trials,
         dut_cpu,
+        mlrsearch: None,
     })
 }
 

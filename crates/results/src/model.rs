@@ -478,6 +478,11 @@ pub struct ThroughputResult {
     /// The DUT's CPU load in the trial at the throughput rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dut_cpu: Option<DutCpu>,
+    /// MLRsearch (RFC 9971) for the same frame size, run after the
+    /// search when asked (`rfc2544 --mlrsearch`): its NDR and PDR
+    /// conditional throughputs beside the zero-loss throughput.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mlrsearch: Option<crate::methods::MlrSearchResult>,
 }
 
 /// Where the tester and the device ran (lab only), so readers can judge the figures.

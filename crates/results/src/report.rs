@@ -123,6 +123,59 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             ),
         );
     }
+    // MLRsearch's NDR and PDR beside the zero-loss throughput, when run.
+    let goal_names: Vec<String> = results
+        .iter()
+        .find_map(|r| r.mlrsearch.as_ref())
+        .map(|m| m.goals.iter().map(|g| g.goal.name.clone()).collect())
+        .unwrap_or_default();
+    let at = rows
+        .iter()
+        .position(|(label, _, _)| *label == "Line rate")
+        .unwrap_or(rows.len());
+    for (i, name) in goal_names.iter().enumerate() {
+        let goal_of = |r: &ThroughputResult| {
+            r.mlrsearch
+                .as_ref()
+                .and_then(|m| m.goals.iter().find(|g| &g.goal.name == name))
+                .cloned()
+        };
+        let mark = |r: &ThroughputResult| match goal_of(r) {
+            Some(g) if g.tester_limited => "*",
+            Some(g) if !g.regular => "~",
+            _ => " ",
+        };
+        let cell = |v: Option<f64>| v.map_or("-".to_string(), sig3);
+        let label: &'static str = if name == "NDR" {
+            "NDR (MLRsearch)"
+        } else if name == "PDR" {
+            "PDR (MLRsearch)"
+        } else {
+            "MLRsearch goal"
+        };
+        rows.insert(
+            at + 2 * i,
+            (
+                label,
+                row(
+                    &|r| cell(goal_of(r).and_then(|g| g.conditional_throughput_mbps_l2)),
+                    &mark,
+                ),
+                "Mbps (L2)",
+            ),
+        );
+        rows.insert(
+            at + 2 * i + 1,
+            (
+                "",
+                row(
+                    &|r| cell(goal_of(r).and_then(|g| g.conditional_throughput_fps)),
+                    &mark,
+                ),
+                "Frames/s",
+            ),
+        );
+    }
     // The Cisco report's columns: DUT CPU load beside the rate, when measured.
     if results.iter().any(|r| r.dut_cpu.is_some()) {
         rows.push((
@@ -244,7 +297,35 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             thousands(p.leaked_frames)
         );
     }
-    if let Some(line) = loss_where_line(results.iter().flat_map(|r| &r.trials)) {
+    if let Some(m) = results.iter().find_map(|r| r.mlrsearch.as_ref()) {
+        let goals: Vec<String> = m
+            .goals
+            .iter()
+            .map(|g| {
+                format!(
+                    "{} loss ratio {} %",
+                    g.goal.name,
+                    trim_number(g.goal.loss_ratio * 100.0)
+                )
+            })
+            .collect();
+        let g = &m.goals[0].goal;
+        let _ = writeln!(
+            out,
+            "NDR, PDR: MLRsearch (RFC 9971) conditional throughput, {}; exceed ratio {} % of {} s in trials of {} s (one bad trial does not fail a load), width {} %; (~) irregular: a bound is missing (the maximum load passed) or wider than the width.",
+            goals.join(", "),
+            trim_number(g.exceed_ratio * 100.0),
+            trim_number(g.duration_sum_s),
+            trim_number(g.final_trial_duration_s),
+            trim_number(g.width * 100.0),
+        );
+    }
+    let all_trials = results.iter().flat_map(|r| {
+        r.trials
+            .iter()
+            .chain(r.mlrsearch.iter().flat_map(|m| &m.trials))
+    });
+    if let Some(line) = loss_where_line(all_trials) {
         let _ = writeln!(out, "{line}");
     }
     if let Some(source) = &report.dut_cpu_source {

@@ -79,6 +79,7 @@ pub fn run(id: i64, dut: &str, firmware: &str) -> StoredRun {
                 frame_size: size,
                 mix: None,
                 dut_cpu: None,
+                mlrsearch: None,
                 l3_length: size - 18,
                 throughput_fps: found,
                 throughput_mbps_l2: mbps(size as f64),

@@ -1,4 +1,5 @@
 use super::*;
+use crate::methods::{GoalResultRecord, MlrSearchResult, SearchGoalRecord};
 use crate::model::LatencySummary;
 
 fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialResult {
@@ -82,6 +83,7 @@ fn result(frame: u16, throughput_fps: f64, tester_limited: bool) -> ThroughputRe
             ),
         ],
         dut_cpu: None,
+        mlrsearch: None,
     }
 }
 
@@ -416,4 +418,57 @@ fn the_summary_and_the_footer_say_where_frames_were_lost() {
     // No loss: no line.
     let clean = trial(64, 100_000.0, 200_000, false);
     assert_eq!(loss_where_line([&clean]), None);
+}
+
+fn goal(name: &str, loss_ratio: f64, fps: Option<f64>, regular: bool) -> GoalResultRecord {
+    GoalResultRecord {
+        goal: SearchGoalRecord {
+            name: name.into(),
+            loss_ratio,
+            exceed_ratio: 0.5,
+            final_trial_duration_s: 1.0,
+            duration_sum_s: 2.0,
+            width: 0.01,
+            initial_trial_duration_s: 1.0,
+        },
+        relevant_lower_bound_fps: fps,
+        relevant_upper_bound_fps: fps.map(|f| f * 1.005),
+        conditional_throughput_fps: fps,
+        relevant_lower_bound_mbps_l2: fps.map(|f| f * 64.0 * 8.0 / 1e6),
+        conditional_throughput_mbps_l2: fps.map(|f| f * 64.0 * 8.0 / 1e6),
+        conditional_throughput_mbps_l1: fps.map(|f| f * 84.0 * 8.0 / 1e6),
+        regular,
+        tester_limited: false,
+    }
+}
+
+#[test]
+fn ndr_and_pdr_sit_beneath_the_zero_loss_throughput() {
+    let mut r = result(64, 250_000.0, false);
+    r.mlrsearch = Some(MlrSearchResult {
+        frame_size: 64,
+        l3_length: 46,
+        mix: None,
+        line_rate_fps: r.line_rate_fps,
+        max_fps: r.line_rate_fps,
+        min_fps: 1_000.0,
+        goals: vec![
+            goal("NDR", 0.0, Some(1_020_000.0), true),
+            goal("PDR", 0.005, Some(1_570_000.0), false),
+        ],
+        trial_seconds: 20.0,
+        trials: vec![trial(64, 1_020_000.0, 1_020_000, false)],
+    });
+    let table = throughput_table(&report(vec![r, result(1518, 800_000.0, false)], None));
+    let lines: Vec<&str> = table.lines().collect();
+    let at = |label: &str| lines.iter().position(|l| l.starts_with(label)).unwrap();
+    // Throughput, then NDR and PDR (Mbps, then frames/s), then line rate.
+    assert!(at("Throughput") < at("NDR (MLRsearch)"));
+    assert!(at("NDR (MLRsearch)") < at("PDR (MLRsearch)"));
+    assert!(at("PDR (MLRsearch)") < at("Line rate"));
+    assert!(lines[at("NDR (MLRsearch)") + 1].contains("1,020,000"));
+    // An irregular goal result is marked; a size without MLRsearch shows "-".
+    assert!(lines[at("PDR (MLRsearch)") + 1].contains("1,570,000~"));
+    assert!(lines[at("NDR (MLRsearch)")].contains(" -"));
+    assert!(table.contains("exceed ratio 50 % of 2 s in trials of 1 s"));
 }

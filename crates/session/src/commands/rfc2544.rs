@@ -8,6 +8,8 @@ use crate::ports::{self, check_writable, parse_share, parse_trial_duration, Zero
 use crate::recorder::{Recorder, RunInfo};
 use anyhow::{bail, Context, Result};
 use linerate_engine::{Engine, EngineError};
+use linerate_method::mlrsearch::{self, MlrConfig};
+use linerate_method::spec::Step;
 use linerate_method::{find_throughput, Progress, ThroughputConfig, TrialRunner};
 use linerate_results::calibration::{self, near_ceiling, Calibration};
 use linerate_results::{report, InterruptedSearch, Rfc2544Report, TrialResult, TrialSpec};
@@ -174,7 +176,7 @@ pub(crate) fn measure(
         cfg.allowed_loss_ratio = allowed_loss;
         cfg.mix = frames.mix().cloned();
         cfg.validate()?;
-        plans.push((frames.largest(), line_fps, cfg));
+        plans.push((frames, line_fps, cfg));
     }
 
     eprintln!(
@@ -229,13 +231,14 @@ pub(crate) fn measure(
         line_speed_bps: line_bps,
         scenario: &rep.description,
         report: Some(&rep),
-        sizes: plans.iter().map(|p| p.0.frame()).collect(),
+        sizes: plans.iter().map(|p| p.0.largest().frame()).collect(),
         trial_s: trial_duration.as_secs_f64(),
         resolution,
         port_b_mac: bed.engine.port_b().mac,
     })?;
 
-    for (search_no, (frame, line_fps, cfg)) in plans.into_iter().enumerate() {
+    for (search_no, (frames, line_fps, cfg)) in plans.into_iter().enumerate() {
+        let frame = frames.largest();
         let mut trials: Vec<TrialResult> = Vec::new();
         let mut on_progress = |p: Progress| {
             recorder.search_progress(search_no, &p, line_fps);
@@ -271,6 +274,43 @@ pub(crate) fn measure(
                     result.calibrated_ceiling_fps = Some(c.ceiling_fps);
                     result.tester_limited |= near_ceiling(result.throughput_fps, c.ceiling_fps);
                 }
+                if args.mlrsearch {
+                    let cfg = mlrsearch_goals(cfg.max_fps, cfg.min_fps);
+                    let first_trial_no = result.trials.len();
+                    let mut trials: Vec<TrialResult> = Vec::new();
+                    let mut on_step = |step: Step| {
+                        let p = step_as_progress(&step, first_trial_no, line_fps);
+                        recorder.search_progress(search_no, &p, line_fps);
+                        if let Step::Done { result, .. } = step {
+                            trials.push(result.clone());
+                        }
+                    };
+                    let mut runner = EngineRunner {
+                        engine: &mut bed.engine,
+                        interrupt,
+                        cpu: extras.cpu,
+                    };
+                    match mlrsearch::search(&mut runner, frames, &cfg, line_fps, &mut on_step) {
+                        Ok(mlr) => result.mlrsearch = Some(mlr),
+                        Err(e) => {
+                            // The zero-loss result stands; the MLRsearch
+                            // trials are kept as the unfinished search's.
+                            eprintln!();
+                            rep.results.push(result);
+                            rep.interrupted = Some(unfinished(frame, trials));
+                            save(&rep)?;
+                            if let EngineError::Interrupted = e {
+                                return Ok((
+                                    Outcome::Interrupted(
+                                        "results measured so far were kept".into(),
+                                    ),
+                                    rep,
+                                ));
+                            }
+                            return Err(e.into());
+                        }
+                    }
+                }
                 recorder.result(search_no, &result);
                 rep.results.push(result)
             }
@@ -291,6 +331,53 @@ pub(crate) fn measure(
         save(&rep)?;
     }
     Ok((Outcome::Passed, rep))
+}
+
+/// `rfc2544 --mlrsearch`: MLRsearch (RFC 9971) for the NDR (loss ratio
+/// 0) and the PDR (0.5 %), each with exceed ratio 50 %: a load is an
+/// upper bound only when more than half of its trial time (2 s of 1-s
+/// trials) lost more than the goal allows, so one stall of the DUT in one
+/// trial does not end the search as it ends the zero-loss search. Width
+/// 1 %, the loads of the zero-loss search.
+pub(crate) fn mlrsearch_goals(max_fps: f64, min_fps: f64) -> MlrConfig {
+    let mut cfg = MlrConfig::ndr_pdr(max_fps, Duration::from_secs(1), 0.01, 0.005);
+    cfg.min_fps = min_fps;
+    for g in &mut cfg.goals {
+        g.exceed_ratio = 0.5;
+        g.duration_sum = Duration::from_secs(2);
+    }
+    cfg
+}
+
+/// An MLRsearch step as the search's progress, numbered on after the
+/// zero-loss search's `first_trial_no` trials (no bracket: 0..line rate).
+fn step_as_progress<'a>(step: &Step<'a>, first_trial_no: usize, line_fps: f64) -> Progress<'a> {
+    match *step {
+        Step::Starting {
+            frame,
+            trial_no,
+            spec,
+            ..
+        } => Progress::TrialStarting {
+            frame,
+            mix: spec.mix.as_ref(),
+            trial_no: first_trial_no + trial_no,
+            intended_fps: spec.intended_fps,
+            lo: 0.0,
+            hi: line_fps,
+        },
+        Step::Done {
+            frame,
+            trial_no,
+            result,
+            passed,
+        } => Progress::TrialDone {
+            frame,
+            trial_no: first_trial_no + trial_no,
+            result,
+            passed,
+        },
+    }
 }
 
 /// The trials of a frame size whose search did not finish.
