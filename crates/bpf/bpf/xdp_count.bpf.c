@@ -132,7 +132,11 @@ int lr_count(struct xdp_md *ctx)
 
 	/* Ethernet, at most one 802.1Q tag, then IPv4 (any IHL, not a
 	 * fragment) or IPv6 (UDP straight after the fixed header), then UDP:
-	 * the layouts of crates/wire encap.rs. */
+	 * the layouts of crates/wire encap.rs. The checks are those of
+	 * crates/wire classify.rs, so every engine takes the same frames for
+	 * test frames (a property test in crates/bpf/tests runs this program
+	 * and the classifier on the same frames): the IP version, and a UDP
+	 * length that holds the signature and fits the IP packet. */
 	struct ethhdr *eth = data;
 	if ((void *)(eth + 1) > data_end)
 		return XDP_PASS;
@@ -149,26 +153,37 @@ int lr_count(struct xdp_md *ctx)
 		l3 = tag + 1;
 	}
 	struct udphdr *udp;
+	__u32 ip_payload; /* bytes after the IP header, by its length field */
 	if (proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = l3;
-		if ((void *)(ip + 1) > data_end || ip->protocol != IPPROTO_UDP)
+		if ((void *)(ip + 1) > data_end || ip->version != 4 ||
+		    ip->protocol != IPPROTO_UDP)
 			return XDP_PASS;
 		/* A fragment's payload has no signature to trust. */
 		if (ip->frag_off & bpf_htons(0x3fff))
 			return XDP_PASS;
 		__u32 ihl = ip->ihl * 4;
-		if (ihl < sizeof(*ip) || ihl > 60)
+		__u32 total = bpf_ntohs(ip->tot_len);
+		if (ihl < sizeof(*ip) || ihl > 60 || total < ihl)
 			return XDP_PASS;
+		ip_payload = total - ihl;
 		udp = (void *)ip + ihl;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = l3;
-		if ((void *)(ip6 + 1) > data_end || ip6->nexthdr != IPPROTO_UDP)
+		if ((void *)(ip6 + 1) > data_end || ip6->version != 6 ||
+		    ip6->nexthdr != IPPROTO_UDP)
 			return XDP_PASS;
+		ip_payload = bpf_ntohs(ip6->payload_len);
 		udp = (void *)(ip6 + 1);
 	} else {
 		return XDP_PASS;
 	}
 	if ((void *)(udp + 1) > data_end)
+		return XDP_PASS;
+	/* The signature inside the UDP datagram, the datagram inside the IP
+	 * packet: not read from Ethernet padding or a damaged length. */
+	__u32 udp_len = bpf_ntohs(udp->len);
+	if (udp_len < sizeof(*udp) + LR_SIG_LEN || udp_len > ip_payload)
 		return XDP_PASS;
 	struct count_config *cfg = bpf_map_lookup_elem(&count_config, &zero);
 	/* udp_port 0: any port (the trial varies the destination port). */

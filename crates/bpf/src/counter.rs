@@ -202,6 +202,32 @@ impl XdpCounter {
         Ok((out, stray))
     }
 
+    /// Runs the program once on `frame` without attaching it
+    /// (`BPF_PROG_TEST_RUN`), under the current trial's configuration:
+    /// true when it takes the frame as a test frame (counted, or counted
+    /// as stray, and dropped), false when it passes it on to the stack.
+    /// For the test that holds this classifier to user space's
+    /// (`linerate_wire::classify`); the frame counts as if it had arrived.
+    /// The kernel refuses frames shorter than an Ethernet header.
+    #[doc(hidden)]
+    pub fn takes(&self, frame: &[u8]) -> Result<bool, BpfError> {
+        const XDP_DROP: u32 = 1;
+        let prog = self
+            .obj
+            .progs_mut()
+            .find(|p| p.name() == "lr_count")
+            .expect("xdp_count.bpf.c defines lr_count");
+        let input = libbpf_rs::ProgramInput {
+            data_in: Some(frame),
+            ..Default::default()
+        };
+        let out = prog.test_run(input).map_err(|source| BpfError::Map {
+            what: "running the XDP counter on one frame (BPF_PROG_TEST_RUN)",
+            source,
+        })?;
+        Ok(out.return_value == XDP_DROP)
+    }
+
     fn write_config(&self, first: u16, count: u16, udp_port: u16) -> libbpf_rs::Result<()> {
         let cfg = CountConfig {
             first_stream: first,

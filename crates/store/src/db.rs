@@ -9,12 +9,18 @@
 
 use crate::model::{Dut, Machine, RunStatus, RunSummary, StoredRun, StoredTrial};
 use linerate_results::{Rfc2544Report, ThroughputResult, TrialResult};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{
+    params, Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior,
+};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The schema version this build writes (SQLite's `user_version`).
 pub const SCHEMA_VERSION: i64 = 1;
+
+/// How long a connection waits for another's lock (a run writing a trial,
+/// or making the schema of a new file) before it gives up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Migrations, in order: `MIGRATIONS[n]` takes the database from version n to n + 1.
 const MIGRATIONS: &[&str] = &["
@@ -130,15 +136,49 @@ impl Store {
 
     fn setup(&self) -> Result<(), StoreError> {
         // Another linerate may be writing (two runs at once): wait for it.
-        self.conn.busy_timeout(Duration::from_secs(10))?;
-        // WAL: a commit is one append, readers never block the writer, and a
-        // killed process leaves every committed trial readable.
-        let _: String = self
-            .conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        // Every lock below (the switch to WAL, the migration's write lock,
+        // each insert) waits up to this long instead of failing at once.
+        self.conn.busy_timeout(BUSY_TIMEOUT)?;
+        self.use_wal()?;
         // NORMAL is durable against a killed process (not against power loss).
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
         self.conn.pragma_update(None, "foreign_keys", true)?;
+        // Up to date already (every open but a database's first): no write
+        // lock, so `linerate runs` never waits for a run that is writing.
+        if self.schema_version()? == SCHEMA_VERSION {
+            return Ok(());
+        }
+        self.migrate()
+    }
+
+    /// WAL: a commit is one append, readers never block the writer, and a
+    /// killed process leaves every committed trial readable.
+    ///
+    /// The switch needs the file to itself, and while another connection
+    /// holds it (its own switch, or its migration) SQLite can refuse it at
+    /// once ("database is locked") without calling the busy handler: the
+    /// test of runs starting together saw that in about one round of 30.
+    /// So it is retried here, for as long as the busy timeout.
+    fn use_wal(&self) -> Result<(), StoreError> {
+        let deadline = Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match self
+                .conn
+                .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+            {
+                Ok(_) => return Ok(()),
+                Err(e)
+                    if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                        && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(2))
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    fn schema_version(&self) -> Result<i64, StoreError> {
         let version: i64 = self
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))?;
@@ -148,12 +188,23 @@ impl Store {
                 found: version,
             });
         }
+        Ok(version)
+    }
+
+    /// Brings the schema up to date in one `BEGIN IMMEDIATE` transaction:
+    /// it takes the write lock before reading the version, so of several
+    /// processes opening a new file at once one migrates and the others
+    /// wait (busy timeout), then read the new version and migrate nothing.
+    /// A deferred transaction read the version first, and the second
+    /// opener then re-ran the first migration: "table runs already exists".
+    fn migrate(&self) -> Result<(), StoreError> {
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+        let version = self.schema_version()?;
         for (n, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            let tx = self.conn.unchecked_transaction()?;
             tx.execute_batch(sql)?;
             tx.pragma_update(None, "user_version", n as i64 + 1)?;
-            tx.commit()?;
         }
+        tx.commit()?;
         Ok(())
     }
 
@@ -492,6 +543,65 @@ mod tests {
             "incomplete (process died)"
         );
         std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    /// Several runs starting at once on a new database file (two
+    /// `linerate rfc2544 --db FILE` started together): every one opens it,
+    /// the schema is made once, and every run and trial is stored. Each
+    /// round starts from a new file, where the races were: before the
+    /// migrations ran under one `BEGIN IMMEDIATE` transaction a second
+    /// opener failed with "table runs already exists" in the first round,
+    /// and before the switch to WAL was retried one failed with "database
+    /// is locked" in about half the runs of this test.
+    #[test]
+    fn runs_starting_together_on_a_new_file_are_all_stored() {
+        const WRITERS: usize = 6;
+        const ROUNDS: usize = 15;
+        let made = crate::testdata::run(1, "dut", "fw");
+        let run = new_run(&made);
+        let dir = temp_db("race");
+        for round in 0..ROUNDS {
+            let path = dir.with_file_name(format!("round-{round}.sqlite"));
+            let start = std::sync::Barrier::new(WRITERS);
+            let outcomes: Vec<Result<i64, String>> = std::thread::scope(|s| {
+                let writers: Vec<_> = (0..WRITERS)
+                    .map(|_| {
+                        s.spawn(|| {
+                            start.wait();
+                            let store = Store::open(&path).map_err(|e| e.to_string())?;
+                            let id = store
+                                .begin_run(&run, &made.started_at)
+                                .map_err(|e| e.to_string())?;
+                            let t = &made.trials[0];
+                            store
+                                .add_trial(id, 0, 0, &t.result, t.passed, &t.finished_at)
+                                .map_err(|e| e.to_string())?;
+                            store
+                                .finish_run(id, RunStatus::Complete, "2026-11-21T12:02:00Z")
+                                .map_err(|e| e.to_string())?;
+                            Ok(id)
+                        })
+                    })
+                    .collect();
+                writers.into_iter().map(|w| w.join().unwrap()).collect()
+            });
+            let mut ids: Vec<i64> = outcomes
+                .into_iter()
+                .map(|o| o.unwrap_or_else(|e| panic!("round {round}: {e}")))
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            assert_eq!(ids.len(), WRITERS, "round {round}: distinct run ids");
+            let store = Store::open(&path).unwrap();
+            let runs = store.runs().unwrap();
+            assert_eq!(runs.len(), WRITERS, "round {round}: runs stored");
+            for id in ids {
+                let back = store.load(id).unwrap();
+                assert_eq!(back.status, RunStatus::Complete);
+                assert_eq!(back.trials.len(), 1);
+            }
+        }
+        std::fs::remove_dir_all(dir.parent().unwrap().parent().unwrap()).unwrap();
     }
 
     #[test]

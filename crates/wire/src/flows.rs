@@ -166,6 +166,8 @@ pub enum FlowError {
     Syntax(String),
     #[error("range '{0}': MIN is above MAX, or START/STEP is outside them: use MIN <= START <= MAX and a step from 1 to MAX - MIN + 1")]
     Bounds(String),
+    #[error("range '{0}': this step over so wide a range overflows the 64-bit arithmetic that gives each frame its value: narrow the range or take a smaller step (their product must stay below 2^64)")]
+    TooWide(String),
     #[error("field {0} has two ranges: give each field one --range")]
     Twice(&'static str),
     #[error("{0} takes IPv4 addresses and cannot vary IPv6 ones: with --ipv6 vary src-port, dst-port, src-mac or dst-mac instead")]
@@ -219,6 +221,14 @@ impl FieldRange {
         let start = start.unwrap_or(if mode == Mode::Dec { max } else { min });
         if min > max || !(min..=max).contains(&start) || step == 0 || step > max - min + 1 {
             return Err(FlowError::Bounds(text.to_string()));
+        }
+        // `value` computes (start - min) + (n mod span) * (step mod span)
+        // in 64 bits, as the in-kernel generator does: the largest it can
+        // be must fit, or a MAC range wider than 2^32 with a large step
+        // wraps and its frames no longer step by `step`.
+        let span = max - min + 1;
+        if (span - 1).checked_mul(step % span + 1).is_none() {
+            return Err(FlowError::TooWide(text.to_string()));
         }
         Ok(FieldRange {
             field,
@@ -434,6 +444,14 @@ mod tests {
             assert_eq!(r.describe(), text);
             assert_eq!(FieldRange::parse(&r.describe()).unwrap(), r);
         }
+        // Wider than 2^44 with a step of 779043: n * step wrapped 64 bits.
+        let wide = "src-mac=00:00:00:00:00:00..18:a1:a7:b9:14:95/step=779043";
+        assert_eq!(
+            FieldRange::parse(wide),
+            Err(FlowError::TooWide(wide.to_string()))
+        );
+        let all = FieldRange::parse("dst-mac=00:00:00:00:00:00..ff:ff:ff:ff:ff:ff").unwrap();
+        assert_eq!(all.value(u64::MAX), u64::MAX % (1 << 48));
         let twice = Flows::parse(&["dst-port=1..2".into(), "dst-port=3..4".into()]);
         assert_eq!(twice, Err(FlowError::Twice("dst-port")));
     }

@@ -135,9 +135,13 @@ impl FrameMix {
             return Err(MixError::Weight(name.to_string()));
         }
         let mut sizes: Vec<FrameSize> = Vec::new();
-        let mut merged: Vec<u32> = Vec::new();
+        // u64: the weights of a repeated size are summed, and two u32
+        // weights overflow a u32 (which gave that size a wrong share, or
+        // none at all).
+        let mut merged: Vec<u64> = Vec::new();
         for &(size, w) in weights {
             let f = FrameSize::from_frame(size)?;
+            let w = w as u64;
             match sizes.iter().position(|&s| s == f) {
                 Some(i) => merged[i] += w,
                 None => {
@@ -150,7 +154,7 @@ impl FrameMix {
             return Err(MixError::TooManySizes(name.to_string()));
         }
         let g = merged.iter().copied().fold(0, gcd);
-        let weights: Vec<u64> = merged.iter().map(|&w| (w / g) as u64).collect();
+        let weights: Vec<u64> = merged.iter().map(|&w| w / g).collect();
         let len: u64 = weights.iter().sum();
         if len as usize > MAX_SEQUENCE {
             return Err(MixError::TooLong(name.to_string(), len as usize));
@@ -185,6 +189,12 @@ impl FrameMix {
         }
         if sequence.is_empty() {
             return Err(MixError::Syntax(name));
+        }
+        // As for weights: the generators hold at most MAX_SIZES templates
+        // per class (a two-class drop test of a 9-size genome tripped the
+        // xdp generator's assertion).
+        if sizes.len() > MAX_SIZES {
+            return Err(MixError::TooManySizes(name));
         }
         if sequence.len() > MAX_SEQUENCE {
             return Err(MixError::TooLong(name, sequence.len()));
@@ -474,7 +484,7 @@ impl FrameSet {
     }
 }
 
-fn gcd(a: u32, b: u32) -> u32 {
+fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {
         a
     } else {
@@ -641,6 +651,20 @@ mod tests {
         assert!(matches!(
             FrameMix::parse("64:100,128:29"),
             Err(MixError::TooLong(_, 129))
+        ));
+        // A repeated size's weights are summed without overflow: 1 + 2^32 - 1
+        // of 1518 against 1 of 64 (the sum wrapped to 0 in a u32, and 1518
+        // was listed but never sent).
+        assert!(matches!(
+            FrameMix::parse("1518:1,64:1,1518:4294967295"),
+            Err(MixError::TooLong(_, _))
+        ));
+        let m = FrameMix::parse("64:4294967295,128:4294967295,64:4294967295").unwrap();
+        assert_eq!(m.counts(), vec![2, 1]);
+        // Nine letters are nine sizes, one more than a mix may have.
+        assert!(matches!(
+            FrameMix::parse("genome:abcdefghi"),
+            Err(MixError::TooManySizes(_))
         ));
     }
 

@@ -331,6 +331,15 @@ impl Rate {
         if value <= 0.0 {
             return Err(UnitError::RateZero(text.to_string()));
         }
+        // A finite number times its unit can still overflow (a 300-digit
+        // Gbps): an infinite rate is no rate.
+        let scaled = match rate {
+            Rate::Fps(v) | Rate::PercentOfLine(v) => v,
+            Rate::Bps { bps, .. } => bps,
+        };
+        if !scaled.is_finite() {
+            return Err(bad());
+        }
         Ok(rate)
     }
 
@@ -375,7 +384,11 @@ pub fn parse_line_speed(text: &str) -> Result<u64, UnitError> {
     if !(v.is_finite() && v > 0.0) {
         return Err(bad());
     }
-    Ok((v * mult).round() as u64)
+    // Below half a bit per second rounds to 0 (".1bps"): no line speed.
+    match (v * mult).round() {
+        bps if bps >= 1.0 => Ok(bps as u64),
+        _ => Err(bad()),
+    }
 }
 
 #[cfg(test)]
@@ -434,7 +447,17 @@ mod tests {
         assert!((l2 - 1_000_000.0).abs() < 1e-6);
         let l1 = Rate::parse("672Mbps@L1").unwrap().to_fps(f, 0);
         assert!((l1 - 1_000_000.0).abs() < 1e-6);
-        for bad in ["", "fast", "10", "-5%", "0fps", "5 furlongs", "1e400fps"] {
+        let huge = format!("1{}Gbps", "0".repeat(305)); // finite, but not times 1e9
+        for bad in [
+            "",
+            "fast",
+            "10",
+            "-5%",
+            "0fps",
+            "5 furlongs",
+            "1e400fps",
+            &huge,
+        ] {
             assert!(Rate::parse(bad).is_err(), "{bad} should be refused");
         }
     }
@@ -446,6 +469,7 @@ mod tests {
         assert_eq!(parse_line_speed("25Gbps").unwrap(), 25_000_000_000);
         assert!(parse_line_speed("fast").is_err());
         assert!(parse_line_speed("0G").is_err());
+        assert!(parse_line_speed(".1bps").is_err());
     }
 
     #[test]

@@ -1,0 +1,137 @@
+//! The in-kernel counter (`xdp_count.bpf.c`, the `xdp` engine's receiver)
+//! and user space's classifier (`linerate_wire::classify`, the socket
+//! engines' receiver) must agree on which frames are test frames, or the
+//! engines count a damaged or foreign frame differently. A property test
+//! (proptest) runs the loaded program on each generated frame with
+//! `BPF_PROG_TEST_RUN` (nothing attached, no namespace) and compares.
+//! Needs root.
+//!
+//! Frames: test frames the crate builds (IPv4/IPv6, tagged or not) with
+//! one to three bytes of their headers and signature changed, cut short,
+//! and random bytes shaped like the headers the classifier reads. Bounded
+//! case count so it runs in CI; `PROPTEST_CASES=N` runs it longer.
+
+use linerate_bpf::counter::XdpCounter;
+use linerate_wire::classify::ANY_PORT;
+use linerate_wire::template::DEFAULT_UDP_PORT;
+use linerate_wire::{
+    classify, FlowSpec, FrameSize, FrameTemplate, MacAddr, Received, Signature, VlanTag,
+};
+use proptest::prelude::*;
+use proptest::sample::Index;
+use proptest::test_runner::{TestCaseError, TestRunner};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4000)
+}
+
+fn flow() -> impl Strategy<Value = FlowSpec> {
+    let addrs = prop_oneof![
+        any::<(u32, u32)>().prop_map(|(a, b)| (
+            IpAddr::from(Ipv4Addr::from(a)),
+            IpAddr::from(Ipv4Addr::from(b))
+        )),
+        any::<(u128, u128)>().prop_map(|(a, b)| (
+            IpAddr::from(Ipv6Addr::from(a)),
+            IpAddr::from(Ipv6Addr::from(b))
+        )),
+    ];
+    let vlan = proptest::option::of((1u16..=4094).prop_map(|id| VlanTag { id, pcp: 0 }));
+    (addrs, vlan, any::<bool>()).prop_map(|((src_ip, dst_ip), vlan, other_port)| FlowSpec {
+        src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+        dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+        src_ip,
+        dst_ip,
+        src_port: DEFAULT_UDP_PORT,
+        dst_port: if other_port { 9 } else { DEFAULT_UDP_PORT },
+        ttl: 64,
+        vlan,
+    })
+}
+
+/// A built test frame with up to three bytes among its first 80 changed
+/// (headers, lengths, signature), sometimes cut short.
+fn damaged_test_frame() -> impl Strategy<Value = Vec<u8>> {
+    (
+        flow(),
+        0u64..200,
+        any::<(u16, u32, u32)>(),
+        proptest::collection::vec((0usize..80, any::<u8>()), 0..=3),
+        proptest::option::of(any::<Index>()),
+    )
+        .prop_map(|(flow, extra, (stream, seq, tx_ts), edits, cut)| {
+            let encap = flow.encap();
+            let size = FrameSize::from_frame_in(encap.min_frame() as u64 + extra, &encap)
+                .expect("a size in range");
+            let t = FrameTemplate::new(&flow, size);
+            let mut f = vec![0u8; t.len()];
+            t.write(&mut f, Signature { stream, seq, tx_ts });
+            for (at, v) in edits {
+                if let Some(b) = f.get_mut(at) {
+                    *b = v;
+                }
+            }
+            if let Some(cut) = cut {
+                f.truncate(14 + cut.index(f.len() - 13));
+            }
+            f
+        })
+}
+
+/// Random bytes behind an EtherType the classifier looks into.
+fn frame_like() -> impl Strategy<Value = Vec<u8>> {
+    (
+        proptest::collection::vec(any::<u8>(), 14..120),
+        prop_oneof![Just(0x0800u16), Just(0x86DD), Just(0x8100), any::<u16>()],
+        any::<(u8, u8)>(),
+    )
+        .prop_map(|(mut b, et, (first, proto))| {
+            b[12..14].copy_from_slice(&et.to_be_bytes());
+            if b.len() > 24 {
+                b[14] = first;
+                b[23] = 17 | (proto & 0x80);
+            }
+            b
+        })
+}
+
+#[test]
+fn the_kernel_counter_takes_exactly_the_frames_user_space_classifies_as_test_frames() {
+    if !linerate_bpf::root_or_skip("the XDP counter against the classifier") {
+        return;
+    }
+    let mut counter = XdpCounter::load(4).expect("the XDP counter loads (as root)");
+    let frames = prop_oneof![3 => damaged_test_frame(), 1 => frame_like()];
+    for port in [DEFAULT_UDP_PORT, ANY_PORT] {
+        // A runner per port: one that has run holds its case count as done.
+        let mut runner = TestRunner::new(proptest::test_runner::Config {
+            cases: cases(),
+            ..Default::default()
+        });
+        counter.start_trial(7, 4, port, 1).unwrap();
+        let counter = &counter;
+        let result = runner.run(&frames, |f| {
+            let user = matches!(classify(&f, port), Received::Test { .. });
+            let kernel = counter
+                .takes(&f)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(
+                kernel,
+                user,
+                "port {}: the kernel {} it, user space classifies it {:?}; frame {:02x?}",
+                port,
+                if kernel { "takes" } else { "passes" },
+                classify(&f, port),
+                f
+            );
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("{e}");
+        }
+    }
+}
