@@ -9,6 +9,7 @@ mod common;
 
 use common::*;
 use serde_json::Value;
+use std::time::Duration;
 
 /// Short searches: 1 s trials, a low ceiling, coarse resolution.
 fn scenario_run(spec: &str, sizes: &str, json: &TempFile) -> Run {
@@ -393,6 +394,94 @@ fn ipsec_tunnel_says_its_data_path_and_matches_the_wan_bytes() {
         "{check}"
     );
     assert!(packets >= rx_total(&report), "{check}");
+}
+
+/// Directories of charon's for lab `lab`: those whose name holds the lab's
+/// name, with a swanctl.conf, in /run/linerate or the temporary directory.
+fn charon_dirs(lab: &str) -> Vec<std::path::PathBuf> {
+    ["/run/linerate".into(), std::env::temp_dir()]
+        .iter()
+        .filter_map(|base| std::fs::read_dir(base).ok())
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(lab))
+        .map(|e| e.path())
+        .filter(|p| p.join("swanctl.conf").exists())
+        .collect()
+}
+
+/// An IPsec lab's pre-shared key is root's only while it runs (directory
+/// 0700, file 0600); linerate killed with SIGKILL takes both charons with
+/// it, and `lab down` removes their files.
+#[test]
+fn a_killed_ipsec_run_leaves_no_key_behind_after_lab_down() {
+    let test = "a_killed_ipsec_run_leaves_no_key_behind_after_lab_down";
+    if !root_or_skip(test) {
+        return;
+    }
+    if !["/usr/lib/ipsec/charon", "/usr/libexec/ipsec/charon"]
+        .iter()
+        .any(|p| std::path::Path::new(p).exists())
+    {
+        skip(&format!(
+            "(no strongSwan here; scripts/setup.sh installs it): {test}"
+        ));
+        return;
+    }
+    let run = Spawned::start(&[
+        "rfc2544",
+        "--scenario",
+        "tunnel:ipsec",
+        "--sizes",
+        "512",
+        "--trial-duration",
+        "30s",
+        "--max-rate",
+        "1000fps",
+    ]);
+    // The scenario's lab (see commands/scenarios.rs), its DUT namespaces.
+    let lab = format!("s{}-0", run.pid);
+    let _guard = LabGuard(lab.clone());
+    let duts = [format!("lr-{lab}-dut"), format!("lr-{lab}-dut2")];
+    let _reaper = ProcessReaper(duts.to_vec());
+    let dirs = DirGuard::new();
+    let found = poll(Duration::from_secs(30), || {
+        let found = charon_dirs(&lab);
+        let up = found.len() == 2 && duts.iter().all(|ns| !netns_processes(ns).is_empty());
+        up.then_some(found)
+    });
+    let Some(found) = found else {
+        panic!("no two charons seen: {}", run.finish(RUN_LIMIT).dump());
+    };
+    for dir in &found {
+        dirs.add(dir);
+    }
+    for dir in &found {
+        assert_eq!(mode_of(dir) & 0o077, 0, "{} open to others", dir.display());
+        let conf = dir.join("swanctl.conf");
+        assert_eq!(
+            mode_of(&conf) & 0o077,
+            0,
+            "{} readable by others",
+            conf.display()
+        );
+        let text = std::fs::read_to_string(&conf).unwrap();
+        assert!(
+            !text.contains(&lab),
+            "a key made from the lab's name: {text}"
+        );
+    }
+    signal(run.pid, nix::sys::signal::Signal::SIGKILL);
+    let run = run.finish(RUN_LIMIT);
+    assert_eq!(run.code, 128 + 9, "{}", run.dump());
+    let left = wait_no_processes(&duts, Duration::from_secs(3));
+    assert_eq!(left, [], "outlived the killed run");
+    let down = linerate(&["lab", "down", "--lab-name", &lab]);
+    assert_eq!(down.code, 0, "{}", down.dump());
+    for dir in &found {
+        assert!(!dir.exists(), "{} left after lab down", dir.display());
+    }
+    assert_eq!(charon_dirs(&lab), Vec::<std::path::PathBuf>::new());
 }
 
 #[test]

@@ -7,6 +7,7 @@
 mod common;
 
 use common::*;
+use std::time::Duration;
 
 /// The path limit the tests set on the DUT's egress towards each tester.
 const LIMIT_MBIT: f64 = 200.0;
@@ -195,9 +196,11 @@ fn http_with_nginx_serves_through_the_dut() {
         return;
     }
     let (lab, _guard) = lab_up("hn");
+    let server_ns = format!("lr-{lab}-b");
+    let _reaper = ProcessReaper(vec![server_ns.clone()]);
     limit_dut(&lab);
     let json = TempFile::new("nginx");
-    let run = linerate(&[
+    let run = Spawned::start(&[
         "http",
         "--lab",
         "--lab-name",
@@ -209,14 +212,72 @@ fn http_with_nginx_serves_through_the_dut() {
         "--json",
         json.arg(),
     ]);
+    let dir = poll(Duration::from_secs(20), || nginx_dir_in(&server_ns));
+    let run = run.finish(RUN_LIMIT);
     assert_eq!(run.code, 0, "{}", run.dump());
     let rec = json.json();
     assert_eq!(rec["server"], "nginx");
     assert_goodput_in_limit(&rec["runs"][0], LIMIT_MBIT);
     // nginx stopped and its directory removed.
-    let dir = std::env::temp_dir().join(format!("linerate-nginx-{}", run.pid));
+    let dir = dir.expect("nginx seen running");
     assert!(!dir.exists(), "{} left behind", dir.display());
+    assert_eq!(netns_processes(&server_ns), [], "left running");
     assert_lab_as_made(&lab);
+}
+
+/// linerate killed with SIGKILL (no Drop runs): nginx, master and workers,
+/// ends with it, and `lab down` removes the directory it ran in. While it
+/// runs, that directory is root's only.
+#[test]
+fn nginx_ends_with_a_killed_run_and_lab_down_removes_its_directory() {
+    let test = "nginx_ends_with_a_killed_run_and_lab_down_removes_its_directory";
+    if !root_or_skip(test) {
+        return;
+    }
+    if !std::path::Path::new("/usr/sbin/nginx").exists() {
+        skip(&format!(
+            "(nginx not installed; scripts/setup.sh installs it): {test}"
+        ));
+        return;
+    }
+    let (lab, _guard) = lab_up("hk");
+    let server_ns = format!("lr-{lab}-b");
+    // Declared after the lab's guard: ends anything left before lab down.
+    let _reaper = ProcessReaper(vec![server_ns.clone()]);
+    let dirs = DirGuard::new();
+    let run = Spawned::start(&[
+        "http",
+        "--lab",
+        "--lab-name",
+        &lab,
+        "--duration",
+        "60s",
+        "--server",
+        "nginx",
+    ]);
+    let dir = poll(Duration::from_secs(20), || nginx_dir_in(&server_ns));
+    let Some(dir) = dir else {
+        panic!(
+            "no nginx seen in {server_ns}: {}",
+            run.finish(RUN_LIMIT).dump()
+        );
+    };
+    dirs.add(&dir);
+    assert_eq!(mode_of(&dir) & 0o077, 0, "{} open to others", dir.display());
+    assert_eq!(mode_of(&dir.join("nginx.conf")) & 0o077, 0);
+    let workers = netns_processes(&server_ns);
+    assert!(
+        workers.iter().filter(|(_, c)| c == "nginx").count() >= 2,
+        "a master and its workers: {workers:?}"
+    );
+    signal(run.pid, nix::sys::signal::Signal::SIGKILL);
+    let run = run.finish(RUN_LIMIT);
+    assert_eq!(run.code, 128 + 9, "{}", run.dump());
+    let left = wait_no_processes(std::slice::from_ref(&server_ns), Duration::from_secs(3));
+    assert_eq!(left, [], "outlived the killed run");
+    let down = linerate(&["lab", "down", "--lab-name", &lab]);
+    assert_eq!(down.code, 0, "{}", down.dump());
+    assert!(!dir.exists(), "{} left after lab down", dir.display());
 }
 
 /// Drops TCP port 5201 and rejects 8080 in the DUT's forward path.

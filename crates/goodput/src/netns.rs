@@ -6,6 +6,7 @@
 //! made in (see the crate docs).
 
 use crate::GoodputError;
+use linerate_helper::DieWithParent;
 use std::fs::File;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
@@ -58,6 +59,7 @@ pub fn ip(args: &[&str]) -> Result<String, GoodputError> {
     let out = Command::new(ip)
         .args(args)
         .stdin(Stdio::null())
+        .die_with_parent()
         .output()
         .map_err(|e| GoodputError::io("running ip", e))?;
     if out.status.success() {

@@ -2,19 +2,28 @@
 //!
 //! linerate writes a minimal configuration and the objects (files named by
 //! their size, so the clients' `GET /<bytes>` URLs work unchanged) into a
-//! temporary directory, runs nginx in the foreground inside the server's
+//! private directory (`/run/linerate/nginx.<random>`, 0700, files 0600;
+//! see linerate-helper), runs nginx in the foreground inside the server's
 //! namespace, and on drop stops it and removes the directory.
+//!
+//! nginx must not outlive linerate, however linerate ends. Its master gets
+//! SIGKILL when linerate ends (`PR_SET_PDEATHSIG`), but the workers it
+//! forks would not: so nginx runs as PID 1 of a PID namespace of its own
+//! (`unshare --pid --fork --kill-child`), and when the first process of a
+//! PID namespace ends, the kernel kills every other process in it.
 
 use crate::netns::find_tool;
 use crate::GoodputError;
+use linerate_helper::{DieWithParent, PrivateDir};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub struct Nginx {
+    /// `unshare`, whose only child is nginx's master.
     child: Option<Child>,
-    dir: PathBuf,
+    dir: PrivateDir,
 }
 
 /// The configuration: objects from `www`, keep-alive without limit (the
@@ -59,25 +68,43 @@ impl Nginx {
                 "nginx not found: install it with 'apt-get install nginx-light', or use the built-in server (leave out --server nginx)".into(),
             )
         })?;
-        let dir = std::env::temp_dir().join(format!("linerate-nginx-{}", std::process::id()));
-        let mut server = Nginx {
-            child: None,
-            dir: dir.clone(),
-        };
+        let unshare = find_tool("unshare").ok_or_else(|| {
+            GoodputError::Setup(
+                "unshare not found (it keeps nginx from outliving linerate): install it with 'apt-get install util-linux'".into(),
+            )
+        })?;
+        let private = PrivateDir::new("nginx").map_err(|e| {
+            GoodputError::io(
+                format!("making a directory in {}", linerate_helper::RUN_DIR),
+                e,
+            )
+        })?;
+        let dir = private.path().to_path_buf();
         let io = |what: &str, e| GoodputError::io(format!("{what} in {}", dir.display()), e);
-        std::fs::create_dir_all(dir.join("www"))
-            .map_err(|e| io("making the nginx directory", e))?;
+        private
+            .subdir("www")
+            .map_err(|e| io("making the objects' directory", e))?;
         for &size in sizes {
             let data: Vec<u8> = (0..size as usize).map(|i| (i % 251) as u8).collect();
-            std::fs::write(dir.join("www").join(size.to_string()), data)
+            private
+                .write(&format!("www/{size}"), &data)
                 .map_err(|e| io("writing an object", e))?;
         }
         let dir_text = dir.to_string_lossy().into_owned();
-        let conf = dir.join("nginx.conf");
-        std::fs::write(&conf, config(&dir_text, listen))
+        let conf = private
+            .write("nginx.conf", config(&dir_text, listen).as_bytes())
             .map_err(|e| io("writing nginx.conf", e))?;
+        let mut server = Nginx {
+            child: None,
+            dir: private,
+        };
         let log = dir.join("error.log");
         let nginx_args = [
+            unshare.to_string_lossy().into_owned(),
+            "--pid".into(),
+            "--fork".into(),
+            "--kill-child=SIGKILL".into(),
+            "--".into(),
             nginx.to_string_lossy().into_owned(),
             "-p".into(),
             dir_text.clone(),
@@ -101,10 +128,12 @@ impl Nginx {
                 c
             }
         };
+        // Started from the thread that runs the command (see DieWithParent).
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
+            .die_with_parent()
             .spawn()
             .map_err(|e| GoodputError::io("starting nginx", e))?;
         server.child = Some(child);
@@ -132,12 +161,14 @@ impl Nginx {
                         use std::io::Read;
                         let _ = e.read_to_string(&mut err);
                     }
-                    let log =
-                        std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default();
+                    let log = std::fs::read_to_string(self.dir.path().join("error.log"))
+                        .unwrap_or_default();
+                    // nginx's complaint, else unshare's (or ip's).
                     let why = err
                         .lines()
                         .chain(log.lines())
                         .find(|l| l.contains("emerg") || l.contains("error"))
+                        .or_else(|| err.lines().find(|l| !l.trim().is_empty()))
                         .unwrap_or("no message")
                         .to_string();
                     return Err(GoodputError::Setup(format!(
@@ -151,20 +182,39 @@ impl Nginx {
             if t0.elapsed() > Duration::from_secs(10) {
                 return Err(GoodputError::Setup(format!(
                     "nginx did not accept connections on {listen} within 10 s; see {}",
-                    self.dir.join("error.log").display()
+                    self.dir.path().join("error.log").display()
                 )));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+
+    /// The directory nginx runs in (its prefix).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// nginx's master: `unshare`'s only child (/proc/PID/task/PID/children).
+fn master_of(unshare: u32) -> Option<i32> {
+    std::fs::read_to_string(format!("/proc/{unshare}/task/{unshare}/children"))
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 impl Drop for Nginx {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            // SIGTERM: nginx's fast shutdown; the master stops its workers.
-            let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            // SIGTERM to the master: nginx's fast shutdown, the master stops
+            // its workers. unshare ends when the master has, and the master,
+            // PID 1 of its namespace, only once every worker has.
+            if let Some(master) = master_of(child.id()) {
+                let pid = nix::unistd::Pid::from_raw(master);
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            }
             let t0 = Instant::now();
             while t0.elapsed() < Duration::from_secs(5) {
                 if let Ok(Some(_)) = child.try_wait() {
@@ -172,9 +222,11 @@ impl Drop for Nginx {
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
+            // Still there: SIGKILL to unshare, which passes it to the master
+            // (--kill-child); the kernel then kills the workers.
             let _ = child.kill();
             let _ = child.wait();
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // The directory goes with `self.dir`.
     }
 }

@@ -251,6 +251,8 @@ impl Lab {
         let lock = crate::lock::lock(name)?;
         for ns in netns_names(name) {
             if !netns::exists(&ns) {
+                // No lab: no lock file of it stays either.
+                lock.discard();
                 return Err(LabError::NotFound {
                     name: name.to_string(),
                     missing: ns,
@@ -461,8 +463,11 @@ fn build(name: &str, rollback: &mut Rollback) -> Result<Lab, LabError> {
 /// Removes the namespaces of lab `name` that are present, without opening
 /// it first: works on a half-made or half-removed lab, where `attach`
 /// fails; also the back-to-back wire of a `calibrate` run of that name
-/// ([`crate::Wire`]). Returns the namespaces removed (empty if none was
-/// there).
+/// ([`crate::Wire`]). What a killed run left goes too: the processes still
+/// in the lab's namespaces (nginx, charon, boringtun), boringtun's control
+/// sockets, and the private directories under /run/linerate whose run has
+/// ended (linerate-helper's `sweep`). Returns the namespaces removed and
+/// the processes ended ("process PID (NAME)"); empty if none was there.
 pub fn down_lab(name: &str) -> Result<Vec<String>, LabError> {
     validate_name(name)?;
     // Never from under a run that uses it.
@@ -471,15 +476,29 @@ pub fn down_lab(name: &str) -> Result<Vec<String>, LabError> {
     let mut names = all_netns_names(name);
     names.rotate_right(1);
     names.push(crate::wire::netns_name(name));
-    delete_all(names)
+    let removed = delete_all(names);
+    remove_leftover_files(&[name.to_string()]);
+    removed
 }
 
-/// Deletes every namespace given, even if one fails, then reports the
-/// first error; otherwise returns those that existed and were removed.
+/// Files a killed run left: boringtun's sockets for labs `labs`, and every
+/// private directory whose run has ended.
+fn remove_leftover_files(labs: &[String]) {
+    for lab in labs {
+        crate::scenario::remove_leftover_sockets(lab);
+    }
+    let _ = linerate_helper::sweep();
+}
+
+/// Ends the processes in every namespace given, then deletes it, even if one
+/// fails, then reports the first error; otherwise returns the namespaces
+/// that existed and were removed, and the processes ended.
 fn delete_all(names: impl IntoIterator<Item = String>) -> Result<Vec<String>, LabError> {
     let mut removed = Vec::new();
+    let mut ended = Vec::new();
     let mut first_error = None;
     for ns in names {
+        ended.extend(netns::end_processes(&ns));
         match netns::delete(&ns) {
             Ok(true) => removed.push(ns),
             Ok(false) => {}
@@ -488,6 +507,7 @@ fn delete_all(names: impl IntoIterator<Item = String>) -> Result<Vec<String>, La
             }
         }
     }
+    removed.extend(ended);
     first_error.map_or(Ok(removed), Err)
 }
 
@@ -534,7 +554,17 @@ fn root_veths() -> Result<Vec<String>, LabError> {
 /// removed.
 pub fn down_all() -> Result<Vec<String>, LabError> {
     crate::check_environment()?;
+    // The labs whose files to look for: those with a DUT namespace.
+    let labs: Vec<String> = netns::list()
+        .iter()
+        .filter_map(|ns| {
+            ns.strip_prefix(PREFIX)?
+                .strip_suffix(&format!("-{DUT_SUFFIX}"))
+        })
+        .map(str::to_string)
+        .collect();
     let mut removed = down_matching(PREFIX)?;
+    remove_leftover_files(&labs);
     for ifname in root_veths()? {
         let ifname = ifname.as_str();
         // Deleting one end removes its peer too, which may then be gone

@@ -12,15 +12,24 @@ use crate::LabError;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 
-/// Where the lock files live (created 0700, root only).
-const LOCK_DIR: &str = "/run/linerate";
+/// Where the lock files live (created 0700, root only; see linerate-helper).
+const LOCK_DIR: &str = linerate_helper::RUN_DIR;
 
 /// A held lock on one lab; released when dropped (or when the process ends).
 #[derive(Debug)]
 pub struct LabLock {
     _file: File,
+    name: String,
+}
+
+impl LabLock {
+    /// Releases the lock and removes its file: the lab turned out not to
+    /// exist, and nothing of it may stay behind.
+    pub(crate) fn discard(self) {
+        let _ = std::fs::remove_file(path(&self.name));
+    }
 }
 
 fn path(name: &str) -> String {
@@ -33,11 +42,8 @@ pub fn lock(name: &str) -> Result<LabLock, LabError> {
         name: name.to_string(),
         error: e.to_string(),
     };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(LOCK_DIR)
-        .map_err(io)?;
+    // Made if missing, and refused when it is a link or not root's.
+    linerate_helper::run_dir().map_err(io)?;
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -65,7 +71,10 @@ pub fn lock(name: &str) -> Result<LabLock, LabError> {
     file.set_len(0).map_err(io)?;
     file.rewind().map_err(io)?;
     let _ = write!(file, "pid {}", std::process::id());
-    Ok(LabLock { _file: file })
+    Ok(LabLock {
+        _file: file,
+        name: name.to_string(),
+    })
 }
 
 /// Removes lab `name`'s lock file if no run holds the lock (for `lab

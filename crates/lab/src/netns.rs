@@ -5,6 +5,7 @@
 //! rerun by hand, and an error names that command and its stderr.
 
 use crate::LabError;
+use linerate_helper::DieWithParent;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -86,6 +87,8 @@ pub(crate) fn run(program: &Path, args: &[&str]) -> Result<String, LabError> {
     let out = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
+        // A command linerate waits for ends with it too (e.g. a long `nft -f`).
+        .die_with_parent()
         .output()
         .map_err(|e| LabError::Spawn {
             command: command_line(program, args),
@@ -174,17 +177,94 @@ pub(crate) fn add(name: &str) -> Result<(), LabError> {
 
 /// Deletes namespace `name`; a namespace already gone is fine. Returns
 /// whether it was there. Deleting a namespace destroys its interfaces (for
-/// a veth, both ends) once no process holds it any more.
+/// a veth, both ends) once no process holds it any more: so the processes
+/// still in it (what a killed run started there) are ended first.
 pub(crate) fn delete(name: &str) -> Result<bool, LabError> {
     if !exists(name) {
         return Ok(false);
     }
+    end_processes(name);
     match ip(&["netns", "del", name]) {
         Ok(_) => Ok(true),
         // Someone else (a concurrent down) removed it meanwhile: fine.
         Err(_) if !exists(name) => Ok(true),
         Err(e) => Err(e),
     }
+}
+
+/// The processes in namespace `name`, as `ip netns pids` finds them (their
+/// /proc/PID/ns/net is the namespace), but this process and its ancestors
+/// (a shell entered with `ip netns exec` that runs `lab down`).
+pub(crate) fn pids_in(name: &str) -> Vec<i32> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(ns) = std::fs::metadata(Path::new(NETNS_RUN_DIR).join(name)) else {
+        return Vec::new();
+    };
+    let Ok(proc_dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let spared = ancestors();
+    proc_dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| !spared.contains(pid))
+        .filter(|pid| {
+            // A zombie has left its namespaces: no match.
+            std::fs::metadata(format!("/proc/{pid}/ns/net"))
+                .is_ok_and(|m| (m.dev(), m.ino()) == (ns.dev(), ns.ino()))
+        })
+        .collect()
+}
+
+/// This process and its ancestors up to init.
+fn ancestors() -> Vec<i32> {
+    let mut pids = vec![std::process::id() as i32];
+    while let Some(parent) = pids.last().and_then(|&pid| parent_of(pid)) {
+        if parent <= 1 || pids.contains(&parent) {
+            break;
+        }
+        pids.push(parent);
+    }
+    pids
+}
+
+/// The parent of `pid` (the field after the state in /proc/PID/stat).
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(") ")?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Ends the processes in namespace `name`: SIGTERM, then SIGKILL to any
+/// still there after a second; waits until none is left (at most two
+/// seconds more). Returns "process PID (NAME)" for each.
+pub(crate) fn end_processes(name: &str) -> Vec<String> {
+    use nix::sys::signal::{kill, Signal};
+    use std::time::{Duration, Instant};
+    let pids = pids_in(name);
+    let ended = pids
+        .iter()
+        .map(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            format!("process {pid} ({})", comm.trim())
+        })
+        .collect();
+    let wait = |limit: Duration| {
+        let start = Instant::now();
+        while !pids_in(name).is_empty() && start.elapsed() < limit {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    for (signal, limit) in [(Signal::SIGTERM, 1), (Signal::SIGKILL, 2)] {
+        let left = pids_in(name);
+        if left.is_empty() {
+            break;
+        }
+        for pid in left {
+            let _ = kill(nix::unistd::Pid::from_raw(pid), signal);
+        }
+        wait(Duration::from_secs(limit));
+    }
+    ended
 }
 
 #[cfg(test)]

@@ -41,6 +41,7 @@ use std::fmt;
 
 pub use ipsec::IpsecSuite;
 pub use tunnel::TunnelKind;
+pub(crate) use wireguard::remove_leftover_sockets;
 
 /// Most rules an ACL or firewall scenario may load.
 pub const MAX_RULES: u32 = 100_000;
@@ -481,15 +482,25 @@ pub(crate) fn link_counters(ns: &str, ifname: &str) -> Result<LinkCounters, LabE
     })
 }
 
-/// Writes `text` to a private temporary file for a `-f`/`-batch` load and
-/// returns its path; the caller removes it.
-pub(crate) fn temp_file(stem: &str, text: &str) -> Result<std::path::PathBuf, LabError> {
-    let path = std::env::temp_dir().join(format!("linerate-{}-{stem}", std::process::id()));
-    std::fs::write(&path, text).map_err(|e| LabError::Spawn {
-        command: format!("writing {}", path.display()),
+/// Writes `text` to file `name` in a new private directory (see
+/// linerate-helper: 0700, the file 0600, never through a link) for a
+/// `-f`/`-batch` load or a key; the file is removed when the directory is
+/// dropped, which the caller does once the command has read it.
+pub(crate) fn private_file(
+    name: &str,
+    text: &str,
+) -> Result<(linerate_helper::PrivateDir, std::path::PathBuf), LabError> {
+    let error = |e: std::io::Error| LabError::Spawn {
+        command: format!("writing {name} in {}", linerate_helper::RUN_DIR),
         error: e.to_string(),
-    })?;
-    Ok(path)
+    };
+    let purpose: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = linerate_helper::PrivateDir::new(&purpose).map_err(error)?;
+    let path = dir.write(name, text.as_bytes()).map_err(error)?;
+    Ok((dir, path))
 }
 
 fn plural<'a>(n: u32, one: &'a str, many: &'a str) -> &'a str {

@@ -492,6 +492,11 @@ fn attach_of_a_missing_lab_fails() {
     assert!(matches!(err, LabError::NotFound { .. }), "{err}");
     assert!(err.to_string().contains("linerate lab up"), "{err}");
     assert!(!Lab::exists(&name));
+    // Nothing of it made on the host: not even the lock file.
+    let lock = format!("/run/linerate/lab-{name}.lock");
+    let left = std::path::Path::new(&lock).exists();
+    let _ = std::fs::remove_file(&lock);
+    assert!(!left, "{lock} left behind");
 }
 
 #[test]

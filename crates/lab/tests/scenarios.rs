@@ -348,17 +348,41 @@ fn ipsec_tunnel_carries_the_traffic_in_esp() {
     if packets == 20 {
         assert_eq!(bytes, 20 * 226, "WAN bytes");
     }
-    let dirs: Vec<_> = std::fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(lab.name()))
-        .collect();
-    assert_eq!(dirs.len(), 2, "one charon directory per DUT");
+    // charon's directories: private (root only, the key file too), and
+    // nowhere else (the temporary directory once held them, world-readable).
+    let dirs_of = |base: &std::path::Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(base)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| e.file_name().to_string_lossy().contains(lab.name()))
+                    .map(|e| e.path())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let run_dir = std::path::Path::new("/run/linerate");
+    assert_eq!(
+        dirs_of(&std::env::temp_dir()),
+        Vec::<std::path::PathBuf>::new()
+    );
+    let dirs = dirs_of(run_dir);
+    assert_eq!(dirs.len(), 2, "one charon directory per DUT: {dirs:?}");
+    let mode = |p: &std::path::Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
+    };
+    for dir in &dirs {
+        assert_eq!(mode(dir), 0o700, "{}", dir.display());
+        for file in ["swanctl.conf", "strongswan.conf"] {
+            assert_eq!(mode(&dir.join(file)), 0o600, "{file}");
+        }
+        // charon's own files land there too (the directory is its /run).
+        assert!(dir.join("charon.vici").exists() && dir.join("charon.pid").exists());
+    }
     drop(applied);
-    let left = std::fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(lab.name()))
-        .count();
-    assert_eq!(left, 0, "charon's directories left behind");
+    assert_eq!(
+        dirs_of(run_dir).len(),
+        0,
+        "charon's directories left behind"
+    );
 }

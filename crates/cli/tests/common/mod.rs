@@ -642,3 +642,113 @@ pub const EVERY_100TH: &str = "table ip t {
     }
 }
 ";
+
+/// The processes in namespace `ns` (`ip netns pids`), each with its name
+/// (/proc/PID/comm).
+pub fn netns_processes(ns: &str) -> Vec<(i32, String)> {
+    let out = Command::new("ip")
+        .args(["netns", "pids", ns])
+        .stderr(Stdio::null())
+        .output()
+        .expect("running ip netns pids");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .map(|pid: i32| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            (pid, comm.trim().to_string())
+        })
+        .collect()
+}
+
+/// Waits up to `limit` until no process is left in any of `namespaces`;
+/// returns those still there.
+pub fn wait_no_processes(namespaces: &[String], limit: Duration) -> Vec<(i32, String)> {
+    let start = Instant::now();
+    loop {
+        let left: Vec<_> = namespaces
+            .iter()
+            .flat_map(|ns| netns_processes(ns))
+            .collect();
+        if left.is_empty() || start.elapsed() > limit {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Kills (SIGKILL) every process in its namespaces when dropped, also when
+/// the test fails: a test of leftovers never leaves one itself. Declare it
+/// after the lab's guard, so it runs first.
+pub struct ProcessReaper(pub Vec<String>);
+
+impl Drop for ProcessReaper {
+    fn drop(&mut self) {
+        for ns in &self.0 {
+            for (pid, _) in netns_processes(ns) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+}
+
+/// Directories it holds are removed when dropped (if still there).
+pub struct DirGuard(pub std::sync::Mutex<Vec<PathBuf>>);
+
+impl DirGuard {
+    pub fn new() -> DirGuard {
+        DirGuard(std::sync::Mutex::new(Vec::new()))
+    }
+
+    pub fn add(&self, dir: &Path) {
+        self.0.lock().unwrap().push(dir.to_path_buf());
+    }
+}
+
+impl Drop for DirGuard {
+    fn drop(&mut self) {
+        for dir in self.0.lock().unwrap().iter() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Mode bits (permissions) of `path`, not following a link.
+pub fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .mode()
+        & 0o7777
+}
+
+/// The directory (`-p DIR`) of the nginx master running in namespace `ns`,
+/// from the title nginx gives itself ("nginx: master process ... -p DIR").
+pub fn nginx_dir_in(ns: &str) -> Option<PathBuf> {
+    netns_processes(ns).into_iter().find_map(|(pid, _)| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let title = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if !title.starts_with("nginx: master process") {
+            return None;
+        }
+        let dir = title.split(" -p ").nth(1)?.split_whitespace().next()?;
+        Some(PathBuf::from(dir))
+    })
+}
+
+/// Polls `f` every 50 ms until it gives Some, at most `limit`.
+pub fn poll<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if start.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -9,14 +9,20 @@
 //! routing table 220), sent UDP-encapsulated on port 4500. The report says
 //! so. charon is pinned to the DUT CPU, and its time is user time.
 //!
-//! One charon per DUT namespace: each gets its own strongswan.conf
-//! (`STRONGSWAN_CONF`), its own vici socket in a private directory, and a
-//! private /run (a tmpfs in the mount namespace `ip netns exec` makes) for
-//! its PID file, so two daemons and other labs' never meet.
+//! One charon per DUT namespace, each in a private directory of its own
+//! (`/run/linerate/ipsec-<namespace>.<random>`, 0700; see linerate-helper)
+//! holding its strongswan.conf, swanctl.conf with the pre-shared key (a
+//! random one per build, files 0600: root only) and its vici socket. That
+//! directory is charon's /run (a bind mount in the mount namespace `ip
+//! netns exec` makes), so its PID file lands there too: two daemons and
+//! other labs' never meet, and everything charon writes goes when the
+//! directory does: when the scenario is dropped, or at `lab down` after a
+//! run that was killed. charon gets SIGKILL when linerate ends.
 
 use super::tunnel::unavailable;
-use super::wireguard::{pin, Daemons, DieWithParent};
+use super::wireguard::{pin, Daemons};
 use crate::{netns, LabError};
+use linerate_helper::{DieWithParent, PrivateDir};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -83,7 +89,6 @@ fn first_existing(paths: &[&'static str]) -> Option<&'static str> {
 /// 198.18.0.0/24) and `dut2` (wan[1], 198.19.0.0/24). Returns the data
 /// path, the check and the daemons.
 pub(crate) fn build(
-    lab_name: &str,
     dut1: &str,
     dut2: &str,
     wan: [&str; 2],
@@ -101,20 +106,27 @@ pub(crate) fn build(
     })?;
     let lans = ["198.18.0.0/24", "198.19.0.0/24"];
     let ids = ["dut1", "dut2"];
+    // Both ends share it; nobody else may know it.
+    let psk = linerate_helper::random_hex(32).map_err(|e| LabError::Spawn {
+        command: "getrandom (the pre-shared key)".into(),
+        error: e.to_string(),
+    })?;
     let mut daemons = Daemons::default();
     let mut sockets = Vec::new();
     for (i, ns) in [dut1, dut2].into_iter().enumerate() {
         let other = 1 - i;
-        let dir = std::env::temp_dir().join(format!("linerate-ipsec-{lab_name}-{}", i + 1));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
+        let private = PrivateDir::new(&format!("ipsec-{ns}")).map_err(|e| LabError::Spawn {
+            command: format!("making charon's directory in {}", linerate_helper::RUN_DIR),
+            error: e.to_string(),
+        })?;
+        let dir = private.path().to_path_buf();
+        // As linerate sees it; charon sees the directory as /run.
         let socket = dir.join("charon.vici");
         let conf = format!(
-            "charon {{\n  load = {PLUGINS}\n  install_virtual_ip = no\n  plugins {{\n    vici {{\n      socket = unix://{}\n    }}\n    kernel-libipsec {{\n      mtu = {TUN_MTU}\n    }}\n  }}\n}}\n",
-            socket.display()
+            "charon {{\n  load = {PLUGINS}\n  install_virtual_ip = no\n  plugins {{\n    vici {{\n      socket = unix:///run/charon.vici\n    }}\n    kernel-libipsec {{\n      mtu = {TUN_MTU}\n    }}\n  }}\n}}\n"
         );
         let swanctl_conf = format!(
-            "connections {{\n  lr {{\n    version = 2\n    local_addrs = {local}\n    remote_addrs = {remote}\n    proposals = aes128-sha256-modp2048\n    local {{\n      auth = psk\n      id = {id}\n    }}\n    remote {{\n      auth = psk\n      id = {peer}\n    }}\n    children {{\n      net {{\n        local_ts = {lan}\n        remote_ts = {rlan}\n        esp_proposals = {esp}\n        mode = tunnel\n      }}\n    }}\n  }}\n}}\nsecrets {{\n  ike-lab {{\n    id-1 = dut1\n    id-2 = dut2\n    secret = \"linerate-lab-{lab_name}\"\n  }}\n}}\n",
+            "connections {{\n  lr {{\n    version = 2\n    local_addrs = {local}\n    remote_addrs = {remote}\n    proposals = aes128-sha256-modp2048\n    local {{\n      auth = psk\n      id = {id}\n    }}\n    remote {{\n      auth = psk\n      id = {peer}\n    }}\n    children {{\n      net {{\n        local_ts = {lan}\n        remote_ts = {rlan}\n        esp_proposals = {esp}\n        mode = tunnel\n      }}\n    }}\n  }}\n}}\nsecrets {{\n  ike-lab {{\n    id-1 = dut1\n    id-2 = dut2\n    secret = \"{psk}\"\n  }}\n}}\n",
             local = wan[i],
             remote = wan[other],
             id = ids[i],
@@ -123,16 +135,20 @@ pub(crate) fn build(
             rlan = lans[other],
             esp = suite.proposal(),
         );
-        std::fs::write(dir.join("strongswan.conf"), conf).map_err(|e| io_error(&dir, e))?;
-        std::fs::write(dir.join("swanctl.conf"), swanctl_conf).map_err(|e| io_error(&dir, e))?;
+        for (name, text) in [("strongswan.conf", conf), ("swanctl.conf", swanctl_conf)] {
+            private
+                .write(name, text.as_bytes())
+                .map_err(|e| io_error(&dir, e))?;
+        }
         // `ip netns exec` gives the command a mount namespace of its own:
-        // a tmpfs on /run there holds this charon's PID file only.
-        let script = format!(
-            "mount -t tmpfs tmpfs /run && STRONGSWAN_CONF={}/strongswan.conf exec {charon}",
-            dir.display()
-        );
+        // there the private directory becomes /run, for this charon only.
+        // Paths travel as arguments, never spliced into the script.
+        let script = r#"mount --bind "$1" /run && STRONGSWAN_CONF=/run/strongswan.conf exec "$2""#;
+        let dir_text = path_text(&dir);
         let child = Command::new(netns::ip_path()?)
-            .args(["netns", "exec", ns, "sh", "-c", &script])
+            .args([
+                "netns", "exec", ns, "sh", "-c", script, "sh", &dir_text, charon,
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -144,7 +160,7 @@ pub(crate) fn build(
             })?;
         // sh execs charon: the same process, pinned to the DUT CPU.
         pin(child.id(), cpus);
-        daemons.push(child, dir.clone());
+        daemons.push_with_dir(child, private);
         wait_for(&socket, ns)?;
         let uri = format!("unix://{}", socket.display());
         let file = dir.join("swanctl.conf");

@@ -208,10 +208,10 @@ fn counter_packets(rule: &Value) -> Option<u64> {
 
 /// Loads a ruleset file with `nft -f` inside `ns`.
 fn load(ns: &str, stem: &str, text: &str) -> Result<(), LabError> {
-    let path = super::temp_file(stem, text)?;
+    let (dir, path) = super::private_file(stem, text)?;
     let path_text = path.to_string_lossy().into_owned();
     let result = netns::exec_in(ns, &["nft", "-f", &path_text]);
-    let _ = std::fs::remove_file(&path);
+    drop(dir);
     result.map(|_| ())
 }
 

@@ -11,6 +11,7 @@
 //! the lookup's depth and cache footprint, as on a router with a full table.
 
 use crate::{netns, LabError};
+use linerate_helper::DieWithParent;
 use std::io::{BufRead, BufReader};
 use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
@@ -38,11 +39,11 @@ pub(crate) fn batch(n: u32) -> String {
 
 /// Loads `n` routes into namespace `ns` and checks the count read back.
 pub(crate) fn load(ns: &str, n: u32) -> Result<String, LabError> {
-    let path = super::temp_file("routes.batch", &batch(n))?;
+    let (dir, path) = super::private_file("routes.batch", &batch(n))?;
     let path_text = path.to_string_lossy().into_owned();
     let started = std::time::Instant::now();
     let result = netns::ip(&["-n", ns, "-batch", &path_text]);
-    let _ = std::fs::remove_file(&path);
+    drop(dir);
     result?;
     let took = started.elapsed();
     let counted = count(ns)?;
@@ -70,6 +71,7 @@ pub(crate) fn count(ns: &str) -> Result<u64, LabError> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
+        .die_with_parent()
         .spawn()
         .map_err(|e| LabError::Spawn {
             command: command.clone(),

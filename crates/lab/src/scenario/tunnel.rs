@@ -144,14 +144,8 @@ pub(crate) fn build(l: &Lab, kind: TunnelKind) -> Result<Tunnel, LabError> {
             &l.placement().dut_cpus,
         )?,
         TunnelKind::Ipsec(suite) => {
-            let (d, c, daemons) = super::ipsec::build(
-                l.name(),
-                &dut1,
-                &dut2,
-                [WAN_1, WAN_2],
-                suite,
-                &l.placement().dut_cpus,
-            )?;
+            let (d, c, daemons) =
+                super::ipsec::build(&dut1, &dut2, [WAN_1, WAN_2], suite, &l.placement().dut_cpus)?;
             let tun = super::ipsec::TUN.to_string();
             (d, c, [tun.clone(), tun], daemons)
         }

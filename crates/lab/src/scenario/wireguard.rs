@@ -9,6 +9,7 @@
 
 use super::tunnel::unavailable;
 use crate::{netns, LabError};
+use linerate_helper::{DieWithParent, PrivateDir};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -17,31 +18,67 @@ use std::time::{Duration, Instant};
 const PORT: &str = "51820";
 
 /// User-space tunnel daemons (boringtun, charon); killed on drop, and the
-/// file or directory each used removed.
+/// files and private directories they used removed.
 #[derive(Default)]
-pub(crate) struct Daemons(Vec<(Child, PathBuf)>);
+pub(crate) struct Daemons {
+    children: Vec<Child>,
+    files: Vec<PathBuf>,
+    dirs: Vec<PrivateDir>,
+}
 
 impl Daemons {
+    /// A daemon and the file it makes (boringtun's control socket).
     pub(crate) fn push(&mut self, child: Child, leftover: PathBuf) {
-        self.0.push((child, leftover));
+        self.children.push(child);
+        self.files.push(leftover);
+    }
+
+    /// A daemon and the private directory it runs in (charon's).
+    pub(crate) fn push_with_dir(&mut self, child: Child, dir: PrivateDir) {
+        self.children.push(child);
+        self.dirs.push(dir);
     }
 
     /// The daemons' process ids.
     pub(crate) fn pids(&self) -> Vec<u32> {
-        self.0.iter().map(|(c, _)| c.id()).collect()
+        self.children.iter().map(Child::id).collect()
     }
 }
 
 impl Drop for Daemons {
     fn drop(&mut self) {
-        for (child, leftover) in &mut self.0 {
+        for child in &mut self.children {
             let _ = child.kill();
             let _ = child.wait();
-            if leftover.is_dir() {
-                let _ = std::fs::remove_dir_all(leftover);
-            } else {
-                let _ = std::fs::remove_file(leftover);
-            }
+        }
+        for file in &self.files {
+            let _ = std::fs::remove_file(file);
+        }
+        // The directories go with `self.dirs`.
+    }
+}
+
+/// boringtun's control socket for interface `ifname` (in the file system
+/// every namespace shares).
+fn socket_path(ifname: &str) -> PathBuf {
+    PathBuf::from(format!("/var/run/wireguard/{ifname}.sock"))
+}
+
+/// The WireGuard interface names of lab `lab_name`'s two DUTs.
+fn if_names(lab_name: &str) -> [String; 2] {
+    [format!("w{lab_name}1"), format!("w{lab_name}2")]
+}
+
+/// Removes the control sockets boringtun left for lab `lab_name` when it was
+/// killed (it removes them itself when it ends normally): for `lab down`.
+pub(crate) fn remove_leftover_sockets(lab_name: &str) {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    for name in if_names(lab_name) {
+        let path = socket_path(&name);
+        // Only a socket of root's, never through a link.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket() && m.uid() == 0)
+        {
+            let _ = std::fs::remove_file(&path);
         }
     }
 }
@@ -67,6 +104,7 @@ fn key_pair(wg: &std::path::Path) -> Result<(String, String), LabError> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .die_with_parent()
         .spawn()
         .map_err(|e| LabError::Spawn {
             command: "wg pubkey".into(),
@@ -109,7 +147,7 @@ fn interface(
             "WireGuard cannot be built here: the kernel has no wireguard module and boringtun-cli (the user-space fallback) is not installed; install it with 'cargo install boringtun-cli' (see scripts/setup.sh)",
         ));
     };
-    let socket = PathBuf::from(format!("/var/run/wireguard/{ifname}.sock"));
+    let socket = socket_path(ifname);
     let bin_text = bin.to_string_lossy().into_owned();
     let child = Command::new(netns::ip_path()?)
         .args([
@@ -164,7 +202,7 @@ pub(crate) fn build(
             "WireGuard needs the 'wg' tool: install it with 'apt-get install wireguard-tools'",
         )
     })?;
-    let names = [format!("w{lab_name}1"), format!("w{lab_name}2")];
+    let names = if_names(lab_name);
     let mut daemons = Daemons::default();
     let mut kernel = true;
     for (ns, name) in [(dut1, &names[0]), (dut2, &names[1])] {
@@ -174,7 +212,8 @@ pub(crate) fn build(
     let wg_text = wg.to_string_lossy().into_owned();
     for (i, ns) in [dut1, dut2].into_iter().enumerate() {
         let other = 1 - i;
-        let key_file = super::temp_file(&format!("wg{i}.key"), &keys[i].0)?;
+        // The private key: in a private directory, 0600, gone once read.
+        let (key_dir, key_file) = super::private_file(&format!("wg{i}.key"), &keys[i].0)?;
         let key_text = key_file.to_string_lossy().into_owned();
         let endpoint = format!("{}:{PORT}", wan[other]);
         let result = netns::exec_in(
@@ -195,7 +234,7 @@ pub(crate) fn build(
                 "0.0.0.0/0",
             ],
         );
-        let _ = std::fs::remove_file(&key_file);
+        drop(key_dir);
         result?;
         netns::ip(&[
             "-n",
@@ -229,29 +268,6 @@ pub(crate) fn build(
         names,
         daemons,
     ))
-}
-
-/// A daemon linerate starts must not outlive it, even when linerate is
-/// killed (SIGKILL) or crashes: the kernel sends it SIGTERM then.
-pub(crate) trait DieWithParent {
-    fn die_with_parent(&mut self) -> &mut Self;
-}
-
-impl DieWithParent for Command {
-    fn die_with_parent(&mut self) -> &mut Self {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: prctl is async-signal-safe and touches only this child.
-        // The setting survives the execs of `ip netns exec` and `sh -c exec`
-        // (the daemons are not set-user-ID programs).
-        unsafe {
-            self.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            })
-        }
-    }
 }
 
 /// Restricts process `pid` to `cpus` (nothing when the list is empty).
