@@ -1,5 +1,6 @@
 //! Plain measurement records. Every rate says its layer in its name.
 
+use linerate_wire::units::{FrameSize, Layer, PREAMBLE_AND_GAP, UDP_HEADER_LEN};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -91,6 +92,14 @@ pub struct MixInfo {
     pub composition: String,
     /// Mean frame size, FCS included (L2 bytes).
     pub mean_frame_size: f64,
+    /// Mean bytes per frame at L1, L3 and L4 (UDP payload), by the wire
+    /// crate's arithmetic for the mix's layout (absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_bytes_l1: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_bytes_l3: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_bytes_l4: Option<f64>,
 }
 
 impl MixInfo {
@@ -98,7 +107,10 @@ impl MixInfo {
         MixInfo {
             name: mix.name.clone(),
             composition: mix.composition(),
-            mean_frame_size: mix.mean_bytes(linerate_wire::Layer::L2),
+            mean_frame_size: mix.mean_bytes(Layer::L2),
+            mean_bytes_l1: Some(mix.mean_bytes(Layer::L1)),
+            mean_bytes_l3: Some(mix.mean_bytes(Layer::L3)),
+            mean_bytes_l4: Some(mix.mean_bytes(Layer::L4)),
         }
     }
 }
@@ -401,11 +413,37 @@ impl TrialResult {
     /// Bytes each frame takes on the wire (L1: frame, preamble and gap):
     /// the frame's, or the mix's mean frame's.
     pub fn l1_bytes_per_frame(&self) -> f64 {
-        let l2 = self
-            .mix
-            .as_ref()
-            .map_or(self.frame_size as f64, |m| m.mean_frame_size);
-        l2 + linerate_wire::units::PREAMBLE_AND_GAP as f64
+        self.bytes_per_frame(Layer::L1)
+    }
+
+    /// Bytes per frame at `layer` (a mix's mean frame), as the wire crate
+    /// counts them for the trial's frame layout.
+    pub fn bytes_per_frame(&self, layer: Layer) -> f64 {
+        let encap = self.encap();
+        let Some(m) = &self.mix else {
+            // The frame the trial sent: its IP packet, padded to 64 bytes.
+            return FrameSize::from_l3_in(self.l3_length as u64, &encap)
+                .or_else(|_| FrameSize::from_frame_in(self.frame_size as u64, &encap))
+                .map_or(0.0, |f| f.bytes_at(layer) as f64);
+        };
+        // A record written before the per-layer means were kept: a mix's
+        // sizes are 64 bytes or more, so none carries padding.
+        let l3 = || m.mean_frame_size - encap.l2_overhead() as f64;
+        match layer {
+            Layer::L1 => m
+                .mean_bytes_l1
+                .unwrap_or(m.mean_frame_size + PREAMBLE_AND_GAP as f64),
+            Layer::L2 => m.mean_frame_size,
+            Layer::L3 => m.mean_bytes_l3.unwrap_or_else(l3),
+            Layer::L4 => m
+                .mean_bytes_l4
+                .unwrap_or_else(|| l3() - (encap.ip.header_len() + UDP_HEADER_LEN) as f64),
+        }
+    }
+
+    /// Megabits per second that `fps` of the trial's frames make at `layer`.
+    pub fn mbps(&self, fps: f64, layer: Layer) -> f64 {
+        fps * self.bytes_per_frame(layer) * 8.0 / 1e6
     }
 
     /// The offered load as a share of a `line_bps` line (1.0: line rate),
@@ -571,12 +609,37 @@ mod loss_where_tests {
             name: "IMIX".into(),
             composition: String::new(),
             mean_frame_size: 353.83,
+            mean_bytes_l1: None,
+            mean_bytes_l3: None,
+            mean_bytes_l4: None,
         });
         t.offered_fps = 10e9 / ((353.83 + 20.0) * 8.0);
         assert!((t.offered_share_of_line(10_000_000_000) - 1.0).abs() < 1e-9);
         t.mix = None;
         t.offered_fps = 812_743.6;
         assert!((t.offered_share_of_line(10_000_000_000) - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn rates_per_layer_are_the_wire_crate_s() {
+        use linerate_wire::{FrameMix, Layer};
+        let mut t: super::TrialResult =
+            serde_json::from_str(r#"{"frame_size":64,"l3_length":46,"duration_s":1.0,"intended_fps":0.0,"offered_fps":0.0,"intended_frames":0,"tx_frames":0,"rx_frames":0,"lost_frames":0,"loss_ratio":0.0,"reordered":0,"duplicated":0,"latency_ns":null,"generator_short":false,"engine":"x"}"#)
+                .unwrap();
+        // A 64-byte frame: 84 bytes on the wire, a 46-byte packet, 18 bytes of UDP payload.
+        let per_frame = |t: &super::TrialResult| {
+            [Layer::L1, Layer::L2, Layer::L3, Layer::L4].map(|l| t.bytes_per_frame(l))
+        };
+        assert_eq!(per_frame(&t), [84.0, 64.0, 46.0, 18.0]);
+        // A padded frame: a 40-byte packet still makes a 64-byte frame.
+        t.l3_length = 40;
+        assert_eq!(per_frame(&t), [84.0, 64.0, 40.0, 12.0]);
+        // A mix: the mean of its frames at each layer, as the wire crate has it.
+        let mix = FrameMix::parse("64:7,570:4,1518:1").unwrap();
+        t.mix = Some(super::MixInfo::of(&mix));
+        for layer in [Layer::L1, Layer::L2, Layer::L3, Layer::L4] {
+            assert_eq!(t.mbps(1e6, layer), mix.mbps(1e6, layer), "{layer:?}");
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ mod grid;
 mod mlrsearch;
 pub use back_to_back::back_to_back_table;
 pub use frame_loss::frame_loss_table;
-use linerate_wire::units::PREAMBLE_AND_GAP;
+use linerate_wire::units::Layer;
 pub use mlrsearch::mlrsearch_table;
 use std::fmt::Write as _;
 
@@ -368,30 +368,19 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
 /// `line_bps` is the line speed, for the offered rate's share of line
 /// rate; pass 0 to leave the share out.
 pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
-    let l2_bytes = t
-        .mix
-        .as_ref()
-        .map_or(t.frame_size as f64, |m| m.mean_frame_size);
-    let l1_bytes = l2_bytes + PREAMBLE_AND_GAP as f64;
-    // A mix's sizes carry no padding (all are 64 bytes or more).
     let encap = t.encap();
-    let l3_bytes = t.mix.as_ref().map_or(t.l3_length as f64, |m| {
-        m.mean_frame_size - encap.l2_overhead() as f64
-    });
-    let l4_bytes = l3_bytes - (encap.ip.header_len() + 8) as f64;
     let layout = if encap.is_default() {
         String::new()
     } else {
         format!(", {encap}")
     };
-    let mbps = |fps: f64, bytes: f64| fps * bytes * 8.0 / 1e6;
     let layers = |fps: f64| {
         format!(
             "{:.1} Mbps L1, {:.1} L2, {:.1} L3, {:.1} L4 (UDP payload)",
-            mbps(fps, l1_bytes),
-            mbps(fps, l2_bytes),
-            mbps(fps, l3_bytes),
-            mbps(fps, l4_bytes)
+            t.mbps(fps, Layer::L1),
+            t.mbps(fps, Layer::L2),
+            t.mbps(fps, Layer::L3),
+            t.mbps(fps, Layer::L4)
         )
     };
     let mut out = String::new();
@@ -431,11 +420,10 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
         layers(t.offered_fps)
     );
     if line_bps > 0 {
-        let line_fps = line_bps as f64 / (8.0 * l1_bytes);
         let _ = write!(
             offered,
             " ({:.1} % of line rate)",
-            t.offered_fps / line_fps * 100.0
+            t.offered_share_of_line(line_bps) * 100.0
         );
     }
     out.push_str(&offered);

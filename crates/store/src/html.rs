@@ -457,6 +457,9 @@ mod tests {
             name: "IMIX 1".into(),
             composition: "7x64 4x570 1x1518 per 12 frames".into(),
             mean_frame_size: 353.83,
+            mean_bytes_l1: None,
+            mean_bytes_l3: None,
+            mean_bytes_l4: None,
         });
         t.offered_fps = line / ((353.83 + 20.0) * 8.0);
         let mut h = String::new();
