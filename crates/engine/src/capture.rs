@@ -11,16 +11,18 @@
 //!
 //! Only receivers that see the frames in user space can sample them (the
 //! socket engines af_packet and af_xdp); the xdp engine counts test frames
-//! in the kernel and hands none up. One capture per process, installed by
-//! the CLI before the first trial; the receive loop offers it each frame.
-//! Past the per-trial limit an offer costs one atomic load.
+//! in the kernel and hands none up. One capture at a time per process,
+//! installed by a run before its first trial and removed when the run
+//! drops its [`Installed`] (a run after it, e.g. the next scenario or the
+//! next call from Python, installs its own); the receive loop offers it each
+//! frame. Without a capture an offer costs one atomic load.
 
 use linerate_wire::MacAddr;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Bytes of a frame kept at most (pcap's customary snap length).
 const SNAPLEN: u32 = 65_535;
@@ -87,31 +89,80 @@ struct Active {
     around: Mutex<AroundLoss>,
 }
 
-static ACTIVE: OnceLock<Active> = OnceLock::new();
+/// Set while a capture is installed: the receive loop's one check.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+static ACTIVE: Mutex<Option<Arc<Active>>> = Mutex::new(None);
 
-/// Samples the frames port `port` (by its MAC) receives from now on.
-/// Returns false if a capture was installed already.
-pub fn install(capture: Capture, port: MacAddr) -> bool {
-    ACTIVE
-        .set(Active {
-            capture,
-            port,
-            taken: AtomicUsize::new(0),
-            written: AtomicU64::new(0),
-            around: Mutex::new(AroundLoss::default()),
-        })
-        .is_ok()
+/// A capture in use; dropping it flushes the file and removes the capture.
+pub struct Installed {
+    active: Arc<Active>,
 }
 
-/// Frames written so far.
-pub fn frames_written() -> u64 {
-    ACTIVE
-        .get()
-        .map_or(0, |a| a.written.load(Ordering::Relaxed))
+impl Installed {
+    /// Frames written so far.
+    pub fn frames_written(&self) -> u64 {
+        self.active.written.load(Ordering::Relaxed)
+    }
+
+    /// Writes out what is buffered.
+    pub fn flush(&self) {
+        flush_out(&self.active);
+    }
 }
 
-fn active_for(port: MacAddr) -> Option<&'static Active> {
-    ACTIVE.get().filter(|a| a.port == port)
+impl Drop for Installed {
+    fn drop(&mut self) {
+        flush_out(&self.active);
+        let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+        if active
+            .as_ref()
+            .is_some_and(|a| Arc::ptr_eq(a, &self.active))
+        {
+            *active = None;
+            INSTALLED.store(false, Ordering::Release);
+        }
+    }
+}
+
+/// Samples the frames port `port` (by its MAC) receives from now on, until
+/// the returned [`Installed`] is dropped; None while another capture is
+/// installed (one at a time).
+pub fn install(capture: Capture, port: MacAddr) -> Option<Installed> {
+    let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if active.is_some() {
+        return None;
+    }
+    let installed = Arc::new(Active {
+        capture,
+        port,
+        taken: AtomicUsize::new(0),
+        written: AtomicU64::new(0),
+        around: Mutex::new(AroundLoss::default()),
+    });
+    *active = Some(installed.clone());
+    INSTALLED.store(true, Ordering::Release);
+    Some(Installed { active: installed })
+}
+
+fn active_for(port: MacAddr) -> Option<Arc<Active>> {
+    if !INSTALLED.load(Ordering::Acquire) {
+        return None;
+    }
+    ACTIVE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .filter(|a| a.port == port)
+        .cloned()
+}
+
+fn flush_out(a: &Active) {
+    let _ = a
+        .capture
+        .out
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .flush();
 }
 
 /// A trial's receive loop on `port` starts: its first frames are sampled.
@@ -126,7 +177,7 @@ pub(crate) fn trial_starts(port: MacAddr) {
 #[inline]
 pub(crate) fn offer(port: MacAddr, frame: &[u8], arrival_ns: u64) {
     if let Some(a) = active_for(port) {
-        offer_to(a, frame, arrival_ns);
+        offer_to(&a, frame, arrival_ns);
     }
 }
 
@@ -195,27 +246,10 @@ fn write(a: &Active, frame: &[u8], arrival_ns: u64) {
     }
 }
 
-/// Writes out what is buffered (the CLI calls it when the run ends).
-pub fn flush() {
-    if let Some(a) = ACTIVE.get() {
-        let _ = a
-            .capture
-            .out
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .flush();
-    }
-}
-
 /// A trial's receive loop on `port` ended: what it sampled reaches the file.
 pub(crate) fn trial_ends(port: MacAddr) {
     if let Some(a) = active_for(port) {
-        let _ = a
-            .capture
-            .out
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .flush();
+        flush_out(&a);
     }
 }
 
@@ -228,7 +262,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("lr-capture-{}.pcap", std::process::id()));
         let capture = Capture::create(&path, 2).unwrap();
         let port = MacAddr([2, 0, 0, 0, 0, 9]);
-        assert!(install(capture, port));
+        let installed = install(capture, port).expect("no capture installed yet");
         trial_starts(port);
         let frame = [0xabu8; 60];
         offer(MacAddr([2, 0, 0, 0, 0, 1]), &frame, 5); // another port: not sampled
@@ -239,7 +273,23 @@ mod tests {
         trial_starts(port);
         offer(port, &frame, 1_700_000_003_000_000_000);
         trial_ends(port);
-        assert_eq!(frames_written(), 3);
+        assert_eq!(installed.frames_written(), 3);
+        // One capture at a time; once dropped, the next run installs its own
+        // and the first file gets nothing more.
+        let second_path = path.with_extension("second.pcap");
+        let refused = Capture::create(&second_path, 2).unwrap();
+        assert!(install(refused, port).is_none(), "two captures at once");
+        drop(installed);
+        offer(port, &frame, 1_700_000_004_000_000_000); // none installed: not sampled
+        let second = Capture::create(&second_path, 2).unwrap();
+        let installed = install(second, port).expect("the first was removed");
+        trial_starts(port);
+        offer(port, &frame, 1_700_000_005_000_000_000);
+        trial_ends(port);
+        assert_eq!(installed.frames_written(), 1);
+        drop(installed);
+        assert_eq!(std::fs::read(&second_path).unwrap().len(), 24 + 16 + 60);
+        std::fs::remove_file(&second_path).unwrap();
 
         let bytes = std::fs::read(&path).unwrap();
         let word = |at: usize| u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap());

@@ -114,3 +114,19 @@ def test_lab_up_status_down(no_leftovers):
     finally:
         linerate.lab_down(lab_name=name)
     assert name not in [lab["name"] for lab in linerate.lab_status()]
+
+
+def test_each_call_captures_to_its_own_pcap(no_leftovers, tmp_path):
+    # The capture belongs to the run: a second call in the same process
+    # writes its own file (it was once installed for the process's life).
+    for name in ["first.pcap", "second.pcap"]:
+        pcap = tmp_path / name
+        linerate.trial(
+            lab=True, engine="af_packet", frame_size=128, rate="1000fps", duration="1s",
+            pcap=str(pcap), pcap_frames=5, no_db=True, quiet=True,
+        )
+        size = pcap.stat().st_size
+        # The pcap header (24 bytes) and the first 5 frames port B got, each
+        # with a 16-byte record header: test frames of 124 bytes as received
+        # (no FCS), or an ARP frame among them.
+        assert 24 + 5 * (16 + 42) <= size <= 24 + 5 * (16 + 124), f"{name}: {size} bytes"

@@ -24,7 +24,7 @@ pub struct RecordArgs {
     /// Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr).
     #[arg(long, value_name = "FILE|-")]
     pub events: Option<String>,
-    /// Write the first frames of each trial, and the frames around each loss, as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp).
+    /// Write the first frames of each trial, and the frames around each loss, as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp). With several --scenario values, one file each: FILE-1.pcap, FILE-2.pcap, ...
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
     /// With --pcap: frames sampled per trial.

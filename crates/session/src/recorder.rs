@@ -51,6 +51,8 @@ pub struct Recorder {
     progress: Option<ProgressView>,
     /// `--pcap`: created at open, bound to port B at begin.
     capture: Option<Capture>,
+    /// The capture while the run uses it (removed when the run ends).
+    installed: Option<capture::Installed>,
     finished: bool,
 }
 
@@ -98,6 +100,7 @@ impl Recorder {
             events,
             progress: None,
             capture,
+            installed: None,
             finished: false,
         })
     }
@@ -108,7 +111,11 @@ impl Recorder {
             if info.receiver == ReceiverKind::Kernel {
                 anyhow::bail!("--pcap needs the test frames in user space, but port B counts them in the kernel (XDP) and hands none up: add --receiver socket");
             }
-            capture::install(c, info.port_b_mac);
+            self.installed = Some(capture::install(c, info.port_b_mac).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--pcap: another run in this process is capturing; one capture at a time"
+                )
+            })?);
         }
         self.progress = Some(ProgressView::new(
             self.args.quiet,
@@ -295,11 +302,11 @@ impl Recorder {
         if let Some(view) = &mut self.progress {
             view.finish();
         }
-        if let Some(path) = &self.args.pcap {
-            capture::flush();
+        if let (Some(path), Some(installed)) = (&self.args.pcap, self.installed.take()) {
+            installed.flush();
             eprintln!(
                 "linerate: {} frames sampled to {} (the first {} of each trial at port B, and those around losses)",
-                capture::frames_written(),
+                installed.frames_written(),
                 path.display(),
                 self.args.pcap_frames
             );

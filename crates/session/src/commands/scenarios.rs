@@ -64,6 +64,16 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
     Ok(outcome)
 }
 
+/// `cap.pcap` for the `n`th of several scenarios: `cap-n.pcap`.
+fn numbered(path: &std::path::Path, n: usize) -> std::path::PathBuf {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{n}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{n}"),
+    };
+    path.with_file_name(name)
+}
+
 /// One scenario: lab up, apply and verify, measure, check the traffic.
 fn run_one(
     args: &Rfc2544Args,
@@ -90,8 +100,13 @@ fn run_one(
         }
         None => Ok(()),
     };
-    // Each scenario is a run of its own in the results database.
-    let mut recorder = crate::recorder::Recorder::open(&args.record)?;
+    // Each scenario is a run of its own in the results database, with a
+    // capture file of its own when several are compared.
+    let mut record_args = args.record.clone();
+    if comparison {
+        record_args.pcap = record_args.pcap.as_deref().map(|p| numbered(p, index + 1));
+    }
+    let mut recorder = crate::recorder::Recorder::open(&record_args)?;
     let (outcome, mut rep) = measure(
         args,
         plan,
@@ -276,5 +291,15 @@ mod tests {
         assert_eq!(outer_frame(TunnelKind::Wireguard, 46, false), 18 + 60 + 48);
         // boringtun does not pad.
         assert_eq!(outer_frame(TunnelKind::Wireguard, 46, true), 18 + 60 + 46);
+    }
+
+    #[test]
+    fn each_compared_scenario_captures_to_a_file_of_its_own() {
+        use std::path::Path;
+        assert_eq!(
+            numbered(Path::new("/tmp/cap.pcap"), 2),
+            Path::new("/tmp/cap-2.pcap")
+        );
+        assert_eq!(numbered(Path::new("cap"), 1), Path::new("cap-1"));
     }
 }
