@@ -39,13 +39,17 @@ enum Message {
 #[pyfunction]
 #[pyo3(signature = (argv, on_event=None))]
 fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResult<(i32, String)> {
-    let cli = Cli::try_parse_from(std::iter::once("linerate".to_string()).chain(argv))
-        .map_err(|e| LinerateError::new_err(clap_message(&e)))?;
+    let argv: Vec<String> = std::iter::once("linerate".to_string())
+        .chain(argv)
+        .collect();
+    let cli = Cli::try_parse_from(&argv).map_err(|e| LinerateError::new_err(clap_message(&e)))?;
     let _one_at_a_time = RUNNING.try_lock().map_err(|_| {
         LinerateError::new_err(
             "another linerate run is in progress in this process; wait for it to finish",
         )
     })?;
+    // Stored runs show the command line the call stands for.
+    linerate_session::record_command_line(Some(argv));
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
     if on_event.is_some() {
@@ -100,8 +104,9 @@ fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResu
             raised.get_or_insert(e);
         }
     };
-    linerate_session::listen(None);
     let _ = py.detach(|| worker.join());
+    linerate_session::listen(None);
+    linerate_session::record_command_line(None);
     if let Some(e) = raised {
         return Err(e);
     }

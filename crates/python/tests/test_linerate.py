@@ -130,3 +130,14 @@ def test_each_call_captures_to_its_own_pcap(no_leftovers, tmp_path):
         # with a 16-byte record header: test frames of 124 bytes as received
         # (no FCS), or an ARP frame among them.
         assert 24 + 5 * (16 + 42) <= size <= 24 + 5 * (16 + 124), f"{name}: {size} bytes"
+
+
+def test_a_stored_run_keeps_the_command_line_it_stands_for(no_leftovers, tmp_path):
+    import sqlite3
+
+    db = tmp_path / "runs.db"
+    linerate.trial(lab=True, frame_size=128, rate="1000fps", duration="1s", db=str(db), quiet=True)
+    with sqlite3.connect(db) as c:
+        command, args, status = c.execute("SELECT command, args_json, status FROM runs").fetchone()
+    assert (command, status) == ("trial", "complete")
+    assert json.loads(args)[:4] == ["linerate", "trial", "--lab", "--frame-size"]

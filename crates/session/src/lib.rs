@@ -25,3 +25,4 @@ pub use args::Cli;
 pub use commands::{interrupt_flag, run};
 pub use events::{listen, Listener};
 pub use exit::Outcome;
+pub use recorder::record_command_line;

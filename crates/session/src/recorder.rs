@@ -69,6 +69,25 @@ pub fn scenario(bed: &crate::ports::TestBed) -> String {
     }
 }
 
+/// The command line a run is stored and announced with, when it is not
+/// this process's own (the Python package runs `linerate trial ...` inside
+/// `python3 script.py`).
+static COMMAND_LINE: std::sync::Mutex<Option<Vec<String>>> = std::sync::Mutex::new(None);
+
+/// Records `argv` (with the program's name) as the command line of the
+/// runs that follow, or, with None, this process's own again.
+pub fn record_command_line(argv: Option<Vec<String>>) {
+    *COMMAND_LINE.lock().unwrap_or_else(|e| e.into_inner()) = argv;
+}
+
+fn command_line() -> Vec<String> {
+    COMMAND_LINE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+        .unwrap_or_else(|| std::env::args().collect())
+}
+
 fn now() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
@@ -123,7 +142,7 @@ impl Recorder {
             info.trial_s,
             info.resolution,
         ));
-        let argv: Vec<String> = std::env::args().collect();
+        let argv = command_line();
         let dut = Dut {
             name: self.args.dut_name.clone(),
             firmware: self.args.dut_firmware.clone(),
