@@ -132,6 +132,47 @@ fn help(command: &str) -> PyResult<String> {
     Ok(cmd.render_long_help().to_string())
 }
 
+/// The options of `command` as `(name, kind, help)`: `name` the long
+/// option in snake_case, `kind` "flag" (given or not), "value" (one
+/// value) or "list" (repeated); `help` its first line. The package's type
+/// stub is generated from them, so that it says what the CLI takes.
+#[pyfunction]
+fn options(command: &str) -> PyResult<Vec<(String, String, String)>> {
+    let mut cmd = Cli::command();
+    for name in command.split_whitespace() {
+        cmd = cmd
+            .find_subcommand(name)
+            .ok_or_else(|| LinerateError::new_err(format!("no linerate command '{command}'")))?
+            .clone();
+    }
+    Ok(cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set())
+        .filter_map(|a| {
+            let long = a.get_long()?;
+            if long == "help" || long == "version" {
+                return None;
+            }
+            let kind = match a.get_action() {
+                clap::ArgAction::SetTrue | clap::ArgAction::SetFalse => "flag",
+                clap::ArgAction::Append => "list",
+                _ if a.get_num_args().is_some_and(|n| n.max_values() > 1) => "list",
+                _ => "value",
+            };
+            let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+            let first = help.lines().next().unwrap_or_default().to_string();
+            // Its long aliases (e.g. --frame-size for --sizes) too.
+            let names = std::iter::once(long).chain(a.get_all_aliases().unwrap_or_default());
+            Some(
+                names
+                    .map(|n| (n.replace('-', "_"), kind.to_string(), first.clone()))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .flatten()
+        .collect())
+}
+
 /// The labs present, as `linerate lab status --json` prints them.
 #[pyfunction]
 fn lab_status() -> PyResult<String> {
@@ -156,6 +197,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(help, m)?)?;
     m.add_function(wrap_pyfunction!(lab_status, m)?)?;
+    m.add_function(wrap_pyfunction!(options, m)?)?;
     m.add("LinerateError", m.py().get_type::<LinerateError>())?;
     Ok(())
 }

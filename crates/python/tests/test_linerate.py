@@ -141,3 +141,14 @@ def test_a_stored_run_keeps_the_command_line_it_stands_for(no_leftovers, tmp_pat
         command, args, status = c.execute("SELECT command, args_json, status FROM runs").fetchone()
     assert (command, status) == ("trial", "complete")
     assert json.loads(args)[:4] == ["linerate", "trial", "--lab", "--frame-size"]
+
+
+def test_the_type_stub_lists_every_cli_option():
+    # Regenerate with: .venv/bin/python -m linerate._stub > crates/python/python/linerate/__init__.pyi
+    from linerate import _stub
+    import pathlib
+
+    committed = (pathlib.Path(linerate.__file__).parent / "__init__.pyi").read_text()
+    assert committed == _stub.render(), "the stub is out of date: regenerate it (see this test)"
+    assert "    mlrsearch: bool = False," in committed  # rfc2544 --mlrsearch
+    assert "    exceed_ratio: Optional[Value] = None," in committed

@@ -82,7 +82,8 @@ def command_line(command: str, **options: Any) -> List[str]:
     for key, value in options.items():
         if value is None or value is False:
             continue
-        flag = "--" + key.replace("_", "-")
+        # A trailing underscore makes a Python keyword usable (from_=...).
+        flag = "--" + key.rstrip("_").replace("_", "-")
         if value is True:
             argv.append(flag)
         elif isinstance(value, (list, tuple)):
