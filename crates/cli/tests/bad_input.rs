@@ -639,3 +639,174 @@ fn a_skip_fails_when_every_test_must_run() {
     assert!(skipped.status.success(), "{err}");
     assert!(err.contains("SKIPPED (probe): skip_probe"), "{err}");
 }
+
+/// A directory of the test's own for the files the cases name, removed on
+/// drop; its listing before and after a run tells whether linerate wrote
+/// anything.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("bad-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).to_str().unwrap().to_string()
+    }
+
+    /// Every file and directory below it, with sizes (a file rewritten in
+    /// place shows too), sorted.
+    fn listing(&self) -> Vec<String> {
+        fn walk(dir: &std::path::Path, base: &std::path::Path, out: &mut Vec<String>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                let m = std::fs::symlink_metadata(&p).unwrap();
+                let rel = p.strip_prefix(base).unwrap().display().to_string();
+                out.push(format!("{rel} {}", if m.is_dir() { 0 } else { m.len() }));
+                if m.is_dir() {
+                    walk(&p, base, out);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.0, &self.0, &mut out);
+        out.sort();
+        out
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Every file a command writes is checked, together, before anything runs:
+/// a directory, a missing directory, a device or pipe where a file is
+/// replaced whole, and two options naming one file (also through a hard
+/// link, or an output over a file the command reads) are refused in one
+/// line naming the option, and nothing is written, not even a temporary
+/// file. The checks come before the lab (which does not exist here) and
+/// before root is needed.
+#[test]
+fn output_paths_are_checked_together_before_anything_runs() {
+    let s = Scratch::new("outputs");
+    std::fs::create_dir(s.0.join("adir")).unwrap();
+    std::fs::write(s.0.join("old.json"), "{}").unwrap();
+    std::fs::hard_link(s.0.join("old.json"), s.0.join("link.sqlite")).unwrap();
+    nix::unistd::mkfifo(&s.0.join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let lab = unique("o");
+    let trial = |extra: &[&str]| {
+        let mut v: Vec<String> = [
+            "trial",
+            "--lab",
+            "--lab-name",
+            &lab,
+            "--frame-size",
+            "64",
+            "--rate",
+            "1000fps",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        v.extend(extra.iter().map(|a| a.to_string()));
+        v
+    };
+    let p = |n: &str| s.path(n);
+    let cases: Vec<(Vec<String>, Vec<&str>)> = vec![
+        (
+            trial(&["--no-db", "--json", &p("adir")]),
+            vec!["--json", "is a directory", "adir/results.json"],
+        ),
+        (
+            trial(&["--no-db", "--json", &p("nodir/x.json")]),
+            vec!["--json", "nodir", "does not exist"],
+        ),
+        (
+            trial(&["--no-db", "--json", &p("fifo")]),
+            vec!["--json", "a named pipe", "not a regular file"],
+        ),
+        (
+            trial(&["--json", &p("x.json"), "--db", &p("x.json")]),
+            vec!["--json", "--db", "same file"],
+        ),
+        (
+            trial(&["--json", &p("old.json"), "--db", &p("link.sqlite")]),
+            vec!["--json", "--db", "same file"],
+        ),
+        (
+            trial(&[
+                "--no-db",
+                "--events",
+                &p("e.jsonl"),
+                "--json",
+                &p("./e.jsonl"),
+            ]),
+            vec!["--events", "--json", "same file"],
+        ),
+        (
+            trial(&["--no-db", "--pcap", &p("f.pcap"), "--events", &p("f.pcap")]),
+            vec!["--events", "--pcap", "same file"],
+        ),
+        (trial(&["--db", &p("adir")]), vec!["--db", "is a directory"]),
+        (
+            vec![
+                "rfc2544".into(),
+                "--lab".into(),
+                "--lab-name".into(),
+                lab.clone(),
+                "--no-db".into(),
+                "--json".into(),
+                p("old.json"),
+                "--calibration".into(),
+                p("old.json"),
+            ],
+            vec!["--json", "also the --calibration file"],
+        ),
+        (
+            vec!["calibrate".into(), "--calibration".into(), p("adir")],
+            vec!["--calibration", "is a directory"],
+        ),
+        (
+            [
+                "export",
+                "last",
+                "--json",
+                "--db",
+                &p("none.sqlite"),
+                "-o",
+                &p("adir"),
+            ]
+            .iter()
+            .map(|a| a.to_string())
+            .collect(),
+            vec!["--output", "is a directory"],
+        ),
+        (
+            [
+                "report",
+                "last",
+                "--db",
+                &p("none.sqlite"),
+                "--html",
+                &p("adir"),
+            ]
+            .iter()
+            .map(|a| a.to_string())
+            .collect(),
+            vec!["--html", "is a directory"],
+        ),
+    ];
+    for (argv, says) in cases {
+        let before = s.listing();
+        let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let run = expect_error(None, &args);
+        mentions(&run, &says);
+        assert_eq!(s.listing(), before, "wrote something:\n{}", run.dump());
+    }
+}

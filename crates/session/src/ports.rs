@@ -707,21 +707,6 @@ pub fn parse_trial_duration(text: &str, option: &str) -> Result<Duration> {
     Ok(d)
 }
 
-/// Fails before any measuring when `--json PATH` cannot be written.
-pub fn check_writable(path: Option<&std::path::Path>) -> Result<()> {
-    if let Some(path) = path {
-        let probe = path.with_extension("json.tmp");
-        std::fs::write(&probe, b"").map_err(|e| {
-            anyhow!(
-                "--json {}: cannot write there ({e}): pick a writable path",
-                path.display()
-            )
-        })?;
-        let _ = std::fs::remove_file(&probe);
-    }
-    Ok(())
-}
-
 /// Parses `2s`, `500ms`, `1m` into a duration, with a message naming the option.
 pub fn parse_duration(text: &str, option: &str) -> Result<Duration> {
     let d = humantime::parse_duration(text.trim())

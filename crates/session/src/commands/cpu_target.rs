@@ -8,7 +8,7 @@ use super::rfc2544::{write_json, EngineRunner};
 use super::scenarios::{prepare, record_of, traffic_checks};
 use crate::args::CpuTargetArgs;
 use crate::exit::Outcome;
-use crate::ports::{self, check_writable, parse_trial_duration};
+use crate::ports::{self, parse_trial_duration};
 use anyhow::{anyhow, bail, Context, Result};
 use linerate_engine::EngineError;
 use linerate_lab::scenario::Scenario;
@@ -37,7 +37,7 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .map(Rate::parse)
         .transpose()
         .context("--max-rate")?;
-    check_writable(args.json.as_deref())?;
+    crate::outputs::check_json(args.json.as_deref())?;
     let scenario = match &args.dut.scenario {
         Some(text) => {
             let mut list = Scenario::parse_list(text)?;
