@@ -71,6 +71,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         };
         plans.push((frames, line_fps, cfg, known));
     }
+    s.ready()?;
 
     let mut rep = BackToBackReport {
         run: s.run.clone(),

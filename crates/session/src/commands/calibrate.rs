@@ -60,11 +60,20 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     // on error, and after SIGINT/SIGTERM stop the running trial).
     let wire;
     let (a, b, setup): (PortName, PortName, String) = match (&args.port_a, &args.port_b) {
-        (Some(pa), Some(pb)) => (
-            (pa.clone(), None),
-            (pb.clone(), None),
-            format!("ports {pa}->{pb}"),
-        ),
+        (Some(pa), Some(pb)) => {
+            // A wrong name is one error, not every engine skipped for it.
+            for name in [pa, pb] {
+                linerate_port::link::ifindex(name)?;
+            }
+            if pa == pb {
+                bail!("--port-a and --port-b are both '{pa}': calibrate two interfaces cabled to each other");
+            }
+            (
+                (pa.clone(), None),
+                (pb.clone(), None),
+                format!("ports {pa}->{pb}"),
+            )
+        }
         _ => {
             linerate_lab::check_environment()?;
             wire = Wire::up(&linerate_lab::temporary_name())?;

@@ -76,6 +76,7 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             (None, label) => label.clone(),
         };
         let rows = rows(&plan, &s)?;
+        s.ready()?;
         let first_row = rep.series.len();
         let stopped = measure(rows, &plan, &mut s, row_name, rep, json, interrupt);
         if let (Some(sc), Some(a)) = (scenario, &applied) {

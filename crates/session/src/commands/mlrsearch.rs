@@ -60,6 +60,7 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         };
         plans.push((frames, line_fps, goals_for(max_fps)));
     }
+    s.ready()?;
 
     let mut rep = MlrSearchReport {
         run: s.run.clone(),
