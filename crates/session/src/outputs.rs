@@ -7,7 +7,7 @@
 //! A failed check is one line naming the option and the fix (exit 2).
 
 use crate::record_args::RecordArgs;
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use nix::unistd::AccessFlags;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -109,7 +109,10 @@ impl Outputs {
     pub fn check(self) -> Result<()> {
         let mut seen: Vec<(&Output, Identity)> = Vec::new();
         for out in &self.outputs {
-            check_one(out)?;
+            check_one(out).map_err(|e| match out.kind {
+                Kind::Database => anyhow!("{e}; or run with --no-db to store nothing"),
+                _ => e,
+            })?;
             let id = identity(&out.path);
             if let Some((first, _)) = seen.iter().find(|(_, other)| *other == id) {
                 if id.shared_sink() {
@@ -321,7 +324,7 @@ mod tests {
         let e = err(Outputs::new().json(Some(d)));
         assert!(e.contains("--json") && e.contains("is a directory"), "{e}");
         let e = err(Outputs::new().file("--db", Some(d), Kind::Database));
-        assert!(e.contains("results.sqlite"), "{e}");
+        assert!(e.contains("results.sqlite") && e.contains("--no-db"), "{e}");
         let missing = d.join("no/such.json");
         let e = err(Outputs::new().json(Some(&missing)));
         assert!(e.contains("does not exist"), "{e}");
