@@ -68,6 +68,9 @@ pub struct TestBed {
     /// bed and is removed when it drops (also on error, signal or panic).
     #[allow(dead_code)]
     pub lab: Option<Lab>,
+    /// Held, not read: the locks of external ports (a lab has its own).
+    #[allow(dead_code)]
+    pub port_locks: Vec<linerate_lab::LabLock>,
 }
 
 impl TestBed {
@@ -121,6 +124,7 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         bail!("not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
     }
     let mut routed = None;
+    let mut port_locks = Vec::new();
     let (a, host_a, b, mut host_b, lab, placement) = if args.lab || given.is_some() {
         linerate_lab::check_environment()?;
         let lab = if let Some(lab) = given {
@@ -187,6 +191,7 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         let hb = host_config("b", &args.ip_b, &args.gw_b, &args.gw_mac_b, &encap)?;
         let a = (name_a.to_string(), None);
         let b = (name_b.to_string(), None);
+        port_locks = lock_ports(&a, &b)?;
         (a, ha, b, hb, None, None)
     };
     let (a_name, b_name) = (a.0.clone(), b.0.clone());
@@ -259,7 +264,18 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
             format!("ports {}->{}", a_name, b_name)
         },
         lab,
+        port_locks,
     })
+}
+
+/// Locks both tester ports for this run: a second run on either refuses in
+/// one line naming the first, instead of both counting each other's frames.
+pub fn lock_ports(a: &PortName, b: &PortName) -> Result<Vec<linerate_lab::LabLock>> {
+    let mut locks = Vec::new();
+    for (name, netns) in [a, b] {
+        locks.push(linerate_lab::lock_port(netns.as_deref(), name)?);
+    }
+    Ok(locks)
 }
 
 /// An interface and the namespace it lives in (None: linerate's own).

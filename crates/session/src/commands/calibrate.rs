@@ -59,6 +59,8 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     // The wire lives until the end of the run; its Drop removes it (also
     // on error, and after SIGINT/SIGTERM stop the running trial).
     let wire;
+    // Other runs keep off the named ports until this one ends.
+    let _port_locks;
     let (a, b, setup): (PortName, PortName, String) = match (&args.port_a, &args.port_b) {
         (Some(pa), Some(pb)) => {
             // A wrong name is one error, not every engine skipped for it.
@@ -68,11 +70,9 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             if pa == pb {
                 bail!("--port-a and --port-b are both '{pa}': calibrate two interfaces cabled to each other");
             }
-            (
-                (pa.clone(), None),
-                (pb.clone(), None),
-                format!("ports {pa}->{pb}"),
-            )
+            let (a, b) = ((pa.clone(), None), (pb.clone(), None));
+            _port_locks = ports::lock_ports(&a, &b)?;
+            (a, b, format!("ports {pa}->{pb}"))
         }
         _ => {
             linerate_lab::check_environment()?;
