@@ -640,6 +640,114 @@ fn a_skip_fails_when_every_test_must_run() {
     assert!(err.contains("SKIPPED (probe): skip_probe"), "{err}");
 }
 
+/// A tester port that does not exist is named as such, whatever counts on
+/// the other port: not blamed on the in-kernel counter ("does not attach
+/// ... use --engine af_xdp or af_packet"), which never got to try.
+#[test]
+fn a_missing_port_is_named_not_blamed_on_the_counter() {
+    if !root_or_skip("a_missing_port_is_named_not_blamed_on_the_counter") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("x", 1500);
+    for (a, b, missing) in [("p0", "nosuch", "nosuch"), ("nosuch", "p1", "nosuch")] {
+        for engine in [
+            &["--engine", "xdp"][..],
+            &["--engine", "af_packet", "--receiver", "kernel"],
+            &["--engine", "af_xdp", "--receiver", "kernel"],
+            &["--engine", "auto"],
+        ] {
+            let mut args = vec![
+                "trial",
+                "--port-a",
+                a,
+                "--port-b",
+                b,
+                "--ip-a",
+                "198.18.0.2/24",
+                "--gw-a",
+                "198.18.0.3",
+                "--ip-b",
+                "198.18.0.3/24",
+                "--gw-b",
+                "198.18.0.2",
+                "--frame-size",
+                "64",
+                "--rate",
+                "1000fps",
+                "--no-db",
+            ];
+            args.extend_from_slice(engine);
+            let run = expect_error(Some(&ns), &args);
+            mentions(&run, &[&format!("interface '{missing}' not found")]);
+            assert!(!run.stderr.contains("counter"), "{}", run.dump());
+        }
+    }
+}
+
+/// Another XDP program on port B (a user's firewall, say) keeps the
+/// in-kernel counter off the port: the error names that program and gives
+/// the fix that works with the engine asked for (the xdp engine counts in
+/// the kernel only: af_packet; a socket engine: --receiver socket), not
+/// one that fails the same way. Needs clang, which builds linerate's own
+/// XDP programs.
+#[test]
+fn another_xdp_program_on_port_b_is_named() {
+    if !root_or_skip("another_xdp_program_on_port_b_is_named") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("f", 1500);
+    let dir = Scratch::new("xdp");
+    let (src, obj) = (dir.path("fw.c"), dir.path("fw.o"));
+    std::fs::write(
+        &src,
+        "__attribute__((section(\"xdp\"), used)) int user_fw(void *ctx) { return 2; }\n\
+         char _license[] __attribute__((section(\"license\"), used)) = \"GPL\";\n",
+    )
+    .unwrap();
+    sh("clang", &["-O2", "-target", "bpf", "-c", &src, "-o", &obj]);
+    sh(
+        "ip",
+        &[
+            "-n",
+            &ns,
+            "link",
+            "set",
+            "dev",
+            "p1",
+            "xdpgeneric",
+            "obj",
+            &obj,
+            "sec",
+            "xdp",
+        ],
+    );
+    for (engine, fix) in [
+        (&["--engine", "xdp"][..], "--engine af_packet"),
+        (
+            &["--engine", "af_packet", "--receiver", "kernel"],
+            "--receiver socket",
+        ),
+    ] {
+        let mut args = vec!["trial"];
+        args.extend_from_slice(&B2B_HOSTS);
+        args.extend_from_slice(&["--frame-size", "64", "--rate", "1000fps", "--no-db"]);
+        args.extend_from_slice(engine);
+        let run = expect_error(Some(&ns), &args);
+        mentions(
+            &run,
+            &[
+                "port B (p1) already has an XDP program attached",
+                "'user_fw'",
+                fix,
+            ],
+        );
+        assert!(!run.stderr.contains("af_xdp"), "{}", run.dump());
+    }
+    // The user's program is left as it was.
+    let link = sh("ip", &["-n", &ns, "-d", "-j", "link", "show", "dev", "p1"]);
+    assert!(link.contains("user_fw"), "{link}");
+}
+
 /// A directory of the test's own for the files the cases name, removed on
 /// drop; its listing before and after a run tells whether linerate wrote
 /// anything.
