@@ -639,3 +639,759 @@ fn a_skip_fails_when_every_test_must_run() {
     assert!(skipped.status.success(), "{err}");
     assert!(err.contains("SKIPPED (probe): skip_probe"), "{err}");
 }
+
+/// A tester port that does not exist is named as such, whatever counts on
+/// the other port: not blamed on the in-kernel counter ("does not attach
+/// ... use --engine af_xdp or af_packet"), which never got to try.
+#[test]
+fn a_missing_port_is_named_not_blamed_on_the_counter() {
+    if !root_or_skip("a_missing_port_is_named_not_blamed_on_the_counter") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("x", 1500);
+    for (a, b, missing) in [("p0", "nosuch", "nosuch"), ("nosuch", "p1", "nosuch")] {
+        for engine in [
+            &["--engine", "xdp"][..],
+            &["--engine", "af_packet", "--receiver", "kernel"],
+            &["--engine", "af_xdp", "--receiver", "kernel"],
+            &["--engine", "auto"],
+        ] {
+            let mut args = vec![
+                "trial",
+                "--port-a",
+                a,
+                "--port-b",
+                b,
+                "--ip-a",
+                "198.18.0.2/24",
+                "--gw-a",
+                "198.18.0.3",
+                "--ip-b",
+                "198.18.0.3/24",
+                "--gw-b",
+                "198.18.0.2",
+                "--frame-size",
+                "64",
+                "--rate",
+                "1000fps",
+                "--no-db",
+            ];
+            args.extend_from_slice(engine);
+            let run = expect_error(Some(&ns), &args);
+            mentions(&run, &[&format!("interface '{missing}' not found")]);
+            assert!(!run.stderr.contains("counter"), "{}", run.dump());
+        }
+    }
+}
+
+/// Another XDP program on port B (a user's firewall, say) keeps the
+/// in-kernel counter off the port: the error names that program and gives
+/// the fix that works with the engine asked for (the xdp engine counts in
+/// the kernel only: af_packet; a socket engine: --receiver socket), not
+/// one that fails the same way. Needs clang, which builds linerate's own
+/// XDP programs.
+#[test]
+fn another_xdp_program_on_port_b_is_named() {
+    if !root_or_skip("another_xdp_program_on_port_b_is_named") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("f", 1500);
+    let dir = Scratch::new("xdp");
+    let (src, obj) = (dir.path("fw.c"), dir.path("fw.o"));
+    std::fs::write(
+        &src,
+        "__attribute__((section(\"xdp\"), used)) int user_fw(void *ctx) { return 2; }\n\
+         char _license[] __attribute__((section(\"license\"), used)) = \"GPL\";\n",
+    )
+    .unwrap();
+    sh("clang", &["-O2", "-target", "bpf", "-c", &src, "-o", &obj]);
+    sh(
+        "ip",
+        &[
+            "-n",
+            &ns,
+            "link",
+            "set",
+            "dev",
+            "p1",
+            "xdpgeneric",
+            "obj",
+            &obj,
+            "sec",
+            "xdp",
+        ],
+    );
+    for (engine, fix) in [
+        (&["--engine", "xdp"][..], "--engine af_packet"),
+        (
+            &["--engine", "af_packet", "--receiver", "kernel"],
+            "--receiver socket",
+        ),
+    ] {
+        let mut args = vec!["trial"];
+        args.extend_from_slice(&B2B_HOSTS);
+        args.extend_from_slice(&["--frame-size", "64", "--rate", "1000fps", "--no-db"]);
+        args.extend_from_slice(engine);
+        let run = expect_error(Some(&ns), &args);
+        mentions(
+            &run,
+            &[
+                "port B (p1) already has an XDP program attached",
+                "'user_fw'",
+                fix,
+            ],
+        );
+        assert!(!run.stderr.contains("af_xdp"), "{}", run.dump());
+    }
+    // The user's program is left as it was.
+    let link = sh("ip", &["-n", &ns, "-d", "-j", "link", "show", "dev", "p1"]);
+    assert!(link.contains("user_fw"), "{link}");
+}
+
+/// A directory of the test's own for the files the cases name, removed on
+/// drop; its listing before and after a run tells whether linerate wrote
+/// anything.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("bad-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).to_str().unwrap().to_string()
+    }
+
+    /// Every file and directory below it, with sizes (a file rewritten in
+    /// place shows too), sorted.
+    fn listing(&self) -> Vec<String> {
+        fn walk(dir: &std::path::Path, base: &std::path::Path, out: &mut Vec<String>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                let m = std::fs::symlink_metadata(&p).unwrap();
+                let rel = p.strip_prefix(base).unwrap().display().to_string();
+                out.push(format!("{rel} {}", if m.is_dir() { 0 } else { m.len() }));
+                if m.is_dir() {
+                    walk(&p, base, out);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.0, &self.0, &mut out);
+        out.sort();
+        out
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Every file a command writes is checked, together, before anything runs:
+/// a directory, a missing directory, a device or pipe where a file is
+/// replaced whole, and two options naming one file (also through a hard
+/// link, or an output over a file the command reads) are refused in one
+/// line naming the option, and nothing is written, not even a temporary
+/// file. The checks come before the lab (which does not exist here) and
+/// before root is needed.
+#[test]
+fn output_paths_are_checked_together_before_anything_runs() {
+    let s = Scratch::new("outputs");
+    std::fs::create_dir(s.0.join("adir")).unwrap();
+    std::fs::write(s.0.join("old.json"), "{}").unwrap();
+    std::fs::hard_link(s.0.join("old.json"), s.0.join("link.sqlite")).unwrap();
+    nix::unistd::mkfifo(&s.0.join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let lab = unique("o");
+    let trial = |extra: &[&str]| {
+        let mut v: Vec<String> = [
+            "trial",
+            "--lab",
+            "--lab-name",
+            &lab,
+            "--frame-size",
+            "64",
+            "--rate",
+            "1000fps",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        v.extend(extra.iter().map(|a| a.to_string()));
+        v
+    };
+    let p = |n: &str| s.path(n);
+    let cases: Vec<(Vec<String>, Vec<&str>)> = vec![
+        (
+            trial(&["--no-db", "--json", &p("adir")]),
+            vec!["--json", "is a directory", "adir/results.json"],
+        ),
+        (
+            trial(&["--no-db", "--json", &p("nodir/x.json")]),
+            vec!["--json", "nodir", "does not exist"],
+        ),
+        (
+            trial(&["--no-db", "--json", &p("fifo")]),
+            vec!["--json", "a named pipe", "not a regular file"],
+        ),
+        (
+            trial(&["--json", &p("x.json"), "--db", &p("x.json")]),
+            vec!["--json", "--db", "same file"],
+        ),
+        (
+            trial(&["--json", &p("old.json"), "--db", &p("link.sqlite")]),
+            vec!["--json", "--db", "same file"],
+        ),
+        (
+            trial(&[
+                "--no-db",
+                "--events",
+                &p("e.jsonl"),
+                "--json",
+                &p("./e.jsonl"),
+            ]),
+            vec!["--events", "--json", "same file"],
+        ),
+        (
+            trial(&["--no-db", "--pcap", &p("f.pcap"), "--events", &p("f.pcap")]),
+            vec!["--events", "--pcap", "same file"],
+        ),
+        (trial(&["--db", &p("adir")]), vec!["--db", "is a directory"]),
+        (
+            vec![
+                "rfc2544".into(),
+                "--lab".into(),
+                "--lab-name".into(),
+                lab.clone(),
+                "--no-db".into(),
+                "--json".into(),
+                p("old.json"),
+                "--calibration".into(),
+                p("old.json"),
+            ],
+            vec!["--json", "also the --calibration file"],
+        ),
+        (
+            vec!["calibrate".into(), "--calibration".into(), p("adir")],
+            vec!["--calibration", "is a directory"],
+        ),
+        (
+            [
+                "export",
+                "last",
+                "--json",
+                "--db",
+                &p("none.sqlite"),
+                "-o",
+                &p("adir"),
+            ]
+            .iter()
+            .map(|a| a.to_string())
+            .collect(),
+            vec!["--output", "is a directory"],
+        ),
+        (
+            [
+                "report",
+                "last",
+                "--db",
+                &p("none.sqlite"),
+                "--html",
+                &p("adir"),
+            ]
+            .iter()
+            .map(|a| a.to_string())
+            .collect(),
+            vec!["--html", "is a directory"],
+        ),
+    ];
+    for (argv, says) in cases {
+        let before = s.listing();
+        let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let run = expect_error(None, &args);
+        mentions(&run, &says);
+        assert_eq!(s.listing(), before, "wrote something:\n{}", run.dump());
+    }
+}
+
+// ---- the bad-input suite: every packet command with every bad case that
+// applies to it, each refused before anything is built, sent or written ----
+
+/// A packet command as the suite drives it.
+struct Cmd {
+    name: &'static str,
+    /// Valid options besides ports, frame sizes and outputs, as option and
+    /// value pairs; a case that gives an option replaces its pair.
+    base: &'static [&'static str],
+    /// The frame size option (`--frame-size` or `--sizes`), if any.
+    frames: Option<&'static str>,
+    /// Takes --ip-a/--gw-a/--ip-b/--gw-b with --port-a/--port-b.
+    hosts: bool,
+    /// Takes --gw-mac-a.
+    gw_mac: bool,
+    /// Takes --lab (--lab-name).
+    lab: bool,
+    /// The option of the file it writes (`--json`, calibrate's `--calibration`).
+    writes: &'static str,
+    /// Takes the record options (--db, --events, --pcap).
+    record: bool,
+    /// An option and value above the line rate.
+    over_line: Option<(&'static str, &'static str)>,
+    /// An out-of-range share: option, value, what the error says.
+    share: Option<(&'static str, &'static str, &'static str)>,
+    /// The duration option.
+    duration: &'static str,
+    /// Takes --port (a TCP port).
+    tcp_port: bool,
+}
+
+const COMMANDS: &[Cmd] = &[
+    Cmd {
+        name: "trial",
+        base: &["--rate", "1000fps", "--duration", "1s"],
+        frames: Some("--frame-size"),
+        hosts: true,
+        gw_mac: true,
+        lab: true,
+        writes: "--json",
+        record: true,
+        over_line: Some(("--rate", "101%")),
+        share: Some(("--loss", "5", "write 5%")),
+        duration: "--duration",
+        tcp_port: false,
+    },
+    Cmd {
+        name: "rfc2544",
+        base: &["--trial-duration", "1s"],
+        frames: Some("--sizes"),
+        hosts: true,
+        gw_mac: true,
+        lab: true,
+        writes: "--json",
+        record: true,
+        over_line: Some(("--max-rate", "101%")),
+        share: Some(("--resolution", "0", "above 0")),
+        duration: "--trial-duration",
+        tcp_port: false,
+    },
+    Cmd {
+        name: "loss",
+        base: &["--loads", "10%", "--trial-duration", "1s"],
+        frames: Some("--sizes"),
+        hosts: true,
+        gw_mac: true,
+        lab: true,
+        writes: "--json",
+        record: false,
+        over_line: Some(("--loads", "101%")),
+        share: Some(("--stop-at-loss", "50", "write 50%")),
+        duration: "--trial-duration",
+        tcp_port: false,
+    },
+    Cmd {
+        name: "latency",
+        base: &["--rate", "1000fps", "--trial-duration", "1s"],
+        frames: Some("--sizes"),
+        hosts: true,
+        gw_mac: true,
+        lab: true,
+        writes: "--json",
+        record: false,
+        over_line: Some(("--rate", "101%")),
+        share: Some(("--resolution", "0", "above 0")),
+        duration: "--trial-duration",
+        tcp_port: false,
+    },
+    Cmd {
+        name: "mlrsearch",
+        base: &["--trial-duration", "1s"],
+        frames: Some("--sizes"),
+        hosts: true,
+        gw_mac: true,
+        lab: true,
+        writes: "--json",
+        record: false,
+        over_line: Some(("--max-rate", "101%")),
+        share: Some(("--exceed-ratio", "50", "write 50%")),
+        duration: "--trial-duration",
+        tcp_port: false,
+    },
+    Cmd {
+        name: "back-to-back",
+        base: &[
+            "--throughput",
+            "1000fps",
+            "--repeat",
+            "1",
+            "--trial-duration",
+            "1s",
+        ],
+        frames: Some("--sizes"),
+        hosts: true,
+        gw_mac: true,
+        lab: true,
+        writes: "--json",
+        record: false,
+        over_line: Some(("--max-rate", "101%")),
+        share: Some(("--resolution", "0", "above 0")),
+        duration: "--trial-duration",
+        tcp_port: false,
+    },
+    Cmd {
+        name: "calibrate",
+        base: &["--engine", "af_packet", "--trial-duration", "1s"],
+        frames: Some("--sizes"),
+        hosts: false,
+        gw_mac: false,
+        lab: false,
+        writes: "--calibration",
+        record: false,
+        over_line: None,
+        share: Some(("--resolution", "0", "above 0")),
+        duration: "--trial-duration",
+        tcp_port: false,
+    },
+    Cmd {
+        name: "cpu-target",
+        base: &["--trial-duration", "1s"],
+        frames: Some("--sizes"),
+        hosts: true,
+        gw_mac: true,
+        lab: true,
+        writes: "--json",
+        record: false,
+        over_line: Some(("--max-rate", "101%")),
+        share: Some(("--target", "75", "write 75%")),
+        duration: "--trial-duration",
+        tcp_port: false,
+    },
+    Cmd {
+        name: "tcp",
+        base: &["--duration", "1s"],
+        frames: None,
+        hosts: true,
+        gw_mac: false,
+        lab: true,
+        writes: "--json",
+        record: false,
+        over_line: None,
+        share: None,
+        duration: "--duration",
+        tcp_port: true,
+    },
+    Cmd {
+        name: "http",
+        base: &["--duration", "1s"],
+        frames: None,
+        hosts: true,
+        gw_mac: false,
+        lab: true,
+        writes: "--json",
+        record: false,
+        over_line: None,
+        share: None,
+        duration: "--duration",
+        tcp_port: true,
+    },
+];
+
+/// Where a case's command runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Bed {
+    /// A lab that does not exist: a check made after the test bed would
+    /// fail on the lab instead (calibrate: two missing interfaces).
+    NoLab,
+    /// Two interfaces that do not exist.
+    Missing,
+    /// A veth pair back to back in a namespace of the test's (ports p0, p1).
+    Wire,
+}
+
+struct Case {
+    what: &'static str,
+    cmd: &'static Cmd,
+    bed: Bed,
+    /// Options of the case (the bad value).
+    extra: Vec<String>,
+    /// The frame size given (a bad one for the frame size case).
+    frame: &'static str,
+    /// The output file's option value (a directory, say) or None for the
+    /// usual scratch file.
+    output: Option<String>,
+    /// The record options instead of the usual scratch files.
+    record: Option<Vec<String>>,
+    /// What stderr must mention.
+    says: Vec<String>,
+}
+
+impl Case {
+    fn new(what: &'static str, cmd: &'static Cmd, bed: Bed) -> Case {
+        Case {
+            what,
+            cmd,
+            bed,
+            extra: Vec::new(),
+            frame: "64",
+            output: None,
+            record: None,
+            says: Vec::new(),
+        }
+    }
+
+    fn extra(mut self, args: &[&str]) -> Case {
+        self.extra.extend(args.iter().map(|s| s.to_string()));
+        self
+    }
+
+    fn says(mut self, words: &[&str]) -> Case {
+        self.says.extend(words.iter().map(|s| s.to_string()));
+        self
+    }
+
+    /// The command line (without the program), for a lab named `lab` and
+    /// files in `s`.
+    fn argv(&self, lab: &str, s: &Scratch) -> Vec<String> {
+        let c = self.cmd;
+        let mut v = vec![c.name.to_string()];
+        let strs = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        match (self.bed, c.lab) {
+            (Bed::NoLab, true) => v.extend(strs(&["--lab", "--lab-name", lab])),
+            (Bed::Wire, _) => v.extend(strs(&B2B_HOSTS)),
+            _ => {
+                v.extend(strs(&["--port-a", "nosuch0", "--port-b", "nosuch1"]));
+                if c.hosts {
+                    v.extend(strs(&HOSTS));
+                }
+            }
+        }
+        if let Some(opt) = c.frames {
+            v.extend([opt.to_string(), self.frame.to_string()]);
+        }
+        // The valid options, but for those the case gives itself.
+        for pair in c.base.chunks(2) {
+            if !self.extra.iter().any(|a| a == pair[0]) {
+                v.extend(strs(pair));
+            }
+        }
+        if c.name == "cpu-target" && !(self.bed == Bed::NoLab && c.lab) {
+            // An external DUT's CPU load (the lab's is read from the DUT).
+            v.extend(strs(&["--dut-cpu-cmd", "echo 10"]));
+        }
+        let out = self.output.clone().unwrap_or_else(|| s.path("out.json"));
+        v.extend([c.writes.to_string(), out]);
+        if c.record {
+            v.extend(self.record.clone().unwrap_or_else(|| {
+                vec![
+                    "--db".into(),
+                    s.path("results.sqlite"),
+                    "--events".into(),
+                    s.path("events.jsonl"),
+                ]
+            }));
+        }
+        v.extend(self.extra.iter().cloned());
+        v
+    }
+
+    /// Whether the command checks the bad value before touching the
+    /// machine (a scenario file's check then finds it too).
+    fn found_by_checking(&self) -> bool {
+        self.bed == Bed::NoLab
+    }
+}
+
+/// Every case of the issue that applies to `c`; `s` holds the files.
+fn cases_of(c: &'static Cmd, s: &Scratch) -> Vec<Case> {
+    let mut v = Vec::new();
+    v.push(Case::new("unknown interface", c, Bed::Missing).says(&["nosuch"]));
+    if c.gw_mac {
+        v.push(
+            Case::new("broadcast gateway MAC", c, Bed::Missing)
+                .extra(&["--gw-mac-a", "ff:ff:ff:ff:ff:ff"])
+                .says(&["--gw-mac-a", "ff:ff:ff:ff:ff:ff", "unicast"]),
+        );
+    }
+    if c.frames.is_some() {
+        let mut k = Case::new("frame too small", c, Bed::NoLab).says(&["60", "64..9018"]);
+        k.frame = "60";
+        v.push(k);
+    }
+    if let Some((opt, value)) = c.over_line {
+        v.push(
+            Case::new("rate above line rate", c, Bed::Wire)
+                .extra(&[opt, value, "--line-speed", "1G"])
+                .says(&[opt, "line rate"]),
+        );
+    }
+    if let Some((opt, value, says)) = c.share {
+        v.push(
+            Case::new("bad ratio or percent", c, Bed::NoLab)
+                .extra(&[opt, value])
+                .says(&[opt, value, says]),
+        );
+    }
+    v.push(
+        Case::new("duration zero", c, Bed::NoLab)
+            .extra(&[c.duration, "0s"])
+            .says(&[c.duration]),
+    );
+    let mut k = Case::new("output to a directory", c, Bed::NoLab).says(&[c.writes, "directory"]);
+    k.output = Some(s.path("adir"));
+    v.push(k);
+    let mut k = Case::new("output in a missing directory", c, Bed::NoLab)
+        .says(&[c.writes, "does not exist"]);
+    k.output = Some(s.path("nodir/out.json"));
+    v.push(k);
+    if c.record {
+        let same = s.path("same.json");
+        let mut k =
+            Case::new("json same as db", c, Bed::NoLab).says(&["--json", "--db", "same file"]);
+        k.output = Some(same.clone());
+        k.record = Some(vec!["--db".into(), same.clone()]);
+        v.push(k);
+        let mut k = Case::new("json same as events", c, Bed::NoLab).says(&[
+            "--json",
+            "--events",
+            "same file",
+        ]);
+        k.output = Some(same.clone());
+        k.record = Some(vec!["--no-db".into(), "--events".into(), same]);
+        v.push(k);
+        let mut k = Case::new("db is a directory", c, Bed::NoLab).says(&["--db", "directory"]);
+        k.record = Some(vec!["--db".into(), s.path("adir")]);
+        v.push(k);
+        let mut k =
+            Case::new("events to a directory", c, Bed::NoLab).says(&["--events", "directory"]);
+        k.record = Some(vec!["--no-db".into(), "--events".into(), s.path("adir")]);
+        v.push(k);
+    }
+    if c.tcp_port {
+        v.push(
+            Case::new("port 0", c, Bed::NoLab)
+                .extra(&["--port", "0"])
+                .says(&["--port 0"]),
+        );
+    }
+    v
+}
+
+/// The same test as a scenario file: a valid first test (a trial on the
+/// lab that does not exist, which would fail if it ran) and the bad one
+/// second; `argv` is the bad test's command line.
+fn scenario_file(lab: &str, argv: &[String]) -> String {
+    let quote = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
+    let mut t = format!(
+        "[[test]]\ncommand = \"trial\"\nlab = true\nlab-name = \"{lab}\"\nframe-size = 64\nrate = \"1000fps\"\nno-db = true\n\n[[test]]\ncommand = \"{}\"\n",
+        argv[0]
+    );
+    let mut i = 1;
+    while i < argv.len() {
+        let key = argv[i].trim_start_matches("--");
+        match argv.get(i + 1).filter(|v| !v.starts_with("--")) {
+            Some(value) => {
+                t.push_str(&format!("{key} = {}\n", quote(value)));
+                i += 2;
+            }
+            None => {
+                t.push_str(&format!("{key} = true\n"));
+                i += 1;
+            }
+        }
+    }
+    t
+}
+
+/// Every packet command (and `run` with it in a scenario file), with every
+/// case of bad input that applies to it: exit 2, exactly one line on
+/// stderr starting "linerate: error:" that names the problem, nothing on
+/// stdout, no namespace left (none with the test's lab name, none of
+/// linerate's own temporary ones), and no file written: the scratch
+/// directory every output points into holds after the run exactly what it
+/// held before. Nothing is sent: each case fails before the first frame.
+#[test]
+fn every_packet_command_refuses_bad_input_and_leaves_nothing() {
+    if !root_or_skip("every_packet_command_refuses_bad_input_and_leaves_nothing") {
+        return;
+    }
+    let s = Scratch::new("suite");
+    std::fs::create_dir(s.0.join("adir")).unwrap();
+    let lab = unique("q");
+    let (ns, _guard) = back_to_back("w", 1500);
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for c in COMMANDS {
+        for case in cases_of(c, &s) {
+            let argv = case.argv(&lab, &s);
+            let mut runs = vec![(format!("{} {}", c.name, case.what), argv.clone(), None)];
+            if case.found_by_checking() {
+                let file = s.path(&format!("scenario-{count}.toml"));
+                std::fs::write(&file, scenario_file(&lab, &argv)).unwrap();
+                runs.push((
+                    format!("run: {} {}", c.name, case.what),
+                    vec!["run".into(), file],
+                    Some("test 2"),
+                ));
+            }
+            for (label, argv, also) in runs {
+                count += 1;
+                let before = s.listing();
+                let ns_before = netns_list();
+                let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+                let run = match case.bed {
+                    Bed::Wire => linerate_in(&ns, &args),
+                    _ => linerate(&args),
+                };
+                let mut wrong = Vec::new();
+                let lines: Vec<&str> = run.stderr.lines().collect();
+                if run.code != 2 {
+                    wrong.push(format!("exit {}", run.code));
+                }
+                if lines.len() != 1 || !lines[0].starts_with("linerate: error:") {
+                    wrong.push("stderr is not one 'linerate: error:' line".to_string());
+                }
+                for w in case.says.iter().map(String::as_str).chain(also) {
+                    if !run.stderr.contains(w) {
+                        wrong.push(format!("does not say '{w}'"));
+                    }
+                }
+                if !run.stdout.is_empty() {
+                    wrong.push("wrote to stdout".into());
+                }
+                let left: Vec<String> = new_lr_netns(&ns_before, &netns_list())
+                    .into_iter()
+                    .chain(netns_with_prefix(&format!("lr-{lab}")))
+                    .chain(netns_with_prefix(&format!("lr-run{}-", run.pid)))
+                    .chain(netns_with_prefix(&format!("lr-g{}-", run.pid)))
+                    .collect();
+                if !left.is_empty() {
+                    wrong.push(format!("left namespaces {left:?}"));
+                }
+                let after = s.listing();
+                if after != before {
+                    let new: Vec<_> = after.iter().filter(|f| !before.contains(f)).collect();
+                    wrong.push(format!("wrote {new:?}"));
+                }
+                if !wrong.is_empty() {
+                    failures.push(format!(
+                        "{label}: {}\n  linerate {}\n  {}",
+                        wrong.join("; "),
+                        argv.join(" "),
+                        run.stderr.trim_end().replace('\n', "\n  ")
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {count} runs went wrong:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(count >= 100, "only {count} runs");
+}

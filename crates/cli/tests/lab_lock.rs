@@ -75,3 +75,134 @@ fn a_lab_in_use_is_refused_to_a_second_run_and_to_lab_down() {
     let again = linerate(&second_args);
     assert_eq!(again.code, 0, "{}", again.dump());
 }
+
+/// The same for external ports: a second run on a port a run is using
+/// (either port, with any engine) refuses in one line naming the first
+/// run, instead of blaming the in-kernel counter or, with af_packet,
+/// measuring each other's frames; the first run's counts stay exact, and
+/// the ports are free again after it.
+#[test]
+fn external_ports_in_use_are_refused_to_a_second_run() {
+    if !root_or_skip("external_ports_in_use_are_refused_to_a_second_run") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("lp", 1500);
+    let trial = |ports: [&str; 2], extra: &[&str]| {
+        let mut v: Vec<String> = [
+            "netns",
+            "exec",
+            &ns,
+            LINERATE,
+            "trial",
+            "--port-a",
+            ports[0],
+            "--port-b",
+            ports[1],
+            "--ip-a",
+            "198.18.0.2/24",
+            "--gw-a",
+            "198.18.0.3",
+            "--ip-b",
+            "198.18.0.3/24",
+            "--gw-b",
+            "198.18.0.2",
+            "--frame-size",
+            "64",
+            "--rate",
+            "1000fps",
+            "--no-db",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let first_args = trial(
+        ["p0", "p1"],
+        &[
+            "--duration",
+            "5s",
+            "--engine",
+            "af_packet",
+            "--receiver",
+            "socket",
+        ],
+    );
+    let first = std::process::Command::new("ip")
+        .args(&first_args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut first = Kill(first);
+    let pid = first.0.id();
+    // It holds both ports once its lock files name it.
+    let holder = format!("pid {pid}");
+    let start = std::time::Instant::now();
+    let held = || {
+        std::fs::read_dir("/run/linerate")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("port-"))
+            .filter(|e| std::fs::read_to_string(e.path()).unwrap_or_default() == holder)
+            .count()
+    };
+    while held() < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the first run did not lock its ports"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for (ports, engine) in [
+        (["p0", "p1"], "auto"),
+        (["p0", "p1"], "af_packet"),
+        (["p1", "p0"], "af_xdp"),
+        (["p0", "p1"], "xdp"),
+    ] {
+        let args = trial(ports, &["--duration", "1s", "--engine", engine]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let second = run_program("ip", &args, RUN_LIMIT);
+        assert_bad_input(&second);
+        assert!(
+            second.stderr.contains("is in use by another linerate run")
+                && second.stderr.contains(&holder),
+            "{engine}: {}",
+            second.dump()
+        );
+        assert!(!second.stderr.contains("counter"), "{}", second.dump());
+    }
+    let out = wait_limited(&mut first.0, Duration::from_secs(60), "first run");
+    let mut stdout = String::new();
+    use std::io::Read;
+    first
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert!(out.success(), "first run: {out}\n{stdout}");
+    for line in [
+        "received              5,000 frames",
+        "duplicated                0 frames",
+    ] {
+        assert!(stdout.contains(line), "{line}: {stdout}");
+    }
+    assert_eq!(held(), 0, "lock files left");
+    // Free again.
+    let args = trial(["p0", "p1"], &["--duration", "1s"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let again = run_program("ip", &args, RUN_LIMIT);
+    assert_eq!(again.code, 0, "{}", again.dump());
+}

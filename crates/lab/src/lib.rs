@@ -23,6 +23,7 @@
 mod lab;
 pub mod layout;
 mod lock;
+pub use lock::{lock_port, LabLock};
 mod netns;
 mod placement;
 pub mod scenario;
@@ -65,8 +66,13 @@ pub enum LabError {
         "lab '{name}' is in use by another linerate run ({holder}): wait for it to end, or use another lab (--lab-name)"
     )]
     InUse { name: String, holder: String },
-    #[error("could not lock lab '{name}': {error}")]
-    Lock { name: String, error: String },
+    #[error(
+        "tester port {port} is in use by another linerate run ({holder}): wait for it to end, or use other ports"
+    )]
+    PortInUse { port: String, holder: String },
+    /// `what`: "lab 'NAME'" or "tester port 'IF'".
+    #[error("could not lock {what}: {error}")]
+    Lock { what: String, error: String },
     #[error(
         "lab '{name}' is incomplete ({detail}): remove it with 'linerate lab down --lab-name {name}' and create it again"
     )]

@@ -1,4 +1,4 @@
-//! One run at a time on a lab.
+//! One run at a time on a lab, and on a tester port.
 //!
 //! Two runs sending through the same lab at once see each other's frames
 //! and counters: one reported 1,274 "duplicated" frames, the other 66 %
@@ -6,29 +6,44 @@
 //! as long as it uses it, and a second run (or `lab down` of that lab)
 //! refuses in one line. The lock is a `flock` on a file in a root-only
 //! directory: the kernel drops it when the process ends, however it ends,
-//! so a killed run never leaves a lab locked.
+//! so a killed run never leaves a lab locked. Runs on external ports lock
+//! each port the same way ([`lock_port`]); a port's lock file is removed
+//! when the run lets go of it.
 
 use crate::LabError;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 
 /// Where the lock files live (created 0700, root only; see linerate-helper).
 const LOCK_DIR: &str = linerate_helper::RUN_DIR;
 
-/// A held lock on one lab; released when dropped (or when the process ends).
+/// A held lock on one lab or port; released when dropped (or when the
+/// process ends).
 #[derive(Debug)]
 pub struct LabLock {
     _file: File,
-    name: String,
+    path: String,
+    /// Remove the file on drop, while the lock is still held (a run that
+    /// opened it meanwhile sees it gone and starts again): a port's lock,
+    /// or a lab's that turned out not to exist.
+    remove: bool,
 }
 
 impl LabLock {
     /// Releases the lock and removes its file: the lab turned out not to
     /// exist, and nothing of it may stay behind.
-    pub(crate) fn discard(self) {
-        let _ = std::fs::remove_file(path(&self.name));
+    pub(crate) fn discard(mut self) {
+        self.remove = true;
+    }
+}
+
+impl Drop for LabLock {
+    fn drop(&mut self) {
+        if self.remove {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -38,42 +53,95 @@ fn path(name: &str) -> String {
 
 /// Takes lab `name`'s lock, or says which process holds it.
 pub fn lock(name: &str) -> Result<LabLock, LabError> {
+    lock_file(path(name), &format!("lab '{name}'"), |holder| {
+        LabError::InUse {
+            name: name.to_string(),
+            holder,
+        }
+    })
+}
+
+/// Takes the lock of tester port `ifname` in network namespace `netns` (a
+/// name under /run/netns; None: the caller's), or says which process
+/// holds it. A run on external ports holds both its ports' locks, as a run
+/// on a lab holds the lab's: two runs sending through one port see each
+/// other's frames. The namespace is known by its inode, so a port is the
+/// same however the namespace is reached.
+pub fn lock_port(netns: Option<&str>, ifname: &str) -> Result<LabLock, LabError> {
+    let port = match netns {
+        Some(ns) => format!("'{ifname}' (namespace {ns})"),
+        None => format!("'{ifname}'"),
+    };
+    let what = format!("tester port {port}");
+    let ns_path = match netns {
+        Some(ns) => format!("/run/netns/{ns}"),
+        None => "/proc/thread-self/ns/net".to_string(),
+    };
+    let ns_id = std::fs::metadata(&ns_path)
+        .map_err(|e| LabError::Lock {
+            what: what.clone(),
+            error: format!("{ns_path}: {e}"),
+        })?
+        .ino();
+    // Interface names hold no '/' (the kernel refuses them).
+    let file = format!("{LOCK_DIR}/port-{ns_id}-{ifname}.lock");
+    let mut lock = lock_file(file, &what, |holder| LabError::PortInUse {
+        port: port.clone(),
+        holder,
+    })?;
+    lock.remove = true;
+    Ok(lock)
+}
+
+/// Takes the lock in file `path` (`what` it locks, for errors); `in_use`
+/// makes the error naming the holder.
+fn lock_file(
+    path: String,
+    what: &str,
+    in_use: impl FnOnce(String) -> LabError,
+) -> Result<LabLock, LabError> {
     let io = |e: std::io::Error| LabError::Lock {
-        name: name.to_string(),
+        what: what.to_string(),
         error: e.to_string(),
     };
     // Made if missing, and refused when it is a link or not root's.
     linerate_helper::run_dir().map_err(io)?;
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        // Never through a link someone planted.
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path(name))
-        .map_err(io)?;
-    // SAFETY: flock on a descriptor this function owns.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
-            return Err(io(err));
+    let mut file = loop {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            // Never through a link someone planted.
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(io)?;
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(io(err));
+            }
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            return Err(in_use(holder.trim().to_string()));
         }
-        let mut holder = String::new();
-        let _ = file.read_to_string(&mut holder);
-        return Err(LabError::InUse {
-            name: name.to_string(),
-            holder: holder.trim().to_string(),
-        });
-    }
+        // The holder before may have removed the file after this opened
+        // it: a lock on a removed file locks nothing, so start again.
+        let held = file.metadata().map_err(io)?.ino();
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.ino() == held) {
+            break file;
+        }
+    };
     // Who holds it, for the message a second run prints.
     file.set_len(0).map_err(io)?;
     file.rewind().map_err(io)?;
     let _ = write!(file, "pid {}", std::process::id());
     Ok(LabLock {
         _file: file,
-        name: name.to_string(),
+        path,
+        remove: false,
     })
 }
 
@@ -83,9 +151,7 @@ pub fn remove(name: &str) -> Result<(), LabError> {
     if !std::path::Path::new(&path(name)).exists() {
         return Ok(());
     }
-    let held = lock(name)?;
-    let _ = std::fs::remove_file(path(name));
-    drop(held);
+    lock(name)?.discard();
     Ok(())
 }
 
@@ -117,6 +183,22 @@ mod tests {
             other => panic!("second lock: {other:?}"),
         }
         assert!(matches!(remove(&name), Err(LabError::InUse { .. })));
+        // Ports: by namespace and name; the lock file goes with the lock.
+        let ifname = format!("lt{}", std::process::id() % 100_000);
+        let port = lock_port(None, &ifname).expect("port lock");
+        match lock_port(None, &ifname) {
+            Err(LabError::PortInUse { port, holder }) => {
+                assert!(port.contains(&ifname), "{port}");
+                assert_eq!(holder, format!("pid {}", std::process::id()));
+            }
+            other => panic!("second port lock: {other:?}"),
+        }
+        let file = port.path.clone();
+        assert!(std::path::Path::new(&file).exists());
+        drop(port);
+        assert!(!std::path::Path::new(&file).exists(), "{file} left");
+        let port = lock_port(None, &ifname).expect("port lock after release");
+        drop(port);
         drop(first);
         let again = lock(&name).expect("lock after release");
         drop(again);

@@ -16,6 +16,7 @@ mod events;
 pub mod exit;
 mod frame_args;
 mod method_args;
+mod outputs;
 mod ports;
 mod progress;
 mod record_args;

@@ -68,6 +68,9 @@ pub struct TestBed {
     /// bed and is removed when it drops (also on error, signal or panic).
     #[allow(dead_code)]
     pub lab: Option<Lab>,
+    /// Held, not read: the locks of external ports (a lab has its own).
+    #[allow(dead_code)]
+    pub port_locks: Vec<linerate_lab::LabLock>,
 }
 
 impl TestBed {
@@ -121,6 +124,7 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         bail!("not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
     }
     let mut routed = None;
+    let mut port_locks = Vec::new();
     let (a, host_a, b, mut host_b, lab, placement) = if args.lab || given.is_some() {
         linerate_lab::check_environment()?;
         let lab = if let Some(lab) = given {
@@ -187,6 +191,7 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         let hb = host_config("b", &args.ip_b, &args.gw_b, &args.gw_mac_b, &encap)?;
         let a = (name_a.to_string(), None);
         let b = (name_b.to_string(), None);
+        port_locks = lock_ports(&a, &b)?;
         (a, ha, b, hb, None, None)
     };
     let (a_name, b_name) = (a.0.clone(), b.0.clone());
@@ -259,7 +264,18 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
             format!("ports {}->{}", a_name, b_name)
         },
         lab,
+        port_locks,
     })
+}
+
+/// Locks both tester ports for this run: a second run on either refuses in
+/// one line naming the first, instead of both counting each other's frames.
+pub fn lock_ports(a: &PortName, b: &PortName) -> Result<Vec<linerate_lab::LabLock>> {
+    let mut locks = Vec::new();
+    for (name, netns) in [a, b] {
+        locks.push(linerate_lab::lock_port(netns.as_deref(), name)?);
+    }
+    Ok(locks)
 }
 
 /// An interface and the namespace it lives in (None: linerate's own).
@@ -382,7 +398,9 @@ fn with_receiver(
 ) -> Result<(Ports, Option<String>)> {
     let mut note = None;
     if receiver != ReceiverChoice::Socket {
-        match kernel_counted(b, opts) {
+        // A port that does not open (a wrong name) is that error, whatever
+        // counts on it.
+        match kernel_counted(b, opts)? {
             Ok(port_b) => return Ok(((port_a, port_b, engine), None)),
             Err(e) if receiver == ReceiverChoice::Auto && engine != "xdp" => {
                 note = Some(format!(
@@ -390,18 +408,7 @@ fn with_receiver(
                     b.0
                 ));
             }
-            Err(e) => {
-                // The xdp engine has no socket receiver to fall back to.
-                let fix = if engine == "xdp" {
-                    "use --engine af_xdp or af_packet"
-                } else {
-                    "use --receiver socket"
-                };
-                return Err(e.context(format!(
-                    "the in-kernel counter does not attach to {}: {fix}",
-                    b.0
-                )));
-            }
+            Err(e) => return Err(counter_refused(b, engine, e)),
         }
     }
     // (The xdp engine never gets here: see open_engine.)
@@ -532,15 +539,82 @@ fn xdp_delivery_fix(port: &linerate_port::PortInfo) -> String {
 /// beside it for ARP and for sending (the reverse direction of a
 /// bidirectional trial). The counter takes the port's XDP hook, so an
 /// AF_XDP socket (whose receive needs the hook too) cannot share the port.
-fn kernel_counted(b: &PortName, opts: &AfPacketOptions) -> Result<TesterPort> {
+/// Err: the port does not open; Ok(Err): it opens, the counter does not
+/// attach.
+fn kernel_counted(b: &PortName, opts: &AfPacketOptions) -> Result<Result<TesterPort>> {
     let (tx_b, rx_b, info_b) = AfPacketPort::open(&b.0, b.1.as_deref(), opts)?.split();
-    Ok(TesterPort {
+    let rx = match XdpReceiver::new(&info_b, rx_b, XDP_MAX_STREAMS) {
+        Ok(rx) => rx,
+        Err(e) => return Ok(Err(e.into())),
+    };
+    Ok(Ok(TesterPort {
         tx: Box::new(QueueTx {
             queue: tx_b,
             max_frame_len: info_b.max_frame_len,
         }),
-        rx: Box::new(XdpReceiver::new(&info_b, rx_b, XDP_MAX_STREAMS)?),
+        rx: Box::new(rx),
         info: info_b,
+    }))
+}
+
+/// Why port B cannot be counted in the kernel, and what to do: another XDP
+/// program on the port is named (and linerate's own, of another run, said
+/// to be so); otherwise the cause. The fix is the engine's: the xdp engine
+/// counts in the kernel only, so af_packet; the socket engines count
+/// through their socket.
+fn counter_refused(b: &PortName, engine: &str, e: anyhow::Error) -> anyhow::Error {
+    let fix = if engine == "xdp" {
+        "use --engine af_packet, which counts through a socket"
+    } else {
+        "use --receiver socket"
+    };
+    let port = &b.0;
+    match attached_xdp(b) {
+        Some(prog) => {
+            let whose = if prog.starts_with("'lr_") {
+                ", linerate's own: another linerate run may be using this port"
+            } else {
+                ""
+            };
+            anyhow!(
+                "port B ({port}) already has an XDP program attached ({prog}{whose}), and linerate's in-kernel counter needs the port's XDP hook: detach it ('ip link set dev {port} xdp off') if nothing needs it, or {fix}"
+            )
+        }
+        None => anyhow!(
+            "the in-kernel counter does not attach to port B ({port}): {}: {fix}",
+            e.root_cause()
+        ),
+    }
+}
+
+/// The XDP program attached to port `p`, as `'NAME' (id N)`, from
+/// `ip -d -j link show`; None when there is none or `ip` cannot tell.
+fn attached_xdp(p: &PortName) -> Option<String> {
+    let mut cmd = std::process::Command::new("ip");
+    if let Some(ns) = &p.1 {
+        cmd.args(["-n", ns]);
+    }
+    let out = cmd
+        .args(["-d", "-j", "link", "show", "dev", &p.0])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    xdp_program_of(&v)
+}
+
+/// The XDP program in `ip -d -j link show`'s output: `xdp.prog`, or the
+/// first of `xdp.attached` when programs are attached in several modes.
+fn xdp_program_of(v: &serde_json::Value) -> Option<String> {
+    let xdp = v.get(0)?.get("xdp")?;
+    let prog = match xdp.get("prog") {
+        Some(p) => p,
+        None => xdp.get("attached")?.get(0)?.get("prog")?,
+    };
+    let name = prog.get("name").and_then(|n| n.as_str()).unwrap_or("");
+    Some(match prog.get("id").and_then(|i| i.as_u64()) {
+        Some(id) => format!("'{name}' (id {id})"),
+        None => format!("'{name}'"),
     })
 }
 
@@ -707,21 +781,6 @@ pub fn parse_trial_duration(text: &str, option: &str) -> Result<Duration> {
     Ok(d)
 }
 
-/// Fails before any measuring when `--json PATH` cannot be written.
-pub fn check_writable(path: Option<&std::path::Path>) -> Result<()> {
-    if let Some(path) = path {
-        let probe = path.with_extension("json.tmp");
-        std::fs::write(&probe, b"").map_err(|e| {
-            anyhow!(
-                "--json {}: cannot write there ({e}): pick a writable path",
-                path.display()
-            )
-        })?;
-        let _ = std::fs::remove_file(&probe);
-    }
-    Ok(())
-}
-
 /// Parses `2s`, `500ms`, `1m` into a duration, with a message naming the option.
 pub fn parse_duration(text: &str, option: &str) -> Result<Duration> {
     let d = humantime::parse_duration(text.trim())
@@ -836,6 +895,23 @@ mod tests {
                 "{ip} {gw}"
             );
         }
+    }
+
+    #[test]
+    fn the_xdp_program_on_a_port_is_read_from_ip() {
+        let one: serde_json::Value = serde_json::from_str(
+            r#"[{"ifname":"p1","xdp":{"mode":1,"prog":{"id":42,"name":"lr_count","tag":"ab","jited":1}}}]"#,
+        )
+        .unwrap();
+        assert_eq!(xdp_program_of(&one).unwrap(), "'lr_count' (id 42)");
+        let several: serde_json::Value = serde_json::from_str(
+            r#"[{"ifname":"p1","xdp":{"mode":4,"attached":[{"mode":1,"prog":{"id":7,"name":"fw"}},{"mode":2,"prog":{"id":8,"name":"x"}}]}}]"#,
+        )
+        .unwrap();
+        assert_eq!(xdp_program_of(&several).unwrap(), "'fw' (id 7)");
+        let none: serde_json::Value =
+            serde_json::from_str(r#"[{"ifname":"p1","mtu":1500}]"#).unwrap();
+        assert_eq!(xdp_program_of(&none), None);
     }
 
     #[test]

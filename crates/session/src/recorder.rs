@@ -49,7 +49,7 @@ pub struct Recorder {
     run_id: Option<i64>,
     events: Option<EventSink>,
     progress: Option<ProgressView>,
-    /// `--pcap`: created at open, bound to port B at begin.
+    /// `--pcap`: created and bound to port B at begin.
     capture: Option<Capture>,
     /// The capture while the run uses it (removed when the run ends).
     installed: Option<capture::Installed>,
@@ -88,28 +88,31 @@ fn command_line() -> Vec<String> {
         .unwrap_or_else(|| std::env::args().collect())
 }
 
+/// The results database the record options name (the default one unless `--db`).
+fn db_path(args: &RecordArgs) -> std::path::PathBuf {
+    args.db.clone().unwrap_or_else(linerate_store::default_path)
+}
+
 fn now() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
 impl Recorder {
-    /// Opens the database and the event stream before anything is measured,
-    /// so a bad `--db` or `--events` is an input error (exit 2) that costs
-    /// no trial.
+    /// Opens an existing results database before anything is measured, so
+    /// a file that is not one is an input error (exit 2) that costs no
+    /// trial. Files this run makes (a new database, `--events`, `--pcap`)
+    /// are made when the run begins: a run that fails before (a wrong
+    /// interface, a rate above the line rate) writes nothing. The paths
+    /// were checked before (`outputs`).
     pub fn open(args: &RecordArgs) -> Result<Recorder> {
         crate::commands::touch_machine()?;
-        let store = if args.no_db {
-            None
-        } else {
-            let path = args.db.clone().unwrap_or_else(linerate_store::default_path);
-            Some(Store::open(&path)?)
+        let store = match (args.no_db, db_path(args)) {
+            (false, path) if path.exists() => Some(Store::open(&path)?),
+            _ => None,
         };
-        let events = args.events.as_deref().map(EventSink::open).transpose()?;
-        let capture = match &args.pcap {
-            Some(path) => Some(Capture::create(path, args.pcap_frames).map_err(|e| {
-                anyhow::anyhow!("--pcap {}: {e}; pass a writable path", path.display())
-            })?),
-            None => None,
+        let events = match args.events.as_deref() {
+            Some("-") => Some(EventSink::open("-")?),
+            _ => None,
         };
         Ok(Recorder {
             args: args.clone(),
@@ -118,18 +121,38 @@ impl Recorder {
             run_id: None,
             events,
             progress: None,
-            capture,
+            capture: None,
             installed: None,
             finished: false,
         })
     }
 
+    /// Makes the files the run writes that [`open`](Self::open) left for
+    /// its beginning.
+    fn create_files(&mut self) -> Result<()> {
+        if self.store.is_none() && !self.args.no_db {
+            self.store = Some(Store::open(&db_path(&self.args))?);
+        }
+        if self.events.is_none() {
+            if let Some(target) = self.args.events.as_deref() {
+                self.events = Some(EventSink::open(target)?);
+            }
+        }
+        if let Some(path) = &self.args.pcap {
+            self.capture = Some(Capture::create(path, self.args.pcap_frames).map_err(|e| {
+                anyhow::anyhow!("--pcap {}: {e}; pass a writable path", path.display())
+            })?);
+        }
+        Ok(())
+    }
+
     /// The run starts: stored as `running`, announced, progress shown.
     pub fn begin(&mut self, info: RunInfo) -> Result<()> {
+        if self.args.pcap.is_some() && info.receiver == ReceiverKind::Kernel {
+            anyhow::bail!("--pcap needs the test frames in user space, but port B counts them in the kernel (XDP) and hands none up: add --receiver socket");
+        }
+        self.create_files()?;
         if let Some(c) = self.capture.take() {
-            if info.receiver == ReceiverKind::Kernel {
-                anyhow::bail!("--pcap needs the test frames in user space, but port B counts them in the kernel (XDP) and hands none up: add --receiver socket");
-            }
             self.installed = Some(capture::install(c, info.port_b_mac).ok_or_else(|| {
                 anyhow::anyhow!(
                     "--pcap: another run in this process is capturing; one capture at a time"

@@ -6,7 +6,7 @@ use super::rfc2544::EngineRunner;
 use super::session::{self, fps_within_line, parse_rate};
 use crate::exit::Outcome;
 use crate::method_args::BackToBackArgs;
-use crate::ports::{check_writable, parse_share, parse_trial_duration, Zero};
+use crate::ports::{parse_share, parse_trial_duration, Zero};
 use crate::progress;
 use anyhow::{anyhow, bail, Result};
 use linerate_method::back_to_back::{self, BackToBackConfig};
@@ -48,7 +48,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if args.repeat == 0 {
         bail!("--repeat 0: give at least 1 repetition (RFC 2544 asks for 50)");
     }
-    check_writable(args.json.as_deref())?;
+    crate::outputs::check_json(args.json.as_deref())?;
 
     let mut s = session::open(&args.ports, &args.dut_cpu, &frames, "back-to-back frames")?;
     let mut plans: Vec<(&Frames, f64, BackToBackConfig, Option<f64>)> = Vec::new();
@@ -71,6 +71,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         };
         plans.push((frames, line_fps, cfg, known));
     }
+    s.ready()?;
 
     let mut rep = BackToBackReport {
         run: s.run.clone(),

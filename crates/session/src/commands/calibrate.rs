@@ -9,6 +9,7 @@
 use crate::args::CalibrateArgs;
 use crate::commands::rfc2544::EngineRunner;
 use crate::exit::Outcome;
+use crate::outputs::Kind;
 use crate::ports::{self, parse_duration, parse_share, parse_trial_duration, PortName, Zero};
 use crate::progress;
 use anyhow::{bail, Result};
@@ -33,27 +34,46 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
     let straggler_wait = parse_duration(&args.straggler_wait, "--straggler-wait")?;
+    // Fail before measuring if the result cannot be kept.
+    let outputs = crate::outputs::Outputs::new();
+    let (path, outputs) = match &args.calibration {
+        Some(path) => (
+            path.clone(),
+            outputs.file("--calibration", Some(path), Kind::Replaced),
+        ),
+        None => {
+            let path = calibration::default_path();
+            (
+                path.clone(),
+                outputs.default_file("--calibration (default)", path, Kind::Replaced),
+            )
+        }
+    };
+    outputs.check()?;
+    let mut stored = Calibration::load(&path)?;
     super::touch_machine()?;
     if !nix::unistd::geteuid().is_root() {
         bail!("not running as root: linerate opens packet sockets and builds namespaces; run it with sudo");
     }
-    let path = args
-        .calibration
-        .clone()
-        .unwrap_or_else(calibration::default_path);
-    let mut stored = Calibration::load(&path)?;
-    // Fail before measuring if the result cannot be kept.
-    stored.save(&path)?;
 
     // The wire lives until the end of the run; its Drop removes it (also
     // on error, and after SIGINT/SIGTERM stop the running trial).
     let wire;
+    // Other runs keep off the named ports until this one ends.
+    let _port_locks;
     let (a, b, setup): (PortName, PortName, String) = match (&args.port_a, &args.port_b) {
-        (Some(pa), Some(pb)) => (
-            (pa.clone(), None),
-            (pb.clone(), None),
-            format!("ports {pa}->{pb}"),
-        ),
+        (Some(pa), Some(pb)) => {
+            // A wrong name is one error, not every engine skipped for it.
+            for name in [pa, pb] {
+                linerate_port::link::ifindex(name)?;
+            }
+            if pa == pb {
+                bail!("--port-a and --port-b are both '{pa}': calibrate two interfaces cabled to each other");
+            }
+            let (a, b) = ((pa.clone(), None), (pb.clone(), None));
+            _port_locks = ports::lock_ports(&a, &b)?;
+            (a, b, format!("ports {pa}->{pb}"))
+        }
         _ => {
             linerate_lab::check_environment()?;
             wire = Wire::up(&linerate_lab::temporary_name())?;

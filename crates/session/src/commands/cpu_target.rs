@@ -8,7 +8,7 @@ use super::rfc2544::{write_json, EngineRunner};
 use super::scenarios::{prepare, record_of, traffic_checks};
 use crate::args::CpuTargetArgs;
 use crate::exit::Outcome;
-use crate::ports::{self, check_writable, parse_trial_duration};
+use crate::ports::{self, parse_trial_duration};
 use anyhow::{anyhow, bail, Context, Result};
 use linerate_engine::EngineError;
 use linerate_lab::scenario::Scenario;
@@ -37,7 +37,7 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .map(Rate::parse)
         .transpose()
         .context("--max-rate")?;
-    check_writable(args.json.as_deref())?;
+    crate::outputs::check_json(args.json.as_deref())?;
     let scenario = match &args.dut.scenario {
         Some(text) => {
             let mut list = Scenario::parse_list(text)?;
@@ -64,11 +64,22 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let meter = meter.ok_or_else(|| {
         anyhow!("cpu-target needs the DUT's CPU load: on an external DUT give --dut-cpu-cmd or --dut-snmp")
     })?;
+    let line_bps = bed.line_bps;
     for f in &frames {
         bed.engine.check_frame(*f)?;
+        let line_fps = f.line_rate_fps(line_bps);
+        if let (Some(rate), Some(text)) = (max_rate, &args.max_rate) {
+            let fps = rate.to_fps(*f, line_bps);
+            if fps > line_fps * 1.000_001 {
+                bail!(
+                    "--max-rate {text} is {fps:.0} frames/s, above the line rate for {}-byte frames ({line_fps:.0} frames/s at {}): lower it or set --line-speed",
+                    f.frame(),
+                    linerate_results::report::line_speed(line_bps)
+                );
+            }
+        }
     }
     bed.engine.resolve()?;
-    let line_bps = bed.line_bps;
     let mut report = CpuTargetReport {
         linerate_version: env!("CARGO_PKG_VERSION").to_string(),
         description: match (&scenario, bed.setup) {

@@ -9,7 +9,7 @@ use super::scenarios::{prepare, record_of, traffic_checks};
 use super::session::{self, fps_within_line, parse_rate, Session};
 use crate::exit::Outcome;
 use crate::method_args::LossArgs;
-use crate::ports::{check_writable, parse_share, parse_trial_duration, Zero};
+use crate::ports::{parse_share, parse_trial_duration, Zero};
 use anyhow::{bail, Context, Result};
 use linerate_lab::scenario::{Applied, Scenario};
 use linerate_method::frame_loss::{self, Load, RFC2544_MAX_STEP};
@@ -35,7 +35,13 @@ struct Plan {
 
 pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let plan = plan(&args)?;
-    check_writable(args.json.as_deref())?;
+    args.rows_from
+        .iter()
+        .fold(
+            crate::outputs::Outputs::new().json(args.json.as_deref()),
+            |o, f| o.input("--rows-from", Some(f)),
+        )
+        .check()?;
     let mode = if args.rfc2544 { "rfc2544" } else { "sweep" };
     let earlier = earlier_rows(&args.rows_from, mode)?;
     // The DUT configurations compared, one lab each; None: the lab or the
@@ -70,6 +76,7 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             (None, label) => label.clone(),
         };
         let rows = rows(&plan, &s)?;
+        s.ready()?;
         let first_row = rep.series.len();
         let stopped = measure(rows, &plan, &mut s, row_name, rep, json, interrupt);
         if let (Some(sc), Some(a)) = (scenario, &applied) {

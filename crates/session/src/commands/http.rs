@@ -6,7 +6,7 @@ use super::rfc2544::write_json;
 use super::stack::{self, parse_size, read_records};
 use crate::args::HttpArgs;
 use crate::exit::Outcome;
-use crate::ports::{check_writable, parse_trial_duration};
+use crate::ports::parse_trial_duration;
 use anyhow::{anyhow, bail, Result};
 use linerate_goodput::http::{self, HttpConfig, MAX_OBJECT};
 use linerate_goodput::nginx::Nginx;
@@ -37,7 +37,7 @@ pub fn run(args: HttpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if nginx && directions.contains(&Direction::Upload) {
         bail!("--server nginx measures downloads only (nginx keeps no upload target): use --direction download, or the built-in server for uploads");
     }
-    check_writable(args.json.as_deref())?;
+    crate::outputs::check_json(args.json.as_deref())?;
 
     let path = stack::open(&args.ports)?;
     let rt = http::runtime()?;

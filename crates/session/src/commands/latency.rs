@@ -5,7 +5,8 @@
 use super::rfc2544::{describe_port, write_json, EngineRunner};
 use crate::args::LatencyArgs;
 use crate::exit::Outcome;
-use crate::ports::{self, check_writable, parse_share, parse_trial_duration, Zero};
+use crate::outputs::Outputs;
+use crate::ports::{self, parse_share, parse_trial_duration, Zero};
 use crate::progress;
 use anyhow::{bail, Context, Result};
 use linerate_engine::EngineError;
@@ -38,13 +39,15 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .map(Rate::parse)
         .transpose()
         .context("--max-rate")?;
-    check_writable(args.json.as_deref())?;
-    let calibration = Calibration::load(
-        &args
-            .calibration
-            .clone()
-            .unwrap_or_else(calibration::default_path),
-    )?;
+    let calibration_path = args
+        .calibration
+        .clone()
+        .unwrap_or_else(calibration::default_path);
+    Outputs::new()
+        .json(args.json.as_deref())
+        .input("--calibration", Some(&calibration_path))
+        .check()?;
+    let calibration = Calibration::load(&calibration_path)?;
 
     let mut bed = ports::open(&args.ports, crate::frame_args::max_frame_len(&frames))?;
     let line_bps = bed.line_bps;

@@ -6,7 +6,7 @@ use super::rfc2544::EngineRunner;
 use super::session::{self, fps_within_line, parse_rate};
 use crate::exit::Outcome;
 use crate::method_args::MlrsearchArgs;
-use crate::ports::{check_writable, parse_share, parse_trial_duration, Zero};
+use crate::ports::{parse_share, parse_trial_duration, Zero};
 use anyhow::Result;
 use linerate_method::mlrsearch::{self, MlrConfig};
 use linerate_method::spec::Step;
@@ -37,7 +37,7 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .as_deref()
         .map(|t| parse_rate(t, "--max-rate"))
         .transpose()?;
-    check_writable(args.json.as_deref())?;
+    crate::outputs::check_json(args.json.as_deref())?;
     // The goals are checked before any port is opened.
     let goals_for = |max_fps: f64| {
         let mut cfg = MlrConfig::ndr_pdr(max_fps, final_trial, width, pdr_loss);
@@ -60,6 +60,7 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         };
         plans.push((frames, line_fps, goals_for(max_fps)));
     }
+    s.ready()?;
 
     let mut rep = MlrSearchReport {
         run: s.run.clone(),

@@ -4,7 +4,8 @@
 use crate::args::Rfc2544Args;
 use crate::dut_cpu::{self, DutCpuMeter};
 use crate::exit::Outcome;
-use crate::ports::{self, check_writable, parse_share, parse_trial_duration, Zero};
+use crate::outputs::Outputs;
+use crate::ports::{self, parse_share, parse_trial_duration, Zero};
 use crate::recorder::{Recorder, RunInfo};
 use anyhow::{bail, Context, Result};
 use linerate_engine::{Engine, EngineError};
@@ -66,11 +67,15 @@ impl Plan {
             .map(Rate::parse)
             .transpose()
             .context("--max-rate")?;
-        check_writable(args.json.as_deref())?;
         let calibration_path = args
             .calibration
             .clone()
             .unwrap_or_else(calibration::default_path);
+        Outputs::new()
+            .json(args.json.as_deref())
+            .record(&args.record)
+            .input("--calibration", Some(&calibration_path))
+            .check()?;
         let calibration = Calibration::load(&calibration_path)?;
         Ok(Plan {
             frames,
@@ -398,6 +403,14 @@ pub fn describe_port(info: &linerate_port::PortInfo) -> String {
 
 /// Writes JSON atomically: a reader never sees half a file.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    // Renaming over a device or a pipe would replace it (the options are
+    // checked up front; this is the last guard).
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        bail!(
+            "{} is not a regular file: the JSON is written whole and renamed into place; name a regular file",
+            path.display()
+        );
+    }
     let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, report::to_json(value))
         .with_context(|| format!("writing {}", tmp.display()))?;

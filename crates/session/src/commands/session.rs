@@ -16,12 +16,28 @@ use linerate_wire::{FrameSize, Frames, Rate};
 use std::path::Path;
 use std::time::SystemTime;
 
-/// The ports, ready, and the header of the run's report.
+/// The ports, open, and the header of the run's report. The gateways are
+/// resolved by [`Session::ready`], once the command has checked its rates
+/// against the line rate.
 pub(crate) struct Session {
     pub bed: TestBed,
     pub run: RunInfo,
     /// The DUT's CPU meter (every trial records the DUT's load).
     pub cpu: Option<crate::dut_cpu::DutCpuMeter>,
+    /// What runs where, printed by [`Session::ready`]: a run refused for a
+    /// bad value prints its one error line and nothing else.
+    notes: Vec<String>,
+}
+
+impl Session {
+    /// The checks passed: says what runs where and resolves the gateways.
+    pub fn ready(&mut self) -> Result<()> {
+        for note in self.notes.drain(..) {
+            eprintln!("linerate: {note}");
+        }
+        self.bed.engine.resolve()?;
+        Ok(())
+    }
 }
 
 /// Opens the ports for `frames` and starts a session on them (see [`start`]).
@@ -35,11 +51,12 @@ pub(crate) fn open(
     start(bed, dut_cpu, &[], frames, what)
 }
 
-/// A session on `bed`: checks `frames` fit the ports, prints what runs
-/// where (`what` names the test), starts the DUT's CPU meter (counting a
-/// scenario's user-space `data_path_pids`) and resolves the gateways.
+/// A session on `bed`: checks `frames` fit the ports, notes what runs
+/// where (`what` names the test) and starts the DUT's CPU meter (counting
+/// a scenario's user-space `data_path_pids`). Call [`Session::ready`]
+/// after the command's own checks.
 pub(crate) fn start(
-    mut bed: TestBed,
+    bed: TestBed,
     dut_cpu: &DutCpuArgs,
     data_path_pids: &[u32],
     frames: &[Frames],
@@ -50,16 +67,16 @@ pub(crate) fn start(
     }
     let port_a = describe_port(bed.engine.port_a());
     let port_b = describe_port(bed.engine.port_b());
-    eprintln!(
-        "linerate: {what} on {port_a} -> {port_b}, line speed {} ({})",
+    let mut notes = vec![format!(
+        "{what} on {port_a} -> {port_b}, line speed {} ({})",
         report::line_speed(bed.line_bps),
         bed.line_speed_source,
-    );
+    )];
     if let Some(p) = &bed.placement {
-        eprintln!("linerate: {}", p.note);
+        notes.push(p.note.clone());
     }
     if let Some(why) = &bed.engine_reason {
-        eprintln!("linerate: engine {} ({why})", bed.engine.config().name);
+        notes.push(format!("engine {} ({why})", bed.engine.config().name));
     }
     let run = RunInfo {
         linerate_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -83,8 +100,12 @@ pub(crate) fn start(
         vlan: bed.engine.encap().vlan,
     };
     let cpu = crate::dut_cpu::meter_for(&bed, dut_cpu, data_path_pids)?;
-    bed.engine.resolve()?;
-    Ok(Session { bed, run, cpu })
+    Ok(Session {
+        bed,
+        run,
+        cpu,
+        notes,
+    })
 }
 
 /// Parses a rate option (`text` as given to `option`).

@@ -28,6 +28,8 @@ pub struct StackPath {
     hosts: HostSetup,
     #[allow(dead_code)] // held: a lab made for the run is removed on drop
     lab: Option<Lab>,
+    #[allow(dead_code)] // held: named ports are this run's until it ends
+    port_locks: Vec<linerate_lab::LabLock>,
 }
 
 impl StackPath {
@@ -75,6 +77,7 @@ pub fn open(args: &StackPortArgs) -> Result<StackPath> {
     if !nix::unistd::geteuid().is_root() {
         bail!("not running as root: linerate configures addresses in the tester namespaces; run it with sudo");
     }
+    let mut port_locks = Vec::new();
     let mut hosts = HostSetup::new();
     let (a, b, label, lab, reported_speed) = if args.lab {
         linerate_lab::check_environment()?;
@@ -138,6 +141,7 @@ pub fn open(args: &StackPortArgs) -> Result<StackPath> {
                 "--ip-a, --ip-b, --gw-a and --gw-b mix IPv4 and IPv6: give all four in one family"
             );
         }
+        port_locks = crate::ports::lock_ports(&(name_a.into(), None), &(name_b.into(), None))?;
         let speed = hosts::speed_bps(None, name_a).map(|s| (s, name_a.to_string()));
         let ns_a = hosts.adopt_port(name_a, "a")?;
         let ns_b = hosts.adopt_port(name_b, "b")?;
@@ -200,6 +204,7 @@ pub fn open(args: &StackPortArgs) -> Result<StackPath> {
         connect_timeout,
         hosts,
         lab,
+        port_locks,
     })
 }
 

@@ -2,6 +2,7 @@
 //! `compare`, `export`, `report`. They measure nothing and need no root.
 
 use crate::exit::Outcome;
+use crate::outputs::Kind;
 use crate::record_args::{CompareArgs, DbArgs, ExportArgs, ReportArgs, RunsArgs, ShowArgs};
 use anyhow::{bail, Context, Result};
 use linerate_results::report::{self, thousands};
@@ -9,9 +10,14 @@ use linerate_store::{compare, export, html, Store, StoredRun};
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// The database `--db` names, or the default one.
+fn db_path(db: &DbArgs) -> std::path::PathBuf {
+    db.db.clone().unwrap_or_else(linerate_store::default_path)
+}
+
 /// Opens an existing database; reading commands never create one.
 fn open(db: &DbArgs) -> Result<Store> {
-    let path = db.db.clone().unwrap_or_else(linerate_store::default_path);
+    let path = db_path(db);
     if !path.exists() {
         bail!(
             "no results database at {}: run 'linerate rfc2544' or 'linerate trial' first, or pass --db FILE",
@@ -177,6 +183,10 @@ pub fn compare(args: CompareArgs) -> Result<Outcome> {
 }
 
 pub fn export(args: ExportArgs) -> Result<Outcome> {
+    crate::outputs::Outputs::new()
+        .file("--output", args.output.as_deref(), Kind::Replaced)
+        .input("--db", Some(&db_path(&args.db)))
+        .check()?;
     let store = open(&args.db)?;
     let run = load(&store, &args.run)?;
     let text = if args.json {
@@ -191,6 +201,10 @@ pub fn export(args: ExportArgs) -> Result<Outcome> {
 }
 
 pub fn report(args: ReportArgs) -> Result<Outcome> {
+    crate::outputs::Outputs::new()
+        .file("--html", Some(&args.html), Kind::Replaced)
+        .input("--db", Some(&db_path(&args.db)))
+        .check()?;
     let store = open(&args.db)?;
     let run = load(&store, &args.run)?;
     write_out(Some(&args.html), &html::render(&run))?;

@@ -6,7 +6,7 @@ use super::rfc2544::write_json;
 use super::stack::{self, parse_size, read_records};
 use crate::args::TcpArgs;
 use crate::exit::Outcome;
-use crate::ports::{check_writable, parse_trial_duration};
+use crate::ports::parse_trial_duration;
 use anyhow::{anyhow, Result};
 use linerate_goodput::record::TcpRecord;
 use linerate_goodput::{report, tcp, Direction};
@@ -28,7 +28,7 @@ pub fn run(args: TcpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .as_deref()
         .map(|w| parse_size(w, "--window"))
         .transpose()?;
-    check_writable(args.json.as_deref())?;
+    crate::outputs::check_json(args.json.as_deref())?;
 
     let path = stack::open(&args.ports)?;
     let streams = args.streams as usize;

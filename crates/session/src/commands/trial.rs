@@ -3,7 +3,8 @@
 use super::rfc2544::write_json;
 use crate::args::TrialArgs;
 use crate::exit::Outcome;
-use crate::ports::{self, check_writable, parse_share, parse_trial_duration, Zero};
+use crate::outputs::Outputs;
+use crate::ports::{self, parse_share, parse_trial_duration, Zero};
 use crate::recorder::{Recorder, RunInfo};
 use anyhow::{bail, Context, Result};
 use linerate_engine::EngineError;
@@ -19,7 +20,10 @@ pub fn run(mut args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let frame = frames.largest();
     let rate = Rate::parse(&args.rate).context("--rate")?;
     let duration = parse_trial_duration(&args.duration, "--duration")?;
-    check_writable(args.json.as_deref())?;
+    Outputs::new()
+        .json(args.json.as_deref())
+        .record(&args.record)
+        .check()?;
     let allowed_loss = parse_share(&args.loss, "--loss", Zero::Allowed)?;
     let mut recorder = Recorder::open(&args.record)?;
 
