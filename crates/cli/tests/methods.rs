@@ -494,3 +494,84 @@ fn rfc2544_with_mlrsearch_prints_ndr_and_pdr_beside_the_zero_loss_throughput() {
     assert!(at("PDR (MLRsearch)") < at("Line rate"));
     assert!(run.stdout.contains("exceed ratio 50 %"), "{}", run.stdout);
 }
+
+#[test]
+fn loss_mlrsearch_and_back_to_back_runs_are_stored_with_every_trial() {
+    if !root_or_skip("loss_mlrsearch_and_back_to_back_runs_are_stored_with_every_trial") {
+        return;
+    }
+    let (lab, _guard) = lab_up("rec");
+    let db = TempFile::new("recdb");
+    let events = TempFile::new("recev");
+    let common = [
+        "--sizes",
+        "128",
+        "--trial-duration",
+        "1s",
+        "-q",
+        "--db",
+        db.arg(),
+    ];
+    let runs: [(&str, Vec<&str>); 3] = [
+        ("loss", vec!["--loads", "5kpps,10kpps"]),
+        ("mlrsearch", vec!["--max-rate", "10kpps"]),
+        (
+            "back-to-back",
+            vec![
+                "--throughput",
+                "10kpps",
+                "--max-rate",
+                "20kpps",
+                "--max-burst",
+                "2000",
+                "--repeat",
+                "2",
+            ],
+        ),
+    ];
+    for (i, (cmd, extra)) in runs.iter().enumerate() {
+        let json = TempFile::new("recjson");
+        let mut args = vec![*cmd, "--lab", "--lab-name", &lab, "--json", json.arg()];
+        args.extend_from_slice(&common);
+        args.extend_from_slice(extra);
+        if i == 0 {
+            args.extend(["--events", events.arg()]);
+        }
+        let run = linerate(&args);
+        assert_eq!(run.code, 0, "{}", run.dump());
+        // The stored run holds every trial the JSON holds.
+        let rep = json.json();
+        let in_json = match *cmd {
+            "loss" => rep["series"][0]["points"].as_array().map_or(0, |p| p.len()),
+            _ => rep["results"][0]["trials"]
+                .as_array()
+                .or_else(|| rep["results"][0]["repetitions"].as_array())
+                .map_or(0, |t| t.len()),
+        };
+        let id = (i + 1).to_string();
+        let export = linerate(&["export", "--json", &id, "--db", db.arg()]);
+        assert_eq!(export.code, 0, "{}", export.dump());
+        let stored: Value = serde_json::from_str(&export.stdout).expect("export JSON");
+        assert_eq!(stored["run"]["command"], *cmd, "{}", export.stdout);
+        assert_eq!(stored["run"]["status"], "complete");
+        let n = stored["trials"].as_array().expect("trials").len();
+        assert!(
+            n > 0 && (*cmd == "back-to-back" || n == in_json),
+            "{cmd}: {n} stored, {in_json} in the JSON"
+        );
+    }
+    // loss --events: a trial_done per stored trial, between run_started and run_done.
+    let text = std::fs::read_to_string(events.arg()).expect("events");
+    let names: Vec<String> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).expect("an event")["event"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(names.first().map(String::as_str), Some("run_started"));
+    assert_eq!(names.last().map(String::as_str), Some("run_done"));
+    assert_eq!(names.iter().filter(|n| *n == "trial_done").count(), 2);
+}

@@ -49,6 +49,8 @@ pub struct LossArgs {
     pub stop_at_loss: Option<String>,
     #[command(flatten)]
     pub dut: DutArgs,
+    #[command(flatten)]
+    pub record: crate::record_args::RecordArgs,
 }
 
 #[derive(Args, Debug)]
@@ -84,6 +86,8 @@ pub struct MlrsearchArgs {
     pub json: Option<PathBuf>,
     #[command(flatten)]
     pub dut_cpu: DutCpuArgs,
+    #[command(flatten)]
+    pub record: crate::record_args::RecordArgs,
 }
 
 #[derive(Args, Debug)]
@@ -116,4 +120,6 @@ pub struct BackToBackArgs {
     pub json: Option<PathBuf>,
     #[command(flatten)]
     pub dut_cpu: DutCpuArgs,
+    #[command(flatten)]
+    pub record: crate::record_args::RecordArgs,
 }

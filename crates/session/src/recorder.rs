@@ -12,6 +12,7 @@ use crate::record_args::RecordArgs;
 use anyhow::Result;
 use linerate_engine::capture::{self, Capture};
 use linerate_engine::ReceiverKind;
+use linerate_method::spec::Step;
 use linerate_method::Progress;
 use linerate_results::{Rfc2544Report, ThroughputResult, TrialResult};
 use linerate_store::{Dut, NewRun, RunStatus, Store};
@@ -261,6 +262,42 @@ impl Recorder {
     fn show(&self, search_no: usize, p: &Progress, line_rate_fps: f64) {
         if let Some(view) = &self.progress {
             view.on(search_no, p, line_rate_fps);
+        }
+    }
+
+    /// A trial of a method that reports [`Step`]s (loss, mlrsearch,
+    /// back-to-back): stored and announced as the searches' trials are,
+    /// numbered on after `earlier` trials of the same `search_no`, shown as
+    /// a plain line unless `--quiet`.
+    pub fn step(&mut self, search_no: usize, earlier: usize, step: &Step, line_rate_fps: f64) {
+        match step {
+            Step::Starting {
+                frame,
+                trial_no,
+                spec,
+                why,
+            } => {
+                self.ensure_stored();
+                self.emit(
+                    "trial_started",
+                    json!({
+                        "search_no": search_no,
+                        "frame_size": frame.frame(),
+                        "trial_no": earlier + trial_no,
+                        "intended_fps": spec.intended_fps,
+                        "why": why,
+                    }),
+                );
+            }
+            Step::Done {
+                trial_no,
+                result,
+                passed,
+                ..
+            } => self.trial_done(search_no, earlier + trial_no, result, Some(*passed)),
+        }
+        if !self.args.quiet {
+            crate::commands::show_step(step, line_rate_fps);
         }
     }
 

@@ -7,13 +7,14 @@ use super::session::{self, fps_within_line, parse_rate};
 use crate::exit::Outcome;
 use crate::method_args::BackToBackArgs;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
-use crate::progress;
+use crate::recorder::Recorder;
 use anyhow::{anyhow, bail, Result};
 use linerate_method::back_to_back::{self, BackToBackConfig};
 use linerate_method::spec::Step;
 use linerate_method::{find_throughput, Progress, ThroughputConfig};
 use linerate_results::methods::BackToBackReport;
 use linerate_results::{report, TrialResult};
+use linerate_store::RunStatus;
 use linerate_wire::Frames;
 use std::sync::atomic::AtomicBool;
 
@@ -48,8 +49,12 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if args.repeat == 0 {
         bail!("--repeat 0: give at least 1 repetition (RFC 2544 asks for 50)");
     }
-    crate::outputs::check_json(args.json.as_deref())?;
+    crate::outputs::Outputs::new()
+        .json(args.json.as_deref())
+        .record(&args.record)
+        .check()?;
 
+    let mut recorder = Recorder::open(&args.record)?;
     let mut s = session::open(&args.ports, &args.dut_cpu, &frames, "back-to-back frames")?;
     let mut plans: Vec<(&Frames, f64, BackToBackConfig, Option<f64>)> = Vec::new();
     for frames in &frames {
@@ -72,6 +77,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         plans.push((frames, line_fps, cfg, known));
     }
     s.ready()?;
+    recorder.begin(s.record_info("back-to-back", &frames, trial_duration.as_secs_f64()))?;
 
     let mut rep = BackToBackReport {
         run: s.run.clone(),
@@ -81,7 +87,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         interrupted: None,
     };
     let json = args.json.as_deref();
-    for (frames, line_fps, cfg, known) in plans {
+    for (search_no, (frames, line_fps, cfg, known)) in plans.into_iter().enumerate() {
         let frame = frames.largest();
         let mut trials: Vec<TrialResult> = Vec::new();
         let keep = |result: &TrialResult, trials: &mut Vec<TrialResult>| {
@@ -108,7 +114,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                     cpu: s.cpu.as_ref(),
                 };
                 let found = find_throughput(&mut runner, frame, &tcfg, line_fps, &mut |p| {
-                    progress::show(&p, line_fps);
+                    recorder.search_progress(search_no, &p, line_fps);
                     if let Progress::TrialDone { result, .. } = p {
                         keep(result, &mut trials);
                     }
@@ -132,6 +138,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             interrupt,
             cpu: s.cpu.as_ref(),
         };
+        let earlier = trials.len();
         let outcome = back_to_back::back_to_back(
             &mut runner,
             frames,
@@ -139,7 +146,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             throughput_fps,
             line_fps,
             &mut |step: Step| {
-                session::show(&step, line_fps);
+                recorder.step(search_no, earlier, &step, line_fps);
                 if let Step::Done { result, .. } = step {
                     keep(result, &mut trials);
                 }
@@ -158,7 +165,8 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         }
         session::save_partial(json, &rep);
     }
-    print!("{}", report::back_to_back_table(&rep));
+    recorder.print(&report::back_to_back_table(&rep));
+    recorder.finish(RunStatus::Complete);
     session::finish(json, &rep)?;
     Ok(Outcome::Passed)
 }

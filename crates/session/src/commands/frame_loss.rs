@@ -10,12 +10,14 @@ use super::session::{self, fps_within_line, parse_rate, Session};
 use crate::exit::Outcome;
 use crate::method_args::LossArgs;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
+use crate::recorder::Recorder;
 use anyhow::{bail, Context, Result};
 use linerate_lab::scenario::{Applied, Scenario};
 use linerate_method::frame_loss::{self, Load, RFC2544_MAX_STEP};
 use linerate_method::spec::Step;
 use linerate_results::methods::{FrameLossReport, LossSeries};
 use linerate_results::{report, MixInfo, TrialResult};
+use linerate_store::RunStatus;
 use linerate_wire::{Frames, Rate};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,7 +40,9 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     args.rows_from
         .iter()
         .fold(
-            crate::outputs::Outputs::new().json(args.json.as_deref()),
+            crate::outputs::Outputs::new()
+                .json(args.json.as_deref())
+                .record(&args.record),
             |o, f| o.input("--rows-from", Some(f)),
         )
         .check()?;
@@ -58,6 +62,16 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         }
         // `applied` (XDP program, tunnel daemons) goes before the test bed,
         // which owns the scenario's lab.
+        // Each DUT configuration is a run of its own in the results
+        // database, with a capture file of its own when several are compared.
+        let mut record_args = args.record.clone();
+        if scenarios.len() > 1 {
+            record_args.pcap = record_args
+                .pcap
+                .as_deref()
+                .map(|p| super::scenarios::numbered(p, index + 1));
+        }
+        let mut recorder = Recorder::open(&record_args)?;
         let (applied, mut s) = open(&args, &plan, scenario.as_ref(), index)?;
         let rep = rep.get_or_insert_with(|| FrameLossReport {
             run: s.run.clone(),
@@ -77,8 +91,21 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         };
         let rows = rows(&plan, &s)?;
         s.ready()?;
+        recorder.begin(s.record_info("loss", &plan.frames, plan.duration.as_secs_f64()))?;
         let first_row = rep.series.len();
-        let stopped = measure(rows, &plan, &mut s, row_name, rep, json, interrupt);
+        let stopped = measure(
+            rows,
+            &plan,
+            &mut s,
+            &mut recorder,
+            row_name,
+            rep,
+            json,
+            interrupt,
+        );
+        if stopped.is_ok() {
+            recorder.finish(RunStatus::Complete);
+        }
         if let (Some(sc), Some(a)) = (scenario, &applied) {
             // After traffic: did it really go through the configuration?
             let mut record = record_of(sc, a);
@@ -202,17 +229,19 @@ fn rows<'a>(plan: &'a Plan, s: &Session) -> Result<Vec<Row<'a>>> {
 /// configuration), with the frames added when several are measured. Every
 /// trial is saved to `json` as it ends; on an error or interruption the
 /// unfinished row's trials are kept.
+#[allow(clippy::too_many_arguments)]
 fn measure(
     rows: Vec<Row>,
     plan: &Plan,
     s: &mut Session,
+    recorder: &mut Recorder,
     row_name: Option<String>,
     rep: &mut FrameLossReport,
     json: Option<&Path>,
     interrupt: &AtomicBool,
 ) -> std::result::Result<(), linerate_engine::EngineError> {
     let several = plan.frames.len() > 1;
-    for (frames, line_fps, max_fps, loads) in rows {
+    for (row_no, (frames, line_fps, max_fps, loads)) in rows.into_iter().enumerate() {
         let frame = frames.largest();
         let label = match (&row_name, several) {
             (Some(l), true) => format!("{l}, {}", session::label(frames)),
@@ -221,7 +250,7 @@ fn measure(
         };
         let mut trials: Vec<TrialResult> = Vec::new();
         let mut on_step = |step: Step| {
-            session::show(&step, line_fps);
+            recorder.step(row_no, 0, &step, line_fps);
             if let Step::Done { result, .. } = step {
                 trials.push(result.clone());
                 let mut partial = rep.clone();

@@ -7,11 +7,13 @@ use super::session::{self, fps_within_line, parse_rate};
 use crate::exit::Outcome;
 use crate::method_args::MlrsearchArgs;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
+use crate::recorder::Recorder;
 use anyhow::Result;
 use linerate_method::mlrsearch::{self, MlrConfig};
 use linerate_method::spec::Step;
 use linerate_results::methods::MlrSearchReport;
 use linerate_results::{report, TrialResult};
+use linerate_store::RunStatus;
 use std::sync::atomic::AtomicBool;
 
 pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
@@ -37,7 +39,10 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .as_deref()
         .map(|t| parse_rate(t, "--max-rate"))
         .transpose()?;
-    crate::outputs::check_json(args.json.as_deref())?;
+    crate::outputs::Outputs::new()
+        .json(args.json.as_deref())
+        .record(&args.record)
+        .check()?;
     // The goals are checked before any port is opened.
     let goals_for = |max_fps: f64| {
         let mut cfg = MlrConfig::ndr_pdr(max_fps, final_trial, width, pdr_loss);
@@ -50,6 +55,7 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     };
     goals_for(1.0).validate()?;
 
+    let mut recorder = Recorder::open(&args.record)?;
     let mut s = session::open(&args.ports, &args.dut_cpu, &frames, "MLRsearch")?;
     let mut plans = Vec::new();
     for frames in &frames {
@@ -61,6 +67,7 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         plans.push((frames, line_fps, goals_for(max_fps)));
     }
     s.ready()?;
+    recorder.begin(s.record_info("mlrsearch", &frames, final_trial.as_secs_f64()))?;
 
     let mut rep = MlrSearchReport {
         run: s.run.clone(),
@@ -68,11 +75,11 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         interrupted: None,
     };
     let json = args.json.as_deref();
-    for (frames, line_fps, cfg) in plans {
+    for (search_no, (frames, line_fps, cfg)) in plans.into_iter().enumerate() {
         let frame = frames.largest();
         let mut trials: Vec<TrialResult> = Vec::new();
         let mut on_step = |step: Step| {
-            session::show(&step, line_fps);
+            recorder.step(search_no, 0, &step, line_fps);
             if let Step::Done { result, .. } = step {
                 trials.push(result.clone());
                 let mut partial = rep.clone();
@@ -95,7 +102,8 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         }
         session::save_partial(json, &rep);
     }
-    print!("{}", report::mlrsearch_table(&rep));
+    recorder.print(&report::mlrsearch_table(&rep));
+    recorder.finish(RunStatus::Complete);
     session::finish(json, &rep)?;
     Ok(Outcome::Passed)
 }

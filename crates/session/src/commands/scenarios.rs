@@ -65,7 +65,7 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
 }
 
 /// `cap.pcap` for the `n`th of several scenarios: `cap-n.pcap`.
-fn numbered(path: &std::path::Path, n: usize) -> std::path::PathBuf {
+pub(crate) fn numbered(path: &std::path::Path, n: usize) -> std::path::PathBuf {
     let stem = path.file_stem().unwrap_or_default().to_string_lossy();
     let name = match path.extension() {
         Some(ext) => format!("{stem}-{n}.{}", ext.to_string_lossy()),

@@ -108,6 +108,30 @@ pub(crate) fn start(
     })
 }
 
+impl Session {
+    /// What the run is, for the results database and the run_started
+    /// event: `command` on this bed, `frames` in order, trials of `trial_s`.
+    pub fn record_info<'a>(
+        &'a self,
+        command: &'a str,
+        frames: &[Frames],
+        trial_s: f64,
+    ) -> crate::recorder::RunInfo<'a> {
+        crate::recorder::RunInfo {
+            command,
+            engine: &self.run.engine,
+            receiver: self.bed.engine.receiver(),
+            line_speed_bps: self.bed.line_bps,
+            scenario: &self.run.description,
+            report: None,
+            sizes: frames.iter().map(|f| f.largest().frame()).collect(),
+            trial_s,
+            resolution: 0.0,
+            port_b_mac: self.bed.engine.port_b().mac,
+        }
+    }
+}
+
 /// Parses a rate option (`text` as given to `option`).
 pub(crate) fn parse_rate(text: &str, option: &str) -> Result<Rate> {
     Rate::parse(text).with_context(|| option.to_string())
@@ -152,10 +176,6 @@ pub(crate) fn show(step: &Step, line_rate_fps: f64) {
             spec,
             why,
         } => {
-            crate::events::notify(
-                "trial_started",
-                &serde_json::json!({"frame_size": frame.frame(), "trial_no": trial_no, "intended_fps": spec.intended_fps, "why": why}),
-            );
             eprint!(
                 "[{}] trial {:>3}: {:>11} fps ({:5.1} % of line) {:>7} {why} ... ",
                 crate::progress::frames_tag(*frame, spec.mix.as_ref()),
@@ -165,16 +185,7 @@ pub(crate) fn show(step: &Step, line_rate_fps: f64) {
                 humantime::format_duration(spec.duration).to_string(),
             );
         }
-        Step::Done {
-            trial_no,
-            result,
-            passed,
-            ..
-        } => {
-            crate::events::notify(
-                "trial_done",
-                &serde_json::json!({"trial_no": trial_no, "passed": passed, "result": result}),
-            );
+        Step::Done { result, passed, .. } => {
             let verdict = if *passed { "pass" } else { "FAIL" };
             let short = if result.generator_short {
                 "  (tester could not offer this rate)"
