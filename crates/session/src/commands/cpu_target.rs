@@ -185,3 +185,29 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::test_support::{config, text};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(config())]
+
+        /// Any text: no panic; an accepted target is a load above 0 and below 100 %.
+        #[test]
+        fn targets_are_loads(t in text()) {
+            if let Ok(p) = parse_target(&t) {
+                prop_assert!(p.is_finite() && p > 0.0 && p < 100.0, "{t:?} -> {p}");
+            }
+        }
+
+        #[test]
+        fn targets_round_trip(p in 1u32..10_000) {
+            let pct = p as f64 / 100.0;
+            let got = parse_target(&format!("{pct}%")).unwrap();
+            prop_assert!((got - pct).abs() < 1e-9, "{pct} -> {got}");
+        }
+    }
+}

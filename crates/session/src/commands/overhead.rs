@@ -191,3 +191,27 @@ fn describe(args: &OverheadArgs) -> String {
         parts.join(" + ")
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::test_support::{config, text};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(config())]
+
+        /// Any text: no panic; what is accepted is a name of an algorithm,
+        /// in any case, and each algorithm's name parses back to it.
+        #[test]
+        fn auth_names(t in prop_oneof![text(), "(?i)(none|md5|sha1|sha256|sha512)"]) {
+            match parse_auth(&t, "--auth") {
+                Ok(a) => prop_assert!(
+                    ["none", "md5", "sha1", "sha256", "sha512"].contains(&t.to_ascii_lowercase().as_str()),
+                    "{t:?} -> {a:?}"
+                ),
+                Err(e) => prop_assert!(e.to_string().starts_with("--auth '"), "{e}"),
+            }
+        }
+    }
+}
