@@ -99,3 +99,30 @@ fn aes_gcm_takes_no_separate_integrity() {
         assert_eq!(u(&v, "outer_frame_size"), 118, "{v}");
     }
 }
+
+/// WireGuard by hand: outer IPv4 20 + UDP 8 + header 16 + the packet padded
+/// to 16 + Poly1305 tag 16; `unpadded` as boringtun sends it; anything else
+/// is refused in one line.
+#[test]
+fn wireguard_pads_to_16_unless_told_not_to() {
+    // 46 -> 48: 20 + 8 + 16 + 48 + 16 = 108; + 18 = 126.
+    let v = json(&["--l3-length", "46", "--wireguard"]);
+    assert_eq!(u(&v, "outer_l3_length"), 108, "{v}");
+    assert_eq!(u(&v, "outer_frame_size"), 126, "{v}");
+    let v = json(&["--l3-length", "46", "--wireguard", "unpadded"]);
+    assert_eq!(u(&v, "outer_frame_size"), 18 + 60 + 46, "{v}");
+    // 1500 -> 1504: 1564 + 18 = 1582.
+    let v = json(&["--frame-size", "1518", "--wireguard", "padded"]);
+    assert_eq!(u(&v, "outer_frame_size"), 1582, "{v}");
+    let run = run_program(
+        LINERATE,
+        &["overhead", "--frame-size", "64", "--wireguard", "sideways"],
+        RUN_LIMIT,
+    );
+    assert_bad_input(&run);
+    assert!(
+        run.stderr.contains("--wireguard 'sideways'"),
+        "{}",
+        run.dump()
+    );
+}

@@ -6,6 +6,7 @@
 //! tests (and dry runs) use the [`sim::SimulatedDut`].
 
 pub mod back_to_back;
+pub mod cpu_target;
 pub mod frame_loss;
 pub mod latency;
 pub mod mlrsearch;
@@ -13,6 +14,7 @@ pub mod sim;
 pub mod spec;
 pub mod throughput;
 
+pub use cpu_target::{find_cpu_target, CpuTargetConfig, CpuTargetConfigError, CpuTargetProgress};
 pub use throughput::{
     find_throughput, relative_width, ConfigError, Progress, ThroughputConfig, MAX_TRIALS,
 };

@@ -318,6 +318,10 @@ pub struct OverheadArgs {
     /// IPsec NAT traversal (UDP encapsulation, RFC 3948).
     #[arg(long)]
     pub nat_t: bool,
+    /// WireGuard (a data message over UDP): the inner packet padded to 16
+    /// bytes as the kernel does, or `--wireguard unpadded` as boringtun sends it.
+    #[arg(long, num_args = 0..=1, default_missing_value = "padded", value_name = "PADDING")]
+    pub wireguard: Option<String>,
     #[arg(long)]
     pub gre: bool,
     #[arg(long)]

@@ -320,7 +320,9 @@ impl CpuTimes {
         for &pid in pids {
             // A daemon that died adds nothing (the tunnel check then fails).
             if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-                t.busy += process_user_ticks(&stat).unwrap_or(0);
+                t.busy = t
+                    .busy
+                    .saturating_add(process_user_ticks(&stat).unwrap_or(0));
             }
         }
         Ok(t)
@@ -344,8 +346,14 @@ impl CpuTimes {
             if v.len() < 8 {
                 bail!("/proc/stat line for CPU {cpu} has {} fields", v.len());
             }
-            sum.busy += v[2] + v[5] + v[6];
-            sum.total += v[..8].iter().sum::<u64>();
+            // Saturating: counters near u64::MAX (a corrupt or hostile
+            // line) overflowed, a panic in a debug build.
+            let busy = [v[2], v[5], v[6]]
+                .iter()
+                .fold(0u64, |a, &b| a.saturating_add(b));
+            let total = v[..8].iter().fold(0u64, |a, &b| a.saturating_add(b));
+            sum.busy = sum.busy.saturating_add(busy);
+            sum.total = sum.total.saturating_add(total);
         }
         Ok(sum)
     }
@@ -358,6 +366,9 @@ impl CpuTimes {
         self.busy.saturating_sub(before.busy) as f64 / total as f64
     }
 }
+
+#[cfg(test)]
+mod properties;
 
 #[cfg(test)]
 mod tests {

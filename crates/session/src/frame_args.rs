@@ -176,6 +176,9 @@ pub fn max_frame_len(frames: &[Frames]) -> usize {
 }
 
 #[cfg(test)]
+mod properties;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;

@@ -21,6 +21,8 @@ mod ports;
 mod progress;
 mod record_args;
 mod recorder;
+#[cfg(test)]
+mod test_support;
 
 pub use args::Cli;
 pub use commands::{interrupt_flag, run};

@@ -836,6 +836,9 @@ pub fn parse_share(text: &str, option: &str, zero: Zero) -> Result<f64> {
 }
 
 #[cfg(test)]
+mod properties;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::net::IpAddr;

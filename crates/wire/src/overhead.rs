@@ -1,7 +1,8 @@
 //! What encapsulation costs: the frame size on the wire after a packet is
 //! tunnelled or tagged, for IPsec (ESP, AH, both; tunnel or transport; with
-//! NAT traversal), GRE, VXLAN, L2TP, PPPoE and 802.1Q. Pure arithmetic on
-//! header sizes (IPv4 outer headers), used by `linerate overhead`.
+//! NAT traversal), WireGuard, GRE, VXLAN, L2TP, PPPoE and 802.1Q. Pure
+//! arithmetic on header sizes (IPv4 outer headers), used by `linerate
+//! overhead` and by the tunnel scenarios' outer-frame rates.
 //!
 //! Sizes count the Ethernet frame with its 4-byte FCS, as RFC 2544 does.
 //! The worked examples of the LANCOM and Cisco reports are the tests: a
@@ -104,14 +105,28 @@ pub enum Mode {
     Transport,
 }
 
+/// How a WireGuard implementation pads the inner packet before it is
+/// encrypted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireguardPadding {
+    /// To a multiple of 16 bytes, as the WireGuard paper (section 5.4.6)
+    /// and the Linux kernel do.
+    To16,
+    /// Not at all: boringtun (user space) sends the packet as it is.
+    Unpadded,
+}
+
 /// One encapsulation set-up; applied inside out: ESP, then AH, then NAT-T,
-/// then GRE / VXLAN / L2TP, then PPPoE and 802.1Q on the outer frame.
+/// then WireGuard, then GRE / VXLAN / L2TP, then PPPoE and 802.1Q on the
+/// outer frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Encapsulation {
     pub esp: Option<(Cipher, Auth)>,
     pub ah: Option<Auth>,
     pub mode: Mode,
     pub nat_t: bool,
+    /// A WireGuard data message (transport data, type 4) over UDP.
+    pub wireguard: Option<WireguardPadding>,
     pub gre: bool,
     pub vxlan: bool,
     pub l2tp: bool,
@@ -126,6 +141,7 @@ impl Default for Encapsulation {
             ah: None,
             mode: Mode::Tunnel,
             nat_t: false,
+            wireguard: None,
             gre: false,
             vxlan: false,
             l2tp: false,
@@ -140,6 +156,11 @@ const ESP_HEADER: usize = 8;
 const ESP_TRAILER: usize = 2;
 /// AH header without its ICV.
 const AH_HEADER: usize = 12;
+/// WireGuard transport data header: type (1) + reserved (3) + receiver
+/// index (4) + counter (8).
+const WIREGUARD_HEADER: usize = 16;
+/// The Poly1305 authentication tag after the encrypted packet.
+const WIREGUARD_TAG: usize = 16;
 const GRE_HEADER: usize = 4;
 const VXLAN_HEADER: usize = 8;
 /// L2TPv2 data header with the length field, and the PPP protocol field.
@@ -182,6 +203,13 @@ impl Encapsulation {
         }
         if self.nat_t && (self.esp.is_some() || self.ah.is_some()) {
             ip += UDP_HEADER_LEN;
+        }
+        if let Some(padding) = self.wireguard {
+            let inner = match padding {
+                WireguardPadding::To16 => round_up(ip, 16),
+                WireguardPadding::Unpadded => ip,
+            };
+            ip = IPV4_HEADER_LEN + UDP_HEADER_LEN + WIREGUARD_HEADER + inner + WIREGUARD_TAG;
         }
         if self.gre {
             ip += IPV4_HEADER_LEN + GRE_HEADER;
@@ -303,6 +331,33 @@ mod tests {
             ..esp(Cipher::AesCbc, Auth::Sha1)
         };
         assert_eq!(t.outer_l3(46), 88);
+    }
+
+    /// A WireGuard data message by hand: outer IPv4 20 + UDP 8 + header 16
+    /// (type, reserved, receiver index, counter) + the inner packet padded
+    /// to a multiple of 16 + the 16-byte Poly1305 tag.
+    #[test]
+    fn wireguard_data_message_by_hand() {
+        let wg = |padding| Encapsulation {
+            wireguard: Some(padding),
+            ..Encapsulation::default()
+        };
+        let (kernel, boringtun) = (wg(WireguardPadding::To16), wg(WireguardPadding::Unpadded));
+        // 1500 pads to 1504: 20 + 8 + 16 + 1504 + 16 = 1564; + 18 = 1582.
+        assert_eq!(kernel.outer_l3(1500), 1564);
+        assert_eq!(kernel.outer_frame(1500), 1582);
+        // 46 pads to 48: 20 + 8 + 16 + 48 + 16 = 108; + 18 = 126.
+        assert_eq!(kernel.outer_frame(46), 126);
+        // A multiple of 16 is not padded: 64 -> 20 + 8 + 16 + 64 + 16 = 124.
+        assert_eq!(kernel.outer_l3(64), 124);
+        // Unpadded: 60 bytes on top of the packet.
+        assert_eq!(boringtun.outer_frame(46), 18 + 60 + 46);
+        for l3 in 20usize..=9000 {
+            let padded = l3.div_ceil(16) * 16;
+            assert_eq!(kernel.outer_l3(l3), 60 + padded, "{l3}");
+            assert_eq!(boringtun.outer_l3(l3), 60 + l3, "{l3}");
+            assert_eq!((kernel.outer_l3(l3) - 60) % 16, 0, "{l3}");
+        }
     }
 
     #[test]

@@ -170,3 +170,6 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     session::finish(json, &rep)?;
     Ok(Outcome::Passed)
 }
+
+#[cfg(test)]
+mod properties;

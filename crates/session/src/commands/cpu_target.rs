@@ -1,8 +1,7 @@
 //! `linerate cpu-target`: the Cisco report's test "the bit rate was set
-//! such that the CPU load was approximately 75 %": per frame size, a
-//! bisection on the rate, each trial's DUT CPU load (total) compared with
-//! the target, until one lands within the tolerance or the trials run out
-//! (then the closest trial is reported, marked as such).
+//! such that the CPU load was approximately 75 %". The search is
+//! linerate-method's (`find_cpu_target`); this parses the options, opens
+//! the test bed, runs it per frame size and prints.
 
 use super::rfc2544::{write_json, EngineRunner};
 use super::scenarios::{prepare, record_of, traffic_checks};
@@ -12,25 +11,32 @@ use crate::ports::{self, parse_trial_duration};
 use anyhow::{anyhow, bail, Context, Result};
 use linerate_engine::EngineError;
 use linerate_lab::scenario::Scenario;
-use linerate_method::TrialRunner;
-use linerate_results::cpu_target::{cpu_target_table, CpuTargetReport, CpuTargetResult};
-use linerate_results::{TrialResult, TrialSpec};
-use linerate_wire::{FrameSize, Layer, Rate};
+use linerate_method::cpu_target::Stopped;
+use linerate_method::{find_cpu_target, CpuTargetConfig, CpuTargetConfigError, CpuTargetProgress};
+use linerate_results::cpu_target::{cpu_target_table, CpuTargetReport};
+use linerate_wire::Rate;
 use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
 
 pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let target = parse_target(&args.target)?;
-    if !(args.tolerance > 0.0 && args.tolerance < 50.0) {
-        bail!(
-            "--tolerance {} is not a number of percentage points above 0 and below 50, e.g. 5",
-            args.tolerance
-        );
+    let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
+    let cfg = CpuTargetConfig {
+        target_pct: target,
+        tolerance_pct: args.tolerance,
+        trial_duration: duration,
+        max_trials: args.max_trials,
+    };
+    match cfg.validate() {
+        Ok(()) => {}
+        Err(CpuTargetConfigError::Tolerance(t)) => bail!(
+            "--tolerance {t} is not a number of percentage points above 0 and below 50, e.g. 5"
+        ),
+        Err(e) => bail!("{e}"),
     }
     let frames = args
         .frames
         .sizes_only("cpu-target", &args.ports.encap.encap()?)?;
-    let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let max_rate = args
         .max_rate
         .as_deref()
@@ -116,30 +122,22 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             interrupt,
             cpu: Some(&meter),
         };
-        let mut trials = Vec::new();
-        let searched = search(
-            &mut runner,
-            frame,
-            max_fps,
-            duration,
-            target,
-            args.tolerance,
-            args.max_trials,
-            &mut trials,
-        );
-        if !trials.is_empty() {
-            report
-                .results
-                .push(result_of(frame, target, args.tolerance, trials));
+        let searched = find_cpu_target(&mut runner, frame, &cfg, max_fps, &mut show_progress);
+        let (partial, error) = match searched {
+            Ok(result) => (result, None),
+            Err(Stopped { error, partial }) => (partial, Some(error)),
+        };
+        if let Some(result) = partial {
+            report.results.push(result);
             save(&report)?;
         }
-        match searched {
-            Ok(()) => {}
-            Err(EngineError::Interrupted) => {
+        match error {
+            None => {}
+            Some(EngineError::Interrupted) => {
                 outcome = Outcome::Interrupted("results measured so far were kept".into());
                 break;
             }
-            Err(e) => return Err(e.into()),
+            Some(e) => return Err(e.into()),
         }
     }
     if let (Some(a), Some(lab), Some(rec)) = (&applied, bed.lab.as_ref(), report.scenario.as_mut())
@@ -153,98 +151,31 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     Ok(outcome)
 }
 
-/// Bisection on the rate between 0 and `max_fps`: a trial whose CPU load is
-/// below the target raises the floor, one above lowers the ceiling. Ends
-/// when a trial lands within `tolerance` points, the bracket is narrower
-/// than 1 %, or `max_trials` ran. Every trial goes into `trials`.
-#[allow(clippy::too_many_arguments)]
-fn search<R: TrialRunner<Error = EngineError>>(
-    runner: &mut R,
-    frame: FrameSize,
-    max_fps: f64,
-    duration: std::time::Duration,
-    target: f64,
-    tolerance: f64,
-    max_trials: u32,
-    trials: &mut Vec<TrialResult>,
-) -> Result<(), EngineError> {
-    let (mut lo, mut hi) = (0.0f64, max_fps);
-    let mut rate = max_fps;
-    for n in 0..max_trials {
-        let spec = TrialSpec {
+/// One line per trial on stderr: the rate, then its CPU load and loss.
+fn show_progress(p: CpuTargetProgress) {
+    match p {
+        CpuTargetProgress::TrialStarting {
             frame,
-            mix: None,
-            intended_fps: rate,
-            duration,
-        };
-        eprint!(
+            trial_no,
+            intended_fps,
+        } => eprint!(
             "[{:>5} B] cpu-target trial {:>2}: {:>11.0} fps ... ",
             frame.frame(),
-            n + 1,
-            rate
-        );
-        let t = runner.run(&spec)?;
-        let Some(cpu) = t.dut_cpu else {
-            eprintln!("no CPU sample");
-            trials.push(t);
-            continue;
-        };
-        eprintln!(
-            "CPU {:.1} % (by traffic {:.1} %), loss {:.4} %",
-            cpu.total_pct,
-            cpu.traffic_pct,
-            t.loss_ratio * 100.0
-        );
-        trials.push(t);
-        if (cpu.total_pct - target).abs() <= tolerance {
-            break;
-        }
-        // The highest rate does not load the DUT enough: nothing higher to try.
-        if n == 0 && cpu.total_pct < target {
-            break;
-        }
-        if cpu.total_pct < target {
-            lo = rate;
-        } else {
-            hi = rate;
-        }
-        if hi - lo < hi * 0.01 {
-            break;
-        }
-        rate = (lo + hi) / 2.0;
-    }
-    Ok(())
-}
-
-/// The trial closest to the target stands for the frame size.
-fn result_of(
-    frame: FrameSize,
-    target: f64,
-    tolerance: f64,
-    trials: Vec<TrialResult>,
-) -> CpuTargetResult {
-    let distance = |t: &TrialResult| {
-        t.dut_cpu
-            .map_or(f64::INFINITY, |c| (c.total_pct - target).abs())
-    };
-    let best = trials
-        .iter()
-        .min_by(|a, b| distance(a).total_cmp(&distance(b)))
-        .expect("at least one trial")
-        .clone();
-    CpuTargetResult {
-        frame_size: frame.frame(),
-        l3_length: frame.l3(),
-        reached: distance(&best) <= tolerance,
-        rate_fps: best.offered_fps,
-        rate_mbps_l1: frame.mbps(best.offered_fps, Layer::L1),
-        dut_cpu: best.dut_cpu,
-        loss_ratio: best.loss_ratio,
-        trials,
+            trial_no,
+            intended_fps
+        ),
+        CpuTargetProgress::TrialDone { result: t, .. } => match t.dut_cpu {
+            None => eprintln!("no CPU sample"),
+            Some(cpu) => eprintln!(
+                "CPU {:.1} % (by traffic {:.1} %), loss {:.4} %",
+                cpu.total_pct,
+                cpu.traffic_pct,
+                t.loss_ratio * 100.0
+            ),
+        },
     }
 }
 
-/// "75%", "75" -> 75.0.
 /// `--target`: a CPU load as a share (`75%` or `0.75`), in percent.
 fn parse_target(text: &str) -> Result<f64> {
     Ok(100.0 * ports::parse_share(text, "--target", ports::Zero::Refused)?)
@@ -254,64 +185,6 @@ fn parse_target(text: &str) -> Result<f64> {
 mod tests {
     use super::*;
 
-    use linerate_method::sim::SimulatedDut;
-    use linerate_results::DutCpu;
-
-    /// A simulated DUT whose CPU load grows with the rate: 10 % idle plus
-    /// 1 % per 1,000 frames/s.
-    struct Loaded(SimulatedDut);
-
-    impl TrialRunner for Loaded {
-        type Error = EngineError;
-        fn run(&mut self, spec: &TrialSpec) -> Result<TrialResult, EngineError> {
-            let mut t = self.0.answer(spec);
-            let total = (10.0 + spec.intended_fps / 1000.0).min(100.0);
-            t.dut_cpu = Some(DutCpu {
-                total_pct: total,
-                traffic_pct: total - 10.0,
-            });
-            Ok(t)
-        }
-    }
-
-    fn run_search(max_fps: f64, target: f64, tolerance: f64) -> CpuTargetResult {
-        let frame = FrameSize::from_frame(64).unwrap();
-        let mut dut = Loaded(SimulatedDut::new(1e9));
-        let mut trials = Vec::new();
-        search(
-            &mut dut,
-            frame,
-            max_fps,
-            std::time::Duration::from_secs(1),
-            target,
-            tolerance,
-            10,
-            &mut trials,
-        )
-        .unwrap();
-        result_of(frame, target, tolerance, trials)
-    }
-
-    #[test]
-    fn the_search_lands_near_the_target() {
-        // 75 % is reached at 65,000 frames/s.
-        let r = run_search(200_000.0, 75.0, 2.0);
-        assert!(r.reached, "{r:?}");
-        let cpu = r.dut_cpu.unwrap().total_pct;
-        assert!((cpu - 75.0).abs() <= 2.0, "{cpu}");
-        assert!((r.rate_fps - 65_000.0).abs() <= 2_000.0, "{}", r.rate_fps);
-        assert!(r.trials.len() <= 10);
-    }
-
-    #[test]
-    fn a_dut_that_never_gets_busy_enough_stops_after_one_trial() {
-        // At most 30 % at the highest rate: nothing higher to try.
-        let r = run_search(20_000.0, 75.0, 5.0);
-        assert!(!r.reached);
-        assert_eq!(r.trials.len(), 1);
-        assert_eq!(r.rate_fps, 20_000.0);
-    }
-
     #[test]
     fn targets_parse() {
         assert_eq!(parse_target("75%").unwrap(), 75.0);
@@ -320,6 +193,32 @@ mod tests {
         assert!((parse_target("0.75").unwrap() - 75.0).abs() < 1e-9);
         for bad in ["0", "100%", "x", "-5", "75"] {
             assert!(parse_target(bad).is_err(), "{bad}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::test_support::{config, text};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(config())]
+
+        /// Any text: no panic; an accepted target is a load above 0 and below 100 %.
+        #[test]
+        fn targets_are_loads(t in text()) {
+            if let Ok(p) = parse_target(&t) {
+                prop_assert!(p.is_finite() && p > 0.0 && p < 100.0, "{t:?} -> {p}");
+            }
+        }
+
+        #[test]
+        fn targets_round_trip(p in 1u32..10_000) {
+            let pct = p as f64 / 100.0;
+            let got = parse_target(&format!("{pct}%")).unwrap();
+            prop_assert!((got - pct).abs() < 1e-9, "{pct} -> {got}");
         }
     }
 }

@@ -6,7 +6,7 @@ use crate::args::OverheadArgs;
 use crate::exit::Outcome;
 use anyhow::{anyhow, bail, Result};
 use linerate_results::report;
-use linerate_wire::overhead::{Auth, Cipher, Encapsulation, Mode};
+use linerate_wire::overhead::{Auth, Cipher, Encapsulation, Mode, WireguardPadding};
 use linerate_wire::FrameSize;
 use serde::Serialize;
 
@@ -127,6 +127,14 @@ fn encapsulation(args: &OverheadArgs) -> Result<Encapsulation> {
     if args.nat_t && esp.is_none() {
         bail!("--nat-t encapsulates ESP in UDP: give --esp too");
     }
+    let wireguard = match args.wireguard.as_deref() {
+        None => None,
+        Some("padded") => Some(WireguardPadding::To16),
+        Some("unpadded") => Some(WireguardPadding::Unpadded),
+        Some(other) => bail!(
+            "--wireguard '{other}' is not a padding linerate knows: use padded (to 16 bytes, the kernel's; the default) or unpadded (boringtun)"
+        ),
+    };
     Ok(Encapsulation {
         esp,
         ah,
@@ -136,6 +144,7 @@ fn encapsulation(args: &OverheadArgs) -> Result<Encapsulation> {
             Mode::Tunnel
         },
         nat_t: args.nat_t,
+        wireguard,
         gre: args.gre,
         vxlan: args.vxlan,
         l2tp: args.l2tp,
@@ -159,6 +168,11 @@ fn describe(args: &OverheadArgs) -> String {
     if let Some(a) = &args.ah {
         parts.push(format!("AH {a} ({})", args.mode));
     }
+    match args.wireguard.as_deref() {
+        Some("unpadded") => parts.push("WireGuard (unpadded)".to_string()),
+        Some(_) => parts.push("WireGuard".to_string()),
+        None => {}
+    }
     for (on, name) in [
         (args.nat_t, "NAT-T"),
         (args.gre, "GRE"),
@@ -175,5 +189,29 @@ fn describe(args: &OverheadArgs) -> String {
         "none".to_string()
     } else {
         parts.join(" + ")
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::test_support::{config, text};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(config())]
+
+        /// Any text: no panic; what is accepted is a name of an algorithm,
+        /// in any case, and each algorithm's name parses back to it.
+        #[test]
+        fn auth_names(t in prop_oneof![text(), "(?i)(none|md5|sha1|sha256|sha512)"]) {
+            match parse_auth(&t, "--auth") {
+                Ok(a) => prop_assert!(
+                    ["none", "md5", "sha1", "sha256", "sha512"].contains(&t.to_ascii_lowercase().as_str()),
+                    "{t:?} -> {a:?}"
+                ),
+                Err(e) => prop_assert!(e.to_string().starts_with("--auth '"), "{e}"),
+            }
+        }
     }
 }

@@ -209,6 +209,9 @@ fn shell_words(argv: &[String]) -> String {
 }
 
 #[cfg(test)]
+mod properties;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -14,7 +14,7 @@ use linerate_lab::Lab;
 use linerate_results::report::{self, compare};
 use linerate_results::scenario::{OuterRate, ScenarioRecord};
 use linerate_results::Rfc2544Report;
-use linerate_wire::overhead::{Auth, Cipher, Encapsulation};
+use linerate_wire::overhead::{Auth, Cipher, Encapsulation, WireguardPadding};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
@@ -229,7 +229,7 @@ pub(crate) fn traffic_checks<'a>(
 }
 
 /// The frame on the WAN link for an inner IP packet of `l3` bytes: the
-/// encapsulation arithmetic of linerate-wire (WireGuard's own below).
+/// encapsulation arithmetic of linerate-wire.
 /// `user_space`: boringtun, which sends WireGuard packets unpadded (seen on
 /// the WAN link's byte counter), where the kernel pads to 16 bytes.
 pub(crate) fn outer_frame(kind: TunnelKind, l3: usize, user_space: bool) -> usize {
@@ -253,12 +253,14 @@ pub(crate) fn outer_frame(kind: TunnelKind, l3: usize, user_space: bool) -> usiz
             nat_t: true,
             ..Encapsulation::default()
         }),
-        // WireGuard data message: outer IPv4 20 + UDP 8 + header 16 (type,
-        // receiver, counter) + the inner packet padded to 16 + Poly1305 tag 16.
-        TunnelKind::Wireguard => {
-            let inner = if user_space { l3 } else { l3.div_ceil(16) * 16 };
-            (18 + 20 + 8 + 16 + inner + 16).max(64)
-        }
+        TunnelKind::Wireguard => enc(Encapsulation {
+            wireguard: Some(if user_space {
+                WireguardPadding::Unpadded
+            } else {
+                WireguardPadding::To16
+            }),
+            ..Encapsulation::default()
+        }),
     }
 }
 

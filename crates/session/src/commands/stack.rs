@@ -265,6 +265,9 @@ pub fn read_records<T: serde::de::DeserializeOwned>(
 }
 
 #[cfg(test)]
+mod properties;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
