@@ -16,7 +16,7 @@ pub struct StackPortArgs {
     /// Use this lab (made by 'linerate lab up --lab-name NAME'); it must exist.
     #[arg(long, requires = "lab")]
     pub lab_name: Option<String>,
-    /// Tester port A (clients, LAN side), e.g. enp1s0f0; it is moved into a namespace for the run (its addresses are lost).
+    /// Tester port A (clients, LAN side), e.g. enp1s0f0; it is moved into a namespace for the run and back after it, with its state (up/down, MTU, addresses, routes, sysctls) restored.
     #[arg(long, requires_all = ["port_b", "ip_a", "gw_a", "ip_b", "gw_b"])]
     pub port_a: Option<String>,
     /// Tester port B (server, WAN side).

@@ -1,0 +1,425 @@
+//! What linerate changes on the host for a run on external ports is put
+//! back after it, however the run ends. A tester namespace holds two plain
+//! veth ports (made with `ip`, carrying state a user might have given
+//! them: addresses, a label, routes, an MTU, promiscuous mode, per-port
+//! sysctls) whose peers are in a DUT namespace routing between them. Each
+//! command that takes external ports runs on them, and a snapshot of the
+//! tester namespace taken before must equal one taken after: the ports'
+//! `ip -d link` (state, flags, MTU, XDP, namespace), every address and
+//! route, and every net.* sysctl. Needs root; run with --test-threads=1.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// The tester namespace (ports ta, tb) and the DUT namespace (ra
+/// 198.18.0.1/24, rb 198.19.0.1/24, forwarding), joined by veth pairs.
+struct Bed {
+    t: String,
+    _guard: NetnsGuard,
+}
+
+fn bed(tag: &str) -> Bed {
+    let u = unique(tag);
+    let (t, r) = (format!("lr-{u}-t"), format!("lr-{u}-r"));
+    let guard = NetnsGuard(vec![t.clone(), r.clone()]);
+    sh("ip", &["netns", "add", &t]);
+    sh("ip", &["netns", "add", &r]);
+    for (tp, rp) in [("ta", "ra"), ("tb", "rb")] {
+        sh(
+            "ip",
+            &[
+                "link", "add", tp, "netns", &t, "type", "veth", "peer", "name", rp, "netns", &r,
+            ],
+        );
+        sh("ip", &["-n", &r, "link", "set", rp, "up"]);
+    }
+    sh("ip", &["-n", &t, "link", "set", "lo", "up"]);
+    sh(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            &r,
+            "sysctl",
+            "-qw",
+            "net.ipv4.ip_forward=1",
+        ],
+    );
+    sh(
+        "ip",
+        &["-n", &r, "addr", "add", "198.18.0.1/24", "dev", "ra"],
+    );
+    sh(
+        "ip",
+        &["-n", &r, "addr", "add", "198.19.0.1/24", "dev", "rb"],
+    );
+    // What a user's tester ports might carry. None of it is in the test
+    // subnets, so the runs are not disturbed by it.
+    for args in [
+        &["link", "set", "ta", "mtu", "1480", "up"][..],
+        &["addr", "add", "10.99.0.1/24", "dev", "ta"],
+        &[
+            "addr",
+            "add",
+            "10.99.1.1/24",
+            "dev",
+            "ta",
+            "label",
+            "ta:one",
+        ],
+        &["addr", "add", "2001:db8:99::1/64", "dev", "ta", "nodad"],
+        &[
+            "route",
+            "add",
+            "10.98.0.0/16",
+            "via",
+            "10.99.0.254",
+            "dev",
+            "ta",
+        ],
+        &[
+            "-6",
+            "route",
+            "add",
+            "2001:db8:98::/48",
+            "via",
+            "2001:db8:99::fe",
+            "dev",
+            "ta",
+        ],
+        &["link", "set", "tb", "promisc", "on", "up"],
+        &["addr", "add", "10.97.0.1/24", "dev", "tb"],
+    ] {
+        let mut full = vec!["-n", &t];
+        full.extend_from_slice(args);
+        sh("ip", &full);
+    }
+    for sysctl in [
+        "net.ipv4.conf.ta.rp_filter=2",
+        "net.ipv4.conf.ta.arp_ignore=1",
+        "net.ipv6.conf.ta.accept_ra=0",
+        "net.ipv6.conf.tb.disable_ipv6=1",
+        "net.ipv4.conf.tb.forwarding=1",
+    ] {
+        sh("ip", &["netns", "exec", &t, "sysctl", "-qw", sysctl]);
+    }
+    Bed { t, _guard: guard }
+}
+
+fn ip_json(ns: &str, args: &[&str]) -> Value {
+    let mut full = vec!["-n", ns, "-j"];
+    full.extend_from_slice(args);
+    serde_json::from_str(&sh("ip", &full)).expect("ip -j")
+}
+
+/// The keys of `v` that say what the host has configured (not counters,
+/// lifetimes or a DAD in progress).
+fn pick(v: &Value, keys: &[&str]) -> Value {
+    let mut out = serde_json::Map::new();
+    for k in keys {
+        if let Some(x) = v.get(*k) {
+            out.insert(k.to_string(), x.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+/// Everything about the tester namespace a run could change, as lines.
+fn snapshot(t: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    for dev in ["ta", "tb"] {
+        let link = ip_json(t, &["-d", "link", "show", "dev", dev]);
+        let l = &link[0];
+        let keep = pick(
+            l,
+            &[
+                "ifindex",
+                "ifname",
+                "flags",
+                "operstate",
+                "mtu",
+                "xdp",
+                "promiscuity",
+                "allmulti",
+                "address",
+                "master",
+                "qdisc",
+                "txqlen",
+                "group",
+                "link_netnsid",
+                "inet6_addr_gen_mode",
+            ],
+        );
+        lines.push(format!("link {keep}"));
+    }
+    for link in ip_json(t, &["addr"]).as_array().unwrap() {
+        for a in link["addr_info"].as_array().into_iter().flatten() {
+            let keep = pick(
+                a,
+                &[
+                    "family",
+                    "local",
+                    "address",
+                    "prefixlen",
+                    "broadcast",
+                    "scope",
+                    "label",
+                    "dynamic",
+                    "noprefixroute",
+                ],
+            );
+            lines.push(format!("addr {} {keep}", link["ifname"]));
+        }
+    }
+    for family in ["-4", "-6"] {
+        for r in ip_json(t, &[family, "route", "show", "table", "all"])
+            .as_array()
+            .unwrap()
+        {
+            let mut r = r.clone();
+            // "linkdown" follows the peer's carrier, not this host.
+            if let Some(flags) = r.get_mut("flags").and_then(Value::as_array_mut) {
+                flags.retain(|f| f != "linkdown");
+            }
+            lines.push(format!("route {family} {r}"));
+        }
+    }
+    let sysctls = sh("ip", &["netns", "exec", t, "sysctl", "-a"]);
+    lines.extend(
+        sysctls
+            .lines()
+            .filter(|l| l.starts_with("net."))
+            // Counters and random keys that move by themselves.
+            .filter(|l| {
+                !l.starts_with("net.netfilter.nf_conntrack_count")
+                    && !l.contains("stable_secret")
+                    && !l.starts_with("net.ipv4.tcp_fastopen_key")
+            })
+            .map(|l| format!("sysctl {l}")),
+    );
+    lines.sort();
+    lines
+}
+
+/// Waits (up to 10 s) for the IPv6 addresses to leave DAD and the ports'
+/// state to settle, then takes the snapshot.
+fn settled_snapshot(t: &str) -> Vec<String> {
+    let start = Instant::now();
+    loop {
+        let tentative = ip_json(t, &["addr"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|l| l["addr_info"].as_array().cloned().unwrap_or_default())
+            .any(|a| a["tentative"] == json!(true));
+        if !tentative || start.elapsed() > Duration::from_secs(10) {
+            return snapshot(t);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn assert_same(what: &str, before: &[String], after: &[String]) {
+    let gone: Vec<_> = before.iter().filter(|l| !after.contains(l)).collect();
+    let new: Vec<_> = after.iter().filter(|l| !before.contains(l)).collect();
+    assert!(
+        gone.is_empty() && new.is_empty(),
+        "{what} changed the host:\n  before only: {gone:#?}\n  after only: {new:#?}"
+    );
+}
+
+const HOSTS: [&str; 12] = [
+    "--port-a",
+    "ta",
+    "--port-b",
+    "tb",
+    "--ip-a",
+    "198.18.0.2/24",
+    "--gw-a",
+    "198.18.0.1",
+    "--ip-b",
+    "198.19.0.2/24",
+    "--gw-b",
+    "198.19.0.1",
+];
+
+fn args<'a>(cmd: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![cmd];
+    v.extend_from_slice(&HOSTS);
+    v.extend_from_slice(extra);
+    v
+}
+
+/// Runs `argv` in the tester namespace and checks how it ended and that
+/// the host is as before; no namespace of the run is left.
+fn check_run(b: &Bed, what: &str, argv: &[&str], want_code: i32, before: &[String]) {
+    let ns_before = netns_list();
+    let run = linerate_in(&b.t, argv);
+    assert_eq!(run.code, want_code, "{what}: {}", run.dump());
+    assert!(
+        !run.stderr.contains("warning: undoing"),
+        "{what}: {}",
+        run.dump()
+    );
+    let left = new_lr_netns(&ns_before, &netns_list());
+    assert!(left.is_empty(), "{what} left {left:?}");
+    assert_same(what, before, &settled_snapshot(&b.t));
+}
+
+#[test]
+fn runs_on_external_ports_leave_the_host_as_they_found_it() {
+    if !root_or_skip("runs_on_external_ports_leave_the_host_as_they_found_it") {
+        return;
+    }
+    let b = bed("hs");
+    let before = settled_snapshot(&b.t);
+    // The snapshot sees what it must.
+    for needle in [
+        "\"ta:one\"",
+        "10.98.0.0/16",
+        "2001:db8:98::/48",
+        "net.ipv4.conf.ta.rp_filter = 2",
+        "net.ipv6.conf.tb.disable_ipv6 = 1",
+        "\"mtu\":1480",
+        "\"promiscuity\":1",
+    ] {
+        assert!(
+            before.iter().any(|l| l.contains(needle)),
+            "{needle} not in the snapshot: {before:#?}"
+        );
+    }
+    check_run(
+        &b,
+        "trial",
+        &args(
+            "trial",
+            &[
+                "--no-db",
+                "--frame-size",
+                "128",
+                "--rate",
+                "5000fps",
+                "--duration",
+                "1s",
+                "--straggler-wait",
+                "300ms",
+            ],
+        ),
+        0,
+        &before,
+    );
+    check_run(
+        &b,
+        "rfc2544",
+        &args(
+            "rfc2544",
+            &[
+                "--no-db",
+                "--sizes",
+                "64",
+                "--max-rate",
+                "5000fps",
+                "--trial-duration",
+                "500ms",
+                "--straggler-wait",
+                "300ms",
+            ],
+        ),
+        0,
+        &before,
+    );
+    check_run(
+        &b,
+        "trial --engine af_packet --receiver kernel",
+        &args(
+            "trial",
+            &[
+                "--no-db",
+                "--engine",
+                "af_packet",
+                "--receiver",
+                "kernel",
+                "--frame-size",
+                "64",
+                "--rate",
+                "5000fps",
+                "--duration",
+                "1s",
+                "--straggler-wait",
+                "300ms",
+            ],
+        ),
+        0,
+        &before,
+    );
+    check_run(
+        &b,
+        "tcp",
+        &args("tcp", &["--duration", "1s", "--streams", "2"]),
+        0,
+        &before,
+    );
+    check_run(
+        &b,
+        "http",
+        &args("http", &["--duration", "1s", "--clients", "2"]),
+        0,
+        &before,
+    );
+    // An error after the ports were moved: --connect-to of the other family.
+    check_run(
+        &b,
+        "tcp failing after set-up",
+        &args("tcp", &["--duration", "1s", "--connect-to", "2001:db8::1"]),
+        2,
+        &before,
+    );
+}
+
+/// The same when the run is stopped by SIGINT in the middle of a
+/// measurement (ports moved, addresses on, streams running).
+#[test]
+fn a_stopped_tcp_run_leaves_the_host_as_it_found_it() {
+    if !root_or_skip("a_stopped_tcp_run_leaves_the_host_as_it_found_it") {
+        return;
+    }
+    let b = bed("hi");
+    let before = settled_snapshot(&b.t);
+    let mut full = vec!["netns", "exec", &b.t, LINERATE];
+    full.extend(args("tcp", &["--duration", "20s", "--direction", "upload"]));
+    let child = std::process::Command::new("ip")
+        .args(&full)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Kill(child);
+    let pid = child.0.id();
+    // Measuring: both ports moved and configured, then a second more.
+    let start = Instant::now();
+    let own = format!("lr-g{pid}-b");
+    while !netns_list().contains(&own) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "never moved the ports"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    signal(pid, nix::sys::signal::Signal::SIGINT);
+    let status = wait_limited(&mut child.0, Duration::from_secs(30), "tcp after SIGINT");
+    assert_eq!(exit_code(status), 130, "{status}");
+    assert!(netns_with_prefix(&format!("lr-g{pid}-")).is_empty());
+    assert_same("tcp stopped by SIGINT", &before, &settled_snapshot(&b.t));
+}
