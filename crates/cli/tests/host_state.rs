@@ -2,10 +2,11 @@
 //! back after it, however the run ends. A tester namespace holds two plain
 //! veth ports (made with `ip`, carrying state a user might have given
 //! them: addresses, a label, routes, an MTU, promiscuous mode, per-port
-//! sysctls) whose peers are in a DUT namespace routing between them. Each
+//! sysctls, a bridge) whose peers are in a DUT namespace routing between
+//! them. Each
 //! command that takes external ports runs on them, and a snapshot of the
 //! tester namespace taken before must equal one taken after: the ports'
-//! `ip -d link` (state, flags, MTU, XDP, namespace), every address and
+//! `ip -d link` (state, flags, MTU, XDP, master, namespace), every address and
 //! route, and every net.* sysctl. Needs root; run with --test-threads=1.
 
 mod common;
@@ -90,7 +91,9 @@ fn bed(tag: &str) -> Bed {
             "dev",
             "ta",
         ],
-        &["link", "set", "tb", "promisc", "on", "up"],
+        &["link", "add", "br9", "type", "bridge"],
+        &["link", "set", "br9", "up"],
+        &["link", "set", "tb", "master", "br9", "promisc", "on", "up"],
         &["addr", "add", "10.97.0.1/24", "dev", "tb"],
     ] {
         let mut full = vec!["-n", &t];
@@ -284,7 +287,8 @@ fn runs_on_external_ports_leave_the_host_as_they_found_it() {
         "net.ipv4.conf.ta.rp_filter = 2",
         "net.ipv6.conf.tb.disable_ipv6 = 1",
         "\"mtu\":1480",
-        "\"promiscuity\":1",
+        "\"PROMISC\"",
+        "\"master\":\"br9\"",
     ] {
         assert!(
             before.iter().any(|l| l.contains(needle)),

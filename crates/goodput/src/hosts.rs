@@ -14,7 +14,8 @@
 //! DUT would never see a packet. A move takes a port down and drops its
 //! addresses, its routes and its per-interface sysctls, so each port's
 //! state is read first ([`PortState`]) and put back after it is moved back
-//! when the run ends: up or down, MTU, addresses, routes, sysctls.
+//! when the run ends: up or down, MTU, its bridge or bond, addresses,
+//! routes, sysctls.
 
 use crate::netns::{ip_in, read_sysctl, write_sysctl};
 use crate::{Family, GoodputError};
@@ -64,6 +65,8 @@ pub struct PortState {
     /// Administratively up (`ip link set up`).
     pub up: bool,
     pub mtu: u64,
+    /// The bridge, bond or VRF it was a port of (a move takes it out).
+    pub master: Option<String>,
     /// `ip addr add` arguments (without `dev IF`) of its addresses, in
     /// order; addresses the kernel or a daemon makes (dynamic ones) are
     /// left to them.
@@ -112,6 +115,7 @@ impl PortState {
             ifname: ifname.to_string(),
             up: flags.contains(&"UP"),
             mtu: link["mtu"].as_u64().unwrap_or(0),
+            master: link["master"].as_str().map(str::to_string),
             addresses,
             routes,
             sysctls: port_sysctls(ifname),
@@ -137,6 +141,9 @@ impl PortState {
         }
         let mtu = self.mtu.to_string();
         note(ip_in(None, &["link", "set", "dev", dev, "mtu", &mtu]).map(|_| ()));
+        if let Some(master) = &self.master {
+            note(ip_in(None, &["link", "set", "dev", dev, "master", master]).map(|_| ()));
+        }
         let state = if self.up { "up" } else { "down" };
         note(ip_in(None, &["link", "set", "dev", dev, state]).map(|_| ()));
         for (cmd, list) in [("addr", &self.addresses), ("route", &self.routes)] {
