@@ -1310,7 +1310,8 @@ fn scenario_file(lab: &str, argv: &[String]) -> String {
 /// case of bad input that applies to it: exit 2, exactly one line on
 /// stderr starting "linerate: error:" that names the problem, nothing on
 /// stdout, no namespace left (none with the test's lab name, none of
-/// linerate's own temporary ones), and no file written: the scratch
+/// linerate's own temporary ones), no lock file left in /run/linerate,
+/// and no file written: the scratch
 /// directory every output points into holds after the run exactly what it
 /// held before. Nothing is sent: each case fails before the first frame.
 #[test]
@@ -1322,6 +1323,13 @@ fn every_packet_command_refuses_bad_input_and_leaves_nothing() {
     std::fs::create_dir(s.0.join("adir")).unwrap();
     let lab = unique("q");
     let (ns, _guard) = back_to_back("w", 1500);
+    // The lock files of the wire's ports start so (see linerate-lab's lock_port).
+    let wire_locks = format!(
+        "port-{}-",
+        std::os::unix::fs::MetadataExt::ino(
+            &std::fs::metadata(format!("/run/netns/{ns}")).unwrap()
+        )
+    );
     let mut failures = Vec::new();
     let mut count = 0;
     for c in COMMANDS {
@@ -1370,6 +1378,19 @@ fn every_packet_command_refuses_bad_input_and_leaves_nothing() {
                     .collect();
                 if !left.is_empty() {
                     wrong.push(format!("left namespaces {left:?}"));
+                }
+                // Nor a lock file of the lab (or of a port) it never used.
+                let locks: Vec<String> = std::fs::read_dir("/run/linerate")
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| {
+                        n.contains(&lab) || n.contains("-nosuch") || n.starts_with(&wire_locks)
+                    })
+                    .collect();
+                if !locks.is_empty() {
+                    wrong.push(format!("left lock files {locks:?}"));
                 }
                 let after = s.listing();
                 if after != before {
