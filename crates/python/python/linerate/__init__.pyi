@@ -698,7 +698,7 @@ def tcp(
     Options:
         lab: Test through the lab's DUT: the lab 'default' if it is up, else one built for this run and removed after
         lab_name: Use this lab (made by 'linerate lab up --lab-name NAME'); it must exist
-        port_a: Tester port A (clients, LAN side), e.g. enp1s0f0; it is moved into a namespace for the run (its addresses are lost)
+        port_a: Tester port A (clients, LAN side), e.g. enp1s0f0; it is moved into a namespace for the run and back after it, with its state (up/down, MTU, addresses, routes, sysctls) restored
         port_b: Tester port B (server, WAN side)
         ip_a: Kernel address of port A, e.g. 198.18.0.2/24 or 2001:2::2/64
         gw_a: The DUT's address on port A's subnet
@@ -749,7 +749,7 @@ def http(
     Options:
         lab: Test through the lab's DUT: the lab 'default' if it is up, else one built for this run and removed after
         lab_name: Use this lab (made by 'linerate lab up --lab-name NAME'); it must exist
-        port_a: Tester port A (clients, LAN side), e.g. enp1s0f0; it is moved into a namespace for the run (its addresses are lost)
+        port_a: Tester port A (clients, LAN side), e.g. enp1s0f0; it is moved into a namespace for the run and back after it, with its state (up/down, MTU, addresses, routes, sysctls) restored
         port_b: Tester port B (server, WAN side)
         ip_a: Kernel address of port A, e.g. 198.18.0.2/24 or 2001:2::2/64
         gw_a: The DUT's address on port A's subnet
