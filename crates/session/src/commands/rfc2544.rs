@@ -284,8 +284,7 @@ pub(crate) fn measure(
                     let first_trial_no = result.trials.len();
                     let mut trials: Vec<TrialResult> = Vec::new();
                     let mut on_step = |step: Step| {
-                        let p = step_as_progress(&step, first_trial_no, line_fps);
-                        recorder.search_progress(search_no, &p, line_fps);
+                        recorder.step(search_no, first_trial_no, &step, line_fps);
                         if let Step::Done { result, .. } = step {
                             trials.push(result.clone());
                         }
@@ -352,37 +351,6 @@ pub(crate) fn mlrsearch_goals(max_fps: f64, min_fps: f64) -> MlrConfig {
         g.duration_sum = Duration::from_secs(2);
     }
     cfg
-}
-
-/// An MLRsearch step as the search's progress, numbered on after the
-/// zero-loss search's `first_trial_no` trials (no bracket: 0..line rate).
-fn step_as_progress<'a>(step: &Step<'a>, first_trial_no: usize, line_fps: f64) -> Progress<'a> {
-    match *step {
-        Step::Starting {
-            frame,
-            trial_no,
-            spec,
-            ..
-        } => Progress::TrialStarting {
-            frame,
-            mix: spec.mix.as_ref(),
-            trial_no: first_trial_no + trial_no,
-            intended_fps: spec.intended_fps,
-            lo: 0.0,
-            hi: line_fps,
-        },
-        Step::Done {
-            frame,
-            trial_no,
-            result,
-            passed,
-        } => Progress::TrialDone {
-            frame,
-            trial_no: first_trial_no + trial_no,
-            result,
-            passed,
-        },
-    }
 }
 
 /// The trials of a frame size whose search did not finish.
