@@ -184,7 +184,8 @@ fn table_fps(table: &str) -> Vec<String> {
         .unwrap_or_else(|| panic!("no Frames/s row in\n{table}"));
     row.split_whitespace()
         .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))
-        .map(|w| w.trim_end_matches('*').to_string())
+        // As printed, with the tester-limited mark: the HTML shows it too.
+        .map(str::to_string)
         .collect()
 }
 
