@@ -476,8 +476,12 @@ fn rfc2544_with_mlrsearch_prints_ndr_and_pdr_beside_the_zero_loss_throughput() {
     // Every MLRsearch trial is kept, and every frame the DUT dropped in
     // either search is one the policer counted.
     let mlr_trials = m["trials"].as_array().expect("trials");
-    assert!(!mlr_trials.is_empty());
     let rfc_trials = r["trials"].as_array().expect("trials");
+    // MLRsearch counted the zero-loss search's trials and ran its own
+    // only where they left a load undecided: at least the failing upper
+    // bound's second trial.
+    assert_eq!(m["reused_trials"].as_u64(), Some(rfc_trials.len() as u64));
+    assert!(!mlr_trials.is_empty());
     assert_eq!(
         nft_counters(&dut),
         vec![dropped_in(rfc_trials) + dropped_in(mlr_trials)]

@@ -329,6 +329,24 @@ impl MlrConfig {
         }
     }
 
+    /// The goals `rfc2544 --mlrsearch` adds to a zero-loss search of
+    /// `trial` trials (whose trials [`search_after`] then counts): NDR
+    /// (loss 0) and PDR (0.5 %), each with exceed ratio 50 % over two
+    /// trials of that duration, width 1 %. A load is an upper bound only
+    /// when more than half of its trial time lost more than the goal
+    /// allows, so one stall of the DUT in one trial does not end the
+    /// search as it ends the zero-loss one; one passing trial at a load is
+    /// enough for a lower bound, one failing trial needs a second.
+    pub fn after_zero_loss(max_fps: f64, min_fps: f64, trial: Duration) -> Self {
+        let mut cfg = MlrConfig::ndr_pdr(max_fps, trial, 0.01, 0.005);
+        cfg.min_fps = min_fps;
+        for g in &mut cfg.goals {
+            g.exceed_ratio = 0.5;
+            g.duration_sum = trial * 2;
+        }
+        cfg
+    }
+
     pub fn validate(&self) -> Result<(), GoalError> {
         for g in &self.goals {
             g.validate()?;
@@ -485,6 +503,26 @@ pub fn search<R: TrialRunner>(
     line_rate_fps: f64,
     progress: &mut dyn FnMut(Step),
 ) -> Result<MlrSearchResult, R::Error> {
+    search_after(runner, frames, cfg, line_rate_fps, &[], progress)
+}
+
+/// [`search`], counting `earlier` trials of the same frames (another
+/// search's, e.g. the RFC 2544 zero-loss search just run) as its own.
+/// RFC 9971 classifies a load by every trial result at it, whoever chose
+/// the load, and a trial at least the goal's final trial duration long is
+/// full-length whatever its duration: so the search starts with the
+/// bracket those trials already found and spends its trials only where
+/// its goals need more (confirming the loads whose trials disagree or are
+/// too few, and the goals' own bounds). The result's `trials` are the new
+/// ones; `reused_trials` says how many earlier ones counted.
+pub fn search_after<R: TrialRunner>(
+    runner: &mut R,
+    frames: &Frames,
+    cfg: &MlrConfig,
+    line_rate_fps: f64,
+    earlier: &[TrialResult],
+    progress: &mut dyn FnMut(Step),
+) -> Result<MlrSearchResult, R::Error> {
     let max_fps = cfg.max_fps;
     let min_fps = cfg
         .min_fps
@@ -492,8 +530,18 @@ pub fn search<R: TrialRunner>(
     let mut targets = targets(&cfg.goals);
     let mut trials: Vec<TrialResult> = Vec::new();
     let mut loads = Loads::default();
+    // Only loads this search could have chosen itself: within its range
+    // and positive (an interrupted or empty trial has no load to count).
+    for t in earlier {
+        let load = t.intended_fps;
+        if load.is_finite() && load >= min_fps * (1.0 - EPS) && load <= max_fps * (1.0 + EPS) {
+            trials.push(t.clone());
+            loads.add(load, trials.len() - 1);
+        }
+    }
+    let reused = trials.len();
 
-    while trials.len() < MAX_TRIALS && max_fps.is_finite() && max_fps > 0.0 {
+    while trials.len() - reused < MAX_TRIALS && max_fps.is_finite() && max_fps > 0.0 {
         let mut next = None;
         for t in targets.iter_mut() {
             if let Some((load, choice)) = choose(t, &loads, &trials, max_fps, min_fps) {
@@ -536,8 +584,9 @@ pub fn search<R: TrialRunner>(
         max_fps,
         min_fps,
         goals,
-        trial_seconds: trials.iter().map(|t| t.duration_s).sum(),
-        trials,
+        trial_seconds: trials[reused..].iter().map(|t| t.duration_s).sum(),
+        reused_trials: reused,
+        trials: trials.split_off(reused),
     })
 }
 

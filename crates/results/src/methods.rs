@@ -165,10 +165,19 @@ pub struct MlrSearchResult {
     /// Min Load of the search, frames/s (L2).
     pub min_fps: f64,
     pub goals: Vec<GoalResultRecord>,
-    /// Sum of the trials' sending durations, seconds.
+    /// Sum of the sending durations of the search's own trials, seconds.
     pub trial_seconds: f64,
-    /// Every trial of the search, in the order run.
+    /// Trials of an earlier search of the same frames that this one
+    /// counted as its own (`rfc2544 --mlrsearch`: the zero-loss search's
+    /// trials of the frame size, listed there); 0 for a search on its own.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reused_trials: usize,
+    /// Every trial the search ran, in the order run.
     pub trials: Vec<TrialResult>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// `linerate mlrsearch`.

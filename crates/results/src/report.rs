@@ -310,9 +310,18 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             })
             .collect();
         let g = &m.goals[0].goal;
+        let reused = if results
+            .iter()
+            .filter_map(|r| r.mlrsearch.as_ref())
+            .any(|m| m.reused_trials > 0)
+        {
+            " it counts the zero-loss search's trials too, as RFC 9971 allows;"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "NDR, PDR: MLRsearch (RFC 9971) conditional throughput, {}; exceed ratio {} % of {} s in trials of {} s (one bad trial does not fail a load), width {} %; (~) irregular: a bound is missing (the maximum load passed) or wider than the width.",
+            "NDR, PDR: MLRsearch (RFC 9971) conditional throughput, {}; exceed ratio {} % of {} s in trials of {} s or longer (one bad trial does not fail a load), width {} %;{reused} (~) irregular: a bound is missing (the maximum load passed) or wider than the width.",
             goals.join(", "),
             trim_number(g.exceed_ratio * 100.0),
             trim_number(g.duration_sum_s),

@@ -171,7 +171,7 @@ pub struct Rfc2544Args {
     /// Show the throughput at every layer: Mbps at L1, L2, L3 and L4 (UDP payload) and the link usage as LanTraffic computes it.
     #[arg(long)]
     pub all_layers: bool,
-    /// After each frame size's search, MLRsearch (RFC 9971) too: the NDR (loss 0 %) and PDR (loss 0.5 %) conditional throughputs, exceed ratio 50 % over 2 s of 1-s trials, printed beneath the zero-loss throughput. They repeat better than it on a DUT that stalls now and then.
+    /// After each frame size's search, MLRsearch (RFC 9971) too: the NDR (loss 0 %) and PDR (loss 0.5 %) conditional throughputs, exceed ratio 50 % over two trials of --trial-duration, printed beneath the zero-loss throughput; the zero-loss search's trials count too, so it adds a few trials per size. They repeat better than it on a DUT that stalls now and then.
     #[arg(long)]
     pub mlrsearch: bool,
     /// How long each trial sends.

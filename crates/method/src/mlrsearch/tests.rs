@@ -610,6 +610,41 @@ fn trial_counts() {
             counts[100], counts[180], counts[199]
         );
     }
+    // `rfc2544 --mlrsearch`: the zero-loss search (1-s trials), then NDR
+    // and PDR at exceed ratio 50 % over 2 s, alone and counting it.
+    let cfg = rfc2544_mlrsearch_goals();
+    for (dut_name, dut) in duts {
+        let mut d = dut();
+        let zero_loss = zero_loss_trials(&mut d, 1);
+        let after = run_after(&mut d, &cfg, &zero_loss);
+        let alone = run(&mut dut(), &cfg);
+        println!(
+            "{dut_name}, rfc2544 --mlrsearch: zero-loss search {} trials, then MLRsearch {} (alone {})",
+            zero_loss.len(),
+            after.trials.len(),
+            alone.trials.len()
+        );
+    }
+    let stats = |counts: &mut Vec<usize>| {
+        counts.sort();
+        let mean = counts.iter().sum::<usize>() as f64 / counts.len() as f64;
+        format!("mean {mean:.1} max {}", counts[counts.len() - 1])
+    };
+    let (mut zero, mut after, mut alone) = (Vec::new(), Vec::new(), Vec::new());
+    for seed in 0..200u64 {
+        let dut = || SimulatedDut::new(1e6).with_rare_loss(0.1, 3, seed);
+        let mut d = dut();
+        let z = zero_loss_trials(&mut d, 1);
+        zero.push(z.len());
+        after.push(run_after(&mut d, &cfg, &z).trials.len());
+        alone.push(run(&mut dut(), &cfg).trials.len());
+    }
+    println!(
+        "rare losses, rfc2544 --mlrsearch over 200 seeds: zero-loss search {}, then MLRsearch {} (alone {})",
+        stats(&mut zero),
+        stats(&mut after),
+        stats(&mut alone)
+    );
 }
 
 #[test]
@@ -666,4 +701,118 @@ fn a_policer_with_a_bucket_passes_its_burst_too() {
     assert_finds(&r, 0, 31_000.0);
     assert_finds(&r, 1, 31_000.0 / 0.995);
     assert_eq!(r.trials.len(), 6, "{}", summary(&r));
+}
+
+/// `rfc2544 --mlrsearch`'s goals after 1-s trials: NDR and PDR, exceed
+/// ratio 50 % over 2 s, width 1 %.
+fn rfc2544_mlrsearch_goals() -> MlrConfig {
+    MlrConfig::after_zero_loss(LINE_64, LINE_64 / 10_000.0, Duration::from_secs(1))
+}
+
+/// The zero-loss binary search's trials (1-s trials, resolution 1 %)
+/// against `dut`, as `rfc2544` runs it before `--mlrsearch`.
+fn zero_loss_trials(dut: &mut SimulatedDut, trial_s: u64) -> Vec<TrialResult> {
+    use crate::throughput::{find_throughput, ThroughputConfig};
+    let cfg = ThroughputConfig::new(LINE_64, Duration::from_secs(trial_s));
+    find_throughput(dut, frame().largest(), &cfg, LINE_64, &mut |_| {})
+        .unwrap()
+        .trials
+}
+
+fn run_after(dut: &mut SimulatedDut, cfg: &MlrConfig, earlier: &[TrialResult]) -> MlrSearchResult {
+    search_after(dut, &frame(), cfg, LINE_64, earlier, &mut |_| {}).unwrap()
+}
+
+#[test]
+fn earlier_trials_count_and_save_trials_with_the_same_answers() {
+    // Devices with a known NDR and PDR: a policer, a policer with a
+    // bucket, one that loses 0.3 % above 800k/s, and rare stalls.
+    let makes: [(&str, MakeDut, f64, f64); 4] = [
+        (
+            "policer",
+            || SimulatedDut::new(30_000.0),
+            30_000.0,
+            30_000.0 / 0.995,
+        ),
+        (
+            "bucket",
+            || SimulatedDut::new(30_000.0).with_buffer(1_000),
+            31_000.0,
+            31_000.0 / 0.995,
+        ),
+        (
+            "lossy",
+            || SimulatedDut::new(1_000_000.0).with_loss_above(800_000.0, 333),
+            800_000.0,
+            1_000_000.0 * (1.0 - 1.0 / 333.0) / 0.995,
+        ),
+        (
+            "stalls",
+            || SimulatedDut::new(1_000_000.0).with_rare_loss(0.1, 3, 7),
+            1_000_000.0,
+            1_000_000.0 / 0.995,
+        ),
+    ];
+    for (name, make, ndr, pdr) in makes {
+        let cfg = rfc2544_mlrsearch_goals();
+        let mut alone = make();
+        let fresh = run(&mut alone, &cfg);
+        let mut dut = make();
+        let earlier = zero_loss_trials(&mut dut, 1);
+        let before = dut.trials_run;
+        let r = run_after(&mut dut, &cfg, &earlier);
+        // The earlier trials are counted, not run again nor listed again.
+        assert_eq!(r.reused_trials, earlier.len(), "{name}");
+        assert_eq!(r.trials.len(), dut.trials_run - before, "{name}");
+        assert_eq!(r.trial_seconds, r.trials.len() as f64, "{name}");
+        assert_finds(&r, 0, ndr);
+        assert_finds(&r, 1, pdr);
+        assert!(
+            r.trials.len() < fresh.trials.len(),
+            "{name}: {} trials after the zero-loss search, {} alone ({})",
+            r.trials.len(),
+            fresh.trials.len(),
+            summary(&r)
+        );
+    }
+}
+
+#[test]
+fn earlier_trials_longer_than_the_final_duration_are_full_length() {
+    // 2-s trials of the zero-loss search decide a load for goals of 1-s
+    // trials over 2 s: a passing one is a lower bound, a failing one an
+    // upper bound, so against a policer nothing is left to measure.
+    let mut dut = SimulatedDut::new(30_000.0);
+    let earlier = zero_loss_trials(&mut dut, 2);
+    let cfg = rfc2544_mlrsearch_goals();
+    let r = run_after(&mut dut, &cfg, &earlier);
+    assert_finds(&r, 0, 30_000.0);
+    let ndr_new = r
+        .trials
+        .iter()
+        .filter(|t| t.intended_fps <= 30_300.0)
+        .count();
+    assert_eq!(
+        ndr_new,
+        0,
+        "the NDR's bracket came decided: {}",
+        summary(&r)
+    );
+}
+
+#[test]
+fn earlier_trials_outside_the_search_range_are_not_counted() {
+    // A trial above Max Load (another search's range) or at no load is
+    // none of this search's business.
+    let mut dut = SimulatedDut::new(30_000.0);
+    let mut earlier = zero_loss_trials(&mut dut, 1);
+    let mut above = earlier[0].clone();
+    above.intended_fps = LINE_64 * 2.0;
+    let mut nothing = earlier[0].clone();
+    nothing.intended_fps = f64::NAN;
+    earlier.push(above);
+    earlier.push(nothing);
+    let r = run_after(&mut dut, &rfc2544_mlrsearch_goals(), &earlier);
+    assert_eq!(r.reused_trials, earlier.len() - 2);
+    assert_finds(&r, 0, 30_000.0);
 }

@@ -183,7 +183,7 @@ def rfc2544(
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
         imix: Frame-size mixes instead: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1); several as imix0,imix1,imix2 or by repeating --imix
         all_layers: Show the throughput at every layer: Mbps at L1, L2, L3 and L4 (UDP payload) and the link usage as LanTraffic computes it
-        mlrsearch: After each frame size's search, MLRsearch (RFC 9971) too: the NDR (loss 0 %) and PDR (loss 0.5 %) conditional throughputs, exceed ratio 50 % over 2 s of 1-s trials, printed beneath the zero-loss throughput. They repeat better than it on a DUT that stalls now and then
+        mlrsearch: After each frame size's search, MLRsearch (RFC 9971) too: the NDR (loss 0 %) and PDR (loss 0.5 %) conditional throughputs, exceed ratio 50 % over two trials of --trial-duration, printed beneath the zero-loss throughput; the zero-loss search's trials count too, so it adds a few trials per size. They repeat better than it on a DUT that stalls now and then
         trial_duration: How long each trial sends
         resolution: Stop the search when the bracket is this narrow, relative to its top: 1% or 0.01 (N% is percent, a bare number a ratio)
         loss: Loss a trial may have and still pass (RFC 2544: 0): 0.1% or 0.001 (N% is percent, a bare number a ratio)

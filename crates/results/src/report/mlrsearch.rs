@@ -186,6 +186,7 @@ mod tests {
                     goal("PDR", Some(14_880_952.0), None, false),
                 ],
                 trial_seconds: 7.0,
+                reused_trials: 0,
                 trials: vec![],
             }],
             interrupted: None,

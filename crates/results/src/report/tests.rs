@@ -457,6 +457,7 @@ fn ndr_and_pdr_sit_beneath_the_zero_loss_throughput() {
             goal("PDR", 0.005, Some(1_570_000.0), false),
         ],
         trial_seconds: 20.0,
+        reused_trials: 0,
         trials: vec![trial(64, 1_020_000.0, 1_020_000, false)],
     });
     let table = throughput_table(&report(vec![r, result(1518, 800_000.0, false)], None));

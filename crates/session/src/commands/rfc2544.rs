@@ -280,7 +280,8 @@ pub(crate) fn measure(
                     result.tester_limited |= near_ceiling(result.throughput_fps, c.ceiling_fps);
                 }
                 if args.mlrsearch {
-                    let cfg = mlrsearch_goals(cfg.max_fps, cfg.min_fps);
+                    let cfg =
+                        MlrConfig::after_zero_loss(cfg.max_fps, cfg.min_fps, cfg.trial_duration);
                     let first_trial_no = result.trials.len();
                     let mut trials: Vec<TrialResult> = Vec::new();
                     let mut on_step = |step: Step| {
@@ -294,7 +295,15 @@ pub(crate) fn measure(
                         interrupt,
                         cpu: extras.cpu,
                     };
-                    match mlrsearch::search(&mut runner, frames, &cfg, line_fps, &mut on_step) {
+                    let earlier = &result.trials;
+                    match mlrsearch::search_after(
+                        &mut runner,
+                        frames,
+                        &cfg,
+                        line_fps,
+                        earlier,
+                        &mut on_step,
+                    ) {
                         Ok(mlr) => result.mlrsearch = Some(mlr),
                         Err(e) => {
                             // The zero-loss result stands; the MLRsearch
@@ -335,22 +344,6 @@ pub(crate) fn measure(
         save(&rep)?;
     }
     Ok((Outcome::Passed, rep))
-}
-
-/// `rfc2544 --mlrsearch`: MLRsearch (RFC 9971) for the NDR (loss ratio
-/// 0) and the PDR (0.5 %), each with exceed ratio 50 %: a load is an
-/// upper bound only when more than half of its trial time (2 s of 1-s
-/// trials) lost more than the goal allows, so one stall of the DUT in one
-/// trial does not end the search as it ends the zero-loss search. Width
-/// 1 %, the loads of the zero-loss search.
-pub(crate) fn mlrsearch_goals(max_fps: f64, min_fps: f64) -> MlrConfig {
-    let mut cfg = MlrConfig::ndr_pdr(max_fps, Duration::from_secs(1), 0.01, 0.005);
-    cfg.min_fps = min_fps;
-    for g in &mut cfg.goals {
-        g.exceed_ratio = 0.5;
-        g.duration_sum = Duration::from_secs(2);
-    }
-    cfg
 }
 
 /// The trials of a frame size whose search did not finish.
