@@ -1001,7 +1001,7 @@ const COMMANDS: &[Cmd] = &[
         gw_mac: true,
         lab: true,
         writes: "--json",
-        record: false,
+        record: true,
         over_line: Some(("--rate", "101%")),
         share: Some(("--resolution", "0", "above 0")),
         duration: "--trial-duration",
@@ -1078,7 +1078,7 @@ const COMMANDS: &[Cmd] = &[
         gw_mac: false,
         lab: true,
         writes: "--json",
-        record: false,
+        record: true,
         over_line: None,
         share: None,
         duration: "--duration",
@@ -1092,7 +1092,7 @@ const COMMANDS: &[Cmd] = &[
         gw_mac: false,
         lab: true,
         writes: "--json",
-        record: false,
+        record: true,
         over_line: None,
         share: None,
         duration: "--duration",
@@ -1275,6 +1275,13 @@ fn cases_of(c: &'static Cmd, s: &Scratch) -> Vec<Case> {
             Case::new("port 0", c, Bed::NoLab)
                 .extra(&["--port", "0"])
                 .says(&["--port 0"]),
+        );
+        // The kernel's TCP carries the data: no test frames to sample.
+        let pcap = s.path("tcp.pcap");
+        v.push(
+            Case::new("pcap of a TCP test", c, Bed::NoLab)
+                .extra(&["--pcap", &pcap])
+                .says(&["--pcap", "tcpdump"]),
         );
     }
     v

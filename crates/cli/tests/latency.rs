@@ -34,6 +34,7 @@ fn latency_is_measured_at_shares_of_the_throughput() {
     }
     let (lab, _guard) = lab_up("lat");
     let json = TempFile::new("latency");
+    let db = TempFile::new("latency-db");
     // --max-rate far below what the lab forwards: the search passes its
     // first trial, so the base rate is exactly 20,000 frames/s.
     let run = linerate(&[
@@ -57,11 +58,30 @@ fn latency_is_measured_at_shares_of_the_throughput() {
         "500ms",
         "--json",
         json.arg(),
+        "--db",
+        db.arg(),
     ]);
     assert_eq!(run.code, 0, "{}", run.dump());
     let rep = json.json();
     let r = &rep["results"][0];
     assert_eq!(r["base"], "throughput", "{r}");
+    // Stored as it ran: the report the --json file holds, every trial
+    // (the search's, judged, then the four latency trials, not judged),
+    // and `show` prints the latency table from it.
+    let stored = exported_last(&db);
+    assert_eq!(stored["run"]["command"], "latency");
+    assert_eq!(stored["run"]["status"], "complete");
+    assert_eq!(stored["document"], rep);
+    let trials = stored["trials"].as_array().expect("trials");
+    let search = r["throughput"]["trials"].as_array().expect("search trials");
+    assert_eq!(trials.len(), search.len() + 4, "{stored}");
+    assert!(trials[..search.len()]
+        .iter()
+        .all(|t| t["passed"].is_boolean()));
+    assert!(trials[search.len()..].iter().all(|t| t["passed"].is_null()));
+    let numbers: Vec<u64> = trials.iter().map(|t| u(t, "trial_no")).collect();
+    assert_eq!(numbers, (1..=trials.len() as u64).collect::<Vec<_>>());
+    assert_eq!(shown_last(&db).matches("RFC 2544 latency").count(), 1);
     assert_eq!(
         f(r, "base_fps"),
         f(&r["throughput"], "throughput_fps"),

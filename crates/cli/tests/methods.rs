@@ -563,6 +563,17 @@ fn loss_mlrsearch_and_back_to_back_runs_are_stored_with_every_trial() {
             n > 0 && (*cmd == "back-to-back" || n == in_json),
             "{cmd}: {n} stored, {in_json} in the JSON"
         );
+        // The report itself is stored too, and `show` prints the command's
+        // own table from it (as the run printed it).
+        assert_eq!(stored["document"], rep, "{cmd}");
+        let show = linerate(&["show", &id, "--db", db.arg()]);
+        assert_eq!(show.code, 0, "{}", show.dump());
+        assert!(
+            show.stdout.contains(run.stdout.trim()),
+            "{cmd}: show does not print the run's table:\n{}\n--- the run printed:\n{}",
+            show.stdout,
+            run.stdout
+        );
     }
     // loss --events: a trial_done per stored trial, between run_started and run_done.
     let text = std::fs::read_to_string(events.arg()).expect("events");

@@ -78,6 +78,7 @@ fn tcp_goodput_is_positive_and_below_the_path_limit() {
     let (lab, _guard) = lab_up("tc");
     limit_dut(&lab);
     let json = TempFile::new("tcp");
+    let db = TempFile::new("tcp-db");
     let run = linerate(&[
         "tcp",
         "--lab",
@@ -93,10 +94,18 @@ fn tcp_goodput_is_positive_and_below_the_path_limit() {
         "1G",
         "--json",
         json.arg(),
+        "--db",
+        db.arg(),
     ]);
     assert_eq!(run.code, 0, "{}", run.dump());
     assert!(run.stdout.contains("Table 12"), "{}", run.dump());
     let rec = json.json();
+    // Stored: the record the --json file holds; `show` prints its table.
+    let stored = exported_last(&db);
+    assert_eq!(stored["run"]["command"], "tcp");
+    assert_eq!(stored["run"]["status"], "complete");
+    assert_eq!(stored["document"], rec);
+    assert!(shown_last(&db).contains("Table 12"));
     assert_eq!(u(&rec, "window_bytes"), 256 * 1024);
     let runs = rec["runs"].as_array().expect("runs");
     let directions: Vec<&str> = runs
@@ -159,6 +168,7 @@ fn http_goodput_is_positive_and_below_the_path_limit() {
     let (lab, _guard) = lab_up("hc");
     limit_dut(&lab);
     let json = TempFile::new("http");
+    let db = TempFile::new("http-db");
     let run = linerate(&[
         "http",
         "--lab",
@@ -174,10 +184,16 @@ fn http_goodput_is_positive_and_below_the_path_limit() {
         "both",
         "--json",
         json.arg(),
+        "--db",
+        db.arg(),
     ]);
     assert_eq!(run.code, 0, "{}", run.dump());
     assert!(run.stdout.contains("Table 13"), "{}", run.dump());
     let rec = json.json();
+    let stored = exported_last(&db);
+    assert_eq!(stored["run"]["command"], "http");
+    assert_eq!(stored["document"], rec);
+    assert!(shown_last(&db).contains("Table 13"));
     for r in rec["runs"].as_array().expect("runs") {
         assert_goodput_in_limit(r, LIMIT_MBIT);
         assert!(u(r, "requests") > 0, "{r}");

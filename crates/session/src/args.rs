@@ -288,6 +288,8 @@ pub struct LatencyArgs {
     pub calibration: Option<PathBuf>,
     #[command(flatten)]
     pub dut_cpu: DutCpuArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 #[derive(Args, Debug)]

@@ -18,11 +18,12 @@ use linerate_results::{Rfc2544Report, ThroughputResult, TrialResult};
 use linerate_store::{Dut, NewRun, RunStatus, Store};
 use linerate_wire::MacAddr;
 use serde_json::json;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 /// What a run is, for the database and the run_started event.
 pub struct RunInfo<'a> {
-    /// "rfc2544" or "trial".
+    /// The subcommand: "rfc2544", "trial", "latency", "tcp", ...
     pub command: &'a str,
     pub engine: &'a str,
     /// How port B counts (`--pcap` needs a socket).
@@ -54,6 +55,8 @@ pub struct Recorder {
     capture: Option<Capture>,
     /// The capture while the run uses it (removed when the run ends).
     installed: Option<capture::Installed>,
+    /// `--json`: the command's report, rewritten as the run goes on.
+    json: Option<PathBuf>,
     finished: bool,
 }
 
@@ -124,8 +127,15 @@ impl Recorder {
             progress: None,
             capture: None,
             installed: None,
+            json: None,
             finished: false,
         })
+    }
+
+    /// The command's `--json` file (checked before, with the other outputs).
+    pub fn json_file(mut self, path: Option<&Path>) -> Recorder {
+        self.json = path.map(Path::to_path_buf);
+        self
     }
 
     /// Makes the files the run writes that [`open`](Self::open) left for
@@ -301,6 +311,37 @@ impl Recorder {
         }
     }
 
+    /// A latency trial ended (`trial_no` in the run's search, `latency_no`
+    /// among the size's latency trials): stored, announced, and shown as a
+    /// line unless `--quiet`. Latency trials are not judged by their loss.
+    pub fn latency_trial(
+        &mut self,
+        search_no: usize,
+        trial_no: usize,
+        latency_no: usize,
+        frames: &linerate_wire::Frames,
+        result: &TrialResult,
+    ) {
+        self.ensure_stored();
+        self.trial_done(search_no, trial_no, result, None);
+        if !self.args.quiet {
+            eprintln!(
+                "[{}] latency trial {latency_no} at {} fps: rx {} lost {}",
+                frames.describe(),
+                linerate_results::report::thousands(result.intended_fps.round() as u64),
+                linerate_results::report::thousands(result.rx_frames),
+                linerate_results::report::thousands(result.lost_frames)
+            );
+        }
+    }
+
+    /// The result of a command whose report is one record (tcp, http),
+    /// announced as a `result` event.
+    pub fn result_event(&mut self, record: &impl serde::Serialize) {
+        let value = serde_json::to_value(record).expect("records serialize");
+        self.emit("result", json!({"search_no": 0, "result": value}));
+    }
+
     /// `linerate trial`: its one trial starts.
     pub fn single_trial_started(
         &mut self,
@@ -357,6 +398,46 @@ impl Recorder {
         let mut summary = serde_json::to_value(result).expect("results serialize");
         summary["trials"] = json!(result.trials.len());
         self.emit("result", json!({"search_no": search_no, "result": summary}));
+    }
+
+    /// The command's report as it stands, after a trial: written to
+    /// `--json` and stored with the run (replacing the last one), so
+    /// `linerate show` prints the command's own table, also of a run that
+    /// stopped early. A failure to write the file is ignored here (a full
+    /// disk mid-run must not stop the measurement; [`save`](Self::save)
+    /// reports it).
+    pub fn save_partial(&mut self, report: &impl serde::Serialize) {
+        if let Some(path) = &self.json {
+            let _ = crate::commands::write_json(path, report);
+        }
+        self.document(report);
+    }
+
+    /// The command's report, final (or as far as an interrupted run got):
+    /// written to `--json` and stored with the run.
+    pub fn save(&mut self, report: &impl serde::Serialize) -> Result<()> {
+        self.document(report);
+        if let Some(path) = &self.json {
+            crate::commands::write_json(path, report)?;
+        }
+        Ok(())
+    }
+
+    /// Says where the report was written, once the run is complete.
+    pub fn saved_note(&self) {
+        if let Some(path) = &self.json {
+            eprintln!("linerate: every trial written to {}", path.display());
+        }
+    }
+
+    fn document(&mut self, report: &impl serde::Serialize) {
+        self.ensure_stored();
+        if let (Some(store), Some(id)) = (&self.store, self.run_id) {
+            let value = serde_json::to_value(report).expect("reports serialize");
+            if let Err(e) = store.set_document(id, &value) {
+                self.store_failed(e);
+            }
+        }
     }
 
     /// Prints a table or summary on stdout, or on stderr when the events

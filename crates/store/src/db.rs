@@ -16,14 +16,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The schema version this build writes (SQLite's `user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How long a connection waits for another's lock (a run writing a trial,
 /// or making the schema of a new file) before it gives up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Migrations, in order: `MIGRATIONS[n]` takes the database from version n to n + 1.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
     CREATE TABLE runs (
         id INTEGER PRIMARY KEY,
         started_at TEXT NOT NULL,
@@ -66,7 +67,13 @@ const MIGRATIONS: &[&str] = &["
         result_json TEXT NOT NULL,
         PRIMARY KEY (run_id, search_no)
     );
-"];
+",
+    "
+    -- The command's own report as its --json writes it (latency, loss,
+    -- mlrsearch, back-to-back, tcp, http): rewritten as the run goes on.
+    ALTER TABLE runs ADD COLUMN document_json TEXT;
+",
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -88,7 +95,7 @@ pub enum StoreError {
 /// What a command says about a run when it starts.
 #[derive(Debug, Clone)]
 pub struct NewRun {
-    /// The subcommand: "rfc2544" or "trial".
+    /// The subcommand: "rfc2544", "trial", "latency", "tcp", ...
     pub command: String,
     /// The command line as given (argv).
     pub args: Vec<String>,
@@ -291,6 +298,19 @@ impl Store {
         Ok(())
     }
 
+    /// Stores the command's report as it stands (replacing the last one).
+    pub fn set_document(
+        &self,
+        run_id: i64,
+        document: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE runs SET document_json = ?2 WHERE id = ?1",
+            params![run_id, serde_json::to_string(document)?],
+        )?;
+        Ok(())
+    }
+
     /// Marks the run complete or interrupted.
     pub fn finish_run(
         &self,
@@ -333,7 +353,7 @@ impl Store {
             .query_row(
                 "SELECT started_at, finished_at, command, args_json, status, pid, pid_start_ticks,
                     dut_name, dut_firmware, scenario, hostname, kernel, cpu_model, cpus, engine,
-                    linerate_version, line_speed_bps, report_json
+                    linerate_version, line_speed_bps, report_json, document_json
                  FROM runs WHERE id = ?1",
                 [id],
                 |r| {
@@ -360,6 +380,7 @@ impl Store {
                         linerate_version: r.get(15)?,
                         line_speed_bps: r.get(16)?,
                         report_json: r.get(17)?,
+                        document_json: r.get(18)?,
                     })
                 },
             )
@@ -437,6 +458,11 @@ impl Store {
             settings,
             results,
             trials,
+            document: row
+                .document_json
+                .as_deref()
+                .map(serde_json::from_str)
+                .transpose()?,
         })
     }
 }
@@ -456,6 +482,7 @@ struct RunRow {
     linerate_version: String,
     line_speed_bps: i64,
     report_json: Option<String>,
+    document_json: Option<String>,
 }
 
 #[cfg(test)]
@@ -520,6 +547,47 @@ mod tests {
         assert_eq!(store.runs().unwrap().len(), 1);
         assert_eq!(store.last_run().unwrap(), Some(id));
         assert!(matches!(store.load(99), Err(StoreError::NoSuchRun(99))));
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_command_s_report_is_stored_and_replaced_as_the_run_goes_on() {
+        let path = temp_db("doc");
+        let mut made = crate::testdata::run(1, "dut", "fw");
+        made.command = "tcp".into();
+        made.settings = None;
+        let store = Store::open(&path).unwrap();
+        let id = store.begin_run(&new_run(&made), &made.started_at).unwrap();
+        assert_eq!(store.load(id).unwrap().document, None);
+        store
+            .set_document(id, &serde_json::json!({"runs": [1]}))
+            .unwrap();
+        store
+            .set_document(id, &serde_json::json!({"runs": [1, 2]}))
+            .unwrap();
+        let back = Store::open(&path).unwrap().load(id).unwrap();
+        assert_eq!(back.document, Some(serde_json::json!({"runs": [1, 2]})));
+        assert_eq!(crate::export::to_json(&back)["document"]["runs"][1], 2);
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_database_of_the_first_schema_gains_the_document_column() {
+        let path = temp_db("v1");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(MIGRATIONS[0]).unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+        }
+        let made = crate::testdata::run(1, "dut", "fw");
+        let store = Store::open(&path).unwrap();
+        let id = store.begin_run(&new_run(&made), &made.started_at).unwrap();
+        store.set_document(id, &serde_json::json!({})).unwrap();
+        assert_eq!(
+            store.load(id).unwrap().document,
+            Some(serde_json::json!({}))
+        );
         std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
     }
 

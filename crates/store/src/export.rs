@@ -42,6 +42,7 @@ pub fn to_json(run: &StoredRun) -> Value {
             "line_speed_bps": run.line_speed_bps,
         },
         "report": run.report(),
+        "document": run.document,
         "trials": trials,
     })
 }

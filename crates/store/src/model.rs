@@ -130,6 +130,10 @@ pub struct StoredRun {
     pub results: Vec<(usize, ThroughputResult)>,
     /// Every finished trial, in the order run.
     pub trials: Vec<StoredTrial>,
+    /// The command's own report as its `--json` writes it, as far as the
+    /// run got (latency, loss, mlrsearch, back-to-back, tcp, http); None
+    /// for rfc2544 and trial runs, which are rebuilt from their rows.
+    pub document: Option<serde_json::Value>,
 }
 
 /// One line of `linerate runs`.
@@ -225,6 +229,17 @@ impl StoredRun {
                     i.frame_size
                 ));
             }
+        } else if let Some(goodput) = self.goodput_summary() {
+            parts.push(goodput);
+        } else if self.trials.len() > 3 {
+            let mut sizes: Vec<u16> = self.trials.iter().map(|t| t.result.frame_size).collect();
+            sizes.dedup();
+            let sizes: Vec<String> = sizes.iter().map(|s| format!("{s} B")).collect();
+            parts.push(format!(
+                "{} trials of {}",
+                self.trials.len(),
+                sizes.join(", ")
+            ));
         } else {
             for t in &self.trials {
                 let r = &t.result;
@@ -242,6 +257,32 @@ impl StoredRun {
             }
         }
         parts.join("; ")
+    }
+
+    /// tcp and http runs: the goodput of each direction measured, from
+    /// the stored record.
+    fn goodput_summary(&self) -> Option<String> {
+        if !matches!(self.command.as_str(), "tcp" | "http") {
+            return None;
+        }
+        let runs = self
+            .document
+            .as_ref()
+            .and_then(|d| d.get("runs")?.as_array().cloned())
+            .unwrap_or_default();
+        let parts: Vec<String> = runs
+            .iter()
+            .filter_map(|r| {
+                let direction = r.get("direction")?.as_str()?;
+                let mbps = r.get("goodput_bps")?.as_f64()? / 1e6;
+                Some(format!("{direction} {} Mbit/s", sig3(mbps)))
+            })
+            .collect();
+        Some(if parts.is_empty() {
+            "no direction finished".to_string()
+        } else {
+            parts.join(", ")
+        })
     }
 
     pub fn summary(&self) -> RunSummary {
@@ -273,6 +314,24 @@ mod tests {
         assert_eq!(
             run.command_line(),
             r#"linerate --dut-name 'LANCOM 1900EF' --rate 50% 'it'\''s'"#
+        );
+    }
+
+    #[test]
+    fn summary_of_a_goodput_run_gives_each_direction() {
+        let mut run = crate::testdata::run(1, "d", "f");
+        run.command = "tcp".into();
+        run.settings = None;
+        run.results.clear();
+        run.trials.clear();
+        assert_eq!(run.summary_text(), "no direction finished");
+        run.document = Some(serde_json::json!({"runs": [
+            {"direction": "download", "goodput_bps": 941.4e6},
+            {"direction": "upload", "goodput_bps": 12.34e6},
+        ]}));
+        assert_eq!(
+            run.summary_text(),
+            "download 941 Mbit/s, upload 12.3 Mbit/s"
         );
     }
 

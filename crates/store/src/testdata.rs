@@ -137,5 +137,6 @@ pub fn run(id: i64, dut: &str, firmware: &str) -> StoredRun {
         }),
         results,
         trials,
+        document: None,
     }
 }

@@ -234,7 +234,29 @@ impl Drop for TempFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
         let _ = std::fs::remove_file(self.tmp_sibling());
+        // A results database's journal files (--db).
+        for journal in ["-wal", "-shm"] {
+            let mut p = self.0.clone().into_os_string();
+            p.push(journal);
+            let _ = std::fs::remove_file(p);
+        }
     }
+}
+
+/// The last run of the results database `db`, as `linerate export last
+/// --json` prints it.
+pub fn exported_last(db: &TempFile) -> Value {
+    let r = linerate(&["export", "last", "--json", "--db", db.arg()]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("export is not JSON: {e}\n{}", r.stdout))
+}
+
+/// `linerate show last --db DB`: what it printed.
+pub fn shown_last(db: &TempFile) -> String {
+    let r = linerate(&["show", "last", "--db", db.arg()]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    r.stdout
 }
 
 pub fn read_json(path: &Path) -> Value {

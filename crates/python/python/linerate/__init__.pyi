@@ -446,6 +446,14 @@ def latency(
     calibration: Optional[Value] = None,
     dut_cpu_cmd: Optional[Value] = None,
     dut_snmp: Optional[Value] = None,
+    db: Optional[Value] = None,
+    no_db: bool = False,
+    dut_name: Optional[Value] = None,
+    dut_firmware: Optional[Value] = None,
+    events: Optional[Value] = None,
+    pcap: Optional[Value] = None,
+    pcap_frames: Optional[Value] = None,
+    quiet: bool = False,
     sizes: Optional[Sequence[Value]] = None,
     frame_size: Optional[Sequence[Value]] = None,
 ) -> Optional[Dict[str, Any]]:
@@ -488,6 +496,14 @@ def latency(
         calibration: Calibration file with the tester's own latency (default: ~/.local/share/linerate/calibration.json)
         dut_cpu_cmd: External DUT: a command printing its CPU load in percent (e.g. "ssh r1 ..."), run towards the end of each trial
         dut_snmp: External DUT: its CPU load from SNMP (HOST-RESOURCES-MIB hrProcessorLoad, via snmpwalk), as COMMUNITY@HOST
+        db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
+        no_db: Do not store this run in the results database
+        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF"
+        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80"
+        events: Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr)
+        pcap: Write the first frames of each trial, and the frames around each loss, as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp). With several --scenario values, one file each: FILE-1.pcap, FILE-2.pcap, ...
+        pcap_frames: With --pcap: frames sampled per trial
+        quiet: No progress on stderr (set-up notes and errors are still printed)
         sizes: Frame sizes in bytes, FCS included (64..9018), e.g. 64,512,1518
         frame_size: Frame sizes in bytes, FCS included (64..9018), e.g. 64,512,1518
     """
@@ -691,6 +707,14 @@ def tcp(
     port: Optional[Value] = None,
     json: Optional[Value] = None,
     table_from: Optional[Sequence[Value]] = None,
+    db: Optional[Value] = None,
+    no_db: bool = False,
+    dut_name: Optional[Value] = None,
+    dut_firmware: Optional[Value] = None,
+    events: Optional[Value] = None,
+    pcap: Optional[Value] = None,
+    pcap_frames: Optional[Value] = None,
+    quiet: bool = False,
 ) -> Optional[Dict[str, Any]]:
     """
     ``linerate tcp``; returns what its --json writes.
@@ -716,6 +740,14 @@ def tcp(
         port: TCP port the server listens on
         json: Write the record as JSON to FILE
         table_from: Measure nothing: lay out earlier runs' --json files (one per scenario, labelled with --label) as LANCOM Table 14
+        db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
+        no_db: Do not store this run in the results database
+        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF"
+        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80"
+        events: Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr)
+        pcap: Write the first frames of each trial, and the frames around each loss, as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp). With several --scenario values, one file each: FILE-1.pcap, FILE-2.pcap, ...
+        pcap_frames: With --pcap: frames sampled per trial
+        quiet: No progress on stderr (set-up notes and errors are still printed)
     """
 
 def http(
@@ -742,6 +774,14 @@ def http(
     server: Optional[Value] = None,
     json: Optional[Value] = None,
     table_from: Optional[Sequence[Value]] = None,
+    db: Optional[Value] = None,
+    no_db: bool = False,
+    dut_name: Optional[Value] = None,
+    dut_firmware: Optional[Value] = None,
+    events: Optional[Value] = None,
+    pcap: Optional[Value] = None,
+    pcap_frames: Optional[Value] = None,
+    quiet: bool = False,
 ) -> Optional[Dict[str, Any]]:
     """
     ``linerate http``; returns what its --json writes.
@@ -768,6 +808,14 @@ def http(
         server: The server: linerate's own (hyper), or nginx (must be installed) run in side B's namespace
         json: Write the record as JSON to FILE
         table_from: Measure nothing: lay out earlier runs' --json files (one per scenario) as LANCOM Table 15
+        db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
+        no_db: Do not store this run in the results database
+        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF"
+        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80"
+        events: Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr)
+        pcap: Write the first frames of each trial, and the frames around each loss, as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp). With several --scenario values, one file each: FILE-1.pcap, FILE-2.pcap, ...
+        pcap_frames: With --pcap: frames sampled per trial
+        quiet: No progress on stderr (set-up notes and errors are still printed)
     """
 
 def lab_up(

@@ -74,6 +74,8 @@ pub struct TcpArgs {
     /// Measure nothing: lay out earlier runs' --json files (one per scenario, labelled with --label) as LANCOM Table 14.
     #[arg(long, value_delimiter = ',', num_args = 1..)]
     pub table_from: Vec<PathBuf>,
+    #[command(flatten)]
+    pub record: crate::record_args::RecordArgs,
 }
 
 #[derive(Args, Debug)]
@@ -104,4 +106,6 @@ pub struct HttpArgs {
     /// Measure nothing: lay out earlier runs' --json files (one per scenario) as LANCOM Table 15.
     #[arg(long, value_delimiter = ',', num_args = 1..)]
     pub table_from: Vec<PathBuf>,
+    #[command(flatten)]
+    pub record: crate::record_args::RecordArgs,
 }

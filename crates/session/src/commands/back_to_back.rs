@@ -54,7 +54,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .record(&args.record)
         .check()?;
 
-    let mut recorder = Recorder::open(&args.record)?;
+    let mut recorder = Recorder::open(&args.record)?.json_file(args.json.as_deref());
     let mut s = session::open(&args.ports, &args.dut_cpu, &frames, "back-to-back frames")?;
     let mut plans: Vec<(&Frames, f64, BackToBackConfig, Option<f64>)> = Vec::new();
     for frames in &frames {
@@ -86,15 +86,14 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         results: Vec::new(),
         interrupted: None,
     };
-    let json = args.json.as_deref();
     for (search_no, (frames, line_fps, cfg, known)) in plans.into_iter().enumerate() {
         let frame = frames.largest();
         let mut trials: Vec<TrialResult> = Vec::new();
-        let keep = |result: &TrialResult, trials: &mut Vec<TrialResult>| {
+        let keep = |result: &TrialResult, trials: &mut Vec<TrialResult>, rec: &mut Recorder| {
             trials.push(result.clone());
             let mut partial = rep.clone();
             partial.interrupted = Some(session::unfinished(frame, trials.clone()));
-            session::save_partial(json, &partial);
+            rec.save_partial(&partial);
         };
         // RFC 9004: the throughput first, for the corrected buffer time.
         let mut search = None;
@@ -116,7 +115,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                 let found = find_throughput(&mut runner, frame, &tcfg, line_fps, &mut |p| {
                     recorder.search_progress(search_no, &p, line_fps);
                     if let Progress::TrialDone { result, .. } = p {
-                        keep(result, &mut trials);
+                        keep(result, &mut trials, &mut recorder);
                     }
                 });
                 match found {
@@ -128,7 +127,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                     Err(e) => {
                         rep.interrupted = Some(session::unfinished(frame, trials));
                         let table = report::back_to_back_table(&rep);
-                        return session::stopped(e, json, &rep, table);
+                        return session::stopped(e, &mut recorder, &rep, table);
                     }
                 }
             }
@@ -148,7 +147,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             &mut |step: Step| {
                 recorder.step(search_no, earlier, &step, line_fps);
                 if let Step::Done { result, .. } = step {
-                    keep(result, &mut trials);
+                    keep(result, &mut trials, &mut recorder);
                 }
             },
         );
@@ -160,14 +159,15 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             Err(e) => {
                 rep.interrupted = Some(session::unfinished(frame, trials));
                 let table = report::back_to_back_table(&rep);
-                return session::stopped(e, json, &rep, table);
+                return session::stopped(e, &mut recorder, &rep, table);
             }
         }
-        session::save_partial(json, &rep);
+        recorder.save_partial(&rep);
     }
     recorder.print(&report::back_to_back_table(&rep));
+    recorder.save(&rep)?;
     recorder.finish(RunStatus::Complete);
-    session::finish(json, &rep)?;
+    recorder.saved_note();
     Ok(Outcome::Passed)
 }
 

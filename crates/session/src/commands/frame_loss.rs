@@ -19,7 +19,6 @@ use linerate_results::methods::{FrameLossReport, LossSeries};
 use linerate_results::{report, MixInfo, TrialResult};
 use linerate_store::RunStatus;
 use linerate_wire::{Frames, Rate};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -71,7 +70,7 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                 .as_deref()
                 .map(|p| super::scenarios::numbered(p, index + 1));
         }
-        let mut recorder = Recorder::open(&record_args)?;
+        let mut recorder = Recorder::open(&record_args)?.json_file(json);
         let (applied, mut s) = open(&args, &plan, scenario.as_ref(), index)?;
         let rep = rep.get_or_insert_with(|| FrameLossReport {
             run: s.run.clone(),
@@ -93,19 +92,7 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         s.ready()?;
         recorder.begin(s.record_info("loss", &plan.frames, plan.duration.as_secs_f64()))?;
         let first_row = rep.series.len();
-        let stopped = measure(
-            rows,
-            &plan,
-            &mut s,
-            &mut recorder,
-            row_name,
-            rep,
-            json,
-            interrupt,
-        );
-        if stopped.is_ok() {
-            recorder.finish(RunStatus::Complete);
-        }
+        let stopped = measure(rows, &plan, &mut s, &mut recorder, row_name, rep, interrupt);
         if let (Some(sc), Some(a)) = (scenario, &applied) {
             // After traffic: did it really go through the configuration?
             let mut record = record_of(sc, a);
@@ -125,14 +112,19 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         drop(applied);
         if let Err(e) = stopped {
             let table = report::frame_loss_table(&with_rows(&earlier, rep));
-            return session::stopped(e, json, rep, table);
+            return session::stopped(e, &mut recorder, rep, table);
         }
+        recorder.save_partial(rep);
+        recorder.finish(RunStatus::Complete);
     }
     let Some(rep) = rep else {
         return Ok(Outcome::Interrupted("no row was measured".into()));
     };
     print!("{}", report::frame_loss_table(&with_rows(&earlier, &rep)));
-    session::finish(json, &rep)?;
+    if let Some(path) = json {
+        super::rfc2544::write_json(path, &rep)?;
+        eprintln!("linerate: every trial written to {}", path.display());
+    }
     if interrupt.load(Ordering::Relaxed) {
         return Ok(Outcome::Interrupted(
             "rows measured so far were kept".into(),
@@ -227,7 +219,7 @@ fn rows<'a>(plan: &'a Plan, s: &Session) -> Result<Vec<Row<'a>>> {
 
 /// Measures `rows` on `s` into `rep`; rows are named `row_name` (a DUT
 /// configuration), with the frames added when several are measured. Every
-/// trial is saved to `json` as it ends; on an error or interruption the
+/// trial is saved (`--json`, the database) as it ends; on an error or interruption the
 /// unfinished row's trials are kept.
 #[allow(clippy::too_many_arguments)]
 fn measure(
@@ -237,7 +229,6 @@ fn measure(
     recorder: &mut Recorder,
     row_name: Option<String>,
     rep: &mut FrameLossReport,
-    json: Option<&Path>,
     interrupt: &AtomicBool,
 ) -> std::result::Result<(), linerate_engine::EngineError> {
     let several = plan.frames.len() > 1;
@@ -255,7 +246,7 @@ fn measure(
                 trials.push(result.clone());
                 let mut partial = rep.clone();
                 partial.interrupted = Some(session::unfinished(frame, trials.clone()));
-                session::save_partial(json, &partial);
+                recorder.save_partial(&partial);
             }
         };
         let mut runner = EngineRunner {
@@ -287,7 +278,7 @@ fn measure(
                 return Err(e);
             }
         }
-        session::save_partial(json, rep);
+        recorder.save_partial(rep);
     }
     Ok(())
 }

@@ -2,7 +2,6 @@
 //! (built in, or nginx) and N keep-alive clients on side A; goodput and
 //! requests/s, laid out as LANCOM Table 13.
 
-use super::rfc2544::write_json;
 use super::stack::{self, parse_size, read_records};
 use crate::args::HttpArgs;
 use crate::exit::Outcome;
@@ -12,7 +11,7 @@ use linerate_goodput::http::{self, HttpConfig, MAX_OBJECT};
 use linerate_goodput::nginx::Nginx;
 use linerate_goodput::record::HttpRecord;
 use linerate_goodput::{report, tcp, Direction};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 pub fn run(args: HttpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if !args.table_from.is_empty() {
@@ -37,9 +36,10 @@ pub fn run(args: HttpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if nginx && directions.contains(&Direction::Upload) {
         bail!("--server nginx measures downloads only (nginx keeps no upload target): use --direction download, or the built-in server for uploads");
     }
-    crate::outputs::check_json(args.json.as_deref())?;
+    let mut recorder = stack::recorder("http", &args.record, args.json.as_deref())?;
 
     let path = stack::open(&args.ports)?;
+    recorder.begin(path.record_info("http", duration))?;
     let rt = http::runtime()?;
     let listen = path.server.ip;
     let listen_addr = std::net::SocketAddr::new(listen, args.port);
@@ -85,6 +85,7 @@ pub fn run(args: HttpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         (run.l2_bps, run.link_usage_percent) = path.l2_and_usage(run.goodput_bps);
         let stopped = run.interrupted;
         record.runs.push(run);
+        recorder.save_partial(&record);
         if stopped {
             break;
         }
@@ -93,14 +94,6 @@ pub fn run(args: HttpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     drop(_nginx);
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
     drop(path);
-    print!("{}", report::http_table(&record));
-    if let Some(file) = &args.json {
-        write_json(file, &record)?;
-    }
-    if interrupt.load(Ordering::Relaxed) {
-        return Ok(Outcome::Interrupted(
-            "the shortened window is reported above".into(),
-        ));
-    }
-    Ok(Outcome::Passed)
+    recorder.print(&report::http_table(&record));
+    stack::finish(recorder, &record, interrupt)
 }

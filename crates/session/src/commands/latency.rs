@@ -2,13 +2,14 @@
 //! mix), the throughput search runs first (unless `--rate` gives the base
 //! rate), then latency trials at the chosen shares of it.
 
-use super::rfc2544::{describe_port, write_json, EngineRunner};
+use super::rfc2544::EngineRunner;
+use super::session;
 use crate::args::LatencyArgs;
 use crate::exit::Outcome;
 use crate::outputs::Outputs;
-use crate::ports::{self, parse_share, parse_trial_duration, Zero};
-use crate::progress;
-use anyhow::{bail, Context, Result};
+use crate::ports::{parse_share, parse_trial_duration, Zero};
+use crate::recorder::Recorder;
+use anyhow::Result;
 use linerate_engine::EngineError;
 use linerate_method::latency::{measure_latency, parse_loads, LatencyPlan};
 use linerate_method::Progress;
@@ -17,9 +18,8 @@ use linerate_results::calibration::{self, Calibration};
 use linerate_results::{
     report, InterruptedSearch, LatencyReport, LatencyResult, MixInfo, TrialResult,
 };
-use linerate_wire::Rate;
+use linerate_store::RunStatus;
 use std::sync::atomic::AtomicBool;
-use std::time::SystemTime;
 
 pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let frames = args.frames.frames(&args.ports.encap.encap()?)?;
@@ -30,100 +30,80 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let rate = args
         .rate
         .as_deref()
-        .map(Rate::parse)
-        .transpose()
-        .context("--rate")?;
+        .map(|t| session::parse_rate(t, "--rate"))
+        .transpose()?;
     let max_rate = args
         .max_rate
         .as_deref()
-        .map(Rate::parse)
-        .transpose()
-        .context("--max-rate")?;
+        .map(|t| session::parse_rate(t, "--max-rate"))
+        .transpose()?;
     let calibration_path = args
         .calibration
         .clone()
         .unwrap_or_else(calibration::default_path);
     Outputs::new()
         .json(args.json.as_deref())
+        .record(&args.record)
         .input("--calibration", Some(&calibration_path))
         .check()?;
     let calibration = Calibration::load(&calibration_path)?;
 
-    let mut bed = ports::open(&args.ports, crate::frame_args::max_frame_len(&frames))?;
-    let line_bps = bed.line_bps;
+    let mut recorder = Recorder::open(&args.record)?.json_file(args.json.as_deref());
+    let mut s = session::open(&args.ports, &args.dut_cpu, &frames, "latency")?;
+    // The rates per size, checked against the line rate before any frame.
+    let mut plans = Vec::new();
     for f in &frames {
-        bed.engine.check_frame(f.largest())?;
-        let line_fps = bed.line_rate_fps(f);
-        for (what, r) in [("--rate", rate), ("--max-rate", max_rate)] {
-            if let Some(r) = r {
-                if bed.fps(f, r) > line_fps * 1.000_001 {
-                    bail!(
-                        "{what} is above the line rate for {} ({line_fps:.0} frames/s at {}): lower it or set --line-speed",
-                        f.describe(),
-                        report::line_speed(line_bps)
-                    );
-                }
-            }
-        }
+        let line_fps = s.bed.line_rate_fps(f);
+        let given_fps = match (rate, &args.rate) {
+            (Some(r), Some(t)) => Some(session::fps_within_line(&s.bed, r, t, "--rate", f)?),
+            _ => None,
+        };
+        let max_fps = match (max_rate, &args.max_rate) {
+            (Some(r), Some(t)) => session::fps_within_line(&s.bed, r, t, "--max-rate", f)?,
+            _ => line_fps,
+        };
+        plans.push((f, line_fps, given_fps, max_fps));
     }
-    if let Some(p) = &bed.placement {
-        eprintln!("linerate: {}", p.note);
-    }
-    if let Some(why) = &bed.engine_reason {
-        eprintln!("linerate: engine {} ({why})", bed.engine.config().name);
-    }
-    // The DUT's CPU load in every trial, as rfc2544 records it.
-    let cpu = crate::dut_cpu::meter_for(&bed, &args.dut_cpu, &[])?;
-    bed.engine.resolve()?;
+    s.ready()?;
+    recorder.begin(s.record_info("latency", &frames, trial_duration.as_secs_f64()))?;
 
     let mut rep = LatencyReport {
-        linerate_version: env!("CARGO_PKG_VERSION").to_string(),
-        description: if bed.setup == "lab" {
-            "LAN-LAN routing, lab Linux router in a network namespace".to_string()
-        } else {
-            format!(
-                "{} -> {} (external DUT)",
-                bed.engine.port_a().ifname,
-                bed.engine.port_b().ifname
-            )
-        },
-        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-        setup: bed.setup.to_string(),
-        port_a: describe_port(bed.engine.port_a()),
-        port_b: describe_port(bed.engine.port_b()),
-        line_speed_bps: line_bps,
+        linerate_version: s.run.linerate_version.clone(),
+        description: s.run.description.clone(),
+        started_at: s.run.started_at.clone(),
+        setup: s.run.setup.clone(),
+        port_a: s.run.port_a.clone(),
+        port_b: s.run.port_b.clone(),
+        line_speed_bps: s.run.line_speed_bps,
         trial_duration_s: trial_duration.as_secs_f64(),
         repeat: args.repeat as usize,
-        engine: bed.engine.config().name.clone(),
-        placement: bed.placement.clone(),
+        engine: s.run.engine.clone(),
+        placement: s.run.placement.clone(),
         results: Vec::new(),
         interrupted: None,
     };
 
-    let interrupted = |rep: &mut LatencyReport, frame: linerate_wire::FrameSize, trials| {
+    let interrupted = |rep: &mut LatencyReport,
+                       recorder: &mut Recorder,
+                       frame: linerate_wire::FrameSize,
+                       trials| {
         rep.interrupted = Some(InterruptedSearch {
             frame_size: frame.frame(),
             l3_length: frame.l3(),
             trials,
         });
-        if let Some(path) = &args.json {
-            write_json(path, rep)?;
-        }
-        print!("{}", report::latency_table(rep));
+        recorder.save(rep)?;
+        recorder.print(&report::latency_table(rep));
         Ok(Outcome::Interrupted(
             "the loads measured so far were kept".into(),
         ))
     };
-    for f in &frames {
+    for (search_no, (f, line_fps, given_fps, max_fps)) in plans.into_iter().enumerate() {
         let frame = f.largest();
-        let line_fps = bed.line_rate_fps(f);
-        // Resolved before the runner borrows the test bed.
-        let given_fps = rate.map(|r| bed.fps(f, r));
-        let max_fps = max_rate.map_or(line_fps, |r| bed.fps(f, r));
         let mut runner = EngineRunner {
-            engine: &mut bed.engine,
+            engine: &mut s.bed.engine,
             interrupt,
-            cpu: cpu.as_ref(),
+            cpu: s.cpu.as_ref(),
         };
         // Every finished trial of this size, kept for an interruption.
         let mut done: Vec<TrialResult> = Vec::new();
@@ -136,12 +116,14 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                 cfg.validate()?;
                 eprintln!("linerate: {}: throughput search first", f.describe());
                 let t = match find_throughput(&mut runner, frame, &cfg, line_fps, &mut |p| {
-                    progress::show(&p, line_fps);
+                    recorder.search_progress(search_no, &p, line_fps);
                     if let Progress::TrialDone { result, .. } = p {
                         done.push(result.clone());
                     }
                 }) {
-                    Err(EngineError::Interrupted) => return interrupted(&mut rep, frame, done),
+                    Err(EngineError::Interrupted) => {
+                        return interrupted(&mut rep, &mut recorder, frame, done)
+                    }
                     other => other?,
                 };
                 (t.throughput_fps, "throughput", Some(t))
@@ -161,6 +143,7 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                 points: Vec::new(),
                 tester_latency_ns: None,
             });
+            recorder.save_partial(&rep);
             continue;
         }
         let plan = LatencyPlan {
@@ -170,17 +153,15 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             repeat: args.repeat as usize,
             mix: f.mix().cloned(),
         };
+        let earlier = done.len();
         let points = match measure_latency(&mut runner, frame, &plan, &mut |t| {
             done.push(t.clone());
-            eprintln!(
-                "[{}] latency trial at {} fps: rx {} lost {}",
-                f.describe(),
-                report::thousands(t.intended_fps.round() as u64),
-                report::thousands(t.rx_frames),
-                report::thousands(t.lost_frames)
-            )
+            // Numbered on after the search's trials, as the other methods'.
+            recorder.latency_trial(search_no, done.len(), done.len() - earlier, f, t);
         }) {
-            Err(EngineError::Interrupted) => return interrupted(&mut rep, frame, done),
+            Err(EngineError::Interrupted) => {
+                return interrupted(&mut rep, &mut recorder, frame, done)
+            }
             other => other?,
         };
         let tester_latency_ns = f
@@ -189,9 +170,9 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             .then(|| {
                 calibration
                     .ceiling(
-                        &bed.setup_key,
-                        &bed.engine.config().name,
-                        bed.engine.receiver().as_str(),
+                        &s.bed.setup_key,
+                        &s.bed.engine.config().name,
+                        s.bed.engine.receiver().as_str(),
                         frame.frame(),
                     )
                     .and_then(|c| c.latency_ns)
@@ -206,14 +187,11 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             points,
             tester_latency_ns,
         });
-        if let Some(path) = &args.json {
-            write_json(path, &rep)?;
-        }
+        recorder.save_partial(&rep);
     }
-    print!("{}", report::latency_table(&rep));
-    if let Some(path) = &args.json {
-        write_json(path, &rep)?;
-        eprintln!("linerate: every trial written to {}", path.display());
-    }
+    recorder.print(&report::latency_table(&rep));
+    recorder.save(&rep)?;
+    recorder.finish(RunStatus::Complete);
+    recorder.saved_note();
     Ok(Outcome::Passed)
 }

@@ -55,7 +55,7 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     };
     goals_for(1.0).validate()?;
 
-    let mut recorder = Recorder::open(&args.record)?;
+    let mut recorder = Recorder::open(&args.record)?.json_file(args.json.as_deref());
     let mut s = session::open(&args.ports, &args.dut_cpu, &frames, "MLRsearch")?;
     let mut plans = Vec::new();
     for frames in &frames {
@@ -74,7 +74,6 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         results: Vec::new(),
         interrupted: None,
     };
-    let json = args.json.as_deref();
     for (search_no, (frames, line_fps, cfg)) in plans.into_iter().enumerate() {
         let frame = frames.largest();
         let mut trials: Vec<TrialResult> = Vec::new();
@@ -84,7 +83,7 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                 trials.push(result.clone());
                 let mut partial = rep.clone();
                 partial.interrupted = Some(session::unfinished(frame, trials.clone()));
-                session::save_partial(json, &partial);
+                recorder.save_partial(&partial);
             }
         };
         let mut runner = EngineRunner {
@@ -97,13 +96,14 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             Err(e) => {
                 rep.interrupted = Some(session::unfinished(frame, trials));
                 let table = report::mlrsearch_table(&rep);
-                return session::stopped(e, json, &rep, table);
+                return session::stopped(e, &mut recorder, &rep, table);
             }
         }
-        session::save_partial(json, &rep);
+        recorder.save_partial(&rep);
     }
     recorder.print(&report::mlrsearch_table(&rep));
+    recorder.save(&rep)?;
     recorder.finish(RunStatus::Complete);
-    session::finish(json, &rep)?;
+    recorder.saved_note();
     Ok(Outcome::Passed)
 }

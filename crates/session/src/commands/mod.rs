@@ -20,6 +20,7 @@ mod trial;
 
 use crate::args::{Cli, Command};
 use crate::exit::Outcome;
+pub(crate) use rfc2544::write_json;
 pub(crate) use session::show as show_step;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -2,10 +2,11 @@
 //! the test bed and the run's header, rates per frame size,
 //! progress lines, and keeping every trial when a run stops early.
 
-use super::rfc2544::{describe_port, write_json};
+use super::rfc2544::describe_port;
 use crate::args::{DutCpuArgs, PortArgs};
 use crate::exit::Outcome;
 use crate::ports::{self, TestBed};
+use crate::recorder::Recorder;
 use anyhow::{bail, Context, Result};
 use linerate_engine::EngineError;
 use linerate_method::spec::Step;
@@ -13,7 +14,6 @@ use linerate_results::methods::{RunInfo, UnfinishedTrials};
 use linerate_results::report::{self, thousands};
 use linerate_results::TrialResult;
 use linerate_wire::{FrameSize, Frames, Rate};
-use std::path::Path;
 use std::time::SystemTime;
 
 /// The ports, open, and the header of the run's report. The gateways are
@@ -211,40 +211,21 @@ pub(crate) fn unfinished(frame: FrameSize, trials: Vec<TrialResult>) -> Unfinish
     }
 }
 
-/// Writes `report` to `json` if asked; a failure is ignored here (disk
-/// full mid-run must not stop the measurement; the final write reports it).
-pub(crate) fn save_partial(json: Option<&Path>, report: &impl serde::Serialize) {
-    if let Some(path) = json {
-        let _ = write_json(path, report);
-    }
-}
-
 /// A method stopped by `e`: the report (with the unfinished trials) is
 /// saved and, when interrupted, the table so far printed.
 pub(crate) fn stopped(
     e: EngineError,
-    json: Option<&Path>,
+    recorder: &mut Recorder,
     report: &impl serde::Serialize,
     table: String,
 ) -> Result<Outcome> {
     eprintln!();
-    if let Some(path) = json {
-        write_json(path, report)?;
-    }
+    recorder.save(report)?;
     if let EngineError::Interrupted = e {
-        print!("{table}");
+        recorder.print(&table);
         return Ok(Outcome::Interrupted(
             "results measured so far were kept".into(),
         ));
     }
     Err(e.into())
-}
-
-/// Writes the final report and says where.
-pub(crate) fn finish(json: Option<&Path>, report: &impl serde::Serialize) -> Result<()> {
-    if let Some(path) = json {
-        write_json(path, report)?;
-        eprintln!("linerate: every trial written to {}", path.display());
-    }
-    Ok(())
 }

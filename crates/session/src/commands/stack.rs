@@ -4,6 +4,8 @@
 
 use crate::args::StackPortArgs;
 use crate::ports::{parse_duration, DEFAULT_LAB};
+use crate::record_args::RecordArgs;
+use crate::recorder::Recorder;
 use anyhow::{anyhow, bail, Result};
 use linerate_goodput::hosts::{self, HostSetup, Side, LAB_V6, LAB_V6_PREFIX};
 use linerate_goodput::record::{lantraffic_coefficient, PathInfo};
@@ -37,6 +39,28 @@ impl StackPath {
         SocketAddr::new(self.connect_ip, port)
     }
 
+    /// What the run is, for the results database and the run_started
+    /// event: `command` through the kernel's TCP stack, windows of `duration`.
+    pub fn record_info<'a>(
+        &'a self,
+        command: &'a str,
+        duration: Duration,
+    ) -> crate::recorder::RunInfo<'a> {
+        crate::recorder::RunInfo {
+            command,
+            engine: "kernel TCP",
+            // No test frames to sample: --pcap is refused before (see `recorder`).
+            receiver: linerate_engine::ReceiverKind::Socket,
+            line_speed_bps: self.info.line_bps,
+            scenario: &self.info.label,
+            report: None,
+            sizes: Vec::new(),
+            trial_s: duration.as_secs_f64(),
+            resolution: 0.0,
+            port_b_mac: linerate_wire::MacAddr::ZERO,
+        }
+    }
+
     /// Fills in the L2 rate and link usage of a goodput, per LanTraffic.
     pub fn l2_and_usage(&self, goodput_bps: f64) -> (f64, f64) {
         let l2 = goodput_bps * lantraffic_coefficient(self.info.mtu, self.info.family);
@@ -63,6 +87,47 @@ fn parse_cidr(text: &str, option: &str) -> Result<(IpAddr, u8)> {
 fn parse_ip(text: &str, option: &str) -> Result<IpAddr> {
     text.parse()
         .map_err(|_| anyhow!("{option} '{text}' is not an IP address"))
+}
+
+/// The run's recorder (`--db`, `--events`, `--json`), its output paths
+/// checked before anything is set up. `--pcap` samples the test frames of
+/// the packet commands; here the kernel's TCP carries the data, so it is
+/// refused.
+pub fn recorder(
+    command: &str,
+    record: &RecordArgs,
+    json: Option<&std::path::Path>,
+) -> Result<Recorder> {
+    if let Some(pcap) = &record.pcap {
+        bail!(
+            "--pcap {}: {command} sends through the kernel's TCP stack, not linerate's test frames; capture it with tcpdump on the tester port instead",
+            pcap.display()
+        );
+    }
+    crate::outputs::Outputs::new()
+        .json(json)
+        .record(record)
+        .check()?;
+    Ok(Recorder::open(record)?.json_file(json))
+}
+
+/// The run ended (its table printed): the record saved and stored, the
+/// run marked complete, or interrupted when a signal shortened it.
+pub fn finish(
+    mut recorder: Recorder,
+    record: &impl serde::Serialize,
+    interrupt: &std::sync::atomic::AtomicBool,
+) -> Result<crate::exit::Outcome> {
+    recorder.save(record)?;
+    recorder.result_event(record);
+    if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+        recorder.finish(linerate_store::RunStatus::Interrupted);
+        return Ok(crate::exit::Outcome::Interrupted(
+            "the shortened window is reported above".into(),
+        ));
+    }
+    recorder.finish(linerate_store::RunStatus::Complete);
+    Ok(crate::exit::Outcome::Passed)
 }
 
 /// Sets the path up as `args` say; undone when the returned value drops.

@@ -129,8 +129,19 @@ pub fn show(args: ShowArgs) -> Result<Outcome> {
         run.machine.kernel
     );
     let _ = writeln!(out, "Command: {}\n", run.command_line());
-    match run.report() {
-        Some(rep) => {
+    match (run.report(), document_table(&run)) {
+        (_, Some(table)) => {
+            out.push_str(&table);
+            if run.status != linerate_store::RunStatus::Complete {
+                let _ = writeln!(
+                    out,
+                    "The run is {}: the table holds what it had measured ({} trial(s) stored).",
+                    run.status.label(),
+                    run.trials.len()
+                );
+            }
+        }
+        (Some(rep), None) => {
             out.push_str(&report::throughput_table(&rep));
             if let Some(i) = &rep.interrupted {
                 let _ = writeln!(
@@ -151,7 +162,7 @@ pub fn show(args: ShowArgs) -> Result<Outcome> {
                 }
             }
         }
-        None => {
+        (None, None) => {
             for t in &run.trials {
                 out.push_str(&report::trial_summary(&t.result, run.line_speed_bps));
             }
@@ -162,6 +173,33 @@ pub fn show(args: ShowArgs) -> Result<Outcome> {
     }
     print!("{out}");
     Ok(Outcome::Passed)
+}
+
+/// The command's own table, from the report it stored as it ran (see
+/// [`linerate_store::StoredRun::document`]); None for rfc2544 and trial
+/// runs, and for a report this linerate cannot read.
+fn document_table(run: &StoredRun) -> Option<String> {
+    use linerate_results::methods::{BackToBackReport, FrameLossReport, MlrSearchReport};
+    let doc = run.document.clone()?;
+    fn table<T: serde::de::DeserializeOwned>(
+        doc: serde_json::Value,
+        format: fn(&T) -> String,
+    ) -> Option<String> {
+        serde_json::from_value(doc).ok().map(|r: T| format(&r))
+    }
+    match run.command.as_str() {
+        "latency" => table::<linerate_results::LatencyReport>(doc, report::latency_table),
+        "mlrsearch" => table::<MlrSearchReport>(doc, report::mlrsearch_table),
+        "back-to-back" => table::<BackToBackReport>(doc, report::back_to_back_table),
+        "loss" => table::<FrameLossReport>(doc, report::frame_loss_table),
+        "tcp" => {
+            table::<linerate_goodput::record::TcpRecord>(doc, linerate_goodput::report::tcp_table)
+        }
+        "http" => {
+            table::<linerate_goodput::record::HttpRecord>(doc, linerate_goodput::report::http_table)
+        }
+        _ => None,
+    }
 }
 
 pub fn compare(args: CompareArgs) -> Result<Outcome> {

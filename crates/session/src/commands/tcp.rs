@@ -2,7 +2,6 @@
 //! the tester namespaces), goodput per stream and total, retransmissions
 //! and link usage, laid out as LANCOM Table 12.
 
-use super::rfc2544::write_json;
 use super::stack::{self, parse_size, read_records};
 use crate::args::TcpArgs;
 use crate::exit::Outcome;
@@ -10,7 +9,7 @@ use crate::ports::parse_trial_duration;
 use anyhow::{anyhow, Result};
 use linerate_goodput::record::TcpRecord;
 use linerate_goodput::{report, tcp, Direction};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 pub fn run(args: TcpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if !args.table_from.is_empty() {
@@ -28,9 +27,10 @@ pub fn run(args: TcpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .as_deref()
         .map(|w| parse_size(w, "--window"))
         .transpose()?;
-    crate::outputs::check_json(args.json.as_deref())?;
+    let mut recorder = stack::recorder("tcp", &args.record, args.json.as_deref())?;
 
     let path = stack::open(&args.ports)?;
+    recorder.begin(path.record_info("tcp", duration))?;
     let streams = args.streams as usize;
     let cfg = tcp::TcpConfig {
         client: path.client.clone(),
@@ -62,20 +62,13 @@ pub fn run(args: TcpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         (run.l2_bps, run.link_usage_percent) = path.l2_and_usage(run.goodput_bps);
         let stopped = run.interrupted;
         record.runs.push(run);
+        recorder.save_partial(&record);
         if stopped {
             break;
         }
     }
     drop(listener);
     drop(path); // addresses and routes off before the report
-    print!("{}", report::tcp_table(&record));
-    if let Some(file) = &args.json {
-        write_json(file, &record)?;
-    }
-    if interrupt.load(Ordering::Relaxed) {
-        return Ok(Outcome::Interrupted(
-            "the shortened window is reported above".into(),
-        ));
-    }
-    Ok(Outcome::Passed)
+    recorder.print(&report::tcp_table(&record));
+    stack::finish(recorder, &record, interrupt)
 }
