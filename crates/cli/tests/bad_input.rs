@@ -1064,7 +1064,7 @@ const COMMANDS: &[Cmd] = &[
         gw_mac: true,
         lab: true,
         writes: "--json",
-        record: false,
+        record: true,
         over_line: Some(("--max-rate", "101%")),
         share: Some(("--target", "75", "write 75%")),
         duration: "--trial-duration",

@@ -332,6 +332,7 @@ fn cpu_target_finds_the_rate_near_the_target() {
     }
     let (ns, _guard) = back_to_back("cput", 1500);
     let json = TempFile::new("scn-cput");
+    let db = TempFile::new("scn-cput-db");
     let base = |extra: &[&str]| {
         let mut args = vec!["cpu-target"];
         args.extend_from_slice(&B2B_HOSTS);
@@ -349,9 +350,23 @@ fn cpu_target_finds_the_rate_near_the_target() {
         linerate_in(&ns, &args)
     };
     // A device reporting 76 % at the highest rate: within 5 points of 75.
-    let run = base(&["--dut-cpu-cmd", "echo 76", "--json", json.arg()]);
+    let run = base(&[
+        "--dut-cpu-cmd",
+        "echo 76",
+        "--json",
+        json.arg(),
+        "--db",
+        db.arg(),
+    ]);
     assert_eq!(run.code, 0, "{}", run.dump());
     assert!(run.stdout.contains("DUT CPU near 75 %"), "{}", run.dump());
+    // Stored with its trial and its report; `show` prints the same table.
+    let stored = exported_last(&db);
+    assert_eq!(stored["run"]["command"], "cpu-target");
+    assert_eq!(stored["run"]["status"], "complete");
+    assert_eq!(stored["document"], json.json());
+    assert_eq!(stored["trials"].as_array().unwrap().len(), 1);
+    assert!(shown_last(&db).contains(run.stdout.trim()));
     let r = &json.json()["results"][0];
     assert_eq!(r["reached"], true, "{r}");
     assert_eq!(f(&r["dut_cpu"], "total_pct"), 76.0);

@@ -228,6 +228,8 @@ pub struct CpuTargetArgs {
     pub json: Option<PathBuf>,
     #[command(flatten)]
     pub dut: DutArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 /// The DUT's configuration (lab scenarios) and CPU load (see docs/SCENARIOS.md).

@@ -146,11 +146,6 @@ impl Outputs {
     }
 }
 
-/// `--json FILE` alone: the check of the commands whose only output it is.
-pub(crate) fn check_json(path: Option<&Path>) -> Result<()> {
-    Outputs::new().json(path).check()
-}
-
 /// What a path names, to tell when two options name one file: the file
 /// itself when it exists (so links and hard links are seen through),
 /// else the path with its directory resolved.

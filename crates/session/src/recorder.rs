@@ -311,6 +311,38 @@ impl Recorder {
         }
     }
 
+    /// A trial of a method with progress of its own (cpu-target) starts.
+    pub fn trial_starting(
+        &mut self,
+        search_no: usize,
+        trial_no: usize,
+        frame_size: u16,
+        intended_fps: f64,
+    ) {
+        self.ensure_stored();
+        self.emit(
+            "trial_started",
+            json!({"search_no": search_no, "frame_size": frame_size, "trial_no": trial_no, "intended_fps": intended_fps}),
+        );
+    }
+
+    /// A trial of a method with progress of its own ended (`passed`: None
+    /// when the method does not judge it by its loss).
+    pub fn trial_finished(
+        &mut self,
+        search_no: usize,
+        trial_no: usize,
+        result: &TrialResult,
+        passed: Option<bool>,
+    ) {
+        self.trial_done(search_no, trial_no, result, passed);
+    }
+
+    /// Whether progress lines are wanted (not `--quiet`).
+    pub fn verbose(&self) -> bool {
+        !self.args.quiet
+    }
+
     /// A latency trial ended (`trial_no` in the run's search, `latency_no`
     /// among the size's latency trials): stored, announced, and shown as a
     /// line unless `--quiet`. Latency trials are not judged by their loss.

@@ -640,6 +640,14 @@ def cpu_target(
     scenario: Optional[Value] = None,
     dut_cpu_cmd: Optional[Value] = None,
     dut_snmp: Optional[Value] = None,
+    db: Optional[Value] = None,
+    no_db: bool = False,
+    dut_name: Optional[Value] = None,
+    dut_firmware: Optional[Value] = None,
+    events: Optional[Value] = None,
+    pcap: Optional[Value] = None,
+    pcap_frames: Optional[Value] = None,
+    quiet: bool = False,
     sizes: Optional[Sequence[Value]] = None,
     frame_size: Optional[Sequence[Value]] = None,
 ) -> Optional[Dict[str, Any]]:
@@ -680,6 +688,14 @@ def cpu_target(
         scenario: Lab DUT configuration, e.g. lan-lan, wan-lan, acl:12, firewall:50, routes:900000, tunnel:vxlan, xdp-router; parts joined with '+' (wan-lan+acl:12); several separated by ',' are compared side by side. Builds a fresh lab for each
         dut_cpu_cmd: External DUT: a command printing its CPU load in percent (e.g. "ssh r1 ..."), run towards the end of each trial
         dut_snmp: External DUT: its CPU load from SNMP (HOST-RESOURCES-MIB hrProcessorLoad, via snmpwalk), as COMMUNITY@HOST
+        db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
+        no_db: Do not store this run in the results database
+        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF"
+        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80"
+        events: Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr)
+        pcap: Write the first frames of each trial, and the frames around each loss, as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp). With several --scenario values, one file each: FILE-1.pcap, FILE-2.pcap, ...
+        pcap_frames: With --pcap: frames sampled per trial
+        quiet: No progress on stderr (set-up notes and errors are still printed)
         sizes: Frame sizes in bytes, FCS included (64..9018), e.g. 64,512,1518
         frame_size: Frame sizes in bytes, FCS included (64..9018), e.g. 64,512,1518
     """

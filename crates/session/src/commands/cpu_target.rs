@@ -3,17 +3,19 @@
 //! linerate-method's (`find_cpu_target`); this parses the options, opens
 //! the test bed, runs it per frame size and prints.
 
-use super::rfc2544::{write_json, EngineRunner};
+use super::rfc2544::EngineRunner;
 use super::scenarios::{prepare, record_of, traffic_checks};
 use crate::args::CpuTargetArgs;
 use crate::exit::Outcome;
 use crate::ports::{self, parse_trial_duration};
+use crate::recorder::{Recorder, RunInfo};
 use anyhow::{anyhow, bail, Context, Result};
 use linerate_engine::EngineError;
 use linerate_lab::scenario::Scenario;
 use linerate_method::cpu_target::Stopped;
 use linerate_method::{find_cpu_target, CpuTargetConfig, CpuTargetConfigError, CpuTargetProgress};
 use linerate_results::cpu_target::{cpu_target_table, CpuTargetReport};
+use linerate_store::RunStatus;
 use linerate_wire::Rate;
 use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
@@ -43,7 +45,10 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .map(Rate::parse)
         .transpose()
         .context("--max-rate")?;
-    crate::outputs::check_json(args.json.as_deref())?;
+    crate::outputs::Outputs::new()
+        .json(args.json.as_deref())
+        .record(&args.record)
+        .check()?;
     let scenario = match &args.dut.scenario {
         Some(text) => {
             let mut list = Scenario::parse_list(text)?;
@@ -55,6 +60,7 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         None => None,
     };
     let max_frame_len = frames.iter().map(|f| f.buffer_len()).max().unwrap_or(0);
+    let mut recorder = Recorder::open(&args.record)?.json_file(args.json.as_deref());
     let (applied, mut bed) = match &scenario {
         Some(s) => {
             let (a, b) = prepare(&args.ports, max_frame_len, s, 0)?;
@@ -86,17 +92,30 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         }
     }
     bed.engine.resolve()?;
+    let description = match (&scenario, bed.setup) {
+        (Some(s), _) => s.description(),
+        (None, "lab") => "LAN-LAN routing, lab Linux router".to_string(),
+        _ => format!(
+            "{} -> {} (external DUT)",
+            bed.engine.port_a().ifname,
+            bed.engine.port_b().ifname
+        ),
+    };
+    recorder.begin(RunInfo {
+        command: "cpu-target",
+        engine: &bed.engine.config().name,
+        receiver: bed.engine.receiver(),
+        line_speed_bps: line_bps,
+        scenario: &description,
+        report: None,
+        sizes: frames.iter().map(|f| f.frame()).collect(),
+        trial_s: duration.as_secs_f64(),
+        resolution: 0.0,
+        port_b_mac: bed.engine.port_b().mac,
+    })?;
     let mut report = CpuTargetReport {
         linerate_version: env!("CARGO_PKG_VERSION").to_string(),
-        description: match (&scenario, bed.setup) {
-            (Some(s), _) => s.description(),
-            (None, "lab") => "LAN-LAN routing, lab Linux router".to_string(),
-            _ => format!(
-                "{} -> {} (external DUT)",
-                bed.engine.port_a().ifname,
-                bed.engine.port_b().ifname
-            ),
-        },
+        description,
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
         target_pct: target,
         tolerance_pct: args.tolerance,
@@ -109,12 +128,8 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         },
         results: Vec::new(),
     };
-    let save = |r: &CpuTargetReport| match &args.json {
-        Some(path) => write_json(path, r),
-        None => Ok(()),
-    };
     let mut outcome = Outcome::Passed;
-    for frame in frames {
+    for (search_no, frame) in frames.into_iter().enumerate() {
         let line_fps = frame.line_rate_fps(line_bps);
         let max_fps = max_rate.map_or(line_fps, |r| r.to_fps(frame, line_bps));
         let mut runner = EngineRunner {
@@ -122,14 +137,33 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             interrupt,
             cpu: Some(&meter),
         };
-        let searched = find_cpu_target(&mut runner, frame, &cfg, max_fps, &mut show_progress);
+        let searched = find_cpu_target(&mut runner, frame, &cfg, max_fps, &mut |p| {
+            match &p {
+                CpuTargetProgress::TrialStarting {
+                    trial_no,
+                    intended_fps,
+                    ..
+                } => recorder.trial_starting(
+                    search_no,
+                    *trial_no as usize,
+                    frame.frame(),
+                    *intended_fps,
+                ),
+                CpuTargetProgress::TrialDone {
+                    trial_no, result, ..
+                } => recorder.trial_finished(search_no, *trial_no as usize, result, None),
+            }
+            if recorder.verbose() {
+                show_progress(p);
+            }
+        });
         let (partial, error) = match searched {
             Ok(result) => (result, None),
             Err(Stopped { error, partial }) => (partial, Some(error)),
         };
         if let Some(result) = partial {
             report.results.push(result);
-            save(&report)?;
+            recorder.save_partial(&report);
         }
         match error {
             None => {}
@@ -137,7 +171,10 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                 outcome = Outcome::Interrupted("results measured so far were kept".into());
                 break;
             }
-            Some(e) => return Err(e.into()),
+            Some(e) => {
+                recorder.save(&report)?;
+                return Err(e.into());
+            }
         }
     }
     if let (Some(a), Some(lab), Some(rec)) = (&applied, bed.lab.as_ref(), report.scenario.as_mut())
@@ -145,8 +182,11 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         let all = report.results.iter().flat_map(|r| &r.trials);
         rec.traffic_checks = traffic_checks(a, lab, all)?;
     }
-    save(&report)?;
-    print!("{}", cpu_target_table(&report));
+    recorder.save(&report)?;
+    recorder.print(&cpu_target_table(&report));
+    if let Outcome::Passed = outcome {
+        recorder.finish(RunStatus::Complete);
+    }
     drop(applied);
     Ok(outcome)
 }

@@ -192,6 +192,10 @@ fn document_table(run: &StoredRun) -> Option<String> {
         "mlrsearch" => table::<MlrSearchReport>(doc, report::mlrsearch_table),
         "back-to-back" => table::<BackToBackReport>(doc, report::back_to_back_table),
         "loss" => table::<FrameLossReport>(doc, report::frame_loss_table),
+        "cpu-target" => table::<linerate_results::cpu_target::CpuTargetReport>(
+            doc,
+            linerate_results::cpu_target::cpu_target_table,
+        ),
         "tcp" => {
             table::<linerate_goodput::record::TcpRecord>(doc, linerate_goodput::report::tcp_table)
         }
