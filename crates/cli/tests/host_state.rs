@@ -428,6 +428,16 @@ fn a_stopped_tcp_run_leaves_the_host_as_it_found_it() {
     assert_same("tcp stopped by SIGINT", &before, &settled_snapshot(&b.t));
 }
 
+/// nsenter's option to run in the tester namespace. Runs that are to be
+/// killed enter only the network namespace, not a mount namespace of
+/// their own as `ip netns exec` makes: the namespaces a run makes
+/// (`lr-g<pid>-*`) are mounts under /run/netns, and a mount made in a
+/// mount namespace of the run's own would go with the run, and the ports
+/// (veths here) with it.
+fn netns_arg(b: &Bed) -> String {
+    format!("--net=/run/netns/{}", b.t)
+}
+
 /// What a killed tcp run left (its namespaces, its records of the moved
 /// ports) is removed when dropped, also when the test fails.
 struct Stranded(u32);
@@ -458,9 +468,10 @@ impl Drop for Stranded {
 /// kills it with SIGKILL; checks that its ports are stranded (in its
 /// namespaces, recorded) and returns what it left.
 fn kill_a_tcp_run(b: &Bed) -> Stranded {
-    let mut full = vec!["netns", "exec", &b.t, LINERATE];
+    let ns = netns_arg(b);
+    let mut full = vec![ns.as_str(), LINERATE];
     full.extend(args("tcp", &["--duration", "60s", "--direction", "upload"]));
-    let mut child = std::process::Command::new("ip")
+    let mut child = std::process::Command::new("nsenter")
         .args(&full)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -511,9 +522,13 @@ fn linerate_isolated(b: &Bed, stranded: &Stranded, args: &[&str]) -> Run {
     std::fs::create_dir(&dir).unwrap();
     let _dir = DirGuard::new();
     _dir.add(&dir);
+    // Staged on tmpfs mounts under `dir`, then moved over /run/netns and
+    // /run/linerate whole (a bind of the staging tree would leave the
+    // namespaces' mounts busy twice, and `ip netns del` could not remove
+    // them).
     let mut script = format!(
-        "set -e; d={}; mkdir $d/netns $d/run; chmod 700 $d/run; \
-         mount --make-rprivate /; ",
+        "set -e; d={}; mount --make-rprivate /; mkdir $d/netns $d/run; \
+         mount -t tmpfs -o mode=755 none $d/netns; mount -t tmpfs -o mode=700 none $d/run; ",
         dir.display()
     );
     for ns in &names {
@@ -522,9 +537,9 @@ fn linerate_isolated(b: &Bed, stranded: &Stranded, args: &[&str]) -> Run {
     for r in stranded.records() {
         script += &format!("cp -p {} $d/run/; ", r.display());
     }
-    script += "mount --bind $d/netns /run/netns; mount --bind $d/run /run/linerate; set +e; \
+    script += "mount --move $d/netns /run/netns; mount --move $d/run /run/linerate; set +e; \
                \"$0\" \"$@\"; rc=$?; \
-               for f in $d/run/moved-* $d/netns/lr-g*; do \
+               for f in /run/linerate/moved-* /run/netns/lr-g*; do \
                  [ -e \"$f\" ] && echo \"left: $f\" >&2; done; exit $rc";
     let mut full = vec!["--mount", "sh", "-c", &script, LINERATE];
     full.extend_from_slice(args);
@@ -555,7 +570,10 @@ fn the_ports_of_a_killed_tcp_run_are_put_back() {
             listed.dump()
         );
     }
-    let next = linerate_in(&b.t, &args("tcp", &["--duration", "1s"]));
+    let ns = netns_arg(&b);
+    let mut full = vec![ns.as_str(), LINERATE];
+    full.extend(args("tcp", &["--duration", "1s"]));
+    let next = run_program("nsenter", &full, RUN_LIMIT);
     assert_eq!(next.code, 0, "{}", next.dump());
     for dev in ["ta", "tb"] {
         assert!(

@@ -297,7 +297,10 @@ impl HostSetup {
     /// Moves interface `ifname` (in linerate's own namespace) into a new
     /// namespace `lr-g<pid>-<tag>` and brings it up; returns the namespace.
     pub fn adopt_port(&mut self, ifname: &str, tag: &str) -> Result<String, GoodputError> {
-        if !std::path::Path::new("/sys/class/net").join(ifname).exists() {
+        // Asked over netlink, not /sys: /sys shows the interfaces of the
+        // namespace it was mounted in, which need not be linerate's (a
+        // run started with `nsenter --net`).
+        if ip_in(None, &["link", "show", "dev", ifname]).is_err() {
             return Err(GoodputError::Setup(format!(
                 "no interface '{ifname}' here: name an existing interface (see 'ip link')"
             )));
