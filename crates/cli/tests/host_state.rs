@@ -427,3 +427,197 @@ fn a_stopped_tcp_run_leaves_the_host_as_it_found_it() {
     assert!(netns_with_prefix(&format!("lr-g{pid}-")).is_empty());
     assert_same("tcp stopped by SIGINT", &before, &settled_snapshot(&b.t));
 }
+
+/// nsenter's option to run in the tester namespace. Runs that are to be
+/// killed enter only the network namespace, not a mount namespace of
+/// their own as `ip netns exec` makes: the namespaces a run makes
+/// (`lr-g<pid>-*`) are mounts under /run/netns, and a mount made in a
+/// mount namespace of the run's own would go with the run, and the ports
+/// (veths here) with it.
+fn netns_arg(b: &Bed) -> String {
+    format!("--net=/run/netns/{}", b.t)
+}
+
+/// What a killed tcp run left (its namespaces, its records of the moved
+/// ports) is removed when dropped, also when the test fails.
+struct Stranded(u32);
+
+impl Stranded {
+    fn netns(&self) -> [String; 2] {
+        ["a", "b"].map(|t| format!("lr-g{}-{t}", self.0))
+    }
+
+    fn records(&self) -> Vec<std::path::PathBuf> {
+        self.netns()
+            .iter()
+            .map(|ns| std::path::Path::new("/run/linerate").join(format!("moved-{ns}.json")))
+            .collect()
+    }
+}
+
+impl Drop for Stranded {
+    fn drop(&mut self) {
+        drop(NetnsGuard(self.netns().to_vec()));
+        for r in self.records() {
+            let _ = std::fs::remove_file(r);
+        }
+    }
+}
+
+/// Starts a long tcp run on the bed's ports, waits until it measures and
+/// kills it with SIGKILL; checks that its ports are stranded (in its
+/// namespaces, recorded) and returns what it left.
+fn kill_a_tcp_run(b: &Bed) -> Stranded {
+    let ns = netns_arg(b);
+    let mut full = vec![ns.as_str(), LINERATE];
+    full.extend(args("tcp", &["--duration", "60s", "--direction", "upload"]));
+    let mut child = std::process::Command::new("nsenter")
+        .args(&full)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let left = Stranded(child.id());
+    let own = &left.netns()[1];
+    let start = Instant::now();
+    while !netns_list().contains(own) && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if netns_list().contains(own) {
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
+    assert!(
+        netns_list().contains(own),
+        "the tcp run never moved the ports"
+    );
+    for (dev, ns) in ["ta", "tb"].iter().zip(left.netns()) {
+        let home = std::process::Command::new("ip")
+            .args(["-n", &b.t, "link", "show", "dev", dev])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(!home.success(), "{dev} is still home after the kill");
+        sh("ip", &["-n", &ns, "link", "show", "dev", dev]);
+    }
+    for r in left.records() {
+        assert!(r.exists(), "no record {}", r.display());
+    }
+    left
+}
+
+/// Runs `linerate args` with only this test's namespaces and records in
+/// sight (a mount namespace of its own, private /run/netns and
+/// /run/linerate holding bind mounts of its namespaces and copies of its
+/// records), so that `lab down --all` cannot touch what other tests run
+/// meanwhile. Deleting a namespace there removes its bind mount only; what
+/// is left in there is printed to stderr ("left: NAME").
+fn linerate_isolated(b: &Bed, stranded: &Stranded, args: &[&str]) -> Run {
+    let mut names = b._guard.0.clone();
+    names.extend(stranded.netns());
+    // Its mount points; plain directories again outside, removed after.
+    let dir = std::env::temp_dir().join(format!("lr-{}", unique("i")));
+    std::fs::create_dir(&dir).unwrap();
+    let _dir = DirGuard::new();
+    _dir.add(&dir);
+    // Staged on tmpfs mounts under `dir`, then moved over /run/netns and
+    // /run/linerate whole (a bind of the staging tree would leave the
+    // namespaces' mounts busy twice, and `ip netns del` could not remove
+    // them).
+    let mut script = format!(
+        "set -e; d={}; mount --make-rprivate /; mkdir $d/netns $d/run; \
+         mount -t tmpfs -o mode=755 none $d/netns; mount -t tmpfs -o mode=700 none $d/run; ",
+        dir.display()
+    );
+    for ns in &names {
+        script += &format!("touch $d/netns/{ns}; mount --bind /run/netns/{ns} $d/netns/{ns}; ");
+    }
+    for r in stranded.records() {
+        script += &format!("cp -p {} $d/run/; ", r.display());
+    }
+    script += "mount --move $d/netns /run/netns; mount --move $d/run /run/linerate; set +e; \
+               \"$0\" \"$@\"; rc=$?; \
+               for f in /run/linerate/moved-* /run/netns/lr-g*; do \
+                 [ -e \"$f\" ] && echo \"left: $f\" >&2; done; exit $rc";
+    let mut full = vec!["--mount", "sh", "-c", &script, LINERATE];
+    full.extend_from_slice(args);
+    run_program("unshare", &full, RUN_LIMIT)
+}
+
+/// A tcp run on named ports killed with SIGKILL leaves them in its
+/// namespaces, down and without their addresses. `lab down` lists them,
+/// and the next tcp run on them puts them back first, as they were; so
+/// does `lab down --all`.
+#[test]
+fn the_ports_of_a_killed_tcp_run_are_put_back() {
+    if !root_or_skip("the_ports_of_a_killed_tcp_run_are_put_back") {
+        return;
+    }
+    let b = bed("hk");
+    let before = settled_snapshot(&b.t);
+
+    // The next run on the ports.
+    let left = kill_a_tcp_run(&b);
+    let listed = linerate_in(&b.t, &["lab", "down"]);
+    for (dev, ns) in ["ta", "tb"].iter().zip(left.netns()) {
+        assert!(
+            listed
+                .stdout
+                .contains(&format!("port {dev} stranded in {ns}")),
+            "{}",
+            listed.dump()
+        );
+    }
+    let ns = netns_arg(&b);
+    let mut full = vec![ns.as_str(), LINERATE];
+    full.extend(args("tcp", &["--duration", "1s"]));
+    let next = run_program("nsenter", &full, RUN_LIMIT);
+    assert_eq!(next.code, 0, "{}", next.dump());
+    for dev in ["ta", "tb"] {
+        assert!(
+            next.stderr.contains(&format!(
+                "putting back port {dev} that ended run {}",
+                left.0
+            )),
+            "{}",
+            next.dump()
+        );
+    }
+    assert!(!next.stderr.contains("warning"), "{}", next.dump());
+    assert!(netns_with_prefix(&format!("lr-g{}-", left.0)).is_empty());
+    for r in left.records() {
+        assert!(!r.exists(), "{} left", r.display());
+    }
+    assert_same(
+        "tcp after a killed tcp run",
+        &before,
+        &settled_snapshot(&b.t),
+    );
+    drop(left);
+
+    // `lab down --all`, seeing only this test's namespaces.
+    let left = kill_a_tcp_run(&b);
+    let down = linerate_isolated(&b, &left, &["lab", "down", "--all"]);
+    assert_eq!(down.code, 0, "{}", down.dump());
+    assert!(
+        !down.stderr.contains("left:"),
+        "records left: {}",
+        down.dump()
+    );
+    for ns in left.netns() {
+        assert!(
+            down.stdout.contains(&format!("{ns} (port")),
+            "{}",
+            down.dump()
+        );
+    }
+    assert_same(
+        "lab down --all after a killed tcp run",
+        &before,
+        &settled_snapshot(&b.t),
+    );
+    // Outside the test's mount namespace, the run's namespaces (empty now)
+    // and the originals of the records are still there: `left` removes them.
+}

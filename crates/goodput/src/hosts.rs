@@ -15,7 +15,8 @@
 //! addresses, its routes and its per-interface sysctls, so each port's
 //! state is read first ([`PortState`]) and put back after it is moved back
 //! when the run ends: up or down, MTU, its bridge or bond, addresses,
-//! routes, sysctls.
+//! routes, sysctls. That state is also written down before the move
+//! ([`crate::moved_ports`]), for when the run is killed and cannot.
 
 use crate::netns::{ip_in, read_sysctl, write_sysctl};
 use crate::{Family, GoodputError};
@@ -55,11 +56,14 @@ enum Undo {
         state: Box<PortState>,
     },
     DeleteNetns(String),
+    /// Removes the record that lets a later run put a moved port back
+    /// ([`crate::moved_ports`]); kept when moving a port back failed.
+    ForgetRecord(Box<crate::moved_ports::MovedPort>),
 }
 
 /// What a port had in linerate's namespace before a run moved it away:
 /// what the kernel drops when a port changes namespace.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PortState {
     pub ifname: String,
     /// Administratively up (`ip link set up`).
@@ -124,7 +128,7 @@ impl PortState {
 
     /// Puts the state back on the port (moved back into linerate's
     /// namespace). Every step is tried; the first failure is returned.
-    fn restore(&self) -> Result<(), GoodputError> {
+    pub(crate) fn restore(&self) -> Result<(), GoodputError> {
         let dev = self.ifname.as_str();
         let mut first = None;
         let mut note = |r: Result<(), GoodputError>| {
@@ -293,7 +297,10 @@ impl HostSetup {
     /// Moves interface `ifname` (in linerate's own namespace) into a new
     /// namespace `lr-g<pid>-<tag>` and brings it up; returns the namespace.
     pub fn adopt_port(&mut self, ifname: &str, tag: &str) -> Result<String, GoodputError> {
-        if !std::path::Path::new("/sys/class/net").join(ifname).exists() {
+        // Asked over netlink, not /sys: /sys shows the interfaces of the
+        // namespace it was mounted in, which need not be linerate's (a
+        // run started with `nsenter --net`).
+        if ip_in(None, &["link", "show", "dev", ifname]).is_err() {
             return Err(GoodputError::Setup(format!(
                 "no interface '{ifname}' here: name an existing interface (see 'ip link')"
             )));
@@ -301,6 +308,11 @@ impl HostSetup {
         // What the move takes away, read before it.
         let state = PortState::read(ifname)?;
         let ns = format!("lr-g{}-{tag}", std::process::id());
+        // Written down before the move: if this run is killed, a later one
+        // (or `lab down`) puts the port back from it.
+        let record = crate::moved_ports::MovedPort::new(state.clone(), &ns)?;
+        record.write()?;
+        self.undo.push(Undo::ForgetRecord(Box::new(record)));
         ip_in(None, &["netns", "add", &ns])?;
         self.undo.push(Undo::DeleteNetns(ns.clone()));
         ip_in(None, &["link", "set", "dev", ifname, "netns", &ns])?;
@@ -421,6 +433,8 @@ impl HostSetup {
 
     /// Undoes everything now (also done on drop); warnings go to stderr.
     pub fn undo(&mut self) {
+        // A port not put back keeps its record, for `lab down`.
+        let mut port_left = false;
         while let Some(step) = self.undo.pop() {
             let result = match &step {
                 Undo::Ip { ns, args } => {
@@ -431,10 +445,20 @@ impl HostSetup {
                 Undo::MoveBack { ns, state } => {
                     let pid = std::process::id().to_string();
                     let dev = state.ifname.as_str();
-                    ip_in(Some(ns), &["link", "set", "dev", dev, "netns", &pid])
-                        .and_then(|_| state.restore())
+                    match ip_in(Some(ns), &["link", "set", "dev", dev, "netns", &pid]) {
+                        Ok(_) => state.restore(),
+                        Err(e) => {
+                            port_left = true;
+                            Err(e)
+                        }
+                    }
                 }
                 Undo::DeleteNetns(ns) => ip_in(None, &["netns", "del", ns]).map(|_| ()),
+                Undo::ForgetRecord(record) if !port_left => {
+                    record.forget();
+                    Ok(())
+                }
+                Undo::ForgetRecord(_) => Ok(()),
             };
             if let Err(e) = result {
                 eprintln!("linerate: warning: undoing the run's host set-up: {e}");

@@ -24,10 +24,21 @@ pub fn in_netns<T>(
             "network namespace {name} does not exist: is the lab up ('linerate lab status')?"
         ))
     })?;
+    in_netns_file(&target, &format!("namespace {name}"), f)
+}
+
+/// Runs `f` with the calling thread inside the namespace of nsfs file
+/// `target` (`what` names it in errors): for a namespace known by no name,
+/// such as the host's (`/proc/1/ns/net`).
+pub fn in_netns_file<T>(
+    target: &File,
+    what: &str,
+    f: impl FnOnce() -> Result<T, GoodputError>,
+) -> Result<T, GoodputError> {
     let home = File::open("/proc/thread-self/ns/net")
         .map_err(|e| GoodputError::io("opening linerate's own namespace", e))?;
     nix::sched::setns(target.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
-        .map_err(|e| GoodputError::io(format!("entering namespace {name}"), e.into()))?;
+        .map_err(|e| GoodputError::io(format!("entering {what}"), e.into()))?;
     let result = f();
     // Coming back cannot reasonably fail (we came from there); if it did,
     // this thread would go on in the wrong namespace, so stop hard.

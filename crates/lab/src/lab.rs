@@ -521,13 +521,13 @@ pub fn down_matching(prefix: &str) -> Result<Vec<String>, LabError> {
 }
 
 /// What [`down_all`] would remove: every namespace whose name starts with
-/// [`PREFIX`], then any veth in the root namespace whose name starts with
-/// "lr" (as `veth NAME`).
-pub fn leftovers() -> Result<Vec<String>, LabError> {
+/// [`PREFIX`] but those in `keep`, then any veth in the root namespace
+/// whose name starts with "lr" (as `veth NAME`).
+pub fn leftovers(keep: &[String]) -> Result<Vec<String>, LabError> {
     crate::check_environment()?;
     let mut all: Vec<String> = netns::list()
         .into_iter()
-        .filter(|n| n.starts_with(PREFIX))
+        .filter(|n| n.starts_with(PREFIX) && !keep.contains(n))
         .collect();
     all.extend(root_veths()?.into_iter().map(|v| format!("veth {v}")));
     Ok(all)
@@ -550,9 +550,11 @@ fn root_veths() -> Result<Vec<String>, LabError> {
 
 /// Removes every namespace whose name starts with [`PREFIX`] (and any stray
 /// veth in the root namespace whose name starts with "lr"), even after a
-/// crash: every lab on the machine, whoever made it. Returns what it
-/// removed.
-pub fn down_all() -> Result<Vec<String>, LabError> {
+/// crash: every lab on the machine, whoever made it. Namespaces in `keep`
+/// stay: those holding a running goodput run's named ports, which that run
+/// moves back when it ends (deleting the namespace would lose them).
+/// Returns what it removed.
+pub fn down_all(keep: &[String]) -> Result<Vec<String>, LabError> {
     crate::check_environment()?;
     // The labs whose files to look for: those with a DUT namespace.
     let labs: Vec<String> = netns::list()
@@ -563,7 +565,11 @@ pub fn down_all() -> Result<Vec<String>, LabError> {
         })
         .map(str::to_string)
         .collect();
-    let mut removed = down_matching(PREFIX)?;
+    let mut removed = delete_all(
+        netns::list()
+            .into_iter()
+            .filter(|n| n.starts_with(PREFIX) && !keep.contains(n)),
+    )?;
     remove_leftover_files(&labs);
     for ifname in root_veths()? {
         let ifname = ifname.as_str();

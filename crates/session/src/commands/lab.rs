@@ -3,6 +3,7 @@
 use crate::args::LabAction;
 use crate::exit::Outcome;
 use anyhow::{bail, Result};
+use linerate_goodput::moved_ports;
 use linerate_lab::Lab;
 
 pub fn run(action: LabAction) -> Result<Outcome> {
@@ -38,7 +39,7 @@ pub fn run(action: LabAction) -> Result<Outcome> {
             let removed = match (lab_name, all) {
                 // Also removes a half-made lab, which attach would refuse.
                 (Some(name), _) => linerate_lab::down_lab(&name)?,
-                (None, true) => linerate_lab::down_all()?,
+                (None, true) => down_all()?,
                 (None, false) => return list_for_all(),
             };
             if removed.is_empty() {
@@ -63,11 +64,44 @@ pub fn run(action: LabAction) -> Result<Outcome> {
     Ok(Outcome::Passed)
 }
 
+/// `lab down --all`: first puts back the named ports that killed `tcp` and
+/// `http` runs left in their namespaces (deleting those namespaces would
+/// lose the ports' state, and a veth with it), then removes every lab but
+/// the namespaces still holding a port: those of running `tcp`/`http`
+/// runs, and any whose port could not be put back.
+fn down_all() -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    let mut failed = None;
+    for port in moved_ports::stranded() {
+        match port.recover() {
+            Ok(()) => removed.push(format!(
+                "{} (port {} put back)",
+                port.moved_to, port.state.ifname
+            )),
+            Err(e) => {
+                eprintln!("linerate: warning: {e}");
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    removed.extend(linerate_lab::down_all(&moved_ports::recorded())?);
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok(removed),
+    }
+}
+
 /// Bare `lab down`: removing every lab on the machine (other users' and
 /// other runs' too) must be asked for by name or with `--all`, so it only
 /// says what `--all` would remove.
 fn list_for_all() -> Result<Outcome> {
-    let everything = linerate_lab::leftovers()?;
+    let mut everything: Vec<String> = moved_ports::stranded()
+        .iter()
+        .map(|p| p.describe())
+        .collect();
+    // Without the namespaces of recorded ports: a stranded port's is named
+    // on its line above, a running run's is not to be removed.
+    everything.extend(linerate_lab::leftovers(&moved_ports::recorded())?);
     if everything.is_empty() {
         println!("nothing to remove");
         return Ok(Outcome::Passed);

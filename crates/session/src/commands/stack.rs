@@ -207,6 +207,9 @@ pub fn open(args: &StackPortArgs) -> Result<StackPath> {
             );
         }
         port_locks = crate::ports::lock_ports(&(name_a.into(), None), &(name_b.into(), None))?;
+        // A killed run may have left them in its namespaces: put them back
+        // (under the ports' locks, so no other run does it at once).
+        linerate_goodput::moved_ports::recover_for(&[name_a, name_b])?;
         let speed = hosts::speed_bps(None, name_a).map(|s| (s, name_a.to_string()));
         let ns_a = hosts.adopt_port(name_a, "a")?;
         let ns_b = hosts.adopt_port(name_b, "b")?;
