@@ -87,7 +87,7 @@ pub enum LabAction {
         /// The lab to remove, as given to 'lab up --lab-name' ('default' for the lab --lab uses).
         #[arg(long)]
         lab_name: Option<String>,
-        /// Remove every lab and namespace named lr-* on this machine, whoever made it (other users' runs too).
+        /// Remove every lab and namespace named lr-* on this machine, whoever made it (other users' runs too), after putting back the tester ports a killed tcp/http run left in its namespaces; a running tcp/http run's namespaces stay.
         #[arg(long, conflicts_with = "lab_name")]
         all: bool,
     },

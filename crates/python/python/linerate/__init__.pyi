@@ -855,5 +855,5 @@ def lab_down(
 
     Options:
         lab_name: The lab to remove, as given to 'lab up --lab-name' ('default' for the lab --lab uses)
-        all: Remove every lab and namespace named lr-* on this machine, whoever made it (other users' runs too)
+        all: Remove every lab and namespace named lr-* on this machine, whoever made it (other users' runs too), after putting back the tester ports a killed tcp/http run left in its namespaces; a running tcp/http run's namespaces stay
     """
