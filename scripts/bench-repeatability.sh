@@ -13,7 +13,8 @@
 #
 #   scripts/bench-repeatability.sh [--runs N] [--linerate PATH] [--out DIR]
 #
-# The JSON of every run is kept in DIR (default: a new directory under /tmp).
+# The JSON of every run, and the table it printed (main-N.txt, compare-N.txt),
+# are kept in DIR (default: a new directory under /tmp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,13 +40,13 @@ mkdir -p "$out"
 echo "bench-repeatability.sh: $runs runs each, JSON in $out, $("$linerate" --version 2>/dev/null || echo linerate) at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 for i in $(seq 1 "$runs"); do
     start=$(date +%s)
-    "$linerate" rfc2544 --lab --no-db --quiet --json "$out/main-$i.json" >/dev/null
+    "$linerate" rfc2544 --lab --no-db --quiet --json "$out/main-$i.json" >"$out/main-$i.txt"
     echo "main job run $i: $(( $(date +%s) - start )) s"
 done
 for i in $(seq 1 "$runs"); do
     start=$(date +%s)
     "$linerate" rfc2544 --scenario lan-lan,acl:12,firewall:50 --sizes 64 --no-db --quiet \
-        --json "$out/compare-$i.json" >/dev/null
+        --json "$out/compare-$i.json" >"$out/compare-$i.txt"
     echo "comparison run $i: $(( $(date +%s) - start )) s"
 done
 
