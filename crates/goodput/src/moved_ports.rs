@@ -283,8 +283,35 @@ pub fn all() -> Vec<(PathBuf, Result<MovedPort, GoodputError>)> {
     out
 }
 
-/// The records whose run has ended: ports to put back.
+/// The pid in the name of a record's temporary file (see
+/// [`MovedPort::write`]), `.moved-<namespace>.<pid>.tmp`.
+fn temporary_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix('.')?.strip_prefix(PREFIX)?;
+    rest.strip_suffix(".tmp")?.rsplit_once('.')?.1.parse().ok()
+}
+
+/// Removes the temporary files of runs killed while writing a record (the
+/// instant between creating one and linking it into place). A file whose
+/// pid runs stays: it may be that run's, still writing.
+fn sweep_temporaries() {
+    let Ok(entries) = fs::read_dir(linerate_helper::RUN_DIR) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temporary_owner) else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The records whose run has ended: ports to put back. (Temporary files
+/// that ended runs left are removed on the way.)
 pub fn stranded() -> Vec<MovedPort> {
+    sweep_temporaries();
     all()
         .into_iter()
         .filter_map(|(_, r)| r.ok())
@@ -421,6 +448,56 @@ mod tests {
     fn is_root() -> bool {
         // SAFETY: geteuid has no preconditions.
         unsafe { libc::geteuid() == 0 }
+    }
+
+    #[test]
+    fn a_temporary_file_names_its_writer() {
+        assert_eq!(
+            temporary_owner(&format!(".{PREFIX}lr-g123-a.4567.tmp")),
+            Some(4567)
+        );
+        for other in [
+            format!("{PREFIX}lr-g123-a{SUFFIX}"),
+            format!(".{PREFIX}lr-g123-a.tmp"),
+            format!(".{PREFIX}lr-g123-a.x.tmp"),
+            ".other.1.tmp".to_string(),
+        ] {
+            assert_eq!(temporary_owner(&other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn temporary_files_of_ended_runs_are_swept_and_a_running_one_s_kept() {
+        if !is_root() {
+            // /run/linerate is root's; CI (root, LINERATE_REQUIRE_ALL=1) runs it.
+            assert_ne!(
+                std::env::var("LINERATE_REQUIRE_ALL").as_deref(),
+                Ok("1"),
+                "SKIPPED (not root) where every test must run"
+            );
+            return;
+        }
+        let dir = linerate_helper::run_dir().unwrap();
+        // A pid that has ended: a child waited for.
+        let ended = std::process::Command::new("true")
+            .spawn()
+            .and_then(|mut c| c.wait().map(|_| c.id()))
+            .unwrap();
+        let ns = format!("lr-g{}-sweep", std::process::id());
+        let dead = dir.join(format!(".{PREFIX}{ns}.{ended}.tmp"));
+        let live = dir.join(format!(".{PREFIX}{ns}.{}.tmp", std::process::id()));
+        fs::write(&dead, "{").unwrap();
+        fs::write(&live, "{").unwrap();
+        sweep_temporaries();
+        let (dead_left, live_left) = (dead.exists(), live.exists());
+        let _ = fs::remove_file(&dead);
+        let _ = fs::remove_file(&live);
+        assert!(!dead_left, "{} left", dead.display());
+        assert!(
+            live_left,
+            "{} removed while its run goes on",
+            live.display()
+        );
     }
 
     #[test]
