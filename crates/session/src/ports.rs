@@ -74,6 +74,20 @@ pub struct TestBed {
 }
 
 impl TestBed {
+    /// What this bed tests, in the words a report's title uses (a
+    /// scenario's own description replaces it where one is configured).
+    pub fn description(&self) -> String {
+        if self.setup == "lab" {
+            "LAN-LAN routing, lab Linux router in a network namespace".to_string()
+        } else {
+            format!(
+                "{} -> {} (external DUT)",
+                self.engine.port_a().ifname,
+                self.engine.port_b().ifname
+            )
+        }
+    }
+
     /// The most frames/s these frames can be offered: the line rate, of
     /// both links when both directions send.
     pub fn line_rate_fps(&self, frames: &linerate_wire::Frames) -> f64 {

@@ -60,19 +60,6 @@ pub struct Recorder {
     finished: bool,
 }
 
-/// What a test bed tests, in the words rfc2544's report title uses.
-pub fn scenario(bed: &crate::ports::TestBed) -> String {
-    if bed.setup == "lab" {
-        "LAN-LAN routing, lab Linux router in a network namespace".to_string()
-    } else {
-        format!(
-            "{} -> {} (external DUT)",
-            bed.engine.port_a().ifname,
-            bed.engine.port_b().ifname
-        )
-    }
-}
-
 /// The command line a run is stored and announced with, when it is not
 /// this process's own (the Python package runs `linerate trial ...` inside
 /// `python3 script.py`).

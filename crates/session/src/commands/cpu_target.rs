@@ -92,14 +92,9 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         }
     }
     bed.engine.resolve()?;
-    let description = match (&scenario, bed.setup) {
-        (Some(s), _) => s.description(),
-        (None, "lab") => "LAN-LAN routing, lab Linux router".to_string(),
-        _ => format!(
-            "{} -> {} (external DUT)",
-            bed.engine.port_a().ifname,
-            bed.engine.port_b().ifname
-        ),
+    let description = match &scenario {
+        Some(s) => s.description(),
+        None => bed.description(),
     };
     recorder.begin(RunInfo {
         command: "cpu-target",

@@ -202,16 +202,9 @@ pub(crate) fn measure(
 
     let mut rep = Rfc2544Report {
         linerate_version: env!("CARGO_PKG_VERSION").to_string(),
-        description: if let Some(s) = &extras.scenario {
-            s.description.clone()
-        } else if bed.setup == "lab" {
-            "LAN-LAN routing, lab Linux router in a network namespace".to_string()
-        } else {
-            format!(
-                "{} -> {} (external DUT)",
-                bed.engine.port_a().ifname,
-                bed.engine.port_b().ifname
-            )
+        description: match &extras.scenario {
+            Some(s) => s.description.clone(),
+            None => bed.description(),
         },
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
         setup: bed.setup.to_string(),

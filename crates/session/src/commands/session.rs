@@ -80,15 +80,7 @@ pub(crate) fn start(
     }
     let run = RunInfo {
         linerate_version: env!("CARGO_PKG_VERSION").to_string(),
-        description: if bed.setup == "lab" {
-            "LAN-LAN routing, lab Linux router in a network namespace".to_string()
-        } else {
-            format!(
-                "{} -> {} (external DUT)",
-                bed.engine.port_a().ifname,
-                bed.engine.port_b().ifname
-            )
-        },
+        description: bed.description(),
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
         setup: bed.setup.to_string(),
         port_a,

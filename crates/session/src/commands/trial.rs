@@ -57,7 +57,7 @@ pub fn run(mut args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         engine: &bed.engine.config().name,
         receiver: bed.engine.receiver(),
         line_speed_bps: bed.line_bps,
-        scenario: &crate::recorder::scenario(&bed),
+        scenario: &bed.description(),
         report: None,
         sizes: vec![frame.frame()],
         trial_s: duration.as_secs_f64(),
