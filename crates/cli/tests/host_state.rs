@@ -621,3 +621,66 @@ fn the_ports_of_a_killed_tcp_run_are_put_back() {
     // Outside the test's mount namespace, the run's namespaces (empty now)
     // and the originals of the records are still there: `left` removes them.
 }
+
+/// Whether a program is attached at the XDP hook of `dev` in namespace `t`.
+fn xdp_attached(t: &str, dev: &str) -> bool {
+    ip_json(t, &["link", "show", "dev", dev])[0]
+        .get("xdp")
+        .is_some()
+}
+
+/// A packet run on named ports killed with SIGKILL in the middle of its
+/// trial: the ports are as before. Its XDP programs (generator, counter,
+/// AF_XDP redirect) hang on BPF links, which the kernel detaches when the
+/// process dies; it changes nothing else on a named port.
+#[test]
+fn a_killed_packet_run_leaves_the_ports_as_it_found_them() {
+    if !root_or_skip("a_killed_packet_run_leaves_the_ports_as_it_found_them") {
+        return;
+    }
+    let b = bed("hx");
+    let before = settled_snapshot(&b.t);
+    for engine in ["xdp", "af_xdp"] {
+        let ns = netns_arg(&b);
+        let mut full = vec![ns.as_str(), LINERATE];
+        full.extend(args(
+            "trial",
+            &[
+                "--no-db",
+                "--engine",
+                engine,
+                "--frame-size",
+                "128",
+                "--rate",
+                "5000fps",
+                "--duration",
+                "60s",
+            ],
+        ));
+        let mut child = std::process::Command::new("nsenter")
+            .args(&full)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Sending: a program at port B's hook (the counter or the redirect).
+        let start = Instant::now();
+        while !xdp_attached(&b.t, "tb") && start.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let attached = xdp_attached(&b.t, "tb");
+        std::thread::sleep(Duration::from_millis(500));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        assert!(
+            attached,
+            "{engine}: the run never attached its program to tb"
+        );
+        assert_same(
+            &format!("trial --engine {engine}, killed"),
+            &before,
+            &settled_snapshot(&b.t),
+        );
+    }
+}
