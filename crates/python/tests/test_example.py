@@ -22,3 +22,7 @@ def test_the_example_prints_the_rfc2544_table(root):
     assert header.split()[-2:] == ["64", "1518"]
     fps = next(line for line in lines if line.startswith("Throughput [fps]"))
     assert all(int(v.replace(",", "")) > 0 for v in fps.split()[2:])
+    # MLRsearch's NDR and PDR beneath, one figure per size.
+    for name in ("NDR", "PDR"):
+        row = next(line for line in lines if line.startswith(f"{name} [fps]"))
+        assert len(row.split()[2:-1]) == 2, row
