@@ -1287,6 +1287,19 @@ fn cases_of(c: &'static Cmd, s: &Scratch) -> Vec<Case> {
     v
 }
 
+/// The files in /run/linerate with their modification times.
+fn lock_files() -> Vec<(String, Option<std::time::SystemTime>)> {
+    std::fs::read_dir("/run/linerate")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| {
+            let modified = e.metadata().and_then(|m| m.modified()).ok();
+            (e.file_name().to_string_lossy().into_owned(), modified)
+        })
+        .collect()
+}
+
 /// The same test as a scenario file: a valid first test (a trial on the
 /// lab that does not exist, which would fail if it ran) and the bad one
 /// second; `argv` is the bad test's command line.
@@ -1356,6 +1369,7 @@ fn every_packet_command_refuses_bad_input_and_leaves_nothing() {
                 count += 1;
                 let before = s.listing();
                 let ns_before = netns_list();
+                let locks_before = lock_files();
                 let args: Vec<&str> = argv.iter().map(String::as_str).collect();
                 let run = match case.bed {
                     Bed::Wire => linerate_in(&ns, &args),
@@ -1387,11 +1401,13 @@ fn every_packet_command_refuses_bad_input_and_leaves_nothing() {
                     wrong.push(format!("left namespaces {left:?}"));
                 }
                 // Nor a lock file of the lab (or of a port) it never used.
-                let locks: Vec<String> = std::fs::read_dir("/run/linerate")
+                // One left earlier by a killed run (a SIGKILL test) whose
+                // namespace inode the kernel has since reused is not this
+                // run's: only files made or rewritten by it count.
+                let locks: Vec<String> = lock_files()
                     .into_iter()
-                    .flatten()
-                    .flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|l| !locks_before.contains(l))
+                    .map(|(n, _)| n)
                     .filter(|n| {
                         n.contains(&lab) || n.contains("-nosuch") || n.starts_with(&wire_locks)
                     })

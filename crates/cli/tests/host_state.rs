@@ -22,6 +22,20 @@ struct Bed {
     _guard: NetnsGuard,
 }
 
+/// A killed run cannot remove its ports' lock files (`port-<netns
+/// inode>-<port>.lock`): this test's are removed with its namespaces.
+impl Drop for Bed {
+    fn drop(&mut self) {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(ns) = std::fs::metadata(format!("/run/netns/{}", self.t)) else {
+            return;
+        };
+        for dev in ["ta", "tb"] {
+            let _ = std::fs::remove_file(format!("/run/linerate/port-{}-{dev}.lock", ns.ino()));
+        }
+    }
+}
+
 fn bed(tag: &str) -> Bed {
     let u = unique(tag);
     let (t, r) = (format!("lr-{u}-t"), format!("lr-{u}-r"));
