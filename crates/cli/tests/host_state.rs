@@ -478,20 +478,30 @@ impl Drop for Stranded {
     }
 }
 
-/// Starts a long tcp run on the bed's ports, waits until it measures and
-/// kills it with SIGKILL; checks that its ports are stranded (in its
-/// namespaces, recorded) and returns what it left.
-fn kill_a_tcp_run(b: &Bed) -> Stranded {
+/// Starts `linerate argv` in the bed's tester namespace, through nsenter
+/// (not `ip netns exec`, whose mount namespace dies with a killed run),
+/// with no input or output.
+fn spawn_in_bed(b: &Bed, argv: &[&str]) -> std::process::Child {
     let ns = netns_arg(b);
-    let mut full = vec![ns.as_str(), LINERATE];
-    full.extend(args("tcp", &["--duration", "60s", "--direction", "upload"]));
-    let mut child = std::process::Command::new("nsenter")
-        .args(&full)
+    std::process::Command::new("nsenter")
+        .arg(&ns)
+        .arg(LINERATE)
+        .args(argv)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// Starts a long tcp run on the bed's ports, waits until it measures and
+/// kills it with SIGKILL; checks that its ports are stranded (in its
+/// namespaces, recorded) and returns what it left.
+fn kill_a_tcp_run(b: &Bed) -> Stranded {
+    let mut child = spawn_in_bed(
+        b,
+        &args("tcp", &["--duration", "60s", "--direction", "upload"]),
+    );
     let left = Stranded(child.id());
     let own = &left.netns()[1];
     let start = Instant::now();
@@ -655,29 +665,23 @@ fn a_killed_packet_run_leaves_the_ports_as_it_found_them() {
     let b = bed("hx");
     let before = settled_snapshot(&b.t);
     for engine in ["xdp", "af_xdp"] {
-        let ns = netns_arg(&b);
-        let mut full = vec![ns.as_str(), LINERATE];
-        full.extend(args(
-            "trial",
-            &[
-                "--no-db",
-                "--engine",
-                engine,
-                "--frame-size",
-                "128",
-                "--rate",
-                "5000fps",
-                "--duration",
-                "60s",
-            ],
-        ));
-        let mut child = std::process::Command::new("nsenter")
-            .args(&full)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_in_bed(
+            &b,
+            &args(
+                "trial",
+                &[
+                    "--no-db",
+                    "--engine",
+                    engine,
+                    "--frame-size",
+                    "128",
+                    "--rate",
+                    "5000fps",
+                    "--duration",
+                    "60s",
+                ],
+            ),
+        );
         // Sending: a program at port B's hook (the counter or the redirect).
         let start = Instant::now();
         while !xdp_attached(&b.t, "tb") && start.elapsed() < Duration::from_secs(20) {

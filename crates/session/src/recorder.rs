@@ -313,18 +313,6 @@ impl Recorder {
         );
     }
 
-    /// A trial of a method with progress of its own ended (`passed`: None
-    /// when the method does not judge it by its loss).
-    pub fn trial_finished(
-        &mut self,
-        search_no: usize,
-        trial_no: usize,
-        result: &TrialResult,
-        passed: Option<bool>,
-    ) {
-        self.trial_done(search_no, trial_no, result, passed);
-    }
-
     /// Whether progress lines are wanted (not `--quiet`).
     pub fn verbose(&self) -> bool {
         !self.args.quiet
@@ -388,8 +376,10 @@ impl Recorder {
         }
     }
 
-    /// Stores a finished trial (committed before this returns) and announces it.
-    fn trial_done(
+    /// Stores a finished trial (committed before this returns) and announces
+    /// it; `passed` is None when the method does not judge it by its loss
+    /// (cpu-target, latency).
+    pub fn trial_done(
         &mut self,
         search_no: usize,
         trial_no: usize,

@@ -131,8 +131,9 @@ pub struct StoredRun {
     /// Every finished trial, in the order run.
     pub trials: Vec<StoredTrial>,
     /// The command's own report as its `--json` writes it, as far as the
-    /// run got (latency, loss, mlrsearch, back-to-back, tcp, http); None
-    /// for rfc2544 and trial runs, which are rebuilt from their rows.
+    /// run got (latency, loss, mlrsearch, back-to-back, cpu-target, tcp,
+    /// http); None for rfc2544 and trial runs, which are rebuilt from their
+    /// rows.
     pub document: Option<serde_json::Value>,
 }
 

@@ -146,7 +146,7 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                 ),
                 CpuTargetProgress::TrialDone {
                     trial_no, result, ..
-                } => recorder.trial_finished(search_no, *trial_no as usize, result, None),
+                } => recorder.trial_done(search_no, *trial_no as usize, result, None),
             }
             if recorder.verbose() {
                 show_progress(p);
