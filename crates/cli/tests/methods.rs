@@ -590,3 +590,60 @@ fn loss_mlrsearch_and_back_to_back_runs_are_stored_with_every_trial() {
     assert_eq!(names.last().map(String::as_str), Some("run_done"));
     assert_eq!(names.iter().filter(|n| *n == "trial_done").count(), 2);
 }
+
+/// `--pcap` works for every method command as it does for trial: with
+/// `--receiver auto` port B then counts through the engine's socket, so the
+/// capture holds the test frames (the loss, mlrsearch, back-to-back and
+/// latency commands refused it before, asking for `--receiver socket`).
+#[test]
+fn every_method_command_captures_the_test_frames() {
+    if !root_or_skip("every_method_command_captures_the_test_frames") {
+        return;
+    }
+    let (lab, _guard) = lab_up("pcap");
+    let common = ["--sizes", "128", "--trial-duration", "1s", "-q", "--no-db"];
+    let runs: [(&str, Vec<&str>); 4] = [
+        ("loss", vec!["--loads", "5kpps"]),
+        ("mlrsearch", vec!["--max-rate", "5kpps"]),
+        (
+            "back-to-back",
+            vec![
+                "--throughput",
+                "5kpps",
+                "--max-rate",
+                "10kpps",
+                "--max-burst",
+                "500",
+                "--repeat",
+                "1",
+            ],
+        ),
+        ("latency", vec!["--rate", "5kpps"]),
+    ];
+    for (cmd, extra) in runs {
+        let pcap = TempFile::new("mpcap");
+        let mut args = vec![cmd, "--lab", "--lab-name", &lab, "--pcap", pcap.arg()];
+        args.extend_from_slice(&common);
+        args.extend_from_slice(&extra);
+        let run = linerate(&args);
+        assert_eq!(run.code, 0, "{cmd}: {}", run.dump());
+        let bytes = std::fs::read(&pcap.0).expect("pcap written");
+        // The 24-byte file header, then records of a 16-byte header and
+        // the frame; test frames carry the signature 'LR' at byte 42.
+        let mut test_frames = 0;
+        let mut at = 24;
+        while at + 16 <= bytes.len() {
+            let len = u32::from_ne_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+            let frame = &bytes[at + 16..(at + 16 + len).min(bytes.len())];
+            if frame.len() >= 44 && frame[42..44] == [0x4C, 0x52] {
+                test_frames += 1;
+            }
+            at += 16 + len;
+        }
+        assert_eq!(at, bytes.len(), "{cmd}: whole records");
+        assert!(
+            test_frames >= 10,
+            "{cmd}: {test_frames} test frames captured"
+        );
+    }
+}

@@ -17,6 +17,7 @@ pub mod exit;
 mod frame_args;
 mod method_args;
 mod outputs;
+pub mod plan;
 mod ports;
 mod progress;
 mod record_args;

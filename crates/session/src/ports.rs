@@ -1,7 +1,8 @@
-//! Turns the port arguments into a ready engine: the lab's ports (building a
-//! lab for this run when none is up) or the interfaces the user named.
+//! Opens the test bed a [`BedPlan`] describes: the lab's ports (building a
+//! lab for this run when none is up) or the interfaces the user named, with
+//! the engine ready on them.
 
-use crate::args::PortArgs;
+use crate::plan::{BedPlan, Target};
 use anyhow::{anyhow, bail, Context, Result};
 use linerate_bpf::generator::MAX_FRAME_LEN as XDP_MAX_FRAME_LEN;
 use linerate_engine::backend::{NotDelivered, QueueRx, QueueTx};
@@ -111,106 +112,91 @@ pub const DEFAULT_LAB: &str = "default";
 /// Default line speed when neither the user nor the link says one.
 const DEFAULT_LINE_BPS: u64 = 10_000_000_000;
 
-pub fn open(args: &PortArgs, max_frame_len: usize) -> Result<TestBed> {
-    open_with(args, max_frame_len, None)
+pub fn open(plan: &BedPlan, max_frame_len: usize) -> Result<TestBed> {
+    open_with(plan, max_frame_len, None)
 }
 
 /// Like [`open`], on `lab` when one is given (a lab a scenario configured):
 /// the test bed then owns it and removes it when dropped.
-pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> Result<TestBed> {
-    check_tx_threads(&args.engine, args.tx_threads)?;
-    let straggler_wait = parse_duration(&args.straggler_wait, "--straggler-wait")?;
+pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Result<TestBed> {
     let opts = AfPacketOptions {
         max_frame_len,
         ..AfPacketOptions::default()
     };
-    let encap = args.encap.encap()?;
-    let flows = linerate_wire::Flows::parse(&args.ranges)
-        .and_then(|f| f.for_encap(encap))
-        .context("--range")?;
-    if let Some(source) = args.drop_from {
-        // The engine checks again before every trial; here, before a lab is built.
-        let v6 = encap.ip == IpVersion::V6;
-        linerate_engine::check_drop_test(source, v6, args.bidirectional, &flows)?;
-    }
+    let encap = plan.encap;
     crate::commands::touch_machine()?;
     if !nix::unistd::geteuid().is_root() {
         bail!("not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
     }
     let mut routed = None;
     let mut port_locks = Vec::new();
-    let (a, host_a, b, mut host_b, lab, placement) = if args.lab || given.is_some() {
-        linerate_lab::check_environment()?;
-        let lab = if let Some(lab) = given {
-            lab
-        } else if let Some(name) = &args.lab_name {
-            // A named lab must exist: a typo must not test another lab.
-            Lab::attach(name)?
-        } else if Lab::exists(DEFAULT_LAB) {
-            Lab::attach(DEFAULT_LAB)?
-        } else {
-            let name = linerate_lab::temporary_name();
-            eprintln!("linerate: building lab '{name}' for this run (namespaces lr-{name}-*)");
-            Lab::up(&name)?
-        };
-        let (pa, pb) = (lab.port_a().clone(), lab.port_b().clone());
-        let a = (pa.ifname.clone(), Some(pa.netns.clone()));
-        let b = (pb.ifname.clone(), Some(pb.netns.clone()));
-        let host = |p: &linerate_lab::LabPort, side: usize| HostConfig {
-            ip: p.ip,
-            prefix_len: p.prefix_len,
-            gateway: p.gateway,
-            gateway_mac: None,
-            also_answers: None,
-            ipv6: (encap.ip == IpVersion::V6).then(|| Ipv6Host {
-                ip: LAB_IPV6[side].0,
-                prefix_len: LAB_IPV6_PREFIX,
-                gateway: LAB_IPV6[side].1,
-            }),
-            vlan: encap.vlan,
-        };
-        let (ha, hb) = (host(&pa, 0), host(&pb, 1));
-        if !encap.is_default() {
-            routed = Some(
-                lab.route_layout(encap.ip == IpVersion::V6, encap.vlan.map(|v| v.id))
-                    .context("preparing the lab router for IPv6/VLAN")?,
-            );
-            if let Some(r) = &routed {
-                eprintln!(
-                    "linerate: {encap} test frames: the lab router routes them on {} for this run",
-                    r.describe()
+    let (a, host_a, b, mut host_b, lab, placement) = match (&plan.target, given) {
+        (Target::External { a: pa, b: pb }, None) => {
+            let a = (pa.ifname.clone(), None);
+            let b = (pb.ifname.clone(), None);
+            port_locks = lock_ports(&a, &b)?;
+            (a, pa.host.clone(), b, pb.host.clone(), None, None)
+        }
+        (target, given) => {
+            linerate_lab::check_environment()?;
+            let name = match target {
+                Target::Lab { name } => name.as_deref(),
+                Target::External { .. } => None,
+            };
+            let lab = if let Some(lab) = given {
+                lab
+            } else if let Some(name) = name {
+                // A named lab must exist: a typo must not test another lab.
+                Lab::attach(name)?
+            } else if Lab::exists(DEFAULT_LAB) {
+                Lab::attach(DEFAULT_LAB)?
+            } else {
+                let name = linerate_lab::temporary_name();
+                eprintln!("linerate: building lab '{name}' for this run (namespaces lr-{name}-*)");
+                Lab::up(&name)?
+            };
+            let (pa, pb) = (lab.port_a().clone(), lab.port_b().clone());
+            let a = (pa.ifname.clone(), Some(pa.netns.clone()));
+            let b = (pb.ifname.clone(), Some(pb.netns.clone()));
+            let host = |p: &linerate_lab::LabPort, side: usize| HostConfig {
+                ip: p.ip,
+                prefix_len: p.prefix_len,
+                gateway: p.gateway,
+                gateway_mac: None,
+                also_answers: None,
+                ipv6: (encap.ip == IpVersion::V6).then(|| Ipv6Host {
+                    ip: LAB_IPV6[side].0,
+                    prefix_len: LAB_IPV6_PREFIX,
+                    gateway: LAB_IPV6[side].1,
+                }),
+                vlan: encap.vlan,
+            };
+            let (ha, hb) = (host(&pa, 0), host(&pb, 1));
+            if !encap.is_default() {
+                routed = Some(
+                    lab.route_layout(encap.ip == IpVersion::V6, encap.vlan.map(|v| v.id))
+                        .context("preparing the lab router for IPv6/VLAN")?,
                 );
+                if let Some(r) = &routed {
+                    eprintln!(
+                        "linerate: {encap} test frames: the lab router routes them on {} for this run",
+                        r.describe()
+                    );
+                }
             }
+            let pl = lab.placement();
+            let placement = Placement {
+                tester_cpus: pl.tester_cpus.clone(),
+                dut_cpus: pl.dut_cpus.clone(),
+                shared_core: pl.shared_core,
+                note: pl.note.clone(),
+            };
+            (a, ha, b, hb, Some(lab), Some(placement))
         }
-        let pl = lab.placement();
-        let placement = Placement {
-            tester_cpus: pl.tester_cpus.clone(),
-            dut_cpus: pl.dut_cpus.clone(),
-            shared_core: pl.shared_core,
-            note: pl.note.clone(),
-        };
-        (a, ha, b, hb, Some(lab), Some(placement))
-    } else {
-        let name_a = args.port_a.as_deref().ok_or_else(|| {
-            anyhow!("--port-a is missing: name the tester interfaces, or use --lab")
-        })?;
-        let name_b = args
-            .port_b
-            .as_deref()
-            .ok_or_else(|| anyhow!("--port-b is missing: name the second tester interface"))?;
-        if name_a == name_b {
-            bail!("--port-a and --port-b are both '{name_a}': use two interfaces, one on each side of the DUT");
-        }
-        let ha = host_config("a", &args.ip_a, &args.gw_a, &args.gw_mac_a, &encap)?;
-        let hb = host_config("b", &args.ip_b, &args.gw_b, &args.gw_mac_b, &encap)?;
-        let a = (name_a.to_string(), None);
-        let b = (name_b.to_string(), None);
-        port_locks = lock_ports(&a, &b)?;
-        (a, ha, b, hb, None, None)
     };
     let (a_name, b_name) = (a.0.clone(), b.0.clone());
     let ((a, b, engine_name), engine_reason) =
-        open_engine(&args.engine, &a, &b, &opts, args.tx_threads, args.receiver)?;
+        open_engine(&plan.engine, &a, &b, &opts, plan.tx_threads, plan.receiver)?;
     // In the lab, the tester ports' receive work leaves the DUT's CPU.
     if let Some(p) = placement.as_ref().filter(|p| !p.shared_core) {
         for info in [&a.info, &b.info] {
@@ -225,11 +211,8 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         }
     }
 
-    let (line_bps, line_speed_source) = match &args.line_speed {
-        Some(text) => (
-            linerate_wire::units::parse_line_speed(text)?,
-            "given with --line-speed".to_string(),
-        ),
+    let (line_bps, line_speed_source) = match plan.line_speed_bps {
+        Some(bps) => (bps, "given with --line-speed".to_string()),
         None => match a.info.speed_bps {
             Some(bps) => (bps, format!("reported by {}", a.info.ifname)),
             None => (
@@ -238,25 +221,25 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
             ),
         },
     };
-    host_b.also_answers = destinations_to_answer(&flows, &host_b)?;
+    host_b.also_answers = destinations_to_answer(&plan.flows, &host_b)?;
     let cfg = EngineConfig {
-        flows,
-        bidirectional: args.bidirectional,
-        drop_from: args.drop_from,
-        straggler_wait,
+        flows: plan.flows.clone(),
+        bidirectional: plan.bidirectional,
+        drop_from: plan.drop_from,
+        straggler_wait: plan.straggler_wait,
         tester_cpus: placement
             .as_ref()
             .map(|p| p.tester_cpus.clone())
             .unwrap_or_default(),
         name: engine_name.into(),
-        tx_threads: args.tx_threads,
-        latency_sampling: args.latency_every,
+        tx_threads: plan.tx_threads,
+        latency_sampling: plan.latency_every,
         ..EngineConfig::default()
     };
-    if args.latency_every != LatencySampling::Auto && !b.rx.kind().samples_latency() {
+    if plan.latency_every != LatencySampling::Auto && !b.rx.kind().samples_latency() {
         eprintln!(
             "linerate: note: --latency-every {} applies to the in-kernel counter; port B counts through its socket and measures every frame's latency",
-            args.latency_every
+            plan.latency_every
         );
     }
     if let Some(note) = cfg.tx_placement_note() {
@@ -269,7 +252,7 @@ pub fn open_with(args: &PortArgs, max_frame_len: usize, given: Option<Lab>) -> R
         line_speed_source,
         engine_reason,
         placement,
-        bidirectional: args.bidirectional,
+        bidirectional: plan.bidirectional,
         routed,
         setup: if lab.is_some() { "lab" } else { "external" },
         setup_key: if lab.is_some() {
@@ -636,7 +619,7 @@ fn xdp_program_of(v: &serde_json::Value) -> Option<String> {
 /// must be one station's (unicast, not all zeros): frames to a broadcast or
 /// multicast address reach the receiving port with no DUT in between, and a
 /// trial would "pass" whatever the DUT does.
-fn parse_gateway_mac(text: &str, side: &str) -> Result<MacAddr> {
+pub(crate) fn parse_gateway_mac(text: &str, side: &str) -> Result<MacAddr> {
     let mac = text
         .parse::<MacAddr>()
         .with_context(|| format!("--gw-mac-{side}"))?;
@@ -655,7 +638,7 @@ fn parse_gateway_mac(text: &str, side: &str) -> Result<MacAddr> {
 /// Port `side`'s emulated host from `--ip-X`, `--gw-X` and `--gw-mac-X`:
 /// addresses of the test frames' IP version (IPv6 with `--ipv6`), the
 /// gateway on the host's subnet (IPv4) or prefix (IPv6).
-fn host_config(
+pub(crate) fn host_config(
     side: &str,
     ip: &Option<String>,
     gw: &Option<String>,

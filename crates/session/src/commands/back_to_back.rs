@@ -33,7 +33,8 @@ fn max_burst_frames(text: &str, burst_fps: f64) -> Result<u64> {
 }
 
 pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = args.frames.frames(&args.ports.encap.encap()?)?;
+    let bed_plan = args.ports.plan()?.for_capture(args.record.pcap.is_some());
+    let frames = args.frames.frames(&bed_plan.encap)?;
     let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
     let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let max_rate = args
@@ -55,7 +56,7 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .check()?;
 
     let mut recorder = Recorder::open(&args.record)?.json_file(args.json.as_deref());
-    let mut s = session::open(&args.ports, &args.dut_cpu, &frames, "back-to-back frames")?;
+    let mut s = session::open(&bed_plan, &args.dut_cpu, &frames, "back-to-back frames")?;
     let mut plans: Vec<(&Frames, f64, BackToBackConfig, Option<f64>)> = Vec::new();
     for frames in &frames {
         let line_fps = s.bed.line_rate_fps(frames);

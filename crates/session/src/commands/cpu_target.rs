@@ -21,6 +21,10 @@ use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
 
 pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
+    let bed_plan = args
+        .ports
+        .plan_with(args.dut.scenario.is_some())?
+        .for_capture(args.record.pcap.is_some());
     let target = parse_target(&args.target)?;
     let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let cfg = CpuTargetConfig {
@@ -36,9 +40,7 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         ),
         Err(e) => bail!("{e}"),
     }
-    let frames = args
-        .frames
-        .sizes_only("cpu-target", &args.ports.encap.encap()?)?;
+    let frames = args.frames.sizes_only("cpu-target", &bed_plan.encap)?;
     let max_rate = args
         .max_rate
         .as_deref()
@@ -63,10 +65,10 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let mut recorder = Recorder::open(&args.record)?.json_file(args.json.as_deref());
     let (applied, mut bed) = match &scenario {
         Some(s) => {
-            let (a, b) = prepare(&args.ports, max_frame_len, s, 0)?;
+            let (a, b) = prepare(&bed_plan, max_frame_len, s, 0)?;
             (Some(a), b)
         }
-        None => (None, ports::open(&args.ports, max_frame_len)?),
+        None => (None, ports::open(&bed_plan, max_frame_len)?),
     };
     let pids = applied
         .as_ref()

@@ -9,6 +9,7 @@ use super::scenarios::{prepare, record_of, traffic_checks};
 use super::session::{self, fps_within_line, parse_rate, Session};
 use crate::exit::Outcome;
 use crate::method_args::LossArgs;
+use crate::plan::BedPlan;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
 use crate::recorder::Recorder;
 use anyhow::{bail, Context, Result};
@@ -24,6 +25,7 @@ use std::time::Duration;
 
 /// What every row of the run measures, parsed before any port opens.
 struct Plan {
+    bed: BedPlan,
     frames: Vec<Frames>,
     duration: Duration,
     /// The loads of a sweep (empty in the RFC 2544 mode), as written and parsed.
@@ -134,7 +136,11 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
 }
 
 fn plan(args: &LossArgs) -> Result<Plan> {
-    let frames = args.frames.frames(&args.ports.encap.encap()?)?;
+    let bed = args
+        .ports
+        .plan_with(args.dut.scenario.is_some())?
+        .for_capture(args.record.pcap.is_some());
+    let frames = args.frames.frames(&bed.encap)?;
     let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let loads: Vec<(String, Rate)> = match &args.loads {
         Some(list) => list
@@ -160,6 +166,7 @@ fn plan(args: &LossArgs) -> Result<Plan> {
         .map(|t| parse_share(t, "--stop-at-loss", Zero::Allowed))
         .transpose()?;
     Ok(Plan {
+        bed,
         frames,
         duration,
         loads,
@@ -181,11 +188,11 @@ fn open(
     let Some(sc) = scenario else {
         return Ok((
             None,
-            session::open(&args.ports, &args.dut.cpu, &plan.frames, what)?,
+            session::open(&plan.bed, &args.dut.cpu, &plan.frames, what)?,
         ));
     };
     let max_frame_len = crate::frame_args::max_frame_len(&plan.frames);
-    let (applied, bed) = prepare(&args.ports, max_frame_len, sc, index)?;
+    let (applied, bed) = prepare(&plan.bed, max_frame_len, sc, index)?;
     let pids = applied.data_path_pids();
     let s = session::start(bed, &args.dut.cpu, &pids, &plan.frames, what)?;
     Ok((Some(applied), s))

@@ -22,7 +22,8 @@ use linerate_store::RunStatus;
 use std::sync::atomic::AtomicBool;
 
 pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = args.frames.frames(&args.ports.encap.encap()?)?;
+    let bed_plan = args.ports.plan()?.for_capture(args.record.pcap.is_some());
+    let frames = args.frames.frames(&bed_plan.encap)?;
     let loads = parse_loads(&args.loads).map_err(anyhow::Error::msg)?;
     let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let search_duration = parse_trial_duration(&args.search_duration, "--search-duration")?;
@@ -49,7 +50,7 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let calibration = Calibration::load(&calibration_path)?;
 
     let mut recorder = Recorder::open(&args.record)?.json_file(args.json.as_deref());
-    let mut s = session::open(&args.ports, &args.dut_cpu, &frames, "latency")?;
+    let mut s = session::open(&bed_plan, &args.dut_cpu, &frames, "latency")?;
     // The rates per size, checked against the line rate before any frame.
     let mut plans = Vec::new();
     for f in &frames {

@@ -17,7 +17,8 @@ use linerate_store::RunStatus;
 use std::sync::atomic::AtomicBool;
 
 pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let frames = args.frames.frames(&args.ports.encap.encap()?)?;
+    let bed_plan = args.ports.plan()?.for_capture(args.record.pcap.is_some());
+    let frames = args.frames.frames(&bed_plan.encap)?;
     let final_trial = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let initial = args
         .initial_trial_duration
@@ -56,7 +57,7 @@ pub fn run(args: MlrsearchArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     goals_for(1.0).validate()?;
 
     let mut recorder = Recorder::open(&args.record)?.json_file(args.json.as_deref());
-    let mut s = session::open(&args.ports, &args.dut_cpu, &frames, "MLRsearch")?;
+    let mut s = session::open(&bed_plan, &args.dut_cpu, &frames, "MLRsearch")?;
     let mut plans = Vec::new();
     for frames in &frames {
         let line_fps = s.bed.line_rate_fps(frames);

@@ -5,6 +5,7 @@ use crate::args::Rfc2544Args;
 use crate::dut_cpu::{self, DutCpuMeter};
 use crate::exit::Outcome;
 use crate::outputs::Outputs;
+use crate::plan::BedPlan;
 use crate::ports::{self, parse_share, parse_trial_duration, Zero};
 use crate::recorder::{Recorder, RunInfo};
 use anyhow::{bail, Context, Result};
@@ -43,6 +44,8 @@ impl TrialRunner for EngineRunner<'_> {
 
 /// What a run measures: parsed from the arguments before any port opens.
 pub(crate) struct Plan {
+    /// The test bed, checked.
+    pub bed: BedPlan,
     pub frames: Vec<Frames>,
     pub trial_duration: Duration,
     pub resolution: f64,
@@ -53,7 +56,11 @@ pub(crate) struct Plan {
 
 impl Plan {
     pub fn from_args(args: &Rfc2544Args) -> Result<Plan> {
-        let frames = args.frames.frames(&args.ports.encap.encap()?)?;
+        let bed = args
+            .ports
+            .plan_with(args.dut.scenario.is_some())?
+            .for_capture(args.record.pcap.is_some());
+        let frames = args.frames.frames(&bed.encap)?;
         let trial_duration = if args.rfc2544_strict {
             STRICT_TRIAL
         } else {
@@ -78,6 +85,7 @@ impl Plan {
             .check()?;
         let calibration = Calibration::load(&calibration_path)?;
         Ok(Plan {
+            bed,
             frames,
             trial_duration,
             resolution,
@@ -99,16 +107,14 @@ pub(crate) struct Extras<'a> {
     pub cpu: Option<&'a DutCpuMeter>,
 }
 
-pub fn run(mut args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
-    let capture = args.record.pcap.is_some();
-    args.ports.receiver = args.ports.receiver.for_capture(capture);
+pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
     if args.dut.scenario.is_some() {
         return super::scenarios::run(args, interrupt);
     }
     let plan = Plan::from_args(&args)?;
     // Opened before the ports: a bad --db or --events costs no trial.
     let mut recorder = Recorder::open(&args.record)?;
-    let mut bed = ports::open(&args.ports, plan.max_frame_len())?;
+    let mut bed = ports::open(&plan.bed, plan.max_frame_len())?;
     let cpu = dut_cpu::meter_for(&bed, &args.dut.cpu, &[])?;
     let extras = Extras {
         scenario: None,

@@ -7,6 +7,7 @@
 use super::rfc2544::{measure, write_json, Extras, Plan};
 use crate::args::Rfc2544Args;
 use crate::exit::Outcome;
+use crate::plan::BedPlan;
 use crate::ports;
 use anyhow::Result;
 use linerate_lab::scenario::{Applied, IpsecSuite, Scenario, TunnelKind};
@@ -84,7 +85,7 @@ fn run_one(
     earlier: &[Rfc2544Report],
     comparison: bool,
 ) -> Result<(Outcome, Rfc2544Report)> {
-    let (applied, mut bed) = prepare(&args.ports, plan.max_frame_len(), scenario, index)?;
+    let (applied, mut bed) = prepare(&plan.bed, plan.max_frame_len(), scenario, index)?;
     let cpu = crate::dut_cpu::meter_for(&bed, &args.dut.cpu, &applied.data_path_pids())?;
     let mut record = record_of(scenario, &applied);
     let extras = Extras {
@@ -153,13 +154,13 @@ fn run_one(
 /// and verifies it, and opens the tester on it. Drop the `Applied` (XDP
 /// program, tunnel daemons) before the test bed, which owns the lab.
 pub(crate) fn prepare(
-    ports_args: &crate::args::PortArgs,
+    bed_plan: &BedPlan,
     max_frame_len: usize,
     scenario: &Scenario,
     index: usize,
 ) -> Result<(Applied, ports::TestBed)> {
     // Scenarios configure the DUT for untagged IPv4 (NAT, ACLs, routes, tunnels).
-    let encap = ports_args.encap.encap()?;
+    let encap = bed_plan.encap;
     if !encap.is_default() {
         anyhow::bail!("--scenario configures the lab DUT for untagged IPv4 and cannot test {encap} frames: run the scenario without --ipv6/--vlan");
     }
@@ -180,9 +181,9 @@ pub(crate) fn prepare(
     if let Some(path) = &applied.data_path {
         eprintln!("linerate:   data path: {path}");
     }
-    let mut bed = ports::open_with(ports_args, max_frame_len, Some(lab))?;
+    let mut bed = ports::open_with(bed_plan, max_frame_len, Some(lab))?;
     if let Some(source) = applied.drop_from().map(std::net::IpAddr::V4) {
-        if ports_args.drop_from.is_some_and(|d| d != source) {
+        if bed_plan.drop_from.is_some_and(|d| d != source) {
             anyhow::bail!("--scenario drop-test drops frames from {source}: leave out --drop-from");
         }
         bed.engine.set_drop_from(source)?;

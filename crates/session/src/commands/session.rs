@@ -3,8 +3,9 @@
 //! progress lines, and keeping every trial when a run stops early.
 
 use super::rfc2544::describe_port;
-use crate::args::{DutCpuArgs, PortArgs};
+use crate::args::DutCpuArgs;
 use crate::exit::Outcome;
+use crate::plan::BedPlan;
 use crate::ports::{self, TestBed};
 use crate::recorder::Recorder;
 use anyhow::{bail, Context, Result};
@@ -42,12 +43,12 @@ impl Session {
 
 /// Opens the ports for `frames` and starts a session on them (see [`start`]).
 pub(crate) fn open(
-    ports_args: &PortArgs,
+    bed_plan: &BedPlan,
     dut_cpu: &DutCpuArgs,
     frames: &[Frames],
     what: &str,
 ) -> Result<Session> {
-    let bed = ports::open(ports_args, crate::frame_args::max_frame_len(frames))?;
+    let bed = ports::open(bed_plan, crate::frame_args::max_frame_len(frames))?;
     start(bed, dut_cpu, &[], frames, what)
 }
 

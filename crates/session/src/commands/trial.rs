@@ -13,10 +13,9 @@ use linerate_store::RunStatus;
 use linerate_wire::Rate;
 use std::sync::atomic::AtomicBool;
 
-pub fn run(mut args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let capture = args.record.pcap.is_some();
-    args.ports.receiver = args.ports.receiver.for_capture(capture);
-    let frames = args.frames.single("trial", &args.ports.encap.encap()?)?;
+pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
+    let bed_plan = args.ports.plan()?.for_capture(args.record.pcap.is_some());
+    let frames = args.frames.single("trial", &bed_plan.encap)?;
     let frame = frames.largest();
     let rate = Rate::parse(&args.rate).context("--rate")?;
     let duration = parse_trial_duration(&args.duration, "--duration")?;
@@ -27,7 +26,7 @@ pub fn run(mut args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let allowed_loss = parse_share(&args.loss, "--loss", Zero::Allowed)?;
     let mut recorder = Recorder::open(&args.record)?;
 
-    let mut bed = ports::open(&args.ports, frame.buffer_len())?;
+    let mut bed = ports::open(&bed_plan, frame.buffer_len())?;
     bed.engine.check_frame(frame)?;
     let line_fps = bed.line_rate_fps(&frames);
     let fps = bed.fps(&frames, rate);
