@@ -1403,7 +1403,9 @@ fn every_packet_command_refuses_bad_input_and_leaves_nothing() {
                 // Nor a lock file of the lab (or of a port) it never used.
                 // One left earlier by a killed run (a SIGKILL test) whose
                 // namespace inode the kernel has since reused is not this
-                // run's: only files made or rewritten by it count.
+                // run's (runs sweep such files only when they take a lock,
+                // which these fail before): only files made or rewritten by
+                // it count.
                 let locks: Vec<String> = lock_files()
                     .into_iter()
                     .filter(|l| !locks_before.contains(l))

@@ -22,17 +22,29 @@ struct Bed {
     _guard: NetnsGuard,
 }
 
-/// A killed run cannot remove its ports' lock files (`port-<netns
-/// inode>-<port>.lock`): this test's are removed with its namespaces.
-impl Drop for Bed {
-    fn drop(&mut self) {
-        use std::os::unix::fs::MetadataExt;
-        let Ok(ns) = std::fs::metadata(format!("/run/netns/{}", self.t)) else {
-            return;
-        };
-        for dev in ["ta", "tb"] {
-            let _ = std::fs::remove_file(format!("/run/linerate/port-{}-{dev}.lock", ns.ino()));
-        }
+/// The lock files of the bed's ports (`port-<netns inode>-<port>.lock`,
+/// see linerate-lab's lock_port).
+fn port_lock_files(b: &Bed) -> Vec<std::path::PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let ns = std::fs::metadata(format!("/run/netns/{}", b.t)).unwrap();
+    ["ta", "tb"]
+        .iter()
+        .map(|dev| format!("/run/linerate/port-{}-{dev}.lock", ns.ino()).into())
+        .collect()
+}
+
+/// A killed run cannot remove its ports' lock files; the next run that
+/// takes a lock, or `lab down` of any lab, removes them (no process holds
+/// them).
+fn assert_lab_down_sweeps_the_lock_files(b: &Bed) {
+    let files = port_lock_files(b);
+    for f in &files {
+        assert!(f.exists(), "the killed run left no {}", f.display());
+    }
+    let down = linerate(&["lab", "down", "--lab-name", &unique("sw")]);
+    assert_eq!(down.code, 0, "{}", down.dump());
+    for f in &files {
+        assert!(!f.exists(), "{} left after lab down", f.display());
     }
 }
 
@@ -644,6 +656,8 @@ fn the_ports_of_a_killed_tcp_run_are_put_back() {
     );
     // Outside the test's mount namespace, the run's namespaces (empty now)
     // and the originals of the records are still there: `left` removes them.
+    // The killed run's lock files too, which `lab down` (outside) sweeps.
+    assert_lab_down_sweeps_the_lock_files(&b);
 }
 
 /// Whether a program is attached at the XDP hook of `dev` in namespace `t`.
@@ -701,4 +715,5 @@ fn a_killed_packet_run_leaves_the_ports_as_it_found_them() {
             &settled_snapshot(&b.t),
         );
     }
+    assert_lab_down_sweeps_the_lock_files(&b);
 }

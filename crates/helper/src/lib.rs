@@ -17,7 +17,8 @@
 //!   directory is locked (`flock`) while its owner lives; the kernel drops
 //!   the lock when the process ends, however it ends, and [`sweep`] (called
 //!   by `linerate lab down` and whenever a new private directory is made)
-//!   removes the unlocked ones.
+//!   removes the unlocked ones. [`sweep_files`] does the same for the lock
+//!   files of labs and ports (linerate-lab's `lock`).
 //!
 //! Helper processes die with linerate: [`DieWithParent`].
 
@@ -95,7 +96,7 @@ impl PrivateDir {
             }
             // A sweep in another process may take the new directory before
             // it is locked here; then it is (being) removed: take another.
-            if let Some(lock) = lock(&path)? {
+            if let Some(lock) = lock_entry(&path, Kind::Dir)? {
                 // Exactly 0700 whatever the umask.
                 lock.set_permissions(fs::Permissions::from_mode(0o700))?;
                 return Ok(PrivateDir { path, _lock: lock });
@@ -158,18 +159,38 @@ impl Drop for PrivateDir {
     }
 }
 
-/// Opens directory `path` (never through a link) and takes its lock
-/// without waiting. None when it is gone, or locked by someone else.
-fn lock(path: &Path) -> io::Result<Option<File>> {
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
-        .open(path)
-    {
+/// What [`lock_entry`] opens: a directory or a regular file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Dir,
+    File,
+}
+
+/// Opens `path` (never through a link) and takes its lock without waiting.
+/// None when it is gone, not of `kind` or not this user's, locked by
+/// someone else, or no longer at `path` once locked (removed, by a sweep or
+/// by the holder before, between the open and the lock: a lock on it locks
+/// nothing).
+fn lock_entry(path: &Path, kind: Kind) -> io::Result<Option<File>> {
+    let flags = match kind {
+        Kind::Dir => libc::O_DIRECTORY | libc::O_NOFOLLOW,
+        // O_NONBLOCK: a FIFO planted under the name does not block the open.
+        Kind::File => libc::O_NOFOLLOW | libc::O_NONBLOCK,
+    };
+    let file = match OpenOptions::new().read(true).custom_flags(flags).open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
+    let meta = file.metadata()?;
+    let of_kind = match kind {
+        Kind::Dir => meta.file_type().is_dir(),
+        Kind::File => meta.file_type().is_file(),
+    };
+    // SAFETY: geteuid has no preconditions.
+    if !of_kind || meta.uid() != unsafe { libc::geteuid() } {
+        return Ok(None);
+    }
     // SAFETY: flock on a descriptor this function owns.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let err = io::Error::last_os_error();
@@ -178,11 +199,16 @@ fn lock(path: &Path) -> io::Result<Option<File>> {
         }
         return Err(err);
     }
-    // Removed between the open and the lock (by a sweep): not ours.
-    if file.metadata()?.nlink() == 0 {
+    if !still_at(path, &meta) {
         return Ok(None);
     }
     Ok(Some(file))
+}
+
+/// Whether `path` (not followed) is the file `held` describes: the same
+/// device and inode.
+pub fn still_at(path: &Path, held: &fs::Metadata) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.dev() == held.dev() && m.ino() == held.ino())
 }
 
 /// Removes the private directories whose owner has ended (their lock is
@@ -200,8 +226,37 @@ pub fn sweep() -> io::Result<Vec<PathBuf>> {
             continue;
         }
         let path = entry.path();
-        if let Ok(Some(_held)) = lock(&path) {
+        if let Ok(Some(_held)) = lock_entry(&path, Kind::Dir) {
             if fs::remove_dir_all(&path).is_ok() {
+                removed.push(path);
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// Removes the files in [`RUN_DIR`] whose name `matches` and whose `flock`
+/// no process holds: lock files whose run has ended (the lock went with the
+/// process, the file stayed). A file is removed only while this holds its
+/// lock and the name still leads to it, so a run that opened it meanwhile
+/// finds it gone once it has the lock, and must start again with a new
+/// one. Links (not followed), other kinds of file and other users' files
+/// stay. Returns the files removed.
+pub fn sweep_files(matches: impl Fn(&str) -> bool) -> io::Result<Vec<PathBuf>> {
+    let base = run_dir()?;
+    let mut removed = Vec::new();
+    for entry in fs::read_dir(base)? {
+        let Ok(entry) = entry else { continue };
+        // Not followed: a link is a link here (checked again when opened).
+        if !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        if !entry.file_name().to_str().is_some_and(&matches) {
+            continue;
+        }
+        let path = entry.path();
+        if let Ok(Some(_held)) = lock_entry(&path, Kind::File) {
+            if fs::remove_file(&path).is_ok() {
                 removed.push(path);
             }
         }

@@ -465,9 +465,10 @@ fn build(name: &str, rollback: &mut Rollback) -> Result<Lab, LabError> {
 /// fails; also the back-to-back wire of a `calibrate` run of that name
 /// ([`crate::Wire`]). What a killed run left goes too: the processes still
 /// in the lab's namespaces (nginx, charon, boringtun), boringtun's control
-/// sockets, and the private directories under /run/linerate whose run has
-/// ended (linerate-helper's `sweep`). Returns the namespaces removed and
-/// the processes ended ("process PID (NAME)"); empty if none was there.
+/// sockets, and the private directories and lock files under /run/linerate
+/// whose run has ended (linerate-helper's `sweep`, [`crate::lock::sweep`]).
+/// Returns the namespaces removed and the processes ended ("process PID
+/// (NAME)"); empty if none was there.
 pub fn down_lab(name: &str) -> Result<Vec<String>, LabError> {
     validate_name(name)?;
     // Never from under a run that uses it.
@@ -482,12 +483,13 @@ pub fn down_lab(name: &str) -> Result<Vec<String>, LabError> {
 }
 
 /// Files a killed run left: boringtun's sockets for labs `labs`, and every
-/// private directory whose run has ended.
+/// private directory and lock file whose run has ended.
 fn remove_leftover_files(labs: &[String]) {
     for lab in labs {
         crate::scenario::remove_leftover_sockets(lab);
     }
     let _ = linerate_helper::sweep();
+    let _ = crate::lock::sweep();
 }
 
 /// Ends the processes in every namespace given, then deletes it, even if one

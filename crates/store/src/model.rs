@@ -261,7 +261,7 @@ impl StoredRun {
     }
 
     /// tcp and http runs: the goodput of each direction measured, from
-    /// the stored record.
+    /// the stored record, named as the tables name it (L4 payload).
     fn goodput_summary(&self) -> Option<String> {
         if !matches!(self.command.as_str(), "tcp" | "http") {
             return None;
@@ -282,7 +282,7 @@ impl StoredRun {
         Some(if parts.is_empty() {
             "no direction finished".to_string()
         } else {
-            parts.join(", ")
+            format!("L4 goodput: {}", parts.join(", "))
         })
     }
 
@@ -332,7 +332,7 @@ mod tests {
         ]}));
         assert_eq!(
             run.summary_text(),
-            "download 941 Mbit/s, upload 12.3 Mbit/s"
+            "L4 goodput: download 941 Mbit/s, upload 12.3 Mbit/s"
         );
     }
 
