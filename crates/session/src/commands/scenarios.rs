@@ -6,9 +6,9 @@
 
 use super::rfc2544::{measure, write_json, Extras, Plan};
 use crate::args::Rfc2544Args;
+use crate::error::{bail, Result};
 use crate::exit::Outcome;
 use crate::ports;
-use anyhow::Result;
 use linerate_lab::scenario::{Applied, IpsecSuite, Scenario, TunnelKind};
 use linerate_lab::Lab;
 use linerate_results::report::{self, compare};
@@ -161,7 +161,7 @@ pub(crate) fn prepare(
     // Scenarios configure the DUT for untagged IPv4 (NAT, ACLs, routes, tunnels).
     let encap = ports_args.encap.encap()?;
     if !encap.is_default() {
-        anyhow::bail!("--scenario configures the lab DUT for untagged IPv4 and cannot test {encap} frames: run the scenario without --ipv6/--vlan");
+        bail!(BadInput, "--scenario configures the lab DUT for untagged IPv4 and cannot test {encap} frames: run the scenario without --ipv6/--vlan");
     }
     super::touch_machine()?;
     // Unique per process and scenario; at most 11 characters.
@@ -183,7 +183,10 @@ pub(crate) fn prepare(
     let mut bed = ports::open_with(ports_args, max_frame_len, Some(lab))?;
     if let Some(source) = applied.drop_from().map(std::net::IpAddr::V4) {
         if ports_args.drop_from.is_some_and(|d| d != source) {
-            anyhow::bail!("--scenario drop-test drops frames from {source}: leave out --drop-from");
+            bail!(
+                BadInput,
+                "--scenario drop-test drops frames from {source}: leave out --drop-from"
+            );
         }
         bed.engine.set_drop_from(source)?;
     }
