@@ -351,6 +351,19 @@ mod tests {
     }
 
     #[test]
+    fn errors_cross_threads() {
+        // The Python package hands a run's error from its worker thread.
+        fn send_sync<T: Send + Sync + 'static>() {}
+        send_sync::<Error>();
+    }
+
+    #[test]
+    fn the_sessions_own_checks_say_bad_input() {
+        let e = crate::ports::parse_duration("soon", "--duration").unwrap_err();
+        assert_eq!(e.kind(), Kind::BadInput, "{e}");
+    }
+
+    #[test]
     fn library_errors_stay_reachable_as_sources() {
         let e = Error::from(linerate_lab::LabError::NotRoot).context("lab up");
         let mut chain =
