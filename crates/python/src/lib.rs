@@ -21,19 +21,51 @@ create_exception!(
     "Bad input or environment: the message names the problem and the fix (the CLI's exit code 2)."
 );
 
+create_exception!(
+    _native,
+    LinerateBadInput,
+    LinerateError,
+    "Bad input: the options or their values; the message names the fix (a LinerateError)."
+);
+
+/// A failed run's one-line message, and whether the fix is in the input.
+struct Failure {
+    message: String,
+    bad_input: bool,
+}
+
+impl Failure {
+    fn raise(self) -> PyErr {
+        if self.bad_input {
+            LinerateBadInput::new_err(self.message)
+        } else {
+            LinerateError::new_err(self.message)
+        }
+    }
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure {
+            message,
+            bad_input: false,
+        }
+    }
+}
+
 /// One run at a time in a process: the events' listener is process-wide,
 /// and the tester's ports and labs are the machine's.
 static RUNNING: Mutex<()> = Mutex::new(());
 
 enum Message {
     Event(String, String),
-    Done(Result<Outcome, String>),
+    Done(Result<Outcome, Failure>),
 }
 
 /// Runs a linerate command line (`argv` without the program's name) and
 /// returns `(code, message)`: 0 and "" when it passed, 1 and the reason
-/// when a threshold failed. Raises `LinerateError` for bad input or
-/// environment, and `KeyboardInterrupt` after a Ctrl-C has stopped the run
+/// when a threshold failed. Raises `LinerateBadInput` (a `LinerateError`)
+/// for bad input, `LinerateError` for the environment or a failed run, and `KeyboardInterrupt` after a Ctrl-C has stopped the run
 /// (the finished trials are kept, a lab built for the run is removed).
 /// `on_event(name, fields_json)` hears each event as it happens.
 #[pyfunction]
@@ -42,7 +74,8 @@ fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResu
     let argv: Vec<String> = std::iter::once("linerate".to_string())
         .chain(argv)
         .collect();
-    let cli = Cli::try_parse_from(&argv).map_err(|e| LinerateError::new_err(clap_message(&e)))?;
+    let cli =
+        Cli::try_parse_from(&argv).map_err(|e| LinerateBadInput::new_err(clap_message(&e)))?;
     let _one_at_a_time = RUNNING.try_lock().map_err(|_| {
         LinerateError::new_err(
             "another linerate run is in progress in this process; wait for it to finish",
@@ -67,8 +100,11 @@ fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResu
             }));
             let result = match result {
                 Ok(Ok(outcome)) => Ok(outcome),
-                Ok(Err(e)) => Err(linerate_session::exit::one_line(&e)),
-                Err(_) => Err("linerate stopped on an internal error (a panic, printed above); please report it".to_string()),
+                Ok(Err(e)) => Err(Failure {
+                    message: linerate_session::exit::one_line(&e),
+                    bad_input: e.kind() == linerate_session::Kind::BadInput,
+                }),
+                Err(_) => Err("linerate stopped on an internal error (a panic, printed above); please report it".to_string().into()),
             };
             let _ = tx.send(Message::Done(result));
         }
@@ -96,7 +132,7 @@ fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResu
             Ok(Message::Done(result)) => break result,
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
-                break Err("linerate's run ended without a result".to_string())
+                break Err("linerate's run ended without a result".to_string().into())
             }
         }
         if let Err(e) = py.check_signals() {
@@ -114,7 +150,7 @@ fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResu
         Ok(Outcome::Passed) => Ok((0, String::new())),
         Ok(Outcome::ThresholdFailed(why)) => Ok((1, why)),
         Ok(Outcome::Interrupted(what)) => Err(PyKeyboardInterrupt::new_err(what)),
-        Err(message) => Err(LinerateError::new_err(message)),
+        Err(failure) => Err(failure.raise()),
     }
 }
 
@@ -199,5 +235,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lab_status, m)?)?;
     m.add_function(wrap_pyfunction!(options, m)?)?;
     m.add("LinerateError", m.py().get_type::<LinerateError>())?;
+    m.add("LinerateBadInput", m.py().get_type::<LinerateBadInput>())?;
     Ok(())
 }

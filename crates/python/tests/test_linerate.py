@@ -37,6 +37,22 @@ def test_bad_input_raises_the_cli_one_line_error(no_leftovers):
     assert "--no-such-option" in str(e.value)
 
 
+def test_bad_input_is_told_from_the_environment(no_leftovers):
+    with pytest.raises(linerate.BadInput, match="frame size 20"):
+        linerate.trial(lab=True, frame_size=20, rate="1000fps", no_db=True)
+    with pytest.raises(linerate.BadInput, match="--no-such-option"):
+        linerate.trial(lab=True, rate="1000fps", no_such_option=1)
+    assert issubclass(linerate.BadInput, linerate.Error)
+    # A missing interface is the machine's: an Error, not BadInput.
+    with pytest.raises(linerate.Error, match="interface 'nosuch0' not found") as e:
+        linerate.trial(
+            port_a="nosuch0", port_b="nosuch1",
+            ip_a="198.18.0.2/24", gw_a="198.18.0.1", ip_b="198.19.0.2/24", gw_b="198.19.0.1",
+            frame_size=64, rate="1000fps", no_db=True,
+        )
+    assert not isinstance(e.value, linerate.BadInput)
+
+
 def test_trial_returns_what_the_cli_json_holds(no_leftovers, tmp_path):
     options = dict(lab=True, frame_size=128, rate="20000fps", duration="2s", no_db=True, quiet=True)
     events = []

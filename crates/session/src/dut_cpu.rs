@@ -16,7 +16,7 @@
 //!   with `snmpwalk` (a one-minute average on most agents: use trials of a
 //!   minute or more).
 
-use anyhow::{anyhow, bail, Context, Result};
+use crate::error::{bail, err, Result, ResultExt};
 use linerate_results::DutCpu;
 use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
@@ -63,7 +63,10 @@ impl Pending {
                 traffic_pct: round1((total - self.baseline).max(0.0)),
             }),
             Ok(Err(e)) => {
-                eprintln!("\nlinerate: warning: DUT CPU not measured in this trial: {e:#}");
+                eprintln!(
+                    "\nlinerate: warning: DUT CPU not measured in this trial: {}",
+                    crate::exit::one_line(&e)
+                );
                 None
             }
             Err(_) => None,
@@ -91,7 +94,10 @@ pub fn meter_for(
     match DutCpuMeter::lab(&p.dut_cpus, p.shared_core, data_path_pids) {
         Ok(m) => Ok(Some(m)),
         Err(e) => {
-            eprintln!("linerate: note: DUT CPU load not measured: {e:#}");
+            eprintln!(
+                "linerate: note: DUT CPU load not measured: {}",
+                crate::exit::one_line(&e)
+            );
             Ok(None)
         }
     }
@@ -103,7 +109,7 @@ impl DutCpuMeter {
     /// pinned to the DUT CPUs: their user time is the DUT's work too.
     pub fn lab(cpus: &[usize], shared_core: bool, pids: &[u32]) -> Result<DutCpuMeter> {
         if cpus.is_empty() {
-            bail!("the lab's DUT has no CPU of its own (placement failed), so its CPU load cannot be told from the tester's");
+            bail!(Environment, "the lab's DUT has no CPU of its own (placement failed), so its CPU load cannot be told from the tester's");
         }
         let probe = Probe::Lab {
             cpus: cpus.to_vec(),
@@ -143,7 +149,7 @@ impl DutCpuMeter {
         let (probe, what) = match (command, snmp) {
             (Some(c), _) => {
                 if c.trim().is_empty() {
-                    bail!("--dut-cpu-cmd is empty: give a command printing the DUT's CPU load in percent, e.g. \"ssh r1 cat /run/cpu-load\"");
+                    bail!(BadInput, "--dut-cpu-cmd is empty: give a command printing the DUT's CPU load in percent, e.g. \"ssh r1 cat /run/cpu-load\"");
                 }
                 (
                     Probe::Command {
@@ -154,13 +160,22 @@ impl DutCpuMeter {
             }
             (None, Some(s)) => {
                 let (community, host) = s.split_once('@').ok_or_else(|| {
-                    anyhow!("--dut-snmp '{s}': write it as COMMUNITY@HOST, e.g. public@192.0.2.1")
+                    err!(
+                        BadInput,
+                        "--dut-snmp '{s}': write it as COMMUNITY@HOST, e.g. public@192.0.2.1"
+                    )
                 })?;
                 if community.is_empty() || host.is_empty() {
-                    bail!("--dut-snmp '{s}': write it as COMMUNITY@HOST, e.g. public@192.0.2.1");
+                    bail!(
+                        BadInput,
+                        "--dut-snmp '{s}': write it as COMMUNITY@HOST, e.g. public@192.0.2.1"
+                    );
                 }
                 if which("snmpwalk").is_none() {
-                    bail!("--dut-snmp needs snmpwalk: install it with 'apt-get install snmp'");
+                    bail!(
+                        Environment,
+                        "--dut-snmp needs snmpwalk: install it with 'apt-get install snmp'"
+                    );
                 }
                 let argv = [
                     "snmpwalk",
@@ -240,10 +255,13 @@ impl Probe {
             Probe::Lab { .. } => self.measure_over(Duration::from_millis(200)),
             Probe::Command { command } => {
                 let out = run(&["sh", "-c", command])?;
-                percentages(&out)
-                    .first()
-                    .copied()
-                    .ok_or_else(|| anyhow!("--dut-cpu-cmd printed no percentage: '{}'", out.trim()))
+                percentages(&out).first().copied().ok_or_else(|| {
+                    err!(
+                        Failed,
+                        "--dut-cpu-cmd printed no percentage: '{}'",
+                        out.trim()
+                    )
+                })
             }
             Probe::Snmp { argv } => {
                 let args: Vec<&str> = argv.iter().map(String::as_str).collect();
@@ -251,6 +269,7 @@ impl Probe {
                 let values = percentages(&out);
                 if values.is_empty() {
                     bail!(
+                        Failed,
                         "snmpwalk returned no hrProcessorLoad value: '{}'",
                         out.trim()
                     );
@@ -269,6 +288,7 @@ fn run(argv: &[&str]) -> Result<String> {
         .with_context(|| format!("running {}", argv[0]))?;
     if !out.status.success() {
         bail!(
+            Failed,
             "'{}' failed: {}",
             argv.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
@@ -337,14 +357,18 @@ impl CpuTimes {
             let line = text
                 .lines()
                 .find(|l| l.split_whitespace().next() == Some(label.as_str()))
-                .ok_or_else(|| anyhow!("/proc/stat has no line for CPU {cpu}"))?;
+                .ok_or_else(|| err!(Failed, "/proc/stat has no line for CPU {cpu}"))?;
             let v: Vec<u64> = line
                 .split_whitespace()
                 .skip(1)
                 .filter_map(|f| f.parse().ok())
                 .collect();
             if v.len() < 8 {
-                bail!("/proc/stat line for CPU {cpu} has {} fields", v.len());
+                bail!(
+                    Failed,
+                    "/proc/stat line for CPU {cpu} has {} fields",
+                    v.len()
+                );
             }
             // Saturating: counters near u64::MAX (a corrupt or hostile
             // line) overflowed, a panic in a debug build.

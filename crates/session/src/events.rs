@@ -7,7 +7,7 @@
 //! package's progress callback), from every packet command, whether or
 //! not `--events` was given.
 
-use anyhow::{Context, Result};
+use crate::error::{Result, ResultExt};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::sync::Mutex;
@@ -45,7 +45,7 @@ impl EventSink {
         } else {
             let file = std::fs::File::create(target).with_context(|| {
                 format!("--events {target}: cannot create the file; pass a writable path or '-' for stdout")
-            })?;
+            }).kind(crate::error::Kind::Environment)?;
             (Box::new(file), false)
         };
         Ok(EventSink {

@@ -1,5 +1,7 @@
 //! How a command ended, and errors as one line.
 
+use crate::error::Error;
+
 /// What a command reports back to `main`.
 pub enum Outcome {
     Passed,
@@ -9,10 +11,18 @@ pub enum Outcome {
     Interrupted(String),
 }
 
-/// The error and its causes on one line, each cause once.
-pub fn one_line(e: &anyhow::Error) -> String {
+/// `e`, then its source, the source's source, and so on.
+fn chain(e: &Error) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(e as &(dyn std::error::Error + 'static)), |c| {
+        c.source()
+    })
+}
+
+/// The error and its causes on one line, each cause once: a cause whose
+/// text an earlier part already holds is left out.
+pub fn one_line(e: &Error) -> String {
     let mut parts: Vec<String> = Vec::new();
-    for cause in e.chain() {
+    for cause in chain(e) {
         let s = cause.to_string();
         if !parts.iter().any(|p| p.contains(&s)) {
             parts.push(s);
@@ -32,8 +42,8 @@ pub fn is_closed_pipe_panic(payload: &(dyn std::any::Any + Send)) -> bool {
 }
 
 /// True when the error is a write to a closed pipe.
-pub fn is_closed_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
+pub fn is_closed_pipe(e: &Error) -> bool {
+    chain(e).any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
@@ -69,11 +79,9 @@ mod tests {
     #[test]
     fn closed_pipes_are_told_from_other_failures() {
         let epipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
-        assert!(is_closed_pipe(
-            &anyhow::Error::from(epipe).context("printing")
-        ));
+        assert!(is_closed_pipe(&Error::from(epipe).context("printing")));
         let other = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
-        assert!(!is_closed_pipe(&anyhow::Error::from(other)));
+        assert!(!is_closed_pipe(&Error::from(other)));
         let p: Box<dyn std::any::Any + Send> =
             Box::new("failed printing to stdout: Broken pipe (os error 32)".to_string());
         assert!(is_closed_pipe_panic(&*p));

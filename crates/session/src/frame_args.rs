@@ -7,7 +7,7 @@
 //! `#[command(mut_arg("sizes", |a| a.default_value(...)))]` (clap ignores a
 //! default when checking conflicts, so `--imix` alone is never a conflict).
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Result, ResultExt};
 use clap::Args;
 use linerate_wire::{Encap, FrameMix, FrameSize, Frames};
 
@@ -79,7 +79,7 @@ impl FrameArgs {
                 .collect()
         };
         if frames.is_empty() {
-            bail!("no frame size given: use --sizes 64,128,..., --l3-length 40,..., --udp-payload 18,... or --imix imix1");
+            bail!(BadInput, "no frame size given: use --sizes 64,128,..., --l3-length 40,..., --udp-payload 18,... or --imix imix1");
         }
         Ok(frames)
     }
@@ -88,7 +88,7 @@ impl FrameArgs {
     /// mix (`command` names it in the error).
     pub fn sizes_only(&self, command: &str, encap: &Encap) -> Result<Vec<FrameSize>> {
         if !self.imix.is_empty() {
-            bail!("{command} measures one frame size at a time and takes no --imix: give --sizes, --l3-length or --udp-payload");
+            bail!(BadInput, "{command} measures one frame size at a time and takes no --imix: give --sizes, --l3-length or --udp-payload");
         }
         Ok(self.frames(encap)?.iter().map(Frames::largest).collect())
     }
@@ -100,11 +100,11 @@ impl FrameArgs {
             && self.udp_payload.is_none()
             && self.imix.is_empty();
         if nothing_given {
-            bail!("{command} needs a frame size: give --frame-size N (64..9018), --l3-length N (40..9000), --udp-payload N or --imix MIX");
+            bail!(BadInput, "{command} needs a frame size: give --frame-size N (64..9018), --l3-length N (40..9000), --udp-payload N or --imix MIX");
         }
         let mut frames = self.frames_of(encap, false)?;
         if frames.len() > 1 {
-            bail!("{command} sends one frame size or mix, and {} were given: give one value (or use rfc2544 for several)", frames.len());
+            bail!(BadInput, "{command} sends one frame size or mix, and {} were given: give one value (or use rfc2544 for several)", frames.len());
         }
         Ok(frames.remove(0))
     }
@@ -154,7 +154,7 @@ fn sizes_of<E>(
     size: impl Fn(u64) -> Result<FrameSize, E>,
 ) -> Result<Vec<Frames>>
 where
-    E: std::error::Error + Send + Sync + 'static,
+    E: Into<crate::error::Error>,
 {
     values
         .iter()

@@ -12,6 +12,7 @@
 mod args;
 mod commands;
 mod dut_cpu;
+pub mod error;
 mod events;
 pub mod exit;
 mod frame_args;
@@ -27,6 +28,7 @@ mod test_support;
 
 pub use args::Cli;
 pub use commands::{interrupt_flag, run};
+pub use error::{Error, Kind, Result};
 pub use events::{listen, Listener};
 pub use exit::Outcome;
 pub use recorder::record_command_line;

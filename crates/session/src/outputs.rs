@@ -6,8 +6,8 @@
 //! (one would silently overwrite the other), nor a file the command reads.
 //! A failed check is one line naming the option and the fix (exit 2).
 
+use crate::error::{bail, Result};
 use crate::record_args::RecordArgs;
-use anyhow::{anyhow, bail, Result};
 use nix::unistd::AccessFlags;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -110,7 +110,10 @@ impl Outputs {
         let mut seen: Vec<(&Output, Identity)> = Vec::new();
         for out in &self.outputs {
             check_one(out).map_err(|e| match out.kind {
-                Kind::Database => anyhow!("{e}; or run with --no-db to store nothing"),
+                Kind::Database => crate::error::Error::new(
+                    e.kind(),
+                    format!("{e}; or run with --no-db to store nothing"),
+                ),
                 _ => e,
             })?;
             let id = identity(&out.path);
@@ -118,7 +121,7 @@ impl Outputs {
                 if id.shared_sink() {
                     continue;
                 }
-                bail!(
+                bail!(BadInput,
                     "{} {} and {} {} are the same file: one would overwrite the other; give each its own file",
                     first.option,
                     first.path.display(),
@@ -134,7 +137,7 @@ impl Outputs {
                 .iter()
                 .find(|(_, other)| *other == id && !id.shared_sink())
             {
-                bail!(
+                bail!(BadInput,
                     "{} {} is also the {option} file this command reads: writing it would destroy it; give {} a file of its own",
                     out.option,
                     out.path.display(),
@@ -216,20 +219,20 @@ fn check_one(out: &Output) -> Result<()> {
     let (option, path) = (&out.option, &out.path);
     let shown = path.display();
     if path.as_os_str().is_empty() {
-        bail!("{option} needs a file name");
+        bail!(BadInput, "{option} needs a file name");
     }
     match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => bail!(
+        Ok(m) if m.is_dir() => bail!(BadInput,
             "{option} {shown} is a directory: name a file, e.g. {option} {}",
             path.join(example_name(out)).display()
         ),
-        Ok(m) if !m.is_file() && out.kind != Kind::Stream => bail!(
+        Ok(m) if !m.is_file() && out.kind != Kind::Stream => bail!(BadInput,
             "{option} {shown} is {}, not a regular file: linerate writes this file whole and renames it into place, which would replace it; name a regular file",
             what_is(&m.file_type())
         ),
         Ok(m) if m.is_file() => {
             if let Err(e) = writable(path) {
-                bail!("{option} {shown}: cannot write it ({e}): pick a writable file");
+                bail!(Environment, "{option} {shown}: cannot write it ({e}): pick a writable file");
             }
         }
         // A pipe or a device for a stream: written as it is.
@@ -249,11 +252,11 @@ fn check_one(out: &Output) -> Result<()> {
         }
     }
     match std::fs::metadata(&dir) {
-        Err(_) => bail!(
+        Err(_) => bail!(BadInput,
             "{option} {shown}: directory {} does not exist: create it first, or name a file in an existing directory",
             dir.display()
         ),
-        Ok(m) if !m.is_dir() => bail!(
+        Ok(m) if !m.is_dir() => bail!(BadInput,
             "{option} {shown}: {} is not a directory: name a file in a directory",
             dir.display()
         ),
@@ -265,6 +268,7 @@ fn check_one(out: &Output) -> Result<()> {
     if needs_dir {
         if let Err(e) = writable(&dir) {
             bail!(
+                Environment,
                 "{option} {shown}: cannot create files in {} ({e}): pick a writable directory",
                 dir.display()
             );

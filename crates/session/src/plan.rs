@@ -13,8 +13,8 @@
 //! the scenario-file runner) can build a plan directly.
 
 use crate::args::PortArgs;
+use crate::error::{bail, err, Result, ResultExt};
 use crate::ports::{self, ReceiverChoice};
-use anyhow::{anyhow, bail, Context, Result};
 use linerate_engine::{HostConfig, LatencySampling};
 use linerate_wire::{Encap, Flows, IpVersion};
 use std::net::IpAddr;
@@ -102,14 +102,19 @@ impl PortArgs {
             }
         } else {
             let name_a = self.port_a.as_deref().ok_or_else(|| {
-                anyhow!("--port-a is missing: name the tester interfaces, or use --lab")
+                err!(
+                    BadInput,
+                    "--port-a is missing: name the tester interfaces, or use --lab"
+                )
             })?;
-            let name_b = self
-                .port_b
-                .as_deref()
-                .ok_or_else(|| anyhow!("--port-b is missing: name the second tester interface"))?;
+            let name_b = self.port_b.as_deref().ok_or_else(|| {
+                err!(
+                    BadInput,
+                    "--port-b is missing: name the second tester interface"
+                )
+            })?;
             if name_a == name_b {
-                bail!("--port-a and --port-b are both '{name_a}': use two interfaces, one on each side of the DUT");
+                bail!(BadInput, "--port-a and --port-b are both '{name_a}': use two interfaces, one on each side of the DUT");
             }
             Target::External {
                 a: ExternalPort {
@@ -206,7 +211,9 @@ mod tests {
             ("--lab --tx-threads 2 --engine af_packet", "--tx-threads"),
             ("--lab --vlan 5000", "5000"),
         ] {
-            let e = format!("{:#}", bed(args).unwrap_err());
+            let e = bed(args).unwrap_err();
+            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
+            let e = crate::exit::one_line(&e);
             assert!(e.contains(says), "{args}: {e}");
         }
     }

@@ -2,8 +2,8 @@
 //! lab for this run when none is up) or the interfaces the user named, with
 //! the engine ready on them.
 
+use crate::error::{bail, err, Result, ResultExt};
 use crate::plan::{BedPlan, Target};
-use anyhow::{anyhow, bail, Context, Result};
 use linerate_bpf::generator::MAX_FRAME_LEN as XDP_MAX_FRAME_LEN;
 use linerate_engine::backend::{NotDelivered, QueueRx, QueueTx};
 use linerate_engine::host::Ipv6Host;
@@ -126,7 +126,7 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
     let encap = plan.encap;
     crate::commands::touch_machine()?;
     if !nix::unistd::geteuid().is_root() {
-        bail!("not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
+        bail!(Environment, "not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
     }
     let mut routed = None;
     let mut port_locks = Vec::new();
@@ -284,7 +284,7 @@ pub type Ports = (TesterPort, TesterPort, &'static str);
 /// means xdp): the socket engines send from one thread.
 pub fn check_tx_threads(engine: &str, tx_threads: u16) -> Result<()> {
     if tx_threads > 1 && engine != "xdp" && engine != "auto" {
-        bail!("--tx-threads above 1 needs --engine xdp");
+        bail!(BadInput, "--tx-threads above 1 needs --engine xdp");
     }
     Ok(())
 }
@@ -327,7 +327,7 @@ pub fn open_engine(
     check_tx_threads(choice, tx_threads)?;
     let socket = receiver == ReceiverChoice::Socket;
     if socket && (choice == "xdp" || tx_threads > 1) {
-        bail!("the xdp engine counts test frames in the kernel and hands none up: for --receiver socket (or --pcap) use --engine af_xdp or af_packet");
+        bail!(BadInput, "the xdp engine counts test frames in the kernel and hands none up: for --receiver socket (or --pcap) use --engine af_xdp or af_packet");
     }
     if tx_threads > 1 && choice == "auto" {
         return match open_xdp(a, b, opts, receiver) {
@@ -365,7 +365,7 @@ pub fn open_engine(
                         let why = "the fastest engine that delivers here: the kernel took its probe frames";
                         return Ok((ports, join_notes(Some(why.into()), note)));
                     }
-                    Err(e) => passed_over.push(format!("xdp: {e:#}")),
+                    Err(e) => passed_over.push(format!("xdp: {}", crate::exit::one_line(&e))),
                 }
             }
             let (port, name, why) = auto_socket(a, opts, passed_over)?;
@@ -401,8 +401,9 @@ fn with_receiver(
             Ok(port_b) => return Ok(((port_a, port_b, engine), None)),
             Err(e) if receiver == ReceiverChoice::Auto && engine != "xdp" => {
                 note = Some(format!(
-                    "the in-kernel counter does not attach to {} ({e:#}): counting through the {engine} socket",
-                    b.0
+                    "the in-kernel counter does not attach to {} ({}): counting through the {engine} socket",
+                    b.0,
+                    crate::exit::one_line(&e)
                 ));
             }
             Err(e) => return Err(counter_refused(b, engine, e)),
@@ -434,7 +435,7 @@ fn auto_socket(
             passed_over.push(note);
             return Ok((port, "af_xdp", passed_over.join("; ")));
         }
-        Err(e) => passed_over.push(format!("af_xdp: {e:#}")),
+        Err(e) => passed_over.push(format!("af_xdp: {}", crate::exit::one_line(&e))),
     }
     Ok((
         open_af_packet(a, opts)?,
@@ -485,7 +486,7 @@ fn open_xdp(
     receiver: ReceiverChoice,
 ) -> Result<(Ports, Option<String>)> {
     if opts.max_frame_len > XDP_MAX_FRAME_LEN {
-        bail!(
+        bail!(BadInput,
             "--engine xdp sends frames up to {} bytes (one page per frame in live-frames mode): use --engine af_packet for {}-byte frames",
             XDP_MAX_FRAME_LEN + 4,
             opts.max_frame_len + 4
@@ -507,12 +508,14 @@ fn open_xdp(
         .tx
         .ensure_delivery(&ports.0.info)
         .map_err(|why| match why {
-            NotDelivered::Refused(why) => anyhow!(
+            NotDelivered::Refused(why) => err!(
+                Environment,
                 "the xdp engine cannot send on {}: {why}; {}",
                 ports.0.info.ifname,
                 xdp_delivery_fix(&ports.0.info)
             ),
-            failed => anyhow!(
+            failed => err!(
+                Environment,
                 "the xdp engine cannot send on {}: {failed}; use --engine af_xdp or af_packet",
                 ports.0.info.ifname
             ),
@@ -559,7 +562,7 @@ fn kernel_counted(b: &PortName, opts: &AfPacketOptions) -> Result<Result<TesterP
 /// to be so); otherwise the cause. The fix is the engine's: the xdp engine
 /// counts in the kernel only, so af_packet; the socket engines count
 /// through their socket.
-fn counter_refused(b: &PortName, engine: &str, e: anyhow::Error) -> anyhow::Error {
+fn counter_refused(b: &PortName, engine: &str, e: crate::error::Error) -> crate::error::Error {
     let fix = if engine == "xdp" {
         "use --engine af_packet, which counts through a socket"
     } else {
@@ -573,11 +576,12 @@ fn counter_refused(b: &PortName, engine: &str, e: anyhow::Error) -> anyhow::Erro
             } else {
                 ""
             };
-            anyhow!(
+            err!(Environment,
                 "port B ({port}) already has an XDP program attached ({prog}{whose}), and linerate's in-kernel counter needs the port's XDP hook: detach it ('ip link set dev {port} xdp off') if nothing needs it, or {fix}"
             )
         }
-        None => anyhow!(
+        None => err!(
+            Environment,
             "the in-kernel counter does not attach to port B ({port}): {}: {fix}",
             e.root_cause()
         ),
@@ -632,7 +636,7 @@ pub(crate) fn parse_gateway_mac(text: &str, side: &str) -> Result<MacAddr> {
     } else {
         return Ok(mac);
     };
-    bail!("--gw-mac-{side} {text} is {what}, not a gateway's own MAC: give the DUT port's unicast MAC (ip link show on the DUT), or leave the option out to resolve it by ARP")
+    bail!(BadInput, "--gw-mac-{side} {text} is {what}, not a gateway's own MAC: give the DUT port's unicast MAC (ip link show on the DUT), or leave the option out to resolve it by ARP")
 }
 
 /// Port `side`'s emulated host from `--ip-X`, `--gw-X` and `--gw-mac-X`:
@@ -652,34 +656,53 @@ pub(crate) fn host_config(
         ("IPv4", "198.18.0.2/24", "subnet", 32u32, "")
     };
     let ip = ip.as_deref().ok_or_else(|| {
-        anyhow!("--ip-{side} is missing: give port {side}'s {version} address as ADDR/LEN, e.g. {example}")
+        err!(BadInput, "--ip-{side} is missing: give port {side}'s {version} address as ADDR/LEN, e.g. {example}")
     })?;
     let gw = gw.as_deref().ok_or_else(|| {
-        anyhow!("--gw-{side} is missing: give the DUT's {version} address on port {side}'s {net}")
+        err!(
+            BadInput,
+            "--gw-{side} is missing: give the DUT's {version} address on port {side}'s {net}"
+        )
     })?;
     let (addr, len) = ip.split_once('/').ok_or_else(|| {
-        anyhow!("--ip-{side} '{ip}' has no prefix length: write it as ADDR/LEN, e.g. {example}")
+        err!(
+            BadInput,
+            "--ip-{side} '{ip}' has no prefix length: write it as ADDR/LEN, e.g. {example}"
+        )
     })?;
     let of_version = |text: &str| text.parse::<IpAddr>().ok().filter(|a| a.is_ipv6() == v6);
-    let addr = of_version(addr)
-        .ok_or_else(|| anyhow!("--ip-{side} '{ip}': '{addr}' is not an {version} address{set}"))?;
+    let addr = of_version(addr).ok_or_else(|| {
+        err!(
+            BadInput,
+            "--ip-{side} '{ip}': '{addr}' is not an {version} address{set}"
+        )
+    })?;
     let len: u8 = len
         .parse()
         .ok()
         .filter(|&l| (1..=bits).contains(&u32::from(l)))
-        .ok_or_else(|| anyhow!("--ip-{side} '{ip}': prefix length must be 1..{bits}"))?;
-    let gateway = of_version(gw)
-        .ok_or_else(|| anyhow!("--gw-{side} '{gw}' is not an {version} address{set}"))?;
+        .ok_or_else(|| {
+            err!(
+                BadInput,
+                "--ip-{side} '{ip}': prefix length must be 1..{bits}"
+            )
+        })?;
+    let gateway = of_version(gw).ok_or_else(|| {
+        err!(
+            BadInput,
+            "--gw-{side} '{gw}' is not an {version} address{set}"
+        )
+    })?;
     let as_bits = |a: IpAddr| match a {
         IpAddr::V4(a) => u128::from(u32::from(a)),
         IpAddr::V6(a) => u128::from(a),
     };
     let mask = u128::MAX << (bits - u32::from(len));
     if as_bits(addr) & mask != as_bits(gateway) & mask {
-        bail!("--gw-{side} {gateway} is not in port {side}'s {net} {ip}: the gateway must be reachable without routing");
+        bail!(BadInput, "--gw-{side} {gateway} is not in port {side}'s {net} {ip}: the gateway must be reachable without routing");
     }
     if addr == gateway {
-        bail!("--ip-{side} and --gw-{side} are both {addr}: the gateway is the DUT's address, not the tester's");
+        bail!(BadInput, "--ip-{side} and --gw-{side} are both {addr}: the gateway is the DUT's address, not the tester's");
     }
     let gateway_mac = gw_mac
         .as_deref()
@@ -710,6 +733,7 @@ pub(crate) fn host_config(
             ..host
         },
         _ => bail!(
+            BadInput,
             "--ip-{side} and --gw-{side} are of different IP versions: give both as {version}"
         ),
     })
@@ -752,7 +776,7 @@ fn destinations_to_answer(
         ("the network address", net),
     ] {
         if (lo..=hi).contains(&a) {
-            bail!(
+            bail!(BadInput,
                 "--range dst-ip {}..{} includes {what} {}: frames to it are not forwarded; leave it out of the range",
                 Ipv4Addr::from(lo),
                 Ipv4Addr::from(hi),
@@ -772,6 +796,7 @@ pub fn parse_trial_duration(text: &str, option: &str) -> Result<Duration> {
     let d = parse_duration(text, option)?;
     if d < MIN_TRIAL {
         bail!(
+            BadInput,
             "{option} '{text}' is too short to measure: use at least 100ms (RFC 2544 asks for 60s)"
         );
     }
@@ -780,8 +805,12 @@ pub fn parse_trial_duration(text: &str, option: &str) -> Result<Duration> {
 
 /// Parses `2s`, `500ms`, `1m` into a duration, with a message naming the option.
 pub fn parse_duration(text: &str, option: &str) -> Result<Duration> {
-    let d = humantime::parse_duration(text.trim())
-        .map_err(|_| anyhow!("{option} '{text}' is not a duration: write it as 2s, 500ms or 1m"))?;
+    let d = humantime::parse_duration(text.trim()).map_err(|_| {
+        err!(
+            BadInput,
+            "{option} '{text}' is not a duration: write it as 2s, 500ms or 1m"
+        )
+    })?;
     Ok(d)
 }
 
@@ -813,11 +842,11 @@ pub fn parse_share(text: &str, option: &str, zero: Zero) -> Result<f64> {
         .ok()
         .filter(|v: &f64| v.is_finite())
         .ok_or_else(|| {
-            anyhow!("{option} '{text}' is not a percentage or a ratio: write e.g. 1% or 0.01 (the same)")
+            err!(BadInput, "{option} '{text}' is not a percentage or a ratio: write e.g. 1% or 0.01 (the same)")
         })?;
     let ratio = if percent { v / 100.0 } else { v };
     if !percent && v >= 1.0 {
-        bail!(
+        bail!(BadInput,
             "{option} '{text}': a number without % is a ratio (0.01 = 1 %), so {text} would be {} %: write {number}% for {number} percent",
             v * 100.0
         );
@@ -827,7 +856,7 @@ pub fn parse_share(text: &str, option: &str, zero: Zero) -> Result<f64> {
         Zero::Refused => ratio > 0.0 && ratio < 1.0,
     };
     if !in_range {
-        bail!("{option} '{text}' is out of range: give a share {lowest} to below 100 %, e.g. 1% or 0.01 (the same)");
+        bail!(BadInput, "{option} '{text}' is out of range: give a share {lowest} to below 100 %, e.g. 1% or 0.01 (the same)");
     }
     Ok(ratio)
 }

@@ -6,10 +6,10 @@
 //! Measurements come first: a database or event stream that fails in the
 //! middle of a run is reported once and left behind, the run goes on.
 
+use crate::error::{bail, err, Result};
 use crate::events::EventSink;
 use crate::progress::ProgressView;
 use crate::record_args::RecordArgs;
-use anyhow::Result;
 use linerate_engine::capture::{self, Capture};
 use linerate_engine::ReceiverKind;
 use linerate_method::spec::Step;
@@ -138,7 +138,11 @@ impl Recorder {
         }
         if let Some(path) = &self.args.pcap {
             self.capture = Some(Capture::create(path, self.args.pcap_frames).map_err(|e| {
-                anyhow::anyhow!("--pcap {}: {e}; pass a writable path", path.display())
+                err!(
+                    Environment,
+                    "--pcap {}: {e}; pass a writable path",
+                    path.display()
+                )
             })?);
         }
         Ok(())
@@ -147,12 +151,13 @@ impl Recorder {
     /// The run starts: stored as `running`, announced, progress shown.
     pub fn begin(&mut self, info: RunInfo) -> Result<()> {
         if self.args.pcap.is_some() && info.receiver == ReceiverKind::Kernel {
-            anyhow::bail!("--pcap needs the test frames in user space, but port B counts them in the kernel (XDP) and hands none up: add --receiver socket");
+            bail!(BadInput, "--pcap needs the test frames in user space, but port B counts them in the kernel (XDP) and hands none up: add --receiver socket");
         }
         self.create_files()?;
         if let Some(c) = self.capture.take() {
             self.installed = Some(capture::install(c, info.port_b_mac).ok_or_else(|| {
-                anyhow::anyhow!(
+                err!(
+                    Environment,
                     "--pcap: another run in this process is capturing; one capture at a time"
                 )
             })?);

@@ -14,7 +14,8 @@ a dict with the same keys.
         print(size["frame_size"], size["throughput_fps"])
 
 Errors: bad input or environment raises :class:`Error` with the CLI's
-one-line message (what is wrong and how to fix it); a test whose threshold
+one-line message (what is wrong and how to fix it), bad input (the options
+or their values) as its subclass :class:`BadInput`; a test whose threshold
 failed (the CLI's exit code 1) raises :class:`ThresholdFailed`, which carries
 the result. Ctrl-C stops the running trial, keeps what was measured (in the
 results database, as the CLI does), removes a lab built for the call, and
@@ -41,6 +42,7 @@ from . import _native
 
 __all__ = [
     "Error",
+    "BadInput",
     "ThresholdFailed",
     "trial",
     "rfc2544",
@@ -59,6 +61,9 @@ __all__ = [
 
 Error = _native.LinerateError
 """Bad input or environment (the CLI's exit code 2); the message says what to fix."""
+
+BadInput = _native.LinerateBadInput
+"""An :class:`Error` whose fix is in the call: an option or its value."""
 
 Progress = Callable[[str, Dict[str, Any]], None]
 

@@ -29,6 +29,7 @@ Progress = Callable[[str, Dict[str, Any]], None]
 Value = Union[str, int, float]
 
 class Error(Exception): ...
+class BadInput(Error): ...
 
 class ThresholdFailed(Exception):
     result: Optional[Dict[str, Any]]

@@ -4,11 +4,11 @@
 
 use super::rfc2544::EngineRunner;
 use super::session::{self, fps_within_line, parse_rate};
+use crate::error::{bail, err, Result};
 use crate::exit::Outcome;
 use crate::method_args::BackToBackArgs;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
 use crate::recorder::Recorder;
-use anyhow::{anyhow, bail, Result};
 use linerate_method::back_to_back::{self, BackToBackConfig};
 use linerate_method::spec::Step;
 use linerate_method::{find_throughput, Progress, ThroughputConfig};
@@ -25,7 +25,8 @@ fn max_burst_frames(text: &str, burst_fps: f64) -> Result<u64> {
         return Ok(n);
     }
     let d = humantime::parse_duration(&t).map_err(|_| {
-        anyhow!(
+        err!(
+            BadInput,
             "--max-burst '{text}' is neither a number of frames (100000) nor a time (2s, 500ms)"
         )
     })?;
@@ -48,7 +49,10 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .map(|t| parse_rate(t, "--throughput"))
         .transpose()?;
     if args.repeat == 0 {
-        bail!("--repeat 0: give at least 1 repetition (RFC 2544 asks for 50)");
+        bail!(
+            BadInput,
+            "--repeat 0: give at least 1 repetition (RFC 2544 asks for 50)"
+        );
     }
     crate::outputs::Outputs::new()
         .json(args.json.as_deref())

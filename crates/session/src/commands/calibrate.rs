@@ -8,11 +8,11 @@
 
 use crate::args::CalibrateArgs;
 use crate::commands::rfc2544::EngineRunner;
+use crate::error::{bail, Result};
 use crate::exit::Outcome;
 use crate::outputs::Kind;
 use crate::ports::{self, parse_duration, parse_share, parse_trial_duration, PortName, Zero};
 use crate::progress;
-use anyhow::{bail, Result};
 use linerate_engine::{Engine, EngineConfig, EngineError, HostConfig};
 use linerate_lab::{Wire, WIRE_IP_A, WIRE_IP_B};
 use linerate_method::{find_throughput, Progress, ThroughputConfig};
@@ -25,7 +25,7 @@ use std::time::SystemTime;
 pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     for name in &args.engine {
         if args.tx_threads > 1 && name != "xdp" {
-            bail!("--tx-threads above 1 needs --engine xdp (calibrate only that engine: --engine xdp)");
+            bail!(BadInput, "--tx-threads above 1 needs --engine xdp (calibrate only that engine: --engine xdp)");
         }
     }
     let frames = args
@@ -53,7 +53,7 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let mut stored = Calibration::load(&path)?;
     super::touch_machine()?;
     if !nix::unistd::geteuid().is_root() {
-        bail!("not running as root: linerate opens packet sockets and builds namespaces; run it with sudo");
+        bail!(Environment, "not running as root: linerate opens packet sockets and builds namespaces; run it with sudo");
     }
 
     // The wire lives until the end of the run; its Drop removes it (also
@@ -68,7 +68,7 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                 linerate_port::link::ifindex(name)?;
             }
             if pa == pb {
-                bail!("--port-a and --port-b are both '{pa}': calibrate two interfaces cabled to each other");
+                bail!(BadInput, "--port-a and --port-b are both '{pa}': calibrate two interfaces cabled to each other");
             }
             let (a, b) = ((pa.clone(), None), (pb.clone(), None));
             _port_locks = ports::lock_ports(&a, &b)?;
@@ -106,7 +106,7 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             match ports::open_engine(name, &a, &b, &opts, args.tx_threads, args.receiver) {
                 Ok((ports, _)) => ports,
                 Err(e) => {
-                    eprintln!("linerate: {name} skipped: {e:#}");
+                    eprintln!("linerate: {name} skipped: {}", crate::exit::one_line(&e));
                     continue;
                 }
             };
@@ -179,7 +179,7 @@ pub fn run(args: CalibrateArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         }
     }
     if table.is_empty() {
-        bail!("no engine could be calibrated here (see the reasons above): check root, the kernel's BPF/XDP support, and the interface names");
+        bail!(Environment, "no engine could be calibrated here (see the reasons above): check root, the kernel's BPF/XDP support, and the interface names");
     }
     print!("{}", calibration_table(&table));
     eprintln!("linerate: ceilings stored in {}", path.display());

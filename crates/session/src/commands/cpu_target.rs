@@ -6,10 +6,10 @@
 use super::rfc2544::EngineRunner;
 use super::scenarios::{prepare, record_of, traffic_checks};
 use crate::args::CpuTargetArgs;
+use crate::error::{bail, err, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::ports::{self, parse_trial_duration};
 use crate::recorder::{Recorder, RunInfo};
-use anyhow::{anyhow, bail, Context, Result};
 use linerate_engine::EngineError;
 use linerate_lab::scenario::Scenario;
 use linerate_method::cpu_target::Stopped;
@@ -36,9 +36,10 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     match cfg.validate() {
         Ok(()) => {}
         Err(CpuTargetConfigError::Tolerance(t)) => bail!(
+            BadInput,
             "--tolerance {t} is not a number of percentage points above 0 and below 50, e.g. 5"
         ),
-        Err(e) => bail!("{e}"),
+        Err(e) => bail!(BadInput, "{e}"),
     }
     let frames = args.frames.sizes_only("cpu-target", &bed_plan.encap)?;
     let max_rate = args
@@ -55,7 +56,10 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         Some(text) => {
             let mut list = Scenario::parse_list(text)?;
             if list.len() != 1 {
-                bail!("cpu-target runs one --scenario at a time: run it once per scenario");
+                bail!(
+                    BadInput,
+                    "cpu-target runs one --scenario at a time: run it once per scenario"
+                );
             }
             list.pop()
         }
@@ -76,7 +80,7 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .unwrap_or_default();
     let meter = crate::dut_cpu::meter_for(&bed, &args.dut.cpu, &pids)?;
     let meter = meter.ok_or_else(|| {
-        anyhow!("cpu-target needs the DUT's CPU load: on an external DUT give --dut-cpu-cmd or --dut-snmp")
+        err!(BadInput, "cpu-target needs the DUT's CPU load: on an external DUT give --dut-cpu-cmd or --dut-snmp")
     })?;
     let line_bps = bed.line_bps;
     for f in &frames {
@@ -85,7 +89,7 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         if let (Some(rate), Some(text)) = (max_rate, &args.max_rate) {
             let fps = rate.to_fps(*f, line_bps);
             if fps > line_fps * 1.000_001 {
-                bail!(
+                bail!(BadInput,
                     "--max-rate {text} is {fps:.0} frames/s, above the line rate for {}-byte frames ({line_fps:.0} frames/s at {}): lower it or set --line-speed",
                     f.frame(),
                     linerate_results::report::line_speed(line_bps)

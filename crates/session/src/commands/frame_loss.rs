@@ -7,12 +7,12 @@
 use super::rfc2544::EngineRunner;
 use super::scenarios::{prepare, record_of, traffic_checks};
 use super::session::{self, fps_within_line, parse_rate, Session};
+use crate::error::{bail, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::method_args::LossArgs;
 use crate::plan::BedPlan;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
 use crate::recorder::Recorder;
-use anyhow::{bail, Context, Result};
 use linerate_lab::scenario::{Applied, Scenario};
 use linerate_method::frame_loss::{self, Load, RFC2544_MAX_STEP};
 use linerate_method::spec::Step;
@@ -98,11 +98,10 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         if let (Some(sc), Some(a)) = (scenario, &applied) {
             // After traffic: did it really go through the configuration?
             let mut record = record_of(sc, a);
-            let lab = s
-                .bed
-                .lab
-                .as_ref()
-                .context("a scenario's test bed holds its lab")?;
+            let lab =
+                s.bed.lab.as_ref().ok_or_else(|| {
+                    crate::error::err!(Failed, "a scenario's test bed holds its lab")
+                })?;
             let done = rep.series[first_row..]
                 .iter()
                 .flat_map(|row| row.points.iter().map(|p| &p.trial));
@@ -150,11 +149,14 @@ fn plan(args: &LossArgs) -> Result<Plan> {
         None => Vec::new(),
     };
     if !args.rfc2544 && loads.is_empty() {
-        bail!("no load given: use --loads 0.5Mpps,1Mpps,... (or fps, %, Mbps), or --rfc2544");
+        bail!(
+            BadInput,
+            "no load given: use --loads 0.5Mpps,1Mpps,... (or fps, %, Mbps), or --rfc2544"
+        );
     }
     let step = parse_share(&args.step, "--step", Zero::Refused)?;
     if args.rfc2544 && !(step > 0.0 && step <= RFC2544_MAX_STEP + 1e-12) {
-        bail!("--step {} is out of range: RFC 2544 section 26.3 asks for steps of at most 10 % of the maximum rate", args.step);
+        bail!(BadInput, "--step {} is out of range: RFC 2544 section 26.3 asks for steps of at most 10 % of the maximum rate", args.step);
     }
     let max_rate = match &args.max_rate {
         Some(t) => Some((t.clone(), parse_rate(t, "--max-rate")?)),
@@ -296,14 +298,16 @@ fn earlier_rows(files: &[std::path::PathBuf], mode: &str) -> Result<Vec<LossSeri
     for path in files {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("--rows-from {}", path.display()))?;
-        let earlier: FrameLossReport = serde_json::from_str(&text).with_context(|| {
-            format!(
-                "--rows-from {}: not the JSON of 'linerate loss --json'",
-                path.display()
-            )
-        })?;
+        let earlier: FrameLossReport = serde_json::from_str(&text)
+            .with_context(|| {
+                format!(
+                    "--rows-from {}: not the JSON of 'linerate loss --json'",
+                    path.display()
+                )
+            })
+            .kind(crate::error::Kind::BadInput)?;
         if earlier.mode != mode {
-            bail!(
+            bail!(BadInput,
                 "--rows-from {} is a '{}' run and this one a '{mode}' run: their columns differ; use files of the same mode",
                 path.display(),
                 earlier.mode

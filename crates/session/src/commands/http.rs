@@ -4,9 +4,9 @@
 
 use super::stack::{self, parse_size, read_records};
 use crate::args::HttpArgs;
+use crate::error::{bail, err, Result};
 use crate::exit::Outcome;
 use crate::ports::parse_trial_duration;
-use anyhow::{anyhow, bail, Result};
 use linerate_goodput::http::{self, HttpConfig, MAX_OBJECT};
 use linerate_goodput::nginx::Nginx;
 use linerate_goodput::record::HttpRecord;
@@ -21,7 +21,7 @@ pub fn run(args: HttpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         return Ok(Outcome::Passed);
     }
     let directions = Direction::parse_list(&args.direction)
-        .ok_or_else(|| anyhow!("--direction must be download, upload or both"))?;
+        .ok_or_else(|| err!(BadInput, "--direction must be download, upload or both"))?;
     let duration = parse_trial_duration(&args.duration, "--duration")?;
     stack::check_port(args.port, 8080)?;
     let sizes = args
@@ -30,11 +30,14 @@ pub fn run(args: HttpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .map(|s| parse_size(s, "--object-size"))
         .collect::<Result<Vec<u64>>>()?;
     if let Some(big) = sizes.iter().find(|&&s| s > MAX_OBJECT) {
-        bail!("--object-size {big} is above the largest object served (1G): pick smaller objects");
+        bail!(
+            BadInput,
+            "--object-size {big} is above the largest object served (1G): pick smaller objects"
+        );
     }
     let nginx = args.server == "nginx";
     if nginx && directions.contains(&Direction::Upload) {
-        bail!("--server nginx measures downloads only (nginx keeps no upload target): use --direction download, or the built-in server for uploads");
+        bail!(BadInput, "--server nginx measures downloads only (nginx keeps no upload target): use --direction download, or the built-in server for uploads");
     }
     let mut recorder = stack::recorder("http", &args.record, args.json.as_deref())?;
 

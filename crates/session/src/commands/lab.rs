@@ -1,8 +1,8 @@
 //! `linerate lab up|down|status`.
 
 use crate::args::LabAction;
+use crate::error::{bail, Result};
 use crate::exit::Outcome;
-use anyhow::{bail, Result};
 use linerate_goodput::moved_ports;
 use linerate_lab::Lab;
 
@@ -110,7 +110,7 @@ fn list_for_all() -> Result<Outcome> {
     for item in &everything {
         println!("  {item}");
     }
-    bail!(
+    bail!(BadInput,
         "nothing removed: name the lab with 'linerate lab down --lab-name NAME' (see 'linerate lab status'), or remove all {} listed with 'linerate lab down --all'",
         everything.len()
     )

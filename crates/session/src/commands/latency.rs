@@ -5,11 +5,11 @@
 use super::rfc2544::EngineRunner;
 use super::session;
 use crate::args::LatencyArgs;
+use crate::error::Result;
 use crate::exit::Outcome;
 use crate::outputs::Outputs;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
 use crate::recorder::Recorder;
-use anyhow::Result;
 use linerate_engine::EngineError;
 use linerate_method::latency::{measure_latency, parse_loads, LatencyPlan};
 use linerate_method::Progress;
@@ -24,7 +24,7 @@ use std::sync::atomic::AtomicBool;
 pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let bed_plan = args.ports.plan()?.for_capture(args.record.pcap.is_some());
     let frames = args.frames.frames(&bed_plan.encap)?;
-    let loads = parse_loads(&args.loads).map_err(anyhow::Error::msg)?;
+    let loads = parse_loads(&args.loads).map_err(|e| crate::error::err!(BadInput, "{e}"))?;
     let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
     let search_duration = parse_trial_duration(&args.search_duration, "--search-duration")?;
     let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;

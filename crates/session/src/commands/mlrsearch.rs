@@ -4,11 +4,11 @@
 
 use super::rfc2544::EngineRunner;
 use super::session::{self, fps_within_line, parse_rate};
+use crate::error::Result;
 use crate::exit::Outcome;
 use crate::method_args::MlrsearchArgs;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
 use crate::recorder::Recorder;
-use anyhow::Result;
 use linerate_method::mlrsearch::{self, MlrConfig};
 use linerate_method::spec::Step;
 use linerate_results::methods::MlrSearchReport;

@@ -28,7 +28,7 @@ use std::sync::Arc;
 /// Runs `cli`'s command. `stop` is the interrupt: when it becomes true the
 /// running trial stops, what was measured is saved, and a lab made for the
 /// run is removed; the command then returns [`Outcome::Interrupted`].
-pub fn run(cli: Cli, stop: &AtomicBool) -> anyhow::Result<Outcome> {
+pub fn run(cli: Cli, stop: &AtomicBool) -> crate::error::Result<Outcome> {
     match cli.command {
         Command::Lab { action } => lab::run(action),
         Command::Run { file, dry_run } => run::run(&file, dry_run, stop),
@@ -74,9 +74,11 @@ impl std::error::Error for CheckedOnly {}
 
 /// Called where a command is about to touch the machine: an error when the
 /// command is only being checked.
-pub fn touch_machine() -> anyhow::Result<()> {
+pub fn touch_machine() -> crate::error::Result<()> {
     if CHECK_ONLY.load(Ordering::Relaxed) {
-        return Err(CheckedOnly.into());
+        return Err(
+            crate::error::Error::Value(Box::new(CheckedOnly)).with_kind(crate::error::Kind::Failed)
+        );
     }
     Ok(())
 }
@@ -85,7 +87,7 @@ pub fn touch_machine() -> anyhow::Result<()> {
 /// without running it. Commands that only read or print stored data (lab,
 /// runs, show, compare, export, report) have nothing more to check than
 /// their command line.
-pub fn check(cli: Cli) -> anyhow::Result<()> {
+pub fn check(cli: Cli) -> crate::error::Result<()> {
     if matches!(
         cli.command,
         Command::Lab { .. }
@@ -107,7 +109,7 @@ pub fn check(cli: Cli) -> anyhow::Result<()> {
     CHECK_ONLY.store(true, Ordering::Relaxed);
     let _reset = Reset;
     match run(cli, &AtomicBool::new(false)) {
-        Err(e) if e.is::<CheckedOnly>() => Ok(()),
+        Err(e) if e.root_cause().is::<CheckedOnly>() => Ok(()),
         Err(e) => Err(e),
         // Only reached by a command that never touches the machine.
         Ok(_) => Ok(()),

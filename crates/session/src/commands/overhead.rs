@@ -3,8 +3,8 @@
 //! only (crates/wire/src/overhead.rs); nothing is sent.
 
 use crate::args::OverheadArgs;
+use crate::error::{bail, err, Result};
 use crate::exit::Outcome;
-use anyhow::{anyhow, bail, Result};
 use linerate_results::report;
 use linerate_wire::overhead::{Auth, Cipher, Encapsulation, Mode, WireguardPadding};
 use linerate_wire::FrameSize;
@@ -28,6 +28,7 @@ pub fn run(args: OverheadArgs) -> Result<Outcome> {
     let enc = encapsulation(&args)?;
     if !(args.fps.is_finite() && args.fps > 0.0) {
         bail!(
+            BadInput,
             "--fps {} is not a positive frame rate, e.g. 100000",
             args.fps
         );
@@ -41,7 +42,7 @@ pub fn run(args: OverheadArgs) -> Result<Outcome> {
             .iter()
             .map(|&n| FrameSize::from_frame(n))
             .collect::<Result<_, _>>()?,
-        (None, None) => bail!("give --frame-size N or --l3-length N"),
+        (None, None) => bail!(BadInput, "give --frame-size N or --l3-length N"),
     };
     super::touch_machine()?;
     let mbps = |fps: f64, bytes: u64| fps * bytes as f64 * 8.0 / 1e6;
@@ -96,21 +97,24 @@ fn encapsulation(args: &OverheadArgs) -> Result<Encapsulation> {
     let esp = match &args.esp {
         Some(c) => {
             let cipher = Cipher::parse(c).ok_or_else(|| {
-                anyhow!("--esp '{c}' is not a cipher linerate knows: use null, des, 3des, aes or aes-gcm")
+                err!(BadInput, "--esp '{c}' is not a cipher linerate knows: use null, des, 3des, aes or aes-gcm")
             })?;
             let auth = match (&args.auth, cipher) {
                 (Some(a), _) => parse_auth(a, "--auth")?,
                 (None, Cipher::AesGcm) => Auth::None,
-                (None, _) => bail!("--esp {c} needs --auth (md5, sha1, sha256, sha512, or none)"),
+                (None, _) => bail!(
+                    BadInput,
+                    "--esp {c} needs --auth (md5, sha1, sha256, sha512, or none)"
+                ),
             };
             if cipher.is_aead() && auth != Auth::None {
-                bail!(
+                bail!(BadInput,
                     "--esp {c} is an AEAD cipher that carries its own 16-byte ICV (RFC 4106), so it takes no --auth: leave out --auth {}",
                     args.auth.as_deref().unwrap_or_default()
                 );
             }
             if cipher == Cipher::Null && auth == Auth::None {
-                bail!("ESP with neither encryption nor integrity protects nothing: give --auth or another --esp");
+                bail!(BadInput, "ESP with neither encryption nor integrity protects nothing: give --auth or another --esp");
             }
             Some((cipher, auth))
         }
@@ -122,16 +126,19 @@ fn encapsulation(args: &OverheadArgs) -> Result<Encapsulation> {
         .map(|a| parse_auth(a, "--ah"))
         .transpose()?;
     if ah == Some(Auth::None) {
-        bail!("--ah none is not AH: give md5, sha1, sha256 or sha512");
+        bail!(
+            BadInput,
+            "--ah none is not AH: give md5, sha1, sha256 or sha512"
+        );
     }
     if args.nat_t && esp.is_none() {
-        bail!("--nat-t encapsulates ESP in UDP: give --esp too");
+        bail!(BadInput, "--nat-t encapsulates ESP in UDP: give --esp too");
     }
     let wireguard = match args.wireguard.as_deref() {
         None => None,
         Some("padded") => Some(WireguardPadding::To16),
         Some("unpadded") => Some(WireguardPadding::Unpadded),
-        Some(other) => bail!(
+        Some(other) => bail!(BadInput,
             "--wireguard '{other}' is not a padding linerate knows: use padded (to 16 bytes, the kernel's; the default) or unpadded (boringtun)"
         ),
     };
@@ -155,7 +162,7 @@ fn encapsulation(args: &OverheadArgs) -> Result<Encapsulation> {
 
 fn parse_auth(text: &str, option: &str) -> Result<Auth> {
     Auth::parse(text).ok_or_else(|| {
-        anyhow!("{option} '{text}' is not an integrity algorithm linerate knows: use md5, sha1, sha256, sha512 or none")
+        err!(BadInput, "{option} '{text}' is not an integrity algorithm linerate knows: use md5, sha1, sha256, sha512 or none")
     })
 }
 

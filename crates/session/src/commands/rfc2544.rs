@@ -3,12 +3,12 @@
 
 use crate::args::Rfc2544Args;
 use crate::dut_cpu::{self, DutCpuMeter};
+use crate::error::{bail, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::outputs::Outputs;
 use crate::plan::BedPlan;
 use crate::ports::{self, parse_share, parse_trial_duration, Zero};
 use crate::recorder::{Recorder, RunInfo};
-use anyhow::{bail, Context, Result};
 use linerate_engine::{Engine, EngineError};
 use linerate_method::mlrsearch::{self, MlrConfig};
 use linerate_method::spec::Step;
@@ -174,7 +174,7 @@ pub(crate) fn measure(
         let line_fps = bed.line_rate_fps(frames);
         let max_fps = max_rate.map_or(line_fps, |r| bed.fps(frames, r));
         if max_fps > line_fps * 1.000_001 {
-            bail!(
+            bail!(BadInput,
                 "--max-rate {} is above the line rate for {} ({:.0} frames/s at {}): lower it or set --line-speed",
                 args.max_rate.as_deref().unwrap_or_default(),
                 frames.describe(),
@@ -366,7 +366,7 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     // Renaming over a device or a pipe would replace it (the options are
     // checked up front; this is the last guard).
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-        bail!(
+        bail!(BadInput,
             "{} is not a regular file: the JSON is written whole and renamed into place; name a regular file",
             path.display()
         );

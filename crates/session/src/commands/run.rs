@@ -32,8 +32,8 @@
 //! interruption does. The exit code is the worst of the tests'.
 
 use crate::args::Cli;
+use crate::error::{bail, err, Result, ResultExt};
 use crate::exit::Outcome;
-use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -52,7 +52,8 @@ pub fn run(file: &Path, dry_run: bool, stop: &AtomicBool) -> Result<Outcome> {
     let mut parsed = Vec::new();
     for (i, t) in tests.iter().enumerate() {
         let cli = Cli::try_parse_from(&t.argv).map_err(|e| {
-            anyhow!(
+            err!(
+                BadInput,
                 "test {} ({}): {}",
                 i + 1,
                 t.name,
@@ -118,37 +119,50 @@ pub fn run(file: &Path, dry_run: bool, stop: &AtomicBool) -> Result<Outcome> {
 fn plan(text: &str) -> Result<Vec<PlannedTest>> {
     let doc: toml::Table = text
         .parse()
-        .map_err(|e: toml::de::Error| anyhow!("{}", e.message()))?;
+        .map_err(|e: toml::de::Error| err!(BadInput, "{}", e.message()))?;
     for key in doc.keys() {
         if key != "defaults" && key != "test" {
-            bail!("unknown section '{key}': a scenario file has [defaults] and [[test]] tables");
+            bail!(
+                BadInput,
+                "unknown section '{key}': a scenario file has [defaults] and [[test]] tables"
+            );
         }
     }
     let defaults = match doc.get("defaults") {
         None => toml::Table::new(),
         Some(toml::Value::Table(t)) => t.clone(),
-        Some(_) => bail!("'defaults' must be a table: write [defaults]"),
+        Some(_) => bail!(BadInput, "'defaults' must be a table: write [defaults]"),
     };
-    let tests = match doc.get("test") {
-        Some(toml::Value::Array(a)) if !a.is_empty() => a,
-        _ => bail!(
+    let tests =
+        match doc.get("test") {
+            Some(toml::Value::Array(a)) if !a.is_empty() => a,
+            _ => bail!(BadInput,
             "no test: add at least one [[test]] table with a command, e.g. command = \"rfc2544\""
         ),
-    };
+        };
     let mut out = Vec::new();
     for (i, t) in tests.iter().enumerate() {
         let toml::Value::Table(t) = t else {
-            bail!("test {} is not a table: write each test as [[test]]", i + 1);
+            bail!(
+                BadInput,
+                "test {} is not a table: write each test as [[test]]",
+                i + 1
+            );
         };
         let command = match t.get("command") {
             Some(toml::Value::String(c)) => c.clone(),
             _ => bail!(
+                BadInput,
                 "test {} has no command: add e.g. command = \"rfc2544\"",
                 i + 1
             ),
         };
         if command == "run" {
-            bail!("test {}: a scenario file cannot run another one", i + 1);
+            bail!(
+                BadInput,
+                "test {}: a scenario file cannot run another one",
+                i + 1
+            );
         }
         let name = match t.get("name") {
             Some(toml::Value::String(n)) => n.clone(),
@@ -186,7 +200,10 @@ fn push_option(argv: &mut Vec<String>, key: &str, value: &toml::Value) -> Result
         toml::Value::Integer(n) => argv.extend([flag, n.to_string()]),
         toml::Value::Float(x) => argv.extend([flag, x.to_string()]),
         toml::Value::Datetime(_) | toml::Value::Table(_) => {
-            bail!("option '{key}' must be a string, number, true/false or a list of them")
+            bail!(
+                BadInput,
+                "option '{key}' must be a string, number, true/false or a list of them"
+            )
         }
     }
     Ok(())
@@ -262,7 +279,7 @@ mod tests {
 
     #[test]
     fn bad_files_say_what_to_fix() {
-        let err = |text: &str| format!("{:#}", plan(text).err().expect("an error"));
+        let err = |text: &str| crate::exit::one_line(&plan(text).err().expect("an error"));
         assert!(err("").contains("no test"));
         assert!(err("[[test]]\nsizes = [64]").contains("no command"));
         assert!(err("[[test]]\ncommand = \"run\"").contains("cannot run another"));

@@ -6,10 +6,10 @@
 
 use super::rfc2544::{measure, write_json, Extras, Plan};
 use crate::args::Rfc2544Args;
+use crate::error::{bail, Result};
 use crate::exit::Outcome;
 use crate::plan::BedPlan;
 use crate::ports;
-use anyhow::Result;
 use linerate_lab::scenario::{Applied, IpsecSuite, Scenario, TunnelKind};
 use linerate_lab::Lab;
 use linerate_results::report::{self, compare};
@@ -162,7 +162,7 @@ pub(crate) fn prepare(
     // Scenarios configure the DUT for untagged IPv4 (NAT, ACLs, routes, tunnels).
     let encap = bed_plan.encap;
     if !encap.is_default() {
-        anyhow::bail!("--scenario configures the lab DUT for untagged IPv4 and cannot test {encap} frames: run the scenario without --ipv6/--vlan");
+        bail!(BadInput, "--scenario configures the lab DUT for untagged IPv4 and cannot test {encap} frames: run the scenario without --ipv6/--vlan");
     }
     super::touch_machine()?;
     // Unique per process and scenario; at most 11 characters.
@@ -184,7 +184,10 @@ pub(crate) fn prepare(
     let mut bed = ports::open_with(bed_plan, max_frame_len, Some(lab))?;
     if let Some(source) = applied.drop_from().map(std::net::IpAddr::V4) {
         if bed_plan.drop_from.is_some_and(|d| d != source) {
-            anyhow::bail!("--scenario drop-test drops frames from {source}: leave out --drop-from");
+            bail!(
+                BadInput,
+                "--scenario drop-test drops frames from {source}: leave out --drop-from"
+            );
         }
         bed.engine.set_drop_from(source)?;
     }

@@ -4,11 +4,11 @@
 
 use super::rfc2544::describe_port;
 use crate::args::DutCpuArgs;
+use crate::error::{bail, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::plan::BedPlan;
 use crate::ports::{self, TestBed};
 use crate::recorder::Recorder;
-use anyhow::{bail, Context, Result};
 use linerate_engine::EngineError;
 use linerate_method::spec::Step;
 use linerate_results::methods::{RunInfo, UnfinishedTrials};
@@ -143,7 +143,7 @@ pub(crate) fn fps_within_line(
     let line_fps = bed.line_rate_fps(frames);
     let fps = bed.fps(frames, rate);
     if fps > line_fps * 1.000_001 {
-        bail!(
+        bail!(BadInput,
             "{option} {text} is {fps:.0} frames/s, above the line rate for {} ({line_fps:.0} frames/s at {}): lower it or set --line-speed",
             frames.describe(),
             report::line_speed(bed.line_bps)

@@ -3,10 +3,10 @@
 //! namespaces of their own), shared by both commands.
 
 use crate::args::StackPortArgs;
+use crate::error::{bail, err, Result};
 use crate::ports::{parse_duration, DEFAULT_LAB};
 use crate::record_args::RecordArgs;
 use crate::recorder::Recorder;
-use anyhow::{anyhow, bail, Result};
 use linerate_goodput::hosts::{self, HostSetup, Side, LAB_V6, LAB_V6_PREFIX};
 use linerate_goodput::record::{lantraffic_coefficient, PathInfo};
 use linerate_goodput::{Endpoint, GoodputError};
@@ -69,24 +69,31 @@ impl StackPath {
 }
 
 fn parse_cidr(text: &str, option: &str) -> Result<(IpAddr, u8)> {
-    let (ip, len) = text
-        .split_once('/')
-        .ok_or_else(|| anyhow!("{option} '{text}' needs a prefix length, e.g. 198.18.0.2/24"))?;
-    let ip: IpAddr = ip
-        .parse()
-        .map_err(|_| anyhow!("{option} '{text}' is not an IP address with a prefix length"))?;
+    let (ip, len) = text.split_once('/').ok_or_else(|| {
+        err!(
+            BadInput,
+            "{option} '{text}' needs a prefix length, e.g. 198.18.0.2/24"
+        )
+    })?;
+    let ip: IpAddr = ip.parse().map_err(|_| {
+        err!(
+            BadInput,
+            "{option} '{text}' is not an IP address with a prefix length"
+        )
+    })?;
     let max = if ip.is_ipv6() { 128 } else { 32 };
-    let len: u8 = len
-        .parse()
-        .ok()
-        .filter(|l| *l <= max)
-        .ok_or_else(|| anyhow!("{option} '{text}': the prefix length must be 0..{max}"))?;
+    let len: u8 = len.parse().ok().filter(|l| *l <= max).ok_or_else(|| {
+        err!(
+            BadInput,
+            "{option} '{text}': the prefix length must be 0..{max}"
+        )
+    })?;
     Ok((ip, len))
 }
 
 fn parse_ip(text: &str, option: &str) -> Result<IpAddr> {
     text.parse()
-        .map_err(|_| anyhow!("{option} '{text}' is not an IP address"))
+        .map_err(|_| err!(BadInput, "{option} '{text}' is not an IP address"))
 }
 
 /// The run's recorder (`--db`, `--events`, `--json`), its output paths
@@ -99,7 +106,7 @@ pub fn recorder(
     json: Option<&std::path::Path>,
 ) -> Result<Recorder> {
     if let Some(pcap) = &record.pcap {
-        bail!(
+        bail!(BadInput,
             "--pcap {}: {command} sends through the kernel's TCP stack, not linerate's test frames; capture it with tcpdump on the tester port instead",
             pcap.display()
         );
@@ -140,7 +147,7 @@ pub fn open(args: &StackPortArgs) -> Result<StackPath> {
         .transpose()?;
     super::touch_machine()?;
     if !nix::unistd::geteuid().is_root() {
-        bail!("not running as root: linerate configures addresses in the tester namespaces; run it with sudo");
+        bail!(Environment, "not running as root: linerate configures addresses in the tester namespaces; run it with sudo");
     }
     let mut port_locks = Vec::new();
     let mut hosts = HostSetup::new();
@@ -181,18 +188,27 @@ pub fn open(args: &StackPortArgs) -> Result<StackPath> {
         (a, b, label, Some(lab), speed)
     } else {
         let name_a = args.port_a.as_deref().ok_or_else(|| {
-            anyhow!("--port-a is missing: name the tester interfaces, or use --lab")
+            err!(
+                BadInput,
+                "--port-a is missing: name the tester interfaces, or use --lab"
+            )
         })?;
-        let name_b = args
-            .port_b
-            .as_deref()
-            .ok_or_else(|| anyhow!("--port-b is missing: name the second tester interface"))?;
+        let name_b = args.port_b.as_deref().ok_or_else(|| {
+            err!(
+                BadInput,
+                "--port-b is missing: name the second tester interface"
+            )
+        })?;
         if name_a == name_b {
-            bail!("--port-a and --port-b are both '{name_a}': use two interfaces, one on each side of the DUT");
+            bail!(BadInput, "--port-a and --port-b are both '{name_a}': use two interfaces, one on each side of the DUT");
         }
         let need = |v: &Option<String>, o: &str| {
-            v.clone()
-                .ok_or_else(|| anyhow!("{o} is missing: give each port its address and gateway"))
+            v.clone().ok_or_else(|| {
+                err!(
+                    BadInput,
+                    "{o} is missing: give each port its address and gateway"
+                )
+            })
         };
         let (ip_a, len_a) = parse_cidr(&need(&args.ip_a, "--ip-a")?, "--ip-a")?;
         let (ip_b, len_b) = parse_cidr(&need(&args.ip_b, "--ip-b")?, "--ip-b")?;
@@ -203,6 +219,7 @@ pub fn open(args: &StackPortArgs) -> Result<StackPath> {
             .any(|ip| ip.is_ipv6() != ip_a.is_ipv6())
         {
             bail!(
+                BadInput,
                 "--ip-a, --ip-b, --gw-a and --gw-b mix IPv4 and IPv6: give all four in one family"
             );
         }
@@ -231,7 +248,10 @@ pub fn open(args: &StackPortArgs) -> Result<StackPath> {
     };
     let connect_ip = connect_override.unwrap_or(b.ip);
     if connect_ip.is_ipv6() != a.ip.is_ipv6() {
-        bail!("--connect-to {connect_ip} is not in the family of the tester addresses");
+        bail!(
+            BadInput,
+            "--connect-to {connect_ip} is not in the family of the tester addresses"
+        );
     }
     hosts.configure(&a, connect_ip)?;
     hosts.configure(&b, a.ip)?;
@@ -281,7 +301,7 @@ pub fn open(args: &StackPortArgs) -> Result<StackPath> {
 /// blocks the port.
 pub fn check_port(port: u16, default: u16) -> Result<u16> {
     if port == 0 {
-        bail!("--port 0 is not a port a server can listen on for the clients: give one of 1..65535, e.g. --port {default}");
+        bail!(BadInput, "--port 0 is not a port a server can listen on for the clients: give one of 1..65535, e.g. --port {default}");
     }
     Ok(port)
 }
@@ -300,7 +320,12 @@ pub fn parse_size(text: &str, option: &str) -> Result<u64> {
         .ok()
         .and_then(|n| n.checked_mul(mult))
         .filter(|n| *n > 0)
-        .ok_or_else(|| anyhow!("{option} '{text}' is not a size: write it as 256k, 1M or 1500"))
+        .ok_or_else(|| {
+            err!(
+                BadInput,
+                "{option} '{text}' is not a size: write it as 256k, 1M or 1500"
+            )
+        })
 }
 
 /// Maps a goodput error to the outcome: the DUT failing is a test failure
@@ -309,7 +334,7 @@ pub fn outcome(e: GoodputError) -> Result<crate::exit::Outcome> {
     if e.is_dut_failure() {
         Ok(crate::exit::Outcome::ThresholdFailed(e.to_string()))
     } else {
-        Err(anyhow::Error::new(e))
+        Err(e.into())
     }
 }
 
@@ -321,9 +346,9 @@ pub fn read_records<T: serde::de::DeserializeOwned>(
         .iter()
         .map(|f| {
             let text = std::fs::read_to_string(f)
-                .map_err(|e| anyhow!("--table-from {}: {e}", f.display()))?;
+                .map_err(|e| err!(BadInput, "--table-from {}: {e}", f.display()))?;
             serde_json::from_str(&text).map_err(|e| {
-                anyhow!(
+                err!(BadInput,
                     "--table-from {}: not a record of this command ({e}): give files written by its --json",
                     f.display()
                 )

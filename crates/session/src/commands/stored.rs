@@ -1,10 +1,10 @@
 //! The commands that read the results database: `runs`, `show`,
 //! `compare`, `export`, `report`. They measure nothing and need no root.
 
+use crate::error::{bail, err, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::outputs::Kind;
 use crate::record_args::{CompareArgs, DbArgs, ExportArgs, ReportArgs, RunsArgs, ShowArgs};
-use anyhow::{bail, Context, Result};
 use linerate_results::report::{self, thousands};
 use linerate_store::{compare, export, html, Store, StoredRun};
 use std::fmt::Write as _;
@@ -19,7 +19,7 @@ fn db_path(db: &DbArgs) -> std::path::PathBuf {
 fn open(db: &DbArgs) -> Result<Store> {
     let path = db_path(db);
     if !path.exists() {
-        bail!(
+        bail!(Environment,
             "no results database at {}: run 'linerate rfc2544' or 'linerate trial' first, or pass --db FILE",
             path.display()
         );
@@ -29,17 +29,23 @@ fn open(db: &DbArgs) -> Result<Store> {
 
 /// A run named on the command line: its id, or 'last'.
 fn load(store: &Store, run: &str) -> Result<StoredRun> {
-    let id =
-        if run == "last" {
-            match store.last_run()? {
-                Some(id) => id,
-                None => bail!("no run stored yet in {}", store.path().display()),
-            }
-        } else {
-            run.parse::<i64>().ok().filter(|n| *n > 0).with_context(|| {
-            format!("run '{run}' is not a run id: give a number from 'linerate runs', or 'last'")
+    let id = if run == "last" {
+        match store.last_run()? {
+            Some(id) => id,
+            None => bail!(
+                Environment,
+                "no run stored yet in {}",
+                store.path().display()
+            ),
+        }
+    } else {
+        run.parse::<i64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+            err!(
+                BadInput,
+                "run '{run}' is not a run id: give a number from 'linerate runs', or 'last'"
+            )
         })?
-        };
+    };
     Ok(store.load(id)?)
 }
 
@@ -215,6 +221,7 @@ pub fn compare(args: CompareArgs) -> Result<Outcome> {
         .collect::<Result<Vec<_>>>()?;
     if let Some(r) = runs.iter().find(|r| r.command != "rfc2544") {
         bail!(
+            BadInput,
             "run {} is a '{}' run: compare takes rfc2544 runs (throughput per frame size)",
             r.id,
             r.command

@@ -4,9 +4,9 @@
 
 use super::stack::{self, parse_size, read_records};
 use crate::args::TcpArgs;
+use crate::error::{err, Result};
 use crate::exit::Outcome;
 use crate::ports::parse_trial_duration;
-use anyhow::{anyhow, Result};
 use linerate_goodput::record::TcpRecord;
 use linerate_goodput::{report, tcp, Direction};
 use std::sync::atomic::AtomicBool;
@@ -19,7 +19,7 @@ pub fn run(args: TcpArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         return Ok(Outcome::Passed);
     }
     let directions = Direction::parse_list(&args.direction)
-        .ok_or_else(|| anyhow!("--direction must be download, upload or both"))?;
+        .ok_or_else(|| err!(BadInput, "--direction must be download, upload or both"))?;
     let duration = parse_trial_duration(&args.duration, "--duration")?;
     stack::check_port(args.port, 5201)?;
     let window = args

@@ -2,11 +2,11 @@
 
 use super::rfc2544::write_json;
 use crate::args::TrialArgs;
+use crate::error::{bail, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::outputs::Outputs;
 use crate::ports::{self, parse_share, parse_trial_duration, Zero};
 use crate::recorder::{Recorder, RunInfo};
-use anyhow::{bail, Context, Result};
 use linerate_engine::EngineError;
 use linerate_results::{report, TrialSpec};
 use linerate_store::RunStatus;
@@ -31,7 +31,7 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let line_fps = bed.line_rate_fps(&frames);
     let fps = bed.fps(&frames, rate);
     if fps > line_fps * 1.000_001 {
-        bail!(
+        bail!(BadInput,
             "--rate {} is {:.0} frames/s, above the line rate for {} ({:.0} frames/s at {}): lower the rate or set --line-speed",
             args.rate,
             fps,
