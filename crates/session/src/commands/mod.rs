@@ -16,7 +16,7 @@ mod session;
 mod stack;
 mod stored;
 mod tcp;
-mod trial;
+pub(crate) mod trial;
 
 use crate::args::{Cli, Command};
 use crate::exit::Outcome;
@@ -33,7 +33,7 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> crate::error::Result<Outcome> {
         Command::Lab { action } => lab::run(action),
         Command::Run { file, dry_run } => run::run(&file, dry_run, stop),
         Command::Rfc2544(args) => rfc2544::run(args, stop),
-        Command::Trial(args) => trial::run(args, stop),
+        Command::Trial(args) => trial::run(trial::TrialPlan::from_args(&args)?, stop),
         Command::Overhead(args) => overhead::run(args),
         Command::Latency(args) => latency::run(args, stop),
         Command::Calibrate(args) => calibrate::run(args, stop),
@@ -84,22 +84,27 @@ pub fn touch_machine() -> crate::error::Result<()> {
 }
 
 /// Checks `cli`'s values as its command would before touching the machine,
-/// without running it. Commands that only read or print stored data (lab,
-/// runs, show, compare, export, report) have nothing more to check than
-/// their command line.
+/// without running it. A command with a plan is checked by making its
+/// plan; the others run with every point where they would first touch the
+/// machine stopping them ([`touch_machine`]). Commands that only read or
+/// print stored data (lab, runs, show, compare, export, report) have
+/// nothing more to check than their command line.
 pub fn check(cli: Cli) -> crate::error::Result<()> {
-    if matches!(
-        cli.command,
+    match cli.command {
+        Command::Trial(args) => trial::TrialPlan::from_args(&args).map(drop),
         Command::Lab { .. }
-            | Command::Run { .. }
-            | Command::Runs(_)
-            | Command::Show(_)
-            | Command::Compare(_)
-            | Command::Export(_)
-            | Command::Report(_)
-    ) {
-        return Ok(());
+        | Command::Run { .. }
+        | Command::Runs(_)
+        | Command::Show(_)
+        | Command::Compare(_)
+        | Command::Export(_)
+        | Command::Report(_) => Ok(()),
+        _ => check_by_running(cli),
     }
+}
+
+/// Runs `cli` until it would first touch the machine (see [`check`]).
+fn check_by_running(cli: Cli) -> crate::error::Result<()> {
     struct Reset;
     impl Drop for Reset {
         fn drop(&mut self) {

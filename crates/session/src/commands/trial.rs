@@ -1,30 +1,80 @@
 //! `linerate trial`: one fixed-rate trial from port A to port B.
 
 use super::rfc2544::write_json;
-use crate::args::TrialArgs;
+use crate::args::{DutCpuArgs, TrialArgs};
 use crate::error::{bail, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::outputs::Outputs;
+use crate::plan::BedPlan;
 use crate::ports::{self, parse_share, parse_trial_duration, Zero};
+use crate::record_args::RecordArgs;
 use crate::recorder::{Recorder, RunInfo};
 use linerate_engine::EngineError;
 use linerate_results::{report, TrialSpec};
 use linerate_store::RunStatus;
-use linerate_wire::Rate;
+use linerate_wire::{Frames, Rate};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
-pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let bed_plan = args.ports.plan()?.for_capture(args.record.pcap.is_some());
-    let frames = args.frames.single("trial", &bed_plan.encap)?;
+/// A trial, checked: everything `linerate trial` was given, as values.
+#[derive(Debug, Clone)]
+pub struct TrialPlan {
+    pub bed: BedPlan,
+    /// One frame size or one mix.
+    pub frames: Frames,
+    pub rate: Rate,
+    /// The rate as the user wrote it, for messages.
+    pub rate_text: String,
+    pub duration: Duration,
+    /// Loss the trial may have and still pass, as a ratio.
+    pub allowed_loss: f64,
+    pub json: Option<PathBuf>,
+    pub dut_cpu: DutCpuArgs,
+    pub record: RecordArgs,
+}
+
+impl TrialPlan {
+    /// Every value of `args` checked (output files included); nothing on
+    /// the machine is touched.
+    pub fn from_args(args: &TrialArgs) -> Result<TrialPlan> {
+        let bed = args.ports.plan()?.for_capture(args.record.pcap.is_some());
+        let frames = args.frames.single("trial", &bed.encap)?;
+        let rate = Rate::parse(&args.rate).context("--rate")?;
+        let duration = parse_trial_duration(&args.duration, "--duration")?;
+        Outputs::new()
+            .json(args.json.as_deref())
+            .record(&args.record)
+            .check()?;
+        let allowed_loss = parse_share(&args.loss, "--loss", Zero::Allowed)?;
+        Ok(TrialPlan {
+            bed,
+            frames,
+            rate,
+            rate_text: args.rate.clone(),
+            duration,
+            allowed_loss,
+            json: args.json.clone(),
+            dut_cpu: args.dut_cpu.clone(),
+            record: args.record.clone(),
+        })
+    }
+}
+
+pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
+    let TrialPlan {
+        bed: bed_plan,
+        frames,
+        rate,
+        rate_text,
+        duration,
+        allowed_loss,
+        json,
+        dut_cpu,
+        record,
+    } = plan;
     let frame = frames.largest();
-    let rate = Rate::parse(&args.rate).context("--rate")?;
-    let duration = parse_trial_duration(&args.duration, "--duration")?;
-    Outputs::new()
-        .json(args.json.as_deref())
-        .record(&args.record)
-        .check()?;
-    let allowed_loss = parse_share(&args.loss, "--loss", Zero::Allowed)?;
-    let mut recorder = Recorder::open(&args.record)?;
+    let mut recorder = Recorder::open(&record)?;
 
     let mut bed = ports::open(&bed_plan, frame.buffer_len())?;
     bed.engine.check_frame(frame)?;
@@ -33,7 +83,7 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     if fps > line_fps * 1.000_001 {
         bail!(BadInput,
             "--rate {} is {:.0} frames/s, above the line rate for {} ({:.0} frames/s at {}): lower the rate or set --line-speed",
-            args.rate,
+            rate_text,
             fps,
             frames.describe(),
             line_fps,
@@ -49,7 +99,7 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         duration,
     };
     // The DUT's CPU load over the trial (the idle baseline first).
-    let cpu = crate::dut_cpu::meter_for(&bed, &args.dut_cpu, &[])?;
+    let cpu = crate::dut_cpu::meter_for(&bed, &dut_cpu, &[])?;
     let sample = cpu.as_ref().map(|m| m.begin(duration));
     recorder.begin(RunInfo {
         command: "trial",
@@ -84,7 +134,7 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     recorder.single_trial_done(&result, result.passed(allowed_loss));
     recorder.print(&report::trial_summary(&result, line_bps));
     recorder.finish(RunStatus::Complete);
-    if let Some(path) = &args.json {
+    if let Some(path) = &json {
         write_json(path, &result)?;
     }
     if result.loss_ratio > allowed_loss {
@@ -95,4 +145,39 @@ pub fn run(args: TrialArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         )));
     }
     Ok(Outcome::Passed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+
+    fn plan(args: &str) -> Result<TrialPlan> {
+        let argv = format!("linerate trial --lab --no-db {args}");
+        let Command::Trial(t) = Cli::try_parse_from(argv.split_whitespace())?.command else {
+            unreachable!()
+        };
+        TrialPlan::from_args(&t)
+    }
+
+    #[test]
+    fn a_trial_plan_holds_every_value_checked() {
+        let p = plan("--frame-size 128 --rate 20kfps --duration 3s --loss 0.1%").unwrap();
+        assert_eq!(p.frames.largest().frame(), 128);
+        assert_eq!(p.duration, Duration::from_secs(3));
+        assert!((p.allowed_loss - 0.001).abs() < 1e-12);
+        assert_eq!(p.rate_text, "20kfps");
+        assert!(p.bed.is_lab());
+        for (args, says) in [
+            ("--frame-size 128 --rate fast", "--rate"),
+            ("--frame-size 128 --rate 1% --duration 1ms", "--duration"),
+            ("--frame-size 128 --rate 1% --loss 2", "--loss"),
+            ("--frame-size 20 --rate 1%", "20"),
+        ] {
+            let e = plan(args).unwrap_err();
+            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
+            assert!(crate::exit::one_line(&e).contains(says), "{args}: {e}");
+        }
+    }
 }
