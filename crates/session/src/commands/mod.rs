@@ -9,7 +9,7 @@ mod lab;
 mod latency;
 mod mlrsearch;
 mod overhead;
-mod rfc2544;
+pub(crate) mod rfc2544;
 mod run;
 mod scenarios;
 mod session;
@@ -32,7 +32,7 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> crate::error::Result<Outcome> {
     match cli.command {
         Command::Lab { action } => lab::run(action),
         Command::Run { file, dry_run } => run::run(&file, dry_run, stop),
-        Command::Rfc2544(args) => rfc2544::run(args, stop),
+        Command::Rfc2544(args) => rfc2544::run(rfc2544::Rfc2544Plan::from_args(&args)?, stop),
         Command::Trial(args) => trial::run(trial::TrialPlan::from_args(&args)?, stop),
         Command::Overhead(args) => overhead::run(args),
         Command::Latency(args) => latency::run(args, stop),
@@ -92,6 +92,7 @@ pub fn touch_machine() -> crate::error::Result<()> {
 pub fn check(cli: Cli) -> crate::error::Result<()> {
     match cli.command {
         Command::Trial(args) => trial::TrialPlan::from_args(&args).map(drop),
+        Command::Rfc2544(args) => rfc2544::Rfc2544Plan::from_args(&args).map(drop),
         Command::Lab { .. }
         | Command::Run { .. }
         | Command::Runs(_)

@@ -1,15 +1,17 @@
 //! `linerate rfc2544`: the throughput search (RFC 2544 section 26.1) for
 //! each frame size, printed as the LANCOM techpaper's table.
 
-use crate::args::Rfc2544Args;
+use crate::args::{DutArgs, Rfc2544Args};
 use crate::dut_cpu::{self, DutCpuMeter};
 use crate::error::{bail, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::outputs::Outputs;
 use crate::plan::BedPlan;
 use crate::ports::{self, parse_share, parse_trial_duration, Zero};
+use crate::record_args::RecordArgs;
 use crate::recorder::{Recorder, RunInfo};
 use linerate_engine::{Engine, EngineError};
+use linerate_lab::scenario::Scenario;
 use linerate_method::mlrsearch::{self, MlrConfig};
 use linerate_method::spec::Step;
 use linerate_method::{find_throughput, Progress, ThroughputConfig, TrialRunner};
@@ -17,7 +19,7 @@ use linerate_results::calibration::{self, near_ceiling, Calibration};
 use linerate_results::{report, InterruptedSearch, Rfc2544Report, TrialResult, TrialSpec};
 use linerate_store::RunStatus;
 use linerate_wire::{FrameSize, Frames, Rate};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
 
@@ -42,20 +44,39 @@ impl TrialRunner for EngineRunner<'_> {
     }
 }
 
-/// What a run measures: parsed from the arguments before any port opens.
-pub(crate) struct Plan {
+/// An RFC 2544 throughput run, checked: everything `linerate rfc2544` was
+/// given, as values, parsed from the arguments before any port opens.
+#[derive(Debug, Clone)]
+pub struct Rfc2544Plan {
     /// The test bed, checked.
     pub bed: BedPlan,
+    /// The DUT configurations to compare (`--scenario`), parsed; empty:
+    /// none, the test bed as it is.
+    pub scenarios: Vec<Scenario>,
+    /// One entry per frame size or mix.
     pub frames: Vec<Frames>,
     pub trial_duration: Duration,
     pub resolution: f64,
     pub allowed_loss: f64,
     pub max_rate: Option<Rate>,
+    /// `--max-rate` as the user wrote it, for messages.
+    pub max_rate_text: Option<String>,
     pub calibration: Calibration,
+    pub all_layers: bool,
+    pub mlrsearch: bool,
+    pub json: Option<PathBuf>,
+    pub dut: DutArgs,
+    pub record: RecordArgs,
 }
 
-impl Plan {
-    pub fn from_args(args: &Rfc2544Args) -> Result<Plan> {
+impl Rfc2544Plan {
+    /// Every value of `args` checked (the scenario list, output files and
+    /// the calibration file included); nothing on the machine is touched.
+    pub fn from_args(args: &Rfc2544Args) -> Result<Rfc2544Plan> {
+        let scenarios = match &args.dut.scenario {
+            Some(text) => Scenario::parse_list(text)?,
+            None => Vec::new(),
+        };
         let bed = args
             .ports
             .plan_with(args.dut.scenario.is_some())?
@@ -84,14 +105,21 @@ impl Plan {
             .input("--calibration", Some(&calibration_path))
             .check()?;
         let calibration = Calibration::load(&calibration_path)?;
-        Ok(Plan {
+        Ok(Rfc2544Plan {
             bed,
+            scenarios,
             frames,
             trial_duration,
             resolution,
             allowed_loss,
             max_rate,
+            max_rate_text: args.max_rate.clone(),
             calibration,
+            all_layers: args.all_layers,
+            mlrsearch: args.mlrsearch,
+            json: args.json.clone(),
+            dut: args.dut.clone(),
+            record: args.record.clone(),
         })
     }
 
@@ -107,22 +135,20 @@ pub(crate) struct Extras<'a> {
     pub cpu: Option<&'a DutCpuMeter>,
 }
 
-pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
-    if args.dut.scenario.is_some() {
-        return super::scenarios::run(args, interrupt);
+pub fn run(plan: Rfc2544Plan, interrupt: &AtomicBool) -> Result<Outcome> {
+    if plan.dut.scenario.is_some() {
+        return super::scenarios::run(plan, interrupt);
     }
-    let plan = Plan::from_args(&args)?;
     // Opened before the ports: a bad --db or --events costs no trial.
-    let mut recorder = Recorder::open(&args.record)?;
+    let mut recorder = Recorder::open(&plan.record)?;
     let mut bed = ports::open(&plan.bed, plan.max_frame_len())?;
-    let cpu = dut_cpu::meter_for(&bed, &args.dut.cpu, &[])?;
+    let cpu = dut_cpu::meter_for(&bed, &plan.dut.cpu, &[])?;
     let extras = Extras {
         scenario: None,
         cpu: cpu.as_ref(),
     };
-    let json = args.json.clone();
+    let json = plan.json.clone();
     let (outcome, rep) = measure(
-        &args,
         &plan,
         &mut bed,
         extras,
@@ -133,12 +159,12 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
             None => Ok(()),
         },
     )?;
-    recorder.print(&report::throughput_table_layers(&rep, args.all_layers));
+    recorder.print(&report::throughput_table_layers(&rep, plan.all_layers));
     recorder.finish(match outcome {
         Outcome::Interrupted(_) => RunStatus::Interrupted,
         _ => RunStatus::Complete,
     });
-    if let (Some(path), Outcome::Passed) = (&args.json, &outcome) {
+    if let (Some(path), Outcome::Passed) = (&plan.json, &outcome) {
         eprintln!("linerate: every trial written to {}", path.display());
     }
     Ok(outcome)
@@ -148,8 +174,7 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
 /// called with the report as it grows (after each trial, with the
 /// unfinished search in `interrupted`) and at the end; the caller prints.
 pub(crate) fn measure(
-    args: &Rfc2544Args,
-    plan: &Plan,
+    plan: &Rfc2544Plan,
     bed: &mut ports::TestBed,
     extras: Extras<'_>,
     recorder: &mut Recorder,
@@ -176,7 +201,7 @@ pub(crate) fn measure(
         if max_fps > line_fps * 1.000_001 {
             bail!(BadInput,
                 "--max-rate {} is above the line rate for {} ({:.0} frames/s at {}): lower it or set --line-speed",
-                args.max_rate.as_deref().unwrap_or_default(),
+                plan.max_rate_text.as_deref().unwrap_or_default(),
                 frames.describe(),
                 line_fps,
                 report::line_speed(line_bps)
@@ -278,7 +303,7 @@ pub(crate) fn measure(
                     result.calibrated_ceiling_fps = Some(c.ceiling_fps);
                     result.tester_limited |= near_ceiling(result.throughput_fps, c.ceiling_fps);
                 }
-                if args.mlrsearch {
+                if plan.mlrsearch {
                     let cfg =
                         MlrConfig::after_zero_loss(cfg.max_fps, cfg.min_fps, cfg.trial_duration);
                     let first_trial_no = result.trials.len();
@@ -376,4 +401,64 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
         .with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+
+    fn plan(args: &str) -> Result<Rfc2544Plan> {
+        let argv =
+            format!("linerate rfc2544 --no-db --calibration /nonexistent-linerate/c.json {args}");
+        let Command::Rfc2544(a) = Cli::try_parse_from(argv.split_whitespace())?.command else {
+            unreachable!()
+        };
+        Rfc2544Plan::from_args(&a)
+    }
+
+    #[test]
+    fn an_rfc2544_plan_holds_every_value_checked() {
+        let p = plan(
+            "--lab --frame-size 64,128 --trial-duration 3s --resolution 0.5% --loss 0.1% \
+             --max-rate 50% --all-layers --mlrsearch",
+        )
+        .unwrap();
+        assert_eq!(
+            p.frames
+                .iter()
+                .map(|f| f.largest().frame())
+                .collect::<Vec<_>>(),
+            [64, 128]
+        );
+        assert_eq!(p.trial_duration, Duration::from_secs(3));
+        assert!((p.resolution - 0.005).abs() < 1e-12);
+        assert!((p.allowed_loss - 0.001).abs() < 1e-12);
+        assert!(p.max_rate.is_some());
+        assert_eq!(p.max_rate_text.as_deref(), Some("50%"));
+        assert!(p.all_layers && p.mlrsearch);
+        assert!(p.scenarios.is_empty());
+        assert!(p.bed.is_lab());
+        assert_eq!(p.calibration, Calibration::default());
+
+        let strict = plan("--lab --rfc2544-strict --trial-duration 3s").unwrap();
+        assert_eq!(strict.trial_duration, STRICT_TRIAL);
+
+        let s = plan("--scenario lan-lan,wan-lan").unwrap();
+        assert_eq!(s.scenarios.len(), 2);
+
+        for (args, says) in [
+            ("--lab --trial-duration 1ms", "--trial-duration"),
+            ("--lab --resolution 0", "--resolution"),
+            ("--lab --loss 2", "--loss"),
+            ("--lab --max-rate fast", "--max-rate"),
+            ("--lab --frame-size 20", "20"),
+            ("--scenario no-such-thing", "no-such-thing"),
+        ] {
+            let e = plan(args).unwrap_err();
+            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
+            assert!(crate::exit::one_line(&e).contains(says), "{args}: {e}");
+        }
+    }
 }

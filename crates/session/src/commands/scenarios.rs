@@ -4,8 +4,7 @@
 //! checked after the last), each printed as its own table, then all of them
 //! side by side when there are several.
 
-use super::rfc2544::{measure, write_json, Extras, Plan};
-use crate::args::Rfc2544Args;
+use super::rfc2544::{measure, write_json, Extras, Rfc2544Plan};
 use crate::error::{bail, Result};
 use crate::exit::Outcome;
 use crate::plan::BedPlan;
@@ -18,12 +17,10 @@ use linerate_results::Rfc2544Report;
 use linerate_wire::overhead::{Auth, Cipher, Encapsulation, WireguardPadding};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
-    let text = args.dut.scenario.clone().unwrap_or_default();
-    let scenarios = Scenario::parse_list(&text)?;
-    let plan = Plan::from_args(&args)?;
+pub fn run(plan: Rfc2544Plan, interrupt: &AtomicBool) -> Result<Outcome> {
     super::touch_machine()?;
     linerate_lab::check_environment()?;
+    let scenarios = &plan.scenarios;
     let comparison = scenarios.len() > 1;
     let mut reports: Vec<Rfc2544Report> = Vec::new();
     let mut outcome = Outcome::Passed;
@@ -32,7 +29,7 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
             outcome = Outcome::Interrupted("results measured so far were kept".into());
             break;
         }
-        let (o, rep) = match run_one(&args, &plan, scenario, i, interrupt, &reports, comparison) {
+        let (o, rep) = match run_one(&plan, scenario, i, interrupt, &reports, comparison) {
             Ok(done) => done,
             Err(e) => {
                 // What the scenarios before measured stays on screen (and
@@ -56,7 +53,7 @@ pub fn run(args: Rfc2544Args, interrupt: &AtomicBool) -> Result<Outcome> {
     if comparison {
         print!("{}", compare::side_by_side(&reports));
     }
-    if let Some(path) = &args.json {
+    if let Some(path) = &plan.json {
         save(path, &reports, comparison)?;
         if let Outcome::Passed = outcome {
             eprintln!("linerate: every trial written to {}", path.display());
@@ -77,8 +74,7 @@ pub(crate) fn numbered(path: &std::path::Path, n: usize) -> std::path::PathBuf {
 
 /// One scenario: lab up, apply and verify, measure, check the traffic.
 fn run_one(
-    args: &Rfc2544Args,
-    plan: &Plan,
+    plan: &Rfc2544Plan,
     scenario: &Scenario,
     index: usize,
     interrupt: &AtomicBool,
@@ -86,13 +82,13 @@ fn run_one(
     comparison: bool,
 ) -> Result<(Outcome, Rfc2544Report)> {
     let (applied, mut bed) = prepare(&plan.bed, plan.max_frame_len(), scenario, index)?;
-    let cpu = crate::dut_cpu::meter_for(&bed, &args.dut.cpu, &applied.data_path_pids())?;
+    let cpu = crate::dut_cpu::meter_for(&bed, &plan.dut.cpu, &applied.data_path_pids())?;
     let mut record = record_of(scenario, &applied);
     let extras = Extras {
         scenario: Some(record.clone()),
         cpu: cpu.as_ref(),
     };
-    let json = args.json.clone();
+    let json = plan.json.clone();
     let mut save_partial = |rep: &Rfc2544Report| match &json {
         Some(path) => {
             let mut all = earlier.to_vec();
@@ -103,13 +99,12 @@ fn run_one(
     };
     // Each scenario is a run of its own in the results database, with a
     // capture file of its own when several are compared.
-    let mut record_args = args.record.clone();
+    let mut record_args = plan.record.clone();
     if comparison {
         record_args.pcap = record_args.pcap.as_deref().map(|p| numbered(p, index + 1));
     }
     let mut recorder = crate::recorder::Recorder::open(&record_args)?;
     let (outcome, mut rep) = measure(
-        args,
         plan,
         &mut bed,
         extras,
