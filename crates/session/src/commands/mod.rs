@@ -8,7 +8,7 @@ mod http;
 mod lab;
 mod latency;
 mod mlrsearch;
-mod overhead;
+pub(crate) mod overhead;
 pub(crate) mod rfc2544;
 mod run;
 mod scenarios;
@@ -34,7 +34,7 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> crate::error::Result<Outcome> {
         Command::Run { file, dry_run } => run::run(&file, dry_run, stop),
         Command::Rfc2544(args) => rfc2544::run(rfc2544::Rfc2544Plan::from_args(&args)?, stop),
         Command::Trial(args) => trial::run(trial::TrialPlan::from_args(&args)?, stop),
-        Command::Overhead(args) => overhead::run(args),
+        Command::Overhead(args) => overhead::run(overhead::OverheadPlan::from_args(&args)?),
         Command::Latency(args) => latency::run(args, stop),
         Command::Calibrate(args) => calibrate::run(args, stop),
         Command::Loss(args) => frame_loss::run(args, stop),
@@ -93,6 +93,7 @@ pub fn check(cli: Cli) -> crate::error::Result<()> {
     match cli.command {
         Command::Trial(args) => trial::TrialPlan::from_args(&args).map(drop),
         Command::Rfc2544(args) => rfc2544::Rfc2544Plan::from_args(&args).map(drop),
+        Command::Overhead(args) => overhead::OverheadPlan::from_args(&args).map(drop),
         Command::Lab { .. }
         | Command::Run { .. }
         | Command::Runs(_)

@@ -24,27 +24,61 @@ struct Row {
     outer_mbps_l1: f64,
 }
 
-pub fn run(args: OverheadArgs) -> Result<Outcome> {
-    let enc = encapsulation(&args)?;
-    if !(args.fps.is_finite() && args.fps > 0.0) {
-        bail!(
-            BadInput,
-            "--fps {} is not a positive frame rate, e.g. 100000",
-            args.fps
-        );
+/// An overhead calculation, checked: the encapsulation and the sizes
+/// `linerate overhead` was given, as values.
+#[derive(Debug, Clone)]
+pub struct OverheadPlan {
+    pub encapsulation: Encapsulation,
+    /// The encapsulation as the table's heading says it.
+    pub description: String,
+    /// Frames per second, for the Mbps columns.
+    pub fps: f64,
+    /// The inner frames, one row each.
+    pub sizes: Vec<FrameSize>,
+    /// Print JSON instead of the table.
+    pub json: bool,
+}
+
+impl OverheadPlan {
+    /// Every value of `args` checked.
+    pub fn from_args(args: &OverheadArgs) -> Result<OverheadPlan> {
+        let encapsulation = encapsulation(args)?;
+        if !(args.fps.is_finite() && args.fps > 0.0) {
+            bail!(
+                BadInput,
+                "--fps {} is not a positive frame rate, e.g. 100000",
+                args.fps
+            );
+        }
+        let sizes: Vec<FrameSize> = match (&args.frame_size, &args.l3_length) {
+            (_, Some(l3)) => l3
+                .iter()
+                .map(|&n| FrameSize::from_l3(n))
+                .collect::<Result<_, _>>()?,
+            (Some(f), None) => f
+                .iter()
+                .map(|&n| FrameSize::from_frame(n))
+                .collect::<Result<_, _>>()?,
+            (None, None) => bail!(BadInput, "give --frame-size N or --l3-length N"),
+        };
+        Ok(OverheadPlan {
+            encapsulation,
+            description: describe(args),
+            fps: args.fps,
+            sizes,
+            json: args.json,
+        })
     }
-    let sizes: Vec<FrameSize> = match (&args.frame_size, &args.l3_length) {
-        (_, Some(l3)) => l3
-            .iter()
-            .map(|&n| FrameSize::from_l3(n))
-            .collect::<Result<_, _>>()?,
-        (Some(f), None) => f
-            .iter()
-            .map(|&n| FrameSize::from_frame(n))
-            .collect::<Result<_, _>>()?,
-        (None, None) => bail!(BadInput, "give --frame-size N or --l3-length N"),
-    };
-    super::touch_machine()?;
+}
+
+pub fn run(plan: OverheadPlan) -> Result<Outcome> {
+    let OverheadPlan {
+        encapsulation: enc,
+        description,
+        fps,
+        sizes,
+        json,
+    } = plan;
     let mbps = |fps: f64, bytes: u64| fps * bytes as f64 * 8.0 / 1e6;
     let rows: Vec<Row> = sizes
         .iter()
@@ -57,25 +91,25 @@ pub fn run(args: OverheadArgs) -> Result<Outcome> {
                 outer_frame_size: outer,
                 outer_l3_length: enc.outer_l3(l3) as u64,
                 added_bytes: outer - inner,
-                fps: args.fps,
-                inner_mbps_l2: mbps(args.fps, inner),
-                outer_mbps_l2: mbps(args.fps, outer),
-                inner_mbps_l1: mbps(args.fps, inner + 20),
-                outer_mbps_l1: mbps(args.fps, outer + 20),
+                fps,
+                inner_mbps_l2: mbps(fps, inner),
+                outer_mbps_l2: mbps(fps, outer),
+                inner_mbps_l1: mbps(fps, inner + 20),
+                outer_mbps_l1: mbps(fps, outer + 20),
             }
         })
         .collect();
-    if args.json {
+    if json {
         match rows.as_slice() {
             [one] => println!("{}", report::to_json(one)),
             many => println!("{}", report::to_json(&many)),
         }
         return Ok(Outcome::Passed);
     }
-    println!("Encapsulation: {}", describe(&args));
+    println!("Encapsulation: {description}");
     println!(
         "inner frame  inner IP  outer frame  outer IP  added   Mbps (L2) inner -> outer at {} frames/s",
-        report::thousands(args.fps.round() as u64)
+        report::thousands(fps.round() as u64)
     );
     for r in &rows {
         println!(
@@ -196,6 +230,52 @@ fn describe(args: &OverheadArgs) -> String {
         "none".to_string()
     } else {
         parts.join(" + ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+
+    fn plan(args: &str) -> Result<OverheadPlan> {
+        let argv = format!("linerate overhead {args}");
+        let Command::Overhead(a) = Cli::try_parse_from(argv.split_whitespace())?.command else {
+            unreachable!()
+        };
+        OverheadPlan::from_args(&a)
+    }
+
+    #[test]
+    fn an_overhead_plan_holds_every_value_checked() {
+        let p =
+            plan("--frame-size 64,1518 --esp aes --auth sha1 --nat-t --fps 1000 --json").unwrap();
+        assert_eq!(
+            p.sizes.iter().map(|f| f.frame()).collect::<Vec<_>>(),
+            [64, 1518]
+        );
+        assert_eq!(p.encapsulation.esp, Some((Cipher::AesCbc, Auth::Sha1)));
+        assert!(p.encapsulation.nat_t);
+        assert_eq!(p.fps, 1000.0);
+        assert!(p.json);
+        assert_eq!(p.description, "ESP aes/sha1 (tunnel) + NAT-T");
+        let p = plan("--l3-length 40 --vxlan").unwrap();
+        assert_eq!(p.sizes[0].frame(), 64);
+        assert!(p.encapsulation.vxlan);
+        for (args, says) in [
+            ("--frame-size 64 --esp rot13", "--esp"),
+            ("--frame-size 64 --esp aes", "--auth"),
+            ("--frame-size 64 --ah none", "--ah"),
+            ("--frame-size 64 --nat-t", "--nat-t"),
+            ("--frame-size 64 --wireguard sideways", "--wireguard"),
+            ("--frame-size 64 --fps 0", "--fps"),
+            ("--frame-size 20", "20"),
+        ] {
+            let e = plan(args).unwrap_err();
+            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
+            assert!(crate::exit::one_line(&e).contains(says), "{args}: {e}");
+        }
     }
 }
 
