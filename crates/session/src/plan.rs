@@ -12,6 +12,7 @@
 //! [`PortArgs::plan`]; a library user (the Python package, a remote agent,
 //! the scenario-file runner) can build a plan directly.
 
+pub use crate::commands::cpu_target::CpuTargetPlan;
 pub use crate::commands::overhead::OverheadPlan;
 pub use crate::commands::rfc2544::Rfc2544Plan;
 pub use crate::commands::trial::TrialPlan;

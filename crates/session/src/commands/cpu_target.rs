@@ -5,10 +5,12 @@
 
 use super::rfc2544::EngineRunner;
 use super::scenarios::{prepare, record_of, traffic_checks};
-use crate::args::CpuTargetArgs;
+use crate::args::{CpuTargetArgs, DutArgs};
 use crate::error::{bail, err, Result, ResultExt};
 use crate::exit::Outcome;
+use crate::plan::BedPlan;
 use crate::ports::{self, parse_trial_duration};
+use crate::record_args::RecordArgs;
 use crate::recorder::{Recorder, RunInfo};
 use linerate_engine::EngineError;
 use linerate_lab::scenario::Scenario;
@@ -16,57 +18,107 @@ use linerate_method::cpu_target::Stopped;
 use linerate_method::{find_cpu_target, CpuTargetConfig, CpuTargetConfigError, CpuTargetProgress};
 use linerate_results::cpu_target::{cpu_target_table, CpuTargetReport};
 use linerate_store::RunStatus;
-use linerate_wire::Rate;
+use linerate_wire::{FrameSize, Rate};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
 
-pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let bed_plan = args
-        .ports
-        .plan_with(args.dut.scenario.is_some())?
-        .for_capture(args.record.pcap.is_some());
-    let target = parse_target(&args.target)?;
-    let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
-    let cfg = CpuTargetConfig {
-        target_pct: target,
-        tolerance_pct: args.tolerance,
-        trial_duration: duration,
-        max_trials: args.max_trials,
-    };
-    match cfg.validate() {
-        Ok(()) => {}
-        Err(CpuTargetConfigError::Tolerance(t)) => bail!(
-            BadInput,
-            "--tolerance {t} is not a number of percentage points above 0 and below 50, e.g. 5"
-        ),
-        Err(e) => bail!(BadInput, "{e}"),
-    }
-    let frames = args.frames.sizes_only("cpu-target", &bed_plan.encap)?;
-    let max_rate = args
-        .max_rate
-        .as_deref()
-        .map(Rate::parse)
-        .transpose()
-        .context("--max-rate")?;
-    crate::outputs::Outputs::new()
-        .json(args.json.as_deref())
-        .record(&args.record)
-        .check()?;
-    let scenario = match &args.dut.scenario {
-        Some(text) => {
-            let mut list = Scenario::parse_list(text)?;
-            if list.len() != 1 {
-                bail!(
-                    BadInput,
-                    "cpu-target runs one --scenario at a time: run it once per scenario"
-                );
-            }
-            list.pop()
+/// A CPU-target run, checked: everything `linerate cpu-target` was given,
+/// as values.
+#[derive(Debug, Clone)]
+pub struct CpuTargetPlan {
+    pub bed: BedPlan,
+    /// The search's settings: the target and tolerance in percent, the
+    /// trial duration, the most trials per frame size.
+    pub config: CpuTargetConfig,
+    pub frames: Vec<FrameSize>,
+    pub max_rate: Option<Rate>,
+    /// `--max-rate` as the user wrote it, for messages.
+    pub max_rate_text: Option<String>,
+    /// The DUT configuration (`--scenario`, one), parsed.
+    pub scenario: Option<Scenario>,
+    pub json: Option<PathBuf>,
+    pub dut: DutArgs,
+    pub record: RecordArgs,
+}
+
+impl CpuTargetPlan {
+    /// Every value of `args` checked (output files included); nothing on
+    /// the machine is touched.
+    pub fn from_args(args: &CpuTargetArgs) -> Result<CpuTargetPlan> {
+        let bed = args
+            .ports
+            .plan_with(args.dut.scenario.is_some())?
+            .for_capture(args.record.pcap.is_some());
+        let target = parse_target(&args.target)?;
+        let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
+        let config = CpuTargetConfig {
+            target_pct: target,
+            tolerance_pct: args.tolerance,
+            trial_duration: duration,
+            max_trials: args.max_trials,
+        };
+        match config.validate() {
+            Ok(()) => {}
+            Err(CpuTargetConfigError::Tolerance(t)) => bail!(
+                BadInput,
+                "--tolerance {t} is not a number of percentage points above 0 and below 50, e.g. 5"
+            ),
+            Err(e) => bail!(BadInput, "{e}"),
         }
-        None => None,
-    };
+        let frames = args.frames.sizes_only("cpu-target", &bed.encap)?;
+        let max_rate = args
+            .max_rate
+            .as_deref()
+            .map(Rate::parse)
+            .transpose()
+            .context("--max-rate")?;
+        crate::outputs::Outputs::new()
+            .json(args.json.as_deref())
+            .record(&args.record)
+            .check()?;
+        let scenario = match &args.dut.scenario {
+            Some(text) => {
+                let mut list = Scenario::parse_list(text)?;
+                if list.len() != 1 {
+                    bail!(
+                        BadInput,
+                        "cpu-target runs one --scenario at a time: run it once per scenario"
+                    );
+                }
+                list.pop()
+            }
+            None => None,
+        };
+        Ok(CpuTargetPlan {
+            bed,
+            config,
+            frames,
+            max_rate,
+            max_rate_text: args.max_rate.clone(),
+            scenario,
+            json: args.json.clone(),
+            dut: args.dut.clone(),
+            record: args.record.clone(),
+        })
+    }
+}
+
+pub fn run(plan: CpuTargetPlan, interrupt: &AtomicBool) -> Result<Outcome> {
+    let CpuTargetPlan {
+        bed: bed_plan,
+        config: cfg,
+        frames,
+        max_rate,
+        max_rate_text,
+        scenario,
+        json,
+        dut,
+        record,
+    } = plan;
+    let (target, duration) = (cfg.target_pct, cfg.trial_duration);
     let max_frame_len = frames.iter().map(|f| f.buffer_len()).max().unwrap_or(0);
-    let mut recorder = Recorder::open(&args.record)?.json_file(args.json.as_deref());
+    let mut recorder = Recorder::open(&record)?.json_file(json.as_deref());
     let (applied, mut bed) = match &scenario {
         Some(s) => {
             let (a, b) = prepare(&bed_plan, max_frame_len, s, 0)?;
@@ -78,7 +130,7 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         .as_ref()
         .map(|a| a.data_path_pids())
         .unwrap_or_default();
-    let meter = crate::dut_cpu::meter_for(&bed, &args.dut.cpu, &pids)?;
+    let meter = crate::dut_cpu::meter_for(&bed, &dut.cpu, &pids)?;
     let meter = meter.ok_or_else(|| {
         err!(BadInput, "cpu-target needs the DUT's CPU load: on an external DUT give --dut-cpu-cmd or --dut-snmp")
     })?;
@@ -86,7 +138,7 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     for f in &frames {
         bed.engine.check_frame(*f)?;
         let line_fps = f.line_rate_fps(line_bps);
-        if let (Some(rate), Some(text)) = (max_rate, &args.max_rate) {
+        if let (Some(rate), Some(text)) = (max_rate, &max_rate_text) {
             let fps = rate.to_fps(*f, line_bps);
             if fps > line_fps * 1.000_001 {
                 bail!(BadInput,
@@ -119,7 +171,7 @@ pub fn run(args: CpuTargetArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         description,
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
         target_pct: target,
-        tolerance_pct: args.tolerance,
+        tolerance_pct: cfg.tolerance_pct,
         trial_duration_s: duration.as_secs_f64(),
         engine: bed.engine.config().name.clone(),
         dut_cpu_source: meter.source.clone(),
@@ -225,6 +277,51 @@ fn parse_target(text: &str) -> Result<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+
+    fn plan(args: &str) -> Result<CpuTargetPlan> {
+        let argv = format!("linerate cpu-target --no-db {args}");
+        let Command::CpuTarget(a) = Cli::try_parse_from(argv.split_whitespace())?.command else {
+            unreachable!()
+        };
+        CpuTargetPlan::from_args(&a)
+    }
+
+    #[test]
+    fn a_cpu_target_plan_holds_every_value_checked() {
+        let p = plan(
+            "--lab --target 60% --tolerance 3 --frame-size 64,128 --trial-duration 3s \
+             --max-rate 50% --max-trials 5",
+        )
+        .unwrap();
+        assert_eq!(p.config.target_pct, 60.0);
+        assert_eq!(p.config.tolerance_pct, 3.0);
+        assert_eq!(p.config.trial_duration, std::time::Duration::from_secs(3));
+        assert_eq!(p.config.max_trials, 5);
+        assert_eq!(
+            p.frames.iter().map(|f| f.frame()).collect::<Vec<_>>(),
+            [64, 128]
+        );
+        assert!(p.max_rate.is_some());
+        assert_eq!(p.max_rate_text.as_deref(), Some("50%"));
+        assert!(p.scenario.is_none());
+        assert!(p.bed.is_lab());
+        let s = plan("--scenario wan-lan").unwrap();
+        assert_eq!(s.scenario.unwrap().spec, "wan-lan");
+        for (args, says) in [
+            ("--lab --target 0", "--target"),
+            ("--lab --tolerance 60", "--tolerance"),
+            ("--lab --trial-duration 1ms", "--trial-duration"),
+            ("--lab --max-rate fast", "--max-rate"),
+            ("--lab --frame-size 20", "20"),
+            ("--scenario lan-lan,wan-lan", "--scenario"),
+        ] {
+            let e = plan(args).unwrap_err();
+            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
+            assert!(crate::exit::one_line(&e).contains(says), "{args}: {e}");
+        }
+    }
 
     #[test]
     fn targets_parse() {

@@ -2,7 +2,7 @@
 
 mod back_to_back;
 mod calibrate;
-mod cpu_target;
+pub(crate) mod cpu_target;
 mod frame_loss;
 mod http;
 mod lab;
@@ -42,7 +42,9 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> crate::error::Result<Outcome> {
         Command::BackToBack(args) => back_to_back::run(args, stop),
         Command::Tcp(args) => tcp::run(args, stop),
         Command::Http(args) => http::run(args, stop),
-        Command::CpuTarget(args) => cpu_target::run(args, stop),
+        Command::CpuTarget(args) => {
+            cpu_target::run(cpu_target::CpuTargetPlan::from_args(&args)?, stop)
+        }
         Command::Runs(args) => stored::runs(args),
         Command::Show(args) => stored::show(args),
         Command::Compare(args) => stored::compare(args),
@@ -94,6 +96,7 @@ pub fn check(cli: Cli) -> crate::error::Result<()> {
         Command::Trial(args) => trial::TrialPlan::from_args(&args).map(drop),
         Command::Rfc2544(args) => rfc2544::Rfc2544Plan::from_args(&args).map(drop),
         Command::Overhead(args) => overhead::OverheadPlan::from_args(&args).map(drop),
+        Command::CpuTarget(args) => cpu_target::CpuTargetPlan::from_args(&args).map(drop),
         Command::Lab { .. }
         | Command::Run { .. }
         | Command::Runs(_)
