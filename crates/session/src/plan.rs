@@ -13,8 +13,11 @@
 //! the scenario-file runner) can build a plan directly.
 
 pub use crate::commands::cpu_target::CpuTargetPlan;
+pub use crate::commands::http::{HttpMeasure, HttpPlan};
 pub use crate::commands::overhead::OverheadPlan;
 pub use crate::commands::rfc2544::Rfc2544Plan;
+pub use crate::commands::stack::{StackPlan, StackPort, StackTarget};
+pub use crate::commands::tcp::{TcpMeasure, TcpPlan};
 pub use crate::commands::trial::TrialPlan;
 
 use crate::args::PortArgs;

@@ -4,7 +4,7 @@ mod back_to_back;
 mod calibrate;
 pub(crate) mod cpu_target;
 mod frame_loss;
-mod http;
+pub(crate) mod http;
 mod lab;
 mod latency;
 mod mlrsearch;
@@ -13,9 +13,9 @@ pub(crate) mod rfc2544;
 mod run;
 mod scenarios;
 mod session;
-mod stack;
+pub(crate) mod stack;
 mod stored;
-mod tcp;
+pub(crate) mod tcp;
 pub(crate) mod trial;
 
 use crate::args::{Cli, Command};
@@ -40,8 +40,8 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> crate::error::Result<Outcome> {
         Command::Loss(args) => frame_loss::run(args, stop),
         Command::Mlrsearch(args) => mlrsearch::run(args, stop),
         Command::BackToBack(args) => back_to_back::run(args, stop),
-        Command::Tcp(args) => tcp::run(args, stop),
-        Command::Http(args) => http::run(args, stop),
+        Command::Tcp(args) => tcp::run(tcp::TcpPlan::from_args(&args)?, stop),
+        Command::Http(args) => http::run(http::HttpPlan::from_args(&args)?, stop),
         Command::CpuTarget(args) => {
             cpu_target::run(cpu_target::CpuTargetPlan::from_args(&args)?, stop)
         }
@@ -97,6 +97,8 @@ pub fn check(cli: Cli) -> crate::error::Result<()> {
         Command::Rfc2544(args) => rfc2544::Rfc2544Plan::from_args(&args).map(drop),
         Command::Overhead(args) => overhead::OverheadPlan::from_args(&args).map(drop),
         Command::CpuTarget(args) => cpu_target::CpuTargetPlan::from_args(&args).map(drop),
+        Command::Tcp(args) => tcp::TcpPlan::from_args(&args).map(drop),
+        Command::Http(args) => http::HttpPlan::from_args(&args).map(drop),
         Command::Lab { .. }
         | Command::Run { .. }
         | Command::Runs(_)

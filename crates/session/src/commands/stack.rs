@@ -96,15 +96,14 @@ fn parse_ip(text: &str, option: &str) -> Result<IpAddr> {
         .map_err(|_| err!(BadInput, "{option} '{text}' is not an IP address"))
 }
 
-/// The run's recorder (`--db`, `--events`, `--json`), its output paths
-/// checked before anything is set up. `--pcap` samples the test frames of
-/// the packet commands; here the kernel's TCP carries the data, so it is
-/// refused.
-pub fn recorder(
+/// The run's output paths (`--db`, `--events`, `--json`), checked before
+/// anything is set up. `--pcap` samples the test frames of the packet
+/// commands; here the kernel's TCP carries the data, so it is refused.
+pub fn check_outputs(
     command: &str,
     record: &RecordArgs,
     json: Option<&std::path::Path>,
-) -> Result<Recorder> {
+) -> Result<()> {
     if let Some(pcap) = &record.pcap {
         bail!(BadInput,
             "--pcap {}: {command} sends through the kernel's TCP stack, not linerate's test frames; capture it with tcpdump on the tester port instead",
@@ -114,7 +113,12 @@ pub fn recorder(
     crate::outputs::Outputs::new()
         .json(json)
         .record(record)
-        .check()?;
+        .check()
+}
+
+/// The run's recorder (`--db`, `--events`, `--json`), its outputs checked
+/// by [`check_outputs`] when the plan was made.
+pub fn recorder(record: &RecordArgs, json: Option<&std::path::Path>) -> Result<Recorder> {
     Ok(Recorder::open(record)?.json_file(json))
 }
 
@@ -137,132 +141,220 @@ pub fn finish(
     Ok(crate::exit::Outcome::Passed)
 }
 
-/// Sets the path up as `args` say; undone when the returned value drops.
-pub fn open(args: &StackPortArgs) -> Result<StackPath> {
-    let connect_timeout = parse_duration(&args.connect_timeout, "--connect-timeout")?;
-    let connect_override = args
-        .connect_to
-        .as_deref()
-        .map(|t| parse_ip(t, "--connect-to"))
-        .transpose()?;
+/// Where `tcp` and `http` run, checked: the stack port options
+/// (`--lab` or `--port-a`/`--port-b` with their addresses, `--connect-to`,
+/// `--line-speed`, `--label`, `--connect-timeout`) as values.
+#[derive(Debug, Clone)]
+pub struct StackPlan {
+    pub target: StackTarget,
+    /// Where the clients connect, when not the server's address.
+    pub connect_to: Option<IpAddr>,
+    /// `--line-speed`; None: the speed the link reports, else 10G.
+    pub line_speed_bps: Option<u64>,
+    /// The row label in the table; None: the lab or the ports.
+    pub label: Option<String>,
+    pub connect_timeout: Duration,
+}
+
+/// The two tester sides.
+#[derive(Debug, Clone)]
+pub enum StackTarget {
+    /// The namespace lab: the one named (it must exist), else the default
+    /// lab if it is up, else one built for the run; IPv4, or RFC 5180's
+    /// IPv6 addresses.
+    Lab { name: Option<String>, ipv6: bool },
+    /// Two named interfaces, moved into namespaces of their own for the run.
+    Ports { a: StackPort, b: StackPort },
+}
+
+/// A named tester interface and its kernel address for the run.
+#[derive(Debug, Clone)]
+pub struct StackPort {
+    pub ifname: String,
+    pub ip: IpAddr,
+    pub prefix_len: u8,
+    pub gateway: IpAddr,
+}
+
+impl StackPlan {
+    /// Every value of `args` checked; nothing on the machine is touched.
+    pub fn from_args(args: &StackPortArgs) -> Result<StackPlan> {
+        let connect_timeout = parse_duration(&args.connect_timeout, "--connect-timeout")?;
+        let connect_to = args
+            .connect_to
+            .as_deref()
+            .map(|t| parse_ip(t, "--connect-to"))
+            .transpose()?;
+        let (target, ipv6) = if args.lab {
+            let target = StackTarget::Lab {
+                name: args.lab_name.clone(),
+                ipv6: args.ipv6,
+            };
+            (target, args.ipv6)
+        } else {
+            let name_a = args.port_a.as_deref().ok_or_else(|| {
+                err!(
+                    BadInput,
+                    "--port-a is missing: name the tester interfaces, or use --lab"
+                )
+            })?;
+            let name_b = args.port_b.as_deref().ok_or_else(|| {
+                err!(
+                    BadInput,
+                    "--port-b is missing: name the second tester interface"
+                )
+            })?;
+            if name_a == name_b {
+                bail!(BadInput, "--port-a and --port-b are both '{name_a}': use two interfaces, one on each side of the DUT");
+            }
+            let need = |v: &Option<String>, o: &str| {
+                v.clone().ok_or_else(|| {
+                    err!(
+                        BadInput,
+                        "{o} is missing: give each port its address and gateway"
+                    )
+                })
+            };
+            let (ip_a, len_a) = parse_cidr(&need(&args.ip_a, "--ip-a")?, "--ip-a")?;
+            let (ip_b, len_b) = parse_cidr(&need(&args.ip_b, "--ip-b")?, "--ip-b")?;
+            let gw_a = parse_ip(&need(&args.gw_a, "--gw-a")?, "--gw-a")?;
+            let gw_b = parse_ip(&need(&args.gw_b, "--gw-b")?, "--gw-b")?;
+            if [ip_b, gw_a, gw_b]
+                .iter()
+                .any(|ip| ip.is_ipv6() != ip_a.is_ipv6())
+            {
+                bail!(
+                    BadInput,
+                    "--ip-a, --ip-b, --gw-a and --gw-b mix IPv4 and IPv6: give all four in one family"
+                );
+            }
+            let target = StackTarget::Ports {
+                a: StackPort {
+                    ifname: name_a.into(),
+                    ip: ip_a,
+                    prefix_len: len_a,
+                    gateway: gw_a,
+                },
+                b: StackPort {
+                    ifname: name_b.into(),
+                    ip: ip_b,
+                    prefix_len: len_b,
+                    gateway: gw_b,
+                },
+            };
+            (target, ip_a.is_ipv6())
+        };
+        // The tester addresses' family is known here: the lab's IPv4 or
+        // IPv6 plan, or the addresses given.
+        if let Some(ip) = connect_to {
+            if ip.is_ipv6() != ipv6 {
+                bail!(
+                    BadInput,
+                    "--connect-to {ip} is not in the family of the tester addresses"
+                );
+            }
+        }
+        let line_speed_bps = args
+            .line_speed
+            .as_deref()
+            .map(linerate_wire::units::parse_line_speed)
+            .transpose()?;
+        Ok(StackPlan {
+            target,
+            connect_to,
+            line_speed_bps,
+            label: args.label.clone(),
+            connect_timeout,
+        })
+    }
+}
+
+/// Sets the path up as `plan` says; undone when the returned value drops.
+pub fn open(plan: &StackPlan) -> Result<StackPath> {
+    let connect_timeout = plan.connect_timeout;
+    let connect_override = plan.connect_to;
     super::touch_machine()?;
     if !nix::unistd::geteuid().is_root() {
         bail!(Environment, "not running as root: linerate configures addresses in the tester namespaces; run it with sudo");
     }
     let mut port_locks = Vec::new();
     let mut hosts = HostSetup::new();
-    let (a, b, label, lab, reported_speed) = if args.lab {
-        linerate_lab::check_environment()?;
-        let lab = if let Some(name) = &args.lab_name {
-            Lab::attach(name)?
-        } else if Lab::exists(DEFAULT_LAB) {
-            Lab::attach(DEFAULT_LAB)?
-        } else {
-            let name = linerate_lab::temporary_name();
-            eprintln!("linerate: building lab '{name}' for this run (namespaces lr-{name}-*)");
-            Lab::up(&name)?
-        };
-        let side = |p: &linerate_lab::LabPort, v6: usize| {
-            let (ip, gateway, prefix_len) = if args.ipv6 {
-                let (ip, gw) = LAB_V6[v6];
-                (ip.parse().unwrap(), gw.parse().unwrap(), LAB_V6_PREFIX)
+    let (a, b, label, lab, reported_speed) = match &plan.target {
+        StackTarget::Lab { name, ipv6 } => {
+            linerate_lab::check_environment()?;
+            let lab = if let Some(name) = name {
+                Lab::attach(name)?
+            } else if Lab::exists(DEFAULT_LAB) {
+                Lab::attach(DEFAULT_LAB)?
             } else {
-                (IpAddr::V4(p.ip), IpAddr::V4(p.gateway), p.prefix_len)
+                let name = linerate_lab::temporary_name();
+                eprintln!("linerate: building lab '{name}' for this run (namespaces lr-{name}-*)");
+                Lab::up(&name)?
             };
-            Side {
-                netns: Some(p.netns.clone()),
-                ifname: p.ifname.clone(),
-                ip,
-                prefix_len,
-                gateway,
+            let side = |p: &linerate_lab::LabPort, v6: usize| {
+                let (ip, gateway, prefix_len) = if *ipv6 {
+                    let (ip, gw) = LAB_V6[v6];
+                    (ip.parse().unwrap(), gw.parse().unwrap(), LAB_V6_PREFIX)
+                } else {
+                    (IpAddr::V4(p.ip), IpAddr::V4(p.gateway), p.prefix_len)
+                };
+                Side {
+                    netns: Some(p.netns.clone()),
+                    ifname: p.ifname.clone(),
+                    ip,
+                    prefix_len,
+                    gateway,
+                }
+            };
+            let (a, b) = (side(lab.port_a(), 0), side(lab.port_b(), 1));
+            if *ipv6 {
+                for (port, s) in [(lab.port_a(), &a), (lab.port_b(), &b)] {
+                    hosts.dut_ipv6(lab.dut_netns(), IpAddr::V4(port.gateway), s.gateway)?;
+                }
             }
-        };
-        let (a, b) = (side(lab.port_a(), 0), side(lab.port_b(), 1));
-        if args.ipv6 {
-            for (port, s) in [(lab.port_a(), &a), (lab.port_b(), &b)] {
-                hosts.dut_ipv6(lab.dut_netns(), IpAddr::V4(port.gateway), s.gateway)?;
-            }
+            let speed =
+                hosts::speed_bps(a.netns.as_deref(), &a.ifname).map(|s| (s, a.ifname.clone()));
+            let label = format!("lab '{}'", lab.name());
+            (a, b, label, Some(lab), speed)
         }
-        let speed = hosts::speed_bps(a.netns.as_deref(), &a.ifname).map(|s| (s, a.ifname.clone()));
-        let label = format!("lab '{}'", lab.name());
-        (a, b, label, Some(lab), speed)
-    } else {
-        let name_a = args.port_a.as_deref().ok_or_else(|| {
-            err!(
-                BadInput,
-                "--port-a is missing: name the tester interfaces, or use --lab"
-            )
-        })?;
-        let name_b = args.port_b.as_deref().ok_or_else(|| {
-            err!(
-                BadInput,
-                "--port-b is missing: name the second tester interface"
-            )
-        })?;
-        if name_a == name_b {
-            bail!(BadInput, "--port-a and --port-b are both '{name_a}': use two interfaces, one on each side of the DUT");
+        StackTarget::Ports {
+            a: port_a,
+            b: port_b,
+        } => {
+            let (name_a, name_b) = (port_a.ifname.as_str(), port_b.ifname.as_str());
+            port_locks = crate::ports::lock_ports(&(name_a.into(), None), &(name_b.into(), None))?;
+            // A killed run may have left them in its namespaces: put them back
+            // (under the ports' locks, so no other run does it at once).
+            linerate_goodput::moved_ports::recover_for(&[name_a, name_b])?;
+            let speed = hosts::speed_bps(None, name_a).map(|s| (s, name_a.to_string()));
+            let ns_a = hosts.adopt_port(name_a, "a")?;
+            let ns_b = hosts.adopt_port(name_b, "b")?;
+            let a = Side {
+                netns: Some(ns_a),
+                ifname: name_a.into(),
+                ip: port_a.ip,
+                prefix_len: port_a.prefix_len,
+                gateway: port_a.gateway,
+            };
+            let b = Side {
+                netns: Some(ns_b),
+                ifname: name_b.into(),
+                ip: port_b.ip,
+                prefix_len: port_b.prefix_len,
+                gateway: port_b.gateway,
+            };
+            (a, b, format!("ports {name_a}/{name_b}"), None, speed)
         }
-        let need = |v: &Option<String>, o: &str| {
-            v.clone().ok_or_else(|| {
-                err!(
-                    BadInput,
-                    "{o} is missing: give each port its address and gateway"
-                )
-            })
-        };
-        let (ip_a, len_a) = parse_cidr(&need(&args.ip_a, "--ip-a")?, "--ip-a")?;
-        let (ip_b, len_b) = parse_cidr(&need(&args.ip_b, "--ip-b")?, "--ip-b")?;
-        let gw_a = parse_ip(&need(&args.gw_a, "--gw-a")?, "--gw-a")?;
-        let gw_b = parse_ip(&need(&args.gw_b, "--gw-b")?, "--gw-b")?;
-        if [ip_b, gw_a, gw_b]
-            .iter()
-            .any(|ip| ip.is_ipv6() != ip_a.is_ipv6())
-        {
-            bail!(
-                BadInput,
-                "--ip-a, --ip-b, --gw-a and --gw-b mix IPv4 and IPv6: give all four in one family"
-            );
-        }
-        port_locks = crate::ports::lock_ports(&(name_a.into(), None), &(name_b.into(), None))?;
-        // A killed run may have left them in its namespaces: put them back
-        // (under the ports' locks, so no other run does it at once).
-        linerate_goodput::moved_ports::recover_for(&[name_a, name_b])?;
-        let speed = hosts::speed_bps(None, name_a).map(|s| (s, name_a.to_string()));
-        let ns_a = hosts.adopt_port(name_a, "a")?;
-        let ns_b = hosts.adopt_port(name_b, "b")?;
-        let a = Side {
-            netns: Some(ns_a),
-            ifname: name_a.into(),
-            ip: ip_a,
-            prefix_len: len_a,
-            gateway: gw_a,
-        };
-        let b = Side {
-            netns: Some(ns_b),
-            ifname: name_b.into(),
-            ip: ip_b,
-            prefix_len: len_b,
-            gateway: gw_b,
-        };
-        (a, b, format!("ports {name_a}/{name_b}"), None, speed)
     };
+    // Of the tester addresses' family (checked in the plan).
     let connect_ip = connect_override.unwrap_or(b.ip);
-    if connect_ip.is_ipv6() != a.ip.is_ipv6() {
-        bail!(
-            BadInput,
-            "--connect-to {connect_ip} is not in the family of the tester addresses"
-        );
-    }
     hosts.configure(&a, connect_ip)?;
     hosts.configure(&b, a.ip)?;
 
     let mtu =
         hosts::mtu(a.netns.as_deref(), &a.ifname)?.min(hosts::mtu(b.netns.as_deref(), &b.ifname)?);
-    let (line_bps, line_speed_source) = match (&args.line_speed, reported_speed) {
-        (Some(text), _) => (
-            linerate_wire::units::parse_line_speed(text)?,
-            "given with --line-speed".to_string(),
-        ),
+    let (line_bps, line_speed_source) = match (plan.line_speed_bps, reported_speed) {
+        (Some(bps), _) => (bps, "given with --line-speed".to_string()),
         (None, Some((bps, ifname))) => (bps, format!("reported by {ifname}")),
         (None, None) => (
             DEFAULT_LINE_BPS,
@@ -270,7 +362,7 @@ pub fn open(args: &StackPortArgs) -> Result<StackPath> {
         ),
     };
     let info = PathInfo {
-        label: args.label.clone().unwrap_or(label),
+        label: plan.label.clone().unwrap_or(label),
         family: hosts::family(a.ip),
         client_ip: a.ip.to_string(),
         server_ip: b.ip.to_string(),
