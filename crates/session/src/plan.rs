@@ -12,6 +12,7 @@
 //! [`PortArgs::plan`]; a library user (the Python package, a remote agent,
 //! the scenario-file runner) can build a plan directly.
 
+pub use crate::commands::calibrate::CalibratePlan;
 pub use crate::commands::cpu_target::CpuTargetPlan;
 pub use crate::commands::http::{HttpMeasure, HttpPlan};
 pub use crate::commands::overhead::OverheadPlan;

@@ -1,7 +1,7 @@
 //! One module per subcommand.
 
 mod back_to_back;
-mod calibrate;
+pub(crate) mod calibrate;
 pub(crate) mod cpu_target;
 mod frame_loss;
 pub(crate) mod http;
@@ -36,7 +36,9 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> crate::error::Result<Outcome> {
         Command::Trial(args) => trial::run(trial::TrialPlan::from_args(&args)?, stop),
         Command::Overhead(args) => overhead::run(overhead::OverheadPlan::from_args(&args)?),
         Command::Latency(args) => latency::run(args, stop),
-        Command::Calibrate(args) => calibrate::run(args, stop),
+        Command::Calibrate(args) => {
+            calibrate::run(calibrate::CalibratePlan::from_args(&args)?, stop)
+        }
         Command::Loss(args) => frame_loss::run(args, stop),
         Command::Mlrsearch(args) => mlrsearch::run(args, stop),
         Command::BackToBack(args) => back_to_back::run(args, stop),
@@ -99,6 +101,7 @@ pub fn check(cli: Cli) -> crate::error::Result<()> {
         Command::CpuTarget(args) => cpu_target::CpuTargetPlan::from_args(&args).map(drop),
         Command::Tcp(args) => tcp::TcpPlan::from_args(&args).map(drop),
         Command::Http(args) => http::HttpPlan::from_args(&args).map(drop),
+        Command::Calibrate(args) => calibrate::CalibratePlan::from_args(&args).map(drop),
         Command::Lab { .. }
         | Command::Run { .. }
         | Command::Runs(_)
