@@ -6,8 +6,8 @@ mod cpu_target;
 mod frame_loss;
 mod http;
 mod lab;
-mod latency;
-mod mlrsearch;
+pub(crate) mod latency;
+pub(crate) mod mlrsearch;
 mod overhead;
 mod rfc2544;
 mod run;
@@ -35,10 +35,12 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> crate::error::Result<Outcome> {
         Command::Rfc2544(args) => rfc2544::run(args, stop),
         Command::Trial(args) => trial::run(trial::TrialPlan::from_args(&args)?, stop),
         Command::Overhead(args) => overhead::run(args),
-        Command::Latency(args) => latency::run(args, stop),
+        Command::Latency(args) => latency::run(latency::LatencyPlan::from_args(&args)?, stop),
         Command::Calibrate(args) => calibrate::run(args, stop),
         Command::Loss(args) => frame_loss::run(args, stop),
-        Command::Mlrsearch(args) => mlrsearch::run(args, stop),
+        Command::Mlrsearch(args) => {
+            mlrsearch::run(mlrsearch::MlrsearchPlan::from_args(&args)?, stop)
+        }
         Command::BackToBack(args) => back_to_back::run(args, stop),
         Command::Tcp(args) => tcp::run(args, stop),
         Command::Http(args) => http::run(args, stop),
@@ -92,6 +94,8 @@ pub fn touch_machine() -> crate::error::Result<()> {
 pub fn check(cli: Cli) -> crate::error::Result<()> {
     match cli.command {
         Command::Trial(args) => trial::TrialPlan::from_args(&args).map(drop),
+        Command::Latency(args) => latency::LatencyPlan::from_args(&args).map(drop),
+        Command::Mlrsearch(args) => mlrsearch::MlrsearchPlan::from_args(&args).map(drop),
         Command::Lab { .. }
         | Command::Run { .. }
         | Command::Runs(_)
