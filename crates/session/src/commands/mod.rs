@@ -1,6 +1,6 @@
 //! One module per subcommand.
 
-mod back_to_back;
+pub(crate) mod back_to_back;
 mod calibrate;
 mod cpu_target;
 mod frame_loss;
@@ -41,7 +41,9 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> crate::error::Result<Outcome> {
         Command::Mlrsearch(args) => {
             mlrsearch::run(mlrsearch::MlrsearchPlan::from_args(&args)?, stop)
         }
-        Command::BackToBack(args) => back_to_back::run(args, stop),
+        Command::BackToBack(args) => {
+            back_to_back::run(back_to_back::BackToBackPlan::from_args(&args)?, stop)
+        }
         Command::Tcp(args) => tcp::run(args, stop),
         Command::Http(args) => http::run(args, stop),
         Command::CpuTarget(args) => cpu_target::run(args, stop),
@@ -96,6 +98,7 @@ pub fn check(cli: Cli) -> crate::error::Result<()> {
         Command::Trial(args) => trial::TrialPlan::from_args(&args).map(drop),
         Command::Latency(args) => latency::LatencyPlan::from_args(&args).map(drop),
         Command::Mlrsearch(args) => mlrsearch::MlrsearchPlan::from_args(&args).map(drop),
+        Command::BackToBack(args) => back_to_back::BackToBackPlan::from_args(&args).map(drop),
         Command::Lab { .. }
         | Command::Run { .. }
         | Command::Runs(_)
