@@ -13,6 +13,7 @@
 //! the scenario-file runner) can build a plan directly.
 
 pub use crate::commands::back_to_back::BackToBackPlan;
+pub use crate::commands::frame_loss::LossPlan;
 pub use crate::commands::latency::LatencyPlan;
 pub use crate::commands::mlrsearch::MlrsearchPlan;
 pub use crate::commands::trial::TrialPlan;

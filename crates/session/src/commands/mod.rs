@@ -3,7 +3,7 @@
 pub(crate) mod back_to_back;
 mod calibrate;
 mod cpu_target;
-mod frame_loss;
+pub(crate) mod frame_loss;
 mod http;
 mod lab;
 pub(crate) mod latency;
@@ -37,7 +37,7 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> crate::error::Result<Outcome> {
         Command::Overhead(args) => overhead::run(args),
         Command::Latency(args) => latency::run(latency::LatencyPlan::from_args(&args)?, stop),
         Command::Calibrate(args) => calibrate::run(args, stop),
-        Command::Loss(args) => frame_loss::run(args, stop),
+        Command::Loss(args) => frame_loss::run(frame_loss::LossPlan::from_args(&args)?, stop),
         Command::Mlrsearch(args) => {
             mlrsearch::run(mlrsearch::MlrsearchPlan::from_args(&args)?, stop)
         }
@@ -99,6 +99,7 @@ pub fn check(cli: Cli) -> crate::error::Result<()> {
         Command::Latency(args) => latency::LatencyPlan::from_args(&args).map(drop),
         Command::Mlrsearch(args) => mlrsearch::MlrsearchPlan::from_args(&args).map(drop),
         Command::BackToBack(args) => back_to_back::BackToBackPlan::from_args(&args).map(drop),
+        Command::Loss(args) => frame_loss::LossPlan::from_args(&args).map(drop),
         Command::Lab { .. }
         | Command::Run { .. }
         | Command::Runs(_)
