@@ -12,7 +12,7 @@
 //! [`PortArgs::plan`]; a library user (the Python package, a remote agent,
 //! the scenario-file runner) can build a plan directly.
 
-pub use crate::commands::back_to_back::BackToBackPlan;
+pub use crate::commands::back_to_back::{BackToBackPlan, MaxBurst};
 pub use crate::commands::frame_loss::LossPlan;
 pub use crate::commands::latency::LatencyPlan;
 pub use crate::commands::mlrsearch::MlrsearchPlan;
