@@ -12,9 +12,13 @@
 //! [`PortArgs::plan`]; a library user (the Python package, a remote agent,
 //! the scenario-file runner) can build a plan directly.
 
+pub use crate::commands::back_to_back::{BackToBackPlan, MaxBurst};
 pub use crate::commands::calibrate::CalibratePlan;
 pub use crate::commands::cpu_target::CpuTargetPlan;
+pub use crate::commands::frame_loss::LossPlan;
 pub use crate::commands::http::{HttpMeasure, HttpPlan};
+pub use crate::commands::latency::LatencyPlan;
+pub use crate::commands::mlrsearch::MlrsearchPlan;
 pub use crate::commands::overhead::OverheadPlan;
 pub use crate::commands::rfc2544::Rfc2544Plan;
 pub use crate::commands::stack::{StackPlan, StackPort, StackTarget};
@@ -104,6 +108,10 @@ impl PortArgs {
             // The engine checks again before every trial; here, before a lab is built.
             let v6 = encap.ip == IpVersion::V6;
             linerate_engine::check_drop_test(source, v6, self.bidirectional, &flows)?;
+        }
+        if scenario && !encap.is_default() {
+            // Scenarios configure the DUT for untagged IPv4 (NAT, ACLs, routes, tunnels).
+            bail!(BadInput, "--scenario configures the lab DUT for untagged IPv4 and cannot test {encap} frames: run the scenario without --ipv6/--vlan");
         }
         let target = if self.lab || scenario {
             Target::Lab {
@@ -198,6 +206,14 @@ mod tests {
         };
         assert!(r.ports.plan().is_err());
         assert!(r.ports.plan_with(true).unwrap().is_lab());
+        // Scenarios configure the DUT for untagged IPv4.
+        let args = "linerate rfc2544 --scenario acl:1 --ipv6".split_whitespace();
+        let Command::Rfc2544(r) = Cli::try_parse_from(args).unwrap().command else {
+            unreachable!()
+        };
+        let e = r.ports.plan_with(true).unwrap_err();
+        assert_eq!(e.kind(), crate::error::Kind::BadInput);
+        assert!(e.to_string().contains("untagged IPv4"), "{e}");
 
         let lab = bed("--lab --lab-name x").unwrap();
         assert!(lab.is_lab());

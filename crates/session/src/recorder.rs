@@ -96,7 +96,6 @@ impl Recorder {
     /// interface, a rate above the line rate) writes nothing. The paths
     /// were checked before (`outputs`).
     pub fn open(args: &RecordArgs) -> Result<Recorder> {
-        crate::commands::touch_machine()?;
         let store = match (args.no_db, db_path(args)) {
             (false, path) if path.exists() => Some(Store::open(&path)?),
             _ => None,

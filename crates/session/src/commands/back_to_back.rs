@@ -4,10 +4,13 @@
 
 use super::rfc2544::EngineRunner;
 use super::session::{self, fps_within_line, parse_rate};
+use crate::args::DutCpuArgs;
 use crate::error::{bail, err, Result};
 use crate::exit::Outcome;
 use crate::method_args::BackToBackArgs;
+use crate::plan::BedPlan;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
+use crate::record_args::RecordArgs;
 use crate::recorder::Recorder;
 use linerate_method::back_to_back::{self, BackToBackConfig};
 use linerate_method::spec::Step;
@@ -15,79 +18,162 @@ use linerate_method::{find_throughput, Progress, ThroughputConfig};
 use linerate_results::methods::BackToBackReport;
 use linerate_results::{report, TrialResult};
 use linerate_store::RunStatus;
-use linerate_wire::Frames;
+use linerate_wire::{Frames, Rate};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 /// `--max-burst`: frames (`100000`) or a time at the burst rate (`2s`).
-fn max_burst_frames(text: &str, burst_fps: f64) -> Result<u64> {
-    let t = text.trim().replace('_', "");
-    if let Ok(n) = t.parse::<u64>() {
-        return Ok(n);
-    }
-    let d = humantime::parse_duration(&t).map_err(|_| {
-        err!(
-            BadInput,
-            "--max-burst '{text}' is neither a number of frames (100000) nor a time (2s, 500ms)"
-        )
-    })?;
-    Ok((d.as_secs_f64() * burst_fps).round() as u64)
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MaxBurst {
+    Frames(u64),
+    Time(Duration),
 }
 
-pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let bed_plan = args.ports.plan()?.for_capture(args.record.pcap.is_some());
-    let frames = args.frames.frames(&bed_plan.encap)?;
-    let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
-    let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
-    let max_rate = args
-        .max_rate
-        .as_deref()
-        .map(|t| parse_rate(t, "--max-rate"))
-        .transpose()?;
-    let throughput = args
-        .throughput
-        .as_deref()
-        .map(|t| parse_rate(t, "--throughput"))
-        .transpose()?;
-    if args.repeat == 0 {
-        bail!(
-            BadInput,
-            "--repeat 0: give at least 1 repetition (RFC 2544 asks for 50)"
-        );
+impl MaxBurst {
+    pub fn parse(text: &str) -> Result<MaxBurst> {
+        let t = text.trim().replace('_', "");
+        if let Ok(n) = t.parse::<u64>() {
+            return Ok(MaxBurst::Frames(n));
+        }
+        let d = humantime::parse_duration(&t).map_err(|_| {
+            err!(
+                BadInput,
+                "--max-burst '{text}' is neither a number of frames (100000) nor a time (2s, 500ms)"
+            )
+        })?;
+        Ok(MaxBurst::Time(d))
     }
-    crate::outputs::Outputs::new()
-        .json(args.json.as_deref())
-        .record(&args.record)
-        .check()?;
 
-    let mut recorder = Recorder::open(&args.record)?.json_file(args.json.as_deref());
-    let mut s = session::open(&bed_plan, &args.dut_cpu, &frames, "back-to-back frames")?;
-    let mut plans: Vec<(&Frames, f64, BackToBackConfig, Option<f64>)> = Vec::new();
-    for frames in &frames {
-        let line_fps = s.bed.line_rate_fps(frames);
-        let burst_fps = match (&max_rate, &args.max_rate) {
-            (Some(r), Some(t)) => fps_within_line(&s.bed, *r, t, "--max-rate", frames)?,
-            _ => line_fps,
-        };
-        let cfg = BackToBackConfig {
-            burst_fps,
-            max_burst: max_burst_frames(&args.max_burst, burst_fps)?,
-            resolution,
+    /// The longest burst in frames at `burst_fps`.
+    pub fn frames(self, burst_fps: f64) -> u64 {
+        match self {
+            MaxBurst::Frames(n) => n,
+            MaxBurst::Time(d) => (d.as_secs_f64() * burst_fps).round() as u64,
+        }
+    }
+}
+
+/// A back-to-back run, checked: everything `linerate back-to-back` was
+/// given, as values.
+#[derive(Debug, Clone)]
+pub struct BackToBackPlan {
+    pub bed: BedPlan,
+    /// The frame sizes or mixes, in order.
+    pub frames: Vec<Frames>,
+    /// `--max-rate`: the burst rate, as written and parsed (default: line rate).
+    pub max_rate: Option<(String, Rate)>,
+    pub max_burst: MaxBurst,
+    /// Repetitions of the search for the longest burst (at least 1).
+    pub repeat: usize,
+    /// Resolution of each repetition, as a ratio.
+    pub resolution: f64,
+    /// `--throughput`: the device's throughput, as written and parsed
+    /// (default: a throughput search runs first).
+    pub throughput: Option<(String, Rate)>,
+    /// Trial duration of that throughput search.
+    pub trial_duration: Duration,
+    pub json: Option<PathBuf>,
+    pub dut_cpu: DutCpuArgs,
+    pub record: RecordArgs,
+}
+
+impl BackToBackPlan {
+    /// Every value of `args` checked (output files included); nothing on
+    /// the machine is touched. What depends on the line rate (the burst
+    /// rate, a `--max-burst` time in frames) is checked when the ports are
+    /// open.
+    pub fn from_args(args: &BackToBackArgs) -> Result<BackToBackPlan> {
+        let bed = args.ports.plan()?.for_capture(args.record.pcap.is_some());
+        let frames = args.frames.frames(&bed.encap)?;
+        let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
+        let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
+        let max_rate = args
+            .max_rate
+            .as_deref()
+            .map(|t| parse_rate(t, "--max-rate").map(|r| (t.to_string(), r)))
+            .transpose()?;
+        let throughput = args
+            .throughput
+            .as_deref()
+            .map(|t| parse_rate(t, "--throughput").map(|r| (t.to_string(), r)))
+            .transpose()?;
+        if args.repeat == 0 {
+            bail!(
+                BadInput,
+                "--repeat 0: give at least 1 repetition (RFC 2544 asks for 50)"
+            );
+        }
+        crate::outputs::Outputs::new()
+            .json(args.json.as_deref())
+            .record(&args.record)
+            .check()?;
+        let max_burst = MaxBurst::parse(&args.max_burst)?;
+        let plan = BackToBackPlan {
+            bed,
+            frames,
+            max_rate,
+            max_burst,
             repeat: args.repeat,
+            resolution,
+            throughput,
+            trial_duration,
+            json: args.json.clone(),
+            dut_cpu: args.dut_cpu.clone(),
+            record: args.record.clone(),
         };
+        // What does not depend on the burst rate is checked now: the
+        // resolution, and a --max-burst given in frames.
+        let burst = match max_burst {
+            MaxBurst::Frames(n) => n,
+            MaxBurst::Time(_) => u64::MAX,
+        };
+        BackToBackConfig {
+            max_burst: burst,
+            ..plan.config(1.0)
+        }
+        .validate()?;
+        Ok(plan)
+    }
+
+    /// The test's settings at a burst rate of `burst_fps` frames/s.
+    pub fn config(&self, burst_fps: f64) -> BackToBackConfig {
+        BackToBackConfig {
+            burst_fps,
+            max_burst: self.max_burst.frames(burst_fps),
+            resolution: self.resolution,
+            repeat: self.repeat,
+        }
+    }
+}
+
+pub fn run(plan: BackToBackPlan, interrupt: &AtomicBool) -> Result<Outcome> {
+    let frames = &plan.frames;
+    let trial_duration = plan.trial_duration;
+    let mut recorder = Recorder::open(&plan.record)?.json_file(plan.json.as_deref());
+    let mut s = session::open(&plan.bed, &plan.dut_cpu, frames, "back-to-back frames")?;
+    let mut plans: Vec<(&Frames, f64, BackToBackConfig, Option<f64>)> = Vec::new();
+    for frames in frames {
+        let line_fps = s.bed.line_rate_fps(frames);
+        let burst_fps = match &plan.max_rate {
+            Some((t, r)) => fps_within_line(&s.bed, *r, t, "--max-rate", frames)?,
+            None => line_fps,
+        };
+        let cfg = plan.config(burst_fps);
         cfg.validate()?;
-        let known = match (&throughput, &args.throughput) {
-            (Some(r), Some(t)) => Some(fps_within_line(&s.bed, *r, t, "--throughput", frames)?),
-            _ => None,
+        let known = match &plan.throughput {
+            Some((t, r)) => Some(fps_within_line(&s.bed, *r, t, "--throughput", frames)?),
+            None => None,
         };
         plans.push((frames, line_fps, cfg, known));
     }
     s.ready()?;
-    recorder.begin(s.record_info("back-to-back", &frames, trial_duration.as_secs_f64()))?;
+    recorder.begin(s.record_info("back-to-back", frames, trial_duration.as_secs_f64()))?;
 
     let mut rep = BackToBackReport {
         run: s.run.clone(),
-        repeat: args.repeat,
-        resolution,
+        repeat: plan.repeat,
+        resolution: plan.resolution,
         results: Vec::new(),
         interrupted: None,
     };
@@ -178,3 +264,59 @@ pub fn run(args: BackToBackArgs, interrupt: &AtomicBool) -> Result<Outcome> {
 
 #[cfg(test)]
 mod properties;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+
+    fn plan(args: &str) -> Result<BackToBackPlan> {
+        let argv = format!("linerate back-to-back --lab --no-db {args}");
+        let Command::BackToBack(a) = Cli::try_parse_from(argv.split_whitespace())?.command else {
+            unreachable!()
+        };
+        BackToBackPlan::from_args(&a)
+    }
+
+    #[test]
+    fn a_back_to_back_plan_holds_every_value_checked() {
+        let p = plan(
+            "--sizes 64,128 --max-rate 50% --max-burst 500ms --repeat 3 --resolution 2% \
+             --throughput 100kfps --trial-duration 3s",
+        )
+        .unwrap();
+        assert_eq!(p.frames.len(), 2);
+        assert_eq!(p.max_rate.as_ref().map(|r| r.0.as_str()), Some("50%"));
+        assert_eq!(p.max_burst, MaxBurst::Time(Duration::from_millis(500)));
+        assert_eq!(p.repeat, 3);
+        assert!((p.resolution - 0.02).abs() < 1e-12);
+        assert_eq!(p.throughput.as_ref().map(|r| r.0.as_str()), Some("100kfps"));
+        assert_eq!(p.trial_duration, Duration::from_secs(3));
+        assert!(p.bed.is_lab());
+        let cfg = p.config(1000.0);
+        assert_eq!((cfg.max_burst, cfg.repeat), (500, 3));
+        assert_eq!(
+            plan("--max-burst 1_000").unwrap().max_burst,
+            MaxBurst::Frames(1000)
+        );
+        for (args, says) in [
+            ("--max-rate fast", "--max-rate"),
+            ("--throughput fast", "--throughput"),
+            ("--trial-duration 1ms", "--trial-duration"),
+            ("--resolution 0", "--resolution"),
+            ("--repeat 0", "--repeat 0"),
+            ("--max-burst lots", "--max-burst 'lots'"),
+            ("--sizes 20", "20"),
+        ] {
+            let e = plan(args).unwrap_err();
+            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
+            assert!(crate::exit::one_line(&e).contains(says), "{args}: {e}");
+        }
+        // Refused by the method's own check, before any port is opened.
+        for args in ["--resolution 60%", "--max-burst 1"] {
+            let e = plan(args).unwrap_err();
+            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
+        }
+    }
+}

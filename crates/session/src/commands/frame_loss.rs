@@ -7,11 +7,13 @@
 use super::rfc2544::EngineRunner;
 use super::scenarios::{prepare, record_of, traffic_checks};
 use super::session::{self, fps_within_line, parse_rate, Session};
+use crate::args::DutArgs;
 use crate::error::{bail, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::method_args::LossArgs;
 use crate::plan::BedPlan;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
+use crate::record_args::RecordArgs;
 use crate::recorder::Recorder;
 use linerate_lab::scenario::{Applied, Scenario};
 use linerate_method::frame_loss::{self, Load, RFC2544_MAX_STEP};
@@ -20,42 +22,127 @@ use linerate_results::methods::{FrameLossReport, LossSeries};
 use linerate_results::{report, MixInfo, TrialResult};
 use linerate_store::RunStatus;
 use linerate_wire::{Frames, Rate};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// What every row of the run measures, parsed before any port opens.
-struct Plan {
-    bed: BedPlan,
-    frames: Vec<Frames>,
-    duration: Duration,
+/// A frame loss run, checked: what every row measures, the DUT
+/// configurations compared and the earlier rows shown, parsed and read
+/// before any port opens.
+#[derive(Debug, Clone)]
+pub struct LossPlan {
+    pub bed: BedPlan,
+    /// The frame sizes or mixes, one row each per DUT configuration.
+    pub frames: Vec<Frames>,
+    pub duration: Duration,
     /// The loads of a sweep (empty in the RFC 2544 mode), as written and parsed.
-    loads: Vec<(String, Rate)>,
+    pub loads: Vec<(String, Rate)>,
     /// Step of the RFC 2544 mode, when it runs.
-    rfc2544_step: Option<f64>,
-    max_rate: Option<(String, Rate)>,
-    stop_above_loss: Option<f64>,
+    pub rfc2544_step: Option<f64>,
+    pub max_rate: Option<(String, Rate)>,
+    pub stop_above_loss: Option<f64>,
+    /// The rows' name (`--label`), when no DUT configurations are compared.
+    pub label: Option<String>,
+    /// The rows of earlier runs (`--rows-from`), printed above this run's.
+    pub earlier: Vec<LossSeries>,
+    /// The DUT configurations compared (`--scenario`), one fresh lab each;
+    /// empty: the lab or the external DUT as it is.
+    pub scenarios: Vec<Scenario>,
+    pub json: Option<PathBuf>,
+    pub dut: DutArgs,
+    pub record: RecordArgs,
 }
 
-pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let plan = plan(&args)?;
-    args.rows_from
-        .iter()
-        .fold(
-            crate::outputs::Outputs::new()
-                .json(args.json.as_deref())
-                .record(&args.record),
-            |o, f| o.input("--rows-from", Some(f)),
-        )
-        .check()?;
-    let mode = if args.rfc2544 { "rfc2544" } else { "sweep" };
-    let earlier = earlier_rows(&args.rows_from, mode)?;
+impl LossPlan {
+    /// Every value of `args` checked (output files included, the earlier
+    /// runs' rows read, the DUT configurations parsed); nothing on the
+    /// machine is touched.
+    pub fn from_args(args: &LossArgs) -> Result<LossPlan> {
+        let bed = args
+            .ports
+            .plan_with(args.dut.scenario.is_some())?
+            .for_capture(args.record.pcap.is_some());
+        let frames = args.frames.frames(&bed.encap)?;
+        let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
+        let loads: Vec<(String, Rate)> = match &args.loads {
+            Some(list) => list
+                .iter()
+                .map(|t| Ok((t.trim().to_string(), parse_rate(t, "--loads")?)))
+                .collect::<Result<_>>()?,
+            None => Vec::new(),
+        };
+        if !args.rfc2544 && loads.is_empty() {
+            bail!(
+                BadInput,
+                "no load given: use --loads 0.5Mpps,1Mpps,... (or fps, %, Mbps), or --rfc2544"
+            );
+        }
+        let step = parse_share(&args.step, "--step", Zero::Refused)?;
+        if args.rfc2544 && !(step > 0.0 && step <= RFC2544_MAX_STEP + 1e-12) {
+            bail!(BadInput, "--step {} is out of range: RFC 2544 section 26.3 asks for steps of at most 10 % of the maximum rate", args.step);
+        }
+        let max_rate = match &args.max_rate {
+            Some(t) => Some((t.clone(), parse_rate(t, "--max-rate")?)),
+            None => None,
+        };
+        let stop_above_loss = args
+            .stop_at_loss
+            .as_deref()
+            .map(|t| parse_share(t, "--stop-at-loss", Zero::Allowed))
+            .transpose()?;
+        args.rows_from
+            .iter()
+            .fold(
+                crate::outputs::Outputs::new()
+                    .json(args.json.as_deref())
+                    .record(&args.record),
+                |o, f| o.input("--rows-from", Some(f)),
+            )
+            .check()?;
+        let mode = if args.rfc2544 { "rfc2544" } else { "sweep" };
+        let earlier = earlier_rows(&args.rows_from, mode)?;
+        let scenarios = match &args.dut.scenario {
+            Some(text) => Scenario::parse_list(text)?,
+            None => Vec::new(),
+        };
+        Ok(LossPlan {
+            bed,
+            frames,
+            duration,
+            loads,
+            rfc2544_step: args.rfc2544.then_some(step),
+            max_rate,
+            stop_above_loss,
+            label: args.label.clone(),
+            earlier,
+            scenarios,
+            json: args.json.clone(),
+            dut: args.dut.clone(),
+            record: args.record.clone(),
+        })
+    }
+
+    /// `rfc2544` or `sweep`: what the columns mean.
+    pub fn mode(&self) -> &'static str {
+        if self.rfc2544_step.is_some() {
+            "rfc2544"
+        } else {
+            "sweep"
+        }
+    }
+}
+
+pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
+    let mode = plan.mode();
+    let earlier = &plan.earlier;
     // The DUT configurations compared, one lab each; None: the lab or the
     // external DUT as it is.
-    let scenarios: Vec<Option<Scenario>> = match &args.dut.scenario {
-        Some(text) => Scenario::parse_list(text)?.into_iter().map(Some).collect(),
-        None => vec![None],
+    let scenarios: Vec<Option<&Scenario>> = if plan.scenarios.is_empty() {
+        vec![None]
+    } else {
+        plan.scenarios.iter().map(Some).collect()
     };
-    let json = args.json.as_deref();
+    let json = plan.json.as_deref();
     let mut rep: Option<FrameLossReport> = None;
     for (index, scenario) in scenarios.iter().enumerate() {
         if interrupt.load(Ordering::Relaxed) {
@@ -65,7 +152,7 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         // which owns the scenario's lab.
         // Each DUT configuration is a run of its own in the results
         // database, with a capture file of its own when several are compared.
-        let mut record_args = args.record.clone();
+        let mut record_args = plan.record.clone();
         if scenarios.len() > 1 {
             record_args.pcap = record_args
                 .pcap
@@ -73,7 +160,7 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
                 .map(|p| super::scenarios::numbered(p, index + 1));
         }
         let mut recorder = Recorder::open(&record_args)?.json_file(json);
-        let (applied, mut s) = open(&args, &plan, scenario.as_ref(), index)?;
+        let (applied, mut s) = open(&plan, *scenario, index)?;
         let rep = rep.get_or_insert_with(|| FrameLossReport {
             run: s.run.clone(),
             mode: mode.to_string(),
@@ -83,10 +170,10 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             series: Vec::new(),
             interrupted: None,
         });
-        if let Some(list) = &args.dut.scenario {
+        if let Some(list) = &plan.dut.scenario {
             rep.run.description = format!("lab Linux router in each DUT configuration of {list}");
         }
-        let row_name = match (scenario, &args.label) {
+        let row_name = match (scenario, &plan.label) {
             (Some(sc), _) => Some(sc.spec.clone()),
             (None, label) => label.clone(),
         };
@@ -112,7 +199,7 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         }
         drop(applied);
         if let Err(e) = stopped {
-            let table = report::frame_loss_table(&with_rows(&earlier, rep));
+            let table = report::frame_loss_table(&with_rows(earlier, rep));
             return session::stopped(e, &mut recorder, rep, table);
         }
         recorder.save_partial(rep);
@@ -121,7 +208,7 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     let Some(rep) = rep else {
         return Ok(Outcome::Interrupted("no row was measured".into()));
     };
-    print!("{}", report::frame_loss_table(&with_rows(&earlier, &rep)));
+    print!("{}", report::frame_loss_table(&with_rows(earlier, &rep)));
     if let Some(path) = json {
         super::rfc2544::write_json(path, &rep)?;
         eprintln!("linerate: every trial written to {}", path.display());
@@ -134,55 +221,10 @@ pub fn run(args: LossArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     Ok(Outcome::Passed)
 }
 
-fn plan(args: &LossArgs) -> Result<Plan> {
-    let bed = args
-        .ports
-        .plan_with(args.dut.scenario.is_some())?
-        .for_capture(args.record.pcap.is_some());
-    let frames = args.frames.frames(&bed.encap)?;
-    let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
-    let loads: Vec<(String, Rate)> = match &args.loads {
-        Some(list) => list
-            .iter()
-            .map(|t| Ok((t.trim().to_string(), parse_rate(t, "--loads")?)))
-            .collect::<Result<_>>()?,
-        None => Vec::new(),
-    };
-    if !args.rfc2544 && loads.is_empty() {
-        bail!(
-            BadInput,
-            "no load given: use --loads 0.5Mpps,1Mpps,... (or fps, %, Mbps), or --rfc2544"
-        );
-    }
-    let step = parse_share(&args.step, "--step", Zero::Refused)?;
-    if args.rfc2544 && !(step > 0.0 && step <= RFC2544_MAX_STEP + 1e-12) {
-        bail!(BadInput, "--step {} is out of range: RFC 2544 section 26.3 asks for steps of at most 10 % of the maximum rate", args.step);
-    }
-    let max_rate = match &args.max_rate {
-        Some(t) => Some((t.clone(), parse_rate(t, "--max-rate")?)),
-        None => None,
-    };
-    let stop_above_loss = args
-        .stop_at_loss
-        .as_deref()
-        .map(|t| parse_share(t, "--stop-at-loss", Zero::Allowed))
-        .transpose()?;
-    Ok(Plan {
-        bed,
-        frames,
-        duration,
-        loads,
-        rfc2544_step: args.rfc2544.then_some(step),
-        max_rate,
-        stop_above_loss,
-    })
-}
-
 /// The test bed of one row group: a fresh lab configured as `scenario`
 /// (the `index`th of the run), or the ports as given.
 fn open(
-    args: &LossArgs,
-    plan: &Plan,
+    plan: &LossPlan,
     scenario: Option<&Scenario>,
     index: usize,
 ) -> Result<(Option<Applied>, Session)> {
@@ -190,13 +232,13 @@ fn open(
     let Some(sc) = scenario else {
         return Ok((
             None,
-            session::open(&plan.bed, &args.dut.cpu, &plan.frames, what)?,
+            session::open(&plan.bed, &plan.dut.cpu, &plan.frames, what)?,
         ));
     };
     let max_frame_len = crate::frame_args::max_frame_len(&plan.frames);
     let (applied, bed) = prepare(&plan.bed, max_frame_len, sc, index)?;
     let pids = applied.data_path_pids();
-    let s = session::start(bed, &args.dut.cpu, &pids, &plan.frames, what)?;
+    let s = session::start(bed, &plan.dut.cpu, &pids, &plan.frames, what)?;
     Ok((Some(applied), s))
 }
 
@@ -206,7 +248,7 @@ type Row<'a> = (&'a Frames, f64, f64, Vec<Load>);
 
 /// The rows of `plan` on `s`'s ports, every load checked against the line
 /// rate before the first trial.
-fn rows<'a>(plan: &'a Plan, s: &Session) -> Result<Vec<Row<'a>>> {
+fn rows<'a>(plan: &'a LossPlan, s: &Session) -> Result<Vec<Row<'a>>> {
     let mut rows = Vec::new();
     for frames in &plan.frames {
         let line_fps = s.bed.line_rate_fps(frames);
@@ -233,7 +275,7 @@ fn rows<'a>(plan: &'a Plan, s: &Session) -> Result<Vec<Row<'a>>> {
 #[allow(clippy::too_many_arguments)]
 fn measure(
     rows: Vec<Row>,
-    plan: &Plan,
+    plan: &LossPlan,
     s: &mut Session,
     recorder: &mut Recorder,
     row_name: Option<String>,
@@ -327,4 +369,71 @@ fn with_rows(earlier: &[LossSeries], rep: &FrameLossReport) -> FrameLossReport {
         .chain(rep.series.iter().cloned())
         .collect();
     shown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+
+    fn plan(args: &str) -> Result<LossPlan> {
+        let argv = format!("linerate loss --lab --no-db {args}");
+        let Command::Loss(a) = Cli::try_parse_from(argv.split_whitespace())?.command else {
+            unreachable!()
+        };
+        LossPlan::from_args(&a)
+    }
+
+    #[test]
+    fn a_loss_plan_holds_every_value_checked() {
+        let p = plan(
+            "--sizes 64,1518 --loads 10%,1Mpps --trial-duration 3s --stop-at-loss 50% \
+             --label Linux",
+        )
+        .unwrap();
+        assert_eq!(p.frames.len(), 2);
+        let loads: Vec<&str> = p.loads.iter().map(|l| l.0.as_str()).collect();
+        assert_eq!(loads, ["10%", "1Mpps"]);
+        assert_eq!(p.duration, Duration::from_secs(3));
+        assert_eq!(p.stop_above_loss, Some(0.5));
+        assert_eq!(p.label.as_deref(), Some("Linux"));
+        assert_eq!((p.rfc2544_step, p.mode()), (None, "sweep"));
+        assert!(p.scenarios.is_empty() && p.earlier.is_empty());
+        assert!(p.bed.is_lab());
+        let p = plan("--rfc2544 --step 5% --max-rate 2Mpps").unwrap();
+        assert_eq!((p.rfc2544_step, p.mode()), (Some(0.05), "rfc2544"));
+        assert_eq!(p.max_rate.as_ref().map(|r| r.0.as_str()), Some("2Mpps"));
+        let argv = "linerate loss --no-db --loads 10% --scenario lan-lan,acl:12";
+        let Command::Loss(a) = Cli::try_parse_from(argv.split_whitespace())
+            .unwrap()
+            .command
+        else {
+            unreachable!()
+        };
+        let p = LossPlan::from_args(&a).unwrap();
+        let specs: Vec<&str> = p.scenarios.iter().map(|s| s.spec.as_str()).collect();
+        assert_eq!(specs, ["lan-lan", "acl:12"]);
+        for (args, says) in [
+            ("--loads fast", "--loads"),
+            ("--loads 10% --trial-duration 1ms", "--trial-duration"),
+            ("--rfc2544 --step 20%", "--step 20%"),
+            ("--rfc2544 --max-rate fast", "--max-rate"),
+            ("--loads 10% --stop-at-loss 2", "--stop-at-loss"),
+            ("--loads 10% --scenario no-such-thing", "no-such-thing"),
+            ("--loads 10% --sizes 20", "20"),
+        ] {
+            let e = plan(args).unwrap_err();
+            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
+            assert!(crate::exit::one_line(&e).contains(says), "{args}: {e}");
+        }
+        // The earlier rows are read with the plan: a file that is not a
+        // loss run's JSON is refused before any port opens.
+        let not_loss = std::env::temp_dir().join(format!("lr-plan-{}.json", std::process::id()));
+        std::fs::write(&not_loss, "{}").unwrap();
+        let e = plan(&format!("--loads 10% --rows-from {}", not_loss.display())).unwrap_err();
+        std::fs::remove_file(&not_loss).unwrap();
+        assert_eq!(e.kind(), crate::error::Kind::BadInput, "{e:?}");
+        assert!(crate::exit::one_line(&e).contains("not the JSON of 'linerate loss --json'"));
+    }
 }

@@ -4,14 +4,16 @@
 
 use super::rfc2544::EngineRunner;
 use super::session;
-use crate::args::LatencyArgs;
+use crate::args::{DutCpuArgs, LatencyArgs};
 use crate::error::Result;
 use crate::exit::Outcome;
 use crate::outputs::Outputs;
+use crate::plan::BedPlan;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
+use crate::record_args::RecordArgs;
 use crate::recorder::Recorder;
 use linerate_engine::EngineError;
-use linerate_method::latency::{measure_latency, parse_loads, LatencyPlan};
+use linerate_method::latency::{self as method, measure_latency, parse_loads};
 use linerate_method::Progress;
 use linerate_method::{find_throughput, ThroughputConfig};
 use linerate_results::calibration::{self, Calibration};
@@ -19,49 +21,115 @@ use linerate_results::{
     report, InterruptedSearch, LatencyReport, LatencyResult, MixInfo, TrialResult,
 };
 use linerate_store::RunStatus;
+use linerate_wire::{Frames, Rate};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
-pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
-    let bed_plan = args.ports.plan()?.for_capture(args.record.pcap.is_some());
-    let frames = args.frames.frames(&bed_plan.encap)?;
-    let loads = parse_loads(&args.loads).map_err(|e| crate::error::err!(BadInput, "{e}"))?;
-    let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
-    let search_duration = parse_trial_duration(&args.search_duration, "--search-duration")?;
-    let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
-    let rate = args
-        .rate
-        .as_deref()
-        .map(|t| session::parse_rate(t, "--rate"))
-        .transpose()?;
-    let max_rate = args
-        .max_rate
-        .as_deref()
-        .map(|t| session::parse_rate(t, "--max-rate"))
-        .transpose()?;
-    let calibration_path = args
-        .calibration
-        .clone()
-        .unwrap_or_else(calibration::default_path);
-    Outputs::new()
-        .json(args.json.as_deref())
-        .record(&args.record)
-        .input("--calibration", Some(&calibration_path))
-        .check()?;
-    let calibration = Calibration::load(&calibration_path)?;
+/// A latency run, checked: everything `linerate latency` was given, as
+/// values.
+#[derive(Debug, Clone)]
+pub struct LatencyPlan {
+    pub bed: BedPlan,
+    /// The frame sizes or mixes, in order.
+    pub frames: Vec<Frames>,
+    /// Loads as shares of the base rate (the throughput or `--rate`).
+    pub loads: Vec<f64>,
+    pub trial_duration: Duration,
+    /// Trials per load.
+    pub repeat: usize,
+    /// Trial duration of the throughput search run first.
+    pub search_duration: Duration,
+    /// Resolution of that search, as a ratio.
+    pub resolution: f64,
+    /// `--rate`: the base rate instead of a search, as written and parsed.
+    pub rate: Option<(String, Rate)>,
+    /// `--max-rate`: the search's highest rate, as written and parsed.
+    pub max_rate: Option<(String, Rate)>,
+    /// The tester's own latency (an empty calibration when there is none).
+    pub calibration: Calibration,
+    pub json: Option<PathBuf>,
+    pub dut_cpu: DutCpuArgs,
+    pub record: RecordArgs,
+}
 
-    let mut recorder = Recorder::open(&args.record)?.json_file(args.json.as_deref());
-    let mut s = session::open(&bed_plan, &args.dut_cpu, &frames, "latency")?;
+impl LatencyPlan {
+    /// Every value of `args` checked (output files included, the
+    /// calibration file read); nothing on the machine is touched.
+    pub fn from_args(args: &LatencyArgs) -> Result<LatencyPlan> {
+        let bed = args.ports.plan()?.for_capture(args.record.pcap.is_some());
+        let frames = args.frames.frames(&bed.encap)?;
+        let loads = parse_loads(&args.loads).map_err(|e| crate::error::err!(BadInput, "{e}"))?;
+        let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
+        let search_duration = parse_trial_duration(&args.search_duration, "--search-duration")?;
+        let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
+        let rate = args
+            .rate
+            .as_deref()
+            .map(|t| session::parse_rate(t, "--rate").map(|r| (t.to_string(), r)))
+            .transpose()?;
+        let max_rate = args
+            .max_rate
+            .as_deref()
+            .map(|t| session::parse_rate(t, "--max-rate").map(|r| (t.to_string(), r)))
+            .transpose()?;
+        let calibration_path = args
+            .calibration
+            .clone()
+            .unwrap_or_else(calibration::default_path);
+        Outputs::new()
+            .json(args.json.as_deref())
+            .record(&args.record)
+            .input("--calibration", Some(&calibration_path))
+            .check()?;
+        let calibration = Calibration::load(&calibration_path)?;
+        Ok(LatencyPlan {
+            bed,
+            frames,
+            loads,
+            trial_duration,
+            repeat: args.repeat as usize,
+            search_duration,
+            resolution,
+            rate,
+            max_rate,
+            calibration,
+            json: args.json.clone(),
+            dut_cpu: args.dut_cpu.clone(),
+            record: args.record.clone(),
+        })
+    }
+}
+
+pub fn run(plan: LatencyPlan, interrupt: &AtomicBool) -> Result<Outcome> {
+    let LatencyPlan {
+        bed: bed_plan,
+        frames,
+        loads,
+        trial_duration,
+        repeat,
+        search_duration,
+        resolution,
+        rate,
+        max_rate,
+        calibration,
+        json,
+        dut_cpu,
+        record,
+    } = plan;
+    let mut recorder = Recorder::open(&record)?.json_file(json.as_deref());
+    let mut s = session::open(&bed_plan, &dut_cpu, &frames, "latency")?;
     // The rates per size, checked against the line rate before any frame.
     let mut plans = Vec::new();
     for f in &frames {
         let line_fps = s.bed.line_rate_fps(f);
-        let given_fps = match (rate, &args.rate) {
-            (Some(r), Some(t)) => Some(session::fps_within_line(&s.bed, r, t, "--rate", f)?),
-            _ => None,
+        let given_fps = match &rate {
+            Some((t, r)) => Some(session::fps_within_line(&s.bed, *r, t, "--rate", f)?),
+            None => None,
         };
-        let max_fps = match (max_rate, &args.max_rate) {
-            (Some(r), Some(t)) => session::fps_within_line(&s.bed, r, t, "--max-rate", f)?,
-            _ => line_fps,
+        let max_fps = match &max_rate {
+            Some((t, r)) => session::fps_within_line(&s.bed, *r, t, "--max-rate", f)?,
+            None => line_fps,
         };
         plans.push((f, line_fps, given_fps, max_fps));
     }
@@ -77,7 +145,7 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
         port_b: s.run.port_b.clone(),
         line_speed_bps: s.run.line_speed_bps,
         trial_duration_s: trial_duration.as_secs_f64(),
-        repeat: args.repeat as usize,
+        repeat,
         engine: s.run.engine.clone(),
         placement: s.run.placement.clone(),
         results: Vec::new(),
@@ -147,11 +215,11 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
             recorder.save_partial(&rep);
             continue;
         }
-        let plan = LatencyPlan {
+        let plan = method::LatencyPlan {
             base_fps,
             loads: loads.clone(),
             trial_duration,
-            repeat: args.repeat as usize,
+            repeat,
             mix: f.mix().cloned(),
         };
         let earlier = done.len();
@@ -195,4 +263,54 @@ pub fn run(args: LatencyArgs, interrupt: &AtomicBool) -> Result<Outcome> {
     recorder.finish(RunStatus::Complete);
     recorder.saved_note();
     Ok(Outcome::Passed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+
+    fn plan(args: &str) -> Result<LatencyPlan> {
+        let argv = format!(
+            "linerate latency --lab --no-db --calibration /nonexistent/calibration.json {args}"
+        );
+        let Command::Latency(a) = Cli::try_parse_from(argv.split_whitespace())?.command else {
+            unreachable!()
+        };
+        LatencyPlan::from_args(&a)
+    }
+
+    #[test]
+    fn a_latency_plan_holds_every_value_checked() {
+        let p = plan(
+            "--sizes 64,128 --loads 50%,100% --rate 20kfps --max-rate 50% --trial-duration 3s \
+             --search-duration 1s --resolution 2% --repeat 4",
+        )
+        .unwrap();
+        let sizes: Vec<u16> = p.frames.iter().map(|f| f.largest().frame()).collect();
+        assert_eq!(sizes, [64, 128]);
+        assert_eq!(p.loads, [0.5, 1.0]);
+        assert_eq!(p.trial_duration, Duration::from_secs(3));
+        assert_eq!(p.search_duration, Duration::from_secs(1));
+        assert!((p.resolution - 0.02).abs() < 1e-12);
+        assert_eq!(p.repeat, 4);
+        assert_eq!(p.rate.as_ref().map(|r| r.0.as_str()), Some("20kfps"));
+        assert_eq!(p.max_rate.as_ref().map(|r| r.0.as_str()), Some("50%"));
+        assert_eq!(p.calibration, Calibration::default());
+        assert!(p.bed.is_lab());
+        for (args, says) in [
+            ("--loads 150%", "load '150%'"),
+            ("--rate fast", "--rate"),
+            ("--max-rate fast", "--max-rate"),
+            ("--trial-duration 1ms", "--trial-duration"),
+            ("--search-duration 1ms", "--search-duration"),
+            ("--resolution 0", "--resolution"),
+            ("--sizes 20", "20"),
+        ] {
+            let e = plan(args).unwrap_err();
+            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
+            assert!(crate::exit::one_line(&e).contains(says), "{args}: {e}");
+        }
+    }
 }

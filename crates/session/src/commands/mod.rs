@@ -1,13 +1,13 @@
 //! One module per subcommand.
 
-mod back_to_back;
+pub(crate) mod back_to_back;
 pub(crate) mod calibrate;
 pub(crate) mod cpu_target;
-mod frame_loss;
+pub(crate) mod frame_loss;
 pub(crate) mod http;
 mod lab;
-mod latency;
-mod mlrsearch;
+pub(crate) mod latency;
+pub(crate) mod mlrsearch;
 pub(crate) mod overhead;
 pub(crate) mod rfc2544;
 mod run;
@@ -22,7 +22,7 @@ use crate::args::{Cli, Command};
 use crate::exit::Outcome;
 pub(crate) use rfc2544::write_json;
 pub(crate) use session::show as show_step;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Runs `cli`'s command. `stop` is the interrupt: when it becomes true the
@@ -35,13 +35,17 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> crate::error::Result<Outcome> {
         Command::Rfc2544(args) => rfc2544::run(rfc2544::Rfc2544Plan::from_args(&args)?, stop),
         Command::Trial(args) => trial::run(trial::TrialPlan::from_args(&args)?, stop),
         Command::Overhead(args) => overhead::run(overhead::OverheadPlan::from_args(&args)?),
-        Command::Latency(args) => latency::run(args, stop),
+        Command::Latency(args) => latency::run(latency::LatencyPlan::from_args(&args)?, stop),
         Command::Calibrate(args) => {
             calibrate::run(calibrate::CalibratePlan::from_args(&args)?, stop)
         }
-        Command::Loss(args) => frame_loss::run(args, stop),
-        Command::Mlrsearch(args) => mlrsearch::run(args, stop),
-        Command::BackToBack(args) => back_to_back::run(args, stop),
+        Command::Loss(args) => frame_loss::run(frame_loss::LossPlan::from_args(&args)?, stop),
+        Command::Mlrsearch(args) => {
+            mlrsearch::run(mlrsearch::MlrsearchPlan::from_args(&args)?, stop)
+        }
+        Command::BackToBack(args) => {
+            back_to_back::run(back_to_back::BackToBackPlan::from_args(&args)?, stop)
+        }
         Command::Tcp(args) => tcp::run(tcp::TcpPlan::from_args(&args)?, stop),
         Command::Http(args) => http::run(http::HttpPlan::from_args(&args)?, stop),
         Command::CpuTarget(args) => {
@@ -55,44 +59,12 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> crate::error::Result<Outcome> {
     }
 }
 
-/// Checking a command without running it (`run FILE.toml` checks every test
-/// before the first runs; `run --dry-run` only checks): while set, the
-/// points where a command would first touch the machine (open ports, build
-/// a lab, open the results database, print a result) stop it with
-/// [`CheckedOnly`], so every value a command checks up front is checked,
-/// and nothing else happens.
-static CHECK_ONLY: AtomicBool = AtomicBool::new(false);
-
-/// The stop of a command run by [`check`]: its arguments passed every check
-/// that comes before the machine is touched.
-#[derive(Debug)]
-pub struct CheckedOnly;
-
-impl std::fmt::Display for CheckedOnly {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("checked only")
-    }
-}
-
-impl std::error::Error for CheckedOnly {}
-
-/// Called where a command is about to touch the machine: an error when the
-/// command is only being checked.
-pub fn touch_machine() -> crate::error::Result<()> {
-    if CHECK_ONLY.load(Ordering::Relaxed) {
-        return Err(
-            crate::error::Error::Value(Box::new(CheckedOnly)).with_kind(crate::error::Kind::Failed)
-        );
-    }
-    Ok(())
-}
-
 /// Checks `cli`'s values as its command would before touching the machine,
-/// without running it. A command with a plan is checked by making its
-/// plan; the others run with every point where they would first touch the
-/// machine stopping them ([`touch_machine`]). Commands that only read or
-/// print stored data (lab, runs, show, compare, export, report) have
-/// nothing more to check than their command line.
+/// without running it (`run FILE.toml` checks every test before the first
+/// runs; `run --dry-run` only checks): a measuring command is checked by
+/// making its plan. Commands that only read or print stored data (lab,
+/// runs, show, compare, export, report) have nothing more to check than
+/// their command line.
 pub fn check(cli: Cli) -> crate::error::Result<()> {
     match cli.command {
         Command::Trial(args) => trial::TrialPlan::from_args(&args).map(drop),
@@ -102,6 +74,10 @@ pub fn check(cli: Cli) -> crate::error::Result<()> {
         Command::Tcp(args) => tcp::TcpPlan::from_args(&args).map(drop),
         Command::Http(args) => http::HttpPlan::from_args(&args).map(drop),
         Command::Calibrate(args) => calibrate::CalibratePlan::from_args(&args).map(drop),
+        Command::Latency(args) => latency::LatencyPlan::from_args(&args).map(drop),
+        Command::Mlrsearch(args) => mlrsearch::MlrsearchPlan::from_args(&args).map(drop),
+        Command::BackToBack(args) => back_to_back::BackToBackPlan::from_args(&args).map(drop),
+        Command::Loss(args) => frame_loss::LossPlan::from_args(&args).map(drop),
         Command::Lab { .. }
         | Command::Run { .. }
         | Command::Runs(_)
@@ -109,25 +85,6 @@ pub fn check(cli: Cli) -> crate::error::Result<()> {
         | Command::Compare(_)
         | Command::Export(_)
         | Command::Report(_) => Ok(()),
-        _ => check_by_running(cli),
-    }
-}
-
-/// Runs `cli` until it would first touch the machine (see [`check`]).
-fn check_by_running(cli: Cli) -> crate::error::Result<()> {
-    struct Reset;
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            CHECK_ONLY.store(false, Ordering::Relaxed);
-        }
-    }
-    CHECK_ONLY.store(true, Ordering::Relaxed);
-    let _reset = Reset;
-    match run(cli, &AtomicBool::new(false)) {
-        Err(e) if e.root_cause().is::<CheckedOnly>() => Ok(()),
-        Err(e) => Err(e),
-        // Only reached by a command that never touches the machine.
-        Ok(_) => Ok(()),
     }
 }
 

@@ -18,7 +18,6 @@ use linerate_wire::overhead::{Auth, Cipher, Encapsulation, WireguardPadding};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub fn run(plan: Rfc2544Plan, interrupt: &AtomicBool) -> Result<Outcome> {
-    super::touch_machine()?;
     linerate_lab::check_environment()?;
     let scenarios = &plan.scenarios;
     let comparison = scenarios.len() > 1;
@@ -154,12 +153,6 @@ pub(crate) fn prepare(
     scenario: &Scenario,
     index: usize,
 ) -> Result<(Applied, ports::TestBed)> {
-    // Scenarios configure the DUT for untagged IPv4 (NAT, ACLs, routes, tunnels).
-    let encap = bed_plan.encap;
-    if !encap.is_default() {
-        bail!(BadInput, "--scenario configures the lab DUT for untagged IPv4 and cannot test {encap} frames: run the scenario without --ipv6/--vlan");
-    }
-    super::touch_machine()?;
     // Unique per process and scenario; at most 11 characters.
     let name = format!("s{}-{index}", std::process::id());
     eprintln!(

@@ -273,7 +273,6 @@ impl StackPlan {
 pub fn open(plan: &StackPlan) -> Result<StackPath> {
     let connect_timeout = plan.connect_timeout;
     let connect_override = plan.connect_to;
-    super::touch_machine()?;
     if !nix::unistd::geteuid().is_root() {
         bail!(Environment, "not running as root: linerate configures addresses in the tester namespaces; run it with sudo");
     }

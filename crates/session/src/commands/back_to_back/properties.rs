@@ -2,6 +2,10 @@
 //! that long at the burst rate.
 
 use super::*;
+
+fn max_burst_frames(text: &str, burst_fps: f64) -> Result<u64> {
+    MaxBurst::parse(text).map(|m| m.frames(burst_fps))
+}
 use crate::test_support::{config, text};
 use proptest::prelude::*;
 
