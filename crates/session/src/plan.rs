@@ -118,21 +118,7 @@ impl PortArgs {
                 name: self.lab_name.clone(),
             }
         } else {
-            let name_a = self.port_a.as_deref().ok_or_else(|| {
-                err!(
-                    BadInput,
-                    "--port-a is missing: name the tester interfaces, or use --lab"
-                )
-            })?;
-            let name_b = self.port_b.as_deref().ok_or_else(|| {
-                err!(
-                    BadInput,
-                    "--port-b is missing: name the second tester interface"
-                )
-            })?;
-            if name_a == name_b {
-                bail!(BadInput, "--port-a and --port-b are both '{name_a}': use two interfaces, one on each side of the DUT");
-            }
+            let (name_a, name_b) = tester_ports(&self.port_a, &self.port_b)?;
             Target::External {
                 a: ExternalPort {
                     ifname: name_a.to_string(),
@@ -163,6 +149,29 @@ impl PortArgs {
             line_speed_bps,
         })
     }
+}
+
+/// `--port-a` and `--port-b`: both given, and not the same interface.
+pub(crate) fn tester_ports<'a>(
+    port_a: &'a Option<String>,
+    port_b: &'a Option<String>,
+) -> Result<(&'a str, &'a str)> {
+    let name_a = port_a.as_deref().ok_or_else(|| {
+        err!(
+            BadInput,
+            "--port-a is missing: name the tester interfaces, or use --lab"
+        )
+    })?;
+    let name_b = port_b.as_deref().ok_or_else(|| {
+        err!(
+            BadInput,
+            "--port-b is missing: name the second tester interface"
+        )
+    })?;
+    if name_a == name_b {
+        bail!(BadInput, "--port-a and --port-b are both '{name_a}': use two interfaces, one on each side of the DUT");
+    }
+    Ok((name_a, name_b))
 }
 
 #[cfg(test)]

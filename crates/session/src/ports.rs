@@ -137,22 +137,10 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
             (a, pa.host.clone(), b, pb.host.clone(), None, None)
         }
         (target, given) => {
-            linerate_lab::check_environment()?;
-            let name = match target {
-                Target::Lab { name } => name.as_deref(),
-                Target::External { .. } => None,
-            };
-            let lab = if let Some(lab) = given {
-                lab
-            } else if let Some(name) = name {
-                // A named lab must exist: a typo must not test another lab.
-                Lab::attach(name)?
-            } else if Lab::exists(DEFAULT_LAB) {
-                Lab::attach(DEFAULT_LAB)?
-            } else {
-                let name = linerate_lab::temporary_name();
-                eprintln!("linerate: building lab '{name}' for this run (namespaces lr-{name}-*)");
-                Lab::up(&name)?
+            let lab = match (given, target) {
+                (Some(lab), _) => lab,
+                (None, Target::Lab { name }) => lab_for_run(name.as_deref())?,
+                (None, Target::External { .. }) => lab_for_run(None)?,
             };
             let (pa, pb) = (lab.port_a().clone(), lab.port_b().clone());
             let a = (pa.ifname.clone(), Some(pa.netns.clone()));
@@ -261,6 +249,22 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         },
         lab,
         port_locks,
+    })
+}
+
+/// The lab a run uses: the one named (it must exist: a typo must not test
+/// another lab), else the default lab if it is up, else one built for this
+/// run, which the caller removes by dropping it.
+pub fn lab_for_run(name: Option<&str>) -> Result<Lab> {
+    linerate_lab::check_environment()?;
+    Ok(if let Some(name) = name {
+        Lab::attach(name)?
+    } else if Lab::exists(DEFAULT_LAB) {
+        Lab::attach(DEFAULT_LAB)?
+    } else {
+        let name = linerate_lab::temporary_name();
+        eprintln!("linerate: building lab '{name}' for this run (namespaces lr-{name}-*)");
+        Lab::up(&name)?
     })
 }
 

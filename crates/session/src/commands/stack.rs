@@ -4,7 +4,7 @@
 
 use crate::args::StackPortArgs;
 use crate::error::{bail, err, Result};
-use crate::ports::{parse_duration, DEFAULT_LAB};
+use crate::ports::parse_duration;
 use crate::record_args::RecordArgs;
 use crate::recorder::Recorder;
 use linerate_goodput::hosts::{self, HostSetup, Side, LAB_V6, LAB_V6_PREFIX};
@@ -192,21 +192,7 @@ impl StackPlan {
             };
             (target, args.ipv6)
         } else {
-            let name_a = args.port_a.as_deref().ok_or_else(|| {
-                err!(
-                    BadInput,
-                    "--port-a is missing: name the tester interfaces, or use --lab"
-                )
-            })?;
-            let name_b = args.port_b.as_deref().ok_or_else(|| {
-                err!(
-                    BadInput,
-                    "--port-b is missing: name the second tester interface"
-                )
-            })?;
-            if name_a == name_b {
-                bail!(BadInput, "--port-a and --port-b are both '{name_a}': use two interfaces, one on each side of the DUT");
-            }
+            let (name_a, name_b) = crate::plan::tester_ports(&args.port_a, &args.port_b)?;
             let need = |v: &Option<String>, o: &str| {
                 v.clone().ok_or_else(|| {
                     err!(
@@ -280,16 +266,7 @@ pub fn open(plan: &StackPlan) -> Result<StackPath> {
     let mut hosts = HostSetup::new();
     let (a, b, label, lab, reported_speed) = match &plan.target {
         StackTarget::Lab { name, ipv6 } => {
-            linerate_lab::check_environment()?;
-            let lab = if let Some(name) = name {
-                Lab::attach(name)?
-            } else if Lab::exists(DEFAULT_LAB) {
-                Lab::attach(DEFAULT_LAB)?
-            } else {
-                let name = linerate_lab::temporary_name();
-                eprintln!("linerate: building lab '{name}' for this run (namespaces lr-{name}-*)");
-                Lab::up(&name)?
-            };
+            let lab = crate::ports::lab_for_run(name.as_deref())?;
             let side = |p: &linerate_lab::LabPort, v6: usize| {
                 let (ip, gateway, prefix_len) = if *ipv6 {
                     let (ip, gw) = LAB_V6[v6];
