@@ -367,6 +367,14 @@ fn cpu_target_finds_the_rate_near_the_target() {
     assert_eq!(stored["document"], json.json());
     assert_eq!(stored["trials"].as_array().unwrap().len(), 1);
     assert!(shown_last(&db).contains(run.stdout.trim()));
+    // The run header every report carries: where it ran and at what speed.
+    let doc = json.json();
+    assert_eq!(doc["setup"], "external", "{doc}");
+    assert!(
+        doc["port_a"].as_str().is_some_and(|p| !p.is_empty()),
+        "{doc}"
+    );
+    assert!(u(&doc, "line_speed_bps") > 0, "{doc}");
     let r = &json.json()["results"][0];
     assert_eq!(r["reached"], true, "{r}");
     assert_eq!(f(&r["dut_cpu"], "total_pct"), 76.0);

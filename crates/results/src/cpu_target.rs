@@ -29,14 +29,13 @@ pub struct CpuTargetResult {
 /// A whole CPU-target run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuTargetReport {
-    pub linerate_version: String,
-    pub description: String,
-    pub started_at: String,
+    /// Where and how the run was made.
+    #[serde(flatten)]
+    pub run: crate::methods::RunInfo,
     pub target_pct: f64,
     /// How close counts as reached, in percentage points.
     pub tolerance_pct: f64,
     pub trial_duration_s: f64,
-    pub engine: String,
     pub dut_cpu_source: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<ScenarioRecord>,
@@ -50,7 +49,7 @@ pub fn cpu_target_table(r: &CpuTargetReport) -> String {
     let _ = writeln!(
         out,
         "DUT CPU near {} % (within {} points), {}",
-        r.target_pct, r.tolerance_pct, r.description
+        r.target_pct, r.tolerance_pct, r.run.description
     );
     let header = [
         "Frame",
@@ -112,7 +111,7 @@ pub fn cpu_target_table(r: &CpuTargetReport) -> String {
     let _ = writeln!(
         out,
         "Engine {}, trials of {} s.",
-        r.engine, r.trial_duration_s
+        r.run.engine, r.trial_duration_s
     );
     out
 }
@@ -137,13 +136,16 @@ mod tests {
             trials: Vec::new(),
         };
         let report = CpuTargetReport {
-            linerate_version: "0".into(),
-            description: "LAN-LAN routing".into(),
-            started_at: String::new(),
+            run: crate::methods::RunInfo {
+                linerate_version: "0".into(),
+                description: "LAN-LAN routing".into(),
+                started_at: String::new(),
+                engine: "xdp".into(),
+                ..Default::default()
+            },
             target_pct: 75.0,
             tolerance_pct: 5.0,
             trial_duration_s: 2.0,
-            engine: "xdp".into(),
             dut_cpu_source: "lab".into(),
             scenario: None,
             results: vec![result(true), result(false)],

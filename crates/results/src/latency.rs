@@ -1,8 +1,6 @@
 //! Records of the RFC 2544 latency test (section 26.2).
 
-use crate::model::{
-    InterruptedSearch, LatencySummary, MixInfo, Placement, ThroughputResult, TrialResult,
-};
+use crate::model::{InterruptedSearch, LatencySummary, MixInfo, ThroughputResult, TrialResult};
 use serde::{Deserialize, Serialize};
 
 /// Latency at one load.
@@ -49,17 +47,11 @@ pub struct LatencyResult {
 /// A whole latency run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyReport {
-    pub linerate_version: String,
-    pub description: String,
-    pub started_at: String,
-    pub setup: String,
-    pub port_a: String,
-    pub port_b: String,
-    pub line_speed_bps: u64,
+    /// Where and how the run was made.
+    #[serde(flatten)]
+    pub run: crate::methods::RunInfo,
     pub trial_duration_s: f64,
     pub repeat: usize,
-    pub engine: String,
-    pub placement: Option<Placement>,
     pub results: Vec<LatencyResult>,
     /// The size that was being measured when the run was interrupted, with
     /// the trials it had finished (search and latency): none is lost.

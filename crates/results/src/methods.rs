@@ -7,8 +7,9 @@
 use crate::model::{MixInfo, Placement, ThroughputResult, TrialResult};
 use serde::{Deserialize, Serialize};
 
-/// Where and how a run was made: the header every method report shares.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Where and how a run was made: the header every report shares
+/// (flattened into it, so its keys stand at the report's top level).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunInfo {
     pub linerate_version: String,
     /// What was tested, in the report's words; the table's title.
@@ -16,12 +17,18 @@ pub struct RunInfo {
     pub description: String,
     /// RFC 3339 UTC time the run started.
     pub started_at: String,
-    /// "lab" or "external".
+    /// "lab" or "external". (Defaults: cpu-target reports stored before
+    /// they carried the whole header lack these four.)
+    #[serde(default)]
     pub setup: String,
+    #[serde(default)]
     pub port_a: String,
+    #[serde(default)]
     pub port_b: String,
+    #[serde(default)]
     pub line_speed_bps: u64,
     pub engine: String,
+    #[serde(default)]
     pub placement: Option<Placement>,
     /// The test frames' IP version (RFC 5180 for IPv6).
     #[serde(default)]

@@ -537,27 +537,17 @@ pub struct Placement {
 /// A whole RFC 2544 throughput run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rfc2544Report {
-    pub linerate_version: String,
-    /// What was tested, in the report's words (e.g. "LAN-LAN routing, lab
-    /// Linux router"); the table's title when not empty.
-    #[serde(default)]
-    pub description: String,
-    /// RFC 3339 UTC time the run started.
-    pub started_at: String,
-    /// "lab" or "external".
-    pub setup: String,
-    pub port_a: String,
-    pub port_b: String,
-    pub line_speed_bps: u64,
+    /// Where and how the run was made; its description (e.g. "LAN-LAN
+    /// routing, lab Linux router") is the table's title when not empty.
+    #[serde(flatten)]
+    pub run: crate::methods::RunInfo,
     pub trial_duration_s: f64,
     pub resolution: f64,
     pub allowed_loss_ratio: f64,
-    pub engine: String,
     /// Both ports sent at once: rates are totals over both directions,
     /// and each trial keeps its directions apart.
     #[serde(default)]
     pub bidirectional: bool,
-    pub placement: Option<Placement>,
     pub results: Vec<ThroughputResult>,
     /// The lab scenario the DUT was configured with (`--scenario`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

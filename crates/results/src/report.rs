@@ -76,7 +76,7 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
         ("Share of line", row(&|r| share_of_line(r), &plain), ""),
     ];
     if all_layers {
-        let line_mbps = report.line_speed_bps as f64 / 1e6;
+        let line_mbps = report.run.line_speed_bps as f64 / 1e6;
         let extra: Vec<(&str, Vec<String>, &str)> = vec![
             (
                 "",
@@ -243,13 +243,13 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
     let table_width = label_width + widths.iter().map(|w| w + GAP.len()).sum::<usize>();
 
     let mut out = String::new();
-    let title = if report.description.is_empty() {
+    let title = if report.run.description.is_empty() {
         format!(
             "RFC 2544 throughput, {} -> {} ({})",
-            report.port_a, report.port_b, report.setup
+            report.run.port_a, report.run.port_b, report.run.setup
         )
     } else {
-        format!("RFC 2544 throughput, {}", report.description)
+        format!("RFC 2544 throughput, {}", report.run.description)
     };
     let settings = format!(
         "loss allowed {} %, trial {} s, resolution {} %",
@@ -347,8 +347,8 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
     }
     let mut engine = format!(
         "Engine {}.   Line speed {}.",
-        report.engine,
-        line_speed(report.line_speed_bps)
+        report.run.engine,
+        line_speed(report.run.line_speed_bps)
     );
     // IPv6 or VLAN-tagged test frames are said; plain IPv4 is the default.
     if let Some(t) = results.iter().flat_map(|r| r.trials.first()).next() {
@@ -357,7 +357,7 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             engine += &format!("   Test frames {}.", t.encap());
         }
     }
-    match &report.placement {
+    match &report.run.placement {
         Some(placement) => {
             let _ = writeln!(out, "{}   {engine}", placement_sentence(placement));
             if placement.shared_core {

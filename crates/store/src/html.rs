@@ -38,7 +38,9 @@ fn esc(s: &str) -> String {
 pub fn render(run: &StoredRun) -> String {
     let report = run.report();
     let title = match &report {
-        Some(r) if !r.description.is_empty() => format!("RFC 2544 throughput, {}", r.description),
+        Some(r) if !r.run.description.is_empty() => {
+            format!("RFC 2544 throughput, {}", r.run.description)
+        }
         Some(_) => "RFC 2544 throughput".to_string(),
         None => format!("linerate {}", run.command),
     };
@@ -103,9 +105,9 @@ fn meta_table(h: &mut String, run: &StoredRun) {
                     s.trial_duration_s,
                     s.resolution * 100.0,
                     s.allowed_loss_ratio * 100.0,
-                    s.port_a,
-                    s.port_b,
-                    s.setup
+                    s.run.port_a,
+                    s.run.port_b,
+                    s.run.setup
                 ),
             ),
         );
@@ -127,7 +129,7 @@ fn rfc2544_sections(h: &mut String, run: &StoredRun, rep: &Rfc2544Report) {
             run.status.label()
         );
     }
-    if let Some(p) = &rep.placement {
+    if let Some(p) = &rep.run.placement {
         let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(&p.note));
         if p.shared_core {
             h.push_str("<p class=\"warn\">Tester and DUT shared a CPU core: the device alone may forward more than these figures.</p>\n");
@@ -217,7 +219,7 @@ fn throughput_table(h: &mut String, rep: &Rfc2544Report) {
 
 /// Frames/s (or Mbps L2) against frame size, with the line-rate curve.
 fn throughput_chart(rep: &Rfc2544Report, mbps: bool) -> String {
-    let line = rep.line_speed_bps as f64;
+    let line = rep.run.line_speed_bps as f64;
     let value = |size: f64, fps: f64| if mbps { fps * size * 8.0 / 1e6 } else { fps };
     let lo = rep.results.iter().map(|r| r.frame_size).min().unwrap_or(64) as f64;
     let hi = rep
@@ -262,13 +264,16 @@ fn throughput_chart(rep: &Rfc2544Report, mbps: bool) -> String {
         x_categories: None,
         series: vec![
             Series {
-                name: format!("Theoretical line rate ({})", line_speed(rep.line_speed_bps)),
+                name: format!(
+                    "Theoretical line rate ({})",
+                    line_speed(rep.run.line_speed_bps)
+                ),
                 color: "#888888",
                 mark: Mark::Line { dashed: true },
                 points: curve,
             },
             Series {
-                name: format!("Measured throughput ({})", rep.engine),
+                name: format!("Measured throughput ({})", rep.run.engine),
                 color: PALETTE[0],
                 mark: Mark::LineDots,
                 points: measured,
@@ -322,7 +327,13 @@ fn per_trial_chart(
             let mut points: Vec<(f64, f64, f64)> = trials
                 .iter()
                 .filter_map(|t| {
-                    y(t).map(|v| (t.offered_share_of_line(rep.line_speed_bps) * 100.0, v, 0.0))
+                    y(t).map(|v| {
+                        (
+                            t.offered_share_of_line(rep.run.line_speed_bps) * 100.0,
+                            v,
+                            0.0,
+                        )
+                    })
                 })
                 .collect();
             points.sort_by(|a, b| a.0.total_cmp(&b.0));

@@ -149,10 +149,10 @@ pub fn side_by_side(reports: &[Rfc2544Report]) -> String {
         out.push_str("(*) tester-limited: the device may forward more.\n");
     }
     for (n, r) in names.iter().zip(reports) {
-        let what = if r.description.is_empty() {
-            format!("{} -> {}", r.port_a, r.port_b)
+        let what = if r.run.description.is_empty() {
+            format!("{} -> {}", r.run.port_a, r.run.port_b)
         } else {
-            r.description.clone()
+            r.run.description.clone()
         };
         let unfinished = if r.interrupted.is_some() {
             " (interrupted: not every size measured)"
@@ -219,19 +219,22 @@ mod tests {
 
     fn run(spec: &str, results: Vec<ThroughputResult>) -> Rfc2544Report {
         Rfc2544Report {
+            run: crate::methods::RunInfo {
+                linerate_version: "0".into(),
+                description: format!("LAN-LAN routing with {spec}"),
+                started_at: String::new(),
+                setup: "lab".into(),
+                port_a: "a".into(),
+                port_b: "b".into(),
+                line_speed_bps: 10_000_000_000,
+                engine: "xdp".into(),
+                placement: None,
+                ..Default::default()
+            },
             bidirectional: false,
-            linerate_version: "0".into(),
-            description: format!("LAN-LAN routing with {spec}"),
-            started_at: String::new(),
-            setup: "lab".into(),
-            port_a: "a".into(),
-            port_b: "b".into(),
-            line_speed_bps: 10_000_000_000,
             trial_duration_s: 1.0,
             resolution: 0.01,
             allowed_loss_ratio: 0.0,
-            engine: "xdp".into(),
-            placement: None,
             results,
             scenario: Some(ScenarioRecord {
                 spec: spec.into(),

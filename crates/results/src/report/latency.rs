@@ -120,7 +120,7 @@ pub fn latency_table(report: &LatencyReport) -> String {
     let _ = writeln!(
         out,
         "RFC 2544 latency, {}   trial {} s x {}",
-        report.description,
+        report.run.description,
         trim_number(report.trial_duration_s),
         report.repeat
     );
@@ -173,8 +173,8 @@ pub fn latency_table(report: &LatencyReport) -> String {
     }
     let mut engine = format!(
         "Engine {}.   Line speed {}.",
-        report.engine,
-        line_speed(report.line_speed_bps)
+        report.run.engine,
+        line_speed(report.run.line_speed_bps)
     );
     // IPv6 or VLAN-tagged test frames are said; plain IPv4 is the default.
     let first_trial = report
@@ -188,7 +188,7 @@ pub fn latency_table(report: &LatencyReport) -> String {
     if let Some(t) = first_trial.filter(|t| !t.encap().is_default()) {
         engine += &format!("   Test frames {}.", t.encap());
     }
-    match &report.placement {
+    match &report.run.placement {
         Some(p) => {
             let _ = writeln!(out, "{}   {engine}", placement_sentence(p));
         }

@@ -89,21 +89,24 @@ fn result(frame: u16, throughput_fps: f64, tester_limited: bool) -> ThroughputRe
 
 fn report(results: Vec<ThroughputResult>, placement: Option<Placement>) -> Rfc2544Report {
     Rfc2544Report {
-        linerate_version: "0.1.0".into(),
-        started_at: "2025-01-01T12:00:00Z".into(),
-        setup: "lab".into(),
-        port_a: "lr-a".into(),
-        port_b: "lr-b".into(),
-        line_speed_bps: 10_000_000_000,
+        run: crate::methods::RunInfo {
+            linerate_version: "0.1.0".into(),
+            started_at: "2025-01-01T12:00:00Z".into(),
+            setup: "lab".into(),
+            port_a: "lr-a".into(),
+            port_b: "lr-b".into(),
+            line_speed_bps: 10_000_000_000,
+            engine: "af_packet".into(),
+            placement,
+            description: String::new(),
+            ..Default::default()
+        },
         trial_duration_s: 2.0,
         resolution: 0.01,
         allowed_loss_ratio: 0.0,
-        engine: "af_packet".into(),
         bidirectional: false,
-        placement,
         results,
         interrupted: None,
-        description: String::new(),
         scenario: None,
         dut_cpu_source: None,
     }
@@ -198,7 +201,7 @@ fn a_shared_core_is_said_plainly() {
     r.allowed_loss_ratio = 0.005;
     r.resolution = 0.001;
     r.trial_duration_s = 0.5;
-    r.line_speed_bps = 2_500_000_000;
+    r.run.line_speed_bps = 2_500_000_000;
     let table = throughput_table(&r);
     assert!(table.starts_with("RFC 2544 throughput, lr-a -> lr-b (lab)   loss allowed 0.5 %, trial 0.5 s, resolution 0.1 %\n"), "{table}");
     assert!(
@@ -353,7 +356,7 @@ fn json_has_the_documented_keys() {
 #[test]
 fn all_layers_adds_l1_l3_l4_and_the_lantraffic_link_usage() {
     let mut rep = report(vec![result(1518, 812_743.0, false)], None);
-    rep.line_speed_bps = 10_000_000_000;
+    rep.run.line_speed_bps = 10_000_000_000;
     let t = throughput_table_layers(&rep, true);
     for unit in [
         "Mbps (L1)",

@@ -21,7 +21,6 @@ use linerate_store::RunStatus;
 use linerate_wire::{FrameSize, Rate};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::time::SystemTime;
 
 /// A CPU-target run, checked: everything `linerate cpu-target` was given,
 /// as values.
@@ -167,13 +166,10 @@ pub fn run(plan: CpuTargetPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         port_b_mac: bed.engine.port_b().mac,
     })?;
     let mut report = CpuTargetReport {
-        linerate_version: env!("CARGO_PKG_VERSION").to_string(),
-        description,
-        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        run: super::session::run_info(&bed, description),
         target_pct: target,
         tolerance_pct: cfg.tolerance_pct,
         trial_duration_s: duration.as_secs_f64(),
-        engine: bed.engine.config().name.clone(),
         dut_cpu_source: meter.source.clone(),
         scenario: match (&scenario, &applied) {
             (Some(s), Some(a)) => Some(record_of(s, a)),

@@ -137,17 +137,9 @@ pub fn run(plan: LatencyPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     recorder.begin(s.record_info("latency", &frames, trial_duration.as_secs_f64()))?;
 
     let mut rep = LatencyReport {
-        linerate_version: s.run.linerate_version.clone(),
-        description: s.run.description.clone(),
-        started_at: s.run.started_at.clone(),
-        setup: s.run.setup.clone(),
-        port_a: s.run.port_a.clone(),
-        port_b: s.run.port_b.clone(),
-        line_speed_bps: s.run.line_speed_bps,
+        run: s.run.clone(),
         trial_duration_s: trial_duration.as_secs_f64(),
         repeat,
-        engine: s.run.engine.clone(),
-        placement: s.run.placement.clone(),
         results: Vec::new(),
         interrupted: None,
     };

@@ -21,7 +21,7 @@ use linerate_store::RunStatus;
 use linerate_wire::{FrameSize, Frames, Rate};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// RFC 2544 section 24: trials of at least 60 s.
 const STRICT_TRIAL: Duration = Duration::from_secs(60);
@@ -231,23 +231,16 @@ pub(crate) fn measure(
     }
     bed.engine.resolve()?;
 
+    let description = match &extras.scenario {
+        Some(s) => s.description.clone(),
+        None => bed.description(),
+    };
     let mut rep = Rfc2544Report {
-        linerate_version: env!("CARGO_PKG_VERSION").to_string(),
-        description: match &extras.scenario {
-            Some(s) => s.description.clone(),
-            None => bed.description(),
-        },
-        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-        setup: bed.setup.to_string(),
-        port_a: describe_port(bed.engine.port_a()),
-        port_b: describe_port(bed.engine.port_b()),
-        line_speed_bps: line_bps,
+        run: super::session::run_info(bed, description),
         trial_duration_s: trial_duration.as_secs_f64(),
         resolution,
         allowed_loss_ratio: allowed_loss,
-        engine: bed.engine.config().name.clone(),
         bidirectional: bed.bidirectional,
-        placement: bed.placement.clone(),
         results: Vec::new(),
         interrupted: None,
         scenario: extras.scenario.clone(),
@@ -255,10 +248,10 @@ pub(crate) fn measure(
     };
     recorder.begin(RunInfo {
         command: "rfc2544",
-        engine: &rep.engine,
+        engine: &rep.run.engine,
         receiver: bed.engine.receiver(),
         line_speed_bps: line_bps,
-        scenario: &rep.description,
+        scenario: &rep.run.description,
         report: Some(&rep),
         sizes: plans.iter().map(|p| p.0.largest().frame()).collect(),
         trial_s: trial_duration.as_secs_f64(),

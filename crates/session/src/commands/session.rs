@@ -52,6 +52,24 @@ pub(crate) fn open(
     start(bed, dut_cpu, &[], frames, what)
 }
 
+/// The header of a report of a run on `bed`, starting now; `description`
+/// says what was tested (the bed's own, or a scenario's).
+pub(crate) fn run_info(bed: &TestBed, description: String) -> RunInfo {
+    RunInfo {
+        linerate_version: env!("CARGO_PKG_VERSION").to_string(),
+        description,
+        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        setup: bed.setup.to_string(),
+        port_a: describe_port(bed.engine.port_a()),
+        port_b: describe_port(bed.engine.port_b()),
+        line_speed_bps: bed.line_bps,
+        engine: bed.engine.config().name.clone(),
+        placement: bed.placement.clone(),
+        ip_version: bed.engine.encap().ip,
+        vlan: bed.engine.encap().vlan,
+    }
+}
+
 /// A session on `bed`: checks `frames` fit the ports, notes what runs
 /// where (`what` names the test) and starts the DUT's CPU meter (counting
 /// a scenario's user-space `data_path_pids`). Call [`Session::ready`]
@@ -79,19 +97,7 @@ pub(crate) fn start(
     if let Some(why) = &bed.engine_reason {
         notes.push(format!("engine {} ({why})", bed.engine.config().name));
     }
-    let run = RunInfo {
-        linerate_version: env!("CARGO_PKG_VERSION").to_string(),
-        description: bed.description(),
-        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-        setup: bed.setup.to_string(),
-        port_a,
-        port_b,
-        line_speed_bps: bed.line_bps,
-        engine: bed.engine.config().name.clone(),
-        placement: bed.placement.clone(),
-        ip_version: bed.engine.encap().ip,
-        vlan: bed.engine.encap().vlan,
-    };
+    let run = run_info(&bed, bed.description());
     let cpu = crate::dut_cpu::meter_for(&bed, dut_cpu, data_path_pids)?;
     Ok(Session {
         bed,
