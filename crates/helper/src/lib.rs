@@ -215,24 +215,7 @@ pub fn still_at(path: &Path, held: &fs::Metadata) -> bool {
 /// free): what runs killed with SIGKILL left. Those of running runs stay.
 /// Returns the directories removed.
 pub fn sweep() -> io::Result<Vec<PathBuf>> {
-    let base = run_dir()?;
-    let mut removed = Vec::new();
-    for entry in fs::read_dir(base)? {
-        let Ok(entry) = entry else { continue };
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        if !entry.file_name().to_str().is_some_and(is_private_name) {
-            continue;
-        }
-        let path = entry.path();
-        if let Ok(Some(_held)) = lock_entry(&path, Kind::Dir) {
-            if fs::remove_dir_all(&path).is_ok() {
-                removed.push(path);
-            }
-        }
-    }
-    Ok(removed)
+    sweep_entries(Kind::Dir, is_private_name)
 }
 
 /// Removes the files in [`RUN_DIR`] whose name `matches` and whose `flock`
@@ -243,20 +226,31 @@ pub fn sweep() -> io::Result<Vec<PathBuf>> {
 /// one. Links (not followed), other kinds of file and other users' files
 /// stay. Returns the files removed.
 pub fn sweep_files(matches: impl Fn(&str) -> bool) -> io::Result<Vec<PathBuf>> {
+    sweep_entries(Kind::File, matches)
+}
+
+/// Removes the entries of [`RUN_DIR`] of `kind` whose name `matches` and
+/// whose lock [`lock_entry`] gets, while holding it.
+fn sweep_entries(kind: Kind, matches: impl Fn(&str) -> bool) -> io::Result<Vec<PathBuf>> {
     let base = run_dir()?;
     let mut removed = Vec::new();
     for entry in fs::read_dir(base)? {
         let Ok(entry) = entry else { continue };
         // Not followed: a link is a link here (checked again when opened).
-        if !entry.file_type().is_ok_and(|t| t.is_file()) {
-            continue;
-        }
-        if !entry.file_name().to_str().is_some_and(&matches) {
+        let of_kind = entry.file_type().is_ok_and(|t| match kind {
+            Kind::Dir => t.is_dir(),
+            Kind::File => t.is_file(),
+        });
+        if !of_kind || !entry.file_name().to_str().is_some_and(&matches) {
             continue;
         }
         let path = entry.path();
-        if let Ok(Some(_held)) = lock_entry(&path, Kind::File) {
-            if fs::remove_file(&path).is_ok() {
+        if let Ok(Some(_held)) = lock_entry(&path, kind) {
+            let gone = match kind {
+                Kind::Dir => fs::remove_dir_all(&path),
+                Kind::File => fs::remove_file(&path),
+            };
+            if gone.is_ok() {
                 removed.push(path);
             }
         }

@@ -7,7 +7,6 @@ use super::session;
 use crate::args::{DutCpuArgs, LatencyArgs};
 use crate::error::Result;
 use crate::exit::Outcome;
-use crate::outputs::Outputs;
 use crate::plan::BedPlan;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
 use crate::record_args::RecordArgs;
@@ -16,7 +15,7 @@ use linerate_engine::EngineError;
 use linerate_method::latency::{self as method, measure_latency, parse_loads};
 use linerate_method::Progress;
 use linerate_method::{find_throughput, ThroughputConfig};
-use linerate_results::calibration::{self, Calibration};
+use linerate_results::calibration::Calibration;
 use linerate_results::{
     report, InterruptedSearch, LatencyReport, LatencyResult, MixInfo, TrialResult,
 };
@@ -73,16 +72,11 @@ impl LatencyPlan {
             .as_deref()
             .map(|t| session::parse_rate(t, "--max-rate").map(|r| (t.to_string(), r)))
             .transpose()?;
-        let calibration_path = args
-            .calibration
-            .clone()
-            .unwrap_or_else(calibration::default_path);
-        Outputs::new()
-            .json(args.json.as_deref())
-            .record(&args.record)
-            .input("--calibration", Some(&calibration_path))
-            .check()?;
-        let calibration = Calibration::load(&calibration_path)?;
+        let calibration = super::rfc2544::checked_outputs_and_calibration(
+            &args.json,
+            &args.record,
+            &args.calibration,
+        )?;
         Ok(LatencyPlan {
             bed,
             frames,

@@ -95,16 +95,8 @@ impl Rfc2544Plan {
             .map(Rate::parse)
             .transpose()
             .context("--max-rate")?;
-        let calibration_path = args
-            .calibration
-            .clone()
-            .unwrap_or_else(calibration::default_path);
-        Outputs::new()
-            .json(args.json.as_deref())
-            .record(&args.record)
-            .input("--calibration", Some(&calibration_path))
-            .check()?;
-        let calibration = Calibration::load(&calibration_path)?;
+        let calibration =
+            checked_outputs_and_calibration(&args.json, &args.record, &args.calibration)?;
         Ok(Rfc2544Plan {
             bed,
             scenarios,
@@ -377,6 +369,25 @@ pub fn describe_port(info: &linerate_port::PortInfo) -> String {
         Some(ns) => format!("{ns}/{}", info.ifname),
         None => info.ifname.clone(),
     }
+}
+
+/// Checks a measuring command's output files (`--json`, the record
+/// options) with `--calibration` (default: the usual file) as an input, then
+/// reads the calibration (empty when there is none).
+pub(crate) fn checked_outputs_and_calibration(
+    json: &Option<PathBuf>,
+    record: &RecordArgs,
+    calibration: &Option<PathBuf>,
+) -> Result<Calibration> {
+    let path = calibration
+        .clone()
+        .unwrap_or_else(calibration::default_path);
+    Outputs::new()
+        .json(json.as_deref())
+        .record(record)
+        .input("--calibration", Some(&path))
+        .check()?;
+    Ok(Calibration::load(&path)?)
 }
 
 /// Writes JSON atomically: a reader never sees half a file.
