@@ -318,6 +318,17 @@ impl Lab {
     pub fn down(&mut self) -> Result<(), LabError> {
         self.owned = false;
         self._lock = None;
+        // The lock just released can stay taken for a moment: a child this
+        // process forked shares the lock's open file until it execs. Only
+        // our own lab's lock is waited for, briefly.
+        for _ in 0..20 {
+            match down_lab(&self.name) {
+                Err(LabError::InUse { .. }) => {
+                    std::thread::sleep(std::time::Duration::from_millis(25))
+                }
+                other => return other.map(|_| ()),
+            }
+        }
         down_lab(&self.name).map(|_| ())
     }
 
