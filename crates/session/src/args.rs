@@ -1,6 +1,7 @@
 //! The command line. Users' scripts depend on these names: keep them.
 
 use crate::frame_args::FrameArgs;
+use crate::plan::{DutCpuPlan, DutPlan};
 use crate::record_args::{CompareArgs, ExportArgs, RecordArgs, ReportArgs, RunsArgs, ShowArgs};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -252,6 +253,26 @@ pub struct DutCpuArgs {
     /// External DUT: its CPU load from SNMP (HOST-RESOURCES-MIB hrProcessorLoad, via snmpwalk), as COMMUNITY@HOST.
     #[arg(long, conflicts_with_all = ["lab", "dut_cpu_cmd"])]
     pub dut_snmp: Option<String>,
+}
+
+impl DutArgs {
+    /// The options as values.
+    pub fn plan(&self) -> DutPlan {
+        DutPlan {
+            scenario: self.scenario.clone(),
+            cpu: self.cpu.plan(),
+        }
+    }
+}
+
+impl DutCpuArgs {
+    /// The options as values.
+    pub fn plan(&self) -> DutCpuPlan {
+        DutCpuPlan {
+            dut_cpu_cmd: self.dut_cpu_cmd.clone(),
+            dut_snmp: self.dut_snmp.clone(),
+        }
+    }
 }
 
 #[derive(Args, Debug)]

@@ -74,6 +74,16 @@ impl Pending {
     }
 }
 
+/// Where an external DUT's CPU load comes from (`--dut-cpu-cmd`,
+/// `--dut-snmp`); a lab's is read from its CPU counters instead.
+#[derive(Debug, Clone, Default)]
+pub struct DutCpuPlan {
+    /// A command printing the load in percent, run towards the end of each trial.
+    pub dut_cpu_cmd: Option<String>,
+    /// SNMP (HOST-RESOURCES-MIB hrProcessorLoad) as COMMUNITY@HOST.
+    pub dut_snmp: Option<String>,
+}
+
 /// The meter every packet command records the DUT's CPU load with: on a
 /// lab, the DUT CPU's counters (plus the user time of a scenario's data
 /// path, `data_path_pids`); on an external DUT, `--dut-cpu-cmd` or
@@ -82,7 +92,7 @@ impl Pending {
 /// the column is missing), or an external DUT without either option.
 pub fn meter_for(
     bed: &crate::ports::TestBed,
-    external: &crate::args::DutCpuArgs,
+    external: &DutCpuPlan,
     data_path_pids: &[u32],
 ) -> Result<Option<DutCpuMeter>> {
     let Some(p) = &bed.placement else {

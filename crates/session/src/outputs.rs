@@ -7,7 +7,7 @@
 //! A failed check is one line naming the option and the fix (exit 2).
 
 use crate::error::{bail, Result};
-use crate::record_args::RecordArgs;
+use crate::recorder::RecordPlan;
 use nix::unistd::AccessFlags;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -81,7 +81,7 @@ impl Outputs {
 
     /// What the record options write: the results database (the default
     /// one unless `--no-db`), `--events` (unless `-`, stdout), `--pcap`.
-    pub fn record(self, r: &RecordArgs) -> Outputs {
+    pub fn record(self, r: &RecordPlan) -> Outputs {
         let mut me = match (&r.db, r.no_db) {
             (_, true) => self,
             (Some(db), false) => self.file("--db", Some(db), Kind::Database),
@@ -392,16 +392,16 @@ mod tests {
 
     #[test]
     fn record_options_count_the_default_database_and_leave_stdout_out() {
-        let r = RecordArgs {
+        let r = RecordPlan {
             events: Some("-".into()),
-            ..RecordArgs::default()
+            ..RecordPlan::default()
         };
         let o = Outputs::new().record(&r);
         assert_eq!(o.outputs.len(), 1);
         assert_eq!(o.outputs[0].path, linerate_store::default_path());
-        let r = RecordArgs {
+        let r = RecordPlan {
             no_db: true,
-            ..RecordArgs::default()
+            ..RecordPlan::default()
         };
         assert!(Outputs::new().record(&r).outputs.is_empty());
     }

@@ -26,8 +26,10 @@ pub use crate::commands::tcp::{TcpMeasure, TcpPlan};
 pub use crate::commands::trial::TrialPlan;
 
 use crate::args::PortArgs;
+pub use crate::dut_cpu::DutCpuPlan;
 use crate::error::{bail, err, Result, ResultExt};
 use crate::ports::{self, ReceiverChoice};
+pub use crate::recorder::RecordPlan;
 use linerate_engine::{HostConfig, LatencySampling};
 use linerate_wire::{Encap, Flows, IpVersion};
 use std::net::IpAddr;
@@ -73,6 +75,14 @@ pub enum Target {
 pub struct ExternalPort {
     pub ifname: String,
     pub host: HostConfig,
+}
+
+/// The device under test: a lab scenario to build (`--scenario`, one or
+/// several separated by ',') and where its CPU load comes from.
+#[derive(Debug, Clone, Default)]
+pub struct DutPlan {
+    pub scenario: Option<String>,
+    pub cpu: DutCpuPlan,
 }
 
 impl BedPlan {

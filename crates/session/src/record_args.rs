@@ -2,6 +2,7 @@
 //! stored runs (`runs`, `show`, `compare`, `export`, `report`). Kept apart
 //! from args.rs, which only flattens [`RecordArgs`] into the measuring commands.
 
+use crate::plan::RecordPlan;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -33,6 +34,22 @@ pub struct RecordArgs {
     /// No progress on stderr (set-up notes and errors are still printed).
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+impl RecordArgs {
+    /// The options as values.
+    pub fn plan(&self) -> RecordPlan {
+        RecordPlan {
+            db: self.db.clone(),
+            no_db: self.no_db,
+            dut_name: self.dut_name.clone(),
+            dut_firmware: self.dut_firmware.clone(),
+            events: self.events.clone(),
+            pcap: self.pcap.clone(),
+            pcap_frames: self.pcap_frames,
+            quiet: self.quiet,
+        }
+    }
 }
 
 /// The results database a reading command uses.

@@ -9,7 +9,6 @@
 use crate::error::{bail, err, Result};
 use crate::events::EventSink;
 use crate::progress::ProgressView;
-use crate::record_args::RecordArgs;
 use linerate_engine::capture::{self, Capture};
 use linerate_engine::ReceiverKind;
 use linerate_method::spec::Step;
@@ -41,8 +40,46 @@ pub struct RunInfo<'a> {
     pub port_b_mac: MacAddr,
 }
 
+/// Where a run is stored and reported, and what it says about the DUT:
+/// the record options (`--db`, `--no-db`, `--dut-name`, `--dut-firmware`,
+/// `--events`, `--pcap`, `--pcap-frames`, `--quiet`) as values.
+#[derive(Debug, Clone)]
+pub struct RecordPlan {
+    /// The results database; None: the default one.
+    pub db: Option<PathBuf>,
+    /// Store nothing.
+    pub no_db: bool,
+    /// The device under test as reports name it, and its firmware.
+    pub dut_name: Option<String>,
+    pub dut_firmware: Option<String>,
+    /// A file for one JSON object per event, or "-" for stdout.
+    pub events: Option<String>,
+    /// A pcap file for the frames port B received (sampled).
+    pub pcap: Option<PathBuf>,
+    /// Frames sampled per trial into `pcap`.
+    pub pcap_frames: usize,
+    /// No progress on stderr.
+    pub quiet: bool,
+}
+
+impl Default for RecordPlan {
+    /// Stored in the default database, progress shown, nothing else.
+    fn default() -> RecordPlan {
+        RecordPlan {
+            db: None,
+            no_db: false,
+            dut_name: None,
+            dut_firmware: None,
+            events: None,
+            pcap: None,
+            pcap_frames: 100,
+            quiet: false,
+        }
+    }
+}
+
 pub struct Recorder {
-    args: RecordArgs,
+    args: RecordPlan,
     store: Option<Store>,
     /// The run to store, until its first trial starts (a run that fails
     /// before measuring anything, e.g. a gateway not answering ARP, is
@@ -80,7 +117,7 @@ fn command_line() -> Vec<String> {
 }
 
 /// The results database the record options name (the default one unless `--db`).
-fn db_path(args: &RecordArgs) -> std::path::PathBuf {
+fn db_path(args: &RecordPlan) -> std::path::PathBuf {
     args.db.clone().unwrap_or_else(linerate_store::default_path)
 }
 
@@ -95,7 +132,7 @@ impl Recorder {
     /// are made when the run begins: a run that fails before (a wrong
     /// interface, a rate above the line rate) writes nothing. The paths
     /// were checked before (`outputs`).
-    pub fn open(args: &RecordArgs) -> Result<Recorder> {
+    pub fn open(args: &RecordPlan) -> Result<Recorder> {
         let store = match (args.no_db, db_path(args)) {
             (false, path) if path.exists() => Some(Store::open(&path)?),
             _ => None,

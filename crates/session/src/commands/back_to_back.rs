@@ -4,13 +4,13 @@
 
 use super::rfc2544::EngineRunner;
 use super::session::{self, fps_within_line, parse_rate};
-use crate::args::DutCpuArgs;
+use crate::dut_cpu::DutCpuPlan;
 use crate::error::{bail, err, Result};
 use crate::exit::Outcome;
 use crate::method_args::BackToBackArgs;
 use crate::plan::BedPlan;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
-use crate::record_args::RecordArgs;
+use crate::recorder::RecordPlan;
 use crate::recorder::Recorder;
 use linerate_method::back_to_back::{self, BackToBackConfig};
 use linerate_method::spec::Step;
@@ -74,8 +74,8 @@ pub struct BackToBackPlan {
     /// Trial duration of that throughput search.
     pub trial_duration: Duration,
     pub json: Option<PathBuf>,
-    pub dut_cpu: DutCpuArgs,
-    pub record: RecordArgs,
+    pub dut_cpu: DutCpuPlan,
+    pub record: RecordPlan,
 }
 
 impl BackToBackPlan {
@@ -106,7 +106,7 @@ impl BackToBackPlan {
         }
         crate::outputs::Outputs::new()
             .json(args.json.as_deref())
-            .record(&args.record)
+            .record(&args.record.plan())
             .check()?;
         let max_burst = MaxBurst::parse(&args.max_burst)?;
         let plan = BackToBackPlan {
@@ -119,8 +119,8 @@ impl BackToBackPlan {
             throughput,
             trial_duration,
             json: args.json.clone(),
-            dut_cpu: args.dut_cpu.clone(),
-            record: args.record.clone(),
+            dut_cpu: args.dut_cpu.plan(),
+            record: args.record.plan(),
         };
         // What does not depend on the burst rate is checked now: the
         // resolution, and a --max-burst given in frames.

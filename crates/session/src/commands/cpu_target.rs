@@ -5,12 +5,13 @@
 
 use super::rfc2544::EngineRunner;
 use super::scenarios::{prepare, record_of, traffic_checks};
-use crate::args::{CpuTargetArgs, DutArgs};
+use crate::args::CpuTargetArgs;
 use crate::error::{bail, err, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::plan::BedPlan;
+use crate::plan::DutPlan;
 use crate::ports::{self, parse_trial_duration};
-use crate::record_args::RecordArgs;
+use crate::recorder::RecordPlan;
 use crate::recorder::{Recorder, RunInfo};
 use linerate_engine::EngineError;
 use linerate_lab::scenario::Scenario;
@@ -37,8 +38,8 @@ pub struct CpuTargetPlan {
     /// The DUT configuration (`--scenario`, one), parsed.
     pub scenario: Option<Scenario>,
     pub json: Option<PathBuf>,
-    pub dut: DutArgs,
-    pub record: RecordArgs,
+    pub dut: DutPlan,
+    pub record: RecordPlan,
 }
 
 impl CpuTargetPlan {
@@ -74,7 +75,7 @@ impl CpuTargetPlan {
             .context("--max-rate")?;
         crate::outputs::Outputs::new()
             .json(args.json.as_deref())
-            .record(&args.record)
+            .record(&args.record.plan())
             .check()?;
         let scenario = match &args.dut.scenario {
             Some(text) => {
@@ -97,8 +98,8 @@ impl CpuTargetPlan {
             max_rate_text: args.max_rate.clone(),
             scenario,
             json: args.json.clone(),
-            dut: args.dut.clone(),
-            record: args.record.clone(),
+            dut: args.dut.plan(),
+            record: args.record.plan(),
         })
     }
 }

@@ -7,13 +7,13 @@
 use super::rfc2544::EngineRunner;
 use super::scenarios::{prepare, record_of, traffic_checks};
 use super::session::{self, fps_within_line, parse_rate, Session};
-use crate::args::DutArgs;
 use crate::error::{bail, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::method_args::LossArgs;
 use crate::plan::BedPlan;
+use crate::plan::DutPlan;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
-use crate::record_args::RecordArgs;
+use crate::recorder::RecordPlan;
 use crate::recorder::Recorder;
 use linerate_lab::scenario::{Applied, Scenario};
 use linerate_method::frame_loss::{self, Load, RFC2544_MAX_STEP};
@@ -49,8 +49,8 @@ pub struct LossPlan {
     /// empty: the lab or the external DUT as it is.
     pub scenarios: Vec<Scenario>,
     pub json: Option<PathBuf>,
-    pub dut: DutArgs,
-    pub record: RecordArgs,
+    pub dut: DutPlan,
+    pub record: RecordPlan,
 }
 
 impl LossPlan {
@@ -95,7 +95,7 @@ impl LossPlan {
             .fold(
                 crate::outputs::Outputs::new()
                     .json(args.json.as_deref())
-                    .record(&args.record),
+                    .record(&args.record.plan()),
                 |o, f| o.input("--rows-from", Some(f)),
             )
             .check()?;
@@ -117,8 +117,8 @@ impl LossPlan {
             earlier,
             scenarios,
             json: args.json.clone(),
-            dut: args.dut.clone(),
-            record: args.record.clone(),
+            dut: args.dut.plan(),
+            record: args.record.plan(),
         })
     }
 
@@ -152,14 +152,14 @@ pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         // which owns the scenario's lab.
         // Each DUT configuration is a run of its own in the results
         // database, with a capture file of its own when several are compared.
-        let mut record_args = plan.record.clone();
+        let mut record = plan.record.clone();
         if scenarios.len() > 1 {
-            record_args.pcap = record_args
+            record.pcap = record
                 .pcap
                 .as_deref()
                 .map(|p| super::scenarios::numbered(p, index + 1));
         }
-        let mut recorder = Recorder::open(&record_args)?.json_file(json);
+        let mut recorder = Recorder::open(&record)?.json_file(json);
         let (applied, mut s) = open(&plan, *scenario, index)?;
         let rep = rep.get_or_insert_with(|| FrameLossReport {
             run: s.run.clone(),

@@ -7,7 +7,7 @@ use crate::args::HttpArgs;
 use crate::error::{bail, err, Result};
 use crate::exit::Outcome;
 use crate::ports::parse_trial_duration;
-use crate::record_args::RecordArgs;
+use crate::recorder::RecordPlan;
 use linerate_goodput::http::{self, HttpConfig, MAX_OBJECT};
 use linerate_goodput::nginx::Nginx;
 use linerate_goodput::record::HttpRecord;
@@ -43,7 +43,7 @@ pub struct HttpMeasure {
     /// nginx serves, not the built-in server.
     pub nginx: bool,
     pub json: Option<PathBuf>,
-    pub record: RecordArgs,
+    pub record: RecordPlan,
 }
 
 impl HttpPlan {
@@ -74,7 +74,7 @@ impl HttpPlan {
         if nginx && directions.contains(&Direction::Upload) {
             bail!(BadInput, "--server nginx measures downloads only (nginx keeps no upload target): use --direction download, or the built-in server for uploads");
         }
-        stack::check_outputs("http", &args.record, args.json.as_deref())?;
+        stack::check_outputs("http", &args.record.plan(), args.json.as_deref())?;
         let path = StackPlan::from_args(&args.ports)?;
         Ok(HttpPlan::Measure(Box::new(HttpMeasure {
             path,
@@ -85,7 +85,7 @@ impl HttpPlan {
             sizes,
             nginx,
             json: args.json.clone(),
-            record: args.record.clone(),
+            record: args.record.plan(),
         })))
     }
 }
@@ -107,9 +107,9 @@ pub fn run(plan: HttpPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         sizes,
         nginx,
         json,
-        record: record_args,
+        record,
     } = plan;
-    let mut recorder = stack::recorder(&record_args, json.as_deref())?;
+    let mut recorder = stack::recorder(&record, json.as_deref())?;
 
     let path = stack::open(&path_plan)?;
     recorder.begin(path.record_info("http", duration))?;

@@ -4,12 +4,13 @@
 
 use super::rfc2544::EngineRunner;
 use super::session;
-use crate::args::{DutCpuArgs, LatencyArgs};
+use crate::args::LatencyArgs;
+use crate::dut_cpu::DutCpuPlan;
 use crate::error::Result;
 use crate::exit::Outcome;
 use crate::plan::BedPlan;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
-use crate::record_args::RecordArgs;
+use crate::recorder::RecordPlan;
 use crate::recorder::Recorder;
 use linerate_engine::EngineError;
 use linerate_method::latency::{self as method, measure_latency, parse_loads};
@@ -48,8 +49,8 @@ pub struct LatencyPlan {
     /// The tester's own latency (an empty calibration when there is none).
     pub calibration: Calibration,
     pub json: Option<PathBuf>,
-    pub dut_cpu: DutCpuArgs,
-    pub record: RecordArgs,
+    pub dut_cpu: DutCpuPlan,
+    pub record: RecordPlan,
 }
 
 impl LatencyPlan {
@@ -74,7 +75,7 @@ impl LatencyPlan {
             .transpose()?;
         let calibration = super::rfc2544::checked_outputs_and_calibration(
             &args.json,
-            &args.record,
+            &args.record.plan(),
             &args.calibration,
         )?;
         Ok(LatencyPlan {
@@ -89,8 +90,8 @@ impl LatencyPlan {
             max_rate,
             calibration,
             json: args.json.clone(),
-            dut_cpu: args.dut_cpu.clone(),
-            record: args.record.clone(),
+            dut_cpu: args.dut_cpu.plan(),
+            record: args.record.plan(),
         })
     }
 }

@@ -4,13 +4,13 @@
 
 use super::rfc2544::EngineRunner;
 use super::session::{self, fps_within_line, parse_rate};
-use crate::args::DutCpuArgs;
+use crate::dut_cpu::DutCpuPlan;
 use crate::error::Result;
 use crate::exit::Outcome;
 use crate::method_args::MlrsearchArgs;
 use crate::plan::BedPlan;
 use crate::ports::{parse_share, parse_trial_duration, Zero};
-use crate::record_args::RecordArgs;
+use crate::recorder::RecordPlan;
 use crate::recorder::Recorder;
 use linerate_method::mlrsearch::{self, MlrConfig};
 use linerate_method::spec::Step;
@@ -44,8 +44,8 @@ pub struct MlrsearchPlan {
     /// `--max-rate`: Max Load, as written and parsed.
     pub max_rate: Option<(String, Rate)>,
     pub json: Option<PathBuf>,
-    pub dut_cpu: DutCpuArgs,
-    pub record: RecordArgs,
+    pub dut_cpu: DutCpuPlan,
+    pub record: RecordPlan,
 }
 
 impl MlrsearchPlan {
@@ -77,7 +77,7 @@ impl MlrsearchPlan {
             .transpose()?;
         crate::outputs::Outputs::new()
             .json(args.json.as_deref())
-            .record(&args.record)
+            .record(&args.record.plan())
             .check()?;
         let plan = MlrsearchPlan {
             bed,
@@ -90,8 +90,8 @@ impl MlrsearchPlan {
             pdr_loss,
             max_rate,
             json: args.json.clone(),
-            dut_cpu: args.dut_cpu.clone(),
-            record: args.record.clone(),
+            dut_cpu: args.dut_cpu.plan(),
+            record: args.record.plan(),
         };
         // The goals are checked before any port is opened.
         plan.goals(1.0).validate()?;

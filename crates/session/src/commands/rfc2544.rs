@@ -1,14 +1,15 @@
 //! `linerate rfc2544`: the throughput search (RFC 2544 section 26.1) for
 //! each frame size, printed as the LANCOM techpaper's table.
 
-use crate::args::{DutArgs, Rfc2544Args};
+use crate::args::Rfc2544Args;
 use crate::dut_cpu::{self, DutCpuMeter};
 use crate::error::{bail, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::outputs::Outputs;
 use crate::plan::BedPlan;
+use crate::plan::DutPlan;
 use crate::ports::{self, parse_share, parse_trial_duration, Zero};
-use crate::record_args::RecordArgs;
+use crate::recorder::RecordPlan;
 use crate::recorder::{Recorder, RunInfo};
 use linerate_engine::{Engine, EngineError};
 use linerate_lab::scenario::Scenario;
@@ -65,8 +66,8 @@ pub struct Rfc2544Plan {
     pub all_layers: bool,
     pub mlrsearch: bool,
     pub json: Option<PathBuf>,
-    pub dut: DutArgs,
-    pub record: RecordArgs,
+    pub dut: DutPlan,
+    pub record: RecordPlan,
 }
 
 impl Rfc2544Plan {
@@ -96,7 +97,7 @@ impl Rfc2544Plan {
             .transpose()
             .context("--max-rate")?;
         let calibration =
-            checked_outputs_and_calibration(&args.json, &args.record, &args.calibration)?;
+            checked_outputs_and_calibration(&args.json, &args.record.plan(), &args.calibration)?;
         Ok(Rfc2544Plan {
             bed,
             scenarios,
@@ -110,8 +111,8 @@ impl Rfc2544Plan {
             all_layers: args.all_layers,
             mlrsearch: args.mlrsearch,
             json: args.json.clone(),
-            dut: args.dut.clone(),
-            record: args.record.clone(),
+            dut: args.dut.plan(),
+            record: args.record.plan(),
         })
     }
 
@@ -376,7 +377,7 @@ pub fn describe_port(info: &linerate_port::PortInfo) -> String {
 /// reads the calibration (empty when there is none).
 pub(crate) fn checked_outputs_and_calibration(
     json: &Option<PathBuf>,
-    record: &RecordArgs,
+    record: &RecordPlan,
     calibration: &Option<PathBuf>,
 ) -> Result<Calibration> {
     let path = calibration

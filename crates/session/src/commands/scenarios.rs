@@ -98,11 +98,11 @@ fn run_one(
     };
     // Each scenario is a run of its own in the results database, with a
     // capture file of its own when several are compared.
-    let mut record_args = plan.record.clone();
+    let mut recording = plan.record.clone();
     if comparison {
-        record_args.pcap = record_args.pcap.as_deref().map(|p| numbered(p, index + 1));
+        recording.pcap = recording.pcap.as_deref().map(|p| numbered(p, index + 1));
     }
-    let mut recorder = crate::recorder::Recorder::open(&record_args)?;
+    let mut recorder = crate::recorder::Recorder::open(&recording)?;
     let (outcome, mut rep) = measure(
         plan,
         &mut bed,

@@ -3,7 +3,7 @@
 //! progress lines, and keeping every trial when a run stops early.
 
 use super::rfc2544::describe_port;
-use crate::args::DutCpuArgs;
+use crate::dut_cpu::DutCpuPlan;
 use crate::error::{bail, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::plan::BedPlan;
@@ -44,7 +44,7 @@ impl Session {
 /// Opens the ports for `frames` and starts a session on them (see [`start`]).
 pub(crate) fn open(
     bed_plan: &BedPlan,
-    dut_cpu: &DutCpuArgs,
+    dut_cpu: &DutCpuPlan,
     frames: &[Frames],
     what: &str,
 ) -> Result<Session> {
@@ -76,7 +76,7 @@ pub(crate) fn run_info(bed: &TestBed, description: String) -> RunInfo {
 /// after the command's own checks.
 pub(crate) fn start(
     bed: TestBed,
-    dut_cpu: &DutCpuArgs,
+    dut_cpu: &DutCpuPlan,
     data_path_pids: &[u32],
     frames: &[Frames],
     what: &str,

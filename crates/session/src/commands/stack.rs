@@ -5,7 +5,7 @@
 use crate::args::StackPortArgs;
 use crate::error::{bail, err, Result};
 use crate::ports::parse_duration;
-use crate::record_args::RecordArgs;
+use crate::recorder::RecordPlan;
 use crate::recorder::Recorder;
 use linerate_goodput::hosts::{self, HostSetup, Side, LAB_V6, LAB_V6_PREFIX};
 use linerate_goodput::record::{lantraffic_coefficient, PathInfo};
@@ -101,7 +101,7 @@ fn parse_ip(text: &str, option: &str) -> Result<IpAddr> {
 /// commands; here the kernel's TCP carries the data, so it is refused.
 pub fn check_outputs(
     command: &str,
-    record: &RecordArgs,
+    record: &RecordPlan,
     json: Option<&std::path::Path>,
 ) -> Result<()> {
     if let Some(pcap) = &record.pcap {
@@ -118,7 +118,7 @@ pub fn check_outputs(
 
 /// The run's recorder (`--db`, `--events`, `--json`), its outputs checked
 /// by [`check_outputs`] when the plan was made.
-pub fn recorder(record: &RecordArgs, json: Option<&std::path::Path>) -> Result<Recorder> {
+pub fn recorder(record: &RecordPlan, json: Option<&std::path::Path>) -> Result<Recorder> {
     Ok(Recorder::open(record)?.json_file(json))
 }
 

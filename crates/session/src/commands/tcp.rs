@@ -7,7 +7,7 @@ use crate::args::TcpArgs;
 use crate::error::{err, Result};
 use crate::exit::Outcome;
 use crate::ports::parse_trial_duration;
-use crate::record_args::RecordArgs;
+use crate::recorder::RecordPlan;
 use linerate_goodput::record::TcpRecord;
 use linerate_goodput::{report, tcp, Direction};
 use std::path::PathBuf;
@@ -39,7 +39,7 @@ pub struct TcpMeasure {
     /// Socket buffer in bytes; None: the kernel's autotuning.
     pub window: Option<u64>,
     pub json: Option<PathBuf>,
-    pub record: RecordArgs,
+    pub record: RecordPlan,
 }
 
 impl TcpPlan {
@@ -58,7 +58,7 @@ impl TcpPlan {
             .as_deref()
             .map(|w| parse_size(w, "--window"))
             .transpose()?;
-        stack::check_outputs("tcp", &args.record, args.json.as_deref())?;
+        stack::check_outputs("tcp", &args.record.plan(), args.json.as_deref())?;
         let path = StackPlan::from_args(&args.ports)?;
         Ok(TcpPlan::Measure(Box::new(TcpMeasure {
             path,
@@ -68,7 +68,7 @@ impl TcpPlan {
             streams: args.streams as usize,
             window,
             json: args.json.clone(),
-            record: args.record.clone(),
+            record: args.record.plan(),
         })))
     }
 }
@@ -89,9 +89,9 @@ pub fn run(plan: TcpPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         streams,
         window,
         json,
-        record: record_args,
+        record,
     } = plan;
-    let mut recorder = stack::recorder(&record_args, json.as_deref())?;
+    let mut recorder = stack::recorder(&record, json.as_deref())?;
 
     let path = stack::open(&path_plan)?;
     recorder.begin(path.record_info("tcp", duration))?;

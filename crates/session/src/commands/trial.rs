@@ -1,13 +1,14 @@
 //! `linerate trial`: one fixed-rate trial from port A to port B.
 
 use super::rfc2544::write_json;
-use crate::args::{DutCpuArgs, TrialArgs};
+use crate::args::TrialArgs;
+use crate::dut_cpu::DutCpuPlan;
 use crate::error::{bail, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::outputs::Outputs;
 use crate::plan::BedPlan;
 use crate::ports::{self, parse_share, parse_trial_duration, Zero};
-use crate::record_args::RecordArgs;
+use crate::recorder::RecordPlan;
 use crate::recorder::{Recorder, RunInfo};
 use linerate_engine::EngineError;
 use linerate_results::{report, TrialSpec};
@@ -30,8 +31,8 @@ pub struct TrialPlan {
     /// Loss the trial may have and still pass, as a ratio.
     pub allowed_loss: f64,
     pub json: Option<PathBuf>,
-    pub dut_cpu: DutCpuArgs,
-    pub record: RecordArgs,
+    pub dut_cpu: DutCpuPlan,
+    pub record: RecordPlan,
 }
 
 impl TrialPlan {
@@ -44,7 +45,7 @@ impl TrialPlan {
         let duration = parse_trial_duration(&args.duration, "--duration")?;
         Outputs::new()
             .json(args.json.as_deref())
-            .record(&args.record)
+            .record(&args.record.plan())
             .check()?;
         let allowed_loss = parse_share(&args.loss, "--loss", Zero::Allowed)?;
         Ok(TrialPlan {
@@ -55,8 +56,8 @@ impl TrialPlan {
             duration,
             allowed_loss,
             json: args.json.clone(),
-            dut_cpu: args.dut_cpu.clone(),
-            record: args.record.clone(),
+            dut_cpu: args.dut_cpu.plan(),
+            record: args.record.plan(),
         })
     }
 }
