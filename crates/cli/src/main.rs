@@ -1,5 +1,6 @@
 //! The `linerate` binary: parses the command line, runs the command (the
-//! `linerate-session` crate does the work), and maps the outcome to a
+//! `linerate_cli` library turns it into a plan and the `linerate-session`
+//! crate runs it), and maps the outcome to a
 //! documented exit code.
 //!
 //! Exit codes: 0 the test ran and passed; 1 the test ran but a threshold
@@ -10,7 +11,8 @@
 //! removed.
 
 use clap::Parser;
-use linerate_session::{exit, Cli, Outcome};
+use linerate_cli::Cli;
+use linerate_session::{exit, Outcome};
 use std::io::Write;
 
 fn main() {
@@ -21,7 +23,7 @@ fn main() {
     // as SIGPIPE would have ended it, without a message.
     let result = match std::panic::catch_unwind(move || {
         let stop = linerate_session::interrupt_flag()?;
-        linerate_session::run(cli, &stop)
+        linerate_cli::run(&cli, &stop)
     }) {
         Ok(result) => result,
         Err(payload) if exit::is_closed_pipe_panic(&*payload) => exit::die_of_sigpipe(),

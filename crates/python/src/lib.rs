@@ -5,7 +5,8 @@
 //! handler of our own, and every event of the run reaches a callback.
 
 use clap::{CommandFactory, Parser};
-use linerate_session::{Cli, Outcome};
+use linerate_cli::Cli;
+use linerate_session::Outcome;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyKeyboardInterrupt};
 use pyo3::prelude::*;
@@ -96,7 +97,7 @@ fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResu
         let stop = stop.clone();
         move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                linerate_session::run(cli, &stop)
+                linerate_cli::run(&cli, &stop)
             }));
             let result = match result {
                 Ok(Ok(outcome)) => Ok(outcome),

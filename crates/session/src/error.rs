@@ -238,7 +238,6 @@ bad_values!(
     linerate_method::mlrsearch::GoalError,
     linerate_method::back_to_back::BackToBackError,
     linerate_method::CpuTargetConfigError,
-    clap::Error,
 );
 
 /// `.context(..)` and `.with_context(..)` on a `Result` whose error
@@ -268,6 +267,7 @@ impl<T, E: Into<Error>> ResultExt<T> for std::result::Result<T, E> {
 }
 
 /// `Err(Error::new(Kind::KIND, format!(..)))`.
+#[macro_export]
 macro_rules! err {
     ($kind:ident, $($arg:tt)+) => {
         $crate::error::Error::new($crate::error::Kind::$kind, format!($($arg)+))
@@ -275,13 +275,14 @@ macro_rules! err {
 }
 
 /// Returns `Err(err!(KIND, ..))`.
+#[macro_export]
 macro_rules! bail {
     ($kind:ident, $($arg:tt)+) => {
         return Err($crate::error::err!($kind, $($arg)+))
     };
 }
 
-pub(crate) use {bail, err};
+pub use crate::{bail, err};
 
 #[cfg(test)]
 mod tests {

@@ -4,30 +4,28 @@
 //! method's trials on it, records what they measured (database, events,
 //! pcap, JSON) and hands the results to the reporters.
 //!
-//! The `linerate` binary is a thin shell over [`run`]: it parses the
-//! command line into [`Cli`], passes a stop flag set by SIGINT/SIGTERM,
-//! and maps the [`Outcome`] to an exit code. The Python package drives
-//! the same [`run`] with its own stop flag (KeyboardInterrupt).
+//! Each measuring command is a typed plan ([`plan`]: values, checked
+//! once, nothing on the machine touched) and a `run` in [`commands`] that
+//! carries it out and returns an [`Outcome`]; the plan's stop flag ends a
+//! trial early (SIGINT/SIGTERM through [`interrupt_flag`], or Python's
+//! KeyboardInterrupt). This crate knows no command line: the
+//! `linerate-cli` library (crates/cli) turns options into plans, for the
+//! `linerate` binary, the TOML runner and the Python package alike.
 
-mod args;
-mod commands;
-mod dut_cpu;
+pub mod commands;
+pub mod dut_cpu;
 pub mod error;
 mod events;
 pub mod exit;
-mod frame_args;
-mod method_args;
-mod outputs;
+pub mod outputs;
 pub mod plan;
-mod ports;
+pub mod ports;
 mod progress;
-mod record_args;
-mod recorder;
-#[cfg(test)]
-mod test_support;
+pub mod recorder;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 
-pub use args::Cli;
-pub use commands::{interrupt_flag, run};
+pub use commands::interrupt_flag;
 pub use error::{Error, Kind, Result};
 pub use events::{listen, Listener};
 pub use exit::Outcome;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 /// How a file is written, which decides what may stand at its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// Written whole to a temporary file beside it and renamed over it
     /// (`--json`, `--calibration`, exports): a reader never sees half a
     /// file. Renaming over a device or a pipe would replace it, so only a
@@ -40,7 +40,7 @@ struct Output {
 
 /// The outputs (and the inputs they must not overwrite) of one command.
 #[derive(Default)]
-pub(crate) struct Outputs {
+pub struct Outputs {
     outputs: Vec<Output>,
     inputs: Vec<(String, PathBuf)>,
 }

@@ -25,13 +25,12 @@ pub use crate::commands::stack::{StackPlan, StackPort, StackTarget};
 pub use crate::commands::tcp::{TcpMeasure, TcpPlan};
 pub use crate::commands::trial::TrialPlan;
 
-use crate::args::PortArgs;
 pub use crate::dut_cpu::DutCpuPlan;
-use crate::error::{bail, err, Result, ResultExt};
-use crate::ports::{self, ReceiverChoice};
+use crate::error::{bail, err, Result};
+pub use crate::ports::ReceiverChoice;
 pub use crate::recorder::RecordPlan;
 use linerate_engine::{HostConfig, LatencySampling};
-use linerate_wire::{Encap, Flows, IpVersion};
+use linerate_wire::{Encap, Flows};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -98,71 +97,17 @@ impl BedPlan {
     }
 }
 
-impl PortArgs {
-    /// The test bed these options describe, every value checked; nothing
-    /// on the machine is touched.
-    pub fn plan(&self) -> Result<BedPlan> {
-        self.plan_with(false)
-    }
-
-    /// Like [`PortArgs::plan`]; with `scenario` (`--scenario`, which builds
-    /// a lab of its own for each configuration) the target is always a lab.
-    pub fn plan_with(&self, scenario: bool) -> Result<BedPlan> {
-        ports::check_tx_threads(&self.engine, self.tx_threads)?;
-        let straggler_wait = ports::parse_duration(&self.straggler_wait, "--straggler-wait")?;
-        let encap = self.encap.encap()?;
-        let flows = Flows::parse(&self.ranges)
-            .and_then(|f| f.for_encap(encap))
-            .context("--range")?;
-        if let Some(source) = self.drop_from {
-            // The engine checks again before every trial; here, before a lab is built.
-            let v6 = encap.ip == IpVersion::V6;
-            linerate_engine::check_drop_test(source, v6, self.bidirectional, &flows)?;
-        }
-        if scenario && !encap.is_default() {
-            // Scenarios configure the DUT for untagged IPv4 (NAT, ACLs, routes, tunnels).
-            bail!(BadInput, "--scenario configures the lab DUT for untagged IPv4 and cannot test {encap} frames: run the scenario without --ipv6/--vlan");
-        }
-        let target = if self.lab || scenario {
-            Target::Lab {
-                name: self.lab_name.clone(),
-            }
-        } else {
-            let (name_a, name_b) = tester_ports(&self.port_a, &self.port_b)?;
-            Target::External {
-                a: ExternalPort {
-                    ifname: name_a.to_string(),
-                    host: ports::host_config("a", &self.ip_a, &self.gw_a, &self.gw_mac_a, &encap)?,
-                },
-                b: ExternalPort {
-                    ifname: name_b.to_string(),
-                    host: ports::host_config("b", &self.ip_b, &self.gw_b, &self.gw_mac_b, &encap)?,
-                },
-            }
-        };
-        let line_speed_bps = self
-            .line_speed
-            .as_deref()
-            .map(linerate_wire::units::parse_line_speed)
-            .transpose()?;
-        Ok(BedPlan {
-            target,
-            engine: self.engine.clone(),
-            receiver: self.receiver,
-            straggler_wait,
-            tx_threads: self.tx_threads,
-            latency_every: self.latency_every,
-            flows,
-            bidirectional: self.bidirectional,
-            drop_from: self.drop_from,
-            encap,
-            line_speed_bps,
-        })
-    }
+/// The largest buffer any of `frames` needs (what the ports must hold).
+pub fn max_frame_len(frames: &[linerate_wire::Frames]) -> usize {
+    frames
+        .iter()
+        .map(|f| f.largest().buffer_len())
+        .max()
+        .unwrap_or(0)
 }
 
 /// `--port-a` and `--port-b`: both given, and not the same interface.
-pub(crate) fn tester_ports<'a>(
+pub fn tester_ports<'a>(
     port_a: &'a Option<String>,
     port_b: &'a Option<String>,
 ) -> Result<(&'a str, &'a str)> {
@@ -182,91 +127,4 @@ pub(crate) fn tester_ports<'a>(
         bail!(BadInput, "--port-a and --port-b are both '{name_a}': use two interfaces, one on each side of the DUT");
     }
     Ok((name_a, name_b))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::args::Cli;
-    use crate::args::Command;
-    use clap::Parser;
-
-    fn bed(args: &str) -> Result<BedPlan> {
-        let argv = format!("linerate trial --rate 1% {args}");
-        let Command::Trial(t) = Cli::try_parse_from(argv.split_whitespace())?.command else {
-            unreachable!()
-        };
-        t.ports.plan()
-    }
-
-    const EXTERNAL: &str = "--port-a pa --port-b pb --ip-a 198.18.0.2/24 --gw-a 198.18.0.1 --ip-b 198.19.0.2/24 --gw-b 198.19.0.1";
-
-    #[test]
-    fn a_plan_holds_values_not_option_strings() {
-        let p = bed(&format!(
-            "{EXTERNAL} --line-speed 1G --straggler-wait 500ms --range dst-port=1..10 --engine af_packet"
-        ))
-        .unwrap();
-        assert_eq!(p.line_speed_bps, Some(1_000_000_000));
-        assert_eq!(p.straggler_wait, Duration::from_millis(500));
-        assert_eq!(p.engine, "af_packet");
-        assert!(!p.flows.is_empty());
-        let Target::External { a, b } = &p.target else {
-            panic!("{:?}", p.target)
-        };
-        assert_eq!((a.ifname.as_str(), b.ifname.as_str()), ("pa", "pb"));
-        assert_eq!(a.host.gateway.to_string(), "198.18.0.1");
-        assert_eq!(b.host.prefix_len, 24);
-
-        // A scenario builds a lab of its own: no ports needed.
-        let args = "linerate rfc2544 --scenario acl:1".split_whitespace();
-        let Command::Rfc2544(r) = Cli::try_parse_from(args).unwrap().command else {
-            unreachable!()
-        };
-        assert!(r.ports.plan().is_err());
-        assert!(r.ports.plan_with(true).unwrap().is_lab());
-        // Scenarios configure the DUT for untagged IPv4.
-        let args = "linerate rfc2544 --scenario acl:1 --ipv6".split_whitespace();
-        let Command::Rfc2544(r) = Cli::try_parse_from(args).unwrap().command else {
-            unreachable!()
-        };
-        let e = r.ports.plan_with(true).unwrap_err();
-        assert_eq!(e.kind(), crate::error::Kind::BadInput);
-        assert!(e.to_string().contains("untagged IPv4"), "{e}");
-
-        let lab = bed("--lab --lab-name x").unwrap();
-        assert!(lab.is_lab());
-        assert!(matches!(lab.target, Target::Lab { name: Some(ref n) } if n == "x"));
-        assert_eq!(lab.line_speed_bps, None);
-    }
-
-    #[test]
-    fn every_port_option_is_checked_when_the_plan_is_made() {
-        for (args, says) in [
-            ("--port-a pa", "--port-b"),
-            (
-                "--port-a pa --port-b pa --ip-a 198.18.0.2/24 --gw-a 198.18.0.1 --ip-b 198.19.0.2/24 --gw-b 198.19.0.1",
-                "both 'pa'",
-            ),
-            (&format!("{EXTERNAL} --line-speed fast"), "fast"),
-            (&format!("{EXTERNAL} --straggler-wait soon"), "--straggler-wait"),
-            (&format!("{EXTERNAL} --gw-mac-a ff:ff:ff:ff:ff:ff"), "broadcast"),
-            (&format!("{EXTERNAL} --range nonsense"), "--range"),
-            ("--lab --tx-threads 2 --engine af_packet", "--tx-threads"),
-            ("--lab --vlan 5000", "5000"),
-        ] {
-            let e = bed(args).unwrap_err();
-            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
-            let e = crate::exit::one_line(&e);
-            assert!(e.contains(says), "{args}: {e}");
-        }
-    }
-
-    #[test]
-    fn a_capture_counts_through_the_socket_unless_told_otherwise() {
-        let p = bed("--lab").unwrap().for_capture(true);
-        assert_eq!(p.receiver, ReceiverChoice::Socket);
-        let p = bed("--lab --receiver kernel").unwrap().for_capture(true);
-        assert_eq!(p.receiver, ReceiverChoice::Kernel);
-    }
 }

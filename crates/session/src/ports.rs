@@ -15,34 +15,9 @@ use linerate_port::af_packet::{AfPacketOptions, AfPacketPort};
 use linerate_port::af_xdp::{AfXdpOptions, AfXdpPort};
 use linerate_port::Port;
 use linerate_results::Placement;
-use linerate_wire::{Encap, IpVersion, MacAddr, VlanTag};
+use linerate_wire::{Encap, IpVersion, MacAddr};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
-
-/// The test frames' layout: IP version and 802.1Q tag (`PortArgs` flattens
-/// these in, so every packet-engine command has them).
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct EncapArgs {
-    /// Send IPv6 test frames (RFC 5180): Ethernet + IPv6 + UDP, signature at byte 62; the smallest frame is 78 bytes. The lab routes 2001:2::/64 (A) to 2001:2:0:1::/64 (B); with --port-a/--port-b give IPv6 addresses to --ip-a/--gw-a/--ip-b/--gw-b.
-    #[arg(long)]
-    pub ipv6: bool,
-    /// Tag every frame the tester sends (test frames, ARP, ND) with this 802.1Q VLAN, optionally with a priority: ID or ID:PCP (e.g. 100 or 100:5). In the lab the router routes it on VLAN subinterfaces (tagged ports where the kernel has no 802.1Q).
-    #[arg(long, value_name = "ID[:PCP]")]
-    pub vlan: Option<String>,
-}
-
-impl EncapArgs {
-    pub fn encap(&self) -> Result<Encap> {
-        Ok(Encap {
-            ip: if self.ipv6 {
-                IpVersion::V6
-            } else {
-                IpVersion::V4
-            },
-            vlan: self.vlan.as_deref().map(VlanTag::parse).transpose()?,
-        })
-    }
-}
 
 /// Everything a test runs on. Fields drop in order: the engine's sockets
 /// close before a lab made for this run is removed.
@@ -293,7 +268,7 @@ pub fn check_tx_threads(engine: &str, tx_threads: u16) -> Result<()> {
 }
 
 /// `--receiver`: how port B counts the test frames.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReceiverChoice {
     /// The in-kernel counter where it attaches, else the engine's socket.
     Auto,
@@ -626,7 +601,7 @@ fn xdp_program_of(v: &serde_json::Value) -> Option<String> {
 /// must be one station's (unicast, not all zeros): frames to a broadcast or
 /// multicast address reach the receiving port with no DUT in between, and a
 /// trial would "pass" whatever the DUT does.
-pub(crate) fn parse_gateway_mac(text: &str, side: &str) -> Result<MacAddr> {
+pub fn parse_gateway_mac(text: &str, side: &str) -> Result<MacAddr> {
     let mac = text
         .parse::<MacAddr>()
         .with_context(|| format!("--gw-mac-{side}"))?;
@@ -645,7 +620,7 @@ pub(crate) fn parse_gateway_mac(text: &str, side: &str) -> Result<MacAddr> {
 /// Port `side`'s emulated host from `--ip-X`, `--gw-X` and `--gw-mac-X`:
 /// addresses of the test frames' IP version (IPv6 with `--ipv6`), the
 /// gateway on the host's subnet (IPv4) or prefix (IPv6).
-pub(crate) fn host_config(
+pub fn host_config(
     side: &str,
     ip: &Option<String>,
     gw: &Option<String>,
@@ -962,53 +937,6 @@ mod tests {
             assert!(e.contains("--gw-mac-b") && e.contains(says), "{bad}: {e}");
         }
         assert!(parse_gateway_mac("nonsense", "a").is_err());
-    }
-
-    #[test]
-    fn frame_sizes_follow_the_layout() {
-        let v6 = EncapArgs {
-            ipv6: true,
-            vlan: None,
-        }
-        .encap()
-        .unwrap();
-        let e = linerate_wire::FrameSize::from_frame_in(64, &v6)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("smallest is 78 bytes") && e.contains("--frame-size 78"),
-            "{e}"
-        );
-        assert_eq!(
-            linerate_wire::FrameSize::from_udp_payload_in(1452, &v6)
-                .unwrap()
-                .frame(),
-            1518
-        );
-        let tagged = EncapArgs {
-            ipv6: false,
-            vlan: Some("100:5".into()),
-        }
-        .encap()
-        .unwrap();
-        assert_eq!(
-            linerate_wire::FrameSize::from_frame_in(64, &tagged)
-                .unwrap()
-                .l3(),
-            42
-        );
-        assert_eq!(
-            linerate_wire::FrameSize::from_l3_in(40, &tagged)
-                .unwrap()
-                .frame(),
-            64
-        );
-        assert!(EncapArgs {
-            ipv6: false,
-            vlan: Some("5000".into())
-        }
-        .encap()
-        .is_err());
     }
 
     #[test]

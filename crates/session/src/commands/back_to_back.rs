@@ -3,13 +3,11 @@
 //! DUT buffer time it implies.
 
 use super::rfc2544::EngineRunner;
-use super::session::{self, fps_within_line, parse_rate};
+use super::session::{self, fps_within_line};
 use crate::dut_cpu::DutCpuPlan;
-use crate::error::{bail, err, Result};
+use crate::error::{err, Result};
 use crate::exit::Outcome;
-use crate::method_args::BackToBackArgs;
 use crate::plan::BedPlan;
-use crate::ports::{parse_share, parse_trial_duration, Zero};
 use crate::recorder::RecordPlan;
 use crate::recorder::Recorder;
 use linerate_method::back_to_back::{self, BackToBackConfig};
@@ -79,63 +77,6 @@ pub struct BackToBackPlan {
 }
 
 impl BackToBackPlan {
-    /// Every value of `args` checked (output files included); nothing on
-    /// the machine is touched. What depends on the line rate (the burst
-    /// rate, a `--max-burst` time in frames) is checked when the ports are
-    /// open.
-    pub fn from_args(args: &BackToBackArgs) -> Result<BackToBackPlan> {
-        let bed = args.ports.plan()?.for_capture(args.record.pcap.is_some());
-        let frames = args.frames.frames(&bed.encap)?;
-        let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
-        let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
-        let max_rate = args
-            .max_rate
-            .as_deref()
-            .map(|t| parse_rate(t, "--max-rate").map(|r| (t.to_string(), r)))
-            .transpose()?;
-        let throughput = args
-            .throughput
-            .as_deref()
-            .map(|t| parse_rate(t, "--throughput").map(|r| (t.to_string(), r)))
-            .transpose()?;
-        if args.repeat == 0 {
-            bail!(
-                BadInput,
-                "--repeat 0: give at least 1 repetition (RFC 2544 asks for 50)"
-            );
-        }
-        crate::outputs::Outputs::new()
-            .json(args.json.as_deref())
-            .record(&args.record.plan())
-            .check()?;
-        let max_burst = MaxBurst::parse(&args.max_burst)?;
-        let plan = BackToBackPlan {
-            bed,
-            frames,
-            max_rate,
-            max_burst,
-            repeat: args.repeat,
-            resolution,
-            throughput,
-            trial_duration,
-            json: args.json.clone(),
-            dut_cpu: args.dut_cpu.plan(),
-            record: args.record.plan(),
-        };
-        // What does not depend on the burst rate is checked now: the
-        // resolution, and a --max-burst given in frames.
-        let burst = match max_burst {
-            MaxBurst::Frames(n) => n,
-            MaxBurst::Time(_) => u64::MAX,
-        };
-        BackToBackConfig {
-            max_burst: burst,
-            ..plan.config(1.0)
-        }
-        .validate()?;
-        Ok(plan)
-    }
-
     /// The test's settings at a burst rate of `burst_fps` frames/s.
     pub fn config(&self, burst_fps: f64) -> BackToBackConfig {
         BackToBackConfig {
@@ -264,59 +205,3 @@ pub fn run(plan: BackToBackPlan, interrupt: &AtomicBool) -> Result<Outcome> {
 
 #[cfg(test)]
 mod properties;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::args::{Cli, Command};
-    use clap::Parser;
-
-    fn plan(args: &str) -> Result<BackToBackPlan> {
-        let argv = format!("linerate back-to-back --lab --no-db {args}");
-        let Command::BackToBack(a) = Cli::try_parse_from(argv.split_whitespace())?.command else {
-            unreachable!()
-        };
-        BackToBackPlan::from_args(&a)
-    }
-
-    #[test]
-    fn a_back_to_back_plan_holds_every_value_checked() {
-        let p = plan(
-            "--sizes 64,128 --max-rate 50% --max-burst 500ms --repeat 3 --resolution 2% \
-             --throughput 100kfps --trial-duration 3s",
-        )
-        .unwrap();
-        assert_eq!(p.frames.len(), 2);
-        assert_eq!(p.max_rate.as_ref().map(|r| r.0.as_str()), Some("50%"));
-        assert_eq!(p.max_burst, MaxBurst::Time(Duration::from_millis(500)));
-        assert_eq!(p.repeat, 3);
-        assert!((p.resolution - 0.02).abs() < 1e-12);
-        assert_eq!(p.throughput.as_ref().map(|r| r.0.as_str()), Some("100kfps"));
-        assert_eq!(p.trial_duration, Duration::from_secs(3));
-        assert!(p.bed.is_lab());
-        let cfg = p.config(1000.0);
-        assert_eq!((cfg.max_burst, cfg.repeat), (500, 3));
-        assert_eq!(
-            plan("--max-burst 1_000").unwrap().max_burst,
-            MaxBurst::Frames(1000)
-        );
-        for (args, says) in [
-            ("--max-rate fast", "--max-rate"),
-            ("--throughput fast", "--throughput"),
-            ("--trial-duration 1ms", "--trial-duration"),
-            ("--resolution 0", "--resolution"),
-            ("--repeat 0", "--repeat 0"),
-            ("--max-burst lots", "--max-burst 'lots'"),
-            ("--sizes 20", "20"),
-        ] {
-            let e = plan(args).unwrap_err();
-            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
-            assert!(crate::exit::one_line(&e).contains(says), "{args}: {e}");
-        }
-        // Refused by the method's own check, before any port is opened.
-        for args in ["--resolution 60%", "--max-burst 1"] {
-            let e = plan(args).unwrap_err();
-            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
-        }
-    }
-}

@@ -5,18 +5,17 @@
 
 use super::rfc2544::EngineRunner;
 use super::scenarios::{prepare, record_of, traffic_checks};
-use crate::args::CpuTargetArgs;
-use crate::error::{bail, err, Result, ResultExt};
+use crate::error::{bail, err, Result};
 use crate::exit::Outcome;
 use crate::plan::BedPlan;
 use crate::plan::DutPlan;
-use crate::ports::{self, parse_trial_duration};
+use crate::ports::{self};
 use crate::recorder::RecordPlan;
 use crate::recorder::{Recorder, RunInfo};
 use linerate_engine::EngineError;
 use linerate_lab::scenario::Scenario;
 use linerate_method::cpu_target::Stopped;
-use linerate_method::{find_cpu_target, CpuTargetConfig, CpuTargetConfigError, CpuTargetProgress};
+use linerate_method::{find_cpu_target, CpuTargetConfig, CpuTargetProgress};
 use linerate_results::cpu_target::{cpu_target_table, CpuTargetReport};
 use linerate_store::RunStatus;
 use linerate_wire::{FrameSize, Rate};
@@ -40,68 +39,6 @@ pub struct CpuTargetPlan {
     pub json: Option<PathBuf>,
     pub dut: DutPlan,
     pub record: RecordPlan,
-}
-
-impl CpuTargetPlan {
-    /// Every value of `args` checked (output files included); nothing on
-    /// the machine is touched.
-    pub fn from_args(args: &CpuTargetArgs) -> Result<CpuTargetPlan> {
-        let bed = args
-            .ports
-            .plan_with(args.dut.scenario.is_some())?
-            .for_capture(args.record.pcap.is_some());
-        let target = parse_target(&args.target)?;
-        let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
-        let config = CpuTargetConfig {
-            target_pct: target,
-            tolerance_pct: args.tolerance,
-            trial_duration: duration,
-            max_trials: args.max_trials,
-        };
-        match config.validate() {
-            Ok(()) => {}
-            Err(CpuTargetConfigError::Tolerance(t)) => bail!(
-                BadInput,
-                "--tolerance {t} is not a number of percentage points above 0 and below 50, e.g. 5"
-            ),
-            Err(e) => bail!(BadInput, "{e}"),
-        }
-        let frames = args.frames.sizes_only("cpu-target", &bed.encap)?;
-        let max_rate = args
-            .max_rate
-            .as_deref()
-            .map(Rate::parse)
-            .transpose()
-            .context("--max-rate")?;
-        crate::outputs::Outputs::new()
-            .json(args.json.as_deref())
-            .record(&args.record.plan())
-            .check()?;
-        let scenario = match &args.dut.scenario {
-            Some(text) => {
-                let mut list = Scenario::parse_list(text)?;
-                if list.len() != 1 {
-                    bail!(
-                        BadInput,
-                        "cpu-target runs one --scenario at a time: run it once per scenario"
-                    );
-                }
-                list.pop()
-            }
-            None => None,
-        };
-        Ok(CpuTargetPlan {
-            bed,
-            config,
-            frames,
-            max_rate,
-            max_rate_text: args.max_rate.clone(),
-            scenario,
-            json: args.json.clone(),
-            dut: args.dut.plan(),
-            record: args.record.plan(),
-        })
-    }
 }
 
 pub fn run(plan: CpuTargetPlan, interrupt: &AtomicBool) -> Result<Outcome> {
@@ -267,59 +204,13 @@ fn show_progress(p: CpuTargetProgress) {
 }
 
 /// `--target`: a CPU load as a share (`75%` or `0.75`), in percent.
-fn parse_target(text: &str) -> Result<f64> {
+pub fn parse_target(text: &str) -> Result<f64> {
     Ok(100.0 * ports::parse_share(text, "--target", ports::Zero::Refused)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::{Cli, Command};
-    use clap::Parser;
-
-    fn plan(args: &str) -> Result<CpuTargetPlan> {
-        let argv = format!("linerate cpu-target --no-db {args}");
-        let Command::CpuTarget(a) = Cli::try_parse_from(argv.split_whitespace())?.command else {
-            unreachable!()
-        };
-        CpuTargetPlan::from_args(&a)
-    }
-
-    #[test]
-    fn a_cpu_target_plan_holds_every_value_checked() {
-        let p = plan(
-            "--lab --target 60% --tolerance 3 --frame-size 64,128 --trial-duration 3s \
-             --max-rate 50% --max-trials 5",
-        )
-        .unwrap();
-        assert_eq!(p.config.target_pct, 60.0);
-        assert_eq!(p.config.tolerance_pct, 3.0);
-        assert_eq!(p.config.trial_duration, std::time::Duration::from_secs(3));
-        assert_eq!(p.config.max_trials, 5);
-        assert_eq!(
-            p.frames.iter().map(|f| f.frame()).collect::<Vec<_>>(),
-            [64, 128]
-        );
-        assert!(p.max_rate.is_some());
-        assert_eq!(p.max_rate_text.as_deref(), Some("50%"));
-        assert!(p.scenario.is_none());
-        assert!(p.bed.is_lab());
-        let s = plan("--scenario wan-lan").unwrap();
-        assert_eq!(s.scenario.unwrap().spec, "wan-lan");
-        for (args, says) in [
-            ("--lab --target 0", "--target"),
-            ("--lab --tolerance 60", "--tolerance"),
-            ("--lab --trial-duration 1ms", "--trial-duration"),
-            ("--lab --max-rate fast", "--max-rate"),
-            ("--lab --frame-size 20", "20"),
-            ("--scenario lan-lan,wan-lan", "--scenario"),
-        ] {
-            let e = plan(args).unwrap_err();
-            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
-            assert!(crate::exit::one_line(&e).contains(says), "{args}: {e}");
-        }
-    }
-
     #[test]
     fn targets_parse() {
         assert_eq!(parse_target("75%").unwrap(), 75.0);

@@ -6,17 +6,15 @@
 
 use super::rfc2544::EngineRunner;
 use super::scenarios::{prepare, record_of, traffic_checks};
-use super::session::{self, fps_within_line, parse_rate, Session};
+use super::session::{self, fps_within_line, Session};
 use crate::error::{bail, Result, ResultExt};
 use crate::exit::Outcome;
-use crate::method_args::LossArgs;
 use crate::plan::BedPlan;
 use crate::plan::DutPlan;
-use crate::ports::{parse_share, parse_trial_duration, Zero};
 use crate::recorder::RecordPlan;
 use crate::recorder::Recorder;
 use linerate_lab::scenario::{Applied, Scenario};
-use linerate_method::frame_loss::{self, Load, RFC2544_MAX_STEP};
+use linerate_method::frame_loss::{self, Load};
 use linerate_method::spec::Step;
 use linerate_results::methods::{FrameLossReport, LossSeries};
 use linerate_results::{report, MixInfo, TrialResult};
@@ -54,74 +52,6 @@ pub struct LossPlan {
 }
 
 impl LossPlan {
-    /// Every value of `args` checked (output files included, the earlier
-    /// runs' rows read, the DUT configurations parsed); nothing on the
-    /// machine is touched.
-    pub fn from_args(args: &LossArgs) -> Result<LossPlan> {
-        let bed = args
-            .ports
-            .plan_with(args.dut.scenario.is_some())?
-            .for_capture(args.record.pcap.is_some());
-        let frames = args.frames.frames(&bed.encap)?;
-        let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
-        let loads: Vec<(String, Rate)> = match &args.loads {
-            Some(list) => list
-                .iter()
-                .map(|t| Ok((t.trim().to_string(), parse_rate(t, "--loads")?)))
-                .collect::<Result<_>>()?,
-            None => Vec::new(),
-        };
-        if !args.rfc2544 && loads.is_empty() {
-            bail!(
-                BadInput,
-                "no load given: use --loads 0.5Mpps,1Mpps,... (or fps, %, Mbps), or --rfc2544"
-            );
-        }
-        let step = parse_share(&args.step, "--step", Zero::Refused)?;
-        if args.rfc2544 && !(step > 0.0 && step <= RFC2544_MAX_STEP + 1e-12) {
-            bail!(BadInput, "--step {} is out of range: RFC 2544 section 26.3 asks for steps of at most 10 % of the maximum rate", args.step);
-        }
-        let max_rate = match &args.max_rate {
-            Some(t) => Some((t.clone(), parse_rate(t, "--max-rate")?)),
-            None => None,
-        };
-        let stop_above_loss = args
-            .stop_at_loss
-            .as_deref()
-            .map(|t| parse_share(t, "--stop-at-loss", Zero::Allowed))
-            .transpose()?;
-        args.rows_from
-            .iter()
-            .fold(
-                crate::outputs::Outputs::new()
-                    .json(args.json.as_deref())
-                    .record(&args.record.plan()),
-                |o, f| o.input("--rows-from", Some(f)),
-            )
-            .check()?;
-        let mode = if args.rfc2544 { "rfc2544" } else { "sweep" };
-        let earlier = earlier_rows(&args.rows_from, mode)?;
-        let scenarios = match &args.dut.scenario {
-            Some(text) => Scenario::parse_list(text)?,
-            None => Vec::new(),
-        };
-        Ok(LossPlan {
-            bed,
-            frames,
-            duration,
-            loads,
-            rfc2544_step: args.rfc2544.then_some(step),
-            max_rate,
-            stop_above_loss,
-            label: args.label.clone(),
-            earlier,
-            scenarios,
-            json: args.json.clone(),
-            dut: args.dut.plan(),
-            record: args.record.plan(),
-        })
-    }
-
     /// `rfc2544` or `sweep`: what the columns mean.
     pub fn mode(&self) -> &'static str {
         if self.rfc2544_step.is_some() {
@@ -235,7 +165,7 @@ fn open(
             session::open(&plan.bed, &plan.dut.cpu, &plan.frames, what)?,
         ));
     };
-    let max_frame_len = crate::frame_args::max_frame_len(&plan.frames);
+    let max_frame_len = crate::plan::max_frame_len(&plan.frames);
     let (applied, bed) = prepare(&plan.bed, max_frame_len, sc, index)?;
     let pids = applied.data_path_pids();
     let s = session::start(bed, &plan.dut.cpu, &pids, &plan.frames, what)?;
@@ -335,7 +265,7 @@ fn measure(
 }
 /// The series of earlier runs' JSON files (`--rows-from`), which must be of
 /// the same mode: their columns mean the same.
-fn earlier_rows(files: &[std::path::PathBuf], mode: &str) -> Result<Vec<LossSeries>> {
+pub fn earlier_rows(files: &[std::path::PathBuf], mode: &str) -> Result<Vec<LossSeries>> {
     let mut rows = Vec::new();
     for path in files {
         let text = std::fs::read_to_string(path)
@@ -369,71 +299,4 @@ fn with_rows(earlier: &[LossSeries], rep: &FrameLossReport) -> FrameLossReport {
         .chain(rep.series.iter().cloned())
         .collect();
     shown
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::args::{Cli, Command};
-    use clap::Parser;
-
-    fn plan(args: &str) -> Result<LossPlan> {
-        let argv = format!("linerate loss --lab --no-db {args}");
-        let Command::Loss(a) = Cli::try_parse_from(argv.split_whitespace())?.command else {
-            unreachable!()
-        };
-        LossPlan::from_args(&a)
-    }
-
-    #[test]
-    fn a_loss_plan_holds_every_value_checked() {
-        let p = plan(
-            "--sizes 64,1518 --loads 10%,1Mpps --trial-duration 3s --stop-at-loss 50% \
-             --label Linux",
-        )
-        .unwrap();
-        assert_eq!(p.frames.len(), 2);
-        let loads: Vec<&str> = p.loads.iter().map(|l| l.0.as_str()).collect();
-        assert_eq!(loads, ["10%", "1Mpps"]);
-        assert_eq!(p.duration, Duration::from_secs(3));
-        assert_eq!(p.stop_above_loss, Some(0.5));
-        assert_eq!(p.label.as_deref(), Some("Linux"));
-        assert_eq!((p.rfc2544_step, p.mode()), (None, "sweep"));
-        assert!(p.scenarios.is_empty() && p.earlier.is_empty());
-        assert!(p.bed.is_lab());
-        let p = plan("--rfc2544 --step 5% --max-rate 2Mpps").unwrap();
-        assert_eq!((p.rfc2544_step, p.mode()), (Some(0.05), "rfc2544"));
-        assert_eq!(p.max_rate.as_ref().map(|r| r.0.as_str()), Some("2Mpps"));
-        let argv = "linerate loss --no-db --loads 10% --scenario lan-lan,acl:12";
-        let Command::Loss(a) = Cli::try_parse_from(argv.split_whitespace())
-            .unwrap()
-            .command
-        else {
-            unreachable!()
-        };
-        let p = LossPlan::from_args(&a).unwrap();
-        let specs: Vec<&str> = p.scenarios.iter().map(|s| s.spec.as_str()).collect();
-        assert_eq!(specs, ["lan-lan", "acl:12"]);
-        for (args, says) in [
-            ("--loads fast", "--loads"),
-            ("--loads 10% --trial-duration 1ms", "--trial-duration"),
-            ("--rfc2544 --step 20%", "--step 20%"),
-            ("--rfc2544 --max-rate fast", "--max-rate"),
-            ("--loads 10% --stop-at-loss 2", "--stop-at-loss"),
-            ("--loads 10% --scenario no-such-thing", "no-such-thing"),
-            ("--loads 10% --sizes 20", "20"),
-        ] {
-            let e = plan(args).unwrap_err();
-            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
-            assert!(crate::exit::one_line(&e).contains(says), "{args}: {e}");
-        }
-        // The earlier rows are read with the plan: a file that is not a
-        // loss run's JSON is refused before any port opens.
-        let not_loss = std::env::temp_dir().join(format!("lr-plan-{}.json", std::process::id()));
-        std::fs::write(&not_loss, "{}").unwrap();
-        let e = plan(&format!("--loads 10% --rows-from {}", not_loss.display())).unwrap_err();
-        std::fs::remove_file(&not_loss).unwrap();
-        assert_eq!(e.kind(), crate::error::Kind::BadInput, "{e:?}");
-        assert!(crate::exit::one_line(&e).contains("not the JSON of 'linerate loss --json'"));
-    }
 }

@@ -1,64 +1,69 @@
 //! `linerate lab up|down|status`.
 
-use crate::args::LabAction;
 use crate::error::{bail, Result};
 use crate::exit::Outcome;
 use linerate_goodput::moved_ports;
 use linerate_lab::Lab;
 
-pub fn run(action: LabAction) -> Result<Outcome> {
+/// `lab up`: builds the lab `lab_name` (default: "default") and keeps it.
+pub fn up(lab_name: Option<&str>) -> Result<Outcome> {
     linerate_lab::check_environment()?;
-    match action {
-        LabAction::Up { lab_name } => {
-            let lab_name = lab_name.unwrap_or_else(|| crate::ports::DEFAULT_LAB.to_string());
-            let lab = Lab::up(&lab_name)?;
-            let (a, b) = (lab.port_a(), lab.port_b());
-            println!("lab '{}' is up", lab.name());
-            println!(
-                "  port A: {} in netns {}  host {}/{}  gateway {}",
-                a.ifname, a.netns, a.ip, a.prefix_len, a.gateway
-            );
-            println!(
-                "  port B: {} in netns {}  host {}/{}  gateway {}",
-                b.ifname, b.netns, b.ip, b.prefix_len, b.gateway
-            );
-            println!("  DUT:    netns {} (Linux router)", lab.dut_netns());
-            let [(host_a, gw_a), (host_b, gw_b)] = linerate_lab::layout::LAB_IPV6;
-            let len = linerate_lab::layout::LAB_IPV6_PREFIX;
-            println!(
+    let lab_name = lab_name.unwrap_or(crate::ports::DEFAULT_LAB);
+    let lab = Lab::up(lab_name)?;
+    let (a, b) = (lab.port_a(), lab.port_b());
+    println!("lab '{}' is up", lab.name());
+    println!(
+        "  port A: {} in netns {}  host {}/{}  gateway {}",
+        a.ifname, a.netns, a.ip, a.prefix_len, a.gateway
+    );
+    println!(
+        "  port B: {} in netns {}  host {}/{}  gateway {}",
+        b.ifname, b.netns, b.ip, b.prefix_len, b.gateway
+    );
+    println!("  DUT:    netns {} (Linux router)", lab.dut_netns());
+    let [(host_a, gw_a), (host_b, gw_b)] = linerate_lab::layout::LAB_IPV6;
+    let len = linerate_lab::layout::LAB_IPV6_PREFIX;
+    println!(
                 "  with --ipv6: host A {host_a}/{len} gateway {gw_a}, host B {host_b}/{len} gateway {gw_b} (RFC 5180 range; set on the router for the run)"
             );
-            println!("  {}", lab.placement().note);
-            println!(
+    println!("  {}", lab.placement().note);
+    println!(
                 "run tests with 'linerate rfc2544 --lab --lab-name {0}'; remove it with 'linerate lab down --lab-name {0}'",
                 lab.name()
             );
-            lab.keep();
-        }
-        LabAction::Down { lab_name, all } => {
-            let removed = match (lab_name, all) {
-                // Also removes a half-made lab, which attach would refuse.
-                (Some(name), _) => linerate_lab::down_lab(&name)?,
-                (None, true) => down_all()?,
-                (None, false) => return list_for_all(),
-            };
-            if removed.is_empty() {
-                println!("nothing to remove");
-            } else {
-                println!("removed: {}", removed.join(", "));
-            }
-        }
-        LabAction::Status { json } => {
-            let labs = linerate_lab::status()?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&labs)?);
-            } else if labs.is_empty() {
-                println!("no lab is up");
-            } else {
-                for lab in labs {
-                    println!("{lab}");
-                }
-            }
+    lab.keep();
+    Ok(Outcome::Passed)
+}
+
+/// `lab down`: removes the lab `lab_name`, or with `all` every lab (and
+/// puts back ports killed goodput runs left); with neither, lists the labs.
+pub fn down(lab_name: Option<&str>, all: bool) -> Result<Outcome> {
+    linerate_lab::check_environment()?;
+    let removed = match (lab_name, all) {
+        // Also removes a half-made lab, which attach would refuse.
+        (Some(name), _) => linerate_lab::down_lab(name)?,
+        (None, true) => down_all()?,
+        (None, false) => return list_for_all(),
+    };
+    if removed.is_empty() {
+        println!("nothing to remove");
+    } else {
+        println!("removed: {}", removed.join(", "));
+    }
+    Ok(Outcome::Passed)
+}
+
+/// `lab status`: the labs that are up, as text or (`json`) JSON.
+pub fn status(json: bool) -> Result<Outcome> {
+    linerate_lab::check_environment()?;
+    let labs = linerate_lab::status()?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&labs)?);
+    } else if labs.is_empty() {
+        println!("no lab is up");
+    } else {
+        for lab in labs {
+            println!("{lab}");
         }
     }
     Ok(Outcome::Passed)

@@ -4,16 +4,14 @@
 
 use super::rfc2544::EngineRunner;
 use super::session;
-use crate::args::LatencyArgs;
 use crate::dut_cpu::DutCpuPlan;
 use crate::error::Result;
 use crate::exit::Outcome;
 use crate::plan::BedPlan;
-use crate::ports::{parse_share, parse_trial_duration, Zero};
 use crate::recorder::RecordPlan;
 use crate::recorder::Recorder;
 use linerate_engine::EngineError;
-use linerate_method::latency::{self as method, measure_latency, parse_loads};
+use linerate_method::latency::{self as method, measure_latency};
 use linerate_method::Progress;
 use linerate_method::{find_throughput, ThroughputConfig};
 use linerate_results::calibration::Calibration;
@@ -51,49 +49,6 @@ pub struct LatencyPlan {
     pub json: Option<PathBuf>,
     pub dut_cpu: DutCpuPlan,
     pub record: RecordPlan,
-}
-
-impl LatencyPlan {
-    /// Every value of `args` checked (output files included, the
-    /// calibration file read); nothing on the machine is touched.
-    pub fn from_args(args: &LatencyArgs) -> Result<LatencyPlan> {
-        let bed = args.ports.plan()?.for_capture(args.record.pcap.is_some());
-        let frames = args.frames.frames(&bed.encap)?;
-        let loads = parse_loads(&args.loads).map_err(|e| crate::error::err!(BadInput, "{e}"))?;
-        let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
-        let search_duration = parse_trial_duration(&args.search_duration, "--search-duration")?;
-        let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
-        let rate = args
-            .rate
-            .as_deref()
-            .map(|t| session::parse_rate(t, "--rate").map(|r| (t.to_string(), r)))
-            .transpose()?;
-        let max_rate = args
-            .max_rate
-            .as_deref()
-            .map(|t| session::parse_rate(t, "--max-rate").map(|r| (t.to_string(), r)))
-            .transpose()?;
-        let calibration = super::rfc2544::checked_outputs_and_calibration(
-            &args.json,
-            &args.record.plan(),
-            &args.calibration,
-        )?;
-        Ok(LatencyPlan {
-            bed,
-            frames,
-            loads,
-            trial_duration,
-            repeat: args.repeat as usize,
-            search_duration,
-            resolution,
-            rate,
-            max_rate,
-            calibration,
-            json: args.json.clone(),
-            dut_cpu: args.dut_cpu.plan(),
-            record: args.record.plan(),
-        })
-    }
 }
 
 pub fn run(plan: LatencyPlan, interrupt: &AtomicBool) -> Result<Outcome> {
@@ -250,54 +205,4 @@ pub fn run(plan: LatencyPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     recorder.finish(RunStatus::Complete);
     recorder.saved_note();
     Ok(Outcome::Passed)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::args::{Cli, Command};
-    use clap::Parser;
-
-    fn plan(args: &str) -> Result<LatencyPlan> {
-        let argv = format!(
-            "linerate latency --lab --no-db --calibration /nonexistent/calibration.json {args}"
-        );
-        let Command::Latency(a) = Cli::try_parse_from(argv.split_whitespace())?.command else {
-            unreachable!()
-        };
-        LatencyPlan::from_args(&a)
-    }
-
-    #[test]
-    fn a_latency_plan_holds_every_value_checked() {
-        let p = plan(
-            "--sizes 64,128 --loads 50%,100% --rate 20kfps --max-rate 50% --trial-duration 3s \
-             --search-duration 1s --resolution 2% --repeat 4",
-        )
-        .unwrap();
-        let sizes: Vec<u16> = p.frames.iter().map(|f| f.largest().frame()).collect();
-        assert_eq!(sizes, [64, 128]);
-        assert_eq!(p.loads, [0.5, 1.0]);
-        assert_eq!(p.trial_duration, Duration::from_secs(3));
-        assert_eq!(p.search_duration, Duration::from_secs(1));
-        assert!((p.resolution - 0.02).abs() < 1e-12);
-        assert_eq!(p.repeat, 4);
-        assert_eq!(p.rate.as_ref().map(|r| r.0.as_str()), Some("20kfps"));
-        assert_eq!(p.max_rate.as_ref().map(|r| r.0.as_str()), Some("50%"));
-        assert_eq!(p.calibration, Calibration::default());
-        assert!(p.bed.is_lab());
-        for (args, says) in [
-            ("--loads 150%", "load '150%'"),
-            ("--rate fast", "--rate"),
-            ("--max-rate fast", "--max-rate"),
-            ("--trial-duration 1ms", "--trial-duration"),
-            ("--search-duration 1ms", "--search-duration"),
-            ("--resolution 0", "--resolution"),
-            ("--sizes 20", "20"),
-        ] {
-            let e = plan(args).unwrap_err();
-            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
-            assert!(crate::exit::one_line(&e).contains(says), "{args}: {e}");
-        }
-    }
 }

@@ -48,7 +48,7 @@ pub(crate) fn open(
     frames: &[Frames],
     what: &str,
 ) -> Result<Session> {
-    let bed = ports::open(bed_plan, crate::frame_args::max_frame_len(frames))?;
+    let bed = ports::open(bed_plan, crate::plan::max_frame_len(frames))?;
     start(bed, dut_cpu, &[], frames, what)
 }
 
@@ -132,7 +132,7 @@ impl Session {
 }
 
 /// Parses a rate option (`text` as given to `option`).
-pub(crate) fn parse_rate(text: &str, option: &str) -> Result<Rate> {
+pub fn parse_rate(text: &str, option: &str) -> Result<Rate> {
     Rate::parse(text).with_context(|| option.to_string())
 }
 

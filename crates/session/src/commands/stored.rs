@@ -4,19 +4,18 @@
 use crate::error::{bail, err, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::outputs::Kind;
-use crate::record_args::{CompareArgs, DbArgs, ExportArgs, ReportArgs, RunsArgs, ShowArgs};
 use linerate_results::report::{self, thousands};
 use linerate_store::{compare, export, html, Store, StoredRun};
 use std::fmt::Write as _;
 use std::path::Path;
 
 /// The database `--db` names, or the default one.
-fn db_path(db: &DbArgs) -> std::path::PathBuf {
-    db.db.clone().unwrap_or_else(linerate_store::default_path)
+fn db_path(db: Option<&Path>) -> std::path::PathBuf {
+    db.map_or_else(linerate_store::default_path, Path::to_path_buf)
 }
 
 /// Opens an existing database; reading commands never create one.
-fn open(db: &DbArgs) -> Result<Store> {
+fn open(db: Option<&Path>) -> Result<Store> {
     let path = db_path(db);
     if !path.exists() {
         bail!(Environment,
@@ -54,8 +53,9 @@ fn short_date(rfc3339: &str) -> String {
     rfc3339.get(..16).unwrap_or(rfc3339).replace('T', " ")
 }
 
-pub fn runs(args: RunsArgs) -> Result<Outcome> {
-    let store = open(&args.db)?;
+/// `runs`: the runs stored in `db` (None: the default database).
+pub fn runs(db: Option<&Path>) -> Result<Outcome> {
+    let store = open(db)?;
     let runs = store.runs()?;
     if runs.is_empty() {
         println!("no runs stored in {}", store.path().display());
@@ -112,9 +112,10 @@ pub fn runs(args: RunsArgs) -> Result<Outcome> {
     Ok(Outcome::Passed)
 }
 
-pub fn show(args: ShowArgs) -> Result<Outcome> {
-    let store = open(&args.db)?;
-    let run = load(&store, &args.run)?;
+/// `show`: a stored run (its id, or "last") as its command printed it.
+pub fn show(db: Option<&Path>, run: &str) -> Result<Outcome> {
+    let store = open(db)?;
+    let run = load(&store, run)?;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -212,10 +213,10 @@ fn document_table(run: &StoredRun) -> Option<String> {
     }
 }
 
-pub fn compare(args: CompareArgs) -> Result<Outcome> {
-    let store = open(&args.db)?;
-    let runs = args
-        .runs
+/// `compare`: rfc2544 runs side by side, differences against the first.
+pub fn compare(db: Option<&Path>, runs: &[String]) -> Result<Outcome> {
+    let store = open(db)?;
+    let runs = runs
         .iter()
         .map(|r| load(&store, r))
         .collect::<Result<Vec<_>>>()?;
@@ -231,36 +232,54 @@ pub fn compare(args: CompareArgs) -> Result<Outcome> {
     Ok(Outcome::Passed)
 }
 
-pub fn export(args: ExportArgs) -> Result<Outcome> {
+/// What `export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// JSON following schema/run.schema.json.
+    Json,
+    /// CSV, one row per frame size (rfc2544 runs) or per trial (others).
+    Csv,
+    /// CSV, one row per trial.
+    TrialsCsv,
+}
+
+/// `export`: a stored run as JSON or CSV, to `output` or stdout.
+pub fn export(
+    db: Option<&Path>,
+    run: &str,
+    format: ExportFormat,
+    output: Option<&Path>,
+) -> Result<Outcome> {
     crate::outputs::Outputs::new()
-        .file("--output", args.output.as_deref(), Kind::Replaced)
-        .input("--db", Some(&db_path(&args.db)))
+        .file("--output", output, Kind::Replaced)
+        .input("--db", Some(&db_path(db)))
         .check()?;
-    let store = open(&args.db)?;
-    let run = load(&store, &args.run)?;
-    let text = if args.json {
+    let store = open(db)?;
+    let run = load(&store, run)?;
+    let text = if format == ExportFormat::Json {
         report::to_json(&export::to_json(&run)) + "\n"
-    } else if args.trials || run.command != "rfc2544" {
+    } else if format == ExportFormat::TrialsCsv || run.command != "rfc2544" {
         export::trials_csv(&run)
     } else {
         export::results_csv(&run)
     };
-    write_out(args.output.as_deref(), &text)?;
+    write_out(output, &text)?;
     Ok(Outcome::Passed)
 }
 
-pub fn report(args: ReportArgs) -> Result<Outcome> {
+/// `report`: a stored run as a self-contained HTML page at `html`.
+pub fn report(db: Option<&Path>, run: &str, html: &Path) -> Result<Outcome> {
     crate::outputs::Outputs::new()
-        .file("--html", Some(&args.html), Kind::Replaced)
-        .input("--db", Some(&db_path(&args.db)))
+        .file("--html", Some(html), Kind::Replaced)
+        .input("--db", Some(&db_path(db)))
         .check()?;
-    let store = open(&args.db)?;
-    let run = load(&store, &args.run)?;
-    write_out(Some(&args.html), &html::render(&run))?;
+    let store = open(db)?;
+    let run = load(&store, run)?;
+    write_out(Some(html), &html::render(&run))?;
     eprintln!(
         "linerate: report of run {} written to {}",
         run.id,
-        args.html.display()
+        html.display()
     );
     Ok(Outcome::Passed)
 }

@@ -1,13 +1,11 @@
 //! `linerate trial`: one fixed-rate trial from port A to port B.
 
 use super::rfc2544::write_json;
-use crate::args::TrialArgs;
 use crate::dut_cpu::DutCpuPlan;
-use crate::error::{bail, Result, ResultExt};
+use crate::error::{bail, Result};
 use crate::exit::Outcome;
-use crate::outputs::Outputs;
 use crate::plan::BedPlan;
-use crate::ports::{self, parse_share, parse_trial_duration, Zero};
+use crate::ports::{self};
 use crate::recorder::RecordPlan;
 use crate::recorder::{Recorder, RunInfo};
 use linerate_engine::EngineError;
@@ -33,33 +31,6 @@ pub struct TrialPlan {
     pub json: Option<PathBuf>,
     pub dut_cpu: DutCpuPlan,
     pub record: RecordPlan,
-}
-
-impl TrialPlan {
-    /// Every value of `args` checked (output files included); nothing on
-    /// the machine is touched.
-    pub fn from_args(args: &TrialArgs) -> Result<TrialPlan> {
-        let bed = args.ports.plan()?.for_capture(args.record.pcap.is_some());
-        let frames = args.frames.single("trial", &bed.encap)?;
-        let rate = Rate::parse(&args.rate).context("--rate")?;
-        let duration = parse_trial_duration(&args.duration, "--duration")?;
-        Outputs::new()
-            .json(args.json.as_deref())
-            .record(&args.record.plan())
-            .check()?;
-        let allowed_loss = parse_share(&args.loss, "--loss", Zero::Allowed)?;
-        Ok(TrialPlan {
-            bed,
-            frames,
-            rate,
-            rate_text: args.rate.clone(),
-            duration,
-            allowed_loss,
-            json: args.json.clone(),
-            dut_cpu: args.dut_cpu.plan(),
-            record: args.record.plan(),
-        })
-    }
 }
 
 pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
@@ -146,39 +117,4 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         )));
     }
     Ok(Outcome::Passed)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::args::{Cli, Command};
-    use clap::Parser;
-
-    fn plan(args: &str) -> Result<TrialPlan> {
-        let argv = format!("linerate trial --lab --no-db {args}");
-        let Command::Trial(t) = Cli::try_parse_from(argv.split_whitespace())?.command else {
-            unreachable!()
-        };
-        TrialPlan::from_args(&t)
-    }
-
-    #[test]
-    fn a_trial_plan_holds_every_value_checked() {
-        let p = plan("--frame-size 128 --rate 20kfps --duration 3s --loss 0.1%").unwrap();
-        assert_eq!(p.frames.largest().frame(), 128);
-        assert_eq!(p.duration, Duration::from_secs(3));
-        assert!((p.allowed_loss - 0.001).abs() < 1e-12);
-        assert_eq!(p.rate_text, "20kfps");
-        assert!(p.bed.is_lab());
-        for (args, says) in [
-            ("--frame-size 128 --rate fast", "--rate"),
-            ("--frame-size 128 --rate 1% --duration 1ms", "--duration"),
-            ("--frame-size 128 --rate 1% --loss 2", "--loss"),
-            ("--frame-size 20 --rate 1%", "20"),
-        ] {
-            let e = plan(args).unwrap_err();
-            assert_eq!(e.kind(), crate::error::Kind::BadInput, "{args}: {e:?}");
-            assert!(crate::exit::one_line(&e).contains(says), "{args}: {e}");
-        }
-    }
 }

@@ -2,7 +2,7 @@
 //! a plan it accepts has a named command line per test.
 
 use super::*;
-use crate::test_support::{config, text};
+use linerate_session::test_support::{config, text};
 use proptest::prelude::*;
 
 /// TOML-ish documents: section headers, keys of the real vocabulary and

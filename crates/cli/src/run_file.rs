@@ -32,9 +32,9 @@
 //! interruption does. The exit code is the worst of the tests'.
 
 use crate::args::Cli;
-use crate::error::{bail, err, Result, ResultExt};
-use crate::exit::Outcome;
 use clap::Parser;
+use linerate_session::error::{bail, err, Result, ResultExt};
+use linerate_session::exit::Outcome;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
@@ -68,9 +68,8 @@ pub fn run(file: &Path, dry_run: bool, stop: &AtomicBool) -> Result<Outcome> {
     }
     // Then every test's values, as its command checks them before touching
     // the machine: a bad value in the last test costs nothing.
-    for (i, t) in tests.iter().enumerate() {
-        let cli = Cli::try_parse_from(&t.argv)?;
-        super::check(cli).with_context(|| format!("test {} ({})", i + 1, t.name))?;
+    for (i, (t, cli)) in tests.iter().zip(&parsed).enumerate() {
+        crate::check(cli).with_context(|| format!("test {} ({})", i + 1, t.name))?;
     }
     let total = tests.len();
     if dry_run {
@@ -88,7 +87,7 @@ pub fn run(file: &Path, dry_run: bool, stop: &AtomicBool) -> Result<Outcome> {
             shell_words(&t.argv)
         );
         println!("== {} ==", t.name);
-        match super::run(cli, stop).with_context(|| format!("test {} ({})", i + 1, t.name))? {
+        match crate::run(&cli, stop).with_context(|| format!("test {} ({})", i + 1, t.name))? {
             Outcome::Passed => {}
             Outcome::ThresholdFailed(why) => {
                 eprintln!("linerate: test {} ({}): {why}", i + 1, t.name);
@@ -279,7 +278,8 @@ mod tests {
 
     #[test]
     fn bad_files_say_what_to_fix() {
-        let err = |text: &str| crate::exit::one_line(&plan(text).err().expect("an error"));
+        let err =
+            |text: &str| linerate_session::exit::one_line(&plan(text).err().expect("an error"));
         assert!(err("").contains("no test"));
         assert!(err("[[test]]\nsizes = [64]").contains("no command"));
         assert!(err("[[test]]\ncommand = \"run\"").contains("cannot run another"));

@@ -2,8 +2,9 @@
 //! stored runs (`runs`, `show`, `compare`, `export`, `report`). Kept apart
 //! from args.rs, which only flattens [`RecordArgs`] into the measuring commands.
 
-use crate::plan::RecordPlan;
 use clap::Args;
+use linerate_session::commands::stored::ExportFormat;
+use linerate_session::plan::RecordPlan;
 use std::path::PathBuf;
 
 /// Where a measuring command stores its run, what it says about the DUT,
@@ -102,6 +103,17 @@ pub struct ExportArgs {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+impl ExportArgs {
+    /// The format the flags ask for.
+    pub fn format(&self) -> ExportFormat {
+        match (self.json, self.trials) {
+            (true, _) => ExportFormat::Json,
+            (false, true) => ExportFormat::TrialsCsv,
+            (false, false) => ExportFormat::Csv,
+        }
+    }
 }
 
 #[derive(Args, Debug)]

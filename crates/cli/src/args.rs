@@ -1,12 +1,18 @@
 //! The command line. Users' scripts depend on these names: keep them.
 
-use crate::frame_args::FrameArgs;
-use crate::plan::{DutCpuPlan, DutPlan};
-use crate::record_args::{CompareArgs, ExportArgs, RecordArgs, ReportArgs, RunsArgs, ShowArgs};
+use crate::args::frames::FrameArgs;
+use crate::args::record::{CompareArgs, ExportArgs, RecordArgs, ReportArgs, RunsArgs, ShowArgs};
 use clap::{Args, Parser, Subcommand};
+use linerate_session::error::Result;
+use linerate_session::plan::ReceiverChoice;
+use linerate_session::plan::{DutCpuPlan, DutPlan};
+use linerate_wire::{Encap, IpVersion, VlanTag};
 use std::path::PathBuf;
 
+pub mod frames;
 mod goodput;
+pub mod methods;
+pub mod record;
 pub use goodput::{HttpArgs, StackPortArgs, TcpArgs};
 
 /// The RFC 2544 frame sizes (section 9.1), the default of the commands that
@@ -47,11 +53,11 @@ pub enum Command {
     /// Frame loss rate vs offered load (RFC 2544 26.3): a sweep over given loads, or --rfc2544 from 100 % down; one row per frame size and DUT configuration (--scenario a,b,c), printed as the 100GE report's table.
     // `loss-sweep` was a command of its own before `loss` took --scenario.
     #[command(alias = "loss-sweep")]
-    Loss(crate::method_args::LossArgs),
+    Loss(crate::args::methods::LossArgs),
     /// MLRsearch (draft-ietf-bmwg-mlrsearch): NDR and PDR in one search, with relevant bounds and conditional throughput.
-    Mlrsearch(crate::method_args::MlrsearchArgs),
+    Mlrsearch(crate::args::methods::MlrsearchArgs),
     /// Back-to-back frames (RFC 2544 26.4, RFC 9004): longest burst without loss, repeated, and the DUT buffer time it implies.
-    BackToBack(crate::method_args::BackToBackArgs),
+    BackToBack(crate::args::methods::BackToBackArgs),
     /// TCP goodput through the DUT: N parallel streams with the kernel's TCP stack (as iperf3 -P 5), laid out as LANCOM Table 12.
     Tcp(TcpArgs),
     /// HTTP/1.1 goodput and requests/s through the DUT: a server on side B, N clients on side A, laid out as LANCOM Table 13.
@@ -139,7 +145,7 @@ pub struct PortArgs {
     pub engine: String,
     /// How port B counts the test frames: kernel (linerate's XDP counter counts and drops them at the port's XDP hook, the cheapest way to receive), socket (every frame goes up to linerate through the engine's own socket; needed for --pcap), or auto (kernel where the counter attaches, else socket).
     #[arg(long, value_enum, default_value = "auto")]
-    pub receiver: crate::ports::ReceiverChoice,
+    pub receiver: Receiver,
     /// After sending, wait this long for frames still in flight (RFC 2544: 2 s).
     #[arg(long, default_value = "2s")]
     pub straggler_wait: String,
@@ -159,7 +165,7 @@ pub struct PortArgs {
     #[arg(long, value_name = "IP", conflicts_with = "bidirectional")]
     pub drop_from: Option<std::net::IpAddr>,
     #[command(flatten)]
-    pub encap: crate::ports::EncapArgs,
+    pub encap: EncapArgs,
 }
 
 #[derive(Args, Debug)]
@@ -374,7 +380,7 @@ pub struct CalibrateArgs {
     pub engine: Vec<String>,
     /// How port B counts (see 'trial --help'); ceilings are stored per receiver.
     #[arg(long, value_enum, default_value = "auto")]
-    pub receiver: crate::ports::ReceiverChoice,
+    pub receiver: Receiver,
     #[command(flatten)]
     pub frames: FrameArgs,
     /// How long each trial sends.
@@ -425,6 +431,52 @@ pub struct TrialArgs {
     pub dut_cpu: DutCpuArgs,
     #[command(flatten)]
     pub record: RecordArgs,
+}
+
+/// The test frames' layout: IP version and 802.1Q tag (`PortArgs` flattens
+/// these in, so every packet-engine command has them).
+#[derive(Args, Debug, Clone, Default)]
+pub struct EncapArgs {
+    /// Send IPv6 test frames (RFC 5180): Ethernet + IPv6 + UDP, signature at byte 62; the smallest frame is 78 bytes. The lab routes 2001:2::/64 (A) to 2001:2:0:1::/64 (B); with --port-a/--port-b give IPv6 addresses to --ip-a/--gw-a/--ip-b/--gw-b.
+    #[arg(long)]
+    pub ipv6: bool,
+    /// Tag every frame the tester sends (test frames, ARP, ND) with this 802.1Q VLAN, optionally with a priority: ID or ID:PCP (e.g. 100 or 100:5). In the lab the router routes it on VLAN subinterfaces (tagged ports where the kernel has no 802.1Q).
+    #[arg(long, value_name = "ID[:PCP]")]
+    pub vlan: Option<String>,
+}
+
+impl EncapArgs {
+    pub fn encap(&self) -> Result<Encap> {
+        Ok(Encap {
+            ip: if self.ipv6 {
+                IpVersion::V6
+            } else {
+                IpVersion::V4
+            },
+            vlan: self.vlan.as_deref().map(VlanTag::parse).transpose()?,
+        })
+    }
+}
+
+/// `--receiver`: how port B counts the test frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Receiver {
+    /// The in-kernel counter where it attaches, else the engine's socket.
+    Auto,
+    /// linerate's XDP counter at port B's XDP hook.
+    Kernel,
+    /// The engine's own socket: every frame up to linerate's receiver.
+    Socket,
+}
+
+impl From<Receiver> for ReceiverChoice {
+    fn from(r: Receiver) -> ReceiverChoice {
+        match r {
+            Receiver::Auto => ReceiverChoice::Auto,
+            Receiver::Kernel => ReceiverChoice::Kernel,
+            Receiver::Socket => ReceiverChoice::Socket,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -478,7 +530,7 @@ mod tests {
             // IPv6 adapts exactly these lists (frame_args::DEFAULT_LISTS).
             let want: Vec<u64> = want.iter().map(|&n| n as u64).collect();
             assert!(
-                crate::frame_args::DEFAULT_LISTS.contains(&want.as_slice()),
+                crate::args::frames::DEFAULT_LISTS.contains(&want.as_slice()),
                 "{argv:?}: default {want:?} missing from DEFAULT_LISTS"
             );
         }
@@ -610,5 +662,52 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn frame_sizes_follow_the_layout() {
+        let v6 = EncapArgs {
+            ipv6: true,
+            vlan: None,
+        }
+        .encap()
+        .unwrap();
+        let e = linerate_wire::FrameSize::from_frame_in(64, &v6)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("smallest is 78 bytes") && e.contains("--frame-size 78"),
+            "{e}"
+        );
+        assert_eq!(
+            linerate_wire::FrameSize::from_udp_payload_in(1452, &v6)
+                .unwrap()
+                .frame(),
+            1518
+        );
+        let tagged = EncapArgs {
+            ipv6: false,
+            vlan: Some("100:5".into()),
+        }
+        .encap()
+        .unwrap();
+        assert_eq!(
+            linerate_wire::FrameSize::from_frame_in(64, &tagged)
+                .unwrap()
+                .l3(),
+            42
+        );
+        assert_eq!(
+            linerate_wire::FrameSize::from_l3_in(40, &tagged)
+                .unwrap()
+                .frame(),
+            64
+        );
+        assert!(EncapArgs {
+            ipv6: false,
+            vlan: Some("5000".into())
+        }
+        .encap()
+        .is_err());
     }
 }

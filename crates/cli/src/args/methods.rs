@@ -2,8 +2,8 @@
 //! `loss`, `mlrsearch`, `back-to-back`. Users' scripts depend on these
 //! names: keep them.
 
+use crate::args::frames::FrameArgs;
 use crate::args::{DutArgs, DutCpuArgs, PortArgs, ALL_SIZES};
-use crate::frame_args::FrameArgs;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -50,7 +50,7 @@ pub struct LossArgs {
     #[command(flatten)]
     pub dut: DutArgs,
     #[command(flatten)]
-    pub record: crate::record_args::RecordArgs,
+    pub record: crate::args::record::RecordArgs,
 }
 
 #[derive(Args, Debug)]
@@ -87,7 +87,7 @@ pub struct MlrsearchArgs {
     #[command(flatten)]
     pub dut_cpu: DutCpuArgs,
     #[command(flatten)]
-    pub record: crate::record_args::RecordArgs,
+    pub record: crate::args::record::RecordArgs,
 }
 
 #[derive(Args, Debug)]
@@ -121,5 +121,5 @@ pub struct BackToBackArgs {
     #[command(flatten)]
     pub dut_cpu: DutCpuArgs,
     #[command(flatten)]
-    pub record: crate::record_args::RecordArgs,
+    pub record: crate::args::record::RecordArgs,
 }

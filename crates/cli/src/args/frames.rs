@@ -7,8 +7,8 @@
 //! `#[command(mut_arg("sizes", |a| a.default_value(...)))]` (clap ignores a
 //! default when checking conflicts, so `--imix` alone is never a conflict).
 
-use crate::error::{bail, Result, ResultExt};
 use clap::Args;
+use linerate_session::error::{bail, Result, ResultExt};
 use linerate_wire::{Encap, FrameMix, FrameSize, Frames};
 
 /// What frames a test sends: frame sizes, IP lengths, UDP payloads or
@@ -154,7 +154,7 @@ fn sizes_of<E>(
     size: impl Fn(u64) -> Result<FrameSize, E>,
 ) -> Result<Vec<Frames>>
 where
-    E: Into<crate::error::Error>,
+    E: Into<linerate_session::error::Error>,
 {
     values
         .iter()
@@ -164,15 +164,6 @@ where
                 .with_context(|| option.to_string())
         })
         .collect()
-}
-
-/// The largest buffer any of `frames` needs (what the ports must hold).
-pub fn max_frame_len(frames: &[Frames]) -> usize {
-    frames
-        .iter()
-        .map(|f| f.largest().buffer_len())
-        .max()
-        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -254,7 +245,7 @@ mod tests {
             (&["--imix", "huge"][..], "--imix"),
         ] {
             let e = parse(args).unwrap().frames(&Encap::default()).unwrap_err();
-            let text = crate::exit::one_line(&e);
+            let text = linerate_session::exit::one_line(&e);
             assert!(text.starts_with(option), "{args:?}: {text}");
             assert!(!text.contains('\n'));
         }
@@ -317,7 +308,7 @@ mod tests {
             .unwrap()
             .frames(&v6)
             .unwrap_err();
-        let text = crate::exit::one_line(&e);
+        let text = linerate_session::exit::one_line(&e);
         assert!(text.starts_with("--sizes"), "{text}");
         assert!(text.contains("78"), "{text}");
     }

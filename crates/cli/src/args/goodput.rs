@@ -75,7 +75,7 @@ pub struct TcpArgs {
     #[arg(long, value_delimiter = ',', num_args = 1..)]
     pub table_from: Vec<PathBuf>,
     #[command(flatten)]
-    pub record: crate::record_args::RecordArgs,
+    pub record: crate::args::record::RecordArgs,
 }
 
 #[derive(Args, Debug)]
@@ -107,5 +107,5 @@ pub struct HttpArgs {
     #[arg(long, value_delimiter = ',', num_args = 1..)]
     pub table_from: Vec<PathBuf>,
     #[command(flatten)]
-    pub record: crate::record_args::RecordArgs,
+    pub record: crate::args::record::RecordArgs,
 }

@@ -4,7 +4,7 @@
 //! comes back as itself.
 
 use super::*;
-use crate::test_support::{config, text};
+use linerate_session::test_support::{config, text};
 use proptest::prelude::*;
 
 fn values() -> impl Strategy<Value = Option<Vec<u64>>> {
@@ -41,7 +41,7 @@ proptest! {
                 prop_assert!((64..=9018).contains(&n), "{args:?} -> {n}");
             }
             // Buffers hold the frame without its FCS.
-            prop_assert!(frames.is_empty() || max_frame_len(&frames) >= 60);
+            prop_assert!(frames.is_empty() || linerate_session::plan::max_frame_len(&frames) >= 60);
         }
         let _ = args.sizes_only("cpu-target", &encap);
         let _ = args.single("trial", &encap);

@@ -1,0 +1,189 @@
+//! `OverheadPlan` from the command line's options.
+
+use crate::args::OverheadArgs;
+use linerate_session::commands::overhead::*;
+use linerate_session::error::Result;
+use linerate_session::{bail, err};
+use linerate_wire::overhead::{Auth, Cipher, Encapsulation, Mode, WireguardPadding};
+use linerate_wire::FrameSize;
+
+impl OverheadArgs {
+    /// Every value of `args` checked.
+    pub fn plan(&self) -> Result<OverheadPlan> {
+        let args = self;
+        let encapsulation = encapsulation(args)?;
+        if !(args.fps.is_finite() && args.fps > 0.0) {
+            bail!(
+                BadInput,
+                "--fps {} is not a positive frame rate, e.g. 100000",
+                args.fps
+            );
+        }
+        let sizes: Vec<FrameSize> = match (&args.frame_size, &args.l3_length) {
+            (_, Some(l3)) => l3
+                .iter()
+                .map(|&n| FrameSize::from_l3(n))
+                .collect::<Result<_, _>>()?,
+            (Some(f), None) => f
+                .iter()
+                .map(|&n| FrameSize::from_frame(n))
+                .collect::<Result<_, _>>()?,
+            (None, None) => bail!(BadInput, "give --frame-size N or --l3-length N"),
+        };
+        Ok(OverheadPlan {
+            encapsulation,
+            description: describe(args),
+            fps: args.fps,
+            sizes,
+            json: args.json,
+        })
+    }
+}
+
+fn encapsulation(args: &OverheadArgs) -> Result<Encapsulation> {
+    let esp = match &args.esp {
+        Some(c) => {
+            let cipher = Cipher::parse(c).ok_or_else(|| {
+                err!(BadInput, "--esp '{c}' is not a cipher linerate knows: use null, des, 3des, aes or aes-gcm")
+            })?;
+            let auth = match (&args.auth, cipher) {
+                (Some(a), _) => parse_auth(a, "--auth")?,
+                (None, Cipher::AesGcm) => Auth::None,
+                (None, _) => bail!(
+                    BadInput,
+                    "--esp {c} needs --auth (md5, sha1, sha256, sha512, or none)"
+                ),
+            };
+            if cipher.is_aead() && auth != Auth::None {
+                bail!(BadInput,
+                    "--esp {c} is an AEAD cipher that carries its own 16-byte ICV (RFC 4106), so it takes no --auth: leave out --auth {}",
+                    args.auth.as_deref().unwrap_or_default()
+                );
+            }
+            if cipher == Cipher::Null && auth == Auth::None {
+                bail!(BadInput, "ESP with neither encryption nor integrity protects nothing: give --auth or another --esp");
+            }
+            Some((cipher, auth))
+        }
+        None => None,
+    };
+    let ah = args
+        .ah
+        .as_deref()
+        .map(|a| parse_auth(a, "--ah"))
+        .transpose()?;
+    if ah == Some(Auth::None) {
+        bail!(
+            BadInput,
+            "--ah none is not AH: give md5, sha1, sha256 or sha512"
+        );
+    }
+    if args.nat_t && esp.is_none() {
+        bail!(BadInput, "--nat-t encapsulates ESP in UDP: give --esp too");
+    }
+    let wireguard = match args.wireguard.as_deref() {
+        None => None,
+        Some("padded") => Some(WireguardPadding::To16),
+        Some("unpadded") => Some(WireguardPadding::Unpadded),
+        Some(other) => bail!(BadInput,
+            "--wireguard '{other}' is not a padding linerate knows: use padded (to 16 bytes, the kernel's; the default) or unpadded (boringtun)"
+        ),
+    };
+    Ok(Encapsulation {
+        esp,
+        ah,
+        mode: if args.mode == "transport" {
+            Mode::Transport
+        } else {
+            Mode::Tunnel
+        },
+        nat_t: args.nat_t,
+        wireguard,
+        gre: args.gre,
+        vxlan: args.vxlan,
+        l2tp: args.l2tp,
+        pppoe: args.pppoe,
+        vlan: args.vlan,
+    })
+}
+
+fn describe(args: &OverheadArgs) -> String {
+    let mut parts = Vec::new();
+    if let Some(c) = &args.esp {
+        let auth = args.auth.as_deref().unwrap_or("none");
+        parts.push(format!("ESP {c}/{auth} ({})", args.mode));
+    }
+    if let Some(a) = &args.ah {
+        parts.push(format!("AH {a} ({})", args.mode));
+    }
+    match args.wireguard.as_deref() {
+        Some("unpadded") => parts.push("WireGuard (unpadded)".to_string()),
+        Some(_) => parts.push("WireGuard".to_string()),
+        None => {}
+    }
+    for (on, name) in [
+        (args.nat_t, "NAT-T"),
+        (args.gre, "GRE"),
+        (args.vxlan, "VXLAN"),
+        (args.l2tp, "L2TP"),
+        (args.pppoe, "PPPoE"),
+        (args.vlan, "802.1Q"),
+    ] {
+        if on {
+            parts.push(name.to_string());
+        }
+    }
+    if parts.is_empty() {
+        "none".to_string()
+    } else {
+        parts.join(" + ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::Command;
+
+    fn plan(args: &str) -> Result<OverheadPlan> {
+        let argv = format!("linerate overhead {args}");
+        let Command::Overhead(a) = crate::plans::parse(&argv)? else {
+            unreachable!()
+        };
+        a.plan()
+    }
+
+    #[test]
+    fn an_overhead_plan_holds_every_value_checked() {
+        let p =
+            plan("--frame-size 64,1518 --esp aes --auth sha1 --nat-t --fps 1000 --json").unwrap();
+        assert_eq!(
+            p.sizes.iter().map(|f| f.frame()).collect::<Vec<_>>(),
+            [64, 1518]
+        );
+        assert_eq!(p.encapsulation.esp, Some((Cipher::AesCbc, Auth::Sha1)));
+        assert!(p.encapsulation.nat_t);
+        assert_eq!(p.fps, 1000.0);
+        assert!(p.json);
+        assert_eq!(p.description, "ESP aes/sha1 (tunnel) + NAT-T");
+        let p = plan("--l3-length 40 --vxlan").unwrap();
+        assert_eq!(p.sizes[0].frame(), 64);
+        assert!(p.encapsulation.vxlan);
+        for (args, says) in [
+            ("--frame-size 64 --esp rot13", "--esp"),
+            ("--frame-size 64 --esp aes", "--auth"),
+            ("--frame-size 64 --ah none", "--ah"),
+            ("--frame-size 64 --nat-t", "--nat-t"),
+            ("--frame-size 64 --wireguard sideways", "--wireguard"),
+            ("--frame-size 64 --fps 0", "--fps"),
+            ("--frame-size 20", "20"),
+        ] {
+            let e = plan(args).unwrap_err();
+            assert_eq!(e.kind(), linerate_session::Kind::BadInput, "{args}: {e:?}");
+            assert!(
+                linerate_session::exit::one_line(&e).contains(says),
+                "{args}: {e}"
+            );
+        }
+    }
+}
