@@ -19,8 +19,9 @@
 //! 2. **A hint from the overload.** An overloaded device forwards about as
 //!    much as it can, so after the first trial fails the second runs at the
 //!    rate the device really forwarded in it (received frames over the
-//!    duration), kept between `min_fps` and `0.999 × max_fps`. The hint is
-//!    used once only.
+//!    duration and any pauses of the generator, the time the device saw
+//!    the frames over), kept between `min_fps` and `0.999 × max_fps`. The
+//!    hint is used once only.
 //! 3. **Stepping down while nothing passed.** After each further failure
 //!    with no passing rate yet, the next rate is `hi × (1 − w)`, where the
 //!    step `w` starts at `2 × resolution` and doubles on every such step
@@ -311,7 +312,7 @@ pub fn find_throughput<R: TrialRunner>(
                 if trials.len() == 1 {
                     // Rates are finite here; `min`/`max` also turn a NaN hint
                     // into 0.999 * h.
-                    let hint = trials[0].rx_fps().min(0.999 * h).max(min_fps);
+                    let hint = trials[0].rx_fps_with_pauses().min(0.999 * h).max(min_fps);
                     (hint, Step::Hint)
                 } else {
                     let c = (h * (1.0 - step_down)).max(min_fps);
