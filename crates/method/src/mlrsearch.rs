@@ -74,7 +74,8 @@
 //!   and decided classes are the same.
 //! - The first trial runs at Max Load. After a high-loss trial at the
 //!   provisional upper bound, the next load is what the device forwarded
-//!   there (in whole frames, divided by 1 − the goal loss ratio): the
+//!   there (frames received over the duration and the generator's pauses,
+//!   in whole frames, divided by 1 − the goal loss ratio): the
 //!   *forwarding-rate hint*, taken whenever it lies more than a width
 //!   inside the bracket. Without a lower bound the load then steps down,
 //!   without an upper bound up, by the width doubled on each step
@@ -674,13 +675,16 @@ fn expand(t: &mut Target) -> f64 {
     (t.width * 2f64.powi(t.expansions - 1)).min(0.5)
 }
 
-/// The most a device forwarded in the high-loss trials among `trials`
-/// (frames/s; 0 without any).
+/// The most a device forwarded in the trials among `trials` that lost more
+/// than the loss ratio (frames/s over the duration and the generator's
+/// pauses, the time the device saw the frames over; 0 without any). A
+/// trial high-loss only for its pauses forwarded what it was offered and
+/// says nothing of the device's limit.
 fn forwarded(c: &Criteria, trials: &[&TrialResult]) -> f64 {
     trials
         .iter()
         .filter(|r| r.loss_ratio > c.loss_ratio)
-        .map(|r| r.rx_fps())
+        .map(|r| r.rx_fps_with_pauses())
         .fold(0.0, f64::max)
 }
 
