@@ -379,7 +379,7 @@ fn a_low_loss_trial_that_paused_does_not_make_a_lower_bound_and_marks_the_goal()
         for (gi, g) in r.goals.iter().enumerate() {
             let (lo, hi) = bounds(&r, gi);
             assert!(
-                lo <= 95_000.0 && lo >= 95_000.0 * 0.99,
+                (95_000.0 * 0.99..=95_000.0).contains(&lo),
                 "{}: {lo}",
                 g.goal.name
             );
