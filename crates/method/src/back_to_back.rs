@@ -34,7 +34,12 @@
 //! 99 % of it, or frames missing) is not a valid back-to-back burst: when
 //! the longest passing burst was sent so, or the shortest failing one
 //! lacked frames the tester did not send, the repetition is marked
-//! `tester_limited`.
+//! `tester_limited`. Pauses of the generator count as slowness: held up by
+//! the machine, it pauses rather than catch up (`generator_paused_ns`), and
+//! the device drains its buffer during a pause, so a burst whose rate
+//! over the sending time and the pauses is below 99 % of the burst rate was
+//! not back to back either. A failing burst with pauses is still the
+//! device's failure (it lost frames though it had time to drain).
 
 use crate::spec::{burst, mix_info, run_reported, Step};
 use crate::TrialRunner;
@@ -96,9 +101,12 @@ impl BackToBackConfig {
     }
 }
 
-/// True when the burst was sent in full at (nearly) the burst rate.
+/// True when the burst was sent in full at (nearly) the burst rate, the
+/// generator's pauses counted: its offered rate spread over the pauses too
+/// is at least [`MIN_OFFERED_SHARE`] of the burst rate.
 pub fn sent_back_to_back(t: &TrialResult) -> bool {
-    !t.tester_limited() && t.offered_fps >= MIN_OFFERED_SHARE * t.intended_fps
+    let seen_fps = t.offered_fps / (1.0 + t.paused_share());
+    !t.tester_limited() && seen_fps >= MIN_OFFERED_SHARE * t.intended_fps
 }
 
 fn passed(t: &TrialResult) -> bool {
@@ -399,6 +407,48 @@ mod tests {
         let mut dut = buffered_dut().with_tester_ceiling(900_000.0);
         let r = longest_burst(&mut dut, &frame(), &cfg(1), None, "", &mut |_| {}).unwrap();
         assert!(r.tester_limited);
+    }
+
+    #[test]
+    fn a_passing_burst_the_generator_paused_in_is_marked() {
+        // Every burst paused 5 %: the device drained its buffer meanwhile
+        // and passed longer bursts than it holds.
+        let mut dut = buffered_dut().with_pauses_above(0.0, 0.05);
+        let r = longest_burst(&mut dut, &frame(), &cfg(1), None, "", &mut |_| {}).unwrap();
+        assert!(
+            r.longest_burst_frames > 25_000,
+            "{}",
+            r.longest_burst_frames
+        );
+        assert!(r.tester_limited);
+        // Pauses within 1 % of the burst: still back to back.
+        let mut dut = buffered_dut().with_pauses_above(0.0, 0.005);
+        let r = longest_burst(&mut dut, &frame(), &cfg(1), None, "", &mut |_| {}).unwrap();
+        assert!(!r.tester_limited);
+    }
+
+    #[test]
+    fn a_failing_burst_with_pauses_is_the_device_s() {
+        struct PausingFailures(SimulatedDut);
+        impl TrialRunner for PausingFailures {
+            type Error = std::convert::Infallible;
+            fn run(
+                &mut self,
+                spec: &linerate_results::TrialSpec,
+            ) -> Result<TrialResult, Self::Error> {
+                let mut t = self.0.run(spec)?;
+                if t.lost_frames > 0 {
+                    t.generator_paused_ns = Some((t.duration_s * 0.10 * 1e9) as u64);
+                }
+                Ok(t)
+            }
+        }
+        let mut runner = PausingFailures(buffered_dut());
+        let r = longest_burst(&mut runner, &frame(), &cfg(1), None, "", &mut |_| {}).unwrap();
+        let b = r.longest_burst_frames;
+        assert!(b <= 25_000 && b as f64 >= 25_000.0 * 0.999, "{b}");
+        assert!(r.trials.iter().any(|t| t.paused_share() > 0.05));
+        assert!(!r.tester_limited);
     }
 
     #[test]

@@ -13,6 +13,14 @@
 //! (the engine's `loss_ratio`), so a trial the tester could not offer in
 //! full (`generator_short`) never looks better than the device is; the
 //! records keep the offered rate beside the intended one.
+//!
+//! A point is also marked `generator_short` when its generator paused more
+//! than [`MAX_PAUSED_SHARE`] of the trial's duration
+//! (`TrialResult::held_rate`): a paused generator sends every frame, but
+//! later, so the device saw the load lowered by the paused share and the
+//! loss is that of a lower load than the point's. The mark says the load
+//! was not tested as asked; the loss stays what it was (a loss at a lower
+//! load than intended is still the device's).
 
 use crate::spec::{constant_rate, run_reported, Step};
 use crate::TrialRunner;
@@ -24,6 +32,10 @@ use std::time::Duration;
 /// RFC 2544 section 26.3: "the maximum granularity of the trials MUST be
 /// 10% of the maximum rate".
 pub const RFC2544_MAX_STEP: f64 = 0.10;
+
+/// A trial whose generator paused more than this share of its duration did
+/// not offer its load: the same 1 % the report allows the offered rate.
+pub const MAX_PAUSED_SHARE: f64 = 0.01;
 
 /// One load to try: its label (the column of the table) and frames/s.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,7 +51,7 @@ pub fn point(label: &str, trial: TrialResult) -> LossPoint {
         intended_fps: trial.intended_fps,
         offered_fps: trial.offered_fps,
         loss_ratio: trial.loss_ratio,
-        generator_short: trial.tester_limited(),
+        generator_short: trial.tester_limited() || !trial.held_rate(MAX_PAUSED_SHARE),
         trial,
     }
 }
@@ -230,6 +242,29 @@ mod tests {
         assert_eq!(points[2].offered_fps, 800_000.0);
         assert_eq!(points[2].intended_fps, 1_000_000.0);
         assert!((points[2].loss_ratio - 0.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_point_whose_generator_paused_more_than_1_percent_is_marked() {
+        // A generator that pauses 5 % of every trial above 700k/s.
+        let mut dut = SimulatedDut::new(2e6).with_pauses_above(700_000.0, 0.05);
+        let loads: Vec<Load> = [500_000.0, 800_000.0]
+            .iter()
+            .map(|&fps| Load {
+                label: format!("{fps}"),
+                fps,
+            })
+            .collect();
+        let points = sweep(&mut dut, &frame(), &loads, D, None, &mut |_| {}).unwrap();
+        assert!(!points[0].generator_short);
+        // No frame lost, all sent: only the pause marks it.
+        assert_eq!(points[1].trial.lost_frames, 0);
+        assert!(!points[1].trial.tester_limited());
+        assert!(points[1].generator_short);
+        // Within 1 %: not marked.
+        let mut t = points[1].trial.clone();
+        t.generator_paused_ns = Some(10_000_000);
+        assert!(!point("x", t).generator_short);
     }
 
     #[test]

@@ -14,6 +14,24 @@
 //! the goal's loss ratio (else low-loss), and **short** when its duration
 //! is below the goal's final trial duration (else full-length).
 //!
+//! A trial whose generator did not hold its rate counts as high-loss too,
+//! whatever it lost: held up by the machine, the generator pauses rather
+//! than catch up in a burst (`TrialResult::generator_paused_ns`), so the
+//! device saw the trial's frames over its duration plus the pauses, at a
+//! rate lower than the load by the paused share. A low-loss trial that
+//! paused more than the goal's width of its duration
+//! (`TrialResult::held_rate`) showed only that the device upholds the
+//! goal at a lower load, so it does not count as low-loss at its own
+//! (conservatively, it counts as high-loss); within the width, the rate
+//! the device saw differs from the load by less than the precision the
+//! goal asks for. The tolerance is the goal's width at every level of the
+//! controller (not an intermediate target's wider one), so a trial's
+//! verdict for a goal never changes. A goal whose relevant upper bound is
+//! one only because of such trials (counted by their loss alone it would
+//! not be) is marked `tester_limited`: the device may uphold the goal
+//! above it. A trial that lost more than the goal allows is high-loss
+//! anyway, paused or not: pauses never make a failure the tester's.
+//!
 //! **Load classification** ([`classify`], RFC 9971's Appendix A, "Load
 //! Classification Code"): all trials at one intended load make it a
 //! *lower bound* (the goal is certain to be upheld there whatever further
@@ -56,7 +74,8 @@
 //!   and decided classes are the same.
 //! - The first trial runs at Max Load. After a high-loss trial at the
 //!   provisional upper bound, the next load is what the device forwarded
-//!   there (in whole frames, divided by 1 − the goal loss ratio): the
+//!   there (frames received over the duration and the generator's pauses,
+//!   in whole frames, divided by 1 − the goal loss ratio): the
 //!   *forwarding-rate hint*, taken whenever it lies more than a width
 //!   inside the bracket. Without a lower bound the load then steps down,
 //!   without an upper bound up, by the width doubled on each step
@@ -166,6 +185,7 @@ impl SearchGoal {
             exceed_ratio: self.exceed_ratio,
             final_trial_duration_s: self.final_trial_duration.as_secs_f64(),
             duration_sum_s: self.duration_sum.as_secs_f64(),
+            rate_tolerance: self.width,
         }
     }
 
@@ -206,6 +226,19 @@ pub struct Criteria {
     pub exceed_ratio: f64,
     pub final_trial_duration_s: f64,
     pub duration_sum_s: f64,
+    /// Share of a trial's duration its generator may pause and the trial
+    /// still count as low-loss (`TrialResult::held_rate`): the goal's
+    /// width. `f64::INFINITY` classifies by loss alone.
+    pub rate_tolerance: f64,
+}
+
+impl Criteria {
+    /// True when `t` counts as high-loss: it lost more than the loss ratio,
+    /// or its generator did not hold the rate (the module documentation
+    /// says why).
+    pub fn high_loss(&self, t: &TrialResult) -> bool {
+        t.loss_ratio > self.loss_ratio || !t.held_rate(self.rate_tolerance)
+    }
 }
 
 /// The class of a load for a goal, from the trials run at it.
@@ -231,7 +264,7 @@ impl Sums {
         for t in trials {
             // The trial effective duration is the trial duration asked for.
             let d = t.duration_s;
-            let high = t.loss_ratio > c.loss_ratio;
+            let high = c.high_loss(t);
             let full = d >= c.final_trial_duration_s - EPS;
             match (full, high) {
                 (true, false) => s.full_low += d,
@@ -271,7 +304,9 @@ pub fn classify<'a>(c: &Criteria, trials: impl IntoIterator<Item = &'a TrialResu
 /// Appendix B of RFC 9971: `load × (1 − q)`, where q is the loss ratio of
 /// the full-length trials at the (1 − exceed ratio) quantile of their
 /// trial-seconds, counting seconds still missing to the duration sum as
-/// total loss. None when no full-length trial ran at the load.
+/// total loss. None when no full-length trial ran at the load. Trials
+/// whose generator did not hold the rate count as high-loss here too:
+/// they come after every trial that did, whatever their loss.
 pub fn conditional_throughput<'a>(
     c: &Criteria,
     load_fps: f64,
@@ -284,7 +319,11 @@ pub fn conditional_throughput<'a>(
     if full.is_empty() {
         return None;
     }
-    full.sort_by(|a, b| a.loss_ratio.total_cmp(&b.loss_ratio));
+    // By loss; trials that did not hold their rate count as high-loss, so
+    // they come after every trial that did.
+    full.sort_by(|a, b| {
+        (c.high_loss(a).cmp(&c.high_loss(b))).then(a.loss_ratio.total_cmp(&b.loss_ratio))
+    });
     let full_sum: f64 = full.iter().map(|t| t.duration_s).sum();
     let mut remaining = full_sum.max(c.duration_sum_s) * (1.0 - c.exceed_ratio);
     let mut quantile_loss: Option<f64> = None;
@@ -565,7 +604,7 @@ pub fn search_after<R: TrialRunner>(
             &why,
             &mut trials,
             // "Passed" for the display: low-loss for every goal.
-            |t| goals.iter().all(|g| t.loss_ratio <= g.loss_ratio),
+            |t| goals.iter().all(|g| !g.criteria().high_loss(t)),
             progress,
         )?;
         loads.add(load, trials.len() - 1);
@@ -636,13 +675,16 @@ fn expand(t: &mut Target) -> f64 {
     (t.width * 2f64.powi(t.expansions - 1)).min(0.5)
 }
 
-/// The most a device forwarded in the high-loss trials among `trials`
-/// (frames/s; 0 without any).
+/// The most a device forwarded in the trials among `trials` that lost more
+/// than the loss ratio (frames/s over the duration and the generator's
+/// pauses, the time the device saw the frames over; 0 without any). A
+/// trial high-loss only for its pauses forwarded what it was offered and
+/// says nothing of the device's limit.
 fn forwarded(c: &Criteria, trials: &[&TrialResult]) -> f64 {
     trials
         .iter()
         .filter(|r| r.loss_ratio > c.loss_ratio)
-        .map(|r| r.rx_fps())
+        .map(|r| r.rx_fps_with_pauses())
         .fold(0.0, f64::max)
 }
 
@@ -703,9 +745,7 @@ fn choose(
     // unlucky trial would otherwise send it far off.
     let mixed = |load: f64| {
         let at = loads.trials_at(load, trials);
-        undecided(load)
-            && at.iter().any(|r| r.loss_ratio > c.loss_ratio)
-            && at.iter().any(|r| r.loss_ratio <= c.loss_ratio)
+        undecided(load) && at.iter().any(|r| c.high_loss(r)) && at.iter().any(|r| !c.high_loss(r))
     };
     if let Some(end) = [lower, upper].into_iter().flatten().find(|&x| mixed(x)) {
         return Some((end, Choice::Confirm));
@@ -785,11 +825,17 @@ fn goal_result(
     let conditional = lower.and_then(|l| conditional_throughput(&c, l, loads.trials_at(l, trials)));
     let regular =
         matches!((lower, upper), (Some(l), Some(u)) if relative_width(l, u) <= g.width + EPS);
+    // The tester's, not the device's: an upper bound where the tester
+    // lost frames itself, or one that is an upper bound only because
+    // trials there did not hold their rate.
+    let by_loss_alone = Criteria {
+        rate_tolerance: f64::INFINITY,
+        ..c
+    };
     let tester_limited = upper.is_some_and(|u| {
-        loads
-            .trials_at(u, trials)
-            .iter()
-            .any(|t| t.tester_limited())
+        let at_u = loads.trials_at(u, trials);
+        at_u.iter().any(|t| t.tester_limited())
+            || classify(&by_loss_alone, at_u.iter().copied()) != LoadClass::UpperBound
     });
     GoalResultRecord {
         goal: g.record(),

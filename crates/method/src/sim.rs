@@ -28,7 +28,13 @@ use std::convert::Infallible;
 ///   `probability`, decided by a seeded generator from the trial's number
 ///   (deterministic: the same DUT answers the same sequence of trials
 ///   alike). Below its capacity such a device loses now and then a few
-///   frames, above it heavily: the noisy device that exceed ratios are for.
+///   frames, above it heavily: the noisy device that exceed ratios are for;
+/// - with `pauses` (`above`, `share`), a trial asked for more than `above`
+///   frames/s has a generator that pauses `share` of the duration, as a
+///   tester held up by its machine does: every frame is still sent, but
+///   over `d × (1 + share)`, so the device forwards up to
+///   `floor(capacity × d × (1 + share))` frames; the offered rate does not
+///   count the pause (as the engine's does not).
 ///
 /// A policer at `r` frames/s is `SimulatedDut::new(r)`: it forwards what
 /// it is offered up to `r` and exactly `r` under any overload.
@@ -49,6 +55,9 @@ pub struct SimulatedDut {
     pub loss_above: Option<(f64, u64)>,
     /// Rare random losses: (probability per trial, frames lost, seed).
     pub rare_loss: Option<RareLoss>,
+    /// Above this intended rate (frames/s), the generator pauses this
+    /// share of the trial's duration.
+    pub pauses: Option<(f64, f64)>,
 }
 
 /// A trial loses `frames` frames with `probability` (seeded, per trial).
@@ -88,6 +97,7 @@ impl SimulatedDut {
             buffer_frames: 0,
             loss_above: None,
             rare_loss: None,
+            pauses: None,
         }
     }
 
@@ -127,6 +137,13 @@ impl SimulatedDut {
         self
     }
 
+    /// Trials asked for more than `above_fps` pause `share` of their
+    /// duration (then every trial records its pauses, 0 or 1).
+    pub fn with_pauses_above(mut self, above_fps: f64, share: f64) -> Self {
+        self.pauses = Some((above_fps, share));
+        self
+    }
+
     /// Frames the device forwards in a trial of `duration_s` at most.
     pub fn capacity_frames(&self, duration_s: f64) -> u64 {
         (self.capacity_fps * duration_s).floor() as u64
@@ -141,7 +158,12 @@ impl SimulatedDut {
             Some(ceiling) => intended.min((ceiling * d).floor() as u64),
             None => intended,
         };
-        let capacity = self.capacity_frames(d) + self.buffer_frames;
+        // The pause, seconds; the device sees the frames over `d + paused`.
+        let paused = match self.pauses {
+            Some((above, share)) if spec.intended_fps > above => d * share,
+            _ => 0.0,
+        };
+        let capacity = self.capacity_frames(d + paused) + self.buffer_frames;
         let forwarded = if tx > capacity {
             (capacity as f64 * self.overload_forwarding).floor() as u64
         } else {
@@ -192,8 +214,8 @@ impl SimulatedDut {
             }),
             generator_short: tx < intended,
             generator_max_stall_ns: None,
-            generator_paused_ns: None,
-            generator_pauses: None,
+            generator_paused_ns: self.pauses.map(|_| (paused * 1e9).round() as u64),
+            generator_pauses: self.pauses.map(|_| u64::from(paused > 0.0)),
             dut_cpu: None,
             engine: "simulated".to_string(),
             receiver: String::new(),

@@ -7,7 +7,8 @@
 //! Each step is one constant-rate trial of `trial_duration`. A trial
 //! *passes* when its loss ratio (frames never received over frames the
 //! schedule called for, so frames the tester failed to send count as lost)
-//! is at most `allowed_loss_ratio`. The search keeps a bracket: `lo`, the
+//! is at most `allowed_loss_ratio` and the generator held the rate (see
+//! "When the tester is the limit"). The search keeps a bracket: `lo`, the
 //! highest rate that passed, and `hi`, the lowest rate that failed. The
 //! throughput is `lo`, the rate of a trial that really passed (listed in
 //! the result's trials); it is 0 when no trial passed.
@@ -18,8 +19,9 @@
 //! 2. **A hint from the overload.** An overloaded device forwards about as
 //!    much as it can, so after the first trial fails the second runs at the
 //!    rate the device really forwarded in it (received frames over the
-//!    duration), kept between `min_fps` and `0.999 × max_fps`. The hint is
-//!    used once only.
+//!    duration and any pauses of the generator, the time the device saw
+//!    the frames over), kept between `min_fps` and `0.999 × max_fps`. The
+//!    hint is used once only.
 //! 3. **Stepping down while nothing passed.** After each further failure
 //!    with no passing rate yet, the next rate is `hi × (1 − w)`, where the
 //!    step `w` starts at `2 × resolution` and doubles on every such step
@@ -62,6 +64,22 @@
 //! marked `tester_limited`: the device may forward more than reported.
 //! A failure at a rate the tester did send in full is the device's and
 //! never marks the result.
+//!
+//! A generator held up by the machine pauses rather than catch up in a
+//! burst (`TrialResult::generator_paused_ns`): it still sends every frame,
+//! but over the duration plus the pauses, so the device saw a rate lower
+//! than the trial's by the paused share. A trial therefore *passes* only
+//! when its loss is within `allowed_loss_ratio` **and** its pauses add up
+//! to at most `resolution` of its duration (`TrialResult::held_rate`):
+//! within that, the rate the device saw differs from the trial's by less
+//! than the precision asked for. A trial that lost no more than allowed
+//! but paused longer showed only that the device forwards a lower rate;
+//! the search counts it as failed and as the tester's failure, so when it
+//! ends up as `hi` the result is marked `tester_limited` as above. A trial
+//! that lost too much failed whatever it paused (the device lost frames
+//! at an even lower rate than intended): pauses never mark a failure.
+//! The progress display's verdict (`Progress::TrialDone::passed`) is the
+//! one the search used.
 
 use crate::TrialRunner;
 use linerate_results::{MixInfo, ThroughputResult, TrialResult, TrialSpec};
@@ -264,7 +282,7 @@ pub fn find_throughput<R: TrialRunner>(
             duration: cfg.trial_duration,
         };
         let result = runner.run(&spec)?;
-        let passed = result.passed(cfg.allowed_loss_ratio);
+        let passed = result.passed(cfg.allowed_loss_ratio) && result.held_rate(resolution);
         progress(Progress::TrialDone {
             frame,
             trial_no,
@@ -294,7 +312,7 @@ pub fn find_throughput<R: TrialRunner>(
                 if trials.len() == 1 {
                     // Rates are finite here; `min`/`max` also turn a NaN hint
                     // into 0.999 * h.
-                    let hint = trials[0].rx_fps().min(0.999 * h).max(min_fps);
+                    let hint = trials[0].rx_fps_with_pauses().min(0.999 * h).max(min_fps);
                     (hint, Step::Hint)
                 } else {
                     let c = (h * (1.0 - step_down)).max(min_fps);
@@ -321,7 +339,12 @@ pub fn find_throughput<R: TrialRunner>(
     }
 
     let throughput_fps = lo.unwrap_or(0.0);
-    let tester_limited = hi.is_some_and(|(_, i)| trials[i].tester_limited());
+    // The lowest failing rate was the tester's failure: it lost frames
+    // itself, or it passed on loss but did not hold its rate.
+    let tester_limited = hi.is_some_and(|(_, i)| {
+        let t = &trials[i];
+        t.tester_limited() || (t.passed(cfg.allowed_loss_ratio) && !t.held_rate(resolution))
+    });
     let mbps = |fps: f64, layer: Layer| match &cfg.mix {
         Some(mix) => mix.mbps(fps, layer),
         None => frame.mbps(fps, layer),

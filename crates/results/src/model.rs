@@ -457,8 +457,41 @@ impl TrialResult {
     }
 
     /// True when the trial's loss is within `allowed_loss_ratio`.
+    ///
+    /// Loss alone: a search also asks [`TrialResult::held_rate`] before it
+    /// counts a pass as the device's.
     pub fn passed(&self, allowed_loss_ratio: f64) -> bool {
         self.loss_ratio <= allowed_loss_ratio
+    }
+
+    /// How long the generator paused, as a share of the trial's duration
+    /// (`generator_paused_ns / duration`); 0 when no pause was recorded or
+    /// the duration is 0.
+    ///
+    /// A paused generator sends every frame, only later: the device saw
+    /// the trial's frames over `duration + paused`, so the rate it really
+    /// had to forward was the intended one divided by `1 + paused_share`.
+    /// `offered_fps` does not show this: it counts the sending time
+    /// without the pauses.
+    pub fn paused_share(&self) -> f64 {
+        match self.generator_paused_ns {
+            Some(ns) if self.duration_s > 0.0 => ns as f64 / 1e9 / self.duration_s,
+            _ => 0.0,
+        }
+    }
+
+    /// True when the generator held the trial's rate: it paused at most
+    /// `tolerance` of the duration ([`TrialResult::paused_share`]).
+    ///
+    /// A trial that passed without holding its rate showed only that the
+    /// device forwards a lower rate than the one asked for, so a search
+    /// does not count it as a pass at its rate (with `tolerance` its
+    /// resolution, a pause changes the rate the device saw by less than the
+    /// precision asked for). A trial that failed did so at an even lower
+    /// rate than intended, which is still the device's failure: this test
+    /// is for passes only.
+    pub fn held_rate(&self, tolerance: f64) -> bool {
+        self.paused_share() <= tolerance
     }
 
     /// The test frames' layout (IP version and VLAN tag).
@@ -476,6 +509,14 @@ impl TrialResult {
         } else {
             0.0
         }
+    }
+
+    /// Received test frames per second over the time the device saw them:
+    /// the sending duration and the generator's pauses (L2 frames/s). What
+    /// the device really forwarded; [`TrialResult::rx_fps`] when the
+    /// generator did not pause.
+    pub fn rx_fps_with_pauses(&self) -> f64 {
+        self.rx_fps() / (1.0 + self.paused_share())
     }
 }
 
@@ -645,6 +686,32 @@ mod loss_where_tests {
         // Counters that saw more than was lost leave a negative rest, still adding up.
         let over = LossWhere::from_terms(5, 0, 0, 0, Some(7), Some(0));
         assert_eq!(over.rest, -2);
+    }
+
+    #[test]
+    fn a_pause_is_a_share_of_the_duration_and_a_rate_is_held_within_a_tolerance() {
+        let mut t: super::TrialResult =
+            serde_json::from_str(r#"{"frame_size":64,"l3_length":46,"duration_s":2.0,"intended_fps":0.0,"offered_fps":0.0,"intended_frames":0,"tx_frames":0,"rx_frames":0,"lost_frames":0,"loss_ratio":0.0,"reordered":0,"duplicated":0,"latency_ns":null,"generator_short":false,"engine":"x"}"#)
+                .unwrap();
+        // No pause recorded (older records, simulated trials): held.
+        assert_eq!(t.paused_share(), 0.0);
+        assert!(t.held_rate(0.0));
+        // 100 ms of a 2-s trial: 5 %.
+        t.generator_paused_ns = Some(100_000_000);
+        assert!((t.paused_share() - 0.05).abs() < 1e-12);
+        assert!(!t.held_rate(0.01));
+        assert!(t.held_rate(0.05));
+        // Within the tolerance: held.
+        t.generator_paused_ns = Some(12_000_000);
+        assert!(t.held_rate(0.01));
+        // The device saw the frames over the duration and the pauses.
+        t.rx_frames = 2_000_000;
+        t.generator_paused_ns = Some(500_000_000);
+        assert_eq!(t.rx_fps(), 1_000_000.0);
+        assert_eq!(t.rx_fps_with_pauses(), 800_000.0);
+        // A trial of no duration has no share.
+        t.duration_s = 0.0;
+        assert_eq!(t.paused_share(), 0.0);
     }
 
     #[test]

@@ -518,6 +518,17 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
                 paused as f64 / 1e6,
                 t.generator_max_stall_ns.unwrap_or(0) as f64 / 1e6
             );
+            // Every frame still went out, but over the duration and the
+            // pauses: the device saw a lower rate than intended.
+            let share = t.paused_share();
+            if share > 0.0 {
+                let _ = writeln!(
+                    out,
+                    "              {:.2} % of the duration: the device saw about {} frames/s; a search counts a pass at this rate only when the pauses are within its resolution (1 % by default), and a failure stays a failure",
+                    share * 100.0,
+                    thousands_f64(t.offered_fps / (1.0 + share))
+                );
+            }
         }
     }
     // A stall worth a burst of more than 64 frames is worth a note (when

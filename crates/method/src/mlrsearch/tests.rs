@@ -43,6 +43,7 @@ fn criteria(loss: f64, exceed: f64, final_s: f64, sum_s: f64) -> Criteria {
         exceed_ratio: exceed,
         final_trial_duration_s: final_s,
         duration_sum_s: sum_s,
+        rate_tolerance: 0.01,
     }
 }
 
@@ -307,6 +308,155 @@ fn an_upper_bound_the_tester_could_not_offer_is_marked() {
     let mut dut = SimulatedDut::new(1e6).with_tester_ceiling(5e6);
     let r = run(&mut dut, &cfg);
     assert!(!r.goals[0].tester_limited, "{:?}", r.goals[0]);
+}
+
+/// `trial(d, loss)` whose generator paused `share` of its duration.
+fn paused(duration_s: f64, loss_ratio: f64, share: f64) -> TrialResult {
+    let mut t = trial(duration_s, loss_ratio);
+    t.generator_paused_ns = Some((duration_s * share * 1e9) as u64);
+    t.generator_pauses = Some(1);
+    t
+}
+
+#[test]
+fn a_low_loss_trial_whose_generator_did_not_hold_the_rate_counts_as_high_loss() {
+    // Compliant goal, tolerance 1 %: a 5 % pause makes an upper bound, a
+    // 0.5 % one changes nothing, and by loss alone the pause is ignored.
+    let c = criteria(0.0, 0.0, 1.0, 1.0);
+    assert_eq!(classify(&c, &[paused(1.0, 0.0, 0.05)]), UpperBound);
+    assert_eq!(classify(&c, &[paused(1.0, 0.0, 0.005)]), LowerBound);
+    let by_loss = Criteria {
+        rate_tolerance: f64::INFINITY,
+        ..c
+    };
+    assert_eq!(classify(&by_loss, &[paused(1.0, 0.0, 0.05)]), LowerBound);
+    // Exceed ratio 50 % over two trials: a held trial balances a paused one.
+    let c = criteria(0.005, 0.5, 1.0, 2.0);
+    let both = [paused(1.0, 0.0, 0.05), trial(1.0, 0.003)];
+    assert_eq!(classify(&c, &both), LowerBound);
+    // The conditional throughput is the held trial's, not the paused one's.
+    let ct = conditional_throughput(&c, 1e6, &both).unwrap();
+    assert!((ct - 1e6 * (1.0 - 0.003)).abs() < 1e-6, "{ct}");
+}
+
+/// A runner that reports pauses of `share` of the duration on the trials
+/// `on` picks, without changing what the device did.
+struct Pausing {
+    dut: SimulatedDut,
+    share: f64,
+    on: fn(&TrialResult) -> bool,
+}
+
+impl TrialRunner for Pausing {
+    type Error = std::convert::Infallible;
+    fn run(&mut self, spec: &linerate_results::TrialSpec) -> Result<TrialResult, Self::Error> {
+        let mut t = self.dut.run(spec)?;
+        if (self.on)(&t) {
+            t.generator_paused_ns = Some((t.duration_s * self.share * 1e9) as u64);
+            t.generator_pauses = Some(1);
+        }
+        Ok(t)
+    }
+}
+
+#[test]
+fn a_low_loss_trial_that_paused_does_not_make_a_lower_bound_and_marks_the_goal() {
+    // A 100,000 fps policer behind a generator that pauses 5 % of every
+    // trial above 95,000 fps: the device sees 5 % less and passes up to
+    // 105,000 fps on loss alone; only 95,000 fps were really shown.
+    for cfg in [
+        MlrConfig::ndr_pdr(LINE_64, Duration::from_secs(1), 0.01, 0.005),
+        rfc2544_mlrsearch_goals(),
+    ] {
+        let mut dut = SimulatedDut::new(100_000.0).with_pauses_above(95_000.0, 0.05);
+        let mut verdicts = Vec::new();
+        let r = search(&mut dut, &frame(), &cfg, LINE_64, &mut |s| {
+            if let Step::Done { result, passed, .. } = s {
+                verdicts.push((result.intended_fps, passed));
+            }
+        })
+        .unwrap();
+        for (gi, g) in r.goals.iter().enumerate() {
+            let (lo, hi) = bounds(&r, gi);
+            assert!(
+                (95_000.0 * 0.99..=95_000.0).contains(&lo),
+                "{}: {lo}",
+                g.goal.name
+            );
+            assert!(hi > 95_000.0 && hi <= 100_000.0, "{}: {hi}", g.goal.name);
+            assert!(g.tester_limited, "{:?}", g);
+            let ct = g.conditional_throughput_fps.unwrap();
+            assert!(ct <= 95_000.0, "{}: {ct}", g.goal.name);
+        }
+        // Trials above 95,000 fps lost nothing, yet the display did not
+        // call them passed.
+        assert!(r
+            .trials
+            .iter()
+            .any(|t| t.lost_frames == 0 && t.intended_fps > 95_000.0));
+        for (t, (fps, passed)) in r.trials.iter().zip(&verdicts) {
+            assert_eq!(t.intended_fps, *fps);
+            assert_eq!(*passed, t.lost_frames == 0 && t.intended_fps <= 95_000.0);
+        }
+    }
+}
+
+#[test]
+fn a_pause_within_the_width_changes_nothing() {
+    let cfg = MlrConfig::ndr_pdr(LINE_64, Duration::from_secs(1), 0.01, 0.005);
+    for capacity in [100_000.0, 1_000_000.0] {
+        let plain = run(&mut SimulatedDut::new(capacity), &cfg);
+        // Low-loss trials paused within the width (1 %).
+        let mut runner = Pausing {
+            dut: SimulatedDut::new(capacity),
+            share: 0.009,
+            on: |t| t.loss_ratio <= 0.005,
+        };
+        let r = search(&mut runner, &frame(), &cfg, LINE_64, &mut |_| {}).unwrap();
+        assert!(r.trials.iter().any(|t| t.paused_share() > 0.0));
+        for (g, p) in r.goals.iter().zip(&plain.goals) {
+            assert_eq!(g.relevant_lower_bound_fps, p.relevant_lower_bound_fps);
+            assert_eq!(g.relevant_upper_bound_fps, p.relevant_upper_bound_fps);
+            assert!(!g.tester_limited, "{capacity}: {g:?}");
+        }
+        assert_eq!(r.trials.len(), plain.trials.len());
+    }
+}
+
+#[test]
+fn failures_with_pauses_stay_the_device_s() {
+    // Trials high-loss for every goal paused 10 %: the device lost frames
+    // at an even lower rate than the load, so the bounds stand unmarked.
+    let cfg = MlrConfig::ndr_pdr(LINE_64, Duration::from_secs(1), 0.01, 0.005);
+    for capacity in [100_000.0, 1_000_000.0] {
+        let mut runner = Pausing {
+            dut: SimulatedDut::new(capacity),
+            share: 0.10,
+            on: |t| t.loss_ratio > 0.005,
+        };
+        let r = search(&mut runner, &frame(), &cfg, LINE_64, &mut |_| {}).unwrap();
+        assert!(r.trials.iter().any(|t| t.paused_share() > 0.05));
+        assert_finds(&r, 0, capacity);
+        assert_finds(&r, 1, capacity / 0.995);
+        assert!(r.goals.iter().all(|g| !g.tester_limited), "{r:?}");
+    }
+}
+
+#[test]
+fn the_forwarding_rate_hint_counts_the_pauses() {
+    // A 100,000 fps policer; trials above it pause 10 %, so the device
+    // forwards 110,000 frames in a 1-s trial there, over 1.1 s: the hint
+    // is 100,000 fps, not 110,000.
+    let cfg = MlrConfig::ndr_pdr(LINE_64, Duration::from_secs(1), 0.01, 0.005);
+    let mut dut = SimulatedDut::new(100_000.0).with_pauses_above(100_000.0, 0.10);
+    let r = run(&mut dut, &cfg);
+    assert_eq!(r.trials[0].rx_frames, 110_000);
+    assert!(
+        (r.trials[1].intended_fps - 100_000.0).abs() < 1.0,
+        "{}",
+        summary(&r)
+    );
+    assert_finds(&r, 0, 100_000.0);
 }
 
 #[test]

@@ -268,6 +268,114 @@ fn a_tester_that_cannot_even_send_the_lowest_rate_is_reported() {
     assert!(r.tester_limited);
 }
 
+/// A runner that reports pauses of `share` of the duration on the trials
+/// `on` picks, without changing what the device did.
+struct Pausing {
+    dut: SimulatedDut,
+    share: f64,
+    on: fn(&TrialResult) -> bool,
+}
+
+impl TrialRunner for Pausing {
+    type Error = Infallible;
+    fn run(&mut self, spec: &TrialSpec) -> Result<TrialResult, Infallible> {
+        let mut t = self.dut.run(spec)?;
+        if (self.on)(&t) {
+            t.generator_paused_ns = Some((t.duration_s * self.share * 1e9) as u64);
+            t.generator_pauses = Some(1);
+        }
+        Ok(t)
+    }
+}
+
+#[test]
+fn a_pass_the_generator_did_not_hold_does_not_count_and_marks_the_result() {
+    // A 100,000 frames/s policer behind a generator that pauses 5 % of
+    // every trial above 95,000 frames/s: the device sees 5 % less, so it
+    // passes up to 105,000 frames/s on loss alone. Only 95,000 frames/s
+    // were really shown.
+    for resolution in [0.001, 0.01, 0.02] {
+        let cfg = config(resolution);
+        let mut dut = SimulatedDut::new(100_000.0).with_pauses_above(95_000.0, 0.05);
+        let mut verdicts = Vec::new();
+        let r = find_throughput(&mut dut, frame64(), &cfg, LINE_64B_10G, &mut |p| {
+            if let Progress::TrialDone { result, passed, .. } = p {
+                verdicts.push((result.intended_fps, passed));
+            }
+        })
+        .unwrap();
+        assert!(
+            r.throughput_fps <= 95_000.0 && r.throughput_fps >= 95_000.0 * (1.0 - resolution),
+            "resolution {resolution}: {}",
+            r.throughput_fps
+        );
+        assert!(r.tester_limited, "resolution {resolution}");
+        // Paused trials lost nothing, yet none counted as passed, and the
+        // progress display said so.
+        assert!(r
+            .trials
+            .iter()
+            .any(|t| t.lost_frames == 0 && t.intended_fps > 95_000.0));
+        assert_eq!(verdicts.len(), r.trials.len());
+        for (t, (fps, passed)) in r.trials.iter().zip(&verdicts) {
+            assert_eq!(t.intended_fps, *fps);
+            assert_eq!(*passed, t.lost_frames == 0 && t.intended_fps <= 95_000.0);
+        }
+    }
+}
+
+#[test]
+fn the_overload_hint_counts_the_pauses() {
+    // A 100,000 fps policer; the line-rate trial paused 10 %, so the device
+    // forwarded its 110,000 frames over 1.1 s: 100,000 fps, not 110,000.
+    let cfg = config(0.01);
+    let mut dut = SimulatedDut::new(100_000.0).with_pauses_above(100_000.0, 0.10);
+    let r = search(&mut dut, &cfg);
+    assert_eq!(r.trials[0].rx_frames, 110_000);
+    assert!((r.trials[1].intended_fps - 100_000.0).abs() < 1e-6);
+    assert!((r.throughput_fps - 100_000.0).abs() < 1e-6);
+}
+
+#[test]
+fn a_pause_within_the_resolution_changes_nothing() {
+    for resolution in [0.01, 0.02] {
+        let cfg = config(resolution);
+        let plain = search(&mut SimulatedDut::new(1_000_000.0), &cfg);
+        let mut runner = Pausing {
+            dut: SimulatedDut::new(1_000_000.0),
+            share: resolution * 0.9,
+            on: |t| t.lost_frames == 0,
+        };
+        let paused =
+            find_throughput(&mut runner, frame64(), &cfg, LINE_64B_10G, &mut |_| {}).unwrap();
+        assert_eq!(paused.throughput_fps, plain.throughput_fps);
+        assert_eq!(paused.trials.len(), plain.trials.len());
+        assert!(!paused.tester_limited);
+    }
+}
+
+#[test]
+fn a_failure_with_pauses_is_still_the_device_s() {
+    // Every failing trial paused 10 %: the device lost frames at an even
+    // lower rate than intended, so the result stands and is not marked.
+    for capacity in [100_000.0, 1_000_000.0, 7_440_476.0] {
+        let cfg = config(0.01);
+        let mut runner = Pausing {
+            dut: SimulatedDut::new(capacity),
+            share: 0.10,
+            on: |t| t.lost_frames > 0,
+        };
+        let r = find_throughput(&mut runner, frame64(), &cfg, LINE_64B_10G, &mut |_| {}).unwrap();
+        let tp = r.throughput_fps;
+        assert!(
+            tp <= capacity && tp >= capacity * 0.99,
+            "capacity {capacity}: {tp}"
+        );
+        assert!(!r.tester_limited, "capacity {capacity}");
+        assert!(r.trials.iter().any(|t| t.paused_share() > 0.05));
+    }
+}
+
 #[test]
 fn the_result_is_filled_at_every_layer() {
     let frame = FrameSize::from_frame(512).unwrap();

@@ -125,9 +125,12 @@ pub fn frame_loss_table(report: &FrameLossReport) -> String {
 }
 
 /// The trial did not test its load: frames unsent, or sent more than 1 %
-/// slower than intended.
+/// slower than intended, or with pauses of the generator adding up to more
+/// than 1 % of the duration (the device saw the frames over the duration
+/// and the pauses; `offered_fps` leaves the pauses out). Records written
+/// before a point's mark counted pauses are marked here too.
 fn not_offered(p: &crate::methods::LossPoint) -> bool {
-    p.generator_short || p.offered_fps < 0.99 * p.intended_fps
+    p.generator_short || p.offered_fps < 0.99 * p.intended_fps || !p.trial.held_rate(0.01)
 }
 
 /// Load labels in the order first seen.
@@ -265,6 +268,28 @@ mod tests {
         assert_eq!(lines[3], "Danos     |  0.0% | 13.7% |", "{t}");
         assert_eq!(lines[4], "  offered |  0.45 |  0.7! |", "{t}");
         assert_eq!(lines[5], "VYOS      | 21.7% |       |", "{t}");
+        assert!(t.contains("(!) the tester did not offer"), "{t}");
+    }
+
+    #[test]
+    fn a_point_whose_generator_paused_over_1_percent_is_marked() {
+        // A record whose mark did not count pauses: 30 ms of a 1-s trial.
+        let mut paused = point("0.75Mpps", 750_000.0, 750_000.0, 0.0);
+        paused.trial.generator_paused_ns = Some(30_000_000);
+        let mut within = point("0.45Mpps", 450_000.0, 450_000.0, 0.0);
+        within.trial.generator_paused_ns = Some(5_000_000);
+        let rep = FrameLossReport {
+            run: run_info(),
+            mode: "sweep".into(),
+            step: None,
+            trial_duration_s: 1.0,
+            stop_above_loss_ratio: None,
+            series: vec![series("Danos", vec![within, paused])],
+            interrupted: None,
+        };
+        let t = frame_loss_table(&rep);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[4], "  offered | 0.45 | 0.75! |", "{t}");
         assert!(t.contains("(!) the tester did not offer"), "{t}");
     }
 

@@ -307,6 +307,30 @@ fn a_short_generator_is_warned_about() {
 }
 
 #[test]
+fn a_paused_generator_is_noted_with_the_rate_the_device_saw() {
+    let mut t = trial(64, 1_000_000.0, 2_000_000, false);
+    t.generator_paused_ns = Some(100_000_000);
+    t.generator_pauses = Some(3);
+    t.generator_max_stall_ns = Some(40_000_000);
+    let summary = trial_summary(&t, 0);
+    assert!(
+        summary.contains("held up 3 time(s) and paused 100.00 ms in all"),
+        "{summary}"
+    );
+    // 100 ms of 2 s: 5 %, so 1,000,000 frames/s reached the device at
+    // about 952,381.
+    assert!(
+        summary.contains("5.00 % of the duration: the device saw about 952,381 frames/s; a search counts a pass at this rate only when the pauses are within its resolution"),
+        "{summary}"
+    );
+    // No pause (and no stall): no note.
+    t.generator_pauses = Some(0);
+    t.generator_paused_ns = Some(0);
+    t.generator_max_stall_ns = Some(0);
+    assert!(!trial_summary(&t, 0).contains("note"));
+}
+
+#[test]
 fn json_has_the_documented_keys() {
     let json = to_json(&lab_report());
     assert!(json.contains("\n  \"results\": ["), "pretty-printed");
