@@ -61,8 +61,9 @@ pub struct LossPoint {
     pub offered_fps: f64,
     /// Frames lost over frames intended (`trial.loss_ratio`).
     pub loss_ratio: f64,
-    /// The tester could not send the intended rate: part of the loss is
-    /// the tester's.
+    /// The tester did not offer the intended rate: it could not send every
+    /// frame (part of the loss is the tester's), or its generator paused
+    /// more than 1 % of the trial (the device saw a lower rate).
     pub generator_short: bool,
     pub trial: TrialResult,
 }

@@ -383,10 +383,14 @@ fn done_text(result: &TrialResult, passed: Option<bool>) -> String {
         Some(false) => "FAIL",
         None => "done",
     };
+    let paused = result.paused_share();
     let short = if result.generator_short {
-        "  (tester could not offer this rate)"
+        "  (tester could not offer this rate)".to_string()
+    } else if paused > linerate_method::frame_loss::MAX_PAUSED_SHARE {
+        // Why a trial without loss can fail: the device saw a lower rate.
+        format!("  (generator paused {:.1} % of the trial)", 100.0 * paused)
     } else {
-        ""
+        String::new()
     };
     format!(
         "{verdict}: tx {} rx {} loss {:.4} %{short}",
@@ -409,6 +413,21 @@ mod tests {
         assert!(line.starts_with("[IMIX 1] trial  1:"), "{line}");
         let size = frames_tag(FrameSize::from_frame(64).unwrap(), None);
         assert_eq!(size, "   64 B", "sizes stay aligned as before");
+    }
+
+    #[test]
+    fn a_paused_generator_is_named_beside_the_verdict() {
+        let mut t: TrialResult = serde_json::from_str(
+            r#"{"frame_size":64,"l3_length":46,"duration_s":1.0,"intended_fps":0.0,"offered_fps":0.0,"intended_frames":10,"tx_frames":10,"rx_frames":10,"lost_frames":0,"loss_ratio":0.0,"reordered":0,"duplicated":0,"latency_ns":null,"generator_short":false,"engine":"x"}"#,
+        )
+        .unwrap();
+        assert_eq!(done_text(&t, Some(true)), "pass: tx 10 rx 10 loss 0.0000 %");
+        t.generator_paused_ns = Some(50_000_000);
+        let line = done_text(&t, Some(false));
+        assert!(
+            line.ends_with("(generator paused 5.0 % of the trial)"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -354,12 +354,14 @@ fn per_trial_chart(
     })
 }
 
-/// The trial a search's throughput was measured at: the fastest that passed.
-fn throughput_trial(r: &ThroughputResult, allowed_loss: f64) -> Option<&TrialResult> {
+/// The trial a search's throughput was measured at: the last one run at
+/// that rate (the search's verdict, not a second judgement here: a trial
+/// without loss above it may have failed because the generator paused).
+fn throughput_trial(r: &ThroughputResult) -> Option<&TrialResult> {
     r.trials
         .iter()
-        .filter(|t| t.passed(allowed_loss))
-        .max_by(|a, b| a.intended_fps.total_cmp(&b.intended_fps))
+        .rev()
+        .find(|t| r.throughput_fps > 0.0 && t.intended_fps == r.throughput_fps)
 }
 
 fn latency_section(h: &mut String, rep: &Rfc2544Report) {
@@ -367,7 +369,7 @@ fn latency_section(h: &mut String, rep: &Rfc2544Report) {
         .results
         .iter()
         .filter_map(|r| {
-            let t = throughput_trial(r, rep.allowed_loss_ratio)?;
+            let t = throughput_trial(r)?;
             Some((r.frame_size, t.latency_ns?))
         })
         .collect();
@@ -495,6 +497,22 @@ mod tests {
         for fetch in ["src=", "href=", "url(", "@import", "<script"] {
             assert!(!html.contains(fetch), "{fetch} in the report");
         }
+    }
+
+    #[test]
+    fn latency_is_taken_at_the_throughput_not_at_a_paused_pass_above_it() {
+        let mut r = crate::testdata::run(5, "lab router", "6.1").results[0]
+            .1
+            .clone();
+        let at = crate::testdata::trial(64, r.throughput_fps, 0.0);
+        // No loss 5 % above, but the generator paused: the search failed it.
+        let mut above = crate::testdata::trial(64, r.throughput_fps * 1.05, 0.0);
+        above.generator_paused_ns = Some(50_000_000);
+        r.trials = vec![above, at];
+        let t = throughput_trial(&r).expect("the trial at the throughput");
+        assert_eq!(t.intended_fps, r.throughput_fps);
+        r.throughput_fps = 0.0;
+        assert!(throughput_trial(&r).is_none(), "nothing passed");
     }
 
     #[test]

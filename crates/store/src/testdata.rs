@@ -6,7 +6,7 @@ use linerate_results::{LatencySummary, Rfc2544Report, ThroughputResult, TrialRes
 
 const LINE_BPS: u64 = 1_000_000_000;
 
-fn trial(size: u16, fps: f64, loss_ratio: f64) -> TrialResult {
+pub fn trial(size: u16, fps: f64, loss_ratio: f64) -> TrialResult {
     let intended = fps as u64;
     let lost = (intended as f64 * loss_ratio) as u64;
     TrialResult {
