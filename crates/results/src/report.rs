@@ -29,6 +29,9 @@ const GAP: &str = "  ";
 /// Numbers are rounded to 3 significant digits as in the paper (see
 /// [`sig3`]). A column whose search ended against the tester's own limit is
 /// marked `*`, and a legend explains the mark.
+/// The legend of the `*` mark on a tester-limited figure, in every report.
+pub const TESTER_LIMITED_NOTE: &str = "(*) tester-limited: the tester could not offer the next rate up in full (frames not sent, or its generator paused for longer than the resolution), or the result is within 5 % of the tester's calibrated ceiling; the device may forward more.";
+
 pub fn throughput_table(report: &Rfc2544Report) -> String {
     throughput_table_layers(report, false)
 }
@@ -340,10 +343,14 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
     if let Some(source) = &report.dut_cpu_source {
         let _ = writeln!(out, "DUT CPU: {source}.");
     }
-    if results.iter().any(|r| r.tester_limited) {
-        out.push_str(
-            "(*) tester-limited: the tester could not offer more, or the result is within 5 % of the tester's calibrated ceiling; the device may forward more.\n",
-        );
+    let goal_limited = |r: &ThroughputResult| {
+        r.mlrsearch
+            .as_ref()
+            .is_some_and(|m| m.goals.iter().any(|g| g.tester_limited))
+    };
+    if results.iter().any(|r| r.tester_limited || goal_limited(r)) {
+        out.push_str(TESTER_LIMITED_NOTE);
+        out.push('\n');
     }
     let mut engine = format!(
         "Engine {}.   Line speed {}.",

@@ -112,7 +112,8 @@ pub fn comparison_table(runs: &[StoredRun]) -> String {
         .iter()
         .any(|r| r.results.iter().any(|(_, t)| t.tester_limited))
     {
-        out.push_str("(*) tester-limited: the tester could not offer more, or the result is within 5 % of the tester's calibrated ceiling.\n");
+        out.push_str(linerate_results::report::TESTER_LIMITED_NOTE);
+        out.push('\n');
     }
     for run in runs {
         let s = run.settings.as_ref();

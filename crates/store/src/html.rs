@@ -213,7 +213,11 @@ fn throughput_table(h: &mut String, rep: &Rfc2544Report) {
     }
     h.push_str("</table>\n");
     if rep.results.iter().any(|r| r.tester_limited) {
-        h.push_str("<p class=\"note\">(*) tester-limited: the tester could not offer more, or the result is within 5 % of the tester's calibrated ceiling; the device may forward more.</p>\n");
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">{}</p>",
+            linerate_results::report::TESTER_LIMITED_NOTE
+        );
     }
 }
 

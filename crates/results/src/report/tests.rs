@@ -143,7 +143,7 @@ Throughput            307         594       1,140       2,170       6,650*      
 Line rate           7,620       8,650       9,280       9,620       9,810     9,850     9,870   Mbps (L2)
                14,900,000   8,450,000   4,530,000   2,350,000   1,200,000   962,000   813,000   Frames/s
 Share of line       4.0 %       6.9 %      12.3 %      22.6 %      67.8 %    10.0 %   100.0 %
-(*) tester-limited: the tester could not offer more, or the result is within 5 % of the tester's calibrated ceiling; the device may forward more.
+(*) tester-limited: the tester could not offer the next rate up in full (frames not sent, or its generator paused for longer than the resolution), or the result is within 5 % of the tester's calibrated ceiling; the device may forward more.
 DUT forwarding on CPU 1 (threaded NAPI on dut-a, dut-b); tester on CPU 0.   Engine af_packet.   Line speed 10 Gbit/s.
 ";
     let table = throughput_table(&lab_report());
@@ -499,4 +499,36 @@ fn ndr_and_pdr_sit_beneath_the_zero_loss_throughput() {
     assert!(lines[at("PDR (MLRsearch)") + 1].contains("1,570,000~"));
     assert!(lines[at("NDR (MLRsearch)")].contains(" -"));
     assert!(table.contains("exceed ratio 50 % of 2 s in trials of 1 s"));
+    assert!(!table.contains("(*) tester-limited"), "nothing is marked");
+}
+
+#[test]
+fn a_tester_limited_goal_is_marked_and_explained() {
+    let mut r = result(64, 250_000.0, false);
+    let mut pdr = goal("PDR", 0.005, Some(1_570_000.0), true);
+    pdr.tester_limited = true;
+    r.mlrsearch = Some(MlrSearchResult {
+        frame_size: 64,
+        l3_length: 46,
+        mix: None,
+        line_rate_fps: r.line_rate_fps,
+        max_fps: r.line_rate_fps,
+        min_fps: 1_000.0,
+        goals: vec![goal("NDR", 0.0, Some(1_020_000.0), true), pdr],
+        trial_seconds: 20.0,
+        reused_trials: 0,
+        trials: vec![trial(64, 1_020_000.0, 1_020_000, false)],
+    });
+    let table = throughput_table(&report(vec![r], None));
+    let lines: Vec<&str> = table.lines().collect();
+    let at = |label: &str| lines.iter().position(|l| l.starts_with(label)).unwrap();
+    assert!(
+        lines[at("PDR (MLRsearch)") + 1].contains("1,570,000*"),
+        "{table}"
+    );
+    assert!(!lines[at("NDR (MLRsearch)") + 1].contains('*'), "{table}");
+    assert!(
+        table.contains("(*) tester-limited"),
+        "the mark is explained: {table}"
+    );
 }
