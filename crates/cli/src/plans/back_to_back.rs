@@ -3,9 +3,9 @@
 use crate::args::methods::BackToBackArgs;
 use linerate_method::back_to_back::BackToBackConfig;
 use linerate_session::bail;
-use linerate_session::commands::back_to_back::*;
 use linerate_session::commands::session::parse_rate;
 use linerate_session::error::Result;
+use linerate_session::plan::{BackToBackPlan, MaxBurst};
 use linerate_session::ports::{parse_share, parse_trial_duration, Zero};
 
 impl BackToBackArgs {

@@ -3,9 +3,9 @@
 use crate::args::CalibrateArgs;
 use linerate_results::calibration::{self, Calibration};
 use linerate_session::bail;
-use linerate_session::commands::calibrate::*;
 use linerate_session::error::Result;
 use linerate_session::outputs::Kind;
+use linerate_session::plan::CalibratePlan;
 use linerate_session::ports::{parse_duration, parse_share, parse_trial_duration, Zero};
 
 impl CalibrateArgs {

@@ -4,9 +4,9 @@ use crate::args::HttpArgs;
 use linerate_goodput::http::MAX_OBJECT;
 use linerate_goodput::record::HttpRecord;
 use linerate_goodput::Direction;
-use linerate_session::commands::http::*;
 use linerate_session::commands::stack::{self, parse_size, read_records};
 use linerate_session::error::Result;
+use linerate_session::plan::{HttpMeasure, HttpPlan};
 use linerate_session::ports::parse_trial_duration;
 use linerate_session::{bail, err};
 

@@ -2,9 +2,9 @@
 
 use crate::args::LatencyArgs;
 use linerate_method::latency::parse_loads;
-use linerate_session::commands::latency::*;
 use linerate_session::commands::session::parse_rate;
 use linerate_session::error::Result;
+use linerate_session::plan::LatencyPlan;
 use linerate_session::ports::{parse_share, parse_trial_duration, Zero};
 
 impl LatencyArgs {

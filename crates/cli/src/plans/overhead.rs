@@ -1,8 +1,9 @@
 //! `OverheadPlan` from the command line's options.
 
 use crate::args::OverheadArgs;
-use linerate_session::commands::overhead::*;
+use linerate_session::commands::overhead::parse_auth;
 use linerate_session::error::Result;
+use linerate_session::plan::OverheadPlan;
 use linerate_session::{bail, err};
 use linerate_wire::overhead::{Auth, Cipher, Encapsulation, Mode, WireguardPadding};
 use linerate_wire::FrameSize;

@@ -1,8 +1,9 @@
 //! `StackPlan` from the command line's options.
 
 use crate::args::StackPortArgs;
-use linerate_session::commands::stack::*;
+use linerate_session::commands::stack::{parse_cidr, parse_ip};
 use linerate_session::error::Result;
+use linerate_session::plan::{StackPlan, StackPort, StackTarget};
 use linerate_session::ports::parse_duration;
 use linerate_session::{bail, err};
 

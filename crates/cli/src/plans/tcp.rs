@@ -4,9 +4,9 @@ use crate::args::TcpArgs;
 use linerate_goodput::record::TcpRecord;
 use linerate_goodput::Direction;
 use linerate_session::commands::stack::{self, parse_size, read_records};
-use linerate_session::commands::tcp::*;
 use linerate_session::err;
 use linerate_session::error::Result;
+use linerate_session::plan::{TcpMeasure, TcpPlan};
 use linerate_session::ports::parse_trial_duration;
 
 impl TcpArgs {

@@ -1,9 +1,9 @@
 //! `TrialPlan` from the command line's options.
 
 use crate::args::TrialArgs;
-use linerate_session::commands::trial::*;
 use linerate_session::error::{Result, ResultExt};
 use linerate_session::outputs::Outputs;
+use linerate_session::plan::TrialPlan;
 use linerate_session::ports::{parse_share, parse_trial_duration, Zero};
 use linerate_wire::Rate;
 
