@@ -235,3 +235,26 @@ impl TrialRunner for SimulatedDut {
         Ok(self.answer(spec))
     }
 }
+
+/// A simulated device whose trials, where `on` says so, are recorded with
+/// the generator paused `share` of their duration, without changing what
+/// the device did: for tests of how a method judges a pause (where the
+/// pause should also change what the device saw, use
+/// [`SimulatedDut::with_pauses_above`]).
+pub struct PausingDut {
+    pub dut: SimulatedDut,
+    pub share: f64,
+    pub on: fn(&TrialResult) -> bool,
+}
+
+impl TrialRunner for PausingDut {
+    type Error = std::convert::Infallible;
+    fn run(&mut self, spec: &TrialSpec) -> Result<TrialResult, Self::Error> {
+        let mut t = self.dut.run(spec)?;
+        if (self.on)(&t) {
+            t.generator_paused_ns = Some((t.duration_s * self.share * 1e9) as u64);
+            t.generator_pauses = Some(1);
+        }
+        Ok(t)
+    }
+}

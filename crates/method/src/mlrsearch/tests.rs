@@ -1,5 +1,5 @@
 use super::*;
-use crate::sim::SimulatedDut;
+use crate::sim::{PausingDut, SimulatedDut};
 
 fn trial(duration_s: f64, loss_ratio: f64) -> TrialResult {
     let intended = (1_000_000.0 * duration_s) as u64;
@@ -339,26 +339,6 @@ fn a_low_loss_trial_whose_generator_did_not_hold_the_rate_counts_as_high_loss() 
     assert!((ct - 1e6 * (1.0 - 0.003)).abs() < 1e-6, "{ct}");
 }
 
-/// A runner that reports pauses of `share` of the duration on the trials
-/// `on` picks, without changing what the device did.
-struct Pausing {
-    dut: SimulatedDut,
-    share: f64,
-    on: fn(&TrialResult) -> bool,
-}
-
-impl TrialRunner for Pausing {
-    type Error = std::convert::Infallible;
-    fn run(&mut self, spec: &linerate_results::TrialSpec) -> Result<TrialResult, Self::Error> {
-        let mut t = self.dut.run(spec)?;
-        if (self.on)(&t) {
-            t.generator_paused_ns = Some((t.duration_s * self.share * 1e9) as u64);
-            t.generator_pauses = Some(1);
-        }
-        Ok(t)
-    }
-}
-
 #[test]
 fn a_low_loss_trial_that_paused_does_not_make_a_lower_bound_and_marks_the_goal() {
     // A 100,000 fps policer behind a generator that pauses 5 % of every
@@ -407,7 +387,7 @@ fn a_pause_within_the_width_changes_nothing() {
     for capacity in [100_000.0, 1_000_000.0] {
         let plain = run(&mut SimulatedDut::new(capacity), &cfg);
         // Low-loss trials paused within the width (1 %).
-        let mut runner = Pausing {
+        let mut runner = PausingDut {
             dut: SimulatedDut::new(capacity),
             share: 0.009,
             on: |t| t.loss_ratio <= 0.005,
@@ -429,7 +409,7 @@ fn failures_with_pauses_stay_the_device_s() {
     // at an even lower rate than the load, so the bounds stand unmarked.
     let cfg = MlrConfig::ndr_pdr(LINE_64, Duration::from_secs(1), 0.01, 0.005);
     for capacity in [100_000.0, 1_000_000.0] {
-        let mut runner = Pausing {
+        let mut runner = PausingDut {
             dut: SimulatedDut::new(capacity),
             share: 0.10,
             on: |t| t.loss_ratio > 0.005,

@@ -1,5 +1,5 @@
 use super::*;
-use crate::sim::SimulatedDut;
+use crate::sim::{PausingDut, SimulatedDut};
 use std::convert::Infallible;
 
 /// 64-byte frames at 10 Gbit/s.
@@ -268,26 +268,6 @@ fn a_tester_that_cannot_even_send_the_lowest_rate_is_reported() {
     assert!(r.tester_limited);
 }
 
-/// A runner that reports pauses of `share` of the duration on the trials
-/// `on` picks, without changing what the device did.
-struct Pausing {
-    dut: SimulatedDut,
-    share: f64,
-    on: fn(&TrialResult) -> bool,
-}
-
-impl TrialRunner for Pausing {
-    type Error = Infallible;
-    fn run(&mut self, spec: &TrialSpec) -> Result<TrialResult, Infallible> {
-        let mut t = self.dut.run(spec)?;
-        if (self.on)(&t) {
-            t.generator_paused_ns = Some((t.duration_s * self.share * 1e9) as u64);
-            t.generator_pauses = Some(1);
-        }
-        Ok(t)
-    }
-}
-
 #[test]
 fn a_pass_the_generator_did_not_hold_does_not_count_and_marks_the_result() {
     // A 100,000 frames/s policer behind a generator that pauses 5 % of
@@ -341,7 +321,7 @@ fn a_pause_within_the_resolution_changes_nothing() {
     for resolution in [0.01, 0.02] {
         let cfg = config(resolution);
         let plain = search(&mut SimulatedDut::new(1_000_000.0), &cfg);
-        let mut runner = Pausing {
+        let mut runner = PausingDut {
             dut: SimulatedDut::new(1_000_000.0),
             share: resolution * 0.9,
             on: |t| t.lost_frames == 0,
@@ -360,7 +340,7 @@ fn a_failure_with_pauses_is_still_the_device_s() {
     // lower rate than intended, so the result stands and is not marked.
     for capacity in [100_000.0, 1_000_000.0, 7_440_476.0] {
         let cfg = config(0.01);
-        let mut runner = Pausing {
+        let mut runner = PausingDut {
             dut: SimulatedDut::new(capacity),
             share: 0.10,
             on: |t| t.lost_frames > 0,

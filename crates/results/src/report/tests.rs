@@ -469,24 +469,32 @@ fn goal(name: &str, loss_ratio: f64, fps: Option<f64>, regular: bool) -> GoalRes
     }
 }
 
-#[test]
-fn ndr_and_pdr_sit_beneath_the_zero_loss_throughput() {
-    let mut r = result(64, 250_000.0, false);
-    r.mlrsearch = Some(MlrSearchResult {
+/// An MLRsearch of 64-byte frames beside `r` with `goals`.
+fn mlrsearch(r: &ThroughputResult, goals: Vec<GoalResultRecord>) -> MlrSearchResult {
+    MlrSearchResult {
         frame_size: 64,
         l3_length: 46,
         mix: None,
         line_rate_fps: r.line_rate_fps,
         max_fps: r.line_rate_fps,
         min_fps: 1_000.0,
-        goals: vec![
-            goal("NDR", 0.0, Some(1_020_000.0), true),
-            goal("PDR", 0.005, Some(1_570_000.0), false),
-        ],
+        goals,
         trial_seconds: 20.0,
         reused_trials: 0,
         trials: vec![trial(64, 1_020_000.0, 1_020_000, false)],
-    });
+    }
+}
+
+#[test]
+fn ndr_and_pdr_sit_beneath_the_zero_loss_throughput() {
+    let mut r = result(64, 250_000.0, false);
+    r.mlrsearch = Some(mlrsearch(
+        &r,
+        vec![
+            goal("NDR", 0.0, Some(1_020_000.0), true),
+            goal("PDR", 0.005, Some(1_570_000.0), false),
+        ],
+    ));
     let table = throughput_table(&report(vec![r, result(1518, 800_000.0, false)], None));
     let lines: Vec<&str> = table.lines().collect();
     let at = |label: &str| lines.iter().position(|l| l.starts_with(label)).unwrap();
@@ -507,18 +515,10 @@ fn a_tester_limited_goal_is_marked_and_explained() {
     let mut r = result(64, 250_000.0, false);
     let mut pdr = goal("PDR", 0.005, Some(1_570_000.0), true);
     pdr.tester_limited = true;
-    r.mlrsearch = Some(MlrSearchResult {
-        frame_size: 64,
-        l3_length: 46,
-        mix: None,
-        line_rate_fps: r.line_rate_fps,
-        max_fps: r.line_rate_fps,
-        min_fps: 1_000.0,
-        goals: vec![goal("NDR", 0.0, Some(1_020_000.0), true), pdr],
-        trial_seconds: 20.0,
-        reused_trials: 0,
-        trials: vec![trial(64, 1_020_000.0, 1_020_000, false)],
-    });
+    r.mlrsearch = Some(mlrsearch(
+        &r,
+        vec![goal("NDR", 0.0, Some(1_020_000.0), true), pdr],
+    ));
     let table = throughput_table(&report(vec![r], None));
     let lines: Vec<&str> = table.lines().collect();
     let at = |label: &str| lines.iter().position(|l| l.starts_with(label)).unwrap();
