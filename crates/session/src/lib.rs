@@ -6,9 +6,9 @@
 //!
 //! Each measuring command is a typed plan ([`plan`]: values, checked
 //! once, nothing on the machine touched) and a `run` in [`commands`] that
-//! carries it out and returns an [`Outcome`]; the plan's stop flag ends a
-//! trial early (SIGINT/SIGTERM through [`interrupt_flag`], or Python's
-//! KeyboardInterrupt). This crate knows no command line: the
+//! carries it out and returns an [`Outcome`]; its `stop` flag ends the
+//! running trial early (SIGINT/SIGTERM through [`interrupt_flag`], or
+//! Python's KeyboardInterrupt). This crate knows no command line: the
 //! `linerate-cli` library (crates/cli) turns options into plans, for the
 //! `linerate` binary, the TOML runner and the Python package alike.
 
