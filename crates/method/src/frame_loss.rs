@@ -34,8 +34,8 @@ use std::time::Duration;
 pub const RFC2544_MAX_STEP: f64 = 0.10;
 
 /// A trial whose generator paused more than this share of its duration did
-/// not offer its load: the same 1 % the report allows the offered rate.
-pub const MAX_PAUSED_SHARE: f64 = 0.01;
+/// not offer its load (defined with the records, which the report reads).
+pub use linerate_results::MAX_PAUSED_SHARE;
 
 /// One load to try: its label (the column of the table) and frames/s.
 #[derive(Debug, Clone, PartialEq)]

@@ -38,6 +38,23 @@ pub struct RunInfo {
     pub vlan: Option<linerate_wire::VlanTag>,
 }
 
+#[cfg(test)]
+impl RunInfo {
+    /// A lab run's header for the reporters' tests.
+    pub(crate) fn test_lab(description: &str, engine: &str) -> RunInfo {
+        RunInfo {
+            linerate_version: "0".into(),
+            description: description.into(),
+            setup: "lab".into(),
+            port_a: "a".into(),
+            port_b: "b".into(),
+            line_speed_bps: 10_000_000_000,
+            engine: engine.into(),
+            ..Default::default()
+        }
+    }
+}
+
 /// Trials of a frame size whose method did not finish (interrupted or an
 /// engine error): no measured trial is lost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

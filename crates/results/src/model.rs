@@ -396,6 +396,11 @@ impl DutCpu {
     }
 }
 
+/// A trial whose generator paused more than this share of its duration did
+/// not offer its load (`TrialResult::held_rate`): the same 1 % the reports
+/// allow the offered rate to fall short by.
+pub const MAX_PAUSED_SHARE: f64 = 0.01;
+
 impl TrialResult {
     /// The same record with per-direction records attached.
     pub fn with_directions(mut self, directions: Vec<TrialResult>) -> TrialResult {

@@ -3,7 +3,7 @@
 use crate::args::methods::BackToBackArgs;
 use linerate_method::back_to_back::BackToBackConfig;
 use linerate_session::bail;
-use linerate_session::commands::session::parse_rate;
+use linerate_session::commands::session::parse_optional_rate;
 use linerate_session::error::Result;
 use linerate_session::plan::{BackToBackPlan, MaxBurst};
 use linerate_session::ports::{parse_share, parse_trial_duration, Zero};
@@ -19,16 +19,8 @@ impl BackToBackArgs {
         let frames = args.frames.frames(&bed.encap)?;
         let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
         let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
-        let max_rate = args
-            .max_rate
-            .as_deref()
-            .map(|t| parse_rate(t, "--max-rate").map(|r| (t.to_string(), r)))
-            .transpose()?;
-        let throughput = args
-            .throughput
-            .as_deref()
-            .map(|t| parse_rate(t, "--throughput").map(|r| (t.to_string(), r)))
-            .transpose()?;
+        let max_rate = parse_optional_rate(args.max_rate.as_deref(), "--max-rate")?;
+        let throughput = parse_optional_rate(args.throughput.as_deref(), "--throughput")?;
         if args.repeat == 0 {
             bail!(
                 BadInput,

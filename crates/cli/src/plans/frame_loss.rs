@@ -5,7 +5,7 @@ use linerate_lab::scenario::Scenario;
 use linerate_method::frame_loss::RFC2544_MAX_STEP;
 use linerate_session::bail;
 use linerate_session::commands::frame_loss::earlier_rows;
-use linerate_session::commands::session::parse_rate;
+use linerate_session::commands::session::{parse_optional_rate, parse_rate};
 use linerate_session::error::Result;
 use linerate_session::plan::LossPlan;
 use linerate_session::ports::{parse_share, parse_trial_duration, Zero};
@@ -40,10 +40,7 @@ impl LossArgs {
         if args.rfc2544 && !(step > 0.0 && step <= RFC2544_MAX_STEP + 1e-12) {
             bail!(BadInput, "--step {} is out of range: RFC 2544 section 26.3 asks for steps of at most 10 % of the maximum rate", args.step);
         }
-        let max_rate = match &args.max_rate {
-            Some(t) => Some((t.clone(), parse_rate(t, "--max-rate")?)),
-            None => None,
-        };
+        let max_rate = parse_optional_rate(args.max_rate.as_deref(), "--max-rate")?;
         let stop_above_loss = args
             .stop_at_loss
             .as_deref()

@@ -1,7 +1,7 @@
 //! `MlrsearchPlan` from the command line's options.
 
 use crate::args::methods::MlrsearchArgs;
-use linerate_session::commands::session::parse_rate;
+use linerate_session::commands::session::parse_optional_rate;
 use linerate_session::error::Result;
 use linerate_session::plan::MlrsearchPlan;
 use linerate_session::ports::{parse_share, parse_trial_duration, Zero};
@@ -29,11 +29,7 @@ impl MlrsearchArgs {
         let exceed_ratio = parse_share(&args.exceed_ratio, "--exceed-ratio", Zero::Allowed)?;
         let width = parse_share(&args.width, "--width", Zero::Refused)?;
         let pdr_loss = parse_share(&args.pdr_loss, "--pdr-loss", Zero::Allowed)?;
-        let max_rate = args
-            .max_rate
-            .as_deref()
-            .map(|t| parse_rate(t, "--max-rate").map(|r| (t.to_string(), r)))
-            .transpose()?;
+        let max_rate = parse_optional_rate(args.max_rate.as_deref(), "--max-rate")?;
         linerate_session::outputs::Outputs::new()
             .json(args.json.as_deref())
             .record(&args.record.plan())

@@ -219,18 +219,7 @@ mod tests {
 
     fn run(spec: &str, results: Vec<ThroughputResult>) -> Rfc2544Report {
         Rfc2544Report {
-            run: crate::methods::RunInfo {
-                linerate_version: "0".into(),
-                description: format!("LAN-LAN routing with {spec}"),
-                started_at: String::new(),
-                setup: "lab".into(),
-                port_a: "a".into(),
-                port_b: "b".into(),
-                line_speed_bps: 10_000_000_000,
-                engine: "xdp".into(),
-                placement: None,
-                ..Default::default()
-            },
+            run: crate::methods::RunInfo::test_lab(&format!("LAN-LAN routing with {spec}"), "xdp"),
             bidirectional: false,
             trial_duration_s: 1.0,
             resolution: 0.01,

@@ -130,7 +130,9 @@ pub fn frame_loss_table(report: &FrameLossReport) -> String {
 /// and the pauses; `offered_fps` leaves the pauses out). Records written
 /// before a point's mark counted pauses are marked here too.
 fn not_offered(p: &crate::methods::LossPoint) -> bool {
-    p.generator_short || p.offered_fps < 0.99 * p.intended_fps || !p.trial.held_rate(0.01)
+    p.generator_short
+        || p.offered_fps < 0.99 * p.intended_fps
+        || !p.trial.held_rate(crate::MAX_PAUSED_SHARE)
 }
 
 /// Load labels in the order first seen.
@@ -171,19 +173,7 @@ mod tests {
     use crate::TrialResult;
 
     fn run_info() -> RunInfo {
-        RunInfo {
-            linerate_version: "0".into(),
-            description: "lab".into(),
-            started_at: String::new(),
-            setup: "lab".into(),
-            port_a: "a".into(),
-            port_b: "b".into(),
-            line_speed_bps: 10_000_000_000,
-            engine: "af_packet".into(),
-            placement: None,
-            ip_version: Default::default(),
-            vlan: None,
-        }
+        RunInfo::test_lab("lab", "af_packet")
     }
 
     fn point(load: &str, intended: f64, offered: f64, loss: f64) -> LossPoint {

@@ -161,19 +161,7 @@ mod tests {
     #[test]
     fn goals_bounds_and_cost_per_frame_size_with_irregular_results_marked() {
         let rep = MlrSearchReport {
-            run: RunInfo {
-                linerate_version: "0".into(),
-                description: "lab".into(),
-                started_at: String::new(),
-                setup: "lab".into(),
-                port_a: "a".into(),
-                port_b: "b".into(),
-                line_speed_bps: 10_000_000_000,
-                engine: "xdp".into(),
-                placement: None,
-                ip_version: Default::default(),
-                vlan: None,
-            },
+            run: RunInfo::test_lab("lab", "xdp"),
             results: vec![MlrSearchResult {
                 frame_size: 64,
                 l3_length: 46,

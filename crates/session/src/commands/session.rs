@@ -136,6 +136,12 @@ pub fn parse_rate(text: &str, option: &str) -> Result<Rate> {
     Rate::parse(text).with_context(|| option.to_string())
 }
 
+/// An optional rate option, parsed, beside its text as given (for messages).
+pub fn parse_optional_rate(text: Option<&str>, option: &str) -> Result<Option<(String, Rate)>> {
+    text.map(|t| parse_rate(t, option).map(|r| (t.to_string(), r)))
+        .transpose()
+}
+
 /// `rate` (`text` as given to `option`) in frames/s of `frames` on `bed`
 /// (a mix counts its mean frame; a share of line rate counts every sending
 /// link, as rfc2544 counts it), refused above the line rate.
