@@ -9,6 +9,7 @@
 
 use crate::{as_bytes, bpf_object, load, map, read_words, BpfError};
 use libbpf_rs::{Link, MapCore, MapFlags, Object};
+use std::os::fd::{AsFd, AsRawFd};
 
 /// Sequence numbers remembered below the highest seen, per stream
 /// (`LR_WINDOW` in the program). Frames later than this are counted as
@@ -75,10 +76,16 @@ pub fn bucket_range(i: usize) -> (u64, u64) {
     (lo, lo + (1 << shift) - 1)
 }
 
+/// The counter's attachment; dropping it detaches the program.
+enum CounterLink {
+    Native(#[allow(dead_code)] Link),
+    Generic(#[allow(dead_code)] std::os::fd::OwnedFd),
+}
+
 /// A loaded analyzer, attached to at most one interface.
 pub struct XdpCounter {
     obj: Object,
-    link: Option<Link>,
+    link: Option<CounterLink>,
     max_streams: u16,
     generation: u32,
     stray_at_start: u64,
@@ -117,22 +124,42 @@ impl XdpCounter {
     }
 
     /// Attaches to interface `ifindex` (resolved in the calling thread's
-    /// network namespace). Dropping the counter detaches it; so does the
-    /// process ending, however it ends (the attachment is a BPF link).
-    pub fn attach(&mut self, ifindex: u32, ifname: &str) -> Result<(), BpfError> {
+    /// network namespace), in the driver (native mode) or, with `generic`,
+    /// after the kernel built its socket buffer (generic mode: on a port
+    /// that receives through a CPU's backlog, after that backlog, where
+    /// native mode would give a veth its own 256-frame ring back). Dropping
+    /// the counter detaches it; so does the process ending, however it ends
+    /// (the attachment is a BPF link).
+    pub fn attach(&mut self, ifindex: u32, ifname: &str, generic: bool) -> Result<(), BpfError> {
+        let attach_err = |source| BpfError::Attach {
+            program: "xdp_count",
+            ifname: ifname.to_string(),
+            source,
+        };
+        if generic {
+            let prog_fd = self
+                .obj
+                .progs()
+                .find(|p| p.name() == "lr_count")
+                .expect("xdp_count.bpf.c defines lr_count")
+                .as_fd()
+                .as_raw_fd();
+            let fd = crate::xsk::link_create(
+                prog_fd,
+                ifindex as i32,
+                libbpf_rs::libbpf_sys::XDP_FLAGS_SKB_MODE,
+            )
+            .map_err(attach_err)?;
+            self.link = Some(CounterLink::Generic(fd));
+            return Ok(());
+        }
         let prog = self
             .obj
             .progs_mut()
             .find(|p| p.name() == "lr_count")
             .expect("xdp_count.bpf.c defines lr_count");
-        let link = prog
-            .attach_xdp(ifindex as i32)
-            .map_err(|source| BpfError::Attach {
-                program: "xdp_count",
-                ifname: ifname.to_string(),
-                source,
-            })?;
-        self.link = Some(link);
+        let link = prog.attach_xdp(ifindex as i32).map_err(attach_err)?;
+        self.link = Some(CounterLink::Native(link));
         Ok(())
     }
 

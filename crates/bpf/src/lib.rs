@@ -20,6 +20,7 @@
 
 pub mod counter;
 pub mod generator;
+pub mod nic_queue;
 pub mod router;
 pub mod tx_watch;
 pub mod vlan_port;

@@ -60,8 +60,14 @@ impl XskRedirect {
 
     /// Attaches the program to interface `ifindex` (named `ifname` in
     /// errors), in native mode if the driver takes it, else in generic mode;
-    /// [`XskRedirect::attach_mode`] says which.
-    pub fn attach(&mut self, ifindex: i32, ifname: &str) -> Result<(), BpfError> {
+    /// [`XskRedirect::attach_mode`] says which. `generic_only`: generic
+    /// mode only (a port that receives through a CPU's backlog).
+    pub fn attach(
+        &mut self,
+        ifindex: i32,
+        ifname: &str,
+        generic_only: bool,
+    ) -> Result<(), BpfError> {
         let prog = self
             .obj
             .progs()
@@ -76,12 +82,18 @@ impl XskRedirect {
         // Native first: it runs before any socket buffer exists. Drivers
         // without XDP support (and veth with an MTU too large for a
         // single-buffer program) refuse it; generic mode works everywhere.
-        let link = match link_create(prog_fd, ifindex, libbpf_sys::XDP_FLAGS_DRV_MODE) {
+        let native = if generic_only {
+            Err(libbpf_rs::Error::from_raw_os_error(libc::EOPNOTSUPP))
+        } else {
+            link_create(prog_fd, ifindex, libbpf_sys::XDP_FLAGS_DRV_MODE)
+        };
+        let link = match native {
             Ok(fd) => (fd, XdpAttachMode::Native),
             Err(native) => match link_create(prog_fd, ifindex, libbpf_sys::XDP_FLAGS_SKB_MODE) {
                 Ok(fd) => (fd, XdpAttachMode::Generic),
                 // Report the native attempt's reason: it is the mode we wanted,
                 // and a conflict (another program attached) shows up there too.
+                Err(generic) if generic_only => return Err(attach_err(generic)),
                 Err(_) => return Err(attach_err(native)),
             },
         };

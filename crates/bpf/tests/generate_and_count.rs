@@ -133,7 +133,9 @@ fn every_generated_frame_is_counted_once() {
     let home = ns.enter();
     let run = || {
         let mut counter = XdpCounter::load(4).expect("load counter");
-        counter.attach(ifindex("x1"), "x1").expect("attach counter");
+        counter
+            .attach(ifindex("x1"), "x1", false)
+            .expect("attach counter");
         let mut generator = XdpGenerator::load().expect("load generator");
         // The last trial samples latency on every 8th frame: seq 0, 8, ..
         // 100 000 of 100 001 frames, 12 501 of them.
@@ -209,7 +211,9 @@ fn two_generators_send_two_exact_streams() {
     let home = ns.enter();
     let run = || {
         let mut counter = XdpCounter::load(4).expect("load counter");
-        counter.attach(ifindex("x1"), "x1").expect("attach counter");
+        counter
+            .attach(ifindex("x1"), "x1", false)
+            .expect("attach counter");
         let flows = linerate_wire::Flows::default();
         let set = FrameSet::single(FrameTemplate::new(
             &flow(),

@@ -158,6 +158,9 @@ pub struct DutSnapshot {
     /// Drops of every queueing discipline (and tc filter) on the two
     /// interfaces.
     pub qdisc_drops: u64,
+    /// The lab's NIC queue on the interface facing port A (a deep lab's
+    /// input ring, linerate-bpf `nic_queue`), when it has one.
+    pub ingress_queue: Option<linerate_bpf::nic_queue::QueueCounts>,
 }
 
 impl DutView {
@@ -260,11 +263,16 @@ impl DutView {
         };
         let qdisc_drops =
             qdisc_drops(&self.netns, &self.ingress) + qdisc_drops(&self.netns, &self.egress);
+        let ingress_queue = maybe_in_netns(ns, || {
+            let index = linerate_port::link::ifindex(&self.ingress)?;
+            Ok(linerate_bpf::nic_queue::counts(index as i32))
+        })?;
         Ok(DutSnapshot {
             egress,
             ip_in,
             ip_forwarded,
             qdisc_drops,
+            ingress_queue,
         })
     }
 }
@@ -286,8 +294,21 @@ pub struct Counters {
 pub struct Accounting {
     pub a: (Option<String>, String),
     pub b: (Option<String>, String),
-    pub a_veth: bool,
+    pub a_veth: SendingPort,
     pub dut: Option<DutView>,
+}
+
+/// What port A sends into, as far as its kind tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendingPort {
+    /// A NIC (anything but a veth): its transmit drops are its own full
+    /// transmit ring, the tester's.
+    Nic,
+    /// A veth into a DUT: its transmit drops are the DUT's full input.
+    VethToDut,
+    /// A veth whose peer is port B itself (cabled back to back, no DUT):
+    /// its transmit drops are port B's full ring, the tester's receive.
+    VethToPortB,
 }
 
 impl Accounting {
@@ -298,7 +319,19 @@ impl Accounting {
         gateways: Option<(MacAddr, MacAddr)>,
         ipv6: bool,
     ) -> Accounting {
-        let a_veth = link_kind(a.0.as_deref(), &a.1).is_some_and(|k| k.is_veth());
+        let ka = link_kind(a.0.as_deref(), &a.1).filter(|k| k.is_veth());
+        let kb = link_kind(b.0.as_deref(), &b.1).filter(|k| k.is_veth());
+        let a_veth = match (ka, kb) {
+            (None, _) => SendingPort::Nic,
+            // Each the other's peer (indexes repeat across namespaces, so
+            // both directions must match).
+            (Some(ka), Some(kb))
+                if ka.peer_ifindex == Some(kb.ifindex) && kb.peer_ifindex == Some(ka.ifindex) =>
+            {
+                SendingPort::VethToPortB
+            }
+            (Some(_), _) => SendingPort::VethToDut,
+        };
         let dut = gateways.and_then(|g| DutView::discover((&a.0, &a.1), (&b.0, &b.1), g, ipv6));
         Accounting { a, b, a_veth, dut }
     }
@@ -361,7 +394,7 @@ impl OwnCounts {
 /// tester after all (a NIC's refusals, read from its statistics).
 pub fn attribute(
     own: OwnCounts,
-    a_veth: bool,
+    a_veth: SendingPort,
     around: Option<(&Counters, &Counters)>,
 ) -> (LossWhere, u64) {
     let delta = |f: fn(&Counters) -> Option<LinkCounters>| {
@@ -375,17 +408,37 @@ pub fn attribute(
     // the driver reports them as a full ring too, and the interface
     // statistics may count them as well: the larger of the two is every
     // such frame once). A NIC's are its own full transmit queue.
-    let (tx_refused, dut_input, not_left) = if a_veth {
-        (own.refused, Some(a_dropped.max(own.ring_full)), 0)
-    } else {
-        let not_left = own.ring_full + a_dropped;
-        (own.refused + not_left, None, not_left)
+    // A deep lab's NIC queue on the DUT's input drops what it cannot hold.
+    let input_queue = dut.map_or(0, |(b, a)| match (a.ingress_queue, b.ingress_queue) {
+        (Some(after), Some(before)) => after.dropped_since(&before),
+        _ => 0,
+    });
+    let (tx_refused, dut_input, not_left, b_ring) = match a_veth {
+        SendingPort::VethToDut => (
+            own.refused,
+            Some(a_dropped.max(own.ring_full) + input_queue),
+            0,
+            0,
+        ),
+        // Port B's full ring, also counted as port B's rx dropped.
+        SendingPort::VethToPortB => (own.refused, None, 0, a_dropped.max(own.ring_full)),
+        SendingPort::Nic => {
+            let not_left = own.ring_full + a_dropped;
+            (own.refused + not_left, None, not_left, 0)
+        }
     };
     // The DUT's egress veth's transmit drops are the tester's receiving
-    // port's full ring; a NIC counts its own as rx dropped/missed.
+    // port's full ring or backlog; a NIC counts its own as rx dropped or
+    // missed. A veth counts a frame its peer's backlog refused on both
+    // ends (the sender's tx dropped, the receiver's rx dropped), and one
+    // its peer's ring refused on the sender's: the larger is every such
+    // frame once.
+    let b_dropped = b.map_or(0, |b| b.rx_dropped).max(b_ring);
     let tester_rx = own.socket_rx_drops
-        + b.map_or(0, |b| b.rx_dropped)
-        + dut.map_or(0, |(b, a)| a.egress.since(&b.egress).tx_dropped);
+        + match dut {
+            Some((before, after)) => b_dropped.max(after.egress.since(&before.egress).tx_dropped),
+            None => b_dropped,
+        };
     // Inside the DUT: IP packets received but not forwarded (policy, no
     // route, TTL, bad header) and the drops of its queueing disciplines
     // (policers, shapers).
@@ -494,6 +547,7 @@ mod tests {
                     tx_dropped: egress_tx_dropped,
                     ..LinkCounters::default()
                 },
+                ingress_queue: None,
             }),
         }
     }
@@ -510,7 +564,7 @@ mod tests {
             ring_full: 0,
             socket_rx_drops: 1,
         };
-        let (w, not_left) = attribute(own, true, Some((&before, &after)));
+        let (w, not_left) = attribute(own, SendingPort::VethToDut, Some((&before, &after)));
         assert_eq!(not_left, 0);
         assert_eq!(w.not_sent, 5);
         assert_eq!(w.tx_refused, 2);
@@ -531,7 +585,7 @@ mod tests {
             ring_full: 3,
             ..OwnCounts::default()
         };
-        let (w, not_left) = attribute(own, false, Some((&before, &after)));
+        let (w, not_left) = attribute(own, SendingPort::Nic, Some((&before, &after)));
         assert_eq!(not_left, 7);
         assert_eq!(w.tx_refused, 7);
         assert_eq!(w.tester_rx, 6);
@@ -539,7 +593,7 @@ mod tests {
         assert_eq!(w.rest, 17);
         assert!(!w.dut_read);
         // Without counters the tester's own terms still count.
-        let (w, _) = attribute(own, false, None);
+        let (w, _) = attribute(own, SendingPort::Nic, None);
         assert_eq!((w.tx_refused, w.rest), (3, 27));
     }
 
@@ -553,9 +607,41 @@ mod tests {
                 ring_full: 9,
                 ..OwnCounts::default()
             };
-            let (w, _) = attribute(own, true, Some((&before, &after)));
+            let (w, _) = attribute(own, SendingPort::VethToDut, Some((&before, &after)));
             assert_eq!((w.dut_input, w.rest), (Some(9), 0));
         }
+    }
+
+    #[test]
+    fn a_deep_lab_s_queue_drops_are_the_dut_input_and_backlog_drops_count_once() {
+        use linerate_bpf::nic_queue::QueueCounts;
+        let queue = |queued, delivered| QueueCounts { queued, delivered };
+        let mut before = counters(0, 0, Some((0, 0, 0, 0)));
+        let mut after = counters(0, 5, Some((990, 990, 0, 5)));
+        before.dut.as_mut().unwrap().ingress_queue = Some(queue(100, 100));
+        after.dut.as_mut().unwrap().ingress_queue = Some(queue(1100, 1090));
+        // 10 dropped by the NIC queue, 5 by port B's backlog (on both ends).
+        let own = OwnCounts {
+            lost: 15,
+            ..OwnCounts::default()
+        };
+        let (w, _) = attribute(own, SendingPort::VethToDut, Some((&before, &after)));
+        assert_eq!((w.dut_input, w.tester_rx, w.rest), (Some(10), 5, 0));
+    }
+
+    #[test]
+    fn back_to_back_ring_full_frames_are_port_b_s_once() {
+        // A veth pair a0-b0: b0's full ring shows as a0's tx dropped and
+        // b0's rx dropped; there is no DUT input.
+        let before = counters(0, 0, None);
+        let after = counters(7, 7, None);
+        let own = OwnCounts {
+            lost: 7,
+            ring_full: 7,
+            ..OwnCounts::default()
+        };
+        let (w, _) = attribute(own, SendingPort::VethToPortB, Some((&before, &after)));
+        assert_eq!((w.dut_input, w.tester_rx, w.rest), (None, 7, 0));
     }
 
     #[test]

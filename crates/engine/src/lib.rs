@@ -750,7 +750,7 @@ impl Engine {
                 (Some(b), Some(a)) if counters_apply => Some((b, a)),
                 _ => None,
             };
-            let a_veth = acct.is_some_and(|a| a.a_veth);
+            let a_veth = acct.map_or(accounting::SendingPort::Nic, |a| a.a_veth);
             let encap = host_a.encap();
             let mut ab = summarize(
                 &spec_dir, &frames_ab, &sent, &counted_b, cfg, encap, a_veth, around,
@@ -864,7 +864,7 @@ fn summarize(
     counted: &Counted,
     cfg: &EngineConfig,
     encap: linerate_wire::Encap,
-    a_veth: bool,
+    a_veth: accounting::SendingPort,
     around: Option<(&accounting::Counters, &accounting::Counters)>,
 ) -> TrialResult {
     // Thread k sent frames 0 .. sent[k] of its own sequence, of its share

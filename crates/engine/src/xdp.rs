@@ -254,7 +254,7 @@ impl Transmitter for XdpTransmitter {
         let mut pass = XskRedirect::load().map_err(|_| why.clone())?;
         let attached = maybe_in_netns(port.netns.as_deref(), || {
             let ifindex = linerate_port::link::ifindex(&port.ifname)?;
-            Ok(pass.attach(ifindex as i32, &port.ifname))
+            Ok(pass.attach(ifindex as i32, &port.ifname, false))
         });
         if !matches!(attached, Ok(Ok(()))) || pass.attach_mode() != Some(XdpAttachMode::Native) {
             return Err(why);
@@ -357,11 +357,18 @@ pub struct XdpReceiver<R> {
 impl<R: RxQueue> XdpReceiver<R> {
     /// Loads the counter for up to `max_streams` streams per trial and
     /// attaches it to `port`; `control` is a socket on the same port.
-    pub fn new(port: &PortInfo, control: R, max_streams: u16) -> Result<Self, EngineError> {
+    /// `generic`: the port receives through a CPU's backlog, and the
+    /// counter attaches behind it (generic mode), see [`XdpCounter::attach`].
+    pub fn new(
+        port: &PortInfo,
+        control: R,
+        max_streams: u16,
+        generic: bool,
+    ) -> Result<Self, EngineError> {
         let mut counter = XdpCounter::load(max_streams)?;
         maybe_in_netns(port.netns.as_deref(), || {
             let ifindex = linerate_port::link::ifindex(&port.ifname)?;
-            Ok(counter.attach(ifindex, &port.ifname))
+            Ok(counter.attach(ifindex, &port.ifname, generic))
         })??;
         Ok(XdpReceiver {
             counter,

@@ -228,6 +228,13 @@ impl Lab {
     /// `lr-<name>-dut`). Fails if it exists. If creation fails half-way,
     /// removes what it made before returning the error.
     pub fn up(name: &str) -> Result<Lab, LabError> {
+        Lab::up_with_ring(name, crate::DEFAULT_RING)
+    }
+
+    /// [`Lab::up`] with every CPU crossing between tester and DUT `ring`
+    /// frames deep (the queue that plays the NICs' receive rings);
+    /// [`crate::VETH_RING`] or less keeps veth's own 256-frame rings.
+    pub fn up_with_ring(name: &str, ring: u32) -> Result<Lab, LabError> {
         validate_name(name)?;
         crate::check_environment()?;
         let _serial = CREATE.lock().unwrap_or_else(|e| e.into_inner());
@@ -238,7 +245,7 @@ impl Lab {
             made: Vec::new(),
             armed: true,
         };
-        let lab = build(name, &mut rollback)?;
+        let lab = build(name, ring, &mut rollback)?;
         rollback.armed = false;
         Ok(lab)
     }
@@ -375,7 +382,7 @@ fn base_sysctls() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-fn build(name: &str, rollback: &mut Rollback) -> Result<Lab, LabError> {
+fn build(name: &str, ring: u32, rollback: &mut Rollback) -> Result<Lab, LabError> {
     let dut_ns = dut_netns(name);
     for ns in netns_names(name) {
         netns::add(&ns)?;
@@ -455,7 +462,7 @@ fn build(name: &str, rollback: &mut Rollback) -> Result<Lab, LabError> {
     }
     // Placement also sets the tester ports' offloads (TSO and GRO off).
     let testers = tester_netns_names(name);
-    let placement = placement::apply(&dut_ns, &links(&testers));
+    let placement = placement::apply(&dut_ns, &links(&testers), ring);
     let port_b = ports.pop().expect("two sides");
     let port_a = ports.pop().expect("two sides");
     Ok(Lab {
@@ -501,6 +508,12 @@ fn remove_leftover_files(labs: &[String]) {
     }
     let _ = linerate_helper::sweep();
     let _ = crate::lock::sweep();
+    // The backlog depth is the machine's: back to what it was once no lab
+    // is left to need it.
+    let labs_left = netns::list()
+        .iter()
+        .any(|ns| ns.starts_with(PREFIX) && ns.ends_with(&format!("-{DUT_SUFFIX}")));
+    crate::backlog::restore_unless(labs_left);
 }
 
 /// Ends the processes in every namespace given, then deletes it, even if one

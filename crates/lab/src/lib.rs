@@ -20,6 +20,7 @@
 //! `status` reports the labs present, `scenario` configures the DUT as the
 //! reference reports' test cases (NAT, ACLs, routes, tunnels, XDP).
 
+pub mod backlog;
 mod lab;
 pub mod layout;
 mod lock;
@@ -31,7 +32,9 @@ mod status;
 mod wire;
 
 pub use lab::{down_all, down_lab, down_matching, leftovers, temporary_name, Lab, LabPort};
-pub use placement::{tester_cpus, tester_receive, NapiThread, Placement, PlacementState};
+pub use placement::{
+    tester_cpus, tester_receive, NapiThread, Placement, PlacementState, DEFAULT_RING, VETH_RING,
+};
 pub use status::{status, LabStatus, PortStatus};
 pub use wire::{Wire, WIRE_IP_A, WIRE_IP_B};
 

@@ -267,6 +267,37 @@ pub(crate) fn end_processes(name: &str) -> Vec<String> {
     ended
 }
 
+/// Runs `f` on a thread of its own inside namespace `ns` (so the caller's
+/// thread never moves): for calls that resolve an interface index in the
+/// calling thread's namespace (BPF attachment). Err names the namespace.
+pub(crate) fn run_in<T: Send>(
+    ns: &str,
+    f: impl FnOnce() -> Result<T, String> + Send,
+) -> Result<T, String> {
+    use std::os::fd::AsFd;
+    let target = std::fs::File::open(format!("{NETNS_RUN_DIR}/{ns}"))
+        .map_err(|e| format!("opening namespace {ns}: {e}"))?;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            nix::sched::setns(target.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
+                .map_err(|e| format!("entering namespace {ns}: {e}"))?;
+            f()
+        })
+        .join()
+        .unwrap_or_else(|_| Err(format!("a thread in namespace {ns} panicked")))
+    })
+}
+
+/// The index of interface `ifname` in the calling thread's namespace.
+pub(crate) fn ifindex_here(ifname: &str) -> Result<i32, String> {
+    let name = std::ffi::CString::new(ifname).map_err(|e| e.to_string())?;
+    // SAFETY: `name` is a valid C string that outlives the call.
+    match unsafe { libc::if_nametoindex(name.as_ptr()) } {
+        0 => Err(format!("no interface {ifname}")),
+        i => Ok(i as i32),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,7 +41,16 @@ pub struct Placement {
     pub shared_core: bool,
     /// One sentence for reports.
     pub note: String,
+    /// Frames each crossing between the tester's CPUs and the DUT's can
+    /// hold: the depth of the queue that plays the NICs' receive rings.
+    pub ring: u32,
 }
+
+/// Frames a veth's own receive ring holds (the kernel's VETH_RING_SIZE).
+pub const VETH_RING: u32 = 256;
+
+/// The lab's default depth of every CPU crossing: a common NIC ring size.
+pub const DEFAULT_RING: u32 = 4096;
 
 /// A threaded-NAPI kernel thread found in /proc.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -74,6 +83,12 @@ pub struct NapiState {
     /// interface name only and every lab's DUT uses the same names, so with
     /// several labs up these include the other labs' threads.
     pub threads: Vec<NapiThread>,
+    /// Whether linerate's NIC queue (a deep lab's input ring) is attached;
+    /// None when it could not be read.
+    pub nic_queue: Option<bool>,
+    /// The same for the sender (the tester's port, which receives the
+    /// DUT's output).
+    pub sender_rps_cpus: Option<Vec<usize>>,
 }
 
 /// Placement as found on a running lab (for `attach` and `status`).
@@ -82,14 +97,23 @@ pub struct PlacementState {
     pub interfaces: Vec<NapiState>,
 }
 
-/// Sets up the placement for the DUT ends of `links` in `dut_ns`.
-/// Never fails: a failure is reported as a shared core in the result.
-pub(crate) fn apply(dut_ns: &str, links: &[Link]) -> Placement {
+/// Sets up the placement for the DUT ends of `links` in `dut_ns`, with
+/// every CPU crossing `ring` frames deep (see [`deep_queues`]); a `ring`
+/// of [`VETH_RING`] or less keeps veth's own rings (the lab before deep
+/// queues, for comparison). Never fails: a failure is reported as a
+/// shared core in the result.
+pub(crate) fn apply(dut_ns: &str, links: &[Link], ring: u32) -> Placement {
     let cpus = allowed_cpus();
     let Some((testers, dut_cpu)) = split_cpus(&cpus) else {
         return one_cpu(&cpus);
     };
     let ifaces: Vec<&str> = links.iter().map(|l| l.dut_if).collect();
+    if ring > VETH_RING {
+        return match deep_queues(dut_ns, links, &testers, dut_cpu, ring) {
+            Ok(()) => deep(testers, dut_cpu, ring),
+            Err(why) => shared(&cpus, &why),
+        };
+    }
     match threaded_napi(dut_ns, links, dut_cpu) {
         Ok(()) => separate(testers, dut_cpu, &ifaces),
         Err(why) => shared(&cpus, &why),
@@ -114,6 +138,10 @@ pub(crate) fn inspect(dut_ns: &str, links: &[Link]) -> PlacementState {
                 .filter(|t| is_napi_thread_of(&t.comm, l.dut_if))
                 .cloned()
                 .collect(),
+            nic_queue: crate::lab::link_info_detailed(dut_ns, l.dut_if)
+                .ok()
+                .map(|_| has_nic_queue(dut_ns, l.dut_if)),
+            sender_rps_cpus: read_rps(l.tester_ns, l.tester_if).ok(),
         })
         .collect();
     PlacementState { interfaces }
@@ -146,6 +174,10 @@ pub(crate) fn from_state(state: &PlacementState, allowed: &[usize]) -> Placement
     let Some(_) = split_cpus(allowed) else {
         return one_cpu(allowed);
     };
+    if state.interfaces.iter().any(|i| i.nic_queue == Some(true)) {
+        let ring = crate::backlog::current().unwrap_or(0);
+        return deep_from_state(state, allowed, ring);
+    }
     let mut dut_cpu = None;
     for iface in &state.interfaces {
         if iface.sender_tso_off != Some(true) {
@@ -243,7 +275,36 @@ fn separate(testers: Vec<usize>, dut_cpu: usize, ifaces: &[&str]) -> Placement {
         tester_cpus: testers,
         dut_cpus: vec![dut_cpu],
         shared_core: false,
+        ring: VETH_RING,
     }
+}
+
+/// The placement of a lab whose crossings are `ring`-deep backlogs.
+fn deep(testers: Vec<usize>, dut_cpu: usize, ring: u32) -> Placement {
+    Placement {
+        note: format!(
+            "DUT forwarding on CPU {dut_cpu}, tester on {}; NIC rings: a {}-frame backlog (RPS) on every crossing between them, drained on the receiving CPU",
+            cpu_list(&testers),
+            thousands(ring)
+        ),
+        tester_cpus: testers,
+        dut_cpus: vec![dut_cpu],
+        shared_core: false,
+        ring,
+    }
+}
+
+/// 4096 as "4,096".
+fn thousands(n: u32) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn one_cpu(cpus: &[usize]) -> Placement {
@@ -251,6 +312,7 @@ fn one_cpu(cpus: &[usize]) -> Placement {
         tester_cpus: cpus.to_vec(),
         dut_cpus: cpus.to_vec(),
         shared_core: true,
+        ring: VETH_RING,
         note: format!(
             "DUT forwarding and tester share {}: only one CPU is available, so results include the DUT's forwarding cost",
             cpu_list(cpus)
@@ -263,6 +325,7 @@ fn shared(cpus: &[usize], why: &str) -> Placement {
         tester_cpus: cpus.to_vec(),
         dut_cpus: cpus.to_vec(),
         shared_core: true,
+        ring: VETH_RING,
         note: format!("DUT forwarding runs on the tester's CPUs because {why}"),
     }
 }
@@ -368,6 +431,205 @@ fn threaded_napi(dut_ns: &str, links: &[Link], dut_cpu: usize) -> Result<(), Str
     Ok(())
 }
 
+/// Gives every CPU crossing between tester and DUT a queue `ring` frames
+/// deep, filled whatever the consumer's CPU is doing and drained on the
+/// consumer's CPU, as a NIC's receive ring is filled by DMA:
+///
+/// - tester → DUT: the DUT's veth end gets linerate-bpf's NIC queue (an
+///   XDP program moving every frame into a cpumap queue of `ring` frames
+///   drained by a kernel thread on the DUT CPU, `bpf/nic_queue.bpf.c`).
+///   The veth end's NAPI, where the program runs, is threaded and pinned to
+///   the tester's CPUs, so veth's own 256-frame ring is filled and drained
+///   on one CPU. The frames stay XDP frames until the DUT's CPU builds
+///   their socket buffers, as a router's driver does;
+/// - DUT → tester: the tester's port has no NAPI (GRO off, and receivers
+///   attach their XDP programs in generic mode), and its receive steering
+///   (RPS) hands the DUT's output to the backlog of the tester's CPU, whose
+///   depth is `net.core.netdev_max_backlog` (`backlog.rs`).
+///
+/// Drops are counted by the NIC queue (frames queued minus delivered) and
+/// by the tester port's `rx_dropped` (a full backlog). Err is a reason for
+/// a note.
+fn deep_queues(
+    dut_ns: &str,
+    links: &[Link],
+    testers: &[usize],
+    dut_cpu: usize,
+    ring: u32,
+) -> Result<(), String> {
+    let ethtool = netns::ethtool_path().ok_or(NO_ETHTOOL)?;
+    let ethtool = ethtool.to_string_lossy();
+    let ifaces: Vec<&str> = links.iter().map(|l| l.dut_if).collect();
+    crate::backlog::set(ring)?;
+    for l in links {
+        // TSO off so veth hands frames to the peer's NAPI (see the module
+        // doc); GRO off so the tester's port has no NAPI of its own.
+        netns::exec_in(
+            l.tester_ns,
+            &[&ethtool, "-K", l.tester_if, "tso", "off", "gro", "off"],
+        )
+        .map_err(|e| format!("TSO could not be turned off on {}: {e}", l.tester_if))?;
+        write_rps(l.tester_ns, l.tester_if, testers)?;
+    }
+    let napi_before: HashSet<i32> = napi_threads(&ifaces).iter().map(|t| t.pid).collect();
+    let queue_prefix = format!("cpumap/{dut_cpu}/");
+    let queues_before: HashSet<i32> = kernel_threads(&queue_prefix)
+        .iter()
+        .map(|t| t.pid)
+        .collect();
+    for ifname in &ifaces {
+        netns::run_in(dut_ns, || {
+            let index = netns::ifindex_here(ifname)?;
+            linerate_bpf::nic_queue::install(index, ifname, dut_cpu as u32, ring)
+                .map_err(|e| format!("the NIC queue could not be attached to {ifname}: {e}"))
+        })?;
+        netns::write_in(dut_ns, &[(&threaded_path(ifname), "1")])
+            .map_err(|e| format!("threaded NAPI could not be enabled on {ifname}: {e}"))?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mine = loop {
+        let mine: Vec<NapiThread> = napi_threads(&ifaces)
+            .into_iter()
+            .filter(|t| !napi_before.contains(&t.pid))
+            .collect();
+        let all_found = ifaces
+            .iter()
+            .all(|i| mine.iter().any(|t| is_napi_thread_of(&t.comm, i)));
+        if all_found || Instant::now() > deadline {
+            break mine;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut set = CpuSet::new();
+    for &c in testers {
+        set.set(c)
+            .map_err(|e| format!("CPU {c} cannot be used: {e}"))?;
+    }
+    for ifname in &ifaces {
+        if !mine.iter().any(|t| is_napi_thread_of(&t.comm, ifname)) {
+            return Err(format!("no NAPI thread appeared for {ifname}"));
+        }
+    }
+    for t in &mine {
+        sched_setaffinity(Pid::from_raw(t.pid), &set)
+            .map_err(|e| format!("{} could not be pinned: {e}", t.comm))?;
+        // Above the generator, which shares the CPU: the ring it fills is
+        // drained as soon as it has frames.
+        let _ = set_fifo(t.pid, TESTER_NAPI_PRIORITY);
+    }
+    // The queues' threads (bound to the DUT CPU by the kernel) forward:
+    // they get the priority the DUT's forwarding has (see DUT_NAPI_PRIORITY).
+    for t in kernel_threads(&queue_prefix) {
+        if !queues_before.contains(&t.pid) {
+            let _ = set_fifo(t.pid, DUT_NAPI_PRIORITY);
+        }
+    }
+    // Read back what the kernel took.
+    for l in links {
+        if read_rps(l.tester_ns, l.tester_if)? != testers {
+            return Err(format!("{}'s RPS does not read back", l.tester_if));
+        }
+        if !tso_off(l.tester_ns, l.tester_if)? {
+            return Err(format!("TSO is still on at {}", l.tester_if));
+        }
+    }
+    for ifname in &ifaces {
+        if !has_nic_queue(dut_ns, ifname) {
+            return Err(format!("{ifname} shows no NIC queue program"));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `ifname` in `ns` has the NIC queue's program attached.
+fn has_nic_queue(ns: &str, ifname: &str) -> bool {
+    crate::lab::link_info_detailed(ns, ifname)
+        .ok()
+        .and_then(|info| {
+            info.pointer("/xdp/prog/name")
+                .and_then(|n| n.as_str())
+                .map(|n| n == "lr_nic_rx")
+        })
+        .unwrap_or(false)
+}
+
+/// Kernel threads whose name starts with `prefix`.
+fn kernel_threads(prefix: &str) -> Vec<NapiThread> {
+    threads_where(|comm| comm.starts_with(prefix))
+}
+
+/// The placement a found deep lab amounts to (see [`deep_queues`]).
+fn deep_from_state(state: &PlacementState, allowed: &[usize], ring: u32) -> Placement {
+    let mut testers: Option<Vec<usize>> = None;
+    for iface in &state.interfaces {
+        if iface.nic_queue != Some(true) {
+            return shared(allowed, &format!("{} has no NIC queue", iface.ifname));
+        }
+        match (iface.sender_rps_cpus.as_ref(), testers.as_ref()) {
+            (Some(c), None) if !c.is_empty() => testers = Some(c.clone()),
+            (Some(c), Some(t)) if c == t => {}
+            _ => {
+                return shared(
+                    allowed,
+                    &format!("{} does not steer to the tester's CPUs", iface.sender),
+                )
+            }
+        }
+    }
+    let Some((_, dut_cpu)) = split_cpus(allowed) else {
+        return one_cpu(allowed);
+    };
+    match testers {
+        Some(t) if !t.contains(&dut_cpu) => deep(t, dut_cpu, ring),
+        _ => shared(allowed, "the lab's receive steering overlaps the DUT's CPU"),
+    }
+}
+
+fn rps_path(ifname: &str) -> String {
+    format!("/sys/class/net/{ifname}/queues/rx-0/rps_cpus")
+}
+
+/// The CPUs `ifname`'s first receive queue steers to (empty: RPS off).
+fn read_rps(ns: &str, ifname: &str) -> Result<Vec<usize>, String> {
+    let text = netns::read_in(ns, &rps_path(ifname)).map_err(|e| e.to_string())?;
+    parse_cpu_mask(&text).ok_or_else(|| format!("{} reads {text:?}", rps_path(ifname)))
+}
+
+/// Steers `ifname`'s receive to `cpus` (RPS).
+fn write_rps(ns: &str, ifname: &str, cpus: &[usize]) -> Result<(), String> {
+    netns::write_in(ns, &[(&rps_path(ifname), &format_cpu_mask(cpus))])
+        .map_err(|e| format!("RPS could not be set on {ifname}: {e}"))
+}
+
+/// A sysfs CPU mask ("3", "00000000,00000004") as CPU numbers, ascending.
+pub(crate) fn parse_cpu_mask(text: &str) -> Option<Vec<usize>> {
+    let hex: String = text.trim().chars().filter(|&c| c != ',').collect();
+    let mut cpus = Vec::new();
+    for (i, c) in hex.chars().rev().enumerate() {
+        let nibble = c.to_digit(16)?;
+        for bit in 0..4 {
+            if nibble & (1 << bit) != 0 {
+                cpus.push(i * 4 + bit);
+            }
+        }
+    }
+    Some(cpus)
+}
+
+/// CPU numbers as a sysfs CPU mask, 32-bit groups joined by commas.
+pub(crate) fn format_cpu_mask(cpus: &[usize]) -> String {
+    let words = cpus.iter().max().map_or(1, |m| m / 32 + 1);
+    let mut mask = vec![0u32; words];
+    for &c in cpus {
+        mask[c / 32] |= 1 << (c % 32);
+    }
+    mask.iter()
+        .rev()
+        .map(|w| format!("{w:08x}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// Real-time priority of the tester ports' receive NAPI threads: above the
 /// DUT's (they run on other CPUs anyway) and above the generator, which
 /// shares their CPU and yields to them for the few microseconds a batch of
@@ -459,6 +721,11 @@ pub(crate) fn is_napi_thread_of(comm: &str, ifname: &str) -> bool {
 
 /// NAPI threads of any of `ifaces` (by name, in all namespaces), by pid.
 fn napi_threads(ifaces: &[&str]) -> Vec<NapiThread> {
+    threads_where(|comm| ifaces.iter().any(|i| is_napi_thread_of(comm, i)))
+}
+
+/// Processes (kernel threads among them) whose name passes `wanted`, by pid.
+fn threads_where(wanted: impl Fn(&str) -> bool) -> Vec<NapiThread> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -468,7 +735,7 @@ fn napi_threads(ifaces: &[&str]) -> Vec<NapiThread> {
         .filter_map(|pid| {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
             let comm = comm.trim_end().to_string();
-            if !ifaces.iter().any(|i| is_napi_thread_of(&comm, i)) {
+            if !wanted(&comm) {
                 return None;
             }
             let cpus = sched_getaffinity(Pid::from_raw(pid)).ok()?;
@@ -531,6 +798,8 @@ mod tests {
                         comm: format!("napi/{name}-{}", 258 + i),
                         cpus: cpus[i].to_vec(),
                     }],
+                    nic_queue: Some(false),
+                    sender_rps_cpus: Some(vec![]),
                 })
                 .collect(),
         }
@@ -586,6 +855,39 @@ mod tests {
         assert_eq!(feature_on(out, "tx-tcp-segmentation"), Some(false));
         assert_eq!(feature_on(out, "generic-receive-offload"), Some(true));
         assert_eq!(feature_on(out, "rx-gro-list"), None);
+    }
+
+    #[test]
+    fn cpu_masks_round_trip() {
+        assert_eq!(parse_cpu_mask("3\n"), Some(vec![0, 1]));
+        assert_eq!(parse_cpu_mask("00000000,00000004"), Some(vec![2]));
+        assert_eq!(parse_cpu_mask("0"), Some(vec![]));
+        assert_eq!(parse_cpu_mask("xyz"), None);
+        assert_eq!(format_cpu_mask(&[1]), "00000002");
+        assert_eq!(format_cpu_mask(&[0, 33]), "00000002,00000001");
+        for cpus in [vec![0], vec![1, 5], vec![3, 40, 70]] {
+            assert_eq!(parse_cpu_mask(&format_cpu_mask(&cpus)), Some(cpus));
+        }
+    }
+
+    #[test]
+    fn deep_state_is_read_back() {
+        let mut st = state(true, &[&[0], &[0]]);
+        for i in &mut st.interfaces {
+            i.nic_queue = Some(true);
+            i.sender_rps_cpus = Some(vec![0]);
+        }
+        let p = from_state(&st, &[0, 1]);
+        assert!(!p.shared_core, "{}", p.note);
+        assert_eq!(
+            (p.tester_cpus.clone(), p.dut_cpus.clone()),
+            (vec![0], vec![1])
+        );
+        st.interfaces[1].sender_rps_cpus = Some(vec![1]);
+        assert!(from_state(&st, &[0, 1]).shared_core);
+        assert_eq!(thousands(4096), "4,096");
+        assert_eq!(thousands(256), "256");
+        assert_eq!(thousands(1_000_000), "1,000,000");
     }
 
     #[test]

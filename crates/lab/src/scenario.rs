@@ -180,6 +180,23 @@ impl Scenario {
 
     /// One sentence for the report's title, e.g. "WAN-LAN routing with NAT
     /// (masquerade on the WAN side) and a 12-line ACL, lab Linux router".
+    /// The ring depth the scenario's lab gets: `ring`, or veth's own rings
+    /// for the DUTs whose forwarding is in NAPI itself (the XDP router) or
+    /// whose interfaces move into a second DUT (tunnels), which the deep
+    /// lab's NIC queue (an XDP program on the DUT's input) would stand in
+    /// the way of.
+    pub fn ring(&self, ring: u32) -> u32 {
+        let napi_bound = self
+            .parts
+            .iter()
+            .any(|p| matches!(p, Part::XdpRouter | Part::Tunnel(_)));
+        if napi_bound {
+            crate::VETH_RING
+        } else {
+            ring
+        }
+    }
+
     pub fn description(&self) -> String {
         let base = if let Some(t) = self.tunnel() {
             let label = t.label();

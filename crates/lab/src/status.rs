@@ -47,6 +47,10 @@ pub struct LabStatus {
     pub placement: Option<PlacementState>,
     /// One-sentence placement summary, as `Lab::placement().note`.
     pub placement_note: Option<String>,
+    /// The machine's `net.core.netdev_max_backlog` when the labs changed
+    /// it (the depth of a deep lab's queues toward the tester): (found
+    /// before, now); restored when the last lab is removed.
+    pub netdev_max_backlog: Option<(u32, u32)>,
     /// What could not be read.
     pub problems: Vec<String>,
 }
@@ -150,6 +154,7 @@ fn lab_status(name: String, namespaces: Vec<String>, allowed: &[usize]) -> LabSt
         permanent_neighbours,
         placement: placement_state,
         placement_note,
+        netdev_max_backlog: crate::backlog::changed(),
         problems,
     }
 }
@@ -270,6 +275,9 @@ impl fmt::Display for LabStatus {
         if let Some(note) = &self.placement_note {
             writeln!(f, "  placement: {note}")?;
         }
+        if let Some((was, now)) = self.netdev_max_backlog {
+            writeln!(f, "  machine setting changed for the labs: net.core.netdev_max_backlog = {now} (was {was}; restored when the last lab is removed)")?;
+        }
         for p in &self.problems {
             writeln!(f, "  problem: {p}")?;
         }
@@ -316,6 +324,7 @@ mod tests {
             permanent_neighbours: None,
             placement: None,
             placement_note: Some("DUT forwarding on CPU 1".into()),
+            netdev_max_backlog: Some((1000, 4096)),
             problems: vec!["something".into()],
         };
         let text = s.to_string();
@@ -333,5 +342,9 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("problem: something"), "{text}");
+        assert!(
+            text.contains("netdev_max_backlog = 4096 (was 1000"),
+            "{text}"
+        );
     }
 }

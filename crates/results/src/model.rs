@@ -578,6 +578,11 @@ pub struct Placement {
     pub shared_core: bool,
     /// One sentence for the report.
     pub note: String,
+    /// Frames each crossing between the tester's CPUs and the DUT's holds
+    /// (the queue that plays the NICs' receive rings); absent in records
+    /// made before the lab had deep queues.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ring: Option<u32>,
 }
 
 /// A whole RFC 2544 throughput run.

@@ -64,7 +64,11 @@ pub struct BedPlan {
 pub enum Target {
     /// The namespace lab: the one named (it must exist), else the default
     /// lab if it is up, else one built for the run and removed after it.
-    Lab { name: Option<String> },
+    /// `ring`: the depth of a lab built for the run (`--lab-ring`).
+    Lab {
+        name: Option<String>,
+        ring: Option<u32>,
+    },
     /// Interfaces the user named, cabled to a device of their own.
     External { a: ExternalPort, b: ExternalPort },
 }

@@ -94,7 +94,7 @@ pub fn open(plan: &BedPlan, max_frame_len: usize) -> Result<TestBed> {
 /// Like [`open`], on `lab` when one is given (a lab a scenario configured):
 /// the test bed then owns it and removes it when dropped.
 pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Result<TestBed> {
-    let opts = AfPacketOptions {
+    let mut opts = AfPacketOptions {
         max_frame_len,
         ..AfPacketOptions::default()
     };
@@ -114,8 +114,8 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         (target, given) => {
             let lab = match (given, target) {
                 (Some(lab), _) => lab,
-                (None, Target::Lab { name }) => lab_for_run(name.as_deref())?,
-                (None, Target::External { .. }) => lab_for_run(None)?,
+                (None, Target::Lab { name, ring }) => lab_for_run(name.as_deref(), *ring)?,
+                (None, Target::External { .. }) => lab_for_run(None, None)?,
             };
             let (pa, pb) = (lab.port_a().clone(), lab.port_b().clone());
             let a = (pa.ifname.clone(), Some(pa.netns.clone()));
@@ -152,15 +152,23 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
                 dut_cpus: pl.dut_cpus.clone(),
                 shared_core: pl.shared_core,
                 note: pl.note.clone(),
+                ring: Some(pl.ring),
             };
             (a, ha, b, hb, Some(lab), Some(placement))
         }
     };
     let (a_name, b_name) = (a.0.clone(), b.0.clone());
+    // A deep lab's tester ports receive through their CPU's backlog: the
+    // receivers' XDP programs attach behind it.
+    let deep = placement
+        .as_ref()
+        .is_some_and(|p| p.ring.is_some_and(|r| r > linerate_lab::VETH_RING));
+    opts.generic_xdp = deep;
     let ((a, b, engine_name), engine_reason) =
         open_engine(&plan.engine, &a, &b, &opts, plan.tx_threads, plan.receiver)?;
-    // In the lab, the tester ports' receive work leaves the DUT's CPU.
-    if let Some(p) = placement.as_ref().filter(|p| !p.shared_core) {
+    // In the lab, the tester ports' receive work leaves the DUT's CPU (a
+    // deep lab's ports have no NAPI: their backlog is on the tester's CPU).
+    if let Some(p) = placement.as_ref().filter(|p| !p.shared_core && !deep) {
         for info in [&a.info, &b.info] {
             if let Some(ns) = &info.netns {
                 if let Err(why) = linerate_lab::tester_receive(ns, &info.ifname, &p.tester_cpus) {
@@ -230,16 +238,19 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
 /// The lab a run uses: the one named (it must exist: a typo must not test
 /// another lab), else the default lab if it is up, else one built for this
 /// run, which the caller removes by dropping it.
-pub fn lab_for_run(name: Option<&str>) -> Result<Lab> {
+pub fn lab_for_run(name: Option<&str>, ring: Option<u32>) -> Result<Lab> {
     linerate_lab::check_environment()?;
     Ok(if let Some(name) = name {
         Lab::attach(name)?
     } else if Lab::exists(DEFAULT_LAB) {
+        if ring.is_some() {
+            bail!(BadInput, "--lab-ring applies to a lab this run builds, and lab '{DEFAULT_LAB}' is up with its own rings: remove it ('linerate lab down --lab-name {DEFAULT_LAB}') or build it with 'linerate lab up --ring N'");
+        }
         Lab::attach(DEFAULT_LAB)?
     } else {
         let name = linerate_lab::temporary_name();
         eprintln!("linerate: building lab '{name}' for this run (namespaces lr-{name}-*)");
-        Lab::up(&name)?
+        Lab::up_with_ring(&name, ring.unwrap_or(linerate_lab::DEFAULT_RING))?
     })
 }
 
@@ -427,6 +438,7 @@ fn auto_socket(
 fn open_af_xdp(p: &PortName, opts: &AfPacketOptions) -> Result<(TesterPort, String)> {
     let xdp_opts = AfXdpOptions {
         max_frame_len: opts.max_frame_len,
+        generic_xdp: opts.generic_xdp,
         ..AfXdpOptions::default()
     };
     let port = AfXdpPort::open(&p.0, p.1.as_deref(), &xdp_opts)?;
@@ -521,7 +533,7 @@ fn xdp_delivery_fix(port: &linerate_port::PortInfo) -> String {
 /// attach.
 fn kernel_counted(b: &PortName, opts: &AfPacketOptions) -> Result<Result<TesterPort>> {
     let (tx_b, rx_b, info_b) = AfPacketPort::open(&b.0, b.1.as_deref(), opts)?.split();
-    let rx = match XdpReceiver::new(&info_b, rx_b, XDP_MAX_STREAMS) {
+    let rx = match XdpReceiver::new(&info_b, rx_b, XDP_MAX_STREAMS, opts.generic_xdp) {
         Ok(rx) => rx,
         Err(e) => return Ok(Err(e.into())),
     };

@@ -34,6 +34,7 @@ impl PortArgs {
         let target = if self.lab || scenario {
             Target::Lab {
                 name: self.lab_name.clone(),
+                ring: self.lab_ring,
             }
         } else {
             let (name_a, name_b) = tester_ports(&self.port_a, &self.port_b)?;
@@ -122,7 +123,7 @@ mod tests {
 
         let lab = bed("--lab --lab-name x").unwrap();
         assert!(lab.is_lab());
-        assert!(matches!(lab.target, Target::Lab { name: Some(ref n) } if n == "x"));
+        assert!(matches!(lab.target, Target::Lab { name: Some(ref n), ring: None } if n == "x"));
         assert_eq!(lab.line_speed_bps, None);
     }
 

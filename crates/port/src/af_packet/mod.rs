@@ -29,6 +29,11 @@ pub struct AfPacketOptions {
     /// reads headers and the signature, so copying whole 1518-byte frames
     /// would only cost time. The frame's real length is still reported.
     pub rx_snaplen: u32,
+    /// The port receives through a CPU's backlog (a lab port with deep
+    /// queues): XDP programs on it (the in-kernel counter, the AF_XDP
+    /// redirect) attach in generic mode, behind that backlog, since native
+    /// mode would give a veth its own 256-frame ring back.
+    pub generic_xdp: bool,
 }
 
 impl Default for AfPacketOptions {
@@ -39,6 +44,7 @@ impl Default for AfPacketOptions {
             rx_block_size: 1 << 20,
             rx_blocks: 64,
             rx_snaplen: 192,
+            generic_xdp: false,
         }
     }
 }

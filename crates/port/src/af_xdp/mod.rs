@@ -94,6 +94,9 @@ pub struct AfXdpOptions {
     /// ring gets twice as many entries, so returning frames never waits
     /// for the kernel's lazily published consumer position).
     pub rx_frames: u32,
+    /// Attach the redirect program in generic mode only: the port
+    /// receives through a CPU's backlog (see `AfPacketOptions::generic_xdp`).
+    pub generic_xdp: bool,
 }
 
 impl Default for AfXdpOptions {
@@ -107,6 +110,7 @@ impl Default for AfXdpOptions {
             zero_copy: ZeroCopy::Auto,
             tx_frames: 4096,
             rx_frames: 8192,
+            generic_xdp: false,
         }
     }
 }
@@ -259,7 +263,9 @@ fn open_here(
     // Load and attach only now: nothing is steered to the socket before it
     // is bound and in the map (until then frames go to the stack).
     let mut redirect = XskRedirect::load().map_err(bpf_error)?;
-    redirect.attach(facts.ifindex, ifname).map_err(bpf_error)?;
+    redirect
+        .attach(facts.ifindex, ifname, opts.generic_xdp)
+        .map_err(bpf_error)?;
     redirect
         .insert(opts.queue_id, fd.as_fd())
         .map_err(bpf_error)?;

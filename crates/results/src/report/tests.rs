@@ -128,6 +128,7 @@ fn lab_report() -> Rfc2544Report {
             dut_cpus: vec![1],
             shared_core: false,
             note: "DUT forwarding on CPU 1 (threaded NAPI on dut-a, dut-b); tester on CPU 0".into(),
+            ring: None,
         }),
     )
 }
@@ -196,6 +197,7 @@ fn a_shared_core_is_said_plainly() {
             dut_cpus: vec![0],
             shared_core: true,
             note: String::new(),
+            ring: None,
         }),
     );
     r.allowed_loss_ratio = 0.005;

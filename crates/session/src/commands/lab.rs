@@ -6,10 +6,10 @@ use linerate_goodput::moved_ports;
 use linerate_lab::Lab;
 
 /// `lab up`: builds the lab `lab_name` (default: "default") and keeps it.
-pub fn up(lab_name: Option<&str>) -> Result<Outcome> {
+pub fn up(lab_name: Option<&str>, ring: u32) -> Result<Outcome> {
     linerate_lab::check_environment()?;
     let lab_name = lab_name.unwrap_or(crate::ports::DEFAULT_LAB);
-    let lab = Lab::up(lab_name)?;
+    let lab = Lab::up_with_ring(lab_name, ring)?;
     let (a, b) = (lab.port_a(), lab.port_b());
     println!("lab '{}' is up", lab.name());
     println!(

@@ -160,7 +160,15 @@ pub(crate) fn prepare(
         scenario.spec,
         scenario.description()
     );
-    let lab = Lab::up(&name)?;
+    let asked = match &bed_plan.target {
+        crate::plan::Target::Lab { ring, .. } => ring.unwrap_or(linerate_lab::DEFAULT_RING),
+        crate::plan::Target::External { .. } => linerate_lab::DEFAULT_RING,
+    };
+    let ring = scenario.ring(asked);
+    if ring != asked {
+        eprintln!("linerate:   rings: veth's own 256-frame rings, not {asked}: this DUT forwards in NAPI or moves its interfaces into a second DUT, where the deep lab's NIC queue cannot sit");
+    }
+    let lab = Lab::up_with_ring(&name, ring)?;
     // On error the lab drops here and is removed.
     let applied = scenario.apply(&lab)?;
     for check in &applied.checks {

@@ -185,7 +185,7 @@ pub fn open(plan: &StackPlan) -> Result<StackPath> {
     let mut hosts = HostSetup::new();
     let (a, b, label, lab, reported_speed) = match &plan.target {
         StackTarget::Lab { name, ipv6 } => {
-            let lab = crate::ports::lab_for_run(name.as_deref())?;
+            let lab = crate::ports::lab_for_run(name.as_deref(), None)?;
             let side = |p: &linerate_lab::LabPort, v6: usize| {
                 let (ip, gateway, prefix_len) = if *ipv6 {
                     let (ip, gw) = LAB_V6[v6];
