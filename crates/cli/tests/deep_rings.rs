@@ -141,7 +141,7 @@ fn deep_rings_absorb_stalls_of_either_cpu_and_veth_rings_do_not() {
     assert!(
         status
             .stdout
-            .contains("a 4,096-frame backlog (RPS) on every crossing"),
+            .contains("NIC rings: 4,096 frames deep on every crossing"),
         "{}",
         status.dump()
     );

@@ -900,12 +900,9 @@ fn summarize(
     let (loss_where, not_left) = accounting::attribute(own, a_veth, around);
     tx_frames = tx_frames.saturating_sub(not_left);
     let duration_s = spec.duration.as_secs_f64();
-    // Over the time frames flowed: pauses are not part of the offered rate.
-    let send_s = sent
-        .send_time
-        .saturating_sub(sent.paused)
-        .as_secs_f64()
-        .max(duration_s);
+    // Over the time the frames really took: a paused generator made the
+    // trial longer, and the device saw the frames at that lower rate.
+    let send_s = sent.send_time.as_secs_f64().max(duration_s);
     TrialResult {
         frame_size: spec.frame.frame(),
         mix: spec.mix.as_ref().map(linerate_results::MixInfo::of),

@@ -283,7 +283,7 @@ fn separate(testers: Vec<usize>, dut_cpu: usize, ifaces: &[&str]) -> Placement {
 fn deep(testers: Vec<usize>, dut_cpu: usize, ring: u32) -> Placement {
     Placement {
         note: format!(
-            "DUT forwarding on CPU {dut_cpu}, tester on {}; NIC rings: a {}-frame backlog (RPS) on every crossing between them, drained on the receiving CPU",
+            "DUT forwarding on CPU {dut_cpu}, tester on {}; NIC rings: {} frames deep on every crossing between them, drained on the receiving CPU (into the DUT: an XDP cpumap queue; into the tester: its RPS backlog)",
             cpu_list(&testers),
             thousands(ring)
         ),
@@ -463,10 +463,24 @@ fn deep_queues(
     crate::backlog::set(ring)?;
     for l in links {
         // TSO off so veth hands frames to the peer's NAPI (see the module
-        // doc); GRO off so the tester's port has no NAPI of its own.
+        // doc); GRO off so the tester's port has no NAPI of its own;
+        // checksum offload off, since the NIC queue's XDP redirect drops a
+        // socket buffer's note that its checksum is still to be completed
+        // (kernel TCP of the tcp/http commands; linerate's own test frames
+        // always carry full checksums).
         netns::exec_in(
             l.tester_ns,
-            &[&ethtool, "-K", l.tester_if, "tso", "off", "gro", "off"],
+            &[
+                &ethtool,
+                "-K",
+                l.tester_if,
+                "tso",
+                "off",
+                "gro",
+                "off",
+                "tx",
+                "off",
+            ],
         )
         .map_err(|e| format!("TSO could not be turned off on {}: {e}", l.tester_if))?;
         write_rps(l.tester_ns, l.tester_if, testers)?;

@@ -684,7 +684,7 @@ fn forwarded(c: &Criteria, trials: &[&TrialResult]) -> f64 {
     trials
         .iter()
         .filter(|r| r.loss_ratio > c.loss_ratio)
-        .map(|r| r.rx_fps_with_pauses())
+        .map(|r| r.rx_fps())
         .fold(0.0, f64::max)
 }
 

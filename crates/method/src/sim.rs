@@ -170,7 +170,12 @@ impl SimulatedDut {
             tx
         };
         let rx = forwarded - self.loss_every_nth.map_or(0, |n| forwarded / n.max(1));
-        let offered = if d > 0.0 { tx as f64 / d } else { 0.0 };
+        // Over the time the frames took, pauses included (as the engine).
+        let offered = if d > 0.0 {
+            tx as f64 / (d + paused)
+        } else {
+            0.0
+        };
         let rx = match self.loss_above {
             Some((fps, n)) if offered > fps => rx - rx / n.max(1),
             _ => rx,
@@ -254,6 +259,8 @@ impl TrialRunner for PausingDut {
         if (self.on)(&t) {
             t.generator_paused_ns = Some((t.duration_s * self.share * 1e9) as u64);
             t.generator_pauses = Some(1);
+            // The frames took that much longer (the engine's offered rate).
+            t.offered_fps /= 1.0 + self.share;
         }
         Ok(t)
     }

@@ -312,7 +312,7 @@ pub fn find_throughput<R: TrialRunner>(
                 if trials.len() == 1 {
                     // Rates are finite here; `min`/`max` also turn a NaN hint
                     // into 0.999 * h.
-                    let hint = trials[0].rx_fps_with_pauses().min(0.999 * h).max(min_fps);
+                    let hint = trials[0].rx_fps().min(0.999 * h).max(min_fps);
                     (hint, Step::Hint)
                 } else {
                     let c = (h * (1.0 - step_down)).max(min_fps);

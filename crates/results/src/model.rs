@@ -475,9 +475,8 @@ impl TrialResult {
     ///
     /// A paused generator sends every frame, only later: the device saw
     /// the trial's frames over `duration + paused`, so the rate it really
-    /// had to forward was the intended one divided by `1 + paused_share`.
-    /// `offered_fps` does not show this: it counts the sending time
-    /// without the pauses.
+    /// had to forward was the intended one divided by `1 + paused_share`
+    /// (as `offered_fps` and [`TrialResult::rx_fps`] count it).
     pub fn paused_share(&self) -> f64 {
         match self.generator_paused_ns {
             Some(ns) if self.duration_s > 0.0 => ns as f64 / 1e9 / self.duration_s,
@@ -507,21 +506,15 @@ impl TrialResult {
         }
     }
 
-    /// Received test frames per second over the sending duration (L2 frames/s).
+    /// Received test frames per second over the time the device saw them
+    /// (L2 frames/s): the duration and the generator's pauses, which made
+    /// the trial take that much longer. What the device really forwarded.
     pub fn rx_fps(&self) -> f64 {
         if self.duration_s > 0.0 {
-            self.rx_frames as f64 / self.duration_s
+            self.rx_frames as f64 / self.duration_s / (1.0 + self.paused_share())
         } else {
             0.0
         }
-    }
-
-    /// Received test frames per second over the time the device saw them:
-    /// the sending duration and the generator's pauses (L2 frames/s). What
-    /// the device really forwarded; [`TrialResult::rx_fps`] when the
-    /// generator did not pause.
-    pub fn rx_fps_with_pauses(&self) -> f64 {
-        self.rx_fps() / (1.0 + self.paused_share())
     }
 }
 
@@ -717,8 +710,7 @@ mod loss_where_tests {
         // The device saw the frames over the duration and the pauses.
         t.rx_frames = 2_000_000;
         t.generator_paused_ns = Some(500_000_000);
-        assert_eq!(t.rx_fps(), 1_000_000.0);
-        assert_eq!(t.rx_fps_with_pauses(), 800_000.0);
+        assert_eq!(t.rx_fps(), 800_000.0);
         // A trial of no duration has no share.
         t.duration_s = 0.0;
         assert_eq!(t.paused_share(), 0.0);

@@ -516,7 +516,21 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
         }
         None => out.push_str("  latency     none measured: no frame was received\n"),
     }
-    if let (Some(paused), Some(n)) = (t.generator_paused_ns, t.generator_pauses) {
+    // Paused for more than half the duration: the generator was simply at
+    // its ceiling, and pause counts say less than what it managed to send.
+    let at_ceiling = t.paused_share() > 0.5;
+    if at_ceiling {
+        let _ = writeln!(
+            out,
+            "  note        the generator's ceiling was reached: it sent {} frames at about {} frames/s, so the trial took {:.2} s instead of {:.2} s",
+            thousands(t.tx_frames),
+            thousands_f64(t.offered_fps),
+            t.duration_s * (1.0 + t.paused_share()),
+            t.duration_s
+        );
+    }
+    if let (Some(paused), Some(n), false) = (t.generator_paused_ns, t.generator_pauses, at_ceiling)
+    {
         if n > 0 {
             let _ = writeln!(
                 out,
@@ -533,7 +547,7 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
                     out,
                     "              {:.2} % of the duration: the device saw about {} frames/s; a search counts a pass at this rate only when the pauses are within its resolution (1 % by default), and a failure stays a failure",
                     share * 100.0,
-                    thousands_f64(t.offered_fps / (1.0 + share))
+                    thousands_f64(t.offered_fps)
                 );
             }
         }

@@ -309,11 +309,28 @@ fn a_short_generator_is_warned_about() {
 }
 
 #[test]
+fn a_generator_at_its_ceiling_says_so_and_what_it_sent() {
+    let mut t = trial(64, 10_000_000.0, 2_000_000, false);
+    t.tx_frames = 20_000_000;
+    t.generator_paused_ns = Some(8_000_000_000);
+    t.generator_pauses = Some(70_000_000);
+    t.offered_fps = 20_000_000.0 / 10.0;
+    let summary = trial_summary(&t, 0);
+    assert!(
+        summary.contains("the generator's ceiling was reached: it sent 20,000,000 frames at about 2,000,000 frames/s, so the trial took 10.00 s instead of 2.00 s"),
+        "{summary}"
+    );
+    assert!(!summary.contains("held up"), "{summary}");
+}
+
+#[test]
 fn a_paused_generator_is_noted_with_the_rate_the_device_saw() {
     let mut t = trial(64, 1_000_000.0, 2_000_000, false);
     t.generator_paused_ns = Some(100_000_000);
     t.generator_pauses = Some(3);
     t.generator_max_stall_ns = Some(40_000_000);
+    // The engine's offered rate: over the time the frames took.
+    t.offered_fps = 2_000_000.0 / 2.1;
     let summary = trial_summary(&t, 0);
     assert!(
         summary.contains("held up 3 time(s) and paused 100.00 ms in all"),
