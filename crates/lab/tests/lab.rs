@@ -205,26 +205,51 @@ fn up_builds_the_topology_and_down_removes_it() {
         );
     }
 
-    // Placement: on >= 2 CPUs the DUT's NAPI is threaded and pinned.
+    // Placement: on >= 2 CPUs every crossing has a deep queue: the DUT
+    // ports' NAPI (where the NIC queue's program fills the cpumap queue)
+    // is threaded and pinned to the tester's CPU, the queue drains on the
+    // DUT's, and the tester ports steer their receive to the tester's CPU.
     let p = lab.placement().clone();
     eprintln!("placement: {p:?}");
     if nproc() >= 2 {
         assert!(!p.shared_core, "{}", p.note);
+        assert_eq!(p.ring, linerate_lab::DEFAULT_RING);
         let dut_cpu = *p.dut_cpus.first().unwrap();
         assert_eq!(dut_cpu, nproc() - 1);
         assert!(!p.tester_cpus.contains(&dut_cpu));
+        // As /proc's Cpus_allowed_list writes a single CPU.
+        let one_tester = match p.tester_cpus[..] {
+            [c] => Some(c.to_string()),
+            _ => None,
+        };
         for ifname in ["dut-a", "dut-b"] {
             let threaded = lab
                 .dut_exec(&["cat", &format!("/sys/class/net/{ifname}/threaded")])
                 .unwrap();
             assert_eq!(threaded.trim(), "1", "{ifname}");
-            // Its NAPI thread(s) exist and may run only on the DUT CPU.
+            // Its NAPI thread(s) exist and may run only on the tester's CPUs.
             let threads = napi_threads(ifname);
             assert!(!threads.is_empty(), "no napi/{ifname}-* thread");
             for (pid, allowed) in threads {
-                assert_eq!(allowed, dut_cpu.to_string(), "pid {pid}");
+                assert_ne!(allowed, dut_cpu.to_string(), "pid {pid}");
+                if let Some(t) = &one_tester {
+                    assert_eq!(&allowed, t, "pid {pid}");
+                }
             }
+            let info = lab
+                .dut_exec(&["ip", "-d", "-j", "link", "show", "dev", ifname])
+                .unwrap();
+            assert!(
+                info.contains("lr_nic_rx"),
+                "no NIC queue on {ifname}: {info}"
+            );
         }
+        assert_eq!(
+            std::fs::read_to_string("/proc/sys/net/core/netdev_max_backlog")
+                .unwrap()
+                .trim(),
+            linerate_lab::DEFAULT_RING.to_string()
+        );
         assert!(
             p.note
                 .starts_with(&format!("DUT forwarding on CPU {dut_cpu}")),

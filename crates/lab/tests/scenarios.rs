@@ -75,9 +75,10 @@ fn nft_rule_count(ns: &str) -> usize {
 
 /// Builds a lab and applies `spec`.
 fn lab_with(spec: &str) -> (Lab, linerate_lab::scenario::Applied) {
-    let lab = Lab::up(&unique()).expect("lab up");
-    let applied = Scenario::parse(spec)
-        .unwrap()
+    let scenario = Scenario::parse(spec).unwrap();
+    let ring = scenario.ring(linerate_lab::DEFAULT_RING);
+    let lab = Lab::up_with_ring(&unique(), ring).expect("lab up");
+    let applied = scenario
         .apply(&lab)
         .unwrap_or_else(|e| panic!("{spec}: {e}"));
     (lab, applied)

@@ -26,6 +26,12 @@ pub(crate) fn attach(l: &Lab) -> Result<(Router, String), LabError> {
         scenario: String::new(),
         detail,
     };
+    if l.placement().ring > crate::VETH_RING {
+        return Err(fail(format!(
+            "the XDP router needs a lab with veth's own rings (lab up --ring {}): the deep lab's NIC queue holds the DUT ports' XDP hook",
+            crate::VETH_RING
+        )));
+    }
     for side in &SIDES {
         let tester = lab::tester_netns(l.name(), side);
         if let Some(ethtool) = netns::ethtool_path() {
