@@ -507,13 +507,28 @@ impl TrialResult {
     }
 
     /// Received test frames per second over the time the device saw them
-    /// (L2 frames/s): the duration and the generator's pauses, which made
-    /// the trial take that much longer. What the device really forwarded.
+    /// (L2 frames/s): the time the frames took to send, see
+    /// [`TrialResult::sending_s`]. What the device really forwarded.
     pub fn rx_fps(&self) -> f64 {
-        if self.duration_s > 0.0 {
-            self.rx_frames as f64 / self.duration_s / (1.0 + self.paused_share())
+        let took = self.sending_s();
+        if took > 0.0 {
+            self.rx_frames as f64 / took
         } else {
             0.0
+        }
+    }
+
+    /// Seconds the trial's frames took to send: the frames sent over the
+    /// offered rate, which the engine counts over the time they really
+    /// took (longer than the duration when the generator paused; a
+    /// generator at its ceiling that gives up sends fewer frames in less
+    /// than the duration and its pauses). Without an offered rate, the
+    /// duration and the pauses.
+    pub fn sending_s(&self) -> f64 {
+        if self.offered_fps > 0.0 && self.tx_frames > 0 {
+            self.tx_frames as f64 / self.offered_fps
+        } else {
+            self.duration_s * (1.0 + self.paused_share())
         }
     }
 }
@@ -711,6 +726,12 @@ mod loss_where_tests {
         t.rx_frames = 2_000_000;
         t.generator_paused_ns = Some(500_000_000);
         assert_eq!(t.rx_fps(), 800_000.0);
+        // With the engine's offered rate: over the time the frames took (a
+        // generator at its ceiling gave up after 1 s of sending).
+        t.tx_frames = 1_000_000;
+        t.offered_fps = 1_000_000.0;
+        assert_eq!(t.sending_s(), 1.0);
+        assert_eq!(t.rx_fps(), 2_000_000.0);
         // A trial of no duration has no share.
         t.duration_s = 0.0;
         assert_eq!(t.paused_share(), 0.0);
