@@ -20,6 +20,7 @@ def trial(
     progress: Optional[Progress] = None,
     lab: bool = False,
     lab_name: Optional[Value] = None,
+    lab_ring: Optional[Value] = None,
     port_a: Optional[Value] = None,
     port_b: Optional[Value] = None,
     ip_a: Optional[Value] = None,
@@ -65,6 +66,7 @@ def trial(
     Options:
         lab: Test the lab's Linux router: uses the lab 'default' if it is up (see 'lab up'), else builds one for this run and removes it after
         lab_name: Use this lab (made by 'linerate lab up --lab-name NAME'); it must exist
+        lab_ring: Ring depth of a lab this run builds for itself (see 'lab up --ring'; default 4096); a lab already up keeps its own
         port_a: Tester port A (sends), e.g. enp1s0f0
         port_b: Tester port B (receives)
         ip_a: Address port A's emulated host uses, e.g. 198.18.0.2/24
@@ -110,6 +112,7 @@ def rfc2544(
     progress: Optional[Progress] = None,
     lab: bool = False,
     lab_name: Optional[Value] = None,
+    lab_ring: Optional[Value] = None,
     port_a: Optional[Value] = None,
     port_b: Optional[Value] = None,
     ip_a: Optional[Value] = None,
@@ -161,6 +164,7 @@ def rfc2544(
     Options:
         lab: Test the lab's Linux router: uses the lab 'default' if it is up (see 'lab up'), else builds one for this run and removes it after
         lab_name: Use this lab (made by 'linerate lab up --lab-name NAME'); it must exist
+        lab_ring: Ring depth of a lab this run builds for itself (see 'lab up --ring'; default 4096); a lab already up keeps its own
         port_a: Tester port A (sends), e.g. enp1s0f0
         port_b: Tester port B (receives)
         ip_a: Address port A's emulated host uses, e.g. 198.18.0.2/24
@@ -212,6 +216,7 @@ def mlrsearch(
     progress: Optional[Progress] = None,
     lab: bool = False,
     lab_name: Optional[Value] = None,
+    lab_ring: Optional[Value] = None,
     port_a: Optional[Value] = None,
     port_b: Optional[Value] = None,
     ip_a: Optional[Value] = None,
@@ -261,6 +266,7 @@ def mlrsearch(
     Options:
         lab: Test the lab's Linux router: uses the lab 'default' if it is up (see 'lab up'), else builds one for this run and removes it after
         lab_name: Use this lab (made by 'linerate lab up --lab-name NAME'); it must exist
+        lab_ring: Ring depth of a lab this run builds for itself (see 'lab up --ring'; default 4096); a lab already up keeps its own
         port_a: Tester port A (sends), e.g. enp1s0f0
         port_b: Tester port B (receives)
         ip_a: Address port A's emulated host uses, e.g. 198.18.0.2/24
@@ -310,6 +316,7 @@ def loss(
     progress: Optional[Progress] = None,
     lab: bool = False,
     lab_name: Optional[Value] = None,
+    lab_ring: Optional[Value] = None,
     port_a: Optional[Value] = None,
     port_b: Optional[Value] = None,
     ip_a: Optional[Value] = None,
@@ -362,6 +369,7 @@ def loss(
     Options:
         lab: Test the lab's Linux router: uses the lab 'default' if it is up (see 'lab up'), else builds one for this run and removes it after
         lab_name: Use this lab (made by 'linerate lab up --lab-name NAME'); it must exist
+        lab_ring: Ring depth of a lab this run builds for itself (see 'lab up --ring'; default 4096); a lab already up keeps its own
         port_a: Tester port A (sends), e.g. enp1s0f0
         port_b: Tester port B (receives)
         ip_a: Address port A's emulated host uses, e.g. 198.18.0.2/24
@@ -414,6 +422,7 @@ def latency(
     progress: Optional[Progress] = None,
     lab: bool = False,
     lab_name: Optional[Value] = None,
+    lab_ring: Optional[Value] = None,
     port_a: Optional[Value] = None,
     port_b: Optional[Value] = None,
     ip_a: Optional[Value] = None,
@@ -464,6 +473,7 @@ def latency(
     Options:
         lab: Test the lab's Linux router: uses the lab 'default' if it is up (see 'lab up'), else builds one for this run and removes it after
         lab_name: Use this lab (made by 'linerate lab up --lab-name NAME'); it must exist
+        lab_ring: Ring depth of a lab this run builds for itself (see 'lab up --ring'; default 4096); a lab already up keeps its own
         port_a: Tester port A (sends), e.g. enp1s0f0
         port_b: Tester port B (receives)
         ip_a: Address port A's emulated host uses, e.g. 198.18.0.2/24
@@ -514,6 +524,7 @@ def back_to_back(
     progress: Optional[Progress] = None,
     lab: bool = False,
     lab_name: Optional[Value] = None,
+    lab_ring: Optional[Value] = None,
     port_a: Optional[Value] = None,
     port_b: Optional[Value] = None,
     ip_a: Optional[Value] = None,
@@ -562,6 +573,7 @@ def back_to_back(
     Options:
         lab: Test the lab's Linux router: uses the lab 'default' if it is up (see 'lab up'), else builds one for this run and removes it after
         lab_name: Use this lab (made by 'linerate lab up --lab-name NAME'); it must exist
+        lab_ring: Ring depth of a lab this run builds for itself (see 'lab up --ring'; default 4096); a lab already up keeps its own
         port_a: Tester port A (sends), e.g. enp1s0f0
         port_b: Tester port B (receives)
         ip_a: Address port A's emulated host uses, e.g. 198.18.0.2/24
@@ -610,6 +622,7 @@ def cpu_target(
     progress: Optional[Progress] = None,
     lab: bool = False,
     lab_name: Optional[Value] = None,
+    lab_ring: Optional[Value] = None,
     port_a: Optional[Value] = None,
     port_b: Optional[Value] = None,
     ip_a: Optional[Value] = None,
@@ -658,6 +671,7 @@ def cpu_target(
     Options:
         lab: Test the lab's Linux router: uses the lab 'default' if it is up (see 'lab up'), else builds one for this run and removes it after
         lab_name: Use this lab (made by 'linerate lab up --lab-name NAME'); it must exist
+        lab_ring: Ring depth of a lab this run builds for itself (see 'lab up --ring'; default 4096); a lab already up keeps its own
         port_a: Tester port A (sends), e.g. enp1s0f0
         port_b: Tester port B (receives)
         ip_a: Address port A's emulated host uses, e.g. 198.18.0.2/24
@@ -838,12 +852,14 @@ def http(
 def lab_up(
     *,
     lab_name: Optional[Value] = None,
+    ring: Optional[Value] = None,
 ) -> None:
     """
     ``linerate lab up``; returns what its --json writes.
 
     Options:
         lab_name: Default: 'default', the lab `--lab` uses
+        ring: Frames each crossing between the tester's CPU and the router's holds (the queue that plays the NICs' receive rings; 4096 is a common NIC ring size). 256 keeps veth's own 256-frame rings, whose overflow during a stall of either CPU then counts as loss
     """
 
 def lab_down(
