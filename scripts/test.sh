@@ -16,10 +16,6 @@ else
     echo "test.sh: WARNING: not root; packages are not installed and the root tests will be SKIPPED" >&2
 fi
 export PATH="$HOME/.cargo/bin:$PATH"
-# The tests keep their runs (and calibrations) in a directory of their own,
-# removed at the end, never in the user's results database.
-export XDG_DATA_HOME="$(mktemp -d /tmp/linerate-test-data.XXXXXX)"
-trap 'rm -rf "$XDG_DATA_HOME"' EXIT
 cargo fmt --all -- --check
 cargo clippy --release --all-targets --locked --workspace -- -D warnings
 # One test at a time: the traffic tests measure rates on a 2-core machine.

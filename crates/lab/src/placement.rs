@@ -285,26 +285,13 @@ fn deep(testers: Vec<usize>, dut_cpu: usize, ring: u32) -> Placement {
         note: format!(
             "DUT forwarding on CPU {dut_cpu}, tester on {}; NIC rings: {} frames deep on every crossing between them, drained on the receiving CPU (into the DUT: an XDP cpumap queue; into the tester: its RPS backlog)",
             cpu_list(&testers),
-            thousands(ring)
+            crate::scenario::thousands(ring)
         ),
         tester_cpus: testers,
         dut_cpus: vec![dut_cpu],
         shared_core: false,
         ring,
     }
-}
-
-/// 4096 as "4,096".
-fn thousands(n: u32) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn one_cpu(cpus: &[usize]) -> Placement {
@@ -365,22 +352,7 @@ fn threaded_napi(dut_ns: &str, links: &[Link], dut_cpu: usize) -> Result<(), Str
     netns::write_in(dut_ns, &writes)
         .map_err(|e| format!("threaded NAPI could not be enabled: {e}"))?;
 
-    // The write creates the threads before it returns; the wait only covers
-    // a slow /proc.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let mine = loop {
-        let mine: Vec<NapiThread> = napi_threads(ifaces)
-            .into_iter()
-            .filter(|t| !before.contains(&t.pid))
-            .collect();
-        let all_found = ifaces
-            .iter()
-            .all(|i| mine.iter().any(|t| is_napi_thread_of(&t.comm, i)));
-        if all_found || Instant::now() > deadline {
-            break mine;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let mine = new_napi_threads(ifaces, &before);
     for ifname in ifaces {
         if !mine.iter().any(|t| is_napi_thread_of(&t.comm, ifname)) {
             return Err(format!("no NAPI thread appeared for {ifname}"));
@@ -500,20 +472,7 @@ fn deep_queues(
         netns::write_in(dut_ns, &[(&threaded_path(ifname), "1")])
             .map_err(|e| format!("threaded NAPI could not be enabled on {ifname}: {e}"))?;
     }
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let mine = loop {
-        let mine: Vec<NapiThread> = napi_threads(&ifaces)
-            .into_iter()
-            .filter(|t| !napi_before.contains(&t.pid))
-            .collect();
-        let all_found = ifaces
-            .iter()
-            .all(|i| mine.iter().any(|t| is_napi_thread_of(&t.comm, i)));
-        if all_found || Instant::now() > deadline {
-            break mine;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let mine = new_napi_threads(&ifaces, &napi_before);
     let mut set = CpuSet::new();
     for &c in testers {
         set.set(c)
@@ -733,6 +692,26 @@ pub(crate) fn is_napi_thread_of(comm: &str, ifname: &str) -> bool {
         .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// The NAPI threads of `ifaces` not in `before` (this lab's, just made by
+/// turning threaded NAPI on). The write creates the threads before it
+/// returns; the wait of up to 2 s only covers a slow /proc.
+fn new_napi_threads(ifaces: &[&str], before: &HashSet<i32>) -> Vec<NapiThread> {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let mine: Vec<NapiThread> = napi_threads(ifaces)
+            .into_iter()
+            .filter(|t| !before.contains(&t.pid))
+            .collect();
+        let all_found = ifaces
+            .iter()
+            .all(|i| mine.iter().any(|t| is_napi_thread_of(&t.comm, i)));
+        if all_found || Instant::now() > deadline {
+            return mine;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// NAPI threads of any of `ifaces` (by name, in all namespaces), by pid.
 fn napi_threads(ifaces: &[&str]) -> Vec<NapiThread> {
     threads_where(|comm| ifaces.iter().any(|i| is_napi_thread_of(comm, i)))
@@ -899,9 +878,6 @@ mod tests {
         );
         st.interfaces[1].sender_rps_cpus = Some(vec![1]);
         assert!(from_state(&st, &[0, 1]).shared_core);
-        assert_eq!(thousands(4096), "4,096");
-        assert_eq!(thousands(256), "256");
-        assert_eq!(thousands(1_000_000), "1,000,000");
     }
 
     #[test]

@@ -528,7 +528,8 @@ fn plural<'a>(n: u32, one: &'a str, many: &'a str) -> &'a str {
     }
 }
 
-fn thousands(n: u32) -> String {
+/// 4096 as "4,096".
+pub(crate) fn thousands(n: u32) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
