@@ -8,8 +8,8 @@
 //! per-stream state once at the end.
 
 use crate::{as_bytes, bpf_object, load, map, read_words, BpfError};
-use libbpf_rs::{Link, MapCore, MapFlags, Object};
-use std::os::fd::{AsFd, AsRawFd};
+use libbpf_rs::{MapCore, MapFlags, Object};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 /// Sequence numbers remembered below the highest seen, per stream
 /// (`LR_WINDOW` in the program). Frames later than this are counted as
@@ -76,16 +76,11 @@ pub fn bucket_range(i: usize) -> (u64, u64) {
     (lo, lo + (1 << shift) - 1)
 }
 
-/// The counter's attachment; dropping it detaches the program.
-enum CounterLink {
-    Native(#[allow(dead_code)] Link),
-    Generic(#[allow(dead_code)] std::os::fd::OwnedFd),
-}
-
 /// A loaded analyzer, attached to at most one interface.
 pub struct XdpCounter {
     obj: Object,
-    link: Option<CounterLink>,
+    /// The BPF link holding the attachment; closing it detaches.
+    link: Option<OwnedFd>,
     max_streams: u16,
     generation: u32,
     stray_at_start: u64,
@@ -131,35 +126,28 @@ impl XdpCounter {
     /// the counter detaches it; so does the process ending, however it ends
     /// (the attachment is a BPF link).
     pub fn attach(&mut self, ifindex: u32, ifname: &str, generic: bool) -> Result<(), BpfError> {
-        let attach_err = |source| BpfError::Attach {
-            program: "xdp_count",
-            ifname: ifname.to_string(),
-            source,
-        };
-        if generic {
-            let prog_fd = self
-                .obj
-                .progs()
-                .find(|p| p.name() == "lr_count")
-                .expect("xdp_count.bpf.c defines lr_count")
-                .as_fd()
-                .as_raw_fd();
-            let fd = crate::xsk::link_create(
-                prog_fd,
-                ifindex as i32,
-                libbpf_rs::libbpf_sys::XDP_FLAGS_SKB_MODE,
-            )
-            .map_err(attach_err)?;
-            self.link = Some(CounterLink::Generic(fd));
-            return Ok(());
-        }
-        let prog = self
+        let prog_fd = self
             .obj
-            .progs_mut()
+            .progs()
             .find(|p| p.name() == "lr_count")
-            .expect("xdp_count.bpf.c defines lr_count");
-        let link = prog.attach_xdp(ifindex as i32).map_err(attach_err)?;
-        self.link = Some(CounterLink::Native(link));
+            .expect("xdp_count.bpf.c defines lr_count")
+            .as_fd()
+            .as_raw_fd();
+        // No mode flag: the kernel's choice, native where the driver has
+        // it (what libbpf's attach_xdp asks for).
+        let flags = if generic {
+            libbpf_rs::libbpf_sys::XDP_FLAGS_SKB_MODE
+        } else {
+            0
+        };
+        let link = crate::xsk::link_create(prog_fd, ifindex as i32, flags).map_err(|source| {
+            BpfError::Attach {
+                program: "xdp_count",
+                ifname: ifname.to_string(),
+                source,
+            }
+        })?;
+        self.link = Some(link);
         Ok(())
     }
 

@@ -82,20 +82,20 @@ impl XskRedirect {
         // Native first: it runs before any socket buffer exists. Drivers
         // without XDP support (and veth with an MTU too large for a
         // single-buffer program) refuse it; generic mode works everywhere.
-        let native = if generic_only {
-            Err(libbpf_rs::Error::from_raw_os_error(libc::EOPNOTSUPP))
+        let generic = || link_create(prog_fd, ifindex, libbpf_sys::XDP_FLAGS_SKB_MODE);
+        let link = if generic_only {
+            (generic().map_err(attach_err)?, XdpAttachMode::Generic)
         } else {
-            link_create(prog_fd, ifindex, libbpf_sys::XDP_FLAGS_DRV_MODE)
-        };
-        let link = match native {
-            Ok(fd) => (fd, XdpAttachMode::Native),
-            Err(native) => match link_create(prog_fd, ifindex, libbpf_sys::XDP_FLAGS_SKB_MODE) {
-                Ok(fd) => (fd, XdpAttachMode::Generic),
-                // Report the native attempt's reason: it is the mode we wanted,
-                // and a conflict (another program attached) shows up there too.
-                Err(generic) if generic_only => return Err(attach_err(generic)),
-                Err(_) => return Err(attach_err(native)),
-            },
+            match link_create(prog_fd, ifindex, libbpf_sys::XDP_FLAGS_DRV_MODE) {
+                Ok(fd) => (fd, XdpAttachMode::Native),
+                Err(native) => match generic() {
+                    Ok(fd) => (fd, XdpAttachMode::Generic),
+                    // Report the native attempt's reason: it is the mode we
+                    // wanted, and a conflict (another program attached)
+                    // shows up there too.
+                    Err(_) => return Err(attach_err(native)),
+                },
+            }
         };
         self.link = Some(link);
         Ok(())

@@ -89,7 +89,7 @@ pub enum LabAction {
         #[arg(long)]
         lab_name: Option<String>,
         /// Frames each crossing between the tester's CPU and the router's holds (the queue that plays the NICs' receive rings; 4096 is a common NIC ring size). 256 keeps veth's own 256-frame rings, whose overflow during a stall of either CPU then counts as loss.
-        #[arg(long, default_value_t = linerate_lab::DEFAULT_RING, value_parser = clap::value_parser!(u32).range(256..=1_048_576))]
+        #[arg(long, default_value_t = linerate_lab::DEFAULT_RING, value_parser = ring_depth())]
         ring: u32,
     },
     /// Removes a lab (--lab-name NAME), or every lab on this machine (--all: everything named lr-*, also after a crash). Without either, lists what --all would remove.
@@ -109,6 +109,11 @@ pub enum LabAction {
     },
 }
 
+/// A lab's ring depth in frames: veth's own 256 up to a million.
+fn ring_depth() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(256..=1_048_576)
+}
+
 /// Where the two tester ports are: the lab, or interfaces the user names.
 #[derive(Args, Debug, Clone)]
 pub struct PortArgs {
@@ -119,7 +124,7 @@ pub struct PortArgs {
     #[arg(long, requires = "lab")]
     pub lab_name: Option<String>,
     /// Ring depth of a lab this run builds for itself (see 'lab up --ring'; default 4096); a lab already up keeps its own.
-    #[arg(long, conflicts_with_all = ["port_a", "port_b", "lab_name"], value_parser = clap::value_parser!(u32).range(256..=1_048_576))]
+    #[arg(long, conflicts_with_all = ["port_a", "port_b", "lab_name"], value_parser = ring_depth())]
     pub lab_ring: Option<u32>,
     /// Tester port A (sends), e.g. enp1s0f0.
     #[arg(long, requires_all = ["port_b", "ip_a", "gw_a", "ip_b", "gw_b"])]

@@ -1,8 +1,8 @@
-//! The per-CPU input backlog that plays the lab's NIC rings.
+//! The per-CPU input backlog that plays the tester ports' NIC rings.
 //!
-//! A deep lab (see `placement.rs`) hands every frame that crosses between
-//! the tester's CPUs and the DUT's to the consumer CPU's backlog (RPS).
-//! Its depth is the kernel's `net.core.netdev_max_backlog`, one value for
+//! A deep lab (see `placement.rs`) hands every frame the DUT sends to a
+//! tester port to the tester CPU's backlog (RPS); the DUT's input has a
+//! queue of its own (linerate-bpf `nic_queue`). The backlog's depth is the kernel's `net.core.netdev_max_backlog`, one value for
 //! the whole machine: no per-device or per-namespace setting exists. So
 //! the lab raises it to its ring depth, keeps the value it found in a file
 //! under /run/linerate, and the removal of the last lab (however the run

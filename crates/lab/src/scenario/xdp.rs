@@ -11,8 +11,6 @@
 use crate::lab::{self, SIDES};
 use crate::{netns, Lab, LabError};
 use linerate_bpf::router::XdpRouter;
-use std::fs::File;
-use std::os::fd::AsFd;
 
 /// The attached program; dropping it detaches it.
 pub(crate) struct Router {
@@ -46,28 +44,18 @@ pub(crate) fn attach(l: &Lab) -> Result<(Router, String), LabError> {
         let index = info["ifindex"].as_i64().unwrap_or(0) as i32;
         ifindexes.push((index, side.dut_if));
     }
-    // Attaching resolves the index in the calling thread's namespace: a
-    // thread of its own enters the DUT's, so this thread never moves.
-    let target = File::open(format!("{}/{dut}", netns::NETNS_RUN_DIR))
-        .map_err(|e| fail(format!("opening namespace {dut}: {e}")))?;
-    std::thread::scope(|s| {
-        s.spawn(|| -> Result<(), LabError> {
-            nix::sched::setns(target.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
-                .map_err(|e| fail(format!("entering namespace {dut}: {e}")))?;
-            for (index, name) in &ifindexes {
-                router.attach(*index, name).map_err(|e| {
-                    let why = std::error::Error::source(&e)
-                        .map_or_else(|| e.to_string(), |s| s.to_string());
-                    fail(format!(
-                        "attaching the XDP router to {name} in native mode failed: {why}"
-                    ))
-                })?;
-            }
-            Ok(())
-        })
-        .join()
-        .unwrap_or_else(|_| Err(fail("attaching the XDP router panicked".into())))
-    })?;
+    // Attaching resolves the index in the calling thread's namespace.
+    netns::run_in(&dut, || {
+        for (index, name) in &ifindexes {
+            router.attach(*index, name).map_err(|e| {
+                let why =
+                    std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
+                format!("attaching the XDP router to {name} in native mode failed: {why}")
+            })?;
+        }
+        Ok(())
+    })
+    .map_err(fail)?;
     // Read back: the kernel lists the program on each interface.
     for side in &SIDES {
         let info = lab::link_info(&dut, side.dut_if)?;
