@@ -12,6 +12,9 @@
 # the bench).
 #
 # Usage (root):  scripts/xdp-counter-cost.sh [--linerate PATH] [--duration S] [--size 64] [--repeat N]
+#                                           [--frame-check headers|payload[,..]]
+# With several frame checks (e.g. headers,payload) each round runs one
+# trial per check, alternating, so they share the machine's state.
 # Needs bpftool (Debian: bpftool), ip, ethtool, taskset, jq. bpf_stats_enabled
 # is put back to what it was on exit; the namespace is removed.
 set -euo pipefail
@@ -21,12 +24,14 @@ LINERATE=${LINERATE:-}
 DURATION=6
 SIZE=64
 REPEAT=1
+CHECKS=headers
 while [ $# -gt 0 ]; do
     case "$1" in
         --linerate) LINERATE=${2:?}; shift 2 ;;
         --duration) DURATION=${2:?}; shift 2 ;;
         --size) SIZE=${2:?}; shift 2 ;;
         --repeat) REPEAT=${2:?}; shift 2 ;;
+        --frame-check) CHECKS=${2:?}; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option '$1'" >&2; exit 2 ;;
     esac
@@ -74,12 +79,13 @@ prog_stats() { # prints "run_cnt run_time_ns" of the XDP program on IF_RX
 }
 
 for r in $(seq "$REPEAT"); do
+  for CHECK in ${CHECKS//,/ }; do
     pin_napi
     json=$(mktemp /tmp/lrcost.XXXXXX.json)
     ip netns exec "$NS" taskset -c 0 "$LINERATE" trial --port-a "$IF_TX" --port-b "$IF_RX" \
         --ip-a 198.18.0.2/24 --gw-a 198.18.0.3 --ip-b 198.18.0.3/24 --gw-b 198.18.0.2 \
         --frame-size "$SIZE" --rate 100% --line-speed 100G --duration "${DURATION}s" \
-        --straggler-wait 200ms --engine xdp --json "$json" >/dev/null 2>&1 &
+        --straggler-wait 200ms --engine xdp --frame-check "$CHECK" --json "$json" >/dev/null 2>&1 &
     pid=$!
     # Sample from 1.5 s into the trial (ARP and setup done) to 1 s before its end.
     sleep 1.5
@@ -91,10 +97,12 @@ for r in $(seq "$REPEAT"); do
     wait $pid || true
     set -- $s0 $s1
     awk -v c0="$1" -v n0="$2" -v c1="$4" -v n1="$5" -v name="$6" -v t0="$t0" -v t1="$t1" \
-        -v rx="$(jq -r .rx_frames "$json" 2>/dev/null)" -v size="$SIZE" 'BEGIN {
+        -v rx="$(jq -r .rx_frames "$json" 2>/dev/null)" -v err="$(jq -r .errored_frames "$json" 2>/dev/null)" \
+        -v size="$SIZE" -v check="$CHECK" 'BEGIN {
         runs = c1 - c0; ns = n1 - n0
-        printf "xdp-counter-cost: %s, %d B: %d runs in %.2f s (%.3f Mpps at the counter), %.1f ns per run; trial rx_frames %s\n",
-            name, size, runs, (t1 - t0) / 1e9, runs / ((t1 - t0) / 1e3), ns / runs, rx
+        printf "xdp-counter-cost: %s, %d B, %s check: %d runs in %.2f s (%.3f Mpps at the counter), %.1f ns per run; trial rx_frames %s, errored %s\n",
+            name, size, check, runs, (t1 - t0) / 1e9, runs / ((t1 - t0) / 1e3), ns / runs, rx, err
     }'
     rm -f "$json"
+  done
 done

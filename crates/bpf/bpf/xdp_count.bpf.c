@@ -39,12 +39,21 @@
 #define LR_SUB (1u << LR_SUB_BITS)
 #define LR_BUCKETS ((32 - LR_SUB_BITS + 1) * LR_SUB)
 #define LR_GEN_SHIFT 40 /* slot = generation << 40 | (extended seq + 1) */
+/* The frame checks of crates/wire integrity.rs. */
+#define LR_CHECK_HEADERS 0 /* lengths and the IPv4 header checksum */
+#define LR_CHECK_PAYLOAD 1 /* also the UDP checksum over the datagram */
+#define LR_MAX_PADDED_FRAME 64
+/* The payload check sums the datagram in chunks copied out of the frame
+ * (bpf_xdp_load_bytes reads across fragments too); 18 of 512 bytes cover
+ * the largest test frame (MAX_CHECKED_DATAGRAM in integrity.rs). */
+#define LR_CHUNK 512
+#define LR_CHUNKS 18
 
 struct count_config {
 	__u16 first_stream;
 	__u16 stream_count;
 	__u16 udp_port;
-	__u16 pad;
+	__u16 check; /* LR_CHECK_*: how deep each test frame is checked */
 	__u32 generation; /* changes every trial */
 	__u32 lat_mask;	  /* latency of frames with (seq & lat_mask) == 0 */
 };
@@ -91,6 +100,92 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } stray SEC(".maps");
+
+/* [0]: damaged test frames (a check of integrity.rs failed). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} errored SEC(".maps");
+
+/* Where the payload check copies a chunk to sum it. Room for what the
+ * verifier can prove of a chunk's length (n & 0x3ff, up to 1023 bytes) and
+ * the word after it, zeroed as the sum's padding. */
+struct csum_scratch {
+	__u8 buf[1024 + 4];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct csum_scratch);
+} scratch SEC(".maps");
+
+static __always_inline __u32 fold16(__u64 sum)
+{
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (sum & 0xffff) + (sum >> 16);
+}
+
+/* The IPv4 header's checksum is right when the header adds up to 0xffff:
+ * its fixed 20 bytes read in place, options (if any) copied out first. */
+static __always_inline int ipv4_header_ok(struct xdp_md *ctx, struct iphdr *ip, __u32 l3_off, __u32 ihl)
+{
+	__u32 sum = (__u32)bpf_csum_diff(0, 0, (void *)ip, sizeof(*ip), 0);
+	if (ihl > sizeof(*ip)) {
+		__u32 zero = 0;
+		struct csum_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+		/* ihl is 24..60, a multiple of 4; the mask tells the verifier. */
+		__u32 n = (ihl - sizeof(*ip)) & 0x3c;
+		if (!s || n == 0)
+			return 0;
+		if (bpf_xdp_load_bytes(ctx, l3_off + sizeof(*ip), s->buf, n))
+			return 0;
+		sum = (__u32)bpf_csum_diff(0, 0, (void *)s->buf, n, sum);
+	}
+	return fold16(sum) == 0xffff;
+}
+
+/* The UDP checksum over the datagram of `len` bytes at `off`, seeded with
+ * the pseudo-header's sum: right when everything adds up to 0xffff. */
+static __always_inline int udp_checksum_ok(struct xdp_md *ctx, __u32 off, __u32 len, __u64 seed)
+{
+	__u32 zero = 0;
+	struct csum_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s || len > LR_CHUNKS * LR_CHUNK)
+		return 0;
+	__u32 sum = fold16(seed);
+	for (int i = 0; i < LR_CHUNKS; i++) {
+		__u32 done = i * LR_CHUNK;
+		if (done >= len)
+			break;
+		__u32 n = len - done;
+		if (n > LR_CHUNK)
+			n = LR_CHUNK;
+		/* No change (1 <= n <= 512), but bounds the verifier sees: in
+		 * asm, since clang drops a mask it can prove useless. */
+		asm volatile("%0 += -1\n\t%0 &= 1023\n\t%0 += 1" : "+r"(n));
+		/* Zero the word the chunk ends in: an odd tail is summed as if
+		 * followed by zeros, as the checksum defines. */
+		*(__u32 *)&s->buf[n & 0x3fc] = 0;
+		if (bpf_xdp_load_bytes(ctx, off + done, s->buf, n))
+			return 0;
+		__u32 size = (n + 3) & 0x3fc;
+		sum = (__u32)bpf_csum_diff(0, 0, (void *)s->buf, size, sum);
+	}
+	return fold16(sum) == 0xffff;
+}
+
+static __always_inline void count(void *map)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(map, &zero);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
 
 /* The same extension as crates/wire signature.rs extend_seq. */
 static __always_inline __u64 extend_seq(__u64 highest, __u32 seq32)
@@ -154,7 +249,10 @@ int lr_count(struct xdp_md *ctx)
 	}
 	struct udphdr *udp;
 	__u32 ip_payload; /* bytes after the IP header, by its length field */
-	if (proto == bpf_htons(ETH_P_IP)) {
+	__u32 ip_total;	  /* the IP packet's length, by its length fields */
+	int v4 = proto == bpf_htons(ETH_P_IP);
+	void *addrs; /* source then destination address, for the pseudo-header */
+	if (v4) {
 		struct iphdr *ip = l3;
 		if ((void *)(ip + 1) > data_end || ip->version != 4 ||
 		    ip->protocol != IPPROTO_UDP)
@@ -167,14 +265,18 @@ int lr_count(struct xdp_md *ctx)
 		if (ihl < sizeof(*ip) || ihl > 60 || total < ihl)
 			return XDP_PASS;
 		ip_payload = total - ihl;
+		ip_total = total;
 		udp = (void *)ip + ihl;
+		addrs = &ip->saddr;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = l3;
 		if ((void *)(ip6 + 1) > data_end || ip6->version != 6 ||
 		    ip6->nexthdr != IPPROTO_UDP)
 			return XDP_PASS;
 		ip_payload = bpf_ntohs(ip6->payload_len);
+		ip_total = sizeof(*ip6) + ip_payload;
 		udp = (void *)(ip6 + 1);
+		addrs = &ip6->saddr;
 	} else {
 		return XDP_PASS;
 	}
@@ -195,15 +297,57 @@ int lr_count(struct xdp_md *ctx)
 	/* The arrival time is read as soon as the signature says the frame
 	 * is sampled: after the frame's first read, so tens of ns later than
 	 * a stamp at the program's entry would be (part of the tester's own
-	 * latency, which calibrate measures). */
+	 * latency, which calibrate measures), and before the checks below,
+	 * whose cost grows with the frame. */
 	__u32 seq32 = bpf_ntohl(sig->seq);
 	__u64 now = (seq32 & cfg->lat_mask) ? 0 : bpf_ktime_get_ns();
 
+	/* A test frame: counted only if intact (crates/wire integrity.rs). The
+	 * frame is as long as its IP packet (or padded to the minimum), the
+	 * UDP length is the IP payload's, the IPv4 header checksum is right;
+	 * with the payload check, the UDP checksum too. */
+	__u32 wire_len = bpf_xdp_get_buff_len(ctx);
+	__u32 l2 = l3 - data;
+	__u32 on_wire = wire_len > l2 ? wire_len - l2 : 0;
+	int ok = udp_len == ip_payload &&
+		 (ip_total == on_wire || (ip_total < on_wire && wire_len <= LR_MAX_PADDED_FRAME));
+	if (ok && v4)
+		ok = ipv4_header_ok(ctx, l3, l2, ip_total - ip_payload);
+	if (ok && cfg->check == LR_CHECK_PAYLOAD) {
+		/* The pseudo-header: addresses, protocol, UDP length. */
+		__u64 seed = bpf_htons(IPPROTO_UDP) + (__u64)udp->len;
+		ok = 0;
+		__u32 zero = 0;
+		struct csum_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+		__u32 n = v4 ? 8 : 32;
+		__u32 at = addrs - data;
+		if (s && !bpf_xdp_load_bytes(ctx, at, s->buf, n))
+			seed = (__u32)bpf_csum_diff(0, 0, (void *)s->buf, n, seed);
+		else
+			goto damaged;
+		/* Zero in IPv4: the sender computed none (RFC 768); IPv6 requires one. */
+		if (udp->check == 0)
+			ok = v4;
+		else
+			ok = udp_checksum_ok(ctx, (void *)udp - data, udp_len, seed);
+	}
+	if (!ok) {
+	damaged:
+		count(&errored);
+		return XDP_DROP;
+	}
+
 	__u32 idx = (__u16)(bpf_ntohs(sig->stream) - cfg->first_stream);
 	if (idx >= cfg->stream_count) {
-		__u64 *s = bpf_map_lookup_elem(&stray, &zero);
-		if (s)
-			__sync_fetch_and_add(s, 1);
+		count(&stray);
+		return XDP_DROP;
+	}
+	/* Latency modulo 2^32 ns, as elapsed32 in crates/wire. A timestamp in
+	 * the future (a negative latency) is damage: checked on the frames
+	 * whose latency is measured, since only they read the clock. */
+	__u32 lat = (__u32)now - bpf_ntohl(sig->tx_ts);
+	if (!(seq32 & cfg->lat_mask) && lat > 0x7fffffff) {
+		count(&errored);
 		return XDP_DROP;
 	}
 	struct stream_state *st = bpf_map_lookup_elem(&streams, &idx);
@@ -233,11 +377,6 @@ int lr_count(struct xdp_md *ctx)
 	if (seq32 & cfg->lat_mask)
 		return XDP_DROP; /* not sampled */
 
-	/* Latency modulo 2^32 ns, as elapsed32 in crates/wire; a negative one
-	 * (only a clock step can make it) counts as 0. */
-	__u32 lat = (__u32)now - bpf_ntohl(sig->tx_ts);
-	if (lat > 0x7fffffff)
-		lat = 0;
 	st->lat_sum += lat;
 	st->lat_count++;
 	if (st->lat_count == 1 || lat < st->lat_min)

@@ -9,6 +9,7 @@
 
 use crate::{as_bytes, bpf_object, load, map, read_words, BpfError};
 use libbpf_rs::{MapCore, MapFlags, Object};
+use linerate_wire::FrameCheck;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 /// Sequence numbers remembered below the highest seen, per stream
@@ -31,7 +32,8 @@ struct CountConfig {
     first_stream: u16,
     stream_count: u16,
     udp_port: u16,
-    pad: u16,
+    /// `LR_CHECK_*`: 0 headers, 1 payload (crates/wire integrity.rs).
+    check: u16,
     generation: u32,
     lat_mask: u32,
 }
@@ -84,8 +86,33 @@ pub struct XdpCounter {
     max_streams: u16,
     generation: u32,
     stray_at_start: u64,
+    errored_at_start: u64,
     streams_in_trial: u16,
     lat_mask: u32,
+    check: FrameCheck,
+}
+
+/// What the program did with one frame ([`XdpCounter::verdict`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not a test frame: passed on to the stack.
+    Passed,
+    /// An intact test frame, counted (in a stream or as stray) and dropped.
+    Counted,
+    /// A damaged test frame, counted as errored and dropped.
+    Errored,
+}
+
+/// What the counter counted in one trial.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrialCounts {
+    pub streams: Vec<KernelStream>,
+    /// Intact test frames of no stream of the trial.
+    pub stray: u64,
+    /// Damaged test frames (a check of `linerate_wire::integrity` failed,
+    /// or the timestamp was in the future): counted nowhere else.
+    pub errored: u64,
 }
 
 impl XdpCounter {
@@ -109,8 +136,10 @@ impl XdpCounter {
             max_streams,
             generation: 0,
             stray_at_start: 0,
+            errored_at_start: 0,
             streams_in_trial: 0,
             lat_mask: 0,
+            check: FrameCheck::default(),
         })
     }
 
@@ -155,18 +184,22 @@ impl XdpCounter {
     /// to UDP port `udp_port`; frames of other streams count as stray.
     /// Latency is measured on the frames whose sequence number is a
     /// multiple of `latency_every` (a power of two; 1: every frame).
+    /// Each test frame is checked as deep as `check` says; a damaged one
+    /// counts as errored.
     pub fn start_trial(
         &mut self,
         first: u16,
         count: u16,
         udp_port: u16,
         latency_every: u32,
+        check: FrameCheck,
     ) -> Result<(), BpfError> {
         assert!(
             latency_every.is_power_of_two(),
             "latency_every {latency_every} is a power of two"
         );
         self.lat_mask = latency_every - 1;
+        self.check = check;
         let count = count.min(self.max_streams);
         let map_err = |source| BpfError::Map {
             what: "preparing the XDP counter for a trial",
@@ -182,7 +215,8 @@ impl XdpCounter {
                 .map_err(map_err)?;
         }
         self.generation = self.generation.wrapping_add(1);
-        self.stray_at_start = self.stray_total()?;
+        self.stray_at_start = self.total("stray")?;
+        self.errored_at_start = self.total("errored")?;
         self.streams_in_trial = count;
         self.write_config(first, count, udp_port).map_err(map_err)
     }
@@ -196,8 +230,8 @@ impl XdpCounter {
         Ok(total)
     }
 
-    /// The trial's per-stream counts and its stray frames.
-    pub fn read(&self) -> Result<(Vec<KernelStream>, u64), BpfError> {
+    /// The trial's per-stream counts, its stray and its damaged frames.
+    pub fn read(&self) -> Result<TrialCounts, BpfError> {
         let mut out = Vec::with_capacity(self.streams_in_trial as usize);
         for i in 0..self.streams_in_trial as u32 {
             let w = self.stream_words(i, HEADER_WORDS + BUCKETS)?;
@@ -213,19 +247,21 @@ impl XdpCounter {
                 histogram: w[HEADER_WORDS..].to_vec(),
             });
         }
-        let stray = self.stray_total()? - self.stray_at_start;
-        Ok((out, stray))
+        Ok(TrialCounts {
+            streams: out,
+            stray: self.total("stray")? - self.stray_at_start,
+            errored: self.total("errored")? - self.errored_at_start,
+        })
     }
 
     /// Runs the program once on `frame` without attaching it
-    /// (`BPF_PROG_TEST_RUN`), under the current trial's configuration:
-    /// true when it takes the frame as a test frame (counted, or counted
-    /// as stray, and dropped), false when it passes it on to the stack.
-    /// For the test that holds this classifier to user space's
-    /// (`linerate_wire::classify`); the frame counts as if it had arrived.
-    /// The kernel refuses frames shorter than an Ethernet header.
+    /// (`BPF_PROG_TEST_RUN`), under the current trial's configuration, and
+    /// says what it did with it. For the test that holds this classifier
+    /// to user space's (`linerate_wire::classify` and `integrity`); the
+    /// frame counts as if it had arrived. The kernel refuses frames
+    /// shorter than an Ethernet header.
     #[doc(hidden)]
-    pub fn takes(&self, frame: &[u8]) -> Result<bool, BpfError> {
+    pub fn verdict(&self, frame: &[u8]) -> Result<Verdict, BpfError> {
         const XDP_DROP: u32 = 1;
         let prog = self
             .obj
@@ -236,11 +272,18 @@ impl XdpCounter {
             data_in: Some(frame),
             ..Default::default()
         };
+        let errored = self.total("errored")?;
         let out = prog.test_run(input).map_err(|source| BpfError::Map {
             what: "running the XDP counter on one frame (BPF_PROG_TEST_RUN)",
             source,
         })?;
-        Ok(out.return_value == XDP_DROP)
+        Ok(if out.return_value != XDP_DROP {
+            Verdict::Passed
+        } else if self.total("errored")? > errored {
+            Verdict::Errored
+        } else {
+            Verdict::Counted
+        })
     }
 
     fn write_config(&self, first: u16, count: u16, udp_port: u16) -> libbpf_rs::Result<()> {
@@ -248,7 +291,10 @@ impl XdpCounter {
             first_stream: first,
             stream_count: count,
             udp_port,
-            pad: 0,
+            check: match self.check {
+                FrameCheck::Headers => 0,
+                FrameCheck::Payload => 1,
+            },
             generation: self.generation,
             lat_mask: self.lat_mask,
         };
@@ -261,13 +307,9 @@ impl XdpCounter {
         read_words(&self.map("streams"), i, words, "reading the XDP counter")
     }
 
-    fn stray_total(&self) -> Result<u64, BpfError> {
-        let w = read_words(
-            &self.map("stray"),
-            0,
-            1,
-            "reading the XDP counter's stray count",
-        )?;
+    /// The running total of the one-counter map `name` (stray, errored).
+    fn total(&self, name: &str) -> Result<u64, BpfError> {
+        let w = read_words(&self.map(name), 0, 1, "reading the XDP counter's totals")?;
         Ok(w[0])
     }
 

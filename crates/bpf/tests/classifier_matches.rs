@@ -11,11 +11,12 @@
 //! and random bytes shaped like the headers the classifier reads. Bounded
 //! case count so it runs in CI; `PROPTEST_CASES=N` runs it longer.
 
-use linerate_bpf::counter::XdpCounter;
+use linerate_bpf::counter::{Verdict, XdpCounter};
 use linerate_wire::classify::ANY_PORT;
+use linerate_wire::integrity::intact;
 use linerate_wire::template::DEFAULT_UDP_PORT;
 use linerate_wire::{
-    classify, FlowSpec, FrameSize, FrameTemplate, MacAddr, Received, Signature, VlanTag,
+    classify, FlowSpec, FrameCheck, FrameSize, FrameTemplate, MacAddr, Received, Signature, VlanTag,
 };
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -54,32 +55,39 @@ fn flow() -> impl Strategy<Value = FlowSpec> {
 }
 
 /// A built test frame with up to three bytes among its first 80 changed
-/// (headers, lengths, signature), sometimes cut short.
+/// (headers, lengths, signature), or one anywhere, sometimes cut short.
 fn damaged_test_frame() -> impl Strategy<Value = Vec<u8>> {
     (
         flow(),
-        0u64..200,
+        prop_oneof![0u64..200, 0u64..3000],
         any::<(u16, u32, u32)>(),
         proptest::collection::vec((0usize..80, any::<u8>()), 0..=3),
+        proptest::option::of((any::<Index>(), any::<u8>())),
         proptest::option::of(any::<Index>()),
     )
-        .prop_map(|(flow, extra, (stream, seq, tx_ts), edits, cut)| {
-            let encap = flow.encap();
-            let size = FrameSize::from_frame_in(encap.min_frame() as u64 + extra, &encap)
-                .expect("a size in range");
-            let t = FrameTemplate::new(&flow, size);
-            let mut f = vec![0u8; t.len()];
-            t.write(&mut f, Signature { stream, seq, tx_ts });
-            for (at, v) in edits {
-                if let Some(b) = f.get_mut(at) {
-                    *b = v;
+        .prop_map(
+            |(flow, extra, (stream, seq, tx_ts), edits, anywhere, cut)| {
+                let encap = flow.encap();
+                let size = FrameSize::from_frame_in(encap.min_frame() as u64 + extra, &encap)
+                    .expect("a size in range");
+                let t = FrameTemplate::new(&flow, size);
+                let mut f = vec![0u8; t.len()];
+                t.write(&mut f, Signature { stream, seq, tx_ts });
+                for (at, v) in edits {
+                    if let Some(b) = f.get_mut(at) {
+                        *b = v;
+                    }
                 }
-            }
-            if let Some(cut) = cut {
-                f.truncate(14 + cut.index(f.len() - 13));
-            }
-            f
-        })
+                if let Some((at, v)) = anywhere {
+                    let at = at.index(f.len());
+                    f[at] = v;
+                }
+                if let Some(cut) = cut {
+                    f.truncate(14 + cut.index(f.len() - 13));
+                }
+                f
+            },
+        )
 }
 
 /// Random bytes behind an EtherType the classifier looks into.
@@ -100,38 +108,53 @@ fn frame_like() -> impl Strategy<Value = Vec<u8>> {
 }
 
 #[test]
-fn the_kernel_counter_takes_exactly_the_frames_user_space_classifies_as_test_frames() {
+fn the_kernel_counter_takes_and_checks_exactly_the_frames_user_space_does() {
     if !linerate_bpf::root_or_skip("the XDP counter against the classifier") {
         return;
     }
     let mut counter = XdpCounter::load(4).expect("the XDP counter loads (as root)");
     let frames = prop_oneof![3 => damaged_test_frame(), 1 => frame_like()];
-    for port in [DEFAULT_UDP_PORT, ANY_PORT] {
-        // A runner per port: one that has run holds its case count as done.
-        let mut runner = TestRunner::new(proptest::test_runner::Config {
-            cases: cases(),
-            ..Default::default()
-        });
-        counter.start_trial(7, 4, port, 1).unwrap();
-        let counter = &counter;
-        let result = runner.run(&frames, |f| {
-            let user = matches!(classify(&f, port), Received::Test { .. });
-            let kernel = counter
-                .takes(&f)
-                .map_err(|e| TestCaseError::fail(e.to_string()))?;
-            prop_assert_eq!(
-                kernel,
-                user,
-                "port {}: the kernel {} it, user space classifies it {:?}; frame {:02x?}",
-                port,
-                if kernel { "takes" } else { "passes" },
-                classify(&f, port),
-                f
-            );
-            Ok(())
-        });
-        if let Err(e) = result {
-            panic!("{e}");
+    for check in [FrameCheck::Headers, FrameCheck::Payload] {
+        for port in [DEFAULT_UDP_PORT, ANY_PORT] {
+            // A runner per case: one that has run holds its case count as done.
+            let mut runner = TestRunner::new(proptest::test_runner::Config {
+                cases: cases(),
+                ..Default::default()
+            });
+            // Latency (and so the timestamp check, which needs the clock)
+            // only on sequence numbers that are multiples of 2^31: the
+            // frames' timestamps are random, and user space cannot know
+            // the kernel's clock.
+            counter.start_trial(7, 4, port, 1 << 31, check).unwrap();
+            let counter = &counter;
+            let result = runner.run(&frames, |f| {
+                let user = match classify(&f, port) {
+                    Received::Test { .. } if intact(&f, f.len(), check) => Verdict::Counted,
+                    Received::Test { .. } => Verdict::Errored,
+                    _ => Verdict::Passed,
+                };
+                let kernel = counter
+                    .verdict(&f)
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let sampled = matches!(classify(&f, port),
+                    Received::Test { sig } if sig.seq & 0x7fff_ffff == 0);
+                if sampled && user == Verdict::Counted {
+                    return Ok(()); // its timestamp decides
+                }
+                prop_assert_eq!(
+                    kernel,
+                    user,
+                    "{:?} check, port {}: user space classifies it {:?}; frame {:02x?}",
+                    check,
+                    port,
+                    classify(&f, port),
+                    f
+                );
+                Ok(())
+            });
+            if let Err(e) = result {
+                panic!("{e}");
+            }
         }
     }
 }

@@ -6,7 +6,7 @@
 use linerate_bpf::counter::XdpCounter;
 use linerate_bpf::generator::{GenProgress, GenTrial, Stopper, XdpGenerator};
 use linerate_wire::template::DEFAULT_UDP_PORT;
-use linerate_wire::{FlowSpec, FrameSet, FrameSize, FrameTemplate, MacAddr};
+use linerate_wire::{FlowSpec, FrameCheck, FrameSet, FrameSize, FrameTemplate, MacAddr};
 use std::fs::File;
 use std::os::fd::AsFd;
 use std::process::Command;
@@ -151,7 +151,7 @@ fn every_generated_frame_is_counted_once() {
             ));
             let stream = size + every as u16; // any id; a fresh one per trial
             counter
-                .start_trial(stream, 1, DEFAULT_UDP_PORT, every)
+                .start_trial(stream, 1, DEFAULT_UDP_PORT, every, FrameCheck::Payload)
                 .unwrap();
             generator
                 .configure(&GenTrial {
@@ -179,10 +179,15 @@ fn every_generated_frame_is_counted_once() {
             while counter.received().unwrap() < frames && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(1));
             }
-            let (streams, stray) = counter.read().unwrap();
-            let s = &streams[0];
+            let counts = counter.read().unwrap();
+            let s = &counts.streams[0];
             assert_eq!(s.received, frames, "{size} B: every frame counted");
-            assert_eq!((s.duplicated, s.reordered, stray), (0, 0, 0), "{size} B");
+            // The generator's checksums verify: no frame counted damaged.
+            assert_eq!(
+                (s.duplicated, s.reordered, counts.stray, counts.errored),
+                (0, 0, 0, 0),
+                "{size} B"
+            );
             assert_eq!(s.latency_count, sampled, "{size} B, every {every}");
             assert_eq!(s.histogram.iter().sum::<u64>(), sampled);
             assert!(s.latency_min_ns <= s.latency_max_ns);
@@ -220,7 +225,9 @@ fn two_generators_send_two_exact_streams() {
             FrameSize::from_frame(64).unwrap(),
         ));
         let (first, shares) = (40u16, [50_001u64, 50_000]);
-        counter.start_trial(first, 2, DEFAULT_UDP_PORT, 1).unwrap();
+        counter
+            .start_trial(first, 2, DEFAULT_UDP_PORT, 1, FrameCheck::Payload)
+            .unwrap();
         let mut generators: Vec<XdpGenerator> = (0..2)
             .map(|_| XdpGenerator::load().expect("load generator"))
             .collect();
@@ -261,10 +268,10 @@ fn two_generators_send_two_exact_streams() {
         {
             std::thread::sleep(Duration::from_millis(1));
         }
-        let (streams, stray) = counter.read().unwrap();
-        assert_eq!(stray, 0);
+        let counts = counter.read().unwrap();
+        assert_eq!((counts.stray, counts.errored), (0, 0));
         for (k, n) in shares.iter().enumerate() {
-            let s = &streams[k];
+            let s = &counts.streams[k];
             assert_eq!(s.received, *n, "stream {k}: every frame counted");
             assert_eq!((s.duplicated, s.reordered), (0, 0), "stream {k}");
         }

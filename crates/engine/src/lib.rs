@@ -152,6 +152,8 @@ pub struct EngineConfig {
     /// Which frames latency is measured on, for receivers that sample
     /// (the in-kernel counter; see [`latency_sampling`]).
     pub latency_sampling: LatencySampling,
+    /// How deep every received test frame is checked before it counts.
+    pub frame_check: linerate_wire::FrameCheck,
 }
 
 impl EngineConfig {
@@ -202,6 +204,7 @@ impl Default for EngineConfig {
             bidirectional: false,
             drop_from: None,
             latency_sampling: LatencySampling::Auto,
+            frame_check: linerate_wire::FrameCheck::default(),
         }
     }
 }
@@ -434,6 +437,7 @@ impl Engine {
             count: threads * classes,
             udp_port,
             latency_every: latency_every(&*self.b.port.rx),
+            check: self.cfg.frame_check,
         };
         self.next_stream = self.next_stream.wrapping_add(range.count);
         // Both directions at once: B sends streams of its own, counted at A.
@@ -443,6 +447,7 @@ impl Engine {
                 count: threads,
                 udp_port: DEFAULT_UDP_PORT,
                 latency_every: latency_every(&*self.a.port.rx),
+                check: self.cfg.frame_check,
             };
             self.next_stream = self.next_stream.wrapping_add(threads);
             r
@@ -759,6 +764,7 @@ impl Engine {
                 None => {
                     // Stray frames on A (the sending port) are as telling as on B.
                     ab.stray_frames += counted_a.stray;
+                    ab.errored_frames += counted_a.errored;
                     ab
                 }
                 Some(rev) => {
@@ -834,6 +840,8 @@ fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult) -> TrialR
         generator_pauses: Some(ab.generator_pauses.unwrap_or(0) + ba.generator_pauses.unwrap_or(0)),
         tester_rx_drops: ab.tester_rx_drops + ba.tester_rx_drops,
         stray_frames: ab.stray_frames + ba.stray_frames,
+        errored_frames: ab.errored_frames + ba.errored_frames,
+        frame_check: ab.frame_check.clone(),
         directions: Vec::new(),
         dut_cpu: None,
         policy_drops: None,
@@ -894,10 +902,16 @@ fn summarize(
     // The tester's refusals cover every class; a drop test's legitimate
     // class is its share of them (every other frame).
     let mut own = accounting::OwnCounts::new(lost, total, sent, counted.ring_drops);
+    // Damaged frames carry no class one can trust: a drop test's
+    // legitimate class is its share of them, as of the refusals.
+    let mut errored = counted.errored;
     if frames.classes() > 1 {
-        own = own.share(intended_frames as f64 / total.max(1) as f64);
+        let share = intended_frames as f64 / total.max(1) as f64;
+        own = own.share(share);
+        errored = (errored as f64 * share).round() as u64;
     }
     let (loss_where, not_left) = accounting::attribute(own, a_veth, around);
+    let loss_where = loss_where.with_errored(errored);
     tx_frames = tx_frames.saturating_sub(not_left);
     let duration_s = spec.duration.as_secs_f64();
     // Over the time the frames really took: a paused generator made the
@@ -934,6 +948,8 @@ fn summarize(
         generator_pauses: Some(sent.pauses),
         tester_rx_drops: counted.ring_drops,
         stray_frames: counted.stray,
+        errored_frames: counted.errored,
+        frame_check: cfg.frame_check.name().to_string(),
         engine: cfg.name.clone(),
         receiver: counted.receiver.as_str().to_string(),
         ip_version: encap.ip,

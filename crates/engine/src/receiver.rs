@@ -5,8 +5,9 @@
 use crate::host::{ArpAction, HostConfig};
 use crate::stats::StreamStats;
 use linerate_port::{PortError, RxQueue};
+use linerate_wire::integrity::intact;
 use linerate_wire::signature::elapsed32;
-use linerate_wire::{classify, MacAddr, Received};
+use linerate_wire::{classify, FrameCheck, MacAddr, Received};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -32,6 +33,9 @@ pub struct StreamRange {
     /// [samples latency](crate::ReceiverKind::samples_latency) act on it;
     /// the engine gives the others 1.
     pub latency_every: u32,
+    /// How deep each test frame is checked before it counts; a damaged
+    /// one counts as errored ([`linerate_wire::integrity`]).
+    pub check: FrameCheck,
 }
 
 impl StreamRange {
@@ -69,6 +73,9 @@ pub struct Counted {
     /// Test frames that belong to no stream of this trial (late frames of
     /// an earlier trial, or another tester's).
     pub stray: u64,
+    /// Damaged test frames: a check of [`linerate_wire::integrity`] failed,
+    /// or the timestamp was in the future. Counted nowhere else.
+    pub errored: u64,
     /// Frames the port's own receive ring dropped: the tester's loss.
     pub ring_drops: u64,
     /// Latency was measured on every n-th frame of each stream.
@@ -93,6 +100,7 @@ pub fn receive<R: RxQueue>(
     signals.ready.store(true, Ordering::Release);
     let mut streams: Vec<StreamStats> = (0..range.count).map(|_| StreamStats::default()).collect();
     let mut stray = 0u64;
+    let mut errored = 0u64;
     let mut distinct = 0u64;
     let mut replies: Vec<Vec<u8>> = Vec::new();
     let mut learned = host.gateway_mac;
@@ -105,23 +113,26 @@ pub fn receive<R: RxQueue>(
             rx.send_control(&host.gateway_request(mac))?;
             last_request = Instant::now();
         }
-        rx.recv(POLL, |frame, arrival_ns| {
+        rx.recv(POLL, |frame, wire_len, arrival_ns| {
             crate::capture::offer(mac, frame, arrival_ns);
             let action = match classify(frame, range.udp_port) {
                 Received::Test { sig } => {
-                    match range.index(sig.stream) {
-                        Some(i) => {
-                            let latency = elapsed32(sig.tx_ts, arrival_ns);
-                            // A negative latency (wrapped) can only come from a clock step: count it as 0.
-                            let latency = if latency > u32::MAX as u64 / 2 {
-                                0
-                            } else {
-                                latency
-                            };
-                            streams[i].record(sig.seq, latency);
-                        }
-                        None => stray += 1,
+                    if !intact(frame, wire_len, range.check) {
+                        errored += 1;
+                        return;
                     }
+                    let Some(i) = range.index(sig.stream) else {
+                        stray += 1;
+                        return;
+                    };
+                    // A timestamp in the future (latency wrapped negative)
+                    // was damaged on the way: the sender stamps before it sends.
+                    let latency = elapsed32(sig.tx_ts, arrival_ns);
+                    if latency > u32::MAX as u64 / 2 {
+                        errored += 1;
+                        return;
+                    }
+                    streams[i].record(sig.seq, latency);
                     return;
                 }
                 Received::Arp(arp) => host.on_arp(mac, &arp),
@@ -155,6 +166,7 @@ pub fn receive<R: RxQueue>(
     Ok(Counted {
         streams,
         stray,
+        errored,
         ring_drops: rx.take_drops()?,
         latency_every: 1,
         receiver: crate::ReceiverKind::Socket,

@@ -392,13 +392,14 @@ impl<R: RxQueue> Receiver for XdpReceiver<R> {
             range.count,
             range.udp_port,
             range.latency_every,
+            range.check,
         )?;
         let counter = &self.counter;
         let mut counted = receive(&mut self.control, mac, host, range, signals, || {
             counter.received().unwrap_or(0)
         })?;
-        let (kernel, stray) = self.counter.read()?;
-        for (stats, k) in counted.streams.iter_mut().zip(kernel) {
+        let kernel = self.counter.read()?;
+        for (stats, k) in counted.streams.iter_mut().zip(kernel.streams) {
             let from_kernel = StreamStats::from_counts(
                 k.received,
                 k.duplicated,
@@ -414,7 +415,8 @@ impl<R: RxQueue> Receiver for XdpReceiver<R> {
             // before) are added to the kernel's.
             stats.merge(&from_kernel);
         }
-        counted.stray += stray;
+        counted.stray += kernel.stray;
+        counted.errored += kernel.errored;
         counted.latency_every = range.latency_every;
         counted.receiver = self.kind();
         Ok(counted)

@@ -313,10 +313,14 @@ struct Feed {
 }
 
 impl RxQueue for Feed {
-    fn recv<F: FnMut(&[u8], u64)>(&mut self, _: Duration, mut f: F) -> Result<usize, PortError> {
+    fn recv<F: FnMut(&[u8], usize, u64)>(
+        &mut self,
+        _: Duration,
+        mut f: F,
+    ) -> Result<usize, PortError> {
         let frames = std::mem::take(&mut self.frames);
         for frame in &frames {
-            f(frame, 1_000_000);
+            f(frame, frame.len(), 1_000_000);
         }
         self.signals.stop.store(true, Ordering::Relaxed);
         Ok(frames.len())
@@ -408,7 +412,13 @@ proptest! {
         }
         let signals = Arc::new(ReceiverSignals::default());
         let mut feed = Feed { frames, signals: signals.clone(), sent: Vec::new() };
-        let range = StreamRange { first, count, udp_port: PORT, latency_every: 1 };
+        let range = StreamRange {
+            first,
+            count,
+            udp_port: PORT,
+            latency_every: 1,
+            check: linerate_wire::FrameCheck::Headers,
+        };
         let counted = receive(&mut feed, ME, &h, range, &signals, || 0).unwrap();
         prop_assert_eq!(counted.stray, stray);
         for (stats, seqs) in counted.streams.iter().zip(&per_stream) {

@@ -228,6 +228,8 @@ impl SimulatedDut {
             vlan: None,
             tester_rx_drops: 0,
             stray_frames: 0,
+            errored_frames: 0,
+            frame_check: String::new(),
         }
     }
 }

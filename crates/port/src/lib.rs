@@ -97,10 +97,16 @@ pub trait TxQueue: Send {
 
 /// The receive half of a port.
 pub trait RxQueue: Send {
-    /// Calls `f(frame, arrival_ns)` for frames that have arrived, waiting up
-    /// to `timeout` when none has. `arrival_ns` is CLOCK_REALTIME in ns.
+    /// Calls `f(frame, wire_len, arrival_ns)` for frames that have arrived,
+    /// waiting up to `timeout` when none has. `frame` may be only the
+    /// frame's first bytes (a port that copies only headers); `wire_len` is
+    /// its whole length without FCS. `arrival_ns` is CLOCK_REALTIME in ns.
     /// Returns how many frames were handed over.
-    fn recv<F: FnMut(&[u8], u64)>(&mut self, timeout: Duration, f: F) -> Result<usize, PortError>;
+    fn recv<F: FnMut(&[u8], usize, u64)>(
+        &mut self,
+        timeout: Duration,
+        f: F,
+    ) -> Result<usize, PortError>;
 
     /// Sends one control frame (an ARP request or reply) from this port.
     fn send_control(&mut self, frame: &[u8]) -> Result<(), PortError>;

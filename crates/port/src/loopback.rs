@@ -161,7 +161,7 @@ impl TxQueue for LoopbackTx {
 }
 
 impl RxQueue for LoopbackRx {
-    fn recv<F: FnMut(&[u8], u64)>(
+    fn recv<F: FnMut(&[u8], usize, u64)>(
         &mut self,
         timeout: Duration,
         mut f: F,
@@ -175,7 +175,7 @@ impl RxQueue for LoopbackRx {
         let frames: Vec<_> = q.drain(..).collect();
         drop(q);
         for (frame, ts) in &frames {
-            f(frame, *ts);
+            f(frame, frame.len(), *ts);
         }
         Ok(frames.len())
     }
@@ -211,7 +211,7 @@ mod tests {
 
     fn received(rx: &mut LoopbackRx) -> Vec<u8> {
         let mut got = Vec::new();
-        rx.recv(Duration::from_millis(10), |f, _| got.push(f[0]))
+        rx.recv(Duration::from_millis(10), |f, _, _| got.push(f[0]))
             .unwrap();
         got
     }

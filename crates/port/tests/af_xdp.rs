@@ -168,7 +168,7 @@ fn send_and_count(ns: &VethNetns, size: u64, total: u64) -> (u64, Seen) {
             };
             rx.take_drops().unwrap();
             while !stop.load(Ordering::Relaxed) {
-                rx.recv(Duration::from_millis(5), |f, _ts| {
+                rx.recv(Duration::from_millis(5), |f, _len, _ts| {
                     match classify(f, linerate_wire::template::DEFAULT_UDP_PORT) {
                         Received::Test { sig } if sig.stream == STREAM => {
                             if f.len() != expected_len {
@@ -296,11 +296,11 @@ fn control_frames_get_through_both_ways() {
         let mut got: Vec<Vec<u8>> = Vec::new();
         let until = Instant::now() + Duration::from_secs(2);
         while got.is_empty() && Instant::now() < until {
-            rx.recv(Duration::from_millis(10), |f, _| got.push(f.to_vec()))
+            rx.recv(Duration::from_millis(10), |f, _, _| got.push(f.to_vec()))
                 .unwrap();
         }
         // A little longer: a second copy would be a bug too.
-        rx.recv(Duration::from_millis(50), |f, _| got.push(f.to_vec()))
+        rx.recv(Duration::from_millis(50), |f, _, _| got.push(f.to_vec()))
             .unwrap();
         assert_eq!(got.len(), 1, "exactly one frame arrives: {got:02x?}");
         assert_eq!(got[0], want);
@@ -311,7 +311,7 @@ fn control_frames_get_through_both_ways() {
     expect(&mut rx_a, &reply);
     // The sender does not see its own control frame.
     let mut echoed = 0;
-    rx_a.recv(Duration::from_millis(20), |_, _| echoed += 1)
+    rx_a.recv(Duration::from_millis(20), |_, _, _| echoed += 1)
         .unwrap();
     assert_eq!(echoed, 0);
 }

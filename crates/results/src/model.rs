@@ -179,6 +179,17 @@ pub struct TrialResult {
     /// frames of an earlier trial); not counted as received.
     #[serde(default)]
     pub stray_frames: u64,
+    /// Test frames that arrived damaged: a length, the IPv4 header
+    /// checksum, the UDP checksum (with `frame_check` "payload") or the
+    /// timestamp was wrong. Counted as lost, never as received, and kept
+    /// out of the sequence and latency statistics.
+    #[serde(default)]
+    pub errored_frames: u64,
+    /// How deep each received test frame was checked: "headers" or
+    /// "payload" (linerate_wire::integrity). Empty in records from before
+    /// frames were checked.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub frame_check: String,
     /// Which engine ran the trial (e.g. "af_packet").
     pub engine: String,
     /// How the receiving port counted: "kernel" (linerate's XDP counter,
@@ -246,6 +257,15 @@ pub struct LossWhere {
     /// Whether the DUT's own counters were read (`dut_internal` is set):
     /// `rest` is then unexplained loss, else loss in the DUT or on the link.
     pub dut_read: bool,
+    /// Frames that arrived damaged (a length, a checksum or the timestamp
+    /// was wrong): the DUT's or the link's doing, counted by the tester's
+    /// receiver. 0 in records from before frames were checked.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub errored: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl LossWhere {
@@ -283,6 +303,18 @@ impl LossWhere {
             dut_internal,
             rest: (lost as i128 - explained) as i64,
             dut_read: dut_internal.is_some(),
+            errored: 0,
+        }
+    }
+
+    /// The same breakdown with `errored` of the lost frames explained as
+    /// damaged on arrival (the receiver counted them, so no counter of
+    /// the DUT's or the tester's ports did).
+    pub fn with_errored(self, errored: u64) -> LossWhere {
+        LossWhere {
+            errored: self.errored + errored,
+            rest: self.rest - errored as i64,
+            ..self
         }
     }
 
@@ -303,6 +335,7 @@ impl LossWhere {
             dut_internal,
             rest: self.rest + o.rest + moved_in + moved_internal,
             dut_read: dut_internal.is_some(),
+            errored: self.errored + o.errored,
         }
     }
 
@@ -336,6 +369,9 @@ impl LossWhere {
             "dropped at the tester's receiving port",
             self.tester_rx as i64,
         ));
+        if self.errored > 0 {
+            v.push(("damaged by the DUT or the link", self.errored as i64));
+        }
         v.push((
             if self.dut_read {
                 "unexplained"

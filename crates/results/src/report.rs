@@ -484,6 +484,23 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
     }
     let _ = writeln!(out, "  reordered   {:>15} frames", thousands(t.reordered));
     let _ = writeln!(out, "  duplicated  {:>15} frames", thousands(t.duplicated));
+    if t.errored_frames > 0 {
+        let _ = writeln!(
+            out,
+            "  errored     {:>15} frames  damaged on arrival (counted as lost, not received)",
+            thousands(t.errored_frames)
+        );
+    }
+    if t.stray_frames > 0 {
+        let _ = writeln!(
+            out,
+            "  stray       {:>15} frames  test frames of no stream of this trial (not counted)",
+            thousands(t.stray_frames)
+        );
+    }
+    if let Ok(check) = t.frame_check.parse::<linerate_wire::FrameCheck>() {
+        let _ = writeln!(out, "  checked     {}", check.describe());
+    }
     if let Some(c) = &t.dut_cpu {
         let _ = writeln!(
             out,

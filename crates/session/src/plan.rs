@@ -47,6 +47,8 @@ pub struct BedPlan {
     /// Generator threads (xdp engine only).
     pub tx_threads: u16,
     pub latency_every: LatencySampling,
+    /// How deep each received test frame is checked.
+    pub frame_check: linerate_wire::FrameCheck,
     /// Header fields that vary per frame (`--range`), for this layout.
     pub flows: Flows,
     /// Both ports send and receive.

@@ -98,6 +98,10 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         max_frame_len,
         ..AfPacketOptions::default()
     };
+    if plan.frame_check == linerate_wire::FrameCheck::Payload {
+        // The UDP checksum covers the whole frame: copy all of it up.
+        opts.rx_snaplen = u16::MAX as u32;
+    }
     let encap = plan.encap;
     if !nix::unistd::geteuid().is_root() {
         bail!(Environment, "not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
@@ -204,6 +208,7 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         name: engine_name.into(),
         tx_threads: plan.tx_threads,
         latency_sampling: plan.latency_every,
+        frame_check: plan.frame_check,
         ..EngineConfig::default()
     };
     if plan.latency_every != LatencySampling::Auto && !b.rx.kind().samples_latency() {

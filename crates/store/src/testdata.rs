@@ -44,6 +44,8 @@ pub fn trial(size: u16, fps: f64, loss_ratio: f64) -> TrialResult {
         generator_pauses: None,
         tester_rx_drops: 0,
         stray_frames: 0,
+        errored_frames: 0,
+        frame_check: String::new(),
         engine: "af_packet".into(),
         receiver: String::new(),
         ip_version: Default::default(),

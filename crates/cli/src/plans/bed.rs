@@ -61,6 +61,7 @@ impl PortArgs {
             straggler_wait,
             tx_threads: self.tx_threads,
             latency_every: self.latency_every,
+            frame_check: self.frame_check,
             flows,
             bidirectional: self.bidirectional,
             drop_from: self.drop_from,

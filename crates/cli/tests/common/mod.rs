@@ -462,6 +462,62 @@ pub fn nft_counters(ns: &str) -> Vec<u64> {
 }
 
 /// Checks a trial's JSON record for internal consistency.
+/// A tester namespace `lr-<u>-t` (ports ta, tb; no addresses) and a router
+/// namespace `lr-<u>-r` (ra 198.18.0.1/24, rb 198.19.0.1/24, forwarding on),
+/// joined by two veth pairs. Returns (tester ns, router ns, guard).
+pub fn plain_router(tag: &str) -> (String, String, NetnsGuard) {
+    let u = unique(tag);
+    let (t, r) = (format!("lr-{u}-t"), format!("lr-{u}-r"));
+    let guard = NetnsGuard(vec![t.clone(), r.clone()]);
+    sh("ip", &["netns", "add", &t]);
+    sh("ip", &["netns", "add", &r]);
+    for (tp, rp) in [("ta", "ra"), ("tb", "rb")] {
+        sh(
+            "ip",
+            &[
+                "link", "add", tp, "netns", &t, "type", "veth", "peer", "name", rp, "netns", &r,
+            ],
+        );
+        sh("ip", &["-n", &t, "link", "set", tp, "up"]);
+        sh("ip", &["-n", &r, "link", "set", rp, "up"]);
+    }
+    sh(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            &r,
+            "sysctl",
+            "-qw",
+            "net.ipv4.ip_forward=1",
+        ],
+    );
+    sh(
+        "ip",
+        &["-n", &r, "addr", "add", "198.18.0.1/24", "dev", "ra"],
+    );
+    sh(
+        "ip",
+        &["-n", &r, "addr", "add", "198.19.0.1/24", "dev", "rb"],
+    );
+    (t, r, guard)
+}
+
+pub const HOSTS: [&str; 12] = [
+    "--port-a",
+    "ta",
+    "--port-b",
+    "tb",
+    "--ip-a",
+    "198.18.0.2/24",
+    "--gw-a",
+    "198.18.0.1",
+    "--ip-b",
+    "198.19.0.2/24",
+    "--gw-b",
+    "198.19.0.1",
+];
+
 pub fn assert_trial_consistent(t: &Value) {
     let (intended, tx, rx, lost) = (
         u(t, "intended_frames"),
@@ -487,6 +543,7 @@ pub fn assert_trial_consistent(t: &Value) {
             "tester_rx",
             "dut_input",
             "dut_internal",
+            "errored",
             "rest",
         ]
         .iter()

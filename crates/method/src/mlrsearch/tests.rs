@@ -30,6 +30,8 @@ fn trial(duration_s: f64, loss_ratio: f64) -> TrialResult {
         generator_pauses: None,
         tester_rx_drops: 0,
         stray_frames: 0,
+        errored_frames: 0,
+        frame_check: String::new(),
         engine: "test".into(),
         receiver: String::new(),
         ip_version: Default::default(),

@@ -136,7 +136,7 @@ impl RxRing {
 
 impl RxQueue for RxRing {
     #[inline]
-    fn recv<F: FnMut(&[u8], u64)>(
+    fn recv<F: FnMut(&[u8], usize, u64)>(
         &mut self,
         timeout: Duration,
         mut f: F,
@@ -163,7 +163,8 @@ impl RxQueue for RxRing {
                         at.add(hdr.tp_mac as usize),
                         hdr.tp_snaplen as usize,
                     );
-                    f(data, hdr.tp_sec as u64 * 1_000_000_000 + hdr.tp_nsec as u64);
+                    let arrival = hdr.tp_sec as u64 * 1_000_000_000 + hdr.tp_nsec as u64;
+                    f(data, hdr.tp_len as usize, arrival);
                     at = at.add(hdr.tp_next_offset as usize);
                 }
                 frames += bh.num_pkts as usize;

@@ -90,7 +90,7 @@ impl XskRx {
 
     /// Hands over one batch of at most BATCH frames; returns its size.
     #[inline]
-    fn batch<F: FnMut(&[u8], u64)>(&mut self, f: &mut F) -> u32 {
+    fn batch<F: FnMut(&[u8], usize, u64)>(&mut self, f: &mut F) -> u32 {
         let n = self.rx.available(BATCH);
         if n == 0 {
             return 0;
@@ -104,7 +104,7 @@ impl XskRx {
             // wrote `len` bytes at `addr` and does not touch the frame again
             // until it is back on the fill ring.
             let frame = unsafe { self.umem.frame(desc.addr, desc.len as usize) };
-            f(frame, now);
+            f(frame, frame.len(), now);
             // In aligned mode the address points past the headroom; the
             // fill ring takes the chunk's start.
             self.refill.push(desc.addr & self.chunk_mask);
@@ -116,7 +116,7 @@ impl XskRx {
 
 impl RxQueue for XskRx {
     #[inline]
-    fn recv<F: FnMut(&[u8], u64)>(
+    fn recv<F: FnMut(&[u8], usize, u64)>(
         &mut self,
         timeout: Duration,
         mut f: F,

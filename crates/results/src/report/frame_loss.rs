@@ -203,6 +203,8 @@ mod tests {
             generator_pauses: None,
             tester_rx_drops: 0,
             stray_frames: 0,
+            errored_frames: 0,
+            frame_check: String::new(),
             engine: "af_packet".into(),
             receiver: String::new(),
             ip_version: Default::default(),

@@ -48,6 +48,8 @@ fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialRes
         vlan: None,
         tester_rx_drops: 0,
         stray_frames: 0,
+        errored_frames: 0,
+        frame_check: String::new(),
         dut_cpu: None,
     }
 }

@@ -1,0 +1,269 @@
+//! Frames the DUT damages are counted as errored, never as received: a
+//! router built by hand (plain `ip`, see `common::plain_router`) runs a tc
+//! BPF program on its egress towards port B that damages one test frame in
+//! 256 (those whose sequence number's low byte is 7) and counts what it
+//! damaged in a map of its own. linerate's errored count must equal the
+//! program's, the damaged frames must be lost (not received, not
+//! reordered), and the loss breakdown must name them. Needs root and
+//! clang; run with --test-threads=1.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The damage program; `MODE` picks what it does to a chosen frame.
+const DAMAGE_C: &str = r#"
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lr_damaged SEC(".maps");
+
+/* Untagged IPv4, IHL 5: the signature at IP offset 28 (magic), 32 (seq), 36 (tx_ts). */
+#define IP 14
+SEC("tc")
+int damage(struct __sk_buff *skb)
+{
+	__u16 magic;
+	__u8 seq_low;
+	if (skb->protocol != bpf_htons(ETH_P_IP) ||
+	    bpf_skb_load_bytes(skb, IP + 28, &magic, 2) || magic != bpf_htons(0x4C52) ||
+	    bpf_skb_load_bytes(skb, IP + 35, &seq_low, 1) || seq_low != 7)
+		return TC_ACT_OK;
+#if MODE == 1 /* the last payload byte flipped, checksums left as they were */
+	__u8 v;
+	__u32 last = skb->len - 1;
+	if (bpf_skb_load_bytes(skb, last, &v, 1))
+		return TC_ACT_OK;
+	v ^= 0xff;
+	bpf_skb_store_bytes(skb, last, &v, 1, 0);
+#elif MODE == 2 /* the timestamp moved 1 s into the future */
+	__u32 ts;
+	if (bpf_skb_load_bytes(skb, IP + 36, &ts, 4))
+		return TC_ACT_OK;
+	ts = bpf_htonl(bpf_ntohl(ts) + 1000000000);
+	bpf_skb_store_bytes(skb, IP + 36, &ts, 4, 0);
+#elif MODE == 3 /* cut 20 bytes short, the IP length unchanged */
+	if (bpf_skb_change_tail(skb, skb->len - 20, 0))
+		return TC_ACT_OK;
+#elif MODE == 4 /* the sequence number's high byte damaged */
+	__u8 hi = 0x5a;
+	bpf_skb_store_bytes(skb, IP + 32, &hi, 1, 0);
+#endif
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&lr_damaged, &zero);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	return TC_ACT_OK;
+}
+
+char LICENSE[] SEC("license") = "GPL";
+"#;
+
+/// Compiles the program for `mode` into the test's scratch directory.
+fn compile(mode: u32, dir: &TempFile) -> PathBuf {
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let src = dir.0.join("damage.bpf.c");
+    std::fs::write(&src, DAMAGE_C).unwrap();
+    let obj = dir.0.join(format!("damage{mode}.o"));
+    let arch = std::env::consts::ARCH;
+    sh(
+        "clang",
+        &[
+            "-O2",
+            "-g",
+            "-target",
+            "bpf",
+            &format!("-DMODE={mode}"),
+            &format!("-I/usr/include/{arch}-linux-gnu"),
+            "-c",
+            src.to_str().unwrap(),
+            "-o",
+            obj.to_str().unwrap(),
+        ],
+    );
+    obj
+}
+
+/// Attaches the program on the router's egress towards port B.
+fn attach(r: &str, obj: &Path) {
+    sh(
+        "ip",
+        &[
+            "netns", "exec", r, "tc", "qdisc", "add", "dev", "rb", "clsact",
+        ],
+    );
+    sh(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            r,
+            "tc",
+            "filter",
+            "add",
+            "dev",
+            "rb",
+            "egress",
+            "bpf",
+            "da",
+            "obj",
+            obj.to_str().unwrap(),
+            "sec",
+            "tc",
+        ],
+    );
+}
+
+/// Frames the program damaged: its own counter, found through the
+/// filter on `r`'s rb and read with bpftool.
+fn damaged(r: &str) -> u64 {
+    let json = |program: &str, args: &[&str]| -> Value {
+        serde_json::from_str(&sh(program, args)).expect("JSON output")
+    };
+    let filters = json(
+        "ip",
+        &[
+            "netns", "exec", r, "tc", "-j", "filter", "show", "dev", "rb", "egress",
+        ],
+    );
+    let prog = filters
+        .as_array()
+        .expect("filters")
+        .iter()
+        .find_map(|f| f["options"]["prog"]["id"].as_u64())
+        .expect("the damage program's id");
+    let info = json("bpftool", &["-j", "prog", "show", "id", &prog.to_string()]);
+    let map = info["map_ids"][0].as_u64().expect("the program's map");
+    let dump = json("bpftool", &["-j", "map", "dump", "id", &map.to_string()]);
+    let value = &dump[0]["value"];
+    // A u64 with BTF is a number; without, bytes.
+    value.as_u64().unwrap_or_else(|| {
+        let bytes: Vec<u8> = value
+            .as_array()
+            .expect("map value")
+            .iter()
+            .map(|b| u8::from_str_radix(b.as_str().unwrap().trim_start_matches("0x"), 16).unwrap())
+            .collect();
+        u64::from_le_bytes(bytes[..8].try_into().unwrap())
+    })
+}
+
+/// One trial through a router that damages frames in `mode`; returns the
+/// result and what the program damaged.
+fn run(tag: &str, mode: u32, extra: &[&str]) -> (Value, u64) {
+    let (t, r, _guard) = plain_router(tag);
+    let dir = TempFile::new(&format!("damage{tag}"));
+    attach(&r, &compile(mode, &dir));
+    let json = TempFile::new(&format!("damaged{tag}"));
+    let mut args = vec![
+        "trial",
+        "--no-db",
+        "--loss",
+        "99%",
+        "--straggler-wait",
+        "1s",
+        "--frame-size",
+        "128",
+        "--rate",
+        "20000fps",
+        "--duration",
+        "1s",
+        "--json",
+        json.arg(),
+    ];
+    args.extend_from_slice(&HOSTS);
+    args.extend_from_slice(extra);
+    let out = linerate_in(&t, &args);
+    assert_eq!(out.code, 0, "{}", out.dump());
+    let v = json.json();
+    assert_trial_consistent(&v);
+    let n = damaged(&r);
+    let _ = std::fs::remove_dir_all(&dir.0);
+    (v, n)
+}
+
+/// The damaged frames, and only they, are errored and lost.
+fn assert_errored(v: &Value, damaged: u64) {
+    // Frames 7, 263, ... of 20,000: 79 of them.
+    assert_eq!(damaged, 79, "the program damaged {damaged}: {v}");
+    assert_eq!(u(v, "tx_frames"), 20_000, "{v}");
+    assert_eq!(u(v, "errored_frames"), damaged, "{v}");
+    assert_eq!(u(v, "rx_frames"), 20_000 - damaged, "{v}");
+    assert_eq!(u(v, "lost_frames"), damaged, "{v}");
+    assert_eq!(v["loss_where"]["errored"].as_u64(), Some(damaged), "{v}");
+    assert_eq!((u(v, "reordered"), u(v, "duplicated")), (0, 0), "{v}");
+}
+
+#[test]
+fn a_flipped_payload_byte_is_errored_with_the_payload_check_by_either_receiver() {
+    if !root_or_skip("a_flipped_payload_byte_is_errored_with_the_payload_check_by_either_receiver")
+    {
+        return;
+    }
+    for receiver in ["kernel", "socket"] {
+        let (v, n) = run(
+            "dp",
+            1,
+            &["--frame-check", "payload", "--receiver", receiver],
+        );
+        assert_eq!(v["frame_check"], "payload", "{v}");
+        assert_errored(&v, n);
+    }
+    // The headers check does not read the payload: said in the record.
+    let (v, n) = run("dh", 1, &[]);
+    assert_eq!(v["frame_check"], "headers", "{v}");
+    assert_eq!(
+        (n, u(&v, "errored_frames"), u(&v, "rx_frames")),
+        (79, 0, 20_000),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_timestamp_in_the_future_is_errored_and_kept_out_of_latency() {
+    if !root_or_skip("a_timestamp_in_the_future_is_errored_and_kept_out_of_latency") {
+        return;
+    }
+    for receiver in ["kernel", "socket"] {
+        let (v, n) = run("dt", 2, &["--receiver", receiver]);
+        assert_errored(&v, n);
+        // No negative latency was counted as 0 or 1 ns.
+        assert!(u(&v["latency_ns"], "min") > 1_000, "{v}");
+    }
+}
+
+#[test]
+fn a_frame_cut_short_is_errored_by_the_default_check() {
+    if !root_or_skip("a_frame_cut_short_is_errored_by_the_default_check") {
+        return;
+    }
+    for receiver in ["kernel", "socket"] {
+        let (v, n) = run("dc", 3, &["--receiver", receiver]);
+        assert_errored(&v, n);
+    }
+}
+
+#[test]
+fn a_damaged_sequence_number_is_errored_not_reordered() {
+    if !root_or_skip("a_damaged_sequence_number_is_errored_not_reordered") {
+        return;
+    }
+    for receiver in ["kernel", "socket"] {
+        let (v, n) = run(
+            "ds",
+            4,
+            &["--frame-check", "payload", "--receiver", receiver],
+        );
+        assert_errored(&v, n);
+    }
+}
