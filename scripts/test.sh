@@ -16,6 +16,13 @@ else
     echo "test.sh: WARNING: not root; packages are not installed and the root tests will be SKIPPED" >&2
 fi
 export PATH="$HOME/.cargo/bin:$PATH"
+# The runs the tests store go to a results database of their own, removed
+# at the end, never to the user's (~/.local/share/linerate). World-writable
+# and sticky: one test runs linerate as nobody.
+test_data=$(mktemp -d /tmp/linerate-test-data.XXXXXX)
+chmod 1777 "$test_data"
+trap 'rm -rf "$test_data"' EXIT
+export XDG_DATA_HOME="$test_data"
 cargo fmt --all -- --check
 cargo clippy --release --all-targets --locked --workspace -- -D warnings
 # One test at a time: the traffic tests measure rates on a 2-core machine.

@@ -85,6 +85,38 @@ fn malformed_rate() {
     mentions(&run, &["--rate", "fast"]);
 }
 
+/// A usage error of clap's (its own lines of usage): exit 2, no panic, the
+/// words named, no namespace made.
+fn expect_usage_error(args: &[&str], words: &[&str]) {
+    let before = netns_list();
+    let run = linerate(args);
+    assert_eq!(run.code, 2, "{}", run.dump());
+    assert!(!run.stderr.contains("panicked"), "{}", run.dump());
+    mentions(&run, words);
+    assert!(new_lr_netns(&before, &netns_list()).is_empty());
+}
+
+#[test]
+fn report_texts_are_one_bounded_line() {
+    let long = "A".repeat(65_536);
+    expect_usage_error(
+        &trial_args(&["--dut-name", &long]),
+        &["--dut-name", "65536 characters", "at most 200"],
+    );
+    expect_usage_error(
+        &trial_args(&["--dut-firmware", "1.0\n\u{1b}[2J"]),
+        &["--dut-firmware", "control character"],
+    );
+}
+
+#[test]
+fn unknown_frame_check() {
+    expect_usage_error(
+        &trial_args(&["--frame-check", "crc"]),
+        &["--frame-check", "'headers'", "'payload'"],
+    );
+}
+
 #[test]
 fn zero_trial_duration() {
     // --lab with a lab name that does not exist: were the check late,

@@ -63,6 +63,15 @@ fn a_lab_in_use_is_refused_to_a_second_run_and_to_lab_down() {
     let down = linerate(&["lab", "down", "--lab-name", &lab]);
     assert_bad_input(&down);
     assert!(lab_exists(&lab), "lab down removed a lab in use");
+    // Nor does `lab down --all`: it keeps the lab and names the run.
+    let all = linerate(&["lab", "down", "--all"]);
+    assert_eq!(all.code, 0, "{}", all.dump());
+    assert!(lab_exists(&lab), "lab down --all removed a lab in use");
+    assert!(
+        all.stdout.contains("kept, in use by a run: ") && all.stdout.contains(&holder),
+        "{}",
+        all.dump()
+    );
 
     // The first run was not disturbed, and the lock went with it.
     let first = first.finish(Duration::from_secs(60));

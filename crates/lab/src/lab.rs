@@ -574,13 +574,24 @@ fn root_veths() -> Result<Vec<String>, LabError> {
         .collect())
 }
 
+/// What [`down_all`] did.
+#[derive(Debug, Default)]
+pub struct DownAll {
+    /// Namespaces, veths and processes removed.
+    pub removed: Vec<String>,
+    /// Labs left in place because a live run uses them: "NAME (pid N)".
+    pub in_use: Vec<String>,
+}
+
 /// Removes every namespace whose name starts with [`PREFIX`] (and any stray
 /// veth in the root namespace whose name starts with "lr"), even after a
-/// crash: every lab on the machine, whoever made it. Namespaces in `keep`
-/// stay: those holding a running goodput run's named ports, which that run
-/// moves back when it ends (deleting the namespace would lose them).
-/// Returns what it removed.
-pub fn down_all(keep: &[String]) -> Result<Vec<String>, LabError> {
+/// crash: every lab on the machine, whoever made it, but those a live run
+/// holds (their lock, as `lab down --lab-name` respects it: removing a lab
+/// under a run makes its trial report the tester's own port as lossy).
+/// Namespaces in `keep` stay too: those holding a running goodput run's
+/// named ports, which that run moves back when it ends (deleting the
+/// namespace would lose them).
+pub fn down_all(keep: &[String]) -> Result<DownAll, LabError> {
     crate::check_environment()?;
     // The labs whose files to look for: those with a DUT namespace.
     let labs: Vec<String> = netns::list()
@@ -591,12 +602,33 @@ pub fn down_all(keep: &[String]) -> Result<Vec<String>, LabError> {
         })
         .map(str::to_string)
         .collect();
+    // Hold every lab's lock while removing it; a lab whose lock a run
+    // holds keeps all its namespaces.
+    let mut keep = keep.to_vec();
+    let mut held = Vec::new();
+    let mut in_use = Vec::new();
+    for lab in &labs {
+        match crate::lock::lock(lab) {
+            Ok(lock) => held.push(lock),
+            Err(LabError::InUse { holder, .. }) => {
+                in_use.push(format!("{lab} ({holder})"));
+                keep.extend(all_netns_names(lab));
+                keep.push(crate::wire::netns_name(lab));
+            }
+            Err(e) => return Err(e),
+        }
+    }
     let mut removed = delete_all(
         netns::list()
             .into_iter()
             .filter(|n| n.starts_with(PREFIX) && !keep.contains(n)),
     )?;
-    remove_leftover_files(&labs);
+    held.into_iter().for_each(crate::lock::LabLock::discard);
+    let gone: Vec<String> = labs
+        .into_iter()
+        .filter(|lab| !in_use.iter().any(|u| u.starts_with(&format!("{lab} ("))))
+        .collect();
+    remove_leftover_files(&gone);
     for ifname in root_veths()? {
         let ifname = ifname.as_str();
         // Deleting one end removes its peer too, which may then be gone
@@ -607,7 +639,7 @@ pub fn down_all(keep: &[String]) -> Result<Vec<String>, LabError> {
             Err(_) => {}
         }
     }
-    Ok(removed)
+    Ok(DownAll { removed, in_use })
 }
 
 /// A lab name for a one-shot run, unique per process.

@@ -31,7 +31,9 @@ pub mod scenario;
 mod status;
 mod wire;
 
-pub use lab::{down_all, down_lab, down_matching, leftovers, temporary_name, Lab, LabPort};
+pub use lab::{
+    down_all, down_lab, down_matching, leftovers, temporary_name, DownAll, Lab, LabPort,
+};
 pub use placement::{
     tester_cpus, tester_receive, NapiThread, Placement, PlacementState, DEFAULT_RING, VETH_RING,
 };

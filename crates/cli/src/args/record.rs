@@ -17,11 +17,11 @@ pub struct RecordArgs {
     /// Do not store this run in the results database.
     #[arg(long)]
     pub no_db: bool,
-    /// The device under test, as reports should name it, e.g. "LANCOM 1900EF".
-    #[arg(long, value_name = "NAME")]
+    /// The device under test, as reports should name it, e.g. "LANCOM 1900EF" (one line, at most 200 characters).
+    #[arg(long, value_name = "NAME", value_parser = report_text)]
     pub dut_name: Option<String>,
-    /// The DUT's firmware or software version, e.g. "LCOS 10.80".
-    #[arg(long, value_name = "VERSION")]
+    /// The DUT's firmware or software version, e.g. "LCOS 10.80" (one line, at most 200 characters).
+    #[arg(long, value_name = "VERSION", value_parser = report_text)]
     pub dut_firmware: Option<String>,
     /// Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr).
     #[arg(long, value_name = "FILE|-")]
@@ -35,6 +35,27 @@ pub struct RecordArgs {
     /// No progress on stderr (set-up notes and errors are still printed).
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// Longest DUT name or firmware a report prints.
+const MAX_REPORT_TEXT: usize = 200;
+
+/// A name that goes into reports: one line of at most [`MAX_REPORT_TEXT`]
+/// printable characters.
+fn report_text(s: &str) -> Result<String, String> {
+    let n = s.chars().count();
+    if n > MAX_REPORT_TEXT {
+        return Err(format!(
+            "{n} characters; at most {MAX_REPORT_TEXT} (a name a report can print on one line)"
+        ));
+    }
+    if let Some(c) = s.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "holds the control character {}; give one line of printable text",
+            c.escape_unicode()
+        ));
+    }
+    Ok(s.to_string())
 }
 
 impl RecordArgs {

@@ -35,6 +35,7 @@ def trial(
     straggler_wait: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
+    frame_check: Optional[Value] = None,
     range: Optional[Sequence[Value]] = None,
     bidirectional: bool = False,
     drop_from: Optional[Value] = None,
@@ -81,6 +82,7 @@ def trial(
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
         tx_threads: Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
+        frame_check: How deep every received test frame is checked before it counts: headers (the frame's length against its IP length, the UDP length, the IPv4 header checksum; a few ns a frame) or payload (also the UDP checksum over the whole frame, which finds any damaged bit; costs more as frames grow). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
         range: A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random
         bidirectional: Both ports send and receive at once (RFC 2544 bidirectional). Rates are totals over both directions, so --rate 100% fills both links; results are summed and kept per direction
         drop_from: A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab
@@ -99,8 +101,8 @@ def trial(
         dut_snmp: External DUT: its CPU load from SNMP (HOST-RESOURCES-MIB hrProcessorLoad, via snmpwalk), as COMMUNITY@HOST
         db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
         no_db: Do not store this run in the results database
-        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF"
-        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80"
+        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF" (one line, at most 200 characters)
+        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80" (one line, at most 200 characters)
         events: Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr)
         pcap: Write the first frames of each trial, and the frames around each loss, as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp). With several --scenario values, one file each: FILE-1.pcap, FILE-2.pcap, ...
         pcap_frames: With --pcap: frames sampled per trial
@@ -127,6 +129,7 @@ def rfc2544(
     straggler_wait: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
+    frame_check: Optional[Value] = None,
     range: Optional[Sequence[Value]] = None,
     bidirectional: bool = False,
     drop_from: Optional[Value] = None,
@@ -179,6 +182,7 @@ def rfc2544(
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
         tx_threads: Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
+        frame_check: How deep every received test frame is checked before it counts: headers (the frame's length against its IP length, the UDP length, the IPv4 header checksum; a few ns a frame) or payload (also the UDP checksum over the whole frame, which finds any damaged bit; costs more as frames grow). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
         range: A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random
         bidirectional: Both ports send and receive at once (RFC 2544 bidirectional). Rates are totals over both directions, so --rate 100% fills both links; results are summed and kept per direction
         drop_from: A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab
@@ -201,8 +205,8 @@ def rfc2544(
         dut_snmp: External DUT: its CPU load from SNMP (HOST-RESOURCES-MIB hrProcessorLoad, via snmpwalk), as COMMUNITY@HOST
         db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
         no_db: Do not store this run in the results database
-        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF"
-        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80"
+        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF" (one line, at most 200 characters)
+        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80" (one line, at most 200 characters)
         events: Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr)
         pcap: Write the first frames of each trial, and the frames around each loss, as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp). With several --scenario values, one file each: FILE-1.pcap, FILE-2.pcap, ...
         pcap_frames: With --pcap: frames sampled per trial
@@ -231,6 +235,7 @@ def mlrsearch(
     straggler_wait: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
+    frame_check: Optional[Value] = None,
     range: Optional[Sequence[Value]] = None,
     bidirectional: bool = False,
     drop_from: Optional[Value] = None,
@@ -281,6 +286,7 @@ def mlrsearch(
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
         tx_threads: Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
+        frame_check: How deep every received test frame is checked before it counts: headers (the frame's length against its IP length, the UDP length, the IPv4 header checksum; a few ns a frame) or payload (also the UDP checksum over the whole frame, which finds any damaged bit; costs more as frames grow). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
         range: A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random
         bidirectional: Both ports send and receive at once (RFC 2544 bidirectional). Rates are totals over both directions, so --rate 100% fills both links; results are summed and kept per direction
         drop_from: A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab
@@ -301,8 +307,8 @@ def mlrsearch(
         dut_snmp: External DUT: its CPU load from SNMP (HOST-RESOURCES-MIB hrProcessorLoad, via snmpwalk), as COMMUNITY@HOST
         db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
         no_db: Do not store this run in the results database
-        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF"
-        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80"
+        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF" (one line, at most 200 characters)
+        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80" (one line, at most 200 characters)
         events: Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr)
         pcap: Write the first frames of each trial, and the frames around each loss, as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp). With several --scenario values, one file each: FILE-1.pcap, FILE-2.pcap, ...
         pcap_frames: With --pcap: frames sampled per trial
@@ -331,6 +337,7 @@ def loss(
     straggler_wait: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
+    frame_check: Optional[Value] = None,
     range: Optional[Sequence[Value]] = None,
     bidirectional: bool = False,
     drop_from: Optional[Value] = None,
@@ -384,6 +391,7 @@ def loss(
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
         tx_threads: Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
+        frame_check: How deep every received test frame is checked before it counts: headers (the frame's length against its IP length, the UDP length, the IPv4 header checksum; a few ns a frame) or payload (also the UDP checksum over the whole frame, which finds any damaged bit; costs more as frames grow). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
         range: A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random
         bidirectional: Both ports send and receive at once (RFC 2544 bidirectional). Rates are totals over both directions, so --rate 100% fills both links; results are summed and kept per direction
         drop_from: A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab
@@ -407,8 +415,8 @@ def loss(
         dut_snmp: External DUT: its CPU load from SNMP (HOST-RESOURCES-MIB hrProcessorLoad, via snmpwalk), as COMMUNITY@HOST
         db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
         no_db: Do not store this run in the results database
-        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF"
-        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80"
+        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF" (one line, at most 200 characters)
+        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80" (one line, at most 200 characters)
         events: Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr)
         pcap: Write the first frames of each trial, and the frames around each loss, as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp). With several --scenario values, one file each: FILE-1.pcap, FILE-2.pcap, ...
         pcap_frames: With --pcap: frames sampled per trial
@@ -437,6 +445,7 @@ def latency(
     straggler_wait: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
+    frame_check: Optional[Value] = None,
     range: Optional[Sequence[Value]] = None,
     bidirectional: bool = False,
     drop_from: Optional[Value] = None,
@@ -488,6 +497,7 @@ def latency(
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
         tx_threads: Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
+        frame_check: How deep every received test frame is checked before it counts: headers (the frame's length against its IP length, the UDP length, the IPv4 header checksum; a few ns a frame) or payload (also the UDP checksum over the whole frame, which finds any damaged bit; costs more as frames grow). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
         range: A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random
         bidirectional: Both ports send and receive at once (RFC 2544 bidirectional). Rates are totals over both directions, so --rate 100% fills both links; results are summed and kept per direction
         drop_from: A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab
@@ -509,8 +519,8 @@ def latency(
         dut_snmp: External DUT: its CPU load from SNMP (HOST-RESOURCES-MIB hrProcessorLoad, via snmpwalk), as COMMUNITY@HOST
         db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
         no_db: Do not store this run in the results database
-        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF"
-        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80"
+        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF" (one line, at most 200 characters)
+        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80" (one line, at most 200 characters)
         events: Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr)
         pcap: Write the first frames of each trial, and the frames around each loss, as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp). With several --scenario values, one file each: FILE-1.pcap, FILE-2.pcap, ...
         pcap_frames: With --pcap: frames sampled per trial
@@ -539,6 +549,7 @@ def back_to_back(
     straggler_wait: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
+    frame_check: Optional[Value] = None,
     range: Optional[Sequence[Value]] = None,
     bidirectional: bool = False,
     drop_from: Optional[Value] = None,
@@ -588,6 +599,7 @@ def back_to_back(
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
         tx_threads: Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
+        frame_check: How deep every received test frame is checked before it counts: headers (the frame's length against its IP length, the UDP length, the IPv4 header checksum; a few ns a frame) or payload (also the UDP checksum over the whole frame, which finds any damaged bit; costs more as frames grow). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
         range: A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random
         bidirectional: Both ports send and receive at once (RFC 2544 bidirectional). Rates are totals over both directions, so --rate 100% fills both links; results are summed and kept per direction
         drop_from: A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab
@@ -607,8 +619,8 @@ def back_to_back(
         dut_snmp: External DUT: its CPU load from SNMP (HOST-RESOURCES-MIB hrProcessorLoad, via snmpwalk), as COMMUNITY@HOST
         db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
         no_db: Do not store this run in the results database
-        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF"
-        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80"
+        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF" (one line, at most 200 characters)
+        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80" (one line, at most 200 characters)
         events: Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr)
         pcap: Write the first frames of each trial, and the frames around each loss, as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp). With several --scenario values, one file each: FILE-1.pcap, FILE-2.pcap, ...
         pcap_frames: With --pcap: frames sampled per trial
@@ -637,6 +649,7 @@ def cpu_target(
     straggler_wait: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
+    frame_check: Optional[Value] = None,
     range: Optional[Sequence[Value]] = None,
     bidirectional: bool = False,
     drop_from: Optional[Value] = None,
@@ -686,6 +699,7 @@ def cpu_target(
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
         tx_threads: Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
+        frame_check: How deep every received test frame is checked before it counts: headers (the frame's length against its IP length, the UDP length, the IPv4 header checksum; a few ns a frame) or payload (also the UDP checksum over the whole frame, which finds any damaged bit; costs more as frames grow). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
         range: A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random
         bidirectional: Both ports send and receive at once (RFC 2544 bidirectional). Rates are totals over both directions, so --rate 100% fills both links; results are summed and kept per direction
         drop_from: A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab
@@ -705,8 +719,8 @@ def cpu_target(
         dut_snmp: External DUT: its CPU load from SNMP (HOST-RESOURCES-MIB hrProcessorLoad, via snmpwalk), as COMMUNITY@HOST
         db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
         no_db: Do not store this run in the results database
-        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF"
-        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80"
+        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF" (one line, at most 200 characters)
+        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80" (one line, at most 200 characters)
         events: Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr)
         pcap: Write the first frames of each trial, and the frames around each loss, as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp). With several --scenario values, one file each: FILE-1.pcap, FILE-2.pcap, ...
         pcap_frames: With --pcap: frames sampled per trial
@@ -773,8 +787,8 @@ def tcp(
         table_from: Measure nothing: lay out earlier runs' --json files (one per scenario, labelled with --label) as LANCOM Table 14
         db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
         no_db: Do not store this run in the results database
-        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF"
-        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80"
+        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF" (one line, at most 200 characters)
+        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80" (one line, at most 200 characters)
         events: Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr)
         pcap: Write the first frames of each trial, and the frames around each loss, as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp). With several --scenario values, one file each: FILE-1.pcap, FILE-2.pcap, ...
         pcap_frames: With --pcap: frames sampled per trial
@@ -841,8 +855,8 @@ def http(
         table_from: Measure nothing: lay out earlier runs' --json files (one per scenario) as LANCOM Table 15
         db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
         no_db: Do not store this run in the results database
-        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF"
-        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80"
+        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF" (one line, at most 200 characters)
+        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80" (one line, at most 200 characters)
         events: Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr)
         pcap: Write the first frames of each trial, and the frames around each loss, as port B received them to FILE (pcap, for Wireshark); needs a socket engine (--engine af_packet or af_xdp). With several --scenario values, one file each: FILE-1.pcap, FILE-2.pcap, ...
         pcap_frames: With --pcap: frames sampled per trial

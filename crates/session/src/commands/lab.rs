@@ -39,9 +39,9 @@ pub fn up(lab_name: Option<&str>, ring: u32) -> Result<Outcome> {
 /// puts back ports killed goodput runs left); with neither, lists the labs.
 pub fn down(lab_name: Option<&str>, all: bool) -> Result<Outcome> {
     linerate_lab::check_environment()?;
-    let removed = match (lab_name, all) {
+    let (removed, in_use) = match (lab_name, all) {
         // Also removes a half-made lab, which attach would refuse.
-        (Some(name), _) => linerate_lab::down_lab(name)?,
+        (Some(name), _) => (linerate_lab::down_lab(name)?, Vec::new()),
         (None, true) => down_all()?,
         (None, false) => return list_for_all(),
     };
@@ -49,6 +49,12 @@ pub fn down(lab_name: Option<&str>, all: bool) -> Result<Outcome> {
         println!("nothing to remove");
     } else {
         println!("removed: {}", removed.join(", "));
+    }
+    if !in_use.is_empty() {
+        println!(
+            "kept, in use by a run: {} (remove it with 'linerate lab down --lab-name NAME' once the run has ended)",
+            in_use.join(", ")
+        );
     }
     Ok(Outcome::Passed)
 }
@@ -74,7 +80,7 @@ pub fn status(json: bool) -> Result<Outcome> {
 /// lose the ports' state, and a veth with it), then removes every lab but
 /// the namespaces still holding a port: those of running `tcp`/`http`
 /// runs, and any whose port could not be put back.
-fn down_all() -> Result<Vec<String>> {
+fn down_all() -> Result<(Vec<String>, Vec<String>)> {
     let mut removed = Vec::new();
     let mut failed = None;
     for port in moved_ports::stranded() {
@@ -89,10 +95,11 @@ fn down_all() -> Result<Vec<String>> {
             }
         }
     }
-    removed.extend(linerate_lab::down_all(&moved_ports::recorded())?);
+    let all = linerate_lab::down_all(&moved_ports::recorded())?;
+    removed.extend(all.removed);
     match failed {
         Some(e) => Err(e.into()),
-        None => Ok(removed),
+        None => Ok((removed, all.in_use)),
     }
 }
 

@@ -48,6 +48,26 @@ fn load(store: &Store, run: &str) -> Result<StoredRun> {
     Ok(store.load(id)?)
 }
 
+/// A stored text as a terminal may print it: control characters (newlines,
+/// escape sequences, NUL) escaped as `\u{..}`, and at most `max`
+/// characters, the rest cut to an ellipsis. Runs stored before names were
+/// checked may hold anything.
+pub fn printable(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (n, c) in s.chars().enumerate() {
+        if n == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `2026-11-21T13:50:12.345Z` -> `2026-11-21 13:50`.
 fn short_date(rfc3339: &str) -> String {
     rfc3339.get(..16).unwrap_or(rfc3339).replace('T', " ")
@@ -67,11 +87,11 @@ pub fn runs(db: Option<&Path>) -> Result<Outcome> {
             [
                 r.id.to_string(),
                 short_date(&r.started_at),
-                r.command.clone(),
-                r.dut.clone(),
-                r.engine.clone(),
+                printable(&r.command, 40),
+                printable(&r.dut, 40),
+                printable(&r.engine, 20),
                 r.status.label().to_string(),
-                r.summary.clone(),
+                printable(&r.summary, 80),
             ]
         })
         .collect();
@@ -129,7 +149,7 @@ pub fn show(db: Option<&Path>, run: &str) -> Result<Outcome> {
     let _ = writeln!(
         out,
         "DUT: {}; tester {} ({}, {} CPUs, Linux {})",
-        run.dut.label(),
+        printable(&run.dut.label(), 200),
         run.machine.hostname,
         run.machine.cpu_model,
         run.machine.cpus,
@@ -300,5 +320,23 @@ fn write_out(path: Option<&Path>, text: &str) -> Result<()> {
                 .with_context(|| format!("writing {}: pass a writable path", path.display()))?;
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn stored_text_is_printed_escaped_and_bounded() {
+        assert_eq!(printable("LANCOM 1900EF", 40), "LANCOM 1900EF");
+        assert_eq!(
+            printable("a\nb\u{1b}[31mc\0", 40),
+            "a\\u{a}b\\u{1b}[31mc\\u{0}"
+        );
+        let long = "A".repeat(65_536);
+        let p = printable(&long, 40);
+        assert_eq!(p.chars().count(), 41);
+        assert!(p.ends_with('…'));
     }
 }
