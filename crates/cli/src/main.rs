@@ -5,7 +5,8 @@
 //!
 //! Exit codes: 0 the test ran and passed; 1 the test ran but a threshold
 //! failed; 2 bad input or environment (the message says what to fix);
-//! 130 interrupted (SIGINT/SIGTERM), after saving what was measured. A
+//! 130 interrupted (SIGINT/SIGTERM; 129 SIGHUP, the terminal closed), after
+//! saving what was measured and removing a lab made for the run. A
 //! reader that goes away (`linerate ... | head -1`) ends linerate quietly
 //! as it ends other tools: by SIGPIPE, after a lab made for the run is
 //! removed.
@@ -38,7 +39,7 @@ fn main() {
         }
         Ok(Outcome::Interrupted(what)) => {
             let _ = writeln!(err, "linerate: interrupted; {what}");
-            130
+            linerate_session::interrupted_exit_code()
         }
         Err(e) if exit::is_closed_pipe(&e) => exit::die_of_sigpipe(),
         Err(e) => {

@@ -1,4 +1,4 @@
-//! SIGINT / SIGTERM during `rfc2544 --lab` on a lab built for the run:
+//! SIGINT / SIGTERM / SIGHUP during `rfc2544 --lab` on a lab built for the run:
 //! linerate exits 130, keeps every finished trial in the JSON file, and
 //! removes the lab it built. Needs root; run with --test-threads=1.
 
@@ -54,7 +54,10 @@ fn interrupted_run_keeps_trials_and_cleans_up(test: &str, sig: Signal) {
     signal(pid, sig);
     let run = spawned.finish(Duration::from_secs(20));
 
-    assert_eq!(run.code, 130, "{}", run.dump());
+    // As a shell reports a process the signal ended: 129 for SIGHUP
+    // (the terminal closed); 130 for SIGINT and, as ever, SIGTERM.
+    let code = if sig == Signal::SIGHUP { 129 } else { 130 };
+    assert_eq!(run.code, code, "{}", run.dump());
     assert!(run.stderr.contains("interrupted"), "{}", run.dump());
     assert!(!run.stderr.contains("panicked"), "{}", run.dump());
     // It ends promptly: the trial stops, no new search starts.
@@ -110,6 +113,14 @@ fn sigterm_keeps_trials_and_removes_the_lab() {
     interrupted_run_keeps_trials_and_cleans_up(
         "sigterm_keeps_trials_and_removes_the_lab",
         Signal::SIGTERM,
+    );
+}
+
+#[test]
+fn sighup_keeps_trials_and_removes_the_lab() {
+    interrupted_run_keeps_trials_and_cleans_up(
+        "sighup_keeps_trials_and_removes_the_lab",
+        Signal::SIGHUP,
     );
 }
 

@@ -25,7 +25,7 @@ pub mod recorder;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 
-pub use commands::interrupt_flag;
+pub use commands::{interrupt_flag, interrupted_exit_code};
 pub use error::{Error, Kind, Result};
 pub use events::{listen, Listener};
 pub use exit::Outcome;
