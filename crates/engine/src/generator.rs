@@ -78,21 +78,24 @@ pub fn generate<T: TxQueue>(
     let (mut paused, mut pauses) = (Duration::ZERO, 0u64);
     while seq < total {
         let elapsed = s.start.elapsed();
-        // A machine so busy that the pauses double the trial ends it.
-        if elapsed.saturating_sub(paused) > s.give_up_after
-            || elapsed > 2 * s.give_up_after
-            || stop.load(Ordering::Relaxed)
-        {
-            break;
-        }
         let mut on_schedule = elapsed.saturating_sub(paused);
         // How far behind schedule the next frame is.
         let late = on_schedule.saturating_sub(Duration::from_nanos(s.pacer.scheduled_ns(seq)));
         if let Some(max) = s.max_late.filter(|&m| late > m) {
             // Held up too long to catch up without a burst: pause instead.
+            // Recorded before the give-up check below: a tester stopped
+            // past the trial's end (SIGSTOP, a VM paused) paused and goes
+            // on; it does not give up with nothing said.
             paused += late - max;
             pauses += 1;
             on_schedule = elapsed.saturating_sub(paused);
+        }
+        // A machine so busy that the pauses double the trial ends it.
+        if on_schedule > s.give_up_after
+            || elapsed > 2 * s.give_up_after
+            || stop.load(Ordering::Relaxed)
+        {
+            break;
         }
         let due = s.pacer.due(on_schedule);
         if due > seq {
@@ -261,5 +264,55 @@ mod tests {
             "a burst of {} frames",
             burst(&pausing)
         );
+    }
+
+    #[test]
+    fn a_generator_stopped_past_the_give_up_time_records_the_pause() {
+        let flow = FlowSpec {
+            src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+            dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+            src_ip: "198.18.0.2".parse().unwrap(),
+            dst_ip: "198.19.0.2".parse().unwrap(),
+            src_port: 1,
+            dst_port: 2,
+            ttl: 64,
+            vlan: None,
+        };
+        let frames = FrameSet::single(FrameTemplate::new(
+            &flow,
+            FrameSize::from_frame(64).unwrap(),
+        ));
+        let flows = Flows::default();
+        let fps = 20_000.0;
+        let max_late = Duration::from_secs_f64(32.0 / fps);
+        // A 100 ms trial given up 150 ms in; the process stops for 200 ms
+        // (SIGSTOP) after 500 frames, past the give-up time.
+        let stall = Duration::from_millis(200);
+        let mut stopped = Recorder {
+            sent_at: Vec::new(),
+            stall_at: 500,
+            stall,
+        };
+        let schedule = Schedule {
+            frames: &frames,
+            flows: &flows,
+            stream: 1,
+            class_stride: 1,
+            pacer: Pacer::new(fps, Duration::from_millis(100)),
+            give_up_after: Duration::from_millis(150),
+            max_late: Some(max_late),
+            start_clock_ns: 0,
+            start: Instant::now(),
+        };
+        let sent = generate(&mut stopped, &schedule, &AtomicBool::new(false)).unwrap();
+        // Every frame sent after the stop, and the stop recorded as a
+        // pause: the trial took longer, at its rate.
+        assert_eq!(sent.frames, 2_000);
+        assert!(
+            sent.paused >= stall - max_late - Duration::from_millis(1),
+            "{:?}",
+            sent.paused
+        );
+        assert!(sent.send_time >= stall + Duration::from_millis(90));
     }
 }
