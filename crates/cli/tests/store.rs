@@ -542,3 +542,93 @@ fn database_problems_are_one_line_errors() {
     ]);
     assert_eq!(r.code, 2, "--db and --no-db conflict: {}", r.dump());
 }
+
+/// A database deleted while a run writes to it is noticed: no "stored as
+/// run N" for a run that is gone, a non-zero exit, and the --json file
+/// named as the record.
+#[test]
+fn a_database_deleted_during_a_run_is_reported_not_claimed() {
+    if !root_or_skip("a_database_deleted_during_a_run_is_reported_not_claimed") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("dd", 1500);
+    let dir = TempDir::new("deleted");
+    let db = dir.file("del.sqlite");
+    let json = dir.file("del.json");
+    let doomed = db.clone();
+    let deleter = std::thread::spawn(move || {
+        // The run's row is written when its trial starts (ARP first).
+        let start = Instant::now();
+        while !Path::new(&doomed).exists() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{doomed}{suffix}"));
+        }
+    });
+    let mut args = vec!["trial"];
+    args.extend_from_slice(&B2B_HOSTS);
+    args.extend_from_slice(&[
+        "--frame-size",
+        "64",
+        "--rate",
+        "1000fps",
+        "--duration",
+        "4s",
+        "--straggler-wait",
+        "200ms",
+        "--db",
+        &db,
+        "--json",
+        &json,
+    ]);
+    let run = linerate_in(&ns, &args);
+    deleter.join().unwrap();
+    assert_eq!(run.code, 2, "{}", run.dump());
+    assert!(!run.stderr.contains("stored as run"), "{}", run.dump());
+    assert!(
+        run.stderr.contains("deleted or replaced") && run.stderr.contains("del.json"),
+        "{}",
+        run.dump()
+    );
+    let t = read_json(Path::new(&json));
+    assert_eq!(u(&t, "rx_frames"), 4_000, "{t}");
+}
+
+/// Reading commands need no write access: as nobody, on root's database
+/// in a directory nobody cannot write, `runs`, `show`, `export` work.
+#[test]
+fn stored_runs_are_read_without_write_access() {
+    if !root_or_skip("stored_runs_are_read_without_write_access") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("ro", 1500);
+    // Under /tmp: nobody must be able to reach it.
+    let dir = std::env::temp_dir().join(format!("lr-store-ro-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir(dir);
+    let db = dir.file("ro.sqlite");
+    let (run, _) = b2b_trial(&ns, &["--frame-size", "64", "--db", &db], 1000);
+    assert!(run.stderr.contains("stored as run 1"), "{}", run.dump());
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for args in [
+        vec!["runs", "--db", &db],
+        vec!["show", "last", "--db", &db],
+        vec!["export", "1", "--json", "--db", &db],
+    ] {
+        let mut full = vec!["--reuid=65534", "--regid=65534", "--clear-groups", LINERATE];
+        full.extend_from_slice(&args);
+        let r = run_program("setpriv", &full, RUN_LIMIT);
+        assert_eq!(r.code, 0, "{args:?} as nobody: {}", r.dump());
+        assert!(!r.stdout.is_empty(), "{args:?}: {}", r.dump());
+    }
+    // Nothing was written: no file nobody made.
+    for entry in std::fs::read_dir(&dir.0).unwrap() {
+        use std::os::unix::fs::MetadataExt;
+        let e = entry.unwrap();
+        assert_eq!(e.metadata().unwrap().uid(), 0, "{:?}", e.path());
+    }
+}

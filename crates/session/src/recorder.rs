@@ -95,6 +95,9 @@ pub struct Recorder {
     /// `--json`: the command's report, rewritten as the run goes on.
     json: Option<PathBuf>,
     finished: bool,
+    /// The database stopped taking the run (a write failed): why, and the
+    /// store, kept to mark the run incomplete at its end if it can.
+    lost: Option<(String, Store)>,
 }
 
 /// The command line a run is stored and announced with, when it is not
@@ -152,6 +155,7 @@ impl Recorder {
             installed: None,
             json: None,
             finished: false,
+            lost: None,
         })
     }
 
@@ -255,7 +259,38 @@ impl Recorder {
         eprintln!(
             "linerate: warning: {e}; the rest of this run is not stored (the measurement goes on)"
         );
-        self.store = None;
+        if let Some(store) = self.store.take() {
+            self.lost = Some((e.to_string(), store));
+        }
+    }
+
+    /// What became of the run in the database when it did not all get
+    /// there: None when every trial was stored (or none was asked for).
+    fn storage_lost(&self) -> Option<String> {
+        let json = match &self.json {
+            Some(p) => format!("the --json file {} holds the whole run", p.display()),
+            None => "the table printed above is the only record (pass --json FILE to keep one)"
+                .to_string(),
+        };
+        if let Some((why, store)) = &self.lost {
+            let kept = match self.run_id {
+                Some(id) => {
+                    format!("run {id} holds the trials stored before that, marked incomplete")
+                }
+                None => "nothing of the run was stored".to_string(),
+            };
+            return Some(format!(
+                "the results database {} stopped taking the run ({why}): {kept}; {json}",
+                store.path().display()
+            ));
+        }
+        match (&self.store, self.run_id) {
+            (Some(store), Some(id)) if !store.still_there() => Some(format!(
+                "the results database {} was deleted or replaced during the run, and run {id} with it; {json}",
+                store.path().display()
+            )),
+            _ => None,
+        }
     }
 
     /// A search's trial starts or ends (`search_no` counts the frame sizes).
@@ -503,10 +538,27 @@ impl Recorder {
         }
     }
 
-    /// The run ended: complete, or interrupted (signal or error).
-    pub fn finish(&mut self, status: RunStatus) {
+    /// [`finish`](Self::finish) as complete, or as interrupted: then a
+    /// database that did not take the run is a warning, since the exit
+    /// already says the run was interrupted.
+    pub fn finish_as(&mut self, interrupted: bool) -> Result<()> {
+        if !interrupted {
+            return self.finish(RunStatus::Complete);
+        }
+        if let Err(e) = self.finish(RunStatus::Interrupted) {
+            eprintln!("linerate: warning: {e}");
+        }
+        Ok(())
+    }
+
+    /// The run ended: complete, or interrupted (signal or error). Err when
+    /// the run did not all reach the database (it failed, was deleted or
+    /// replaced): said in one line with where the measurements are, for a
+    /// non-zero exit; a run is never left reading "process died" when the
+    /// database can still be written.
+    pub fn finish(&mut self, status: RunStatus) -> Result<()> {
         if self.finished {
-            return;
+            return Ok(());
         }
         self.finished = true;
         if let Some(view) = &mut self.progress {
@@ -521,7 +573,12 @@ impl Recorder {
                 self.args.pcap_frames
             );
         }
-        if let (Some(store), Some(id)) = (&self.store, self.run_id) {
+        if let (Some((_, store)), Some(id)) = (&self.lost, self.run_id) {
+            // Space freed since, or the failure passed: not "process died".
+            let _ = store.finish_run(id, RunStatus::Interrupted, &now());
+        }
+        let lost = self.storage_lost();
+        if let (Some(store), Some(id), None) = (&self.store, self.run_id, &lost) {
             match store.finish_run(id, status, &now()) {
                 Err(e) => eprintln!("linerate: warning: {e}"),
                 Ok(()) if status == RunStatus::Complete => eprintln!(
@@ -537,6 +594,10 @@ impl Recorder {
             "run_done",
             json!({"run_id": self.run_id, "status": status.key()}),
         );
+        match lost {
+            Some(why) => bail!(Environment, "{why}"),
+            None => Ok(()),
+        }
     }
 
     fn emit(&mut self, name: &str, fields: serde_json::Value) {
@@ -553,7 +614,9 @@ impl Drop for Recorder {
     fn drop(&mut self) {
         let begun = self.progress.is_some();
         if begun {
-            self.finish(RunStatus::Interrupted);
+            if let Err(e) = self.finish(RunStatus::Interrupted) {
+                eprintln!("linerate: warning: {e}");
+            }
         }
     }
 }

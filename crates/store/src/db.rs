@@ -10,7 +10,7 @@
 use crate::model::{Dut, Machine, RunStatus, RunSummary, StoredRun, StoredTrial};
 use linerate_results::{Rfc2544Report, ThroughputResult, TrialResult};
 use rusqlite::{
-    params, Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior,
+    params, Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior,
 };
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -82,6 +82,14 @@ pub enum StoreError {
         path: PathBuf,
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// A database a reading command (runs, show, ...) cannot read.
+    #[error(
+        "results database {path}: {source}; pass --db with a linerate results database to read"
+    )]
+    OpenToRead {
+        path: PathBuf,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     #[error("results database {path} has schema version {found}, newer than this linerate knows ({SCHEMA_VERSION}); use a newer linerate or another --db")]
     TooNew { path: PathBuf, found: i64 },
     #[error("results database: {0}")]
@@ -113,6 +121,29 @@ pub struct NewRun {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// The file's (device, inode) when opened: a database deleted or
+    /// replaced while a run writes to it is noticed ([`Store::still_there`]).
+    identity: Option<(u64, u64)>,
+}
+
+/// The (device, inode) of the file at `path`, if there is one.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// `path` as an SQLite URI (`file:` with `?`, `#` and `%` escaped).
+fn file_uri(path: &Path, query: &str) -> String {
+    let mut uri = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            '%' => uri.push_str("%25"),
+            c => uri.push(c),
+        }
+    }
+    format!("{uri}?{query}")
 }
 
 impl Store {
@@ -129,6 +160,7 @@ impl Store {
         let store = Store {
             conn,
             path: path.to_path_buf(),
+            identity: identity(path),
         };
         store.setup().map_err(|e| match e {
             StoreError::Sql(s) => open_err(s.into()),
@@ -137,8 +169,49 @@ impl Store {
         Ok(store)
     }
 
+    /// Opens an existing database for reading only: no write access is
+    /// needed to the file or its directory (a read-only mount, another
+    /// user's world-readable database, a full filesystem). When SQLite
+    /// cannot open the WAL database so (its `-shm` file cannot be made),
+    /// it is opened as immutable: read as it is on disk. A database of an
+    /// older schema is opened as [`open`](Self::open) does, to migrate it.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let open_err = |source: rusqlite::Error| StoreError::OpenToRead {
+            path: path.to_path_buf(),
+            source: source.into(),
+        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let try_open = |query: &str| -> rusqlite::Result<(Connection, i64)> {
+            let conn = Connection::open_with_flags(file_uri(path, query), flags)?;
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            let version = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+            Ok((conn, version))
+        };
+        let (conn, version) = try_open("mode=ro")
+            .or_else(|_| try_open("mode=ro&immutable=1"))
+            .map_err(open_err)?;
+        if version < SCHEMA_VERSION {
+            return Store::open(path);
+        }
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+            identity: identity(path),
+        };
+        store.schema_version()?;
+        Ok(store)
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the file opened is still at its path: false once it was
+    /// deleted or replaced (what is written then is lost).
+    pub fn still_there(&self) -> bool {
+        self.identity.is_some() && identity(&self.path) == self.identity
     }
 
     fn setup(&self) -> Result<(), StoreError> {

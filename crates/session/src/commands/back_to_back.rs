@@ -198,7 +198,7 @@ pub fn run(plan: BackToBackPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     }
     recorder.print(&report::back_to_back_table(&rep));
     recorder.save(&rep)?;
-    recorder.finish(RunStatus::Complete);
+    recorder.finish(RunStatus::Complete)?;
     recorder.saved_note();
     Ok(Outcome::Passed)
 }

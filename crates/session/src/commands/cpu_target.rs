@@ -172,7 +172,7 @@ pub fn run(plan: CpuTargetPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     recorder.save(&report)?;
     recorder.print(&cpu_target_table(&report));
     if let Outcome::Passed = outcome {
-        recorder.finish(RunStatus::Complete);
+        recorder.finish(RunStatus::Complete)?;
     }
     drop(applied);
     Ok(outcome)

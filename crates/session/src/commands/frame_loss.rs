@@ -133,7 +133,7 @@ pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
             return session::stopped(e, &mut recorder, rep, table);
         }
         recorder.save_partial(rep);
-        recorder.finish(RunStatus::Complete);
+        recorder.finish(RunStatus::Complete)?;
     }
     let Some(rep) = rep else {
         return Ok(Outcome::Interrupted("no row was measured".into()));

@@ -202,7 +202,7 @@ pub fn run(plan: LatencyPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     }
     recorder.print(&report::latency_table(&rep));
     recorder.save(&rep)?;
-    recorder.finish(RunStatus::Complete);
+    recorder.finish(RunStatus::Complete)?;
     recorder.saved_note();
     Ok(Outcome::Passed)
 }

@@ -110,7 +110,7 @@ pub fn run(plan: MlrsearchPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     }
     recorder.print(&report::mlrsearch_table(&rep));
     recorder.save(&rep)?;
-    recorder.finish(RunStatus::Complete);
+    recorder.finish(RunStatus::Complete)?;
     recorder.saved_note();
     Ok(Outcome::Passed)
 }

@@ -17,7 +17,6 @@ use linerate_method::spec::Step;
 use linerate_method::{find_throughput, Progress, ThroughputConfig, TrialRunner};
 use linerate_results::calibration::{self, near_ceiling, Calibration};
 use linerate_results::{report, InterruptedSearch, Rfc2544Report, TrialResult, TrialSpec};
-use linerate_store::RunStatus;
 use linerate_wire::{FrameSize, Frames, Rate};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -107,10 +106,7 @@ pub fn run(plan: Rfc2544Plan, interrupt: &AtomicBool) -> Result<Outcome> {
         },
     )?;
     recorder.print(&report::throughput_table_layers(&rep, plan.all_layers));
-    recorder.finish(match outcome {
-        Outcome::Interrupted(_) => RunStatus::Interrupted,
-        _ => RunStatus::Complete,
-    });
+    recorder.finish_as(matches!(outcome, Outcome::Interrupted(_)))?;
     if let (Some(path), Outcome::Passed) = (&plan.json, &outcome) {
         eprintln!("linerate: every trial written to {}", path.display());
     }
@@ -356,8 +352,14 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
         );
     }
     let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, report::to_json(value))
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    let written = std::fs::write(&tmp, report::to_json(value))
+        .with_context(|| format!("writing {}", tmp.display()))
+        .and_then(|()| {
+            std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+        });
+    if written.is_err() {
+        // A full disk leaves a partial file: nothing half-written stays.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }

@@ -111,10 +111,7 @@ fn run_one(
         interrupt,
         &mut save_partial,
     )?;
-    recorder.finish(match outcome {
-        Outcome::Interrupted(_) => linerate_store::RunStatus::Interrupted,
-        _ => linerate_store::RunStatus::Complete,
-    });
+    recorder.finish_as(matches!(outcome, Outcome::Interrupted(_)))?;
 
     // After traffic: did it really go through the scenario?
     let lab = bed

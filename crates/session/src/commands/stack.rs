@@ -130,12 +130,12 @@ pub fn finish(
     recorder.save(record)?;
     recorder.result_event(record);
     if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
-        recorder.finish(linerate_store::RunStatus::Interrupted);
+        recorder.finish_as(true)?;
         return Ok(crate::exit::Outcome::Interrupted(
             "the shortened window is reported above".into(),
         ));
     }
-    recorder.finish(linerate_store::RunStatus::Complete);
+    recorder.finish(linerate_store::RunStatus::Complete)?;
     Ok(crate::exit::Outcome::Passed)
 }
 

@@ -23,7 +23,9 @@ fn open(db: Option<&Path>) -> Result<Store> {
             path.display()
         );
     }
-    Ok(Store::open(&path)?)
+    // Reading needs no write access (a read-only mount, another user's
+    // database, a full disk).
+    Ok(Store::open_read_only(&path)?)
 }
 
 /// A run named on the command line: its id, or 'last'.

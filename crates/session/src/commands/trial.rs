@@ -46,7 +46,7 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         record,
     } = plan;
     let frame = frames.largest();
-    let mut recorder = Recorder::open(&record)?;
+    let mut recorder = Recorder::open(&record)?.json_file(json.as_deref());
 
     let mut bed = ports::open(&bed_plan, frame.buffer_len())?;
     bed.engine.check_frame(frame)?;
@@ -88,7 +88,7 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     recorder.single_trial_started(&frames, fps, line_fps);
     let result = match bed.engine.run_trial(&spec, interrupt) {
         Err(EngineError::Interrupted) => {
-            recorder.finish(RunStatus::Interrupted);
+            recorder.finish_as(true)?;
             return Ok(Outcome::Interrupted(
                 "the unfinished trial was discarded".into(),
             ));
@@ -105,10 +105,11 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     };
     recorder.single_trial_done(&result, result.passed(allowed_loss));
     recorder.print(&report::trial_summary(&result, line_bps));
-    recorder.finish(RunStatus::Complete);
+    // The JSON first: it is the record when the database failed.
     if let Some(path) = &json {
         write_json(path, &result)?;
     }
+    recorder.finish(RunStatus::Complete)?;
     if result.loss_ratio > allowed_loss {
         return Ok(Outcome::ThresholdFailed(format!(
             "loss {:.4} % exceeds the allowed {:.4} % (--loss)",
