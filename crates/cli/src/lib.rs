@@ -24,7 +24,7 @@ use std::sync::atomic::AtomicBool;
 pub fn run(cli: &Cli, stop: &AtomicBool) -> Result<Outcome> {
     match &cli.command {
         Command::Lab { action } => match action {
-            LabAction::Up { lab_name, ring } => lab::up(lab_name.as_deref(), *ring),
+            LabAction::Up { lab_name, ring } => lab::up(lab_name.as_deref(), *ring, stop),
             LabAction::Down { lab_name, all } => lab::down(lab_name.as_deref(), *all),
             LabAction::Status { json } => lab::status(*json),
         },

@@ -179,3 +179,37 @@ fn sigint_stops_a_long_trial_promptly() {
     let left = netns_with_prefix(&prefix);
     assert!(left.is_empty(), "the run's lab was left behind: {left:?}");
 }
+
+/// A signal while `lab up` builds: what was built is removed and the exit
+/// says the command was interrupted, never "up" with a lab half there or
+/// exit 0 with a lab the user did not get told about.
+#[test]
+fn a_signal_during_lab_up_removes_what_was_built() {
+    if !root_or_skip("a_signal_during_lab_up_removes_what_was_built") {
+        return;
+    }
+    for (delay_ms, sig) in [
+        (5u64, Signal::SIGINT),
+        (60, Signal::SIGTERM),
+        (300, Signal::SIGINT),
+    ] {
+        let lab = unique("su");
+        let _guard = LabGuard(lab.clone());
+        let spawned = Spawned::start(&["lab", "up", "--lab-name", &lab]);
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        signal(spawned.pid, sig);
+        let run = spawned.finish(Duration::from_secs(60));
+        assert!(!run.stderr.contains("panicked"), "{}", run.dump());
+        // `lab up` takes about 170 ms here: a signal 5 or 60 ms in lands
+        // while it builds; one 300 ms in may find it done (exit 0, up).
+        match run.code {
+            0 if delay_ms >= 300 => assert!(lab_exists(&lab), "said up, is not: {}", run.dump()),
+            130 => {
+                assert!(run.stderr.contains("interrupted"), "{}", run.dump());
+                let left = netns_with_prefix(&format!("lr-{lab}-"));
+                assert!(left.is_empty(), "{sig:?} after {delay_ms} ms left {left:?}");
+            }
+            code => panic!("exit {code} after {sig:?} at {delay_ms} ms: {}", run.dump()),
+        }
+    }
+}

@@ -4,12 +4,24 @@ use crate::error::{bail, Result};
 use crate::exit::Outcome;
 use linerate_goodput::moved_ports;
 use linerate_lab::Lab;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `lab up`: builds the lab `lab_name` (default: "default") and keeps it.
-pub fn up(lab_name: Option<&str>, ring: u32) -> Result<Outcome> {
+/// Interrupted (`stop`: SIGINT, SIGTERM, SIGHUP) while it builds, it
+/// removes what it built and says so: a lab is up only when the command
+/// says it is.
+pub fn up(lab_name: Option<&str>, ring: u32, stop: &AtomicBool) -> Result<Outcome> {
     linerate_lab::check_environment()?;
     let lab_name = lab_name.unwrap_or(crate::ports::DEFAULT_LAB);
-    let lab = Lab::up_with_ring(lab_name, ring)?;
+    let built = Lab::up_with_ring(lab_name, ring);
+    if stop.load(Ordering::Relaxed) {
+        // Dropping an owned lab removes it; a failed build rolled back.
+        drop(built);
+        return Ok(Outcome::Interrupted(format!(
+            "lab '{lab_name}' was not built (what was made is removed)"
+        )));
+    }
+    let lab = built?;
     let (a, b) = (lab.port_a(), lab.port_b());
     println!("lab '{}' is up", lab.name());
     println!(
