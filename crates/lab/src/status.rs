@@ -51,6 +51,11 @@ pub struct LabStatus {
     /// it (the depth of a deep lab's queues toward the tester): (found
     /// before, now); restored when the last lab is removed.
     pub netdev_max_backlog: Option<(u32, u32)>,
+    /// A lab made for one run (`run<PID>`) whose process has ended (killed:
+    /// SIGKILL, a crash) is an orphan: its pid. Nothing will remove it but
+    /// `lab down`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub orphan_of_pid: Option<u32>,
     /// What could not be read.
     pub problems: Vec<String>,
 }
@@ -145,6 +150,7 @@ fn lab_status(name: String, namespaces: Vec<String>, allowed: &[usize]) -> LabSt
     }
 
     LabStatus {
+        orphan_of_pid: orphan_of(&name),
         name,
         namespaces,
         missing,
@@ -157,6 +163,14 @@ fn lab_status(name: String, namespaces: Vec<String>, allowed: &[usize]) -> LabSt
         netdev_max_backlog: crate::backlog::changed(),
         problems,
     }
+}
+
+/// The pid of the ended run lab `name` was made for (a `run<PID>` lab,
+/// [`lab::temporary_name`]), or None while that process lives or for a
+/// lab made by `lab up`.
+fn orphan_of(name: &str) -> Option<u32> {
+    let pid: u32 = name.strip_prefix("run")?.parse().ok()?;
+    (!std::path::Path::new(&format!("/proc/{pid}")).exists()).then_some(pid)
 }
 
 fn port_status(ns: &str, ifname: &str, role: &str, problems: &mut Vec<String>) -> PortStatus {
@@ -210,6 +224,13 @@ impl fmt::Display for LabStatus {
             format!("incomplete, missing {}", self.missing.join(" "))
         };
         writeln!(f, "lab {} ({complete})", self.name)?;
+        if let Some(pid) = self.orphan_of_pid {
+            writeln!(
+                f,
+                "  orphaned: made for run pid {pid}, which has ended; remove it with 'linerate lab down --lab-name {}'",
+                self.name
+            )?;
+        }
         writeln!(f, "  namespaces: {}", self.namespaces.join(" "))?;
         for p in &self.ports {
             let ip = match (p.ip, p.prefix_len) {
@@ -290,6 +311,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_run_lab_is_an_orphan_once_its_process_has_ended() {
+        let me = std::process::id();
+        assert_eq!(orphan_of(&format!("run{me}")), None);
+        assert_eq!(orphan_of("default"), None);
+        // Above the kernel's pid_max (4,194,304 at most): never a live process.
+        assert_eq!(orphan_of("run4194305"), Some(4_194_305));
+    }
+
+    #[test]
     fn namespace_names_group_by_lab() {
         assert_eq!(split_netns_name("lr-x-a"), Some(("x", Some("a"))));
         assert_eq!(split_netns_name("lr-x-b"), Some(("x", Some("b"))));
@@ -325,9 +355,20 @@ mod tests {
             placement: None,
             placement_note: Some("DUT forwarding on CPU 1".into()),
             netdev_max_backlog: Some((1000, 4096)),
+            orphan_of_pid: None,
             problems: vec!["something".into()],
         };
         let text = s.to_string();
+        let orphan = LabStatus {
+            name: "run4242".into(),
+            orphan_of_pid: Some(4242),
+            ..s.clone()
+        }
+        .to_string();
+        assert!(
+            orphan.contains("orphaned: made for run pid 4242, which has ended; remove it with 'linerate lab down --lab-name run4242'"),
+            "{orphan}"
+        );
         assert!(
             text.starts_with("lab x (incomplete, missing lr-x-b)\n"),
             "{text}"
