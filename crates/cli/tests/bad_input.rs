@@ -775,6 +775,35 @@ fn another_xdp_program_on_port_b_is_named() {
         );
         assert!(!run.stderr.contains("af_xdp"), "{}", run.dump());
     }
+    // --engine auto (the default) finds a way, and says why it counts
+    // through a socket.
+    let mut args = vec!["trial"];
+    args.extend_from_slice(&B2B_HOSTS);
+    args.extend_from_slice(&["--frame-size", "64", "--rate", "1000fps", "--no-db"]);
+    let run = linerate_in(&ns, &args);
+    assert!(!run.stderr.contains("panicked"), "{}", run.dump());
+    // user_fw passes every frame on (XDP_PASS), so they reach the socket.
+    assert_eq!(run.code, 0, "{}", run.dump());
+    mentions(
+        &run,
+        &["the in-kernel counter does not attach to p1", "user_fw"],
+    );
+    // The same with the user's program in the driver (native mode), where
+    // port B takes no AF_XDP socket either: a packet socket then.
+    sh(
+        "ip",
+        &["-n", &ns, "link", "set", "dev", "p1", "xdpgeneric", "off"],
+    );
+    sh(
+        "ip",
+        &[
+            "-n", &ns, "link", "set", "dev", "p1", "xdpdrv", "obj", &obj, "sec", "xdp",
+        ],
+    );
+    let run = linerate_in(&ns, &args);
+    assert!(!run.stderr.contains("panicked"), "{}", run.dump());
+    assert_eq!(run.code, 0, "{}", run.dump());
+    mentions(&run, &["user_fw"]);
     // The user's program is left as it was.
     let link = sh("ip", &["-n", &ns, "-d", "-j", "link", "show", "dev", "p1"]);
     assert!(link.contains("user_fw"), "{link}");

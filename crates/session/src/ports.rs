@@ -335,6 +335,7 @@ pub fn open_engine(
             }
         };
     }
+    let auto = !matches!(choice, "af_packet" | "xdp" | "af_xdp");
     let (port_a, name, why) = match choice {
         "af_packet" => (open_af_packet(a, opts)?, "af_packet", None),
         "xdp" => return open_xdp(a, b, opts, receiver),
@@ -366,7 +367,7 @@ pub fn open_engine(
             (port, name, Some(why))
         }
     };
-    let (ports, note) = with_receiver(port_a, name, b, opts, receiver)?;
+    let (ports, note) = with_receiver(port_a, name, b, opts, receiver, auto)?;
     Ok((ports, join_notes(why, note)))
 }
 
@@ -379,13 +380,17 @@ fn join_notes(first: Option<String>, second: Option<String>) -> Option<String> {
 }
 
 /// Opens port B for engine `engine` (port A is open): counted by the
-/// in-kernel counter, or by the engine's own socket.
+/// in-kernel counter, or by the engine's own socket. With `auto` (the
+/// engine was `auto`'s choice), a port B that takes no AF_XDP socket
+/// (another XDP program on it) receives through a packet socket instead,
+/// and the note says why.
 fn with_receiver(
     port_a: TesterPort,
     engine: &'static str,
     b: &PortName,
     opts: &AfPacketOptions,
     receiver: ReceiverChoice,
+    auto: bool,
 ) -> Result<(Ports, Option<String>)> {
     let mut note = None;
     if receiver != ReceiverChoice::Socket {
@@ -405,11 +410,25 @@ fn with_receiver(
     }
     // (The xdp engine never gets here: see open_engine.)
     let port_b = match engine {
-        "af_xdp" => {
-            let (port, mode) = open_af_xdp(b, opts)?;
-            note = join_notes(Some(mode), note);
-            port
-        }
+        "af_xdp" => match open_af_xdp(b, opts) {
+            Ok((port, mode)) => {
+                note = join_notes(Some(mode), note);
+                port
+            }
+            Err(e) if auto => {
+                let port = TesterPort::from_port(AfPacketPort::open(&b.0, b.1.as_deref(), opts)?);
+                note = join_notes(
+                    note,
+                    Some(format!(
+                        "port B ({}) takes no AF_XDP socket ({}): it receives through a packet socket",
+                        b.0,
+                        crate::exit::one_line(&e)
+                    )),
+                );
+                port
+            }
+            Err(e) => return Err(e),
+        },
         _ => TesterPort::from_port(AfPacketPort::open(&b.0, b.1.as_deref(), opts)?),
     };
     Ok(((port_a, port_b, engine), note))
@@ -497,7 +516,7 @@ fn open_xdp(
         }),
         info: info_a,
     };
-    let (mut ports, note) = with_receiver(port_a, "xdp", b, opts, receiver)?;
+    let (mut ports, note) = with_receiver(port_a, "xdp", b, opts, receiver, false)?;
     let attached = ports
         .0
         .tx
