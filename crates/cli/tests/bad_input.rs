@@ -438,6 +438,40 @@ fn gateway_not_answering_arp() {
     );
 }
 
+/// A port that cannot reach any gateway is named with its state, not
+/// blamed on a gateway that did not answer: no carrier (its veth peer
+/// down), down, the loopback interface, a bridge.
+#[test]
+fn an_unusable_port_is_named_with_its_state() {
+    if !root_or_skip("an_unusable_port_is_named_with_its_state") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("us", 1500);
+    let run_with = |a: &str, b: &str| {
+        let mut args = vec!["trial", "--port-a", a, "--port-b", b];
+        args.extend_from_slice(&B2B_HOSTS[4..]);
+        args.extend_from_slice(&["--frame-size", "64", "--rate", "1000fps", "--no-db"]);
+        expect_error(Some(&ns), &args)
+    };
+    // p2 up, its peer p3 down: p2 has no carrier.
+    sh(
+        "ip",
+        &[
+            "-n", &ns, "link", "add", "p2", "type", "veth", "peer", "name", "p3",
+        ],
+    );
+    sh("ip", &["-n", &ns, "link", "set", "p2", "up"]);
+    let run = run_with("p2", "p1");
+    mentions(&run, &["p2", "without carrier"]);
+    assert!(!run.stderr.contains("check the DUT"), "{}", run.dump());
+    let run = run_with("p0", "lo");
+    mentions(&run, &["lo", "loopback"]);
+    sh("ip", &["-n", &ns, "link", "add", "br0", "type", "bridge"]);
+    sh("ip", &["-n", &ns, "link", "set", "br0", "up"]);
+    let run = run_with("p0", "br0");
+    mentions(&run, &["br0", "a bridge"]);
+}
+
 #[test]
 fn frame_bigger_than_mtu() {
     if !root_or_skip("frame_bigger_than_mtu") {

@@ -249,3 +249,40 @@ chain forward { type filter hook forward priority 0; udp dport 19538 limit rate 
     assert_eq!(term(&v, "dut_internal"), u(&v, "lost_frames"), "{v}");
     assert_eq!(v["loss_where"]["rest"].as_i64(), Some(0), "{v}");
 }
+
+/// The tester's own port B deleted mid-trial: the trial is void and says
+/// so, naming the port, instead of reporting the frames as lost "in the
+/// DUT or on the link".
+#[test]
+fn a_tester_port_deleted_mid_trial_voids_the_trial() {
+    if !root_or_skip("a_tester_port_deleted_mid_trial_voids_the_trial") {
+        return;
+    }
+    let (t, _r, _guard) = plain_router("pg");
+    let ns = t.clone();
+    let deleter = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(2500));
+        sh("ip", &["-n", &ns, "link", "del", "tb"]);
+    });
+    let json = TempFile::new("portgone");
+    let run = trial(
+        &t,
+        &[
+            "--frame-size",
+            "64",
+            "--rate",
+            "10000fps",
+            "--duration",
+            "4s",
+        ],
+        &json,
+    );
+    deleter.join().unwrap();
+    assert_eq!(run.code, 2, "{}", run.dump());
+    assert!(!run.stderr.contains("panicked"), "{}", run.dump());
+    assert!(
+        run.stderr.contains("tb (port B)") && run.stderr.contains("deleted during the trial"),
+        "{}",
+        run.dump()
+    );
+}

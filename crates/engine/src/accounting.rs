@@ -117,6 +117,46 @@ fn ip_json(netns: Option<&str>, args: &[&str]) -> Option<serde_json::Value> {
     serde_json::from_slice(&out.stdout).ok()
 }
 
+/// What is wrong with tester port `ifname` in `netns` for sending test
+/// frames, from `ip -details link show`: "missing", "the loopback
+/// interface", "a bridge", "administratively down", "up but without
+/// carrier (its link or peer is down)"; None when it looks usable (or
+/// `ip` cannot tell).
+pub fn port_problem(netns: Option<&str>, ifname: &str) -> Option<String> {
+    let mut cmd = Command::new("ip");
+    if let Some(ns) = netns {
+        cmd.args(["-n", ns]);
+    }
+    let out = cmd
+        .args(["-j", "-details", "link", "show", "dev", ifname])
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return Some("missing".into());
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let l = v.get(0)?;
+    let flags: Vec<&str> = l
+        .get("flags")
+        .and_then(|f| f.as_array())
+        .map(|f| f.iter().filter_map(|x| x.as_str()).collect())
+        .unwrap_or_default();
+    let kind = l.pointer("/linkinfo/info_kind").and_then(|k| k.as_str());
+    if flags.contains(&"LOOPBACK") {
+        Some("the loopback interface".into())
+    } else if kind == Some("bridge") {
+        Some("a bridge (name the bridge port that faces the DUT)".into())
+    } else if !flags.contains(&"UP") {
+        Some(format!(
+            "administratively down ('ip link set dev {ifname} up')"
+        ))
+    } else if flags.contains(&"NO-CARRIER") {
+        Some("up but without carrier (its cable, or its veth peer, is down)".into())
+    } else {
+        None
+    }
+}
+
 /// The kind of `ifname` in `netns` (None when `ip` cannot tell).
 pub fn link_kind(netns: Option<&str>, ifname: &str) -> Option<LinkKind> {
     let v = ip_json(netns, &["-details", "link", "show", "dev", ifname])?;

@@ -43,6 +43,14 @@ pub enum EngineError {
         resolution: &'static str,
         secs: u64,
     },
+    /// A tester port that cannot carry the test: its state says why (a
+    /// gateway that never answered on it, or a port gone mid-trial).
+    #[error("tester port {port} is {problem}: {what}")]
+    PortUnusable {
+        port: String,
+        problem: String,
+        what: String,
+    },
     #[error("a {frame}-byte frame cannot carry {encap} test frames: the smallest is {min} bytes; use --frame-size {min} or larger")]
     FrameTooSmall { frame: u16, encap: String, min: u16 },
     #[error("a {frame}-byte frame does not fit port {port} (MTU {mtu}, frames up to {max} bytes with FCS): use a smaller --frame-size or raise the MTU")]
@@ -542,6 +550,25 @@ impl Engine {
                     } else {
                         (info_b, host_b)
                     };
+                    // The ports' own state first: a gateway cannot answer
+                    // on a port that is down, loopback or a bridge (nor,
+                    // back to back, through one).
+                    for port in [info, info_a, info_b] {
+                        if let Some(problem) =
+                            accounting::port_problem(port.netns.as_deref(), &port.ifname)
+                        {
+                            return Err(EngineError::PortUnusable {
+                                port: port.ifname.clone(),
+                                problem,
+                                what: format!(
+                                    "gateway {} on port {} did not answer {}",
+                                    host.test_gateway(),
+                                    info.ifname,
+                                    host.resolution()
+                                ),
+                            });
+                        }
+                    }
                     return Err(EngineError::ArpTimeout {
                         port: info.ifname.clone(),
                         gateway: host.test_gateway(),
@@ -749,6 +776,19 @@ impl Engine {
             let counted_b = join(rx_b)?;
             if interrupt.load(Ordering::Relaxed) {
                 return Err(EngineError::Interrupted);
+            }
+            // A tester port deleted mid-trial made its counts meaningless:
+            // the tester's fault, never the DUT's loss.
+            for (side, info) in [("A", info_a), ("B", info_b)] {
+                if accounting::port_problem(info.netns.as_deref(), &info.ifname).as_deref()
+                    == Some("missing")
+                {
+                    return Err(EngineError::PortUnusable {
+                        port: format!("{} (port {side})", info.ifname),
+                        problem: "gone: it was deleted during the trial".into(),
+                        what: "the trial is void (nothing it counted is the DUT's); recreate the port and run again".into(),
+                    });
+                }
             }
             let after = acct.map(|a| a.read());
             let around = match (&before, &after) {

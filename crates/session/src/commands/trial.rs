@@ -49,11 +49,6 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let mut recorder = Recorder::open(&record)?.json_file(json.as_deref());
 
     let mut bed = ports::open(&bed_plan, frame.buffer_len())?;
-    // Why this engine, and how the ports count (auto's choice, a port
-    // that took no counter or socket): said as rfc2544 says it.
-    if let Some(why) = &bed.engine_reason {
-        eprintln!("linerate: engine {} ({why})", bed.engine.config().name);
-    }
     bed.engine.check_frame(frame)?;
     let line_fps = bed.line_rate_fps(&frames);
     let fps = bed.fps(&frames, rate);
@@ -69,6 +64,12 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     }
     // ARP, and learning frames when the destination varies.
     bed.engine.resolve()?;
+    // Why this engine, and how the ports count (auto's choice, a port
+    // that took no counter or socket), once the trial will run: an error
+    // before stays one line.
+    if let Some(why) = &bed.engine_reason {
+        eprintln!("linerate: engine {} ({why})", bed.engine.config().name);
+    }
     let spec = TrialSpec {
         frame,
         mix: frames.mix().cloned(),
