@@ -211,6 +211,54 @@ fn throughput_table(h: &mut String, rep: &Rfc2544Report) {
         }
         let _ = writeln!(h, "<td>{unit}</td></tr>");
     }
+    use linerate_results::methods::GoalResultRecord;
+    // `rfc2544 --mlrsearch`: each goal's conditional throughput (NDR,
+    // PDR), as the text table shows them ("*" tester-limited, "~" irregular).
+    let goals: Vec<String> = rep
+        .results
+        .iter()
+        .find_map(|r| r.mlrsearch.as_ref())
+        .map(|m| m.goals.iter().map(|g| g.goal.name.clone()).collect())
+        .unwrap_or_default();
+    for name in &goals {
+        fn goal_of<'r>(r: &'r ThroughputResult, name: &str) -> Option<&'r GoalResultRecord> {
+            r.mlrsearch
+                .as_ref()
+                .and_then(|m| m.goals.iter().find(|g| g.goal.name == name))
+        }
+        let cell = |r: &ThroughputResult, v: fn(&GoalResultRecord) -> Option<f64>| match goal_of(
+            r, name,
+        ) {
+            Some(g) => {
+                let mark = if g.tester_limited {
+                    "*"
+                } else if !g.regular {
+                    "~"
+                } else {
+                    ""
+                };
+                v(g).map_or("-".to_string(), |x| format!("{}{mark}", sig3(x)))
+            }
+            None => "-".to_string(),
+        };
+        let _ = write!(h, "<tr><th>{} (MLRsearch)</th>", esc(name));
+        for r in &rep.results {
+            let _ = write!(
+                h,
+                "<td class=\"n\">{}</td>",
+                cell(r, |g| g.conditional_throughput_mbps_l2)
+            );
+        }
+        h.push_str("<td>Mbps (L2)</td></tr>\n<tr><th></th>");
+        for r in &rep.results {
+            let _ = write!(
+                h,
+                "<td class=\"n\">{}</td>",
+                cell(r, |g| g.conditional_throughput_fps)
+            );
+        }
+        h.push_str("<td>Frames/s</td></tr>\n");
+    }
     h.push_str("</table>\n");
     if rep.results.iter().any(|r| r.tester_limited) {
         let _ = writeln!(
@@ -486,6 +534,51 @@ mod tests {
             first_row.contains("<td class=\"n\">100.0 %</td>"),
             "{first_row}"
         );
+    }
+
+    #[test]
+    fn an_mlrsearch_run_has_its_ndr_and_pdr_rows() {
+        use linerate_results::methods::{GoalResultRecord, MlrSearchResult, SearchGoalRecord};
+        let mut run = crate::testdata::run(4, "lab router", "6.1");
+        for (_, r) in &mut run.results {
+            let goal = |name: &str, fps: f64, regular: bool| GoalResultRecord {
+                goal: SearchGoalRecord {
+                    name: name.into(),
+                    loss_ratio: 0.0,
+                    exceed_ratio: 0.5,
+                    final_trial_duration_s: 1.0,
+                    duration_sum_s: 1.0,
+                    width: 0.01,
+                    initial_trial_duration_s: 1.0,
+                },
+                relevant_lower_bound_fps: Some(fps),
+                relevant_upper_bound_fps: Some(fps * 1.01),
+                conditional_throughput_fps: Some(fps),
+                relevant_lower_bound_mbps_l2: Some(fps / 1000.0),
+                conditional_throughput_mbps_l2: Some(fps / 1000.0),
+                conditional_throughput_mbps_l1: Some(fps / 900.0),
+                regular,
+                tester_limited: false,
+            };
+            r.mlrsearch = Some(MlrSearchResult {
+                frame_size: r.frame_size,
+                l3_length: r.l3_length,
+                mix: None,
+                line_rate_fps: r.line_rate_fps,
+                max_fps: r.line_rate_fps,
+                min_fps: 1000.0,
+                goals: vec![goal("NDR", 123_456.0, true), goal("PDR", 234_567.0, false)],
+                trial_seconds: 10.0,
+                reused_trials: 0,
+                trials: Vec::new(),
+            });
+        }
+        let html = render(&run);
+        assert!(html.contains("<th>NDR (MLRsearch)</th>"), "{html}");
+        assert!(html.contains("<th>PDR (MLRsearch)</th>"), "{html}");
+        assert!(html.contains(&format!(">{}<", sig3(123_456.0))), "{html}");
+        // An irregular result is marked, as in the text table.
+        assert!(html.contains(&format!(">{}~<", sig3(234_567.0))), "{html}");
     }
 
     #[test]
