@@ -7,17 +7,6 @@ mod common;
 use common::*;
 use std::time::Duration;
 
-const HOSTS: [&str; 8] = [
-    "--ip-a",
-    "198.18.0.2/24",
-    "--gw-a",
-    "198.18.0.1",
-    "--ip-b",
-    "198.19.0.2/24",
-    "--gw-b",
-    "198.19.0.1",
-];
-
 /// Runs linerate with `args` (inside `ns` if given) and checks the common
 /// contract: exit 2, one `linerate: error:` line, no panic, no new `lr-`
 /// namespace (also none named after the run's pid). Returns the run.
@@ -39,7 +28,8 @@ fn expect_error(ns: Option<&str>, args: &[&str]) -> Run {
 /// `trial` on two interfaces that do not exist, with `extra` appended.
 fn trial_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     let mut v = vec!["trial", "--port-a", "nosuch0", "--port-b", "nosuch1"];
-    v.extend_from_slice(&HOSTS);
+    // The hosts of common::HOSTS, without its ports.
+    v.extend_from_slice(&HOSTS[4..]);
     v.extend_from_slice(extra);
     v
 }

@@ -181,8 +181,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_stalled_generator_pauses_instead_of_bursting() {
+    /// One 64-byte flow.
+    fn frames_64() -> FrameSet {
         let flow = FlowSpec {
             src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
             dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
@@ -193,10 +193,15 @@ mod tests {
             ttl: 64,
             vlan: None,
         };
-        let frames = FrameSet::single(FrameTemplate::new(
+        FrameSet::single(FrameTemplate::new(
             &flow,
             FrameSize::from_frame(64).unwrap(),
-        ));
+        ))
+    }
+
+    #[test]
+    fn a_stalled_generator_pauses_instead_of_bursting() {
+        let frames = frames_64();
         let flows = Flows::default();
         let fps = 20_000.0; // 50 us apart
         let schedule = |max_late| Schedule {
@@ -268,20 +273,7 @@ mod tests {
 
     #[test]
     fn a_generator_stopped_past_the_give_up_time_records_the_pause() {
-        let flow = FlowSpec {
-            src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
-            dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
-            src_ip: "198.18.0.2".parse().unwrap(),
-            dst_ip: "198.19.0.2".parse().unwrap(),
-            src_port: 1,
-            dst_port: 2,
-            ttl: 64,
-            vlan: None,
-        };
-        let frames = FrameSet::single(FrameTemplate::new(
-            &flow,
-            FrameSize::from_frame(64).unwrap(),
-        ));
+        let frames = frames_64();
         let flows = Flows::default();
         let fps = 20_000.0;
         let max_late = Duration::from_secs_f64(32.0 / fps);

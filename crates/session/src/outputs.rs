@@ -43,6 +43,10 @@ struct Output {
 pub struct Outputs {
     outputs: Vec<Output>,
     inputs: Vec<(String, PathBuf)>,
+    /// The outputs of a run that measures ([`record`](Self::record)),
+    /// which needs root: said before any file's problem, since a user
+    /// who is not root cannot write root's files either.
+    measuring: bool,
 }
 
 impl Outputs {
@@ -81,7 +85,8 @@ impl Outputs {
 
     /// What the record options write: the results database (the default
     /// one unless `--no-db`), `--events` (unless `-`, stdout), `--pcap`.
-    pub fn record(self, r: &RecordPlan) -> Outputs {
+    pub fn record(mut self, r: &RecordPlan) -> Outputs {
+        self.measuring = true;
         let mut me = match (&r.db, r.no_db) {
             (_, true) => self,
             (Some(db), false) => self.file("--db", Some(db), Kind::Database),
@@ -107,6 +112,9 @@ impl Outputs {
 
     /// Checks every output; the first problem is the error.
     pub fn check(self) -> Result<()> {
+        if self.measuring && !nix::unistd::geteuid().is_root() {
+            bail!(Environment, "not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it as root");
+        }
         let mut seen: Vec<(&Output, Identity)> = Vec::new();
         for out in &self.outputs {
             check_one(out).map_err(|e| match out.kind {
