@@ -556,6 +556,7 @@ impl Engine {
                     for port in [info, info_a, info_b] {
                         if let Some(problem) =
                             accounting::port_problem(port.netns.as_deref(), &port.ifname)
+                                .filter(|p| p != "missing")
                         {
                             return Err(EngineError::PortUnusable {
                                 port: port.ifname.clone(),
@@ -579,6 +580,9 @@ impl Engine {
                 std::thread::sleep(Duration::from_millis(1));
             }
 
+            // Which tester ports are interfaces now, to tell one deleted
+            // during the trial (one index lookup each).
+            let present = [interface_present(info_a), interface_present(info_b)];
             let Some(spec) = spec else {
                 stop_all();
                 join(rx_a)?;
@@ -778,11 +782,10 @@ impl Engine {
                 return Err(EngineError::Interrupted);
             }
             // A tester port deleted mid-trial made its counts meaningless:
-            // the tester's fault, never the DUT's loss.
-            for (side, info) in [("A", info_a), ("B", info_b)] {
-                if accounting::port_problem(info.netns.as_deref(), &info.ifname).as_deref()
-                    == Some("missing")
-                {
+            // the tester's fault, never the DUT's loss. (Only ports that
+            // are interfaces: an in-memory port has no index.)
+            for ((side, info), was) in [("A", info_a), ("B", info_b)].into_iter().zip(present) {
+                if was && !interface_present(info) {
                     return Err(EngineError::PortUnusable {
                         port: format!("{} (port {side})", info.ifname),
                         problem: "gone: it was deleted during the trial".into(),
@@ -817,6 +820,15 @@ impl Engine {
             Ok(Some(result))
         })
     }
+}
+
+/// Whether tester port `info` is an interface in its namespace (false for
+/// an in-memory port, and for one deleted).
+fn interface_present(info: &PortInfo) -> bool {
+    linerate_port::netns::maybe_in_netns(info.netns.as_deref(), || {
+        linerate_port::link::ifindex(&info.ifname)
+    })
+    .is_ok()
 }
 
 fn join(
