@@ -149,15 +149,21 @@ static __always_inline int ipv4_header_ok(struct xdp_md *ctx, struct iphdr *ip, 
 	return fold16(sum) == 0xffff;
 }
 
-/* The UDP checksum over the datagram of `len` bytes at `off`, seeded with
- * the pseudo-header's sum: right when everything adds up to 0xffff. */
-static __always_inline int udp_checksum_ok(struct xdp_md *ctx, __u32 off, __u32 len, __u64 seed)
+/* The UDP checksum over the datagram of `len` bytes at `off`, with the
+ * pseudo-header (the `addrs_len` bytes of source and destination address
+ * at `addrs_off`, the protocol, the UDP length): right when everything
+ * adds up to 0xffff. */
+static __always_inline int udp_checksum_ok(struct xdp_md *ctx, __u32 off, __u32 len,
+					   __u32 addrs_off, __u32 addrs_len)
 {
 	__u32 zero = 0;
 	struct csum_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s || len > LR_CHUNKS * LR_CHUNK)
 		return 0;
-	__u32 sum = fold16(seed);
+	if (bpf_xdp_load_bytes(ctx, addrs_off, s->buf, addrs_len))
+		return 0;
+	__u32 sum = (__u32)bpf_csum_diff(0, 0, (void *)s->buf, addrs_len,
+					 bpf_htons(IPPROTO_UDP) + bpf_htons(len));
 	for (int i = 0; i < LR_CHUNKS; i++) {
 		__u32 done = i * LR_CHUNK;
 		if (done >= len)
@@ -314,25 +320,13 @@ int lr_count(struct xdp_md *ctx)
 	if (ok && v4)
 		ok = ipv4_header_ok(ctx, l3, l2, ip_total - ip_payload);
 	if (ok && cfg->check == LR_CHECK_PAYLOAD) {
-		/* The pseudo-header: addresses, protocol, UDP length. */
-		__u64 seed = bpf_htons(IPPROTO_UDP) + (__u64)udp->len;
-		ok = 0;
-		__u32 zero = 0;
-		struct csum_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-		__u32 n = v4 ? 8 : 32;
-		__u32 at = addrs - data;
-		if (s && !bpf_xdp_load_bytes(ctx, at, s->buf, n))
-			seed = (__u32)bpf_csum_diff(0, 0, (void *)s->buf, n, seed);
-		else
-			goto damaged;
 		/* Zero in IPv4: the sender computed none (RFC 768); IPv6 requires one. */
 		if (udp->check == 0)
 			ok = v4;
 		else
-			ok = udp_checksum_ok(ctx, (void *)udp - data, udp_len, seed);
+			ok = udp_checksum_ok(ctx, (void *)udp - data, udp_len, addrs - data, v4 ? 8 : 32);
 	}
 	if (!ok) {
-	damaged:
 		count(&errored);
 		return XDP_DROP;
 	}

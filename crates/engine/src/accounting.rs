@@ -118,23 +118,11 @@ fn ip_json(netns: Option<&str>, args: &[&str]) -> Option<serde_json::Value> {
 }
 
 /// What is wrong with tester port `ifname` in `netns` for sending test
-/// frames, from `ip -details link show`: "missing", "the loopback
-/// interface", "a bridge", "administratively down", "up but without
-/// carrier (its link or peer is down)"; None when it looks usable (or
-/// `ip` cannot tell).
+/// frames, from `ip -details link show`: "the loopback interface", "a
+/// bridge", "administratively down", "up but without carrier"; None when
+/// it looks usable (or `ip` cannot tell: no such interface, say).
 pub fn port_problem(netns: Option<&str>, ifname: &str) -> Option<String> {
-    let mut cmd = Command::new("ip");
-    if let Some(ns) = netns {
-        cmd.args(["-n", ns]);
-    }
-    let out = cmd
-        .args(["-j", "-details", "link", "show", "dev", ifname])
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return Some("missing".into());
-    }
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let v = ip_json(netns, &["-details", "link", "show", "dev", ifname])?;
     let l = v.get(0)?;
     let flags: Vec<&str> = l
         .get("flags")

@@ -556,7 +556,6 @@ impl Engine {
                     for port in [info, info_a, info_b] {
                         if let Some(problem) =
                             accounting::port_problem(port.netns.as_deref(), &port.ifname)
-                                .filter(|p| p != "missing")
                         {
                             return Err(EngineError::PortUnusable {
                                 port: port.ifname.clone(),

@@ -606,14 +606,18 @@ pub fn down_all(keep: &[String]) -> Result<DownAll, LabError> {
     // holds keeps all its namespaces.
     let mut keep = keep.to_vec();
     let mut held = Vec::new();
+    let mut gone = Vec::new();
     let mut in_use = Vec::new();
-    for lab in &labs {
-        match crate::lock::lock(lab) {
-            Ok(lock) => held.push(lock),
+    for lab in labs {
+        match crate::lock::lock(&lab) {
+            Ok(lock) => {
+                held.push(lock);
+                gone.push(lab);
+            }
             Err(LabError::InUse { holder, .. }) => {
                 in_use.push(format!("{lab} ({holder})"));
-                keep.extend(all_netns_names(lab));
-                keep.push(crate::wire::netns_name(lab));
+                keep.extend(all_netns_names(&lab));
+                keep.push(crate::wire::netns_name(&lab));
             }
             Err(e) => return Err(e),
         }
@@ -624,10 +628,6 @@ pub fn down_all(keep: &[String]) -> Result<DownAll, LabError> {
             .filter(|n| n.starts_with(PREFIX) && !keep.contains(n)),
     )?;
     held.into_iter().for_each(crate::lock::LabLock::discard);
-    let gone: Vec<String> = labs
-        .into_iter()
-        .filter(|lab| !in_use.iter().any(|u| u.starts_with(&format!("{lab} ("))))
-        .collect();
     remove_leftover_files(&gone);
     for ifname in root_veths()? {
         let ifname = ifname.as_str();
