@@ -6,9 +6,12 @@
 //! - [`SaKeys`]: the keys IKEv2 derived for one SA.
 //! - [`Outbound::seal`] / [`Inbound::open`]: one packet, in the caller's
 //!   buffer, no allocation.
+//! - [`frame`]: the outer Ethernet/IPv4/UDP (RFC 3948) or Ethernet/IPv4
+//!   (protocol 50) headers around an ESP packet, and back.
 
 mod crypto;
 pub mod error;
+pub mod frame;
 pub mod keys;
 mod replay;
 pub mod sa;
@@ -19,6 +22,9 @@ mod testutil;
 mod vectors;
 
 pub use error::{EspError, Malformed};
+pub use frame::{
+    decapsulate, encapsulate_frame, Decapsulated, Encapsulation, Framer, OuterHeaders, Payload,
+};
 pub use keys::SaKeys;
 pub use replay::REPLAY_WINDOW;
 pub use sa::{
