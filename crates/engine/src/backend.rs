@@ -9,10 +9,11 @@
 //! engine calls these once per trial, so dynamic dispatch costs nothing;
 //! the per-frame loops inside stay monomorphic.
 
-use crate::generator::{generate, Schedule, Sent};
+use crate::generator::{generate, Schedule, Sent, Unchanged};
 use crate::host::HostConfig;
 use crate::pacer::Pacer;
-use crate::receiver::{receive, Counted, ReceiverSignals, StreamRange};
+use crate::receiver::{receive, AsSent, Counted, ReceiverSignals, StreamRange};
+use crate::transform::{ReceiveTransform, SendTransform};
 use crate::EngineError;
 use linerate_port::{Port, PortInfo, RxQueue, TxQueue};
 use linerate_wire::{Flows, FrameSet, MacAddr};
@@ -87,6 +88,19 @@ pub trait Transmitter: Send {
     fn ensure_delivery(&mut self, _port: &PortInfo) -> Result<Option<String>, NotDelivered> {
         Ok(None)
     }
+    /// Passes every frame through `transform` before it is sent. Err: this
+    /// transmitter builds its frames where no transform can run (in the
+    /// kernel); the transform is handed back.
+    fn set_transform(
+        &mut self,
+        transform: Box<dyn SendTransform>,
+    ) -> Result<(), Box<dyn SendTransform>> {
+        Err(transform)
+    }
+    /// The transform frames pass, if any.
+    fn transform(&self) -> Option<&dyn SendTransform> {
+        None
+    }
 }
 
 /// Why a transmitter does not deliver on a port.
@@ -123,6 +137,19 @@ pub trait Receiver: Send {
     fn kind(&self) -> ReceiverKind {
         ReceiverKind::Socket
     }
+    /// Passes every arriving frame through `transform` before it is
+    /// counted. Err: this receiver counts where no transform can run (in
+    /// the kernel); the transform is handed back.
+    fn set_transform(
+        &mut self,
+        transform: Box<dyn ReceiveTransform>,
+    ) -> Result<(), Box<dyn ReceiveTransform>> {
+        Err(transform)
+    }
+    /// The transform arriving frames pass, if any.
+    fn transform(&self) -> Option<&dyn ReceiveTransform> {
+        None
+    }
 }
 
 /// How a receiver counts the test frames.
@@ -154,8 +181,20 @@ impl ReceiverKind {
 
 /// The user-space generator over a socket's transmit queue.
 pub struct QueueTx<T> {
-    pub queue: T,
-    pub max_frame_len: usize,
+    queue: T,
+    max_frame_len: usize,
+    transform: Option<Box<dyn SendTransform>>,
+}
+
+impl<T> QueueTx<T> {
+    /// Sends on `queue` frames up to `max_frame_len` bytes (without FCS).
+    pub fn new(queue: T, max_frame_len: usize) -> Self {
+        QueueTx {
+            queue,
+            max_frame_len,
+            transform: None,
+        }
+    }
 }
 
 impl<T: TxQueue> Transmitter for QueueTx<T> {
@@ -174,18 +213,45 @@ impl<T: TxQueue> Transmitter for QueueTx<T> {
             start_clock_ns: job.clock.now_ns(),
             start: Instant::now(),
         };
-        Ok(generate(&mut self.queue, &schedule, stop)?)
+        // One loop per transform, each compiled for it: clear frames pay
+        // nothing for the stage.
+        Ok(match self.transform.as_deref_mut() {
+            None => generate(&mut self.queue, &schedule, stop, &mut Unchanged)?,
+            Some(transform) => generate(&mut self.queue, &schedule, stop, transform)?,
+        })
     }
     fn max_frame_len(&self) -> usize {
         self.max_frame_len
+    }
+    fn set_transform(
+        &mut self,
+        transform: Box<dyn SendTransform>,
+    ) -> Result<(), Box<dyn SendTransform>> {
+        self.transform = Some(transform);
+        Ok(())
+    }
+    fn transform(&self) -> Option<&dyn SendTransform> {
+        self.transform.as_deref()
     }
 }
 
 /// The user-space receiver over a socket's receive queue. Socket backends
 /// hand over CLOCK_REALTIME arrival times (the `RxQueue` contract).
 pub struct QueueRx<R> {
-    pub queue: R,
-    pub max_frame_len: usize,
+    queue: R,
+    max_frame_len: usize,
+    transform: Option<Box<dyn ReceiveTransform>>,
+}
+
+impl<R> QueueRx<R> {
+    /// Receives on `queue` frames up to `max_frame_len` bytes (without FCS).
+    pub fn new(queue: R, max_frame_len: usize) -> Self {
+        QueueRx {
+            queue,
+            max_frame_len,
+            transform: None,
+        }
+    }
 }
 
 impl<R: RxQueue> Receiver for QueueRx<R> {
@@ -196,13 +262,34 @@ impl<R: RxQueue> Receiver for QueueRx<R> {
         range: StreamRange,
         signals: &ReceiverSignals,
     ) -> Result<Counted, EngineError> {
-        Ok(receive(&mut self.queue, mac, host, range, signals, || 0)?)
+        Ok(match self.transform.as_deref_mut() {
+            None => receive(
+                &mut self.queue,
+                mac,
+                host,
+                range,
+                signals,
+                || 0,
+                &mut AsSent,
+            )?,
+            Some(t) => receive(&mut self.queue, mac, host, range, signals, || 0, t)?,
+        })
     }
     fn clock(&self) -> Clock {
         Clock::Realtime
     }
     fn max_frame_len(&self) -> usize {
         self.max_frame_len
+    }
+    fn set_transform(
+        &mut self,
+        transform: Box<dyn ReceiveTransform>,
+    ) -> Result<(), Box<dyn ReceiveTransform>> {
+        self.transform = Some(transform);
+        Ok(())
+    }
+    fn transform(&self) -> Option<&dyn ReceiveTransform> {
+        self.transform.as_deref()
     }
 }
 
@@ -223,16 +310,40 @@ impl TesterPort {
         let (tx, rx, info) = port.split();
         let max = info.max_frame_len;
         TesterPort {
-            tx: Box::new(QueueTx {
-                queue: tx,
-                max_frame_len: max,
-            }),
-            rx: Box::new(QueueRx {
-                queue: rx,
-                max_frame_len: max,
-            }),
+            tx: Box::new(QueueTx::new(tx, max)),
+            rx: Box::new(QueueRx::new(rx, max)),
             info,
         }
+    }
+
+    /// Passes every frame this port sends through `send`, and every frame
+    /// it receives through `receive`, before it is counted. Refused by an
+    /// engine that builds or counts frames in the kernel (`engine` names it
+    /// in the error).
+    pub fn set_transforms(
+        &mut self,
+        send: Option<Box<dyn SendTransform>>,
+        receive: Option<Box<dyn ReceiveTransform>>,
+        engine: &str,
+    ) -> Result<(), EngineError> {
+        let unsupported = || EngineError::TransformUnsupported {
+            engine: engine.to_string(),
+        };
+        if let Some(t) = send {
+            self.tx.set_transform(t).map_err(|_| unsupported())?;
+        }
+        if let Some(t) = receive {
+            self.rx.set_transform(t).map_err(|_| unsupported())?;
+        }
+        Ok(())
+    }
+
+    /// How much longer than the test frame of `len` bytes the longest frame
+    /// this port carries is (what its transforms add).
+    pub fn growth(&self, len: usize) -> usize {
+        let send = self.tx.transform().map_or(0, |t| t.growth(len));
+        let receive = self.rx.transform().map_or(0, |t| t.growth(len));
+        send.max(receive)
     }
 
     /// Largest frame both halves handle.

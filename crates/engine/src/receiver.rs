@@ -4,6 +4,7 @@
 
 use crate::host::{ArpAction, HostConfig};
 use crate::stats::StreamStats;
+use crate::transform::{Arrived, ReceiveTransform};
 use linerate_port::{PortError, RxQueue};
 use linerate_wire::integrity::intact;
 use linerate_wire::signature::elapsed32;
@@ -84,16 +85,35 @@ pub struct Counted {
     pub receiver: crate::ReceiverKind,
 }
 
+/// The receive transform of clear test frames: none.
+pub struct AsSent;
+
+impl ReceiveTransform for AsSent {
+    #[inline(always)]
+    fn apply<'a>(&mut self, _frame: &[u8], _scratch: &'a mut [u8]) -> Arrived<'a> {
+        Arrived::AsIs
+    }
+    fn growth(&self, _len: usize) -> usize {
+        0
+    }
+    fn describe(&self) -> String {
+        "clear frames".into()
+    }
+}
+
 /// Runs until `signals.stop` is set. `counted_elsewhere` says how many
 /// distinct test frames were counted outside this loop (by an XDP program
 /// in front of the socket); it is added to what `signals.received` reports.
-pub fn receive<R: RxQueue>(
+/// Every frame passes `transform` before it is looked at (use [`AsSent`]
+/// for clear frames).
+pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
     rx: &mut R,
     mac: MacAddr,
     host: &HostConfig,
     range: StreamRange,
     signals: &ReceiverSignals,
     counted_elsewhere: impl Fn() -> u64,
+    transform: &mut X,
 ) -> Result<Counted, PortError> {
     rx.take_drops()?; // start the trial's count of ring drops at zero
     crate::capture::trial_starts(mac);
@@ -107,6 +127,8 @@ pub fn receive<R: RxQueue>(
     // Always announce ourselves once: the DUT learns our MAC from the request.
     rx.send_control(&host.gateway_request(mac))?;
     let mut last_request = Instant::now();
+    // Where a transform puts the frame it unwraps (a jumbo frame fits).
+    let mut scratch = vec![0u8; 1 << 16];
 
     while !signals.stop.load(Ordering::Relaxed) {
         if learned.is_none() && last_request.elapsed() >= ARP_RETRY {
@@ -115,6 +137,15 @@ pub fn receive<R: RxQueue>(
         }
         rx.recv(POLL, |frame, wire_len, arrival_ns| {
             crate::capture::offer(mac, frame, arrival_ns);
+            let (frame, wire_len) = match transform.apply(frame, &mut scratch) {
+                Arrived::AsIs => (frame, wire_len),
+                Arrived::Inner(inner) => (inner, inner.len()),
+                Arrived::Consumed => return,
+                Arrived::Damaged => {
+                    errored += 1;
+                    return;
+                }
+            };
             let action = match classify(frame, range.udp_port) {
                 Received::Test { sig } => {
                     if !intact(frame, wire_len, range.check) {

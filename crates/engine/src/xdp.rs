@@ -395,9 +395,17 @@ impl<R: RxQueue> Receiver for XdpReceiver<R> {
             range.check,
         )?;
         let counter = &self.counter;
-        let mut counted = receive(&mut self.control, mac, host, range, signals, || {
-            counter.received().unwrap_or(0)
-        })?;
+        // The counter counts in the kernel; its socket sees only ARP.
+        let in_kernel = || counter.received().unwrap_or(0);
+        let mut counted = receive(
+            &mut self.control,
+            mac,
+            host,
+            range,
+            signals,
+            in_kernel,
+            &mut crate::receiver::AsSent,
+        )?;
         let kernel = self.counter.read()?;
         for (stats, k) in counted.streams.iter_mut().zip(kernel.streams) {
             let from_kernel = StreamStats::from_counts(

@@ -419,7 +419,7 @@ proptest! {
             latency_every: 1,
             check: linerate_wire::FrameCheck::Headers,
         };
-        let counted = receive(&mut feed, ME, &h, range, &signals, || 0).unwrap();
+        let counted = receive(&mut feed, ME, &h, range, &signals, || 0, &mut linerate_engine::receiver::AsSent).unwrap();
         prop_assert_eq!(counted.stray, stray);
         for (stats, seqs) in counted.streams.iter().zip(&per_stream) {
             let distinct: HashSet<u32> = seqs.iter().copied().collect();

@@ -510,10 +510,7 @@ fn open_xdp(
     let tx = XdpTransmitter::new(&info_a, XDP_MAX_STREAMS)?;
     let port_a = TesterPort {
         tx: Box::new(tx),
-        rx: Box::new(QueueRx {
-            queue: rx_a,
-            max_frame_len: info_a.max_frame_len,
-        }),
+        rx: Box::new(QueueRx::new(rx_a, info_a.max_frame_len)),
         info: info_a,
     };
     let (mut ports, note) = with_receiver(port_a, "xdp", b, opts, receiver, false)?;
@@ -562,10 +559,7 @@ fn kernel_counted(b: &PortName, opts: &AfPacketOptions) -> Result<Result<TesterP
         Err(e) => return Ok(Err(e.into())),
     };
     Ok(Ok(TesterPort {
-        tx: Box::new(QueueTx {
-            queue: tx_b,
-            max_frame_len: info_b.max_frame_len,
-        }),
+        tx: Box::new(QueueTx::new(tx_b, info_b.max_frame_len)),
         rx: Box::new(rx),
         info: info_b,
     }))

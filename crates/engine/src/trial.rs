@@ -1,0 +1,672 @@
+//! One trial, phase by phase: plan the streams, start the receivers, wait
+//! for both gateways, build the frame sets, run the generators, wait for
+//! stragglers, read the counts. [`Engine::run`] reads as that list; each
+//! phase is a function here, and those that decide by time are given their
+//! deadline.
+
+use crate::accounting::{self, Accounting, Counters};
+use crate::backend::{Clock, SendJob, Transmitter};
+use crate::generator::Sent;
+use crate::host::HostConfig;
+use crate::pacer::Pacer;
+use crate::receiver::{Counted, ReceiverSignals, StreamRange};
+use crate::summary::{both_directions, frames_of_class, summarize};
+use crate::{cpu, Engine, EngineConfig, EngineError, Side, MAX_CATCH_UP_FRAMES};
+use linerate_port::PortInfo;
+use linerate_results::{TrialResult, TrialSpec};
+use linerate_wire::template::DEFAULT_UDP_PORT;
+use linerate_wire::{FlowSpec, FrameSet, FrameTemplate, MacAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{Scope, ScopedJoinHandle};
+use std::time::{Duration, Instant};
+
+/// In a drop test, once every legitimate frame is in, the straggler wait
+/// ends after this long without a frame arriving: frames the DUT leaks
+/// from the dropped class come within it (they travel with the rest), and
+/// a DUT that drops them all is not waited on for the whole straggler wait.
+const LEAK_QUIET: Duration = Duration::from_millis(20);
+
+/// The streams one trial counts, and how.
+struct Streams {
+    /// Generator threads, one stream each.
+    threads: u16,
+    /// A drop test's source of the dropped class (trials only).
+    drop_from: Option<std::net::IpAddr>,
+    /// Both directions at once (trials only).
+    bidir: bool,
+    /// What port B counts (A -> B).
+    range: StreamRange,
+    /// What port A counts (B -> A; `range` again when one-way).
+    range_rev: StreamRange,
+}
+
+/// The receivers of both ports, running for the trial.
+struct Receivers<'scope, 'sig> {
+    a: ScopedJoinHandle<'scope, Result<Counted, EngineError>>,
+    b: ScopedJoinHandle<'scope, Result<Counted, EngineError>>,
+    signals_a: &'sig ReceiverSignals,
+    signals_b: &'sig ReceiverSignals,
+}
+
+impl Receivers<'_, '_> {
+    fn stop(&self) {
+        self.signals_a.stop.store(true, Ordering::Release);
+        self.signals_b.stop.store(true, Ordering::Release);
+    }
+    /// Whether either receiver has ended (it failed: they run until stopped).
+    fn any_ended(&self) -> bool {
+        self.a.is_finished() || self.b.is_finished()
+    }
+    /// Stops both and takes their counts (A's, B's).
+    fn finish(self) -> (Result<Counted, EngineError>, Result<Counted, EngineError>) {
+        self.stop();
+        (join(self.a), join(self.b))
+    }
+}
+
+/// How the wait for the gateways ended.
+enum Waited {
+    Ready,
+    /// The interrupt, a receiver that ended or the deadline: the trial
+    /// cannot start.
+    NotReady,
+}
+
+/// The frames each direction sends.
+struct FrameSets {
+    ab: FrameSet,
+    ba: FrameSet,
+}
+
+/// What the phases of one trial share.
+struct Trial<'a> {
+    cfg: &'a EngineConfig,
+    acct: Option<&'a Accounting>,
+    streams: Streams,
+    /// Port A's and port B's.
+    ports: [&'a PortInfo; 2],
+    hosts: [&'a HostConfig; 2],
+    interrupt: &'a AtomicBool,
+}
+
+impl Engine {
+    /// Runs the receivers (ARP only, when `spec` is None: resolving the
+    /// gateways) or a whole trial.
+    pub(crate) fn run(
+        &mut self,
+        spec: Option<&TrialSpec>,
+        interrupt: &AtomicBool,
+    ) -> Result<Option<TrialResult>, EngineError> {
+        let streams = self.plan_streams(spec)?;
+        if let Some(spec) = spec {
+            self.check_transforms(spec)?;
+            self.discover_accounting();
+        }
+        let Engine {
+            a,
+            b,
+            cfg,
+            accounting,
+            ..
+        } = self;
+        let clocks = [a.port.rx.clock(), b.port.rx.clock()];
+        let trial = Trial {
+            cfg,
+            acct: accounting.as_ref(),
+            streams,
+            ports: [&a.port.info, &b.port.info],
+            hosts: [&a.host, &b.host],
+            interrupt,
+        };
+        let signals = [ReceiverSignals::default(), ReceiverSignals::default()];
+        std::thread::scope(|scope| {
+            let rx = Receivers {
+                a: trial.spawn_receiver(
+                    scope,
+                    &mut a.port.rx,
+                    0,
+                    trial.streams.range_rev,
+                    &signals[0],
+                ),
+                b: trial.spawn_receiver(scope, &mut b.port.rx, 1, trial.streams.range, &signals[1]),
+                signals_a: &signals[0],
+                signals_b: &signals[1],
+            };
+            // Both gateways must be known, and both receivers counting this
+            // trial's streams, before the first test frame leaves.
+            let deadline = Instant::now() + cfg.arp_timeout;
+            let (gw_a, gw_b) = (&mut a.gateway_mac, &mut b.gateway_mac);
+            if let Waited::NotReady = wait_for_gateways(&rx, gw_a, gw_b, deadline, interrupt) {
+                let (ra, rb) = rx.finish();
+                ra?;
+                rb?;
+                if interrupt.load(Ordering::Relaxed) {
+                    return Err(EngineError::Interrupted);
+                }
+                let side = if gw_a.is_none() { 0 } else { 1 };
+                return Err(trial.unresolved_gateway(side));
+            }
+            let Some(spec) = spec else {
+                let (ra, rb) = rx.finish();
+                ra?;
+                rb?;
+                return Ok(None);
+            };
+            let gateways = [gw_a.expect("resolved"), gw_b.expect("resolved")];
+            let tx = [&mut a.port.tx, &mut b.port.tx];
+            trial.measure(spec, rx, gateways, tx, clocks).map(Some)
+        })
+    }
+
+    /// Checks the trial's streams against what the ports send and count,
+    /// and gives them fresh ids (one stream per generator thread: each
+    /// thread's sequence numbers stay dense, so the receiver counts every
+    /// stream exactly).
+    fn plan_streams(&mut self, spec: Option<&TrialSpec>) -> Result<Streams, EngineError> {
+        let threads = self.cfg.tx_threads.max(1);
+        let max_tx = self.a.port.tx.max_streams();
+        if spec.is_some() && threads > max_tx {
+            return Err(if max_tx <= 1 {
+                EngineError::TxThreads
+            } else {
+                EngineError::TooManyTxThreads {
+                    asked: threads,
+                    max: max_tx,
+                }
+            });
+        }
+        // A drop test's second class is counted as streams of its own.
+        let drop_from = self.cfg.drop_from.filter(|_| spec.is_some());
+        if let Some(source) = drop_from {
+            let v6 = self.a.host.test_ip().is_ipv6();
+            crate::check_drop_test(source, v6, self.cfg.bidirectional, &self.cfg.flows)?;
+        }
+        let classes: u16 = if drop_from.is_some() { 2 } else { 1 };
+        let rx_max = self.b.port.rx.max_streams();
+        if spec.is_some() && threads * classes > rx_max {
+            return Err(EngineError::TooManyTxThreads {
+                asked: threads,
+                max: rx_max / classes,
+            });
+        }
+        // Frames to a varying port are told apart by signature alone.
+        let dst_port_varies = self
+            .cfg
+            .flows
+            .range(linerate_wire::flows::Field::DstPort)
+            .is_some();
+        let udp_port = if dst_port_varies {
+            linerate_wire::classify::ANY_PORT
+        } else {
+            DEFAULT_UDP_PORT
+        };
+        // Latency sampling follows the rate each receiving port takes.
+        let bidir = self.cfg.bidirectional && spec.is_some();
+        let port_fps = spec.map_or(0.0, |s| s.intended_fps / if bidir { 2.0 } else { 1.0 });
+        let cfg = &self.cfg;
+        let latency_every = |side: &Side| {
+            if side.port.rx.kind().samples_latency() {
+                cfg.latency_sampling.every(port_fps)
+            } else {
+                1
+            }
+        };
+        let range = StreamRange {
+            first: self.next_stream,
+            count: threads * classes,
+            udp_port,
+            latency_every: latency_every(&self.b),
+            check: cfg.frame_check,
+        };
+        let mut next = self.next_stream.wrapping_add(range.count);
+        // Both directions at once: B sends streams of its own, counted at A.
+        let range_rev = if bidir {
+            let r = StreamRange {
+                first: next,
+                count: threads,
+                udp_port: DEFAULT_UDP_PORT,
+                latency_every: latency_every(&self.a),
+                check: cfg.frame_check,
+            };
+            next = next.wrapping_add(threads);
+            r
+        } else {
+            range
+        };
+        self.next_stream = next;
+        Ok(Streams {
+            threads,
+            drop_from,
+            bidir,
+            range,
+            range_rev,
+        })
+    }
+
+    /// Refuses a trial longer than a port's transform can carry (an ESP
+    /// SA whose sequence numbers would run out: it must be rekeyed first).
+    fn check_transforms(&self, spec: &TrialSpec) -> Result<(), EngineError> {
+        let frames = Pacer::new(spec.intended_fps, spec.duration).total();
+        for side in [&self.a, &self.b] {
+            let Some(t) = side.port.tx.transform() else {
+                continue;
+            };
+            if let Some(left) = t.frames_left().filter(|&left| left < frames) {
+                return Err(EngineError::TransformExhausted {
+                    port: side.port.info.ifname.clone(),
+                    transform: t.describe(),
+                    left,
+                    frames,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Finds, once the gateways are known (the DUT's MACs identify it), how
+    /// lost frames are attributed: the tester ports' kinds and the DUT
+    /// namespace behind them.
+    fn discover_accounting(&mut self) {
+        let gateways = self.a.gateway_mac.zip(self.b.gateway_mac);
+        let (Some(gateways), None) = (gateways, &self.accounting) else {
+            return;
+        };
+        let (a, b) = (&self.a.port.info, &self.b.port.info);
+        self.accounting = Some(Accounting::discover(
+            (a.netns.clone(), a.ifname.clone()),
+            (b.netns.clone(), b.ifname.clone()),
+            Some(gateways),
+            self.a.host.test_ip().is_ipv6(),
+        ));
+    }
+}
+
+impl<'a> Trial<'a> {
+    fn spawn_receiver<'scope>(
+        &'scope self,
+        scope: &'scope Scope<'scope, '_>,
+        rx: &'scope mut Box<dyn crate::Receiver>,
+        side: usize,
+        range: StreamRange,
+        signals: &'scope ReceiverSignals,
+    ) -> ScopedJoinHandle<'scope, Result<Counted, EngineError>> {
+        let (mac, host, cpus) = (
+            self.ports[side].mac,
+            self.hosts[side],
+            &self.cfg.tester_cpus,
+        );
+        scope.spawn(move || {
+            let _ = cpu::pin_current_thread(cpus);
+            rx.receive(mac, host, range, signals)
+        })
+    }
+
+    /// Why the gateway of port `side` did not answer: the ports' own state
+    /// first (a gateway cannot answer on a port that is down, loopback or
+    /// a bridge, nor, back to back, through one), else a timeout.
+    fn unresolved_gateway(&self, side: usize) -> EngineError {
+        let (info, host) = (self.ports[side], self.hosts[side]);
+        for port in [info, self.ports[0], self.ports[1]] {
+            if let Some(problem) = accounting::port_problem(port.netns.as_deref(), &port.ifname) {
+                return EngineError::PortUnusable {
+                    port: port.ifname.clone(),
+                    problem,
+                    what: format!(
+                        "gateway {} on port {} did not answer {}",
+                        host.test_gateway(),
+                        info.ifname,
+                        host.resolution()
+                    ),
+                };
+            }
+        }
+        EngineError::ArpTimeout {
+            port: info.ifname.clone(),
+            gateway: host.test_gateway(),
+            resolution: host.resolution(),
+            secs: self.cfg.arp_timeout.as_secs(),
+        }
+    }
+
+    /// The measured part of a trial, once the gateways are known and the
+    /// receivers count: build the frames, send them, wait for stragglers,
+    /// read the counts.
+    fn measure(
+        &self,
+        spec: &TrialSpec,
+        rx: Receivers,
+        gateways: [MacAddr; 2],
+        tx: [&mut Box<dyn Transmitter>; 2],
+        clocks: [Clock; 2],
+    ) -> Result<TrialResult, EngineError> {
+        let (cfg, streams, [host_a, host_b]) = (self.cfg, &self.streams, self.hosts);
+        // Which tester ports are interfaces now, to tell one deleted
+        // during the trial (one index lookup each).
+        let present = self.ports.map(interface_present);
+        let frames = FrameSets {
+            ab: frame_set(
+                spec,
+                &flow(self.ports[0], gateways[0], host_a, host_b),
+                streams.drop_from,
+            ),
+            ba: frame_set(
+                spec,
+                &flow(self.ports[1], gateways[1], host_b, host_a),
+                None,
+            ),
+        };
+        // The kernel's counters around the trial say where frames went.
+        // The port counters see both directions and both classes of a
+        // drop test: they attribute one direction of one class only.
+        let counters_apply = !streams.bidir && frames.ab.classes() == 1;
+        let before = self.acct.map(Accounting::read);
+        let per_direction = self.per_direction(spec);
+        let pacer = Pacer::new(per_direction, spec.duration);
+        let no_flows = linerate_wire::Flows {
+            encap: host_b.encap(),
+            ..linerate_wire::Flows::default()
+        };
+        let tx_cpus = cfg.tx_cpus();
+        let job = |frames, flows, stream, clock| SendJob {
+            frames,
+            flows,
+            stream,
+            streams: streams.threads,
+            cpus: &tx_cpus,
+            pacer,
+            // Frames not sent within 1 % (+10 ms) of the duration count as lost.
+            give_up_after: spec.duration + spec.duration / 100 + Duration::from_millis(10),
+            // Catching up more than this many frames would be a burst a
+            // DUT's input queue may not hold (a veth's ring holds 256):
+            // the generator pauses instead.
+            max_late: Some(Duration::from_secs_f64(
+                MAX_CATCH_UP_FRAMES as f64 / per_direction,
+            )),
+            clock,
+        };
+        let job_ab = job(&frames.ab, &cfg.flows, streams.range.first, clocks[1]);
+        // Flow ranges describe A -> B traffic (the CLI refuses them with
+        // --bidirectional).
+        let job_ba = job(&frames.ba, &no_flows, streams.range_rev.first, clocks[0]);
+        let [tx_a, tx_b] = tx;
+        let reverse = streams.bidir.then_some((tx_b, &job_ba));
+        let (sent, sent_rev) = match run_generators(tx_a, &job_ab, reverse, cfg, self.interrupt) {
+            Ok(sent) => sent,
+            Err(e) => {
+                let _ = rx.finish();
+                return Err(e);
+            }
+        };
+        // A drop test's second class is not expected back.
+        let expected = (
+            frames_of_class(&frames.ab, &sent.per_thread, 0),
+            sent_rev.as_ref().map(|r| r.frames),
+        );
+        let all_dropped = || {
+            let received = rx.signals_b.received.load(Ordering::Acquire);
+            counters_apply
+                && every_loss_counted(self.acct, before.as_ref(), pacer.total(), received, &sent)
+        };
+        let deadline = Instant::now() + cfg.straggler_wait;
+        let drop_test = streams.drop_from.is_some();
+        wait_for_stragglers(
+            &rx,
+            expected,
+            drop_test,
+            all_dropped,
+            deadline,
+            self.interrupt,
+        );
+        let (counted_a, counted_b) = rx.finish();
+        let counted = [counted_a?, counted_b?];
+        if self.interrupt.load(Ordering::Relaxed) {
+            return Err(EngineError::Interrupted);
+        }
+        check_ports_still_there(self.ports, present)?;
+        let after = self.acct.map(Accounting::read);
+        let around = match (&before, &after) {
+            (Some(b), Some(a)) if counters_apply => Some((b, a)),
+            _ => None,
+        };
+        Ok(self.results(spec, &frames, (&sent, sent_rev.as_ref()), counted, around))
+    }
+
+    /// Each direction's rate: all of it one way, half each way.
+    fn per_direction(&self, spec: &TrialSpec) -> f64 {
+        spec.intended_fps / if self.streams.bidir { 2.0 } else { 1.0 }
+    }
+
+    /// The trial's record from what was sent and counted (`counted`: at
+    /// port A, at port B).
+    fn results(
+        &self,
+        spec: &TrialSpec,
+        frames: &FrameSets,
+        (sent, sent_rev): (&Sent, Option<&Sent>),
+        [counted_a, counted_b]: [Counted; 2],
+        around: Option<(&Counters, &Counters)>,
+    ) -> TrialResult {
+        let a_veth = self.acct.map_or(accounting::SendingPort::Nic, |a| a.a_veth);
+        let encap = self.hosts[0].encap();
+        let spec_dir = TrialSpec {
+            intended_fps: self.per_direction(spec),
+            ..spec.clone()
+        };
+        let cfg = self.cfg;
+        let mut ab = summarize(
+            &spec_dir, &frames.ab, sent, &counted_b, cfg, encap, a_veth, around,
+        );
+        match sent_rev {
+            None => {
+                // Stray frames on A (the sending port) are as telling as on B.
+                ab.stray_frames += counted_a.stray;
+                ab.errored_frames += counted_a.errored;
+                ab
+            }
+            Some(rev) => {
+                let ba = summarize(
+                    &spec_dir, &frames.ba, rev, &counted_a, cfg, encap, a_veth, None,
+                );
+                both_directions(spec, ab, ba)
+            }
+        }
+    }
+}
+
+/// Waits until both gateways are known and both receivers count the
+/// trial's streams, learning the gateways' MACs as the receivers hear them.
+fn wait_for_gateways(
+    rx: &Receivers,
+    gw_a: &mut Option<MacAddr>,
+    gw_b: &mut Option<MacAddr>,
+    deadline: Instant,
+    interrupt: &AtomicBool,
+) -> Waited {
+    loop {
+        *gw_a = gw_a.or_else(|| rx.signals_a.gateway_mac());
+        *gw_b = gw_b.or_else(|| rx.signals_b.gateway_mac());
+        let ready = rx.signals_a.ready.load(Ordering::Acquire)
+            && rx.signals_b.ready.load(Ordering::Acquire);
+        if gw_a.is_some() && gw_b.is_some() && ready {
+            return Waited::Ready;
+        }
+        if rx.any_ended() || interrupt.load(Ordering::Relaxed) || Instant::now() > deadline {
+            return Waited::NotReady;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The test flow from port `info` (its gateway `gw`, its host `from`) to
+/// the host `to` behind the other port.
+fn flow(info: &PortInfo, gw: MacAddr, from: &HostConfig, to: &HostConfig) -> FlowSpec {
+    FlowSpec {
+        src_mac: info.mac,
+        dst_mac: gw,
+        src_ip: from.test_ip(),
+        dst_ip: to.test_ip(),
+        src_port: DEFAULT_UDP_PORT,
+        dst_port: DEFAULT_UDP_PORT,
+        ttl: 64,
+        vlan: from.vlan,
+    }
+}
+
+/// The frames of `spec` on `flow`: one size or the mix, and with
+/// `drop_from`, a second class of the same frames from that source.
+fn frame_set(spec: &TrialSpec, flow: &FlowSpec, drop_from: Option<std::net::IpAddr>) -> FrameSet {
+    let frames_for = |flow: &FlowSpec| match &spec.mix {
+        Some(mix) => FrameSet::new(flow, mix),
+        None => FrameSet::single(FrameTemplate::new(flow, spec.frame)),
+    };
+    match drop_from {
+        None => frames_for(flow),
+        Some(src_ip) => FrameSet::two_classes(
+            frames_for(flow),
+            frames_for(&FlowSpec {
+                src_ip,
+                ..flow.clone()
+            }),
+        ),
+    }
+}
+
+/// Runs the generators, each on a thread of its own so it can be pinned
+/// without changing the caller's affinity: A's job, and B's at once when
+/// both directions send.
+fn run_generators(
+    tx_a: &mut Box<dyn Transmitter>,
+    job_ab: &SendJob,
+    reverse: Option<(&mut Box<dyn Transmitter>, &SendJob)>,
+    cfg: &EngineConfig,
+    interrupt: &AtomicBool,
+) -> Result<(Sent, Option<Sent>), EngineError> {
+    let (sent_ab, sent_ba) = std::thread::scope(|scope| {
+        let ab = scope.spawn(|| {
+            let _ = cpu::pin_current_thread(&cfg.tester_cpus);
+            tx_a.send(job_ab, interrupt)
+        });
+        let ba = reverse.map(|(tx_b, job_ba)| {
+            scope.spawn(move || {
+                let _ = cpu::pin_current_thread(&cfg.tester_cpus);
+                tx_b.send(job_ba, interrupt)
+            })
+        });
+        (ab.join(), ba.map(|h| h.join()))
+    });
+    let unwrap = |r: std::thread::Result<Result<Sent, EngineError>>| {
+        r.unwrap_or_else(|_| Err(EngineError::Thread("the generator panicked".into())))
+    };
+    let ab = unwrap(sent_ab)?;
+    let ba = sent_ba.map(unwrap).transpose()?;
+    Ok((ab, ba))
+}
+
+/// Waits for frames still in flight until `deadline`: it ends early once
+/// every sent frame is in (`expected`: B's and, both ways, A's count), once
+/// `all_dropped` says every frame not in is counted as dropped somewhere
+/// (none is left to straggle in: a trial at overload then takes its
+/// duration, not its duration plus the wait), at the interrupt, or when a
+/// receiver fails. A drop test's dropped class never arrives from a DUT
+/// that drops it, so it cannot be waited for; frames it leaks come in order
+/// with the rest, so once the legitimate class is in, the wait goes on
+/// until nothing has arrived for [`LEAK_QUIET`].
+fn wait_for_stragglers(
+    rx: &Receivers,
+    expected: (u64, Option<u64>),
+    drop_test: bool,
+    mut all_dropped: impl FnMut() -> bool,
+    deadline: Instant,
+    interrupt: &AtomicBool,
+) {
+    let received = |s: &ReceiverSignals| s.received.load(Ordering::Acquire);
+    let all_in = || {
+        received(rx.signals_b) >= expected.0
+            && expected.1.is_none_or(|n| received(rx.signals_a) >= n)
+    };
+    let mut last_arrival = (received(rx.signals_b), Instant::now());
+    // The counters are read every 50 ms (reading the DUT's spawns tc).
+    let mut next_check = Instant::now() + Duration::from_millis(20);
+    loop {
+        let now = Instant::now();
+        if now >= deadline || interrupt.load(Ordering::Relaxed) || rx.any_ended() {
+            return;
+        }
+        if all_in() {
+            if !drop_test {
+                return;
+            }
+            let count = received(rx.signals_b);
+            if count != last_arrival.0 {
+                last_arrival = (count, now);
+            }
+            if now - last_arrival.1 >= LEAK_QUIET {
+                return;
+            }
+        }
+        if now >= next_check {
+            next_check = now + Duration::from_millis(50);
+            if all_dropped() {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Whether every frame of `total` not among the `received` is counted as
+/// dropped by the DUT's (and the ports') counters since `before`.
+fn every_loss_counted(
+    acct: Option<&Accounting>,
+    before: Option<&Counters>,
+    total: u64,
+    received: u64,
+    sent: &Sent,
+) -> bool {
+    let (Some(acct), Some(before)) = (acct, before) else {
+        return false;
+    };
+    if acct.dut.is_none() {
+        return false;
+    }
+    let now = acct.read();
+    let (w, _) = accounting::attribute(
+        accounting::OwnCounts::new(total.saturating_sub(received), total, sent, 0),
+        acct.a_veth,
+        Some((before, &now)),
+    );
+    w.dut_read && w.rest == 0
+}
+
+/// A tester port deleted mid-trial made its counts meaningless: the
+/// tester's fault, never the DUT's loss. (Only ports that were interfaces:
+/// an in-memory port has no index.)
+fn check_ports_still_there(ports: [&PortInfo; 2], were: [bool; 2]) -> Result<(), EngineError> {
+    for ((side, info), was) in ["A", "B"].into_iter().zip(ports).zip(were) {
+        if was && !interface_present(info) {
+            return Err(EngineError::PortUnusable {
+                port: format!("{} (port {side})", info.ifname),
+                problem: "gone: it was deleted during the trial".into(),
+                what: "the trial is void (nothing it counted is the DUT's); recreate the port and run again".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Whether tester port `info` is an interface in its namespace (false for
+/// an in-memory port, and for one deleted).
+fn interface_present(info: &PortInfo) -> bool {
+    linerate_port::netns::maybe_in_netns(info.netns.as_deref(), || {
+        linerate_port::link::ifindex(&info.ifname)
+    })
+    .is_ok()
+}
+
+fn join(
+    handle: ScopedJoinHandle<'_, Result<Counted, EngineError>>,
+) -> Result<Counted, EngineError> {
+    handle
+        .join()
+        .unwrap_or_else(|_| Err(EngineError::Thread("a receiver panicked".into())))
+}

@@ -1,0 +1,189 @@
+//! The per-frame transform stage on the in-memory loopback port: every
+//! frame passes the send transform after it is built and the receive
+//! transform before it is counted, and what the receive transform refuses
+//! counts as errored (the place ESP encryption and decryption sit).
+
+use linerate_engine::transform::{Arrived, ReceiveTransform, SendTransform};
+use linerate_engine::{Engine, EngineConfig, EngineError, HostConfig, TesterPort};
+use linerate_port::loopback::{pair, Impairment};
+use linerate_results::TrialSpec;
+use linerate_wire::FrameSize;
+use std::net::Ipv4Addr;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// The EtherType a wrapped frame carries (IEEE local experimental).
+const WRAPPED: [u8; 2] = [0x88, 0xb5];
+const IPV4: [u8; 2] = [0x08, 0x00];
+/// Every frame after the Ethernet header is XORed with this.
+const KEY: u8 = 0xa5;
+
+/// Hides the IPv4 packet (XOR, another EtherType) and appends a 4-byte
+/// frame counter, as an encryption would.
+struct Wrap {
+    sent: u32,
+    left: Option<u64>,
+    growth: usize,
+}
+
+impl SendTransform for Wrap {
+    fn apply(&mut self, buf: &mut [u8], len: usize) -> usize {
+        if buf[12..14] == IPV4 {
+            buf[12..14].copy_from_slice(&WRAPPED);
+            buf[14..len].iter_mut().for_each(|b| *b ^= KEY);
+        }
+        buf[len..len + 4].copy_from_slice(&self.sent.to_be_bytes());
+        self.sent += 1;
+        len + 4
+    }
+    fn growth(&self, _len: usize) -> usize {
+        self.growth
+    }
+    fn frames_left(&self) -> Option<u64> {
+        self.left
+    }
+    fn describe(&self) -> String {
+        "xor-wrap".into()
+    }
+}
+
+/// Undoes [`Wrap`]; every `damage_every`-th frame (by its counter) fails
+/// its "check".
+struct Unwrap {
+    damage_every: u32,
+}
+
+impl ReceiveTransform for Unwrap {
+    fn apply<'a>(&mut self, frame: &[u8], scratch: &'a mut [u8]) -> Arrived<'a> {
+        if frame.len() < 18 || frame[12..14] != WRAPPED {
+            return Arrived::AsIs;
+        }
+        let len = frame.len() - 4;
+        let counter = u32::from_be_bytes(frame[len..].try_into().unwrap());
+        if counter % self.damage_every == self.damage_every - 1 {
+            return Arrived::Damaged;
+        }
+        scratch[..len].copy_from_slice(&frame[..len]);
+        scratch[12..14].copy_from_slice(&IPV4);
+        scratch[14..len].iter_mut().for_each(|b| *b ^= KEY);
+        Arrived::Inner(&scratch[..len])
+    }
+    fn growth(&self, _len: usize) -> usize {
+        4
+    }
+    fn describe(&self) -> String {
+        "xor-unwrap".into()
+    }
+}
+
+/// Back-to-back loopback ports, port A sending through `send`, port B
+/// counting through `receive`.
+fn engine(send: Wrap, receive: Option<Unwrap>) -> Engine {
+    let (a, b) = pair(Impairment::default());
+    let host = |ip, gateway| HostConfig {
+        ip,
+        prefix_len: 24,
+        gateway,
+        gateway_mac: None,
+        also_answers: None,
+        ipv6: None,
+        vlan: None,
+    };
+    let (ip_a, ip_b) = (Ipv4Addr::new(198, 18, 0, 2), Ipv4Addr::new(198, 18, 0, 3));
+    let mut port_a = TesterPort::from_port(a);
+    port_a
+        .set_transforms(Some(Box::new(send)), None, "loopback")
+        .unwrap();
+    let mut port_b = TesterPort::from_port(b);
+    if let Some(receive) = receive {
+        port_b
+            .set_transforms(None, Some(Box::new(receive)), "loopback")
+            .unwrap();
+    }
+    let cfg = EngineConfig {
+        straggler_wait: Duration::from_millis(300),
+        name: "loopback".into(),
+        ..EngineConfig::default()
+    };
+    Engine::new(port_a, host(ip_a, ip_b), port_b, host(ip_b, ip_a), cfg)
+}
+
+fn spec(size: u64) -> TrialSpec {
+    TrialSpec {
+        frame: FrameSize::from_frame(size).unwrap(),
+        mix: None,
+        intended_fps: 50_000.0,
+        duration: Duration::from_millis(200),
+    }
+}
+
+fn wrap() -> Wrap {
+    Wrap {
+        sent: 0,
+        left: None,
+        growth: 4,
+    }
+}
+
+#[test]
+fn every_frame_passes_both_transforms_and_refused_ones_are_errored() {
+    let mut e = engine(wrap(), Some(Unwrap { damage_every: 50 }));
+    let r = e.run_trial(&spec(64), &AtomicBool::new(false)).unwrap();
+    assert_eq!(r.tx_frames, 10_000);
+    // One frame in 50 fails the receive transform's check: damaged, lost,
+    // and said to be damaged; the rest are counted as test frames.
+    assert_eq!(r.errored_frames, 200);
+    assert_eq!(r.rx_frames, 9_800);
+    assert_eq!(r.lost_frames, 200);
+    assert_eq!(r.loss_where.expect("attributed").errored, 200);
+    assert_eq!((r.reordered, r.duplicated, r.stray_frames), (0, 0, 0));
+}
+
+#[test]
+fn without_the_receive_transform_nothing_sent_is_a_test_frame() {
+    // Proves the send transform ran on every frame: unwrapped, none of
+    // them is recognised.
+    let mut e = engine(wrap(), None);
+    let r = e.run_trial(&spec(64), &AtomicBool::new(false)).unwrap();
+    assert_eq!(r.tx_frames, 10_000);
+    assert_eq!((r.rx_frames, r.errored_frames), (0, 0));
+}
+
+#[test]
+fn a_transform_that_runs_out_refuses_the_trial_before_it_starts() {
+    let send = Wrap {
+        left: Some(9_999),
+        ..wrap()
+    };
+    let mut e = engine(send, Some(Unwrap { damage_every: 50 }));
+    let err = e.run_trial(&spec(64), &AtomicBool::new(false)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            EngineError::TransformExhausted {
+                left: 9_999,
+                frames: 10_000,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("xor-wrap"), "{err}");
+}
+
+#[test]
+fn what_a_transform_adds_must_fit_the_port() {
+    let send = Wrap {
+        growth: 100_000,
+        ..wrap()
+    };
+    let mut e = engine(send, Some(Unwrap { damage_every: 50 }));
+    let err = e.run_trial(&spec(64), &AtomicBool::new(false)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            EngineError::FrameTooLarge { .. } | EngineError::FrameTooLargeForEngine { .. }
+        ),
+        "{err}"
+    );
+}
