@@ -8,8 +8,9 @@
 //! Inner packet sizes 46, 494 and 1500 bytes are the IP packets of 64, 512
 //! and 1518-byte Ethernet frames. Each point seals a batch of packets into a
 //! ring of buffers and opens them again, timing the two separately, until
-//! `--ms` milliseconds of each were measured. Single-threaded: the figures
-//! are per core. On a shared machine, run it a few times and take the range.
+//! `--ms` milliseconds of each were measured, and prints the median batch's
+//! rate. Single-threaded: the figures are per core. On a shared machine,
+//! run it a few times and take the range.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -29,20 +30,28 @@ struct Rates {
 }
 
 /// Runs `batch` (which returns the time spent sealing and opening one batch
-/// of BATCH packets) until both have `budget` of measured time.
+/// of BATCH packets) until both have `budget` of measured time, and takes
+/// the median batch: on a shared machine other processes stretch some
+/// batches, and the median leaves those out where a mean would not.
 fn measure(budget: Duration, mut batch: impl FnMut() -> (Duration, Duration)) -> Rates {
     // One untimed batch to warm caches and the CPU's clock.
     batch();
-    let (mut seal, mut open, mut n) = (Duration::ZERO, Duration::ZERO, 0u64);
-    while seal < budget || open < budget {
+    let (mut seals, mut opens) = (Vec::new(), Vec::new());
+    let (mut seal_total, mut open_total) = (Duration::ZERO, Duration::ZERO);
+    while seal_total < budget || open_total < budget || seals.len() < 5 {
         let (s, o) = batch();
-        seal += s;
-        open += o;
-        n += BATCH as u64;
+        seal_total += s;
+        open_total += o;
+        seals.push(s);
+        opens.push(o);
     }
+    let median = |v: &mut Vec<Duration>| {
+        v.sort_unstable();
+        BATCH as f64 / v[v.len() / 2].as_secs_f64()
+    };
     Rates {
-        seal: n as f64 / seal.as_secs_f64(),
-        open: n as f64 / open.as_secs_f64(),
+        seal: median(&mut seals),
+        open: median(&mut opens),
     }
 }
 
