@@ -74,6 +74,13 @@ impl Gcm {
     }
 }
 
+impl Drop for Gcm {
+    fn drop(&mut self) {
+        // ring wipes nothing of its key schedule; the salt at least goes.
+        zeroize::Zeroize::zeroize(&mut self.salt);
+    }
+}
+
 /// HMAC keyed once: the inner and outer pads are hashed when the SA is made,
 /// and `finalize_reset` returns to that state, so a packet costs only the
 /// hashing of its own bytes.

@@ -16,7 +16,7 @@ use crate::suite::EspSuite;
 /// `Debug` shows the SPI and suite only, so an SA can be logged freely.
 /// (Copies the caller made before, e.g. while a `Vec` grew, are the caller's
 /// to wipe.)
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct SaKeys {
     pub suite: EspSuite,
     /// The SPI the receiver chose; it is sent in every packet.

@@ -375,11 +375,13 @@ impl Inbound {
     /// decryption; an authentic packet with bad padding still uses up its
     /// sequence number. Every refusal is counted except an unknown SPI.
     pub fn open<'a>(&mut self, esp: &'a mut [u8]) -> Result<Opened<'a>, EspError> {
+        let esp_len = esp.len() as u64;
         let result = self.open_uncounted(esp);
         match &result {
             Ok(opened) => {
                 self.counters.packets += 1;
                 self.counters.clear_bytes += opened.packet.len() as u64;
+                self.counters.esp_bytes += esp_len;
             }
             Err(EspError::IcvFailure { .. }) => self.counters.icv_failures += 1,
             Err(EspError::Replay { .. }) => self.counters.replays += 1,
@@ -442,7 +444,6 @@ impl Inbound {
             return Err(EspError::IcvFailure { seq });
         }
         self.window.mark(seq);
-        self.counters.esp_bytes += len as u64;
 
         let body = &mut esp[hdr..hdr + body_len];
         let pad_len = body[body_len - 2] as usize;
@@ -788,6 +789,13 @@ mod tests {
             ));
             assert_eq!(inb.counters().malformed, 1);
         }
+    }
+
+    #[test]
+    fn sas_can_move_to_the_threads_that_use_them() {
+        fn send<T: Send>() {}
+        send::<Outbound>();
+        send::<Inbound>();
     }
 
     #[test]
