@@ -13,7 +13,7 @@ pub use args::Cli;
 use args::{Command, LabAction};
 use linerate_session::commands::{
     back_to_back, calibrate, cpu_target, frame_loss, http, lab, latency, mlrsearch, overhead,
-    rfc2544, stored, tcp, trial,
+    rfc2544, scenarios, stored, tcp, trial,
 };
 use linerate_session::{Outcome, Result};
 use std::sync::atomic::AtomicBool;
@@ -29,7 +29,14 @@ pub fn run(cli: &Cli, stop: &AtomicBool) -> Result<Outcome> {
             LabAction::Status { json } => lab::status(*json),
         },
         Command::Run { file, dry_run } => run_file::run(file, *dry_run, stop),
-        Command::Rfc2544(args) => rfc2544::run(args.plan()?, stop),
+        Command::Rfc2544(args) => {
+            let plan = args.plan()?;
+            if plan.scenarios.is_empty() {
+                rfc2544::run(plan, stop)
+            } else {
+                scenarios::run(plan, stop)
+            }
+        }
         Command::Trial(args) => trial::run(args.plan()?, stop),
         Command::Overhead(args) => overhead::run(args.plan()?),
         Command::Latency(args) => latency::run(args.plan()?, stop),

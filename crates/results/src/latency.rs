@@ -1,6 +1,6 @@
 //! Records of the RFC 2544 latency test (section 26.2).
 
-use crate::model::{InterruptedSearch, LatencySummary, MixInfo, ThroughputResult, TrialResult};
+use crate::model::{UnfinishedTrials, LatencySummary, MixInfo, ThroughputResult, TrialResult};
 use serde::{Deserialize, Serialize};
 
 /// Latency at one load.
@@ -56,5 +56,5 @@ pub struct LatencyReport {
     /// The size that was being measured when the run was interrupted, with
     /// the trials it had finished (search and latency): none is lost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interrupted: Option<InterruptedSearch>,
+    pub interrupted: Option<UnfinishedTrials>,
 }

@@ -4,7 +4,7 @@
 //! 26.4 as updated by RFC 9004). Every rate says its layer in its name;
 //! every trial run is kept, in the order run.
 
-use crate::model::{MixInfo, Placement, ThroughputResult, TrialResult};
+use crate::model::{MixInfo, Placement, ThroughputResult, TrialResult, UnfinishedTrials};
 use serde::{Deserialize, Serialize};
 
 /// Where and how a run was made: the header every report shares
@@ -53,15 +53,6 @@ impl RunInfo {
             ..Default::default()
         }
     }
-}
-
-/// Trials of a frame size whose method did not finish (interrupted or an
-/// engine error): no measured trial is lost.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UnfinishedTrials {
-    pub frame_size: u16,
-    pub l3_length: u16,
-    pub trials: Vec<TrialResult>,
 }
 
 // ---------------------------------------------------------------- frame loss

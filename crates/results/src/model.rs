@@ -653,12 +653,13 @@ pub struct Rfc2544Report {
     /// The search that was running when the run was interrupted, with the
     /// trials it had finished: no measured trial is lost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interrupted: Option<InterruptedSearch>,
+    pub interrupted: Option<UnfinishedTrials>,
 }
 
-/// Trials of a frame size whose search did not finish.
+/// Trials of a frame size whose search or method did not finish
+/// (interrupted, or an engine error): no measured trial is lost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InterruptedSearch {
+pub struct UnfinishedTrials {
     pub frame_size: u16,
     pub l3_length: u16,
     pub trials: Vec<TrialResult>,

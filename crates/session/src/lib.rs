@@ -13,6 +13,7 @@
 //! `linerate` binary, the TOML runner and the Python package alike.
 
 pub mod commands;
+pub mod driver;
 pub mod dut_cpu;
 pub mod error;
 mod events;
@@ -22,8 +23,10 @@ pub mod plan;
 pub mod ports;
 mod progress;
 pub mod recorder;
+pub mod scenario_bed;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
+pub mod throughput;
 
 pub use commands::{interrupt_flag, interrupted_exit_code};
 pub use error::{Error, Kind, Result};

@@ -6,8 +6,10 @@
 //! (one would silently overwrite the other), nor a file the command reads.
 //! A failed check is one line naming the option and the fix (exit 2).
 
-use crate::error::{bail, Result};
+use crate::error::{bail, Result, ResultExt};
 use crate::recorder::RecordPlan;
+use linerate_results::calibration::{self, Calibration};
+use linerate_results::report;
 use nix::unistd::AccessFlags;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -295,6 +297,48 @@ fn example_name(out: &Output) -> &'static str {
         ("--calibration", _) | ("--calibration (default)", _) => "calibration.json",
         _ => "results.json",
     }
+}
+
+/// Checks a measuring command's output files (`--json`, the record
+/// options) with `--calibration` (default: the usual file) as an input, then
+/// reads the calibration (empty when there is none).
+pub fn checked_outputs_and_calibration(
+    json: &Option<PathBuf>,
+    record: &RecordPlan,
+    calibration: &Option<PathBuf>,
+) -> Result<Calibration> {
+    let path = calibration
+        .clone()
+        .unwrap_or_else(calibration::default_path);
+    Outputs::new()
+        .json(json.as_deref())
+        .record(record)
+        .input("--calibration", Some(&path))
+        .check()?;
+    Ok(Calibration::load(&path)?)
+}
+
+/// Writes JSON atomically: a reader never sees half a file.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    // Renaming over a device or a pipe would replace it (the options are
+    // checked up front; this is the last guard).
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        bail!(BadInput,
+            "{} is not a regular file: the JSON is written whole and renamed into place; name a regular file",
+            path.display()
+        );
+    }
+    let tmp = path.with_extension("json.tmp");
+    let written = std::fs::write(&tmp, report::to_json(value))
+        .with_context(|| format!("writing {}", tmp.display()))
+        .and_then(|()| {
+            std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+        });
+    if written.is_err() {
+        // A full disk leaves a partial file: nothing half-written stays.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //!   per trial, nothing redrawn;
 //! - **quiet** (`--quiet`): nothing.
 
+use linerate_method::spec::Step;
 use linerate_method::{relative_width, Progress};
 use linerate_results::report::thousands;
 use linerate_results::TrialResult;
@@ -398,6 +399,41 @@ fn done_text(result: &TrialResult, passed: Option<bool>) -> String {
         thousands(result.rx_frames),
         100.0 * result.loss_ratio,
     )
+}
+
+/// Progress on stderr, one line per trial; stdout is kept for the table.
+pub(crate) fn show_step(step: &Step, line_rate_fps: f64) {
+    match step {
+        Step::Starting {
+            frame,
+            trial_no,
+            spec,
+            why,
+        } => {
+            eprint!(
+                "[{}] trial {:>3}: {:>11} fps ({:5.1} % of line) {:>7} {why} ... ",
+                frames_tag(*frame, spec.mix.as_ref()),
+                trial_no,
+                thousands(spec.intended_fps.round() as u64),
+                100.0 * spec.intended_fps / line_rate_fps,
+                humantime::format_duration(spec.duration).to_string(),
+            );
+        }
+        Step::Done { result, passed, .. } => {
+            let verdict = if *passed { "pass" } else { "FAIL" };
+            let short = if result.generator_short {
+                "  (tester could not offer this rate)"
+            } else {
+                ""
+            };
+            eprintln!(
+                "{verdict}: tx {} rx {} loss {:.4} %{short}",
+                thousands(result.tx_frames),
+                thousands(result.rx_frames),
+                100.0 * result.loss_ratio,
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -370,7 +370,7 @@ impl Recorder {
             } => self.trial_done(search_no, earlier + trial_no, result, Some(*passed)),
         }
         if !self.args.quiet {
-            crate::commands::show_step(step, line_rate_fps);
+            crate::progress::show_step(step, line_rate_fps);
         }
     }
 
@@ -493,7 +493,7 @@ impl Recorder {
     /// reports it).
     pub fn save_partial(&mut self, report: &impl serde::Serialize) {
         if let Some(path) = &self.json {
-            let _ = crate::commands::write_json(path, report);
+            let _ = crate::outputs::write_json(path, report);
         }
         self.document(report);
     }
@@ -503,7 +503,7 @@ impl Recorder {
     pub fn save(&mut self, report: &impl serde::Serialize) -> Result<()> {
         self.document(report);
         if let Some(path) = &self.json {
-            crate::commands::write_json(path, report)?;
+            crate::outputs::write_json(path, report)?;
         }
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! Stored runs as read back, and the report rebuilt from them.
 
 use linerate_results::report::{sig3, thousands};
-use linerate_results::{InterruptedSearch, Rfc2544Report, ThroughputResult, TrialResult};
+use linerate_results::{UnfinishedTrials, Rfc2544Report, ThroughputResult, TrialResult};
 use serde::{Deserialize, Serialize};
 
 /// The device under test, as the user describes it.
@@ -173,7 +173,7 @@ impl StoredRun {
             .max();
         rep.interrupted = unfinished.map(|n| {
             let trials = self.trials_of(n);
-            InterruptedSearch {
+            UnfinishedTrials {
                 frame_size: trials[0].frame_size,
                 l3_length: trials[0].l3_length,
                 trials,

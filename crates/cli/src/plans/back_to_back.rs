@@ -3,7 +3,7 @@
 use crate::args::methods::BackToBackArgs;
 use linerate_method::back_to_back::BackToBackConfig;
 use linerate_session::bail;
-use linerate_session::commands::session::parse_optional_rate;
+use linerate_session::driver::parse_optional_rate;
 use linerate_session::error::Result;
 use linerate_session::plan::{BackToBackPlan, MaxBurst};
 use linerate_session::ports::{parse_share, parse_trial_duration, Zero};

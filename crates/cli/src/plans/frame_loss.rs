@@ -5,7 +5,7 @@ use linerate_lab::scenario::Scenario;
 use linerate_method::frame_loss::RFC2544_MAX_STEP;
 use linerate_session::bail;
 use linerate_session::commands::frame_loss::earlier_rows;
-use linerate_session::commands::session::{parse_optional_rate, parse_rate};
+use linerate_session::driver::{parse_optional_rate, parse_rate};
 use linerate_session::error::Result;
 use linerate_session::plan::LossPlan;
 use linerate_session::ports::{parse_share, parse_trial_duration, Zero};

@@ -2,7 +2,7 @@
 
 use crate::args::LatencyArgs;
 use linerate_method::latency::parse_loads;
-use linerate_session::commands::session::parse_optional_rate;
+use linerate_session::driver::parse_optional_rate;
 use linerate_session::error::Result;
 use linerate_session::plan::LatencyPlan;
 use linerate_session::ports::{parse_share, parse_trial_duration, Zero};
@@ -21,7 +21,7 @@ impl LatencyArgs {
         let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
         let rate = parse_optional_rate(args.rate.as_deref(), "--rate")?;
         let max_rate = parse_optional_rate(args.max_rate.as_deref(), "--max-rate")?;
-        let calibration = linerate_session::commands::rfc2544::checked_outputs_and_calibration(
+        let calibration = linerate_session::outputs::checked_outputs_and_calibration(
             &args.json,
             &args.record.plan(),
             &args.calibration,

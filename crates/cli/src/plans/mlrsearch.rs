@@ -1,7 +1,7 @@
 //! `MlrsearchPlan` from the command line's options.
 
 use crate::args::methods::MlrsearchArgs;
-use linerate_session::commands::session::parse_optional_rate;
+use linerate_session::driver::parse_optional_rate;
 use linerate_session::error::Result;
 use linerate_session::plan::MlrsearchPlan;
 use linerate_session::ports::{parse_share, parse_trial_duration, Zero};

@@ -2,8 +2,8 @@
 //! loss (RFC 2544 section 26.4 as updated by RFC 9004), repeated, with the
 //! DUT buffer time it implies.
 
-use super::rfc2544::EngineRunner;
-use super::session::{self, fps_within_line};
+use crate::driver::EngineRunner;
+use crate::driver::{self, fps_within_line};
 use crate::dut_cpu::DutCpuPlan;
 use crate::error::{err, Result};
 use crate::exit::Outcome;
@@ -92,7 +92,7 @@ pub fn run(plan: BackToBackPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let frames = &plan.frames;
     let trial_duration = plan.trial_duration;
     let mut recorder = Recorder::open(&plan.record)?.json_file(plan.json.as_deref());
-    let mut s = session::open(&plan.bed, &plan.dut_cpu, frames, "back-to-back frames")?;
+    let mut s = driver::open(&plan.bed, &plan.dut_cpu, frames, "back-to-back frames")?;
     let mut plans: Vec<(&Frames, f64, BackToBackConfig, Option<f64>)> = Vec::new();
     for frames in frames {
         let line_fps = s.bed.line_rate_fps(frames);
@@ -124,7 +124,7 @@ pub fn run(plan: BackToBackPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         let keep = |result: &TrialResult, trials: &mut Vec<TrialResult>, rec: &mut Recorder| {
             trials.push(result.clone());
             let mut partial = rep.clone();
-            partial.interrupted = Some(session::unfinished(frame, trials.clone()));
+            partial.interrupted = Some(driver::unfinished(frame, trials.clone()));
             rec.save_partial(&partial);
         };
         // RFC 9004: the throughput first, for the corrected buffer time.
@@ -157,9 +157,9 @@ pub fn run(plan: BackToBackPlan, interrupt: &AtomicBool) -> Result<Outcome> {
                         fps
                     }
                     Err(e) => {
-                        rep.interrupted = Some(session::unfinished(frame, trials));
+                        rep.interrupted = Some(driver::unfinished(frame, trials));
                         let table = report::back_to_back_table(&rep);
-                        return session::stopped(e, &mut recorder, &rep, table);
+                        return driver::stopped(e, &mut recorder, &rep, table);
                     }
                 }
             }
@@ -189,9 +189,9 @@ pub fn run(plan: BackToBackPlan, interrupt: &AtomicBool) -> Result<Outcome> {
                 rep.results.push(result);
             }
             Err(e) => {
-                rep.interrupted = Some(session::unfinished(frame, trials));
+                rep.interrupted = Some(driver::unfinished(frame, trials));
                 let table = report::back_to_back_table(&rep);
-                return session::stopped(e, &mut recorder, &rep, table);
+                return driver::stopped(e, &mut recorder, &rep, table);
             }
         }
         recorder.save_partial(&rep);

@@ -6,7 +6,7 @@
 //! are stored, and `rfc2544` marks any throughput within 5 % of the
 //! ceiling as tester-limited.
 
-use crate::commands::rfc2544::EngineRunner;
+use crate::driver::EngineRunner;
 use crate::error::{bail, Result};
 use crate::exit::Outcome;
 use crate::ports::{self, PortName, ReceiverChoice};

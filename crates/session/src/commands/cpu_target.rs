@@ -3,8 +3,7 @@
 //! linerate-method's (`find_cpu_target`); this parses the options, opens
 //! the test bed, runs it per frame size and prints.
 
-use super::rfc2544::EngineRunner;
-use super::scenarios::{prepare, record_of, traffic_checks};
+use crate::driver::EngineRunner;
 use crate::error::{bail, err, Result};
 use crate::exit::Outcome;
 use crate::plan::BedPlan;
@@ -12,6 +11,7 @@ use crate::plan::DutPlan;
 use crate::ports::{self};
 use crate::recorder::RecordPlan;
 use crate::recorder::{Recorder, RunInfo};
+use crate::scenario_bed::{prepare, record_of, traffic_checks};
 use linerate_engine::EngineError;
 use linerate_lab::scenario::Scenario;
 use linerate_method::cpu_target::Stopped;
@@ -104,7 +104,7 @@ pub fn run(plan: CpuTargetPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         port_b_mac: bed.engine.port_b().mac,
     })?;
     let mut report = CpuTargetReport {
-        run: super::session::run_info(&bed, description),
+        run: crate::driver::run_info(&bed, description),
         target_pct: target,
         tolerance_pct: cfg.tolerance_pct,
         trial_duration_s: duration.as_secs_f64(),

@@ -4,15 +4,15 @@
 //! cells. With `--scenario a,b,c` each configuration gets a fresh lab and
 //! rows of its own, so configurations compare side by side.
 
-use super::rfc2544::EngineRunner;
-use super::scenarios::{prepare, record_of, traffic_checks};
-use super::session::{self, fps_within_line, Session};
+use crate::driver::EngineRunner;
+use crate::driver::{self, fps_within_line, Session};
 use crate::error::{bail, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::plan::BedPlan;
 use crate::plan::DutPlan;
 use crate::recorder::RecordPlan;
 use crate::recorder::Recorder;
+use crate::scenario_bed::{prepare, record_of, traffic_checks};
 use linerate_lab::scenario::{Applied, Scenario};
 use linerate_method::frame_loss::{self, Load};
 use linerate_method::spec::Step;
@@ -87,7 +87,7 @@ pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
             record.pcap = record
                 .pcap
                 .as_deref()
-                .map(|p| super::scenarios::numbered(p, index + 1));
+                .map(|p| crate::scenario_bed::numbered(p, index + 1));
         }
         let mut recorder = Recorder::open(&record)?.json_file(json);
         let (applied, mut s) = open(&plan, *scenario, index)?;
@@ -130,7 +130,7 @@ pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         drop(applied);
         if let Err(e) = stopped {
             let table = report::frame_loss_table(&with_rows(earlier, rep));
-            return session::stopped(e, &mut recorder, rep, table);
+            return driver::stopped(e, &mut recorder, rep, table);
         }
         recorder.save_partial(rep);
         recorder.finish(RunStatus::Complete)?;
@@ -140,7 +140,7 @@ pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     };
     print!("{}", report::frame_loss_table(&with_rows(earlier, &rep)));
     if let Some(path) = json {
-        super::rfc2544::write_json(path, &rep)?;
+        crate::outputs::write_json(path, &rep)?;
         eprintln!("linerate: every trial written to {}", path.display());
     }
     if interrupt.load(Ordering::Relaxed) {
@@ -162,13 +162,13 @@ fn open(
     let Some(sc) = scenario else {
         return Ok((
             None,
-            session::open(&plan.bed, &plan.dut.cpu, &plan.frames, what)?,
+            driver::open(&plan.bed, &plan.dut.cpu, &plan.frames, what)?,
         ));
     };
     let max_frame_len = crate::plan::max_frame_len(&plan.frames);
     let (applied, bed) = prepare(&plan.bed, max_frame_len, sc, index)?;
     let pids = applied.data_path_pids();
-    let s = session::start(bed, &plan.dut.cpu, &pids, &plan.frames, what)?;
+    let s = driver::start(bed, &plan.dut.cpu, &pids, &plan.frames, what)?;
     Ok((Some(applied), s))
 }
 
@@ -216,9 +216,9 @@ fn measure(
     for (row_no, (frames, line_fps, max_fps, loads)) in rows.into_iter().enumerate() {
         let frame = frames.largest();
         let label = match (&row_name, several) {
-            (Some(l), true) => format!("{l}, {}", session::label(frames)),
+            (Some(l), true) => format!("{l}, {}", driver::label(frames)),
             (Some(l), false) => l.clone(),
-            (None, _) => session::label(frames),
+            (None, _) => driver::label(frames),
         };
         let mut trials: Vec<TrialResult> = Vec::new();
         let mut on_step = |step: Step| {
@@ -226,7 +226,7 @@ fn measure(
             if let Step::Done { result, .. } = step {
                 trials.push(result.clone());
                 let mut partial = rep.clone();
-                partial.interrupted = Some(session::unfinished(frame, trials.clone()));
+                partial.interrupted = Some(driver::unfinished(frame, trials.clone()));
                 recorder.save_partial(&partial);
             }
         };
@@ -255,7 +255,7 @@ fn measure(
                 scenario: None,
             }),
             Err(e) => {
-                rep.interrupted = Some(session::unfinished(frame, trials));
+                rep.interrupted = Some(driver::unfinished(frame, trials));
                 return Err(e);
             }
         }

@@ -2,8 +2,8 @@
 //! mix), the throughput search runs first (unless `--rate` gives the base
 //! rate), then latency trials at the chosen shares of it.
 
-use super::rfc2544::EngineRunner;
-use super::session;
+use crate::driver;
+use crate::driver::EngineRunner;
 use crate::dut_cpu::DutCpuPlan;
 use crate::error::Result;
 use crate::exit::Outcome;
@@ -16,7 +16,7 @@ use linerate_method::Progress;
 use linerate_method::{find_throughput, ThroughputConfig};
 use linerate_results::calibration::Calibration;
 use linerate_results::{
-    report, InterruptedSearch, LatencyReport, LatencyResult, MixInfo, TrialResult,
+    report, LatencyReport, LatencyResult, MixInfo, TrialResult, UnfinishedTrials,
 };
 use linerate_store::RunStatus;
 use linerate_wire::{Frames, Rate};
@@ -68,17 +68,17 @@ pub fn run(plan: LatencyPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         record,
     } = plan;
     let mut recorder = Recorder::open(&record)?.json_file(json.as_deref());
-    let mut s = session::open(&bed_plan, &dut_cpu, &frames, "latency")?;
+    let mut s = driver::open(&bed_plan, &dut_cpu, &frames, "latency")?;
     // The rates per size, checked against the line rate before any frame.
     let mut plans = Vec::new();
     for f in &frames {
         let line_fps = s.bed.line_rate_fps(f);
         let given_fps = match &rate {
-            Some((t, r)) => Some(session::fps_within_line(&s.bed, *r, t, "--rate", f)?),
+            Some((t, r)) => Some(driver::fps_within_line(&s.bed, *r, t, "--rate", f)?),
             None => None,
         };
         let max_fps = match &max_rate {
-            Some((t, r)) => session::fps_within_line(&s.bed, *r, t, "--max-rate", f)?,
+            Some((t, r)) => driver::fps_within_line(&s.bed, *r, t, "--max-rate", f)?,
             None => line_fps,
         };
         plans.push((f, line_fps, given_fps, max_fps));
@@ -98,7 +98,7 @@ pub fn run(plan: LatencyPlan, interrupt: &AtomicBool) -> Result<Outcome> {
                        recorder: &mut Recorder,
                        frame: linerate_wire::FrameSize,
                        trials| {
-        rep.interrupted = Some(InterruptedSearch {
+        rep.interrupted = Some(UnfinishedTrials {
             frame_size: frame.frame(),
             l3_length: frame.l3(),
             trials,

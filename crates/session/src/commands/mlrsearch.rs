@@ -2,8 +2,8 @@
 //! (draft-ietf-bmwg-mlrsearch), with relevant bounds and conditional
 //! throughput.
 
-use super::rfc2544::EngineRunner;
-use super::session::{self, fps_within_line};
+use crate::driver::EngineRunner;
+use crate::driver::{self, fps_within_line};
 use crate::dut_cpu::DutCpuPlan;
 use crate::error::Result;
 use crate::exit::Outcome;
@@ -63,7 +63,7 @@ pub fn run(plan: MlrsearchPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let frames = &plan.frames;
     let final_trial = plan.final_trial;
     let mut recorder = Recorder::open(&plan.record)?.json_file(plan.json.as_deref());
-    let mut s = session::open(&plan.bed, &plan.dut_cpu, frames, "MLRsearch")?;
+    let mut s = driver::open(&plan.bed, &plan.dut_cpu, frames, "MLRsearch")?;
     let mut plans = Vec::new();
     for frames in frames {
         let line_fps = s.bed.line_rate_fps(frames);
@@ -89,7 +89,7 @@ pub fn run(plan: MlrsearchPlan, interrupt: &AtomicBool) -> Result<Outcome> {
             if let Step::Done { result, .. } = step {
                 trials.push(result.clone());
                 let mut partial = rep.clone();
-                partial.interrupted = Some(session::unfinished(frame, trials.clone()));
+                partial.interrupted = Some(driver::unfinished(frame, trials.clone()));
                 recorder.save_partial(&partial);
             }
         };
@@ -101,9 +101,9 @@ pub fn run(plan: MlrsearchPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         match mlrsearch::search(&mut runner, frames, &cfg, line_fps, &mut on_step) {
             Ok(result) => rep.results.push(result),
             Err(e) => {
-                rep.interrupted = Some(session::unfinished(frame, trials));
+                rep.interrupted = Some(driver::unfinished(frame, trials));
                 let table = report::mlrsearch_table(&rep);
-                return session::stopped(e, &mut recorder, &rep, table);
+                return driver::stopped(e, &mut recorder, &rep, table);
             }
         }
         recorder.save_partial(&rep);

@@ -12,15 +12,12 @@ pub mod latency;
 pub mod mlrsearch;
 pub mod overhead;
 pub mod rfc2544;
-mod scenarios;
-pub mod session;
+pub mod scenarios;
 pub mod stack;
 pub mod stored;
 pub mod tcp;
 pub mod trial;
 
-pub(crate) use rfc2544::write_json;
-pub(crate) use session::show as show_step;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Arc;
 

@@ -4,17 +4,16 @@
 //! checked after the last), each printed as its own table, then all of them
 //! side by side when there are several.
 
-use super::rfc2544::{measure, write_json, Extras, Rfc2544Plan};
-use crate::error::{bail, Result};
+use crate::error::Result;
 use crate::exit::Outcome;
-use crate::plan::BedPlan;
-use crate::ports;
-use linerate_lab::scenario::{Applied, IpsecSuite, Scenario, TunnelKind};
+use crate::outputs::write_json;
+use crate::scenario_bed::{numbered, outer_frame, prepare, record_of, traffic_checks};
+use crate::throughput::{measure, Extras, Rfc2544Plan};
+use linerate_lab::scenario::{Applied, Scenario};
 use linerate_lab::Lab;
 use linerate_results::report::{self, compare};
-use linerate_results::scenario::{OuterRate, ScenarioRecord};
+use linerate_results::scenario::OuterRate;
 use linerate_results::Rfc2544Report;
-use linerate_wire::overhead::{Auth, Cipher, Encapsulation, WireguardPadding};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub fn run(plan: Rfc2544Plan, interrupt: &AtomicBool) -> Result<Outcome> {
@@ -59,16 +58,6 @@ pub fn run(plan: Rfc2544Plan, interrupt: &AtomicBool) -> Result<Outcome> {
         }
     }
     Ok(outcome)
-}
-
-/// `cap.pcap` for the `n`th of several scenarios: `cap-n.pcap`.
-pub(crate) fn numbered(path: &std::path::Path, n: usize) -> std::path::PathBuf {
-    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
-    let name = match path.extension() {
-        Some(ext) => format!("{stem}-{n}.{}", ext.to_string_lossy()),
-        None => format!("{stem}-{n}"),
-    };
-    path.with_file_name(name)
 }
 
 /// One scenario: lab up, apply and verify, measure, check the traffic.
@@ -141,64 +130,6 @@ fn run_one(
     Ok((outcome, rep))
 }
 
-/// Builds a fresh lab for `scenario` (the `index`th of this run), applies
-/// and verifies it, and opens the tester on it. Drop the `Applied` (XDP
-/// program, tunnel daemons) before the test bed, which owns the lab.
-pub(crate) fn prepare(
-    bed_plan: &BedPlan,
-    max_frame_len: usize,
-    scenario: &Scenario,
-    index: usize,
-) -> Result<(Applied, ports::TestBed)> {
-    // Unique per process and scenario; at most 11 characters.
-    let name = format!("s{}-{index}", std::process::id());
-    eprintln!(
-        "linerate: scenario {}: {} (lab '{name}', namespaces lr-{name}-*)",
-        scenario.spec,
-        scenario.description()
-    );
-    let asked = match &bed_plan.target {
-        crate::plan::Target::Lab { ring, .. } => ring.unwrap_or(linerate_lab::DEFAULT_RING),
-        crate::plan::Target::External { .. } => linerate_lab::DEFAULT_RING,
-    };
-    let ring = scenario.ring(asked);
-    if ring != asked {
-        eprintln!("linerate:   rings: veth's own 256-frame rings, not {asked}: this DUT forwards in NAPI or moves its interfaces into a second DUT, where the deep lab's NIC queue cannot sit");
-    }
-    let lab = Lab::up_with_ring(&name, ring)?;
-    // On error the lab drops here and is removed.
-    let applied = scenario.apply(&lab)?;
-    for check in &applied.checks {
-        eprintln!("linerate:   verified: {check}");
-    }
-    if let Some(path) = &applied.data_path {
-        eprintln!("linerate:   data path: {path}");
-    }
-    let mut bed = ports::open_with(bed_plan, max_frame_len, Some(lab))?;
-    if let Some(source) = applied.drop_from().map(std::net::IpAddr::V4) {
-        if bed_plan.drop_from.is_some_and(|d| d != source) {
-            bail!(
-                BadInput,
-                "--scenario drop-test drops frames from {source}: leave out --drop-from"
-            );
-        }
-        bed.engine.set_drop_from(source)?;
-    }
-    Ok((applied, bed))
-}
-
-/// The report's record of a scenario as applied (traffic checks to come).
-pub(crate) fn record_of(scenario: &Scenario, applied: &Applied) -> ScenarioRecord {
-    ScenarioRecord {
-        spec: scenario.spec.clone(),
-        description: scenario.description(),
-        data_path: applied.data_path.clone().unwrap_or_default(),
-        checks: applied.checks.clone(),
-        traffic_checks: Vec::new(),
-        outer: Vec::new(),
-    }
-}
-
 /// The traffic checks, skipped (with a note) when no trial forwarded
 /// anything (then there is nothing to see, and the table says so).
 fn verify_traffic(applied: &Applied, lab: &Lab, rep: &Rfc2544Report) -> Result<Vec<String>> {
@@ -210,57 +141,6 @@ fn verify_traffic(applied: &Applied, lab: &Lab, rep: &Rfc2544Report) -> Result<V
     traffic_checks(applied, lab, trials)
 }
 
-/// [`Applied::verify_traffic`] after `trials`, unless none forwarded a frame.
-pub(crate) fn traffic_checks<'a>(
-    applied: &Applied,
-    lab: &Lab,
-    trials: impl Iterator<Item = &'a linerate_results::TrialResult>,
-) -> Result<Vec<String>> {
-    let forwarded: u64 = trials.map(|t| t.rx_frames).sum();
-    if forwarded == 0 {
-        return Ok(vec![
-            "no trial forwarded a frame: the traffic checks were skipped".into(),
-        ]);
-    }
-    Ok(applied.verify_traffic(lab)?)
-}
-
-/// The frame on the WAN link for an inner IP packet of `l3` bytes: the
-/// encapsulation arithmetic of linerate-wire.
-/// `user_space`: boringtun, which sends WireGuard packets unpadded (seen on
-/// the WAN link's byte counter), where the kernel pads to 16 bytes.
-pub(crate) fn outer_frame(kind: TunnelKind, l3: usize, user_space: bool) -> usize {
-    let enc = |e: Encapsulation| e.outer_frame(l3);
-    match kind {
-        TunnelKind::Vxlan => enc(Encapsulation {
-            vxlan: true,
-            ..Encapsulation::default()
-        }),
-        TunnelKind::Gre => enc(Encapsulation {
-            gre: true,
-            ..Encapsulation::default()
-        }),
-        // kernel-libipsec sends ESP UDP-encapsulated (NAT-T).
-        TunnelKind::Ipsec(suite) => enc(Encapsulation {
-            esp: Some(match suite {
-                IpsecSuite::AesCbcSha256 => (Cipher::AesCbc, Auth::Sha256),
-                IpsecSuite::AesGcm => (Cipher::AesGcm, Auth::None),
-                IpsecSuite::NullSha1 => (Cipher::Null, Auth::Sha1),
-            }),
-            nat_t: true,
-            ..Encapsulation::default()
-        }),
-        TunnelKind::Wireguard => enc(Encapsulation {
-            wireguard: Some(if user_space {
-                WireguardPadding::Unpadded
-            } else {
-                WireguardPadding::To16
-            }),
-            ..Encapsulation::default()
-        }),
-    }
-}
-
 /// The JSON file: one report, or `{"comparison": [reports]}` for several.
 fn save(path: &std::path::Path, reports: &[Rfc2544Report], comparison: bool) -> Result<()> {
     if comparison {
@@ -270,35 +150,5 @@ fn save(path: &std::path::Path, reports: &[Rfc2544Report], comparison: bool) -> 
             Some(r) => write_json(path, r),
             None => Ok(()),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn outer_frames_follow_the_encapsulation() {
-        // VXLAN adds outer Ethernet + IP + UDP + VXLAN + the inner Ethernet
-        // header: 1518-byte frames become 1568.
-        assert_eq!(outer_frame(TunnelKind::Vxlan, 1500, false), 1568);
-        assert_eq!(outer_frame(TunnelKind::Vxlan, 46, false), 114);
-        // GRE: 24 bytes.
-        assert_eq!(outer_frame(TunnelKind::Gre, 1500, false), 1542);
-        // WireGuard: 60 bytes plus padding to 16: 1500 -> 1500 + 4 pad.
-        assert_eq!(outer_frame(TunnelKind::Wireguard, 1500, false), 1578 + 4);
-        assert_eq!(outer_frame(TunnelKind::Wireguard, 46, false), 18 + 60 + 48);
-        // boringtun does not pad.
-        assert_eq!(outer_frame(TunnelKind::Wireguard, 46, true), 18 + 60 + 46);
-    }
-
-    #[test]
-    fn each_compared_scenario_captures_to_a_file_of_its_own() {
-        use std::path::Path;
-        assert_eq!(
-            numbered(Path::new("/tmp/cap.pcap"), 2),
-            Path::new("/tmp/cap-2.pcap")
-        );
-        assert_eq!(numbered(Path::new("cap"), 1), Path::new("cap-1"));
     }
 }

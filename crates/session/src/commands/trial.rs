@@ -1,9 +1,9 @@
 //! `linerate trial`: one fixed-rate trial from port A to port B.
 
-use super::rfc2544::write_json;
 use crate::dut_cpu::DutCpuPlan;
 use crate::error::{bail, Result};
 use crate::exit::Outcome;
+use crate::outputs::write_json;
 use crate::plan::BedPlan;
 use crate::ports::{self};
 use crate::recorder::RecordPlan;

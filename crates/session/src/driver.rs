@@ -1,20 +1,24 @@
-//! What the method commands (`loss`, `mlrsearch`, `back-to-back`) share:
-//! the test bed and the run's header, rates per frame size,
-//! progress lines, and keeping every trial when a run stops early.
+//! What the measuring commands share, below them: the session on a test
+//! bed (its ports open, the run's header, the notes on what runs where),
+//! the runner that puts a method's trials on the engine, rates per frame
+//! size checked against the line rate, and keeping every trial when a run
+//! stops early.
 
-use super::rfc2544::describe_port;
+use crate::dut_cpu::DutCpuMeter;
 use crate::dut_cpu::DutCpuPlan;
 use crate::error::{bail, Result, ResultExt};
 use crate::exit::Outcome;
 use crate::plan::BedPlan;
 use crate::ports::{self, TestBed};
 use crate::recorder::Recorder;
-use linerate_engine::EngineError;
-use linerate_method::spec::Step;
-use linerate_results::methods::{RunInfo, UnfinishedTrials};
-use linerate_results::report::{self, thousands};
-use linerate_results::TrialResult;
+use linerate_engine::{Engine, EngineError};
+use linerate_method::TrialRunner;
+use linerate_results::methods::RunInfo;
+use linerate_results::report;
+use linerate_results::UnfinishedTrials;
+use linerate_results::{TrialResult, TrialSpec};
 use linerate_wire::{FrameSize, Frames, Rate};
+use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
 
 /// The ports, open, and the header of the run's report. The gateways are
@@ -172,41 +176,6 @@ pub(crate) fn label(frames: &Frames) -> String {
     }
 }
 
-/// Progress on stderr, one line per trial; stdout is kept for the table.
-pub(crate) fn show(step: &Step, line_rate_fps: f64) {
-    match step {
-        Step::Starting {
-            frame,
-            trial_no,
-            spec,
-            why,
-        } => {
-            eprint!(
-                "[{}] trial {:>3}: {:>11} fps ({:5.1} % of line) {:>7} {why} ... ",
-                crate::progress::frames_tag(*frame, spec.mix.as_ref()),
-                trial_no,
-                thousands(spec.intended_fps.round() as u64),
-                100.0 * spec.intended_fps / line_rate_fps,
-                humantime::format_duration(spec.duration).to_string(),
-            );
-        }
-        Step::Done { result, passed, .. } => {
-            let verdict = if *passed { "pass" } else { "FAIL" };
-            let short = if result.generator_short {
-                "  (tester could not offer this rate)"
-            } else {
-                ""
-            };
-            eprintln!(
-                "{verdict}: tx {} rx {} loss {:.4} %{short}",
-                thousands(result.tx_frames),
-                thousands(result.rx_frames),
-                100.0 * result.loss_ratio,
-            );
-        }
-    }
-}
-
 /// The trials of a frame size whose method did not finish.
 pub(crate) fn unfinished(frame: FrameSize, trials: Vec<TrialResult>) -> UnfinishedTrials {
     UnfinishedTrials {
@@ -233,4 +202,30 @@ pub(crate) fn stopped(
         ));
     }
     Err(e.into())
+}
+
+/// Lets the throughput search run its trials on the engine.
+pub struct EngineRunner<'a> {
+    pub engine: &'a mut Engine,
+    pub interrupt: &'a AtomicBool,
+    /// Samples the DUT's CPU load over each trial, when it is measured.
+    pub cpu: Option<&'a DutCpuMeter>,
+}
+
+impl TrialRunner for EngineRunner<'_> {
+    type Error = EngineError;
+    fn run(&mut self, spec: &TrialSpec) -> Result<TrialResult, EngineError> {
+        let sample = self.cpu.map(|m| m.begin(spec.duration));
+        let mut result = self.engine.run_trial(spec, self.interrupt)?;
+        result.dut_cpu = sample.and_then(|s| s.finish());
+        Ok(result)
+    }
+}
+
+/// A port as reports name it: `namespace/interface`, or the interface.
+pub fn describe_port(info: &linerate_port::PortInfo) -> String {
+    match &info.netns {
+        Some(ns) => format!("{ns}/{}", info.ifname),
+        None => info.ifname.clone(),
+    }
 }

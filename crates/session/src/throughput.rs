@@ -1,0 +1,253 @@
+//! The RFC 2544 throughput search (section 26.1) for each frame size on a
+//! test bed, as `linerate rfc2544` runs it on the bed as it is and on each
+//! DUT configuration of `--scenario`.
+
+use crate::driver::{describe_port, unfinished, EngineRunner};
+use crate::dut_cpu::DutCpuMeter;
+use crate::error::{bail, Result};
+use crate::exit::Outcome;
+use crate::plan::{BedPlan, DutPlan};
+use crate::ports;
+use crate::recorder::{RecordPlan, Recorder, RunInfo};
+use linerate_engine::EngineError;
+use linerate_lab::scenario::Scenario;
+use linerate_method::mlrsearch::{self, MlrConfig};
+use linerate_method::spec::Step;
+use linerate_method::{find_throughput, Progress, ThroughputConfig};
+use linerate_results::calibration::{near_ceiling, Calibration};
+use linerate_results::{report, Rfc2544Report, TrialResult};
+use linerate_wire::{Frames, Rate};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// An RFC 2544 throughput run, checked: everything `linerate rfc2544` was
+/// given, as values, parsed from the arguments before any port opens.
+#[derive(Debug, Clone)]
+pub struct Rfc2544Plan {
+    /// The test bed, checked.
+    pub bed: BedPlan,
+    /// The DUT configurations to compare (`--scenario`), parsed; empty:
+    /// none, the test bed as it is.
+    pub scenarios: Vec<Scenario>,
+    /// One entry per frame size or mix.
+    pub frames: Vec<Frames>,
+    pub trial_duration: Duration,
+    pub resolution: f64,
+    pub allowed_loss: f64,
+    pub max_rate: Option<Rate>,
+    /// `--max-rate` as the user wrote it, for messages.
+    pub max_rate_text: Option<String>,
+    pub calibration: Calibration,
+    pub all_layers: bool,
+    pub mlrsearch: bool,
+    pub json: Option<PathBuf>,
+    pub dut: DutPlan,
+    pub record: RecordPlan,
+}
+
+impl Rfc2544Plan {
+    pub fn max_frame_len(&self) -> usize {
+        crate::plan::max_frame_len(&self.frames)
+    }
+}
+
+/// What a scenario run adds to the report.
+#[derive(Default)]
+pub struct Extras<'a> {
+    pub scenario: Option<linerate_results::scenario::ScenarioRecord>,
+    pub cpu: Option<&'a DutCpuMeter>,
+}
+
+/// Runs the throughput search for each frame size on `bed`. `save` is
+/// called with the report as it grows (after each trial, with the
+/// unfinished search in `interrupted`) and at the end; the caller prints.
+pub fn measure(
+    plan: &Rfc2544Plan,
+    bed: &mut ports::TestBed,
+    extras: Extras<'_>,
+    recorder: &mut Recorder,
+    interrupt: &AtomicBool,
+    save: &mut dyn FnMut(&Rfc2544Report) -> Result<()>,
+) -> Result<(Outcome, Rfc2544Report)> {
+    let frames = plan.frames.clone();
+    let (trial_duration, resolution, allowed_loss, max_rate) = (
+        plan.trial_duration,
+        plan.resolution,
+        plan.allowed_loss,
+        plan.max_rate,
+    );
+    let calibration = &plan.calibration;
+    for f in &frames {
+        bed.engine.check_frame(f.largest())?;
+    }
+    let line_bps = bed.line_bps;
+    // Search bounds per frame size or mix, checked before the first trial.
+    let mut plans = Vec::new();
+    for frames in &frames {
+        let line_fps = bed.line_rate_fps(frames);
+        let max_fps = max_rate.map_or(line_fps, |r| bed.fps(frames, r));
+        if max_fps > line_fps * 1.000_001 {
+            bail!(BadInput,
+                "--max-rate {} is above the line rate for {} ({:.0} frames/s at {}): lower it or set --line-speed",
+                plan.max_rate_text.as_deref().unwrap_or_default(),
+                frames.describe(),
+                line_fps,
+                report::line_speed(line_bps)
+            );
+        }
+        let mut cfg = ThroughputConfig::new(max_fps, trial_duration);
+        cfg.resolution = resolution;
+        cfg.allowed_loss_ratio = allowed_loss;
+        cfg.mix = frames.mix().cloned();
+        cfg.validate()?;
+        plans.push((frames, line_fps, cfg));
+    }
+
+    eprintln!(
+        "linerate: RFC 2544 throughput on {} -> {}, line speed {} ({}), trials of {}",
+        describe_port(bed.engine.port_a()),
+        describe_port(bed.engine.port_b()),
+        report::line_speed(line_bps),
+        bed.line_speed_source,
+        humantime::format_duration(trial_duration),
+    );
+    if let Some(p) = &bed.placement {
+        eprintln!("linerate: {}", p.note);
+    }
+    if let Some(why) = &bed.engine_reason {
+        eprintln!("linerate: engine {} ({why})", bed.engine.config().name);
+    }
+    bed.engine.resolve()?;
+
+    let description = match &extras.scenario {
+        Some(s) => s.description.clone(),
+        None => bed.description(),
+    };
+    let mut rep = Rfc2544Report {
+        run: crate::driver::run_info(bed, description),
+        trial_duration_s: trial_duration.as_secs_f64(),
+        resolution,
+        allowed_loss_ratio: allowed_loss,
+        bidirectional: bed.bidirectional,
+        results: Vec::new(),
+        interrupted: None,
+        scenario: extras.scenario.clone(),
+        dut_cpu_source: extras.cpu.map(|c| c.source.clone()),
+    };
+    recorder.begin(RunInfo {
+        command: "rfc2544",
+        engine: &rep.run.engine,
+        receiver: bed.engine.receiver(),
+        line_speed_bps: line_bps,
+        scenario: &rep.run.description,
+        report: Some(&rep),
+        sizes: plans.iter().map(|p| p.0.largest().frame()).collect(),
+        trial_s: trial_duration.as_secs_f64(),
+        resolution,
+        port_b_mac: bed.engine.port_b().mac,
+    })?;
+
+    for (search_no, (frames, line_fps, cfg)) in plans.into_iter().enumerate() {
+        let frame = frames.largest();
+        let mut trials: Vec<TrialResult> = Vec::new();
+        let mut on_progress = |p: Progress| {
+            recorder.search_progress(search_no, &p, line_fps);
+            if let Progress::TrialDone { result, .. } = p {
+                // Stored as each trial ends: an interrupted run keeps every trial.
+                trials.push(result.clone());
+                let mut partial = rep.clone();
+                partial.interrupted = Some(unfinished(frame, trials.clone()));
+                // Checked writable at the start; a failure now (disk full)
+                // must not stop the measurement: the final write reports it.
+                let _ = save(&partial);
+            }
+        };
+        let mut runner = EngineRunner {
+            engine: &mut bed.engine,
+            interrupt,
+            cpu: extras.cpu,
+        };
+        match find_throughput(&mut runner, frame, &cfg, line_fps, &mut on_progress) {
+            Ok(mut result) => {
+                let engine = &bed.engine.config().name;
+                // Calibrations are per frame size; a mix's ceiling is not
+                // stored, so a mix is flagged only by the search itself.
+                let ceiling = calibration
+                    .ceiling(
+                        &bed.setup_key,
+                        engine,
+                        bed.engine.receiver().as_str(),
+                        frame.frame(),
+                    )
+                    .filter(|_| result.mix.is_none());
+                if let Some(c) = ceiling {
+                    result.calibrated_ceiling_fps = Some(c.ceiling_fps);
+                    result.tester_limited |= near_ceiling(result.throughput_fps, c.ceiling_fps);
+                }
+                if plan.mlrsearch {
+                    let cfg =
+                        MlrConfig::after_zero_loss(cfg.max_fps, cfg.min_fps, cfg.trial_duration);
+                    let first_trial_no = result.trials.len();
+                    let mut trials: Vec<TrialResult> = Vec::new();
+                    let mut on_step = |step: Step| {
+                        recorder.step(search_no, first_trial_no, &step, line_fps);
+                        if let Step::Done { result, .. } = step {
+                            trials.push(result.clone());
+                        }
+                    };
+                    let mut runner = EngineRunner {
+                        engine: &mut bed.engine,
+                        interrupt,
+                        cpu: extras.cpu,
+                    };
+                    let earlier = &result.trials;
+                    match mlrsearch::search_after(
+                        &mut runner,
+                        frames,
+                        &cfg,
+                        line_fps,
+                        earlier,
+                        &mut on_step,
+                    ) {
+                        Ok(mlr) => result.mlrsearch = Some(mlr),
+                        Err(e) => {
+                            // The zero-loss result stands; the MLRsearch
+                            // trials are kept as the unfinished search's.
+                            eprintln!();
+                            rep.results.push(result);
+                            rep.interrupted = Some(unfinished(frame, trials));
+                            save(&rep)?;
+                            if let EngineError::Interrupted = e {
+                                return Ok((
+                                    Outcome::Interrupted(
+                                        "results measured so far were kept".into(),
+                                    ),
+                                    rep,
+                                ));
+                            }
+                            return Err(e.into());
+                        }
+                    }
+                }
+                recorder.result(search_no, &result);
+                rep.results.push(result)
+            }
+            Err(e) => {
+                // Interrupted or failed: keep the unfinished search's trials.
+                eprintln!();
+                rep.interrupted = Some(unfinished(frame, trials));
+                save(&rep)?;
+                if let EngineError::Interrupted = e {
+                    return Ok((
+                        Outcome::Interrupted("results measured so far were kept".into()),
+                        rep,
+                    ));
+                }
+                return Err(e.into());
+            }
+        }
+        save(&rep)?;
+    }
+    Ok((Outcome::Passed, rep))
+}
