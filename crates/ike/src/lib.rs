@@ -1,11 +1,34 @@
 //! IKEv2 (RFC 7296) for linerate as the peer of one VPN gateway, as an
 //! IPsec tester is: linerate negotiates a CHILD_SA with the gateway and
-//! then encrypts and decrypts the test frames itself (linerate-esp).
+//! then encrypts and decrypts the test frames itself (linerate-esp), so
+//! the gateway's IPsec throughput is measured without a second IPsec
+//! implementation in the way.
 //!
+//! What a test needs, and only that: the initiator with a pre-shared key
+//! (RFC 7296 §2.15), one CHILD_SA in tunnel mode for the test networks,
+//! ESP in UDP on port 4500 forced by NAT detection (RFC 3948), the
+//! gateway's liveness checks answered, and the IKE SA deleted at the end.
+//!
+//! - [`Session::connect`]: IKE_SA_INIT and IKE_AUTH; the result holds the
+//!   [`ChildSa`]: two [`SaKeys`] for the data path, the traffic selectors
+//!   the gateway accepted, the UDP addresses.
+//! - [`Session::poll`] while the test runs, [`Session::delete`] after.
+//! - [`IkeProposals`]: strongSwan's proposal syntax
+//!   (`aes256-sha256-modp2048`); ESP suites are `linerate_esp::EspSuite`.
 //! - [`wire`]: the message format, whose parser takes any bytes.
 
+mod crypto;
 pub mod error;
+mod proposal;
+mod protect;
+pub mod sa;
+pub mod session;
 pub mod wire;
 
-pub use error::ConfigError;
+pub use crypto::{DhGroup, Encr, Integ, Prf};
+pub use error::{ConfigError, IkeError};
+pub use linerate_esp::{EspSuite, SaKeys};
+pub use proposal::{IkeProposal, IkeProposals, IkeSuite, ProposalError};
+pub use sa::ChildSa;
+pub use session::{Config, Event, Ports, Psk, Retransmit, Session, Sockets};
 pub use wire::{Identity, ParseError, TrafficSelector};
