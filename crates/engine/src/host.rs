@@ -21,6 +21,11 @@ pub struct HostConfig {
     /// destinations of a `dst-ip` flow range, so the DUT can deliver to
     /// each of them (the 100GE report's 254 destinations).
     pub also_answers: Option<(Ipv4Addr, Ipv4Addr)>,
+    /// A VPN peer's inner address: the test frames come from (and go to)
+    /// this address in the network the peer protects, while `ip` is the
+    /// tunnel's outer end, which the host answers ARP for and IKE and ESP
+    /// use. None: the test frames use `ip`.
+    pub inner: Option<Ipv4Addr>,
     /// IPv6 tests: the host's IPv6 address and gateway; the test frames
     /// are IPv6 and the gateway is resolved by Neighbor Discovery.
     pub ipv6: Option<Ipv6Host>,
@@ -61,9 +66,10 @@ impl HostConfig {
 
     /// The address test frames come from (to this host: go to).
     pub fn test_ip(&self) -> IpAddr {
-        match &self.ipv6 {
-            Some(v6) => v6.ip.into(),
-            None => self.ip.into(),
+        match (&self.ipv6, self.inner) {
+            (Some(v6), _) => v6.ip.into(),
+            (None, Some(inner)) => inner.into(),
+            (None, None) => self.ip.into(),
         }
     }
 
@@ -166,6 +172,7 @@ mod tests {
             gateway: Ipv4Addr::new(198, 18, 0, 1),
             gateway_mac: None,
             also_answers: None,
+            inner: None,
             ipv6: None,
             vlan: None,
         }

@@ -10,6 +10,7 @@ pub mod capture;
 pub mod cpu;
 pub mod generator;
 pub mod host;
+pub mod ipsec;
 pub mod latency_sampling;
 pub mod pacer;
 pub mod receiver;

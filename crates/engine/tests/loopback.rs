@@ -28,6 +28,7 @@ fn engine_in(imp: Impairment, v6: Option<()>, vlan: Option<VlanTag>) -> Engine {
         gateway: ip_b,
         gateway_mac: None,
         also_answers: None,
+        inner: None,
         ipv6: None,
         vlan: None,
     };
@@ -37,6 +38,7 @@ fn engine_in(imp: Impairment, v6: Option<()>, vlan: Option<VlanTag>) -> Engine {
         gateway: ip_a,
         gateway_mac: None,
         also_answers: None,
+        inner: None,
         ipv6: None,
         vlan: None,
     };

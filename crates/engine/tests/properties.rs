@@ -47,6 +47,7 @@ fn host(v6: bool, vlan: Option<u16>) -> HostConfig {
         gateway: GATEWAY,
         gateway_mac: None,
         also_answers: Some((Ipv4Addr::new(198, 19, 1, 0), Ipv4Addr::new(198, 19, 1, 255))),
+        inner: None,
         ipv6: v6.then_some(Ipv6Host {
             ip: IP6,
             prefix_len: 64,

@@ -130,6 +130,7 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
                 gateway: p.gateway,
                 gateway_mac: None,
                 also_answers: None,
+                inner: None,
                 ipv6: (encap.ip == IpVersion::V6).then(|| Ipv6Host {
                     ip: LAB_IPV6[side].0,
                     prefix_len: LAB_IPV6_PREFIX,
@@ -722,6 +723,7 @@ pub fn host_config(
         gateway: Ipv4Addr::UNSPECIFIED,
         gateway_mac,
         also_answers: None,
+        inner: None,
         ipv6: None,
         vlan: encap.vlan,
     };

@@ -92,6 +92,7 @@ pub fn run(plan: CalibratePlan, interrupt: &AtomicBool) -> Result<Outcome> {
         gateway,
         gateway_mac: None,
         also_answers: None,
+        inner: None,
         ipv6: None,
         vlan: None,
     };
