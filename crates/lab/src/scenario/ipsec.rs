@@ -23,7 +23,7 @@ use super::tunnel::unavailable;
 use super::wireguard::{pin, Daemons};
 use crate::{netns, LabError};
 use linerate_helper::{DieWithParent, PrivateDir};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -85,6 +85,86 @@ fn first_existing(paths: &[&'static str]) -> Option<&'static str> {
     paths.iter().copied().find(|p| Path::new(p).exists())
 }
 
+/// strongSwan's programs on this machine: charon (with its kernel-libipsec
+/// plugin) and swanctl.
+pub(crate) struct Strongswan {
+    charon: &'static str,
+    swanctl: PathBuf,
+}
+
+impl Strongswan {
+    /// Finds charon, the kernel-libipsec plugin and swanctl, or says how to
+    /// install them.
+    pub(crate) fn find() -> Result<Strongswan, LabError> {
+        let charon = first_existing(&CHARON).ok_or_else(|| {
+            unavailable("IPsec needs strongSwan's charon: install it with 'apt-get install strongswan-charon strongswan-swanctl libcharon-extra-plugins'")
+        })?;
+        if first_existing(&LIBIPSEC_PLUGIN).is_none() {
+            return Err(unavailable("IPsec needs strongSwan's kernel-libipsec plugin (this kernel has no ESP): install it with 'apt-get install libcharon-extra-plugins'"));
+        }
+        let swanctl = netns::find_tool("swanctl").ok_or_else(|| {
+            unavailable("IPsec needs swanctl: install it with 'apt-get install strongswan-swanctl'")
+        })?;
+        Ok(Strongswan { charon, swanctl })
+    }
+
+    /// Starts charon in namespace `ns` with `private` as its /run, where
+    /// its strongswan.conf must already be: pinned to `cpus`, kept (with
+    /// the directory) in `daemons`. Returns its vici socket (as linerate
+    /// sees it) once charon has opened it.
+    pub(crate) fn start(
+        &self,
+        ns: &str,
+        private: PrivateDir,
+        cpus: &[usize],
+        daemons: &mut Daemons,
+    ) -> Result<PathBuf, LabError> {
+        let dir = private.path().to_path_buf();
+        // `ip netns exec` gives the command a mount namespace of its own:
+        // there the private directory becomes /run, for this charon only.
+        // Paths travel as arguments, never spliced into the script.
+        let script = r#"mount --bind "$1" /run && STRONGSWAN_CONF=/run/strongswan.conf exec "$2""#;
+        let dir_text = path_text(&dir);
+        let child = Command::new(netns::ip_path()?)
+            .args([
+                "netns",
+                "exec",
+                ns,
+                "sh",
+                "-c",
+                script,
+                "sh",
+                &dir_text,
+                self.charon,
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .die_with_parent()
+            .spawn()
+            .map_err(|e| LabError::Spawn {
+                command: format!("{} in {ns}", self.charon),
+                error: e.to_string(),
+            })?;
+        // sh execs charon: the same process, pinned to the DUT CPU.
+        pin(child.id(), cpus);
+        daemons.push_with_dir(child, private);
+        let socket = dir.join("charon.vici");
+        wait_for(&socket, ns)?;
+        Ok(socket)
+    }
+
+    /// Runs swanctl; returns its output.
+    pub(crate) fn swanctl(&self, args: &[&str]) -> Result<String, LabError> {
+        netns::run(&self.swanctl, args)
+    }
+}
+
+/// swanctl's `--uri` for vici socket `socket`.
+pub(crate) fn uri(socket: &Path) -> String {
+    format!("unix://{}", socket.display())
+}
+
 /// Builds the IPsec tunnel between `dut1` (WAN address wan[0], LAN
 /// 198.18.0.0/24) and `dut2` (wan[1], 198.19.0.0/24). Returns the data
 /// path, the check and the daemons.
@@ -95,15 +175,7 @@ pub(crate) fn build(
     suite: IpsecSuite,
     cpus: &[usize],
 ) -> Result<(String, String, Daemons), LabError> {
-    let charon = first_existing(&CHARON).ok_or_else(|| {
-        unavailable("IPsec needs strongSwan's charon: install it with 'apt-get install strongswan-charon strongswan-swanctl libcharon-extra-plugins'")
-    })?;
-    if first_existing(&LIBIPSEC_PLUGIN).is_none() {
-        return Err(unavailable("IPsec needs strongSwan's kernel-libipsec plugin (this kernel has no ESP): install it with 'apt-get install libcharon-extra-plugins'"));
-    }
-    let swanctl = netns::find_tool("swanctl").ok_or_else(|| {
-        unavailable("IPsec needs swanctl: install it with 'apt-get install strongswan-swanctl'")
-    })?;
+    let strongswan = Strongswan::find()?;
     let lans = ["198.18.0.0/24", "198.19.0.0/24"];
     let ids = ["dut1", "dut2"];
     // Both ends share it; nobody else may know it.
@@ -120,8 +192,6 @@ pub(crate) fn build(
             error: e.to_string(),
         })?;
         let dir = private.path().to_path_buf();
-        // As linerate sees it; charon sees the directory as /run.
-        let socket = dir.join("charon.vici");
         let conf = format!(
             "charon {{\n  load = {PLUGINS}\n  install_virtual_ip = no\n  plugins {{\n    vici {{\n      socket = unix:///run/charon.vici\n    }}\n    kernel-libipsec {{\n      mtu = {TUN_MTU}\n    }}\n  }}\n}}\n"
         );
@@ -140,49 +210,22 @@ pub(crate) fn build(
                 .write(name, text.as_bytes())
                 .map_err(|e| io_error(&dir, e))?;
         }
-        // `ip netns exec` gives the command a mount namespace of its own:
-        // there the private directory becomes /run, for this charon only.
-        // Paths travel as arguments, never spliced into the script.
-        let script = r#"mount --bind "$1" /run && STRONGSWAN_CONF=/run/strongswan.conf exec "$2""#;
-        let dir_text = path_text(&dir);
-        let child = Command::new(netns::ip_path()?)
-            .args([
-                "netns", "exec", ns, "sh", "-c", script, "sh", &dir_text, charon,
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .die_with_parent()
-            .spawn()
-            .map_err(|e| LabError::Spawn {
-                command: format!("{charon} in {ns}"),
-                error: e.to_string(),
-            })?;
-        // sh execs charon: the same process, pinned to the DUT CPU.
-        pin(child.id(), cpus);
-        daemons.push_with_dir(child, private);
-        wait_for(&socket, ns)?;
-        let uri = format!("unix://{}", socket.display());
+        let socket = strongswan.start(ns, private, cpus, &mut daemons)?;
+        let uri = uri(&socket);
         let file = dir.join("swanctl.conf");
-        swanctl_run(
-            &swanctl,
-            &["--load-all", "--file", &path_text(&file), "--uri", &uri],
-        )?;
+        strongswan.swanctl(&["--load-all", "--file", &path_text(&file), "--uri", &uri])?;
         sockets.push(uri);
     }
-    swanctl_run(
-        &swanctl,
-        &[
-            "--initiate",
-            "--child",
-            "net",
-            "--timeout",
-            "15",
-            "--uri",
-            &sockets[0],
-        ],
-    )?;
-    let sas = swanctl_run(&swanctl, &["--list-sas", "--uri", &sockets[0]])?;
+    strongswan.swanctl(&[
+        "--initiate",
+        "--child",
+        "net",
+        "--timeout",
+        "15",
+        "--uri",
+        &sockets[0],
+    ])?;
+    let sas = strongswan.swanctl(&["--list-sas", "--uri", &sockets[0]])?;
     if !sas.contains("INSTALLED") {
         return Err(LabError::NotInEffect {
             scenario: String::new(),
@@ -216,11 +259,11 @@ pub(crate) fn build(
     ))
 }
 
-fn path_text(p: &Path) -> String {
+pub(crate) fn path_text(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-fn io_error(dir: &Path, e: std::io::Error) -> LabError {
+pub(crate) fn io_error(dir: &Path, e: std::io::Error) -> LabError {
     LabError::Spawn {
         command: format!("writing {}", dir.display()),
         error: e.to_string(),
@@ -240,10 +283,6 @@ fn wait_for(socket: &Path, ns: &str) -> Result<(), LabError> {
         std::thread::sleep(Duration::from_millis(50));
     }
     Ok(())
-}
-
-fn swanctl_run(swanctl: &Path, args: &[&str]) -> Result<String, LabError> {
-    netns::run(swanctl, args)
 }
 
 #[cfg(test)]
