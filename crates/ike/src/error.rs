@@ -49,6 +49,9 @@ pub enum IkeError {
         error: std::io::Error,
         hint: &'static str,
     },
+    /// ESP in UDP was asked of a gateway that sends raw ESP.
+    #[error("the gateway {gateway} does not encapsulate ESP in UDP (it does no NAT traversal): linerate cannot send or receive its ESP on port 4500")]
+    NoUdpEncapsulation { gateway: Ipv4Addr },
     /// The IKE SA was deleted (by `delete`, or by the gateway).
     #[error("the IKE SA with {gateway} is deleted")]
     Deleted { gateway: Ipv4Addr },

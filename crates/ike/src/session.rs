@@ -299,6 +299,13 @@ struct Transport {
     buf: Vec<u8>,
 }
 
+/// What arrives from the gateway.
+enum Datagram {
+    Ike(Vec<u8>),
+    /// An ESP packet (SPI first) that came in UDP.
+    Esp(Vec<u8>),
+}
+
 /// The four zero bytes before an IKE message on port 4500, where an ESP
 /// packet would have its (never zero) SPI.
 const NON_ESP_MARKER: [u8; 4] = [0; 4];
@@ -341,6 +348,19 @@ impl Transport {
     /// The next IKE message from the gateway before `deadline`; keepalives
     /// and ESP packets (which the data path handles) are skipped.
     fn recv(&mut self, deadline: Instant) -> Result<Option<Vec<u8>>, IkeError> {
+        loop {
+            match self.recv_any(deadline)? {
+                None => return Ok(None),
+                Some(Datagram::Ike(message)) => return Ok(Some(message)),
+                Some(Datagram::Esp(_)) => {}
+            }
+        }
+    }
+
+    /// The next IKE message or ESP packet from the gateway before
+    /// `deadline`. On port 4500 the first four bytes tell them apart: zero
+    /// (the non-ESP marker) before IKE, the SPI (never zero) before ESP.
+    fn recv_any(&mut self, deadline: Instant) -> Result<Option<Datagram>, IkeError> {
         let socket = if self.floated {
             &self.sockets.natt
         } else {
@@ -366,7 +386,7 @@ impl Transport {
                     io::ErrorKind::Interrupted
                     | io::ErrorKind::ConnectionRefused
                     | io::ErrorKind::ConnectionReset => continue,
-                    _ => return Err(IkeError::io("cannot receive IKE messages", e)),
+                    _ => return Err(IkeError::io("cannot receive from the gateway", e)),
                 },
             };
             if from.ip() != self.gateway {
@@ -374,10 +394,15 @@ impl Transport {
             }
             let data = &self.buf[..n];
             if !self.floated {
-                return Ok(Some(data.to_vec()));
+                return Ok(Some(Datagram::Ike(data.to_vec())));
             }
             if n > 4 && data[..4] == NON_ESP_MARKER {
-                return Ok(Some(data[4..].to_vec()));
+                return Ok(Some(Datagram::Ike(data[4..].to_vec())));
+            }
+            // A keepalive is one byte 0xff; ESP has at least an SPI and a
+            // sequence number.
+            if n >= 8 {
+                return Ok(Some(Datagram::Esp(data.to_vec())));
             }
         }
     }
@@ -581,6 +606,49 @@ impl Session {
             if let Some(event) = answer(&mut self.ike, &self.child, &self.transport, &data) {
                 self.note(event);
                 return Ok(self.events.pop_front());
+            }
+        }
+        Ok(None)
+    }
+
+    /// Sends one ESP packet (SPI first, as `linerate_esp::Outbound::seal`
+    /// makes it) to the gateway in UDP from the session's port 4500: for
+    /// functional checks and low rates, where the data path's own sender
+    /// is not needed.
+    pub fn send_esp(&self, packet: &[u8]) -> Result<(), IkeError> {
+        if !self.child.udp_encap {
+            return Err(IkeError::NoUdpEncapsulation {
+                gateway: self.transport.gateway,
+            });
+        }
+        self.transport
+            .sockets
+            .natt
+            .send_to(packet, SocketAddr::V4(self.child.remote))
+            .map(|_| ())
+            .map_err(|e| IkeError::io(format!("cannot send ESP to {}", self.child.remote), e))
+    }
+
+    /// Waits up to `timeout` for an ESP packet from the gateway on the
+    /// session's port 4500 and returns it (SPI first, for
+    /// `linerate_esp::Inbound::open`). The gateway's IKE requests that
+    /// arrive meanwhile are answered; `poll` reports them after.
+    pub fn recv_esp(&mut self, timeout: Duration) -> Result<Option<Vec<u8>>, IkeError> {
+        if !self.child.udp_encap {
+            return Err(IkeError::NoUdpEncapsulation {
+                gateway: self.transport.gateway,
+            });
+        }
+        let deadline = Instant::now() + timeout;
+        while let Some(datagram) = self.transport.recv_any(deadline)? {
+            match datagram {
+                Datagram::Esp(packet) => return Ok(Some(packet)),
+                Datagram::Ike(data) => {
+                    if let Some(event) = answer(&mut self.ike, &self.child, &self.transport, &data)
+                    {
+                        self.note(event);
+                    }
+                }
             }
         }
         Ok(None)
