@@ -22,6 +22,10 @@
 //! - `routes:N`: N host routes (`ip -batch`), for 198.19.0.2 upwards.
 //! - `tunnel:vxlan|wireguard|ipsec[:suite]|gre`: a second DUT and a WAN
 //!   link, the tunnel across it (see `scenario/tunnel.rs`).
+//! - `vpn-gateway[:suite]`: the DUT as an IPsec VPN gateway (strongSwan's
+//!   charon, IKEv2 responder, ESP in user space) whose peer is the tester's
+//!   port B (see `scenario/vpn.rs`); [`Applied::vpn_peer`] tells the tester
+//!   how to be that peer.
 //! - `xdp-router`: the DUT forwards with an XDP program.
 //! - `drop-test`: a counted nftables rule that drops everything from
 //!   [`DROP_SOURCE`]; the tester sends every other frame from there (the
@@ -33,14 +37,18 @@ mod ipsec;
 mod nft;
 mod routes;
 mod tunnel;
+mod vici;
+mod vpn;
 mod wireguard;
 mod xdp;
 
 use crate::{netns, Lab, LabError};
+use linerate_esp::EspSuite;
 use std::fmt;
 
 pub use ipsec::IpsecSuite;
 pub use tunnel::TunnelKind;
+pub use vpn::{SaCounters, VpnPeer, VPN_IKE_PROPOSALS, VPN_INNER_ADDRESS, VPN_LAN, VPN_REMOTE_NET};
 pub(crate) use wireguard::remove_leftover_sockets;
 
 /// Most rules an ACL or firewall scenario may load.
@@ -57,6 +65,8 @@ pub enum Part {
     Firewall(u32),
     Routes(u32),
     Tunnel(TunnelKind),
+    /// The DUT as an IPsec gateway with this ESP suite, the tester its peer.
+    VpnGateway(EspSuite),
     XdpRouter,
     DropTest,
 }
@@ -79,8 +89,10 @@ pub struct Scenario {
 pub enum ScenarioError {
     #[error("--scenario is empty: name one, e.g. lan-lan, wan-lan, acl:12, firewall:50, routes:900000, tunnel:vxlan, xdp-router")]
     Empty,
-    #[error("--scenario '{0}' is unknown: use lan-lan, wan-lan, acl:N, firewall:N, routes:N, tunnel:vxlan|wireguard|gre|ipsec[:aes-cbc-sha256|aes-gcm|null] or xdp-router, joined with '+', several separated by ','")]
+    #[error("--scenario '{0}' is unknown: use lan-lan, wan-lan, acl:N, firewall:N, routes:N, tunnel:vxlan|wireguard|gre|ipsec[:aes-cbc-sha256|aes-gcm|null], vpn-gateway[:SUITE] or xdp-router, joined with '+', several separated by ','")]
     Unknown(String),
+    #[error("--scenario '{0}': unknown ESP suite: use vpn-gateway or vpn-gateway:SUITE with SUITE one of {suites}, aes-gcm (= aes128gcm16) or aes-cbc-sha256 (= aes128-sha256)", suites = EspSuite::NAMES.join(", "))]
+    UnknownSuite(String),
     #[error(
         "--scenario '{part}': {what} must be a whole number from {min} to {max}, e.g. {example}"
     )]
@@ -140,6 +152,7 @@ impl Scenario {
             ("firewall", count(|p| matches!(p, Part::Firewall(_)))),
             ("routes", count(|p| matches!(p, Part::Routes(_)))),
             ("tunnel", count(|p| matches!(p, Part::Tunnel(_)))),
+            ("vpn-gateway", count(|p| matches!(p, Part::VpnGateway(_)))),
             ("xdp-router", count(|p| matches!(p, Part::XdpRouter))),
             ("drop-test", count(|p| matches!(p, Part::DropTest))),
         ] {
@@ -148,6 +161,18 @@ impl Scenario {
             }
         }
         let has = |f: fn(&Part) -> bool| count(f) > 0;
+        if has(|p| matches!(p, Part::VpnGateway(_))) {
+            for part in &self.parts {
+                let reason = match part {
+                    Part::Tunnel(_) => "vpn-gateway makes the lab's one DUT the IPsec gateway and the tester its peer, a tunnel scenario puts a second DUT between them: choose one",
+                    Part::XdpRouter => "xdp-router forwards before the kernel routes into the gateway's TUN device, so test frames would bypass the gateway's ESP: choose one",
+                    Part::WanLan => "the gateway's traffic leaves its WAN side inside ESP from its own address, so wan-lan's masquerade has nothing to translate: choose one",
+                    Part::Routes(_) => "routes:N's host routes (198.19.0.2 upwards) reach into 198.19.1.0/24, the network the gateway must reach through the tunnel only: choose one",
+                    _ => continue,
+                };
+                return Err(conflict(reason));
+            }
+        }
         if has(|p| matches!(p, Part::XdpRouter))
             && has(|p| {
                 matches!(
@@ -168,6 +193,14 @@ impl Scenario {
             ));
         }
         Ok(())
+    }
+
+    /// The VPN gateway's ESP suite, when this is a `vpn-gateway` scenario.
+    pub fn vpn_gateway(&self) -> Option<EspSuite> {
+        self.parts.iter().find_map(|p| match p {
+            Part::VpnGateway(s) => Some(*s),
+            _ => None,
+        })
     }
 
     /// The tunnel of this scenario, if any.
@@ -203,6 +236,13 @@ impl Scenario {
             let article = if label.starts_with('I') { "an" } else { "a" };
             format!(
                 "DUT-to-DUT over {article} {label} tunnel across a WAN link, two lab Linux routers"
+            )
+        } else if let Some(suite) = self.vpn_gateway() {
+            format!(
+                "VPN gateway: IKEv2 responder (strongSwan charon, kernel-libipsec: ESP in UDP 4500 in user space), PSK, ESP {}, LAN {}, protected remote network {} behind the tester's port B",
+                suite.name(),
+                vpn::net_text(VPN_LAN),
+                vpn::net_text(VPN_REMOTE_NET)
             )
         } else if self.parts.contains(&Part::XdpRouter) {
             "LAN-LAN routing, lab Linux router forwarding with XDP (bpf_fib_lookup + bpf_redirect)"
@@ -256,6 +296,7 @@ impl Scenario {
             rule_counter: None,
             xdp: None,
             drop_rule: false,
+            vpn: None,
         };
         let dut = lab.dut_netns().to_string();
         let not_in_effect = |detail: String| LabError::NotInEffect {
@@ -279,6 +320,18 @@ impl Scenario {
         for part in &self.parts {
             match *part {
                 Part::LanLan | Part::Tunnel(_) => {}
+                Part::VpnGateway(suite) => {
+                    let gateway = vpn::build(lab, suite).map_err(|e| match e {
+                        LabError::Unavailable { reason, .. } => LabError::Unavailable {
+                            scenario: self.spec.clone(),
+                            reason,
+                        },
+                        other => not_in_effect_or(self)(other),
+                    })?;
+                    applied.checks.push(gateway.check.clone());
+                    applied.data_path = Some(gateway.data_path.clone());
+                    applied.vpn = Some(gateway);
+                }
                 Part::WanLan => {
                     let check = nft::masquerade(&dut).map_err(not_in_effect_or(self))?;
                     applied.checks.push(check);
@@ -363,6 +416,10 @@ fn parse_part(piece: &str) -> Result<Part, ScenarioError> {
         ("tunnel", Some(v)) => TunnelKind::parse(v)
             .map(Part::Tunnel)
             .ok_or_else(|| ScenarioError::Unknown(piece.to_string())),
+        ("vpn-gateway", None) => Ok(Part::VpnGateway(EspSuite::Aes128Gcm16)),
+        ("vpn-gateway", Some(v)) => vpn::parse_suite(v)
+            .map(Part::VpnGateway)
+            .ok_or_else(|| ScenarioError::UnknownSuite(piece.to_string())),
         _ => Err(ScenarioError::Unknown(piece.to_string())),
     }
 }
@@ -383,6 +440,9 @@ pub struct Applied {
     xdp: Option<xdp::Router>,
     /// A drop test's drop rule is loaded (its counter is read after traffic).
     drop_rule: bool,
+    /// The VPN gateway: charon and its private directory, stopped and
+    /// removed on drop.
+    vpn: Option<vpn::Gateway>,
 }
 
 /// Counters of one interface.
@@ -437,6 +497,9 @@ impl Applied {
         if let Some(t) = &self.tunnel {
             seen.push(t.traffic_seen().map_err(fail)?);
         }
+        if let Some(gateway) = &self.vpn {
+            seen.extend(gateway.traffic_seen().map_err(fail)?);
+        }
         Ok(seen)
     }
 
@@ -457,22 +520,51 @@ impl Applied {
     /// Whether the data path runs in user space (so the DUT's CPU load must
     /// count its processes' user time too).
     pub fn user_space(&self) -> bool {
-        self.tunnel.as_ref().is_some_and(|t| t.user_space)
+        self.tunnel.as_ref().is_some_and(|t| t.user_space) || self.vpn.is_some()
     }
 
     /// The processes of a user-space data path (boringtun, charon), whose
     /// user time is DUT work.
     pub fn data_path_pids(&self) -> Vec<u32> {
-        self.tunnel
+        let mut pids = self
+            .tunnel
             .as_ref()
             .filter(|t| t.user_space)
             .map(|t| t.daemon_pids())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if let Some(gateway) = &self.vpn {
+            pids.extend(gateway.pids());
+        }
+        pids
     }
 
-    /// The WAN link's counters (tunnel scenarios), as the first DUT sends.
+    /// The WAN link's counters: for tunnels as the first DUT sends on it
+    /// (wan1), for the VPN gateway its interface towards the peer (dut-b).
     pub fn wan_counters(&self) -> Option<Result<LinkCounters, LabError>> {
+        if let Some(gateway) = &self.vpn {
+            return Some(gateway.wan_counters());
+        }
         self.tunnel.as_ref().map(|t| t.wan_counters())
+    }
+
+    /// What the tester needs to be the VPN gateway's IPsec peer
+    /// (`vpn-gateway` scenarios).
+    pub fn vpn_peer(&self) -> Option<&VpnPeer> {
+        self.vpn.as_ref().map(|g| &g.peer)
+    }
+
+    /// The VPN gateway's CHILD_SAs with their counters (packets and bytes
+    /// in and out, SPIs), read from charon over vici, for the tester to
+    /// compare with its own. Fails for a scenario without the gateway.
+    pub fn ipsec_sa_counters(&self) -> Result<Vec<SaCounters>, LabError> {
+        match &self.vpn {
+            Some(gateway) => gateway.counters(),
+            None => Err(LabError::Unavailable {
+                scenario: self.scenario.spec.clone(),
+                reason: "it has no IPsec gateway: only vpn-gateway has CHILD_SA counters to read"
+                    .into(),
+            }),
+        }
     }
 }
 
@@ -529,8 +621,8 @@ fn plural<'a>(n: u32, one: &'a str, many: &'a str) -> &'a str {
 }
 
 /// 4096 as "4,096".
-pub(crate) fn thousands(n: u32) -> String {
-    let digits = n.to_string();
+pub(crate) fn thousands(n: impl Into<u64>) -> String {
+    let digits = n.into().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i) % 3 == 0 {
@@ -564,6 +656,23 @@ mod tests {
             Scenario::parse("tunnel:ipsec:aes-gcm").unwrap().tunnel(),
             Some(TunnelKind::Ipsec(IpsecSuite::AesGcm))
         );
+        assert_eq!(
+            Scenario::parse("vpn-gateway").unwrap().parts,
+            [Part::VpnGateway(EspSuite::Aes128Gcm16)]
+        );
+        for (text, suite) in [
+            ("vpn-gateway:aes256gcm16", EspSuite::Aes256Gcm16),
+            ("VPN-Gateway:AES128-SHA1", EspSuite::Aes128Sha1),
+            ("vpn-gateway:aes256-sha512", EspSuite::Aes256Sha512),
+            ("vpn-gateway:aes-gcm", EspSuite::Aes128Gcm16),
+            ("vpn-gateway:aes-cbc-sha256", EspSuite::Aes128Sha256),
+            ("vpn-gateway:aes-sha256", EspSuite::Aes128Sha256),
+            ("vpn-gateway:aes256-sha256+acl:3", EspSuite::Aes256Sha256),
+        ] {
+            let s = Scenario::parse(text).unwrap();
+            assert_eq!(s.vpn_gateway(), Some(suite), "{text}");
+            assert_eq!(s.tunnel(), None, "{text}");
+        }
         let list = Scenario::parse_list("acl:1,acl:2,acl:12").unwrap();
         assert_eq!(
             list.iter().map(|s| s.spec.as_str()).collect::<Vec<_>>(),
@@ -589,6 +698,14 @@ mod tests {
             ("tunnel:vxlan+wan-lan", "tunnel scenario"),
             ("drop-test+drop-test", "more than once"),
             ("xdp-router+drop-test", "nftables"),
+            ("vpn-gateway:null", "unknown ESP suite"),
+            ("vpn-gateway:", "aes128gcm16, aes256gcm16"),
+            ("vpn-gateway+vpn-gateway:aes-gcm", "more than once"),
+            ("vpn-gateway+tunnel:ipsec", "second DUT"),
+            ("tunnel:vxlan+vpn-gateway", "second DUT"),
+            ("vpn-gateway+xdp-router", "bypass"),
+            ("vpn-gateway+wan-lan", "masquerade"),
+            ("routes:10+vpn-gateway", "198.19.1.0/24"),
         ] {
             let err = Scenario::parse_list(text).unwrap_err().to_string();
             assert!(err.contains(needle), "{text}: {err}");
@@ -613,6 +730,14 @@ mod tests {
             .description()
             .contains("VXLAN tunnel"));
         assert_eq!(Scenario::parse("acl:0").unwrap().parts, [Part::Acl(0)]);
+        let d = Scenario::parse("vpn-gateway:aes256-sha512+acl:2")
+            .unwrap()
+            .description();
+        assert!(
+            d.starts_with("VPN gateway: IKEv2 responder (strongSwan charon, kernel-libipsec: ESP in UDP 4500 in user space), PSK, ESP aes256-sha512, LAN 198.18.0.0/24, protected remote network 198.19.1.0/24 behind the tester's port B"),
+            "{d}"
+        );
+        assert!(d.contains("ACL of 2"), "{d}");
         assert!(Scenario::parse("firewall:1")
             .unwrap()
             .description()

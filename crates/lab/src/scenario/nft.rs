@@ -12,6 +12,8 @@ const FILTER_TABLE: &str = "linerate_filter";
 const NAT_TABLE: &str = "linerate_nat";
 /// Table of the drop test's drop rule.
 const DROP_TABLE: &str = "linerate_drop";
+/// Table of the VPN gateway's policy for clear packets.
+const VPN_TABLE: &str = "linerate_vpn";
 /// The lab's test networks (RFC 2544 Appendix C): what the permit rule
 /// lets through, in both directions.
 const TEST_NET: &str = "198.18.0.0/15";
@@ -121,6 +123,37 @@ pub(crate) fn drop_from(ns: &str, source: Ipv4Addr) -> Result<String, LabError> 
 /// Packets the drop test's rule dropped.
 pub(crate) fn drop_count(ns: &str) -> Result<u64, LabError> {
     let rules = chain_rules(ns, DROP_TABLE)?;
+    Ok(rules.iter().find_map(counter_packets).unwrap_or_default())
+}
+
+/// The ruleset of `vpn-gateway`'s inbound policy: a counted rule dropping
+/// every packet from the protected remote network `net` that arrives in
+/// the clear on the WAN interface `wan_if`, as the kernel's IPsec policy
+/// would (kernel-libipsec installs no policies: its decrypted packets come
+/// from the TUN device, and without this rule the router would forward
+/// clear ones too). A base chain of its own, before the others.
+pub(crate) fn vpn_clear_ruleset(net: &str, wan_if: &str) -> String {
+    format!(
+        "table ip {VPN_TABLE} {{\n  chain forward {{\n    type filter hook forward priority -20; policy accept;\n    iifname \"{wan_if}\" ip saddr {net} counter drop comment \"clear from the protected network\"\n  }}\n}}\n"
+    )
+}
+
+/// `vpn-gateway`: loads the clear-packet drop rule and reads it back.
+pub(crate) fn vpn_clear_drop(ns: &str, net: &str, wan_if: &str) -> Result<(), LabError> {
+    load(ns, "vpn.nft", &vpn_clear_ruleset(net, wan_if))?;
+    let rules = chain_rules(ns, VPN_TABLE)?;
+    if rules.len() != 1 || !has_statement(&rules[0], "drop") {
+        return Err(not_in_effect(format!(
+            "nft lists {} rules in table ip {VPN_TABLE}, not the one drop rule loaded",
+            rules.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Clear packets from the protected network the gateway dropped.
+pub(crate) fn vpn_clear_count(ns: &str) -> Result<u64, LabError> {
+    let rules = chain_rules(ns, VPN_TABLE)?;
     Ok(rules.iter().find_map(counter_packets).unwrap_or_default())
 }
 
@@ -265,6 +298,17 @@ mod tests {
         assert!(text.contains("priority -10; policy accept;"), "{text}");
         assert!(
             text.contains("ip saddr 198.18.0.200 counter drop"),
+            "{text}"
+        );
+        assert_eq!(text.matches(" drop").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn vpn_rule_drops_only_clear_packets_from_the_protected_network() {
+        let text = vpn_clear_ruleset("198.19.1.0/24", "dut-b");
+        assert!(text.contains("priority -20; policy accept;"), "{text}");
+        assert!(
+            text.contains("iifname \"dut-b\" ip saddr 198.19.1.0/24 counter drop"),
             "{text}"
         );
         assert_eq!(text.matches(" drop").count(), 1, "{text}");
