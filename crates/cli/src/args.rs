@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 pub mod frames;
 mod goodput;
+pub mod ipsec;
 pub mod methods;
 pub mod record;
 pub use goodput::{HttpArgs, StackPortArgs, TcpArgs};
@@ -180,6 +181,8 @@ pub struct PortArgs {
     pub drop_from: Option<std::net::IpAddr>,
     #[command(flatten)]
     pub encap: EncapArgs,
+    #[command(flatten)]
+    pub ipsec: ipsec::IpsecArgs,
 }
 
 #[derive(Args, Debug)]

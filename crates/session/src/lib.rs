@@ -18,6 +18,7 @@ pub mod dut_cpu;
 pub mod error;
 mod events;
 pub mod exit;
+pub mod ipsec;
 pub mod outputs;
 pub mod plan;
 pub mod ports;

@@ -59,6 +59,8 @@ pub struct BedPlan {
     pub encap: Encap,
     /// `--line-speed`; None: the speed the link reports, else 10G.
     pub line_speed_bps: Option<u64>,
+    /// `--ipsec`: port B is the VPN peer of the gateway.
+    pub ipsec: Option<crate::ipsec::IpsecPlan>,
 }
 
 /// The two tester ports and the DUT between them.

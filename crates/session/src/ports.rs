@@ -23,6 +23,9 @@ use std::time::Duration;
 /// close before a lab made for this run is removed.
 pub struct TestBed {
     pub engine: Engine,
+    /// `--ipsec`: the tunnel to the gateway; its IKE SA is deleted when the
+    /// bed drops (after the engine has let go of the ports, before the lab).
+    pub ipsec: Option<crate::ipsec::IpsecPeer>,
     pub line_bps: u64,
     /// Where the line speed came from, for the report.
     pub line_speed_source: String,
@@ -163,14 +166,48 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         }
     };
     let (a_name, b_name) = (a.0.clone(), b.0.clone());
+    // IPsec is negotiated before the engine opens the ports: a socket
+    // engine's XDP program on port B would take the gateway's answers.
+    let mut ipsec = match &plan.ipsec {
+        Some(p) => Some(crate::ipsec::IpsecPeer::establish(
+            p,
+            b.1.as_deref(),
+            &b.0,
+            &host_b,
+            &host_a,
+        )?),
+        None => None,
+    };
+    let receiver = match (&ipsec, plan.receiver) {
+        (None, r) => r,
+        (Some(_), ReceiverChoice::Kernel) => bail!(BadInput, "--ipsec decrypts the gateway's ESP frames in user space, where the in-kernel counter cannot: leave out --receiver kernel"),
+        (Some(_), _) => ReceiverChoice::Socket,
+    };
+    if ipsec.is_some() && plan.engine == "xdp" {
+        bail!(BadInput, "--ipsec encrypts and decrypts every frame in user space, and the xdp engine builds and counts frames in the kernel: use --engine af_xdp or af_packet (or auto)");
+    }
+    if let Some(peer) = &ipsec {
+        host_b.inner = Some(peer.inner);
+        eprintln!("linerate: {}", peer.note());
+    }
     // A deep lab's tester ports receive through their CPU's backlog: the
     // receivers' XDP programs attach behind it.
     let deep = placement
         .as_ref()
         .is_some_and(|p| p.ring.is_some_and(|r| r > linerate_lab::VETH_RING));
     opts.generic_xdp = deep;
-    let ((a, b, engine_name), engine_reason) =
-        open_engine(&plan.engine, &a, &b, &opts, plan.tx_threads, plan.receiver)?;
+    let ((a, mut b, engine_name), engine_reason) =
+        open_engine(&plan.engine, &a, &b, &opts, plan.tx_threads, receiver)?;
+    let direction = ipsec.as_ref().map(|p| p.record.direction);
+    if let Some((send, receive)) = ipsec.as_mut().and_then(|p| p.transforms()) {
+        use crate::ipsec::Direction;
+        let (send, receive) = match direction {
+            Some(Direction::Encrypt) => (None, Some(receive)),
+            Some(Direction::Decrypt) => (Some(send), None),
+            _ => (Some(send), Some(receive)),
+        };
+        b.set_transforms(send, receive, engine_name)?;
+    }
     // In the lab, the tester ports' receive work leaves the DUT's CPU (a
     // deep lab's ports have no NAPI: their backlog is on the tester's CPU).
     if let Some(p) = placement.as_ref().filter(|p| !p.shared_core && !deep) {
@@ -221,9 +258,20 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
     if let Some(note) = cfg.tx_placement_note() {
         eprintln!("linerate: note: {note}");
     }
-    let engine = Engine::new(a, host_a, b, host_b, cfg);
+    // Decryption: linerate's port B encrypts, the frames go B -> A.
+    let decrypt = direction == Some(crate::ipsec::Direction::Decrypt);
+    let cfg = EngineConfig {
+        bidirectional: cfg.bidirectional || direction == Some(crate::ipsec::Direction::Both),
+        ..cfg
+    };
+    let engine = if decrypt {
+        Engine::new(b, host_b, a, host_a, cfg)
+    } else {
+        Engine::new(a, host_a, b, host_b, cfg)
+    };
     Ok(TestBed {
         engine,
+        ipsec,
         line_bps,
         line_speed_source,
         engine_reason,

@@ -49,6 +49,13 @@ impl PortArgs {
                 },
             }
         };
+        let ipsec = self.ipsec.plan(self.lab || scenario, scenario)?;
+        if ipsec.is_some() && !encap.is_default() {
+            bail!(
+                BadInput,
+                "--ipsec tests untagged IPv4 through the tunnel: leave out --ipv6 and --vlan"
+            );
+        }
         let line_speed_bps = self
             .line_speed
             .as_deref()
@@ -67,6 +74,7 @@ impl PortArgs {
             drop_from: self.drop_from,
             encap,
             line_speed_bps,
+            ipsec,
         })
     }
 }

@@ -1,0 +1,116 @@
+//! `--ipsec` and its options: port B is the VPN peer of the gateway (every
+//! packet command has them, through `PortArgs`).
+
+use clap::Args;
+use linerate_session::error::{bail, err, Result};
+use linerate_session::ipsec::{Direction, IpsecPlan, Net};
+use std::path::PathBuf;
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct IpsecArgs {
+    /// Port B is the IPsec peer of the gateway (IKEv2 with a pre-shared key, ESP in UDP 4500): linerate encrypts what it sends there and decrypts what it receives, so the gateway's own encryption and decryption throughput is measured. Port A is the gateway's LAN side. In the lab: --scenario vpn-gateway.
+    #[arg(long)]
+    pub ipsec: bool,
+    /// The pre-shared key, in a file only its owner can read (chmod 600); never on the command line, where ps shows it.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
+    /// The network linerate emulates behind itself, which the tunnel protects; the test frames come from its second address, or from the one given (198.19.1.0/24 or 198.19.1.7/24).
+    #[arg(long, value_name = "CIDR")]
+    pub remote_net: Option<String>,
+    /// The gateway's protected LAN (default: port A's subnet).
+    #[arg(long, value_name = "CIDR")]
+    pub local_net: Option<String>,
+    /// The gateway's IKE address when it is not --gw-b.
+    #[arg(long, value_name = "ADDR")]
+    pub ipsec_gateway: Option<std::net::Ipv4Addr>,
+    /// IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions.
+    #[arg(long, value_name = "PROPOSAL")]
+    pub ike: Option<String>,
+    /// The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's).
+    #[arg(long, value_name = "SUITE")]
+    pub esp: Option<String>,
+    /// linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain.
+    #[arg(long, value_name = "ID")]
+    pub ipsec_id: Option<String>,
+    /// The identity the gateway must show.
+    #[arg(long, value_name = "ID")]
+    pub ipsec_remote_id: Option<String>,
+    /// Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate).
+    #[arg(long, value_name = "encrypt|decrypt|both")]
+    pub direction: Option<String>,
+}
+
+impl IpsecArgs {
+    /// The IPsec plan: with `--ipsec`, or in the lab with a scenario (which
+    /// may make the DUT a VPN gateway and fill in the rest). An IPsec
+    /// option without either is refused.
+    pub fn plan(&self, lab: bool, scenario: bool) -> Result<Option<IpsecPlan>> {
+        let given = self.given();
+        if !self.ipsec && !scenario {
+            if let Some(option) = given.first() {
+                bail!(BadInput, "{option} applies with --ipsec: add --ipsec (port B is then the gateway's VPN peer) or leave it out");
+            }
+            return Ok(None);
+        }
+        if self.ipsec && lab && !scenario {
+            bail!(
+                BadInput,
+                "--ipsec in the lab needs a DUT that is a VPN gateway: add --scenario vpn-gateway"
+            );
+        }
+        if !self.ipsec && given.is_empty() {
+            return Ok(None);
+        }
+        let net = |text: &Option<String>, option| {
+            text.as_deref().map(|t| Net::parse(t, option)).transpose()
+        };
+        let esp = self
+            .esp
+            .as_deref()
+            .map(|t| t.parse().map_err(|e| err!(BadInput, "--esp: {e}")))
+            .transpose()?;
+        let ike = self
+            .ike
+            .as_deref()
+            .map(|t| linerate_ike::IkeProposals::parse(t).map_err(|e| err!(BadInput, "--ike: {e}")))
+            .transpose()?;
+        let direction = match self.direction.as_deref() {
+            None => Direction::Decrypt,
+            Some(t) => Direction::parse(t).ok_or_else(|| {
+                err!(
+                    BadInput,
+                    "--direction {t} is not a direction: use encrypt, decrypt or both"
+                )
+            })?,
+        };
+        Ok(Some(IpsecPlan {
+            gateway: self.ipsec_gateway,
+            psk_file: self.psk_file.clone(),
+            remote_net: net(&self.remote_net, "--remote-net")?,
+            local_net: net(&self.local_net, "--local-net")?,
+            ike,
+            esp,
+            local_id: self.ipsec_id.as_deref().map(IpsecPlan::identity),
+            remote_id: self.ipsec_remote_id.as_deref().map(IpsecPlan::identity),
+            direction,
+        }))
+    }
+
+    /// The IPsec options given, as the command line names them.
+    fn given(&self) -> Vec<&'static str> {
+        [
+            (self.psk_file.is_some(), "--psk-file"),
+            (self.remote_net.is_some(), "--remote-net"),
+            (self.local_net.is_some(), "--local-net"),
+            (self.ipsec_gateway.is_some(), "--ipsec-gateway"),
+            (self.ike.is_some(), "--ike"),
+            (self.esp.is_some(), "--esp"),
+            (self.ipsec_id.is_some(), "--ipsec-id"),
+            (self.ipsec_remote_id.is_some(), "--ipsec-remote-id"),
+            (self.direction.is_some(), "--direction"),
+        ]
+        .into_iter()
+        .filter_map(|(given, name)| given.then_some(name))
+        .collect()
+    }
+}

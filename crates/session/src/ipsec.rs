@@ -1,0 +1,443 @@
+//! linerate as the IPsec peer of one VPN gateway (`--ipsec`): port A is the
+//! gateway's LAN side, port B its WAN side, where linerate negotiates a
+//! CHILD_SA by IKEv2 (linerate-ike) and then encrypts and decrypts the test
+//! frames itself (the engine's ESP transforms): the gateway's own
+//! encryption and decryption throughput, as an IXIA that is a VPN peer
+//! measures it.
+//!
+//! IKE runs over the kernel's UDP stack in port B's namespace, before the
+//! engine opens the ports: linerate's outer address is put on port B for
+//! the negotiation (when the port does not have it already) and taken off
+//! again, so that during the trials the kernel takes no part in the ESP
+//! traffic. At the end the address returns for the IKE SA's Delete.
+//! While the address is off, the gateway's liveness checks are not
+//! answered: a gateway with dead peer detection shorter than the run may
+//! tear the tunnel down (the ESP counters then show unknown SPIs).
+
+use crate::error::{bail, err, Result};
+use linerate_engine::ipsec::{EspCounts, EspReceive, EspSend, SharedCounts};
+use linerate_engine::transform::{ReceiveTransform, SendTransform};
+use linerate_engine::HostConfig;
+use linerate_esp::{EspSuite, Inbound, Outbound};
+use linerate_ike::{Config, Identity, IkeProposals, Ports, Psk, Session, Sockets, TrafficSelector};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Which way the test frames cross the gateway's tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Port A -> port B: clear frames into the LAN, the gateway encrypts,
+    /// linerate decrypts and counts: the gateway's encryption throughput.
+    Encrypt,
+    /// Port B -> port A: linerate encrypts, the gateway decrypts and
+    /// forwards into the LAN: its decryption throughput.
+    Decrypt,
+    /// Both at once, each half the rate.
+    Both,
+}
+
+impl Direction {
+    pub fn parse(text: &str) -> Option<Direction> {
+        match text {
+            "encrypt" => Some(Direction::Encrypt),
+            "decrypt" => Some(Direction::Decrypt),
+            "both" => Some(Direction::Both),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Encrypt => "encrypt",
+            Direction::Decrypt => "decrypt",
+            Direction::Both => "both",
+        }
+    }
+
+    /// What the gateway does to the test frames, for notes and titles.
+    pub fn gateway_does(self) -> &'static str {
+        match self {
+            Direction::Encrypt => {
+                "encryption (LAN -> WAN: the gateway encrypts, linerate decrypts)"
+            }
+            Direction::Decrypt => {
+                "decryption (WAN -> LAN: linerate encrypts, the gateway decrypts)"
+            }
+            Direction::Both => "encryption and decryption at once (each direction half the rate)",
+        }
+    }
+}
+
+/// An IPv4 network, and the address in it a host uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Net {
+    pub address: Ipv4Addr,
+    pub prefix_len: u8,
+}
+
+impl Net {
+    /// `198.19.1.0/24` or `198.19.1.2/24` (the host's address in it).
+    pub fn parse(text: &str, option: &str) -> Result<Net> {
+        let bad = || {
+            err!(BadInput,
+                "{option} {text} is not an IPv4 network: write it as ADDRESS/PREFIX, e.g. 198.19.1.0/24")
+        };
+        let (addr, prefix) = text.split_once('/').ok_or_else(bad)?;
+        let address: Ipv4Addr = addr.parse().map_err(|_| bad())?;
+        let prefix_len: u8 = prefix.parse().map_err(|_| bad())?;
+        if !(1..=32).contains(&prefix_len) {
+            return Err(bad());
+        }
+        Ok(Net {
+            address,
+            prefix_len,
+        })
+    }
+
+    fn mask(self) -> u32 {
+        u32::MAX << (32 - self.prefix_len as u32)
+    }
+
+    /// The first and the last address of the network.
+    pub fn range(self) -> (Ipv4Addr, Ipv4Addr) {
+        let net = u32::from(self.address) & self.mask();
+        (net.into(), (net | !self.mask()).into())
+    }
+
+    /// The address a host in it uses: the one given, or the network's
+    /// second (`.2`) when only the network was given.
+    pub fn host(self) -> Ipv4Addr {
+        let (first, last) = self.range();
+        if self.address != first || self.prefix_len >= 31 {
+            return self.address;
+        }
+        (u32::from(first) + 2).min(u32::from(last)).into()
+    }
+
+    pub fn contains(self, ip: Ipv4Addr) -> bool {
+        u32::from(ip) & self.mask() == u32::from(self.address) & self.mask()
+    }
+
+    fn selector(self) -> TrafficSelector {
+        let (first, last) = self.range();
+        TrafficSelector::range(first, last)
+    }
+}
+
+impl std::fmt::Display for Net {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (first, _) = self.range();
+        write!(f, "{first}/{}", self.prefix_len)
+    }
+}
+
+/// `--ipsec` and its options, checked.
+#[derive(Debug, Clone)]
+pub struct IpsecPlan {
+    /// The gateway's IKE address; None: port B's gateway (`--gw-b`).
+    pub gateway: Option<Ipv4Addr>,
+    /// The pre-shared key's file (mode 0600): read when the run starts.
+    /// None: the lab scenario's.
+    pub psk_file: Option<PathBuf>,
+    /// The network linerate emulates behind itself; the test frames come
+    /// from (go to) its host address. None: the lab scenario's.
+    pub remote_net: Option<Net>,
+    /// The gateway's protected LAN; None: port A's subnet.
+    pub local_net: Option<Net>,
+    /// None: strongSwan's usual set (aes256-sha256-modp2048 first), or
+    /// the lab scenario's.
+    pub ike: Option<IkeProposals>,
+    /// None: aes256gcm16, or the lab scenario's.
+    pub esp: Option<EspSuite>,
+    pub local_id: Option<Identity>,
+    pub remote_id: Option<Identity>,
+    pub direction: Direction,
+}
+
+impl IpsecPlan {
+    /// Parses an identity as strongSwan writes one: an IPv4 address,
+    /// `@fqdn`, `user@domain`, or a host name.
+    pub fn identity(text: &str) -> Identity {
+        if let Ok(ip) = text.parse::<Ipv4Addr>() {
+            Identity::Ipv4(ip)
+        } else if let Some(fqdn) = text.strip_prefix('@') {
+            Identity::Fqdn(fqdn.to_string())
+        } else if text.contains('@') {
+            Identity::Rfc822(text.to_string())
+        } else {
+            Identity::Fqdn(text.to_string())
+        }
+    }
+}
+
+/// What a report records of the tunnel.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct IpsecRecord {
+    pub direction: Direction,
+    /// The ESP suite (`aes256gcm16`).
+    pub esp: String,
+    /// The IKE SA's algorithms (`aes256-sha256-modp2048`).
+    pub ike: String,
+    pub gateway: Ipv4Addr,
+    pub peer: Ipv4Addr,
+    /// SPIs of the SA linerate sends on and of the one it receives on.
+    pub spi_out: u32,
+    pub spi_in: u32,
+    /// The networks the CHILD_SA protects: linerate's side, the gateway's.
+    pub local_net: String,
+    pub remote_net: String,
+}
+
+/// An established tunnel to the gateway: the IKE SA (deleted when this is
+/// dropped), the ESP keys until the engine takes them, and their counts.
+pub struct IpsecPeer {
+    session: Option<Session>,
+    keys: Option<(Outbound, Inbound)>,
+    /// Port B's namespace and interface, where the outer address goes.
+    netns: Option<String>,
+    ifname: String,
+    /// The address (`ip/prefix`) put on port B for IKE, taken off between.
+    address: Option<String>,
+    pub counts: SharedCounts,
+    pub record: IpsecRecord,
+    /// The test frames' address behind linerate (in `remote_net`).
+    pub inner: Ipv4Addr,
+}
+
+impl IpsecPeer {
+    /// Negotiates the tunnel from port B (`ifname` in `netns`, whose host
+    /// is `host_b`) to the gateway; `lan` is port A's host, whose subnet
+    /// is the gateway's LAN unless the plan names it.
+    pub fn establish(
+        plan: &IpsecPlan,
+        netns: Option<&str>,
+        ifname: &str,
+        host_b: &HostConfig,
+        lan: &HostConfig,
+    ) -> Result<IpsecPeer> {
+        let Some(psk_file) = &plan.psk_file else {
+            bail!(BadInput, "--ipsec needs --psk-file FILE: the pre-shared key, in a file only its owner can read");
+        };
+        let psk = Psk::read_file(psk_file).map_err(|e| err!(BadInput, "{e}"))?;
+        let esp = plan.esp.unwrap_or(EspSuite::Aes256Gcm16);
+        let gateway = plan.gateway.unwrap_or(host_b.gateway);
+        let Some(remote_net) = plan.remote_net else {
+            bail!(BadInput, "--ipsec needs --remote-net: the network linerate emulates behind itself, which the gateway's tunnel protects (e.g. 198.19.1.0/24)");
+        };
+        let local_net = plan.local_net.unwrap_or(Net {
+            address: lan.ip,
+            prefix_len: lan.prefix_len,
+        });
+        let outer = Net {
+            address: host_b.ip,
+            prefix_len: host_b.prefix_len,
+        };
+        if remote_net.contains(host_b.ip) {
+            bail!(BadInput, "--remote-net {remote_net} holds port B's own address {}: the network behind linerate must be another one than its WAN subnet", host_b.ip);
+        }
+        let mut peer = IpsecPeer {
+            session: None,
+            keys: None,
+            netns: netns.map(str::to_string),
+            ifname: ifname.to_string(),
+            address: None,
+            counts: SharedCounts::default(),
+            record: IpsecRecord {
+                direction: plan.direction,
+                esp: esp.name().to_string(),
+                ike: String::new(),
+                gateway,
+                peer: host_b.ip,
+                spi_out: 0,
+                spi_in: 0,
+                local_net: remote_net.to_string(),
+                remote_net: local_net.to_string(),
+            },
+            inner: remote_net.host(),
+        };
+        peer.address_on(outer, gateway)?;
+        let mut config = Config::new(
+            host_b.ip,
+            gateway,
+            psk,
+            remote_net.selector(),
+            local_net.selector(),
+        );
+        if let Some(ike) = &plan.ike {
+            config.ike = ike.clone();
+        }
+        config.esp = esp;
+        config.local_id = plan.local_id.clone();
+        config.remote_id = plan.remote_id.clone();
+        // Bound in port B's namespace; a socket keeps the namespace it
+        // was made in.
+        let sockets = linerate_port::netns::maybe_in_netns(netns, || {
+            Ok(Sockets::bind(host_b.ip, Ports::default()))
+        })
+        .map_err(|e| err!(Environment, "{e}"))?
+        .map_err(|e| err!(Environment, "IPsec: {e}"))?;
+        let session =
+            Session::connect_with(config, sockets).map_err(|e| err!(Failed, "IPsec: {e}"))?;
+        let child = session.child();
+        if !child.udp_encap {
+            bail!(Environment, "the gateway at {gateway} will not encapsulate ESP in UDP (no NAT traversal): linerate sends and receives ESP in UDP on port 4500 only; enable NAT traversal (strongSwan: encap = yes) on the gateway");
+        }
+        let outbound = Outbound::new(child.outbound.clone()).map_err(|e| err!(Failed, "{e}"))?;
+        let inbound = Inbound::new(child.inbound.clone()).map_err(|e| err!(Failed, "{e}"))?;
+        peer.record.spi_out = child.outbound.spi;
+        peer.record.spi_in = child.inbound.spi;
+        peer.record.ike = session.ike_suite().to_string();
+        peer.keys = Some((outbound, inbound));
+        peer.session = Some(session);
+        // The kernel takes no part in the trials' ESP traffic.
+        peer.address_off();
+        Ok(peer)
+    }
+
+    /// The engine's ESP transforms, once: the keys move into them.
+    pub fn transforms(&mut self) -> Option<(Box<dyn SendTransform>, Box<dyn ReceiveTransform>)> {
+        let (outbound, inbound) = self.keys.take()?;
+        let send = EspSend::new(
+            outbound,
+            self.record.peer,
+            self.record.gateway,
+            self.counts.clone(),
+        );
+        let receive = EspReceive::new(inbound, self.counts.clone());
+        Some((Box::new(send), Box::new(receive)))
+    }
+
+    /// What the SAs counted so far.
+    pub fn counts(&self) -> EspCounts {
+        self.counts.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// What the run notes say about the tunnel.
+    pub fn note(&self) -> String {
+        let r = &self.record;
+        format!(
+            "IPsec peer of {} (IKE {}): CHILD_SA ESP {} in UDP 4500, SPIs 0x{:08x} out, 0x{:08x} in, {} <-> {}; measures the gateway's {}",
+            r.gateway,
+            r.ike,
+            r.esp,
+            r.spi_out,
+            r.spi_in,
+            r.local_net,
+            r.remote_net,
+            r.direction.gateway_does()
+        )
+    }
+
+    /// Puts linerate's outer address on port B (and a route to an
+    /// off-link gateway), unless the port has it already.
+    fn address_on(&mut self, outer: Net, gateway: Ipv4Addr) -> Result<()> {
+        let addr = format!("{}/{}", outer.address, outer.prefix_len);
+        let present = ip(
+            self.netns.as_deref(),
+            &["-4", "-o", "addr", "show", "dev", &self.ifname],
+        )
+        .is_ok_and(|out| out.contains(&format!("inet {addr} ")));
+        if present {
+            return Ok(());
+        }
+        ip(
+            self.netns.as_deref(),
+            &["addr", "add", &addr, "dev", &self.ifname],
+        )
+        .map_err(|why| {
+            err!(
+                Environment,
+                "cannot put linerate's IPsec address {addr} on port {} for IKE: {why}",
+                self.ifname
+            )
+        })?;
+        self.address = Some(addr);
+        if !outer.contains(gateway) {
+            bail!(BadInput, "the IPsec gateway {gateway} is not on port B's subnet {outer}: give the gateway's WAN address on that subnet (--gw-b or --ipsec-gateway)");
+        }
+        Ok(())
+    }
+
+    fn address_off(&self) {
+        if let Some(addr) = &self.address {
+            let _ = ip(
+                self.netns.as_deref(),
+                &["addr", "del", addr, "dev", &self.ifname],
+            );
+        }
+    }
+}
+
+impl Drop for IpsecPeer {
+    /// Deletes the IKE SA (and with it the CHILD_SA) on the gateway: the
+    /// address returns for the Delete and goes again.
+    fn drop(&mut self) {
+        let Some(session) = self.session.take() else {
+            self.address_off();
+            return;
+        };
+        if let Some(addr) = &self.address {
+            let _ = ip(
+                self.netns.as_deref(),
+                &["addr", "add", addr, "dev", &self.ifname],
+            );
+            // The kernel takes an address it just got as tentative only
+            // for IPv6; IPv4 sends at once.
+        }
+        drop(session);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        self.address_off();
+    }
+}
+
+/// Runs `ip` (in `netns`), its output or why it failed.
+fn ip(netns: Option<&str>, args: &[&str]) -> std::result::Result<String, String> {
+    let mut cmd = Command::new("ip");
+    if let Some(ns) = netns {
+        cmd.args(["-n", ns]);
+    }
+    let out = cmd.args(args).output().map_err(|e| format!("ip: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_network_gives_its_host_address() {
+        let n = Net::parse("198.19.1.0/24", "--remote-net").unwrap();
+        assert_eq!(n.host(), Ipv4Addr::new(198, 19, 1, 2));
+        assert_eq!(n.to_string(), "198.19.1.0/24");
+        let h = Net::parse("198.19.1.77/24", "--remote-net").unwrap();
+        assert_eq!(h.host(), Ipv4Addr::new(198, 19, 1, 77));
+        assert_eq!(h.to_string(), "198.19.1.0/24");
+        assert!(h.contains(Ipv4Addr::new(198, 19, 1, 250)));
+        assert!(!h.contains(Ipv4Addr::new(198, 19, 2, 1)));
+        for bad in ["198.19.1.0", "198.19.1.0/33", "x/24", "198.19.1.0/0"] {
+            let e = Net::parse(bad, "--remote-net").unwrap_err();
+            assert!(e.to_string().contains("--remote-net"), "{e}");
+        }
+    }
+
+    #[test]
+    fn identities_are_read_as_strongswan_writes_them() {
+        assert_eq!(
+            IpsecPlan::identity("10.0.0.1"),
+            Identity::Ipv4(Ipv4Addr::new(10, 0, 0, 1))
+        );
+        assert_eq!(
+            IpsecPlan::identity("@gw.example"),
+            Identity::Fqdn("gw.example".into())
+        );
+        assert_eq!(
+            IpsecPlan::identity("me@example.com"),
+            Identity::Rfc822("me@example.com".into())
+        );
+    }
+}
