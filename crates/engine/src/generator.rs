@@ -150,6 +150,7 @@ pub fn generate<T: TxQueue, X: SendTransform + ?Sized>(
             }
         }
     }
+    transform.trial_ends();
     let refused = tx.drain(Duration::from_secs(5))?;
     Ok(Sent {
         frames: seq - refused,

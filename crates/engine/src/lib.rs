@@ -159,6 +159,12 @@ pub struct EngineConfig {
     pub latency_sampling: LatencySampling,
     /// How deep every received test frame is checked before it counts.
     pub frame_check: linerate_wire::FrameCheck,
+    /// Whether the kernel's counters of the DUT attribute lost frames.
+    /// Off where the test frames leave the DUT's kernel forwarding (a VPN
+    /// gateway's ESP in user space: what enters as ESP leaves as other
+    /// packets, through a TUN device), where those counters do not add up
+    /// to the test frames.
+    pub dut_counters: bool,
 }
 
 impl EngineConfig {
@@ -210,6 +216,7 @@ impl Default for EngineConfig {
             drop_from: None,
             latency_sampling: LatencySampling::Auto,
             frame_check: linerate_wire::FrameCheck::default(),
+            dut_counters: true,
         }
     }
 }

@@ -194,6 +194,7 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
         }
     }
     crate::capture::trial_ends(mac);
+    transform.trial_ends();
     Ok(Counted {
         streams,
         stray,

@@ -76,6 +76,7 @@ pub(crate) fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult
         frame_check: ab.frame_check.clone(),
         directions: Vec::new(),
         dut_cpu: None,
+        esp: None,
         policy_drops: None,
         loss_where: match (ab.loss_where, ba.loss_where) {
             (Some(x), Some(y)) => Some(x.combine(y)),
@@ -187,6 +188,7 @@ pub(crate) fn summarize(
         ip_version: encap.ip,
         vlan: encap.vlan,
         dut_cpu: None,
+        esp: None,
         policy_drops,
         loss_where: Some(loss_where),
     }

@@ -24,6 +24,9 @@ pub trait SendTransform: Send {
     }
     /// What it does, for the trial's notes ("ESP aes128gcm16, SPI 0xc1...").
     fn describe(&self) -> String;
+    /// The trial's last frame was sent: counts kept for reports are
+    /// brought up to date.
+    fn trial_ends(&mut self) {}
 }
 
 /// What a receive transform made of one arriving frame.
@@ -51,4 +54,7 @@ pub trait ReceiveTransform: Send {
     fn growth(&self, len: usize) -> usize;
     /// What it does, for the trial's notes.
     fn describe(&self) -> String;
+    /// The trial's receiving ended: counts kept for reports are brought up
+    /// to date.
+    fn trial_ends(&mut self) {}
 }

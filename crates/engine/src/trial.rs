@@ -358,7 +358,7 @@ impl<'a> Trial<'a> {
         // The kernel's counters around the trial say where frames went.
         // The port counters see both directions and both classes of a
         // drop test: they attribute one direction of one class only.
-        let counters_apply = !streams.bidir && frames.ab.classes() == 1;
+        let counters_apply = cfg.dut_counters && !streams.bidir && frames.ab.classes() == 1;
         let before = self.acct.map(Accounting::read);
         let per_direction = self.per_direction(spec);
         let pacer = Pacer::new(per_direction, spec.duration);

@@ -222,6 +222,7 @@ impl SimulatedDut {
             generator_paused_ns: self.pauses.map(|_| (paused * 1e9).round() as u64),
             generator_pauses: self.pauses.map(|_| u64::from(paused > 0.0)),
             dut_cpu: None,
+            esp: None,
             engine: "simulated".to_string(),
             receiver: String::new(),
             ip_version: Default::default(),

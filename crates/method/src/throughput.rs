@@ -350,11 +350,15 @@ pub fn find_throughput<R: TrialRunner>(
         None => frame.mbps(fps, layer),
     };
     // The DUT's CPU load at the throughput: that of the last trial run at it.
-    let dut_cpu = trials
+    let at_throughput = trials
         .iter()
         .rev()
-        .find(|t| t.intended_fps == throughput_fps)
-        .and_then(|t| t.dut_cpu);
+        .find(|t| t.intended_fps == throughput_fps);
+    let dut_cpu = at_throughput.and_then(|t| t.dut_cpu);
+    // Through a VPN peer: the same frames on the WAN, encrypted.
+    let wan = at_throughput
+        .and_then(|t| t.esp.as_ref())
+        .and_then(|esp| linerate_results::ipsec::WanRate::of(esp, throughput_fps));
     Ok(ThroughputResult {
         frame_size: frame.frame(),
         mix: cfg.mix.as_ref().map(MixInfo::of),
@@ -370,6 +374,7 @@ pub fn find_throughput<R: TrialRunner>(
         calibrated_ceiling_fps: None,
         trials,
         dut_cpu,
+        wan,
         mlrsearch: None,
     })
 }

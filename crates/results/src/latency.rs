@@ -1,6 +1,6 @@
 //! Records of the RFC 2544 latency test (section 26.2).
 
-use crate::model::{UnfinishedTrials, LatencySummary, MixInfo, ThroughputResult, TrialResult};
+use crate::model::{LatencySummary, MixInfo, ThroughputResult, TrialResult, UnfinishedTrials};
 use serde::{Deserialize, Serialize};
 
 /// Latency at one load.

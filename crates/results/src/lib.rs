@@ -7,6 +7,7 @@
 
 pub mod calibration;
 pub mod cpu_target;
+pub mod ipsec;
 pub mod latency;
 pub mod methods;
 pub mod model;

@@ -36,6 +36,9 @@ pub struct RunInfo {
     /// The 802.1Q tag of the test frames, when they carried one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vlan: Option<linerate_wire::VlanTag>,
+    /// `--ipsec`: the tunnel to the gateway the run measured through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipsec: Option<crate::ipsec::IpsecRun>,
 }
 
 #[cfg(test)]

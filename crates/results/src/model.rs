@@ -212,6 +212,9 @@ pub struct TrialResult {
     /// The DUT's CPU load during the trial, when it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dut_cpu: Option<DutCpu>,
+    /// `--ipsec`: what linerate's ESP did in this trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub esp: Option<crate::ipsec::EspTrial>,
     /// A drop test's second traffic class: frames the DUT is configured to
     /// drop. In a drop test the frame counts above, the loss and the
     /// latency are the legitimate class's alone, while `intended_fps` and
@@ -606,6 +609,10 @@ pub struct ThroughputResult {
     /// The DUT's CPU load in the trial at the throughput rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dut_cpu: Option<DutCpu>,
+    /// `--ipsec`: the throughput on the gateway's WAN side, in encrypted
+    /// frames (from the trial at the throughput rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wan: Option<crate::ipsec::WanRate>,
     /// MLRsearch (RFC 9971) for the same frame size, run after the
     /// search when asked (`rfc2544 --mlrsearch`): its NDR and PDR
     /// conditional throughputs beside the zero-loss throughput.

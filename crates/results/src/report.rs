@@ -126,6 +126,27 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             ),
         );
     }
+    // Through a VPN peer: the frames above are the clear ones (as LANCOM
+    // labels its columns); beneath, the same throughput on the gateway's
+    // WAN side in the encrypted frames linerate really sent or received.
+    if results.iter().any(|r| r.wan.is_some()) {
+        let wan = |f: &dyn Fn(&crate::ipsec::WanRate) -> String| {
+            row(&|r| r.wan.as_ref().map_or("-".into(), f), &plain)
+        };
+        let at = rows
+            .iter()
+            .position(|(label, _, _)| *label == "Line rate")
+            .unwrap_or(rows.len());
+        rows.insert(
+            at,
+            (
+                "WAN (ESP)",
+                wan(&|w| format!("{:.0}", w.frame_size)),
+                "bytes per frame, encrypted",
+            ),
+        );
+        rows.insert(at + 1, ("", wan(&|w| sig3(w.mbps_l2)), "Mbps (L2)"));
+    }
     // MLRsearch's NDR and PDR beside the zero-loss throughput, when run.
     let goal_names: Vec<String> = results
         .iter()
@@ -500,6 +521,26 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
     }
     if let Ok(check) = t.frame_check.parse::<linerate_wire::FrameCheck>() {
         let _ = writeln!(out, "  checked     {}", check.describe());
+    }
+    if let Some(e) = &t.esp {
+        let _ = writeln!(
+            out,
+            "  ESP         {:>15} encrypted, {} decrypted by linerate; refused: {} ICV, {} replayed, {} too old, {} malformed, {} unknown SPI; {} arrived in clear",
+            thousands(e.encrypted),
+            thousands(e.decrypted),
+            thousands(e.icv_failures),
+            thousands(e.replays),
+            thousands(e.too_old),
+            thousands(e.malformed),
+            thousands(e.unknown_spi),
+            thousands(e.not_esp)
+        );
+        if let Some(wan) = e.wan_frame() {
+            let _ = writeln!(
+                out,
+                "              encrypted frames on the WAN: {wan:.0} bytes each (with FCS)"
+            );
+        }
     }
     if let Some(c) = &t.dut_cpu {
         let _ = writeln!(

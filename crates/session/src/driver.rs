@@ -71,6 +71,7 @@ pub(crate) fn run_info(bed: &TestBed, description: String) -> RunInfo {
         placement: bed.placement.clone(),
         ip_version: bed.engine.encap().ip,
         vlan: bed.engine.encap().vlan,
+        ipsec: bed.ipsec.as_ref().map(|p| p.record.clone()),
     }
 }
 
@@ -210,14 +211,36 @@ pub struct EngineRunner<'a> {
     pub interrupt: &'a AtomicBool,
     /// Samples the DUT's CPU load over each trial, when it is measured.
     pub cpu: Option<&'a DutCpuMeter>,
+    /// `--ipsec`: the tunnel whose ESP counts each trial records.
+    pub ipsec: Option<&'a crate::ipsec::IpsecPeer>,
+}
+
+impl<'a> EngineRunner<'a> {
+    /// Runs trials on `bed`'s engine.
+    pub fn on(
+        bed: &'a mut TestBed,
+        interrupt: &'a AtomicBool,
+        cpu: Option<&'a DutCpuMeter>,
+    ) -> Self {
+        EngineRunner {
+            engine: &mut bed.engine,
+            interrupt,
+            cpu,
+            ipsec: bed.ipsec.as_ref(),
+        }
+    }
 }
 
 impl TrialRunner for EngineRunner<'_> {
     type Error = EngineError;
     fn run(&mut self, spec: &TrialSpec) -> Result<TrialResult, EngineError> {
         let sample = self.cpu.map(|m| m.begin(spec.duration));
+        let esp_before = self.ipsec.map(|p| p.counts());
         let mut result = self.engine.run_trial(spec, self.interrupt)?;
         result.dut_cpu = sample.and_then(|s| s.finish());
+        if let (Some(peer), Some(before)) = (self.ipsec, esp_before) {
+            result.esp = Some(crate::ipsec::IpsecPeer::trial(&before, &peer.counts()));
+        }
         Ok(result)
     }
 }

@@ -24,51 +24,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// Which way the test frames cross the gateway's tunnel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    /// Port A -> port B: clear frames into the LAN, the gateway encrypts,
-    /// linerate decrypts and counts: the gateway's encryption throughput.
-    Encrypt,
-    /// Port B -> port A: linerate encrypts, the gateway decrypts and
-    /// forwards into the LAN: its decryption throughput.
-    Decrypt,
-    /// Both at once, each half the rate.
-    Both,
-}
-
-impl Direction {
-    pub fn parse(text: &str) -> Option<Direction> {
-        match text {
-            "encrypt" => Some(Direction::Encrypt),
-            "decrypt" => Some(Direction::Decrypt),
-            "both" => Some(Direction::Both),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::Encrypt => "encrypt",
-            Direction::Decrypt => "decrypt",
-            Direction::Both => "both",
-        }
-    }
-
-    /// What the gateway does to the test frames, for notes and titles.
-    pub fn gateway_does(self) -> &'static str {
-        match self {
-            Direction::Encrypt => {
-                "encryption (LAN -> WAN: the gateway encrypts, linerate decrypts)"
-            }
-            Direction::Decrypt => {
-                "decryption (WAN -> LAN: linerate encrypts, the gateway decrypts)"
-            }
-            Direction::Both => "encryption and decryption at once (each direction half the rate)",
-        }
-    }
-}
+pub use linerate_results::ipsec::{Direction, EspTrial, IpsecRun};
 
 /// An IPv4 network, and the address in it a host uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,24 +128,6 @@ impl IpsecPlan {
     }
 }
 
-/// What a report records of the tunnel.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct IpsecRecord {
-    pub direction: Direction,
-    /// The ESP suite (`aes256gcm16`).
-    pub esp: String,
-    /// The IKE SA's algorithms (`aes256-sha256-modp2048`).
-    pub ike: String,
-    pub gateway: Ipv4Addr,
-    pub peer: Ipv4Addr,
-    /// SPIs of the SA linerate sends on and of the one it receives on.
-    pub spi_out: u32,
-    pub spi_in: u32,
-    /// The networks the CHILD_SA protects: linerate's side, the gateway's.
-    pub local_net: String,
-    pub remote_net: String,
-}
-
 /// An established tunnel to the gateway: the IKE SA (deleted when this is
 /// dropped), the ESP keys until the engine takes them, and their counts.
 pub struct IpsecPeer {
@@ -201,7 +139,7 @@ pub struct IpsecPeer {
     /// The address (`ip/prefix`) put on port B for IKE, taken off between.
     address: Option<String>,
     pub counts: SharedCounts,
-    pub record: IpsecRecord,
+    pub record: IpsecRun,
     /// The test frames' address behind linerate (in `remote_net`).
     pub inner: Ipv4Addr,
 }
@@ -244,9 +182,11 @@ impl IpsecPeer {
             ifname: ifname.to_string(),
             address: None,
             counts: SharedCounts::default(),
-            record: IpsecRecord {
+            record: IpsecRun {
                 direction: plan.direction,
                 esp: esp.name().to_string(),
+                esp_label: esp.label().to_string(),
+                encapsulation: "ESP in UDP 4500 (RFC 3948), tunnel mode".to_string(),
                 ike: String::new(),
                 gateway,
                 peer: host_b.ip,
@@ -312,6 +252,24 @@ impl IpsecPeer {
     /// What the SAs counted so far.
     pub fn counts(&self) -> EspCounts {
         self.counts.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// What the SAs did between two readings of [`counts`](Self::counts).
+    pub fn trial(before: &EspCounts, after: &EspCounts) -> EspTrial {
+        let (s0, s1, r0, r1) = (&before.sent, &after.sent, &before.received, &after.received);
+        EspTrial {
+            encrypted: s1.packets - s0.packets,
+            encrypted_bytes: s1.esp_bytes - s0.esp_bytes,
+            decrypted: r1.packets - r0.packets,
+            decrypted_bytes: r1.esp_bytes - r0.esp_bytes,
+            icv_failures: r1.icv_failures - r0.icv_failures,
+            replays: r1.replays - r0.replays,
+            too_old: r1.too_old - r0.too_old,
+            malformed: r1.malformed - r0.malformed,
+            unknown_spi: after.unknown_spi - before.unknown_spi,
+            not_esp: after.not_esp - before.not_esp,
+            ike: after.ike - before.ike,
+        }
     }
 
     /// What the run notes say about the tunnel.

@@ -4,6 +4,7 @@
 //! record of it.
 
 use crate::error::{bail, Result};
+use crate::ipsec::{Direction, IpsecPlan, Net};
 use crate::plan::BedPlan;
 use crate::ports;
 use linerate_lab::scenario::{Applied, IpsecSuite, Scenario, TunnelKind};
@@ -54,6 +55,8 @@ pub fn prepare(
     if let Some(path) = &applied.data_path {
         eprintln!("linerate:   data path: {path}");
     }
+    let peered = with_vpn_peer(bed_plan, &applied, max_frame_len)?;
+    let bed_plan = peered.as_ref().unwrap_or(bed_plan);
     let mut bed = ports::open_with(bed_plan, max_frame_len, Some(lab))?;
     if let Some(source) = applied.drop_from().map(std::net::IpAddr::V4) {
         if bed_plan.drop_from.is_some_and(|d| d != source) {
@@ -128,6 +131,72 @@ pub fn outer_frame(kind: TunnelKind, l3: usize, user_space: bool) -> usize {
             ..Encapsulation::default()
         }),
     }
+}
+
+/// A scenario that makes the DUT a VPN gateway (`vpn-gateway`) makes port
+/// B its IPsec peer: what `--ipsec` did not say comes from the scenario
+/// (key file, networks, suite). `--ipsec` on another scenario is refused.
+fn with_vpn_peer(
+    bed_plan: &BedPlan,
+    applied: &Applied,
+    max_frame_len: usize,
+) -> Result<Option<BedPlan>> {
+    let Some(peer) = applied.vpn_peer() else {
+        if bed_plan.ipsec.is_some() {
+            bail!(
+                BadInput,
+                "--ipsec in the lab needs a DUT that is a VPN gateway: use --scenario vpn-gateway"
+            );
+        }
+        return Ok(None);
+    };
+    // The lab's gateway encrypts inner packets up to its TUN's MTU.
+    let largest_inner = max_frame_len.saturating_sub(14);
+    if largest_inner > peer.inner_mtu as usize {
+        bail!(BadInput,
+            "the lab's VPN gateway (strongSwan kernel-libipsec) carries inner packets up to {} bytes, and {}-byte frames hold {largest_inner}: use frame sizes up to {} (e.g. --sizes 64,128,256,512,1024,1280,{})",
+            peer.inner_mtu,
+            max_frame_len + 4,
+            peer.inner_mtu + 18,
+            peer.inner_mtu + 18
+        );
+    }
+    let mut plan = bed_plan.ipsec.clone().unwrap_or(IpsecPlan {
+        gateway: None,
+        psk_file: None,
+        remote_net: None,
+        local_net: None,
+        ike: None,
+        esp: None,
+        local_id: None,
+        remote_id: None,
+        direction: Direction::Decrypt,
+    });
+    if let Some(esp) = plan.esp.filter(|&e| e != peer.suite) {
+        bail!(BadInput, "--esp {esp} is not the lab gateway's suite ({}): choose it with --scenario vpn-gateway:{esp}", peer.suite);
+    }
+    let net = |(address, prefix_len): (std::net::Ipv4Addr, u8)| Net {
+        address,
+        prefix_len,
+    };
+    plan.esp = Some(peer.suite);
+    plan.gateway = plan.gateway.or(Some(peer.gateway));
+    plan.psk_file = plan.psk_file.or_else(|| Some(peer.psk_file.clone()));
+    plan.remote_net = plan.remote_net.or(Some(Net {
+        address: peer.inner_address,
+        prefix_len: peer.remote_net.1,
+    }));
+    plan.local_net = plan.local_net.or(Some(net(peer.local_net)));
+    if plan.ike.is_none() {
+        plan.ike = Some(
+            linerate_ike::IkeProposals::parse(&peer.ike)
+                .map_err(|e| crate::error::err!(Failed, "the lab gateway's IKE proposal: {e}"))?,
+        );
+    }
+    Ok(Some(BedPlan {
+        ipsec: Some(plan),
+        ..bed_plan.clone()
+    }))
 }
 
 #[cfg(test)]

@@ -120,9 +120,11 @@ pub fn measure(
     }
     bed.engine.resolve()?;
 
+    // Through a VPN peer the tunnel is the title; otherwise a scenario's
+    // description, or the bed's.
     let description = match &extras.scenario {
-        Some(s) => s.description.clone(),
-        None => bed.description(),
+        Some(s) if bed.ipsec.is_none() => s.description.clone(),
+        _ => bed.description(),
     };
     let mut rep = Rfc2544Report {
         run: crate::driver::run_info(bed, description),
@@ -163,11 +165,7 @@ pub fn measure(
                 let _ = save(&partial);
             }
         };
-        let mut runner = EngineRunner {
-            engine: &mut bed.engine,
-            interrupt,
-            cpu: extras.cpu,
-        };
+        let mut runner = EngineRunner::on(bed, interrupt, extras.cpu);
         match find_throughput(&mut runner, frame, &cfg, line_fps, &mut on_progress) {
             Ok(mut result) => {
                 let engine = &bed.engine.config().name;
@@ -196,11 +194,7 @@ pub fn measure(
                             trials.push(result.clone());
                         }
                     };
-                    let mut runner = EngineRunner {
-                        engine: &mut bed.engine,
-                        interrupt,
-                        cpu: extras.cpu,
-                    };
+                    let mut runner = EngineRunner::on(bed, interrupt, extras.cpu);
                     let earlier = &result.trials;
                     match mlrsearch::search_after(
                         &mut runner,

@@ -1,7 +1,7 @@
 //! Stored runs as read back, and the report rebuilt from them.
 
 use linerate_results::report::{sig3, thousands};
-use linerate_results::{UnfinishedTrials, Rfc2544Report, ThroughputResult, TrialResult};
+use linerate_results::{Rfc2544Report, ThroughputResult, TrialResult, UnfinishedTrials};
 use serde::{Deserialize, Serialize};
 
 /// The device under test, as the user describes it.

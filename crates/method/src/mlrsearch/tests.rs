@@ -11,6 +11,7 @@ fn trial(duration_s: f64, loss_ratio: f64) -> TrialResult {
         flows: Vec::new(),
         directions: Vec::new(),
         dut_cpu: None,
+        esp: None,
         frame_size: 64,
         l3_length: 46,
         duration_s,

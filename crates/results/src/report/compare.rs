@@ -213,6 +213,7 @@ mod tests {
                 total_pct,
                 traffic_pct,
             }),
+            wan: None,
             mlrsearch: None,
         }
     }

@@ -185,6 +185,7 @@ mod tests {
             flows: Vec::new(),
             directions: Vec::new(),
             dut_cpu: None,
+            esp: None,
             l3_length: 46,
             duration_s: 1.0,
             intended_fps: intended,

@@ -51,6 +51,7 @@ fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialRes
         errored_frames: 0,
         frame_check: String::new(),
         dut_cpu: None,
+        esp: None,
     }
 }
 
@@ -85,6 +86,7 @@ fn result(frame: u16, throughput_fps: f64, tester_limited: bool) -> ThroughputRe
             ),
         ],
         dut_cpu: None,
+        wan: None,
         mlrsearch: None,
     }
 }

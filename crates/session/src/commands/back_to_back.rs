@@ -139,11 +139,7 @@ pub fn run(plan: BackToBackPlan, interrupt: &AtomicBool) -> Result<Outcome> {
                 let mut tcfg = ThroughputConfig::new(cfg.burst_fps, trial_duration);
                 tcfg.resolution = ThroughputConfig::DEFAULT_RESOLUTION;
                 tcfg.mix = frames.mix().cloned();
-                let mut runner = EngineRunner {
-                    engine: &mut s.bed.engine,
-                    interrupt,
-                    cpu: s.cpu.as_ref(),
-                };
+                let mut runner = EngineRunner::on(&mut s.bed, interrupt, s.cpu.as_ref());
                 let found = find_throughput(&mut runner, frame, &tcfg, line_fps, &mut |p| {
                     recorder.search_progress(search_no, &p, line_fps);
                     if let Progress::TrialDone { result, .. } = p {
@@ -164,11 +160,7 @@ pub fn run(plan: BackToBackPlan, interrupt: &AtomicBool) -> Result<Outcome> {
                 }
             }
         };
-        let mut runner = EngineRunner {
-            engine: &mut s.bed.engine,
-            interrupt,
-            cpu: s.cpu.as_ref(),
-        };
+        let mut runner = EngineRunner::on(&mut s.bed, interrupt, s.cpu.as_ref());
         let earlier = trials.len();
         let outcome = back_to_back::back_to_back(
             &mut runner,

@@ -151,6 +151,7 @@ pub fn run(plan: CalibratePlan, interrupt: &AtomicBool) -> Result<Outcome> {
                 engine: &mut engine,
                 interrupt,
                 cpu: None,
+                ipsec: None,
             };
             let mut show = |p: Progress| progress::show(&p, line_fps);
             let result = match find_throughput(&mut runner, frame, &cfg, line_fps, &mut show) {

@@ -119,11 +119,7 @@ pub fn run(plan: CpuTargetPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     for (search_no, frame) in frames.into_iter().enumerate() {
         let line_fps = frame.line_rate_fps(line_bps);
         let max_fps = max_rate.map_or(line_fps, |r| r.to_fps(frame, line_bps));
-        let mut runner = EngineRunner {
-            engine: &mut bed.engine,
-            interrupt,
-            cpu: Some(&meter),
-        };
+        let mut runner = EngineRunner::on(&mut bed, interrupt, Some(&meter));
         let searched = find_cpu_target(&mut runner, frame, &cfg, max_fps, &mut |p| {
             match &p {
                 CpuTargetProgress::TrialStarting {

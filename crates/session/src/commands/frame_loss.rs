@@ -230,11 +230,7 @@ fn measure(
                 recorder.save_partial(&partial);
             }
         };
-        let mut runner = EngineRunner {
-            engine: &mut s.bed.engine,
-            interrupt,
-            cpu: s.cpu.as_ref(),
-        };
+        let mut runner = EngineRunner::on(&mut s.bed, interrupt, s.cpu.as_ref());
         let d = plan.duration;
         let outcome = match plan.rfc2544_step {
             Some(step) => frame_loss::rfc2544(&mut runner, frames, max_fps, step, d, &mut on_step),

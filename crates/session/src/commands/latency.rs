@@ -111,11 +111,7 @@ pub fn run(plan: LatencyPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     };
     for (search_no, (f, line_fps, given_fps, max_fps)) in plans.into_iter().enumerate() {
         let frame = f.largest();
-        let mut runner = EngineRunner {
-            engine: &mut s.bed.engine,
-            interrupt,
-            cpu: s.cpu.as_ref(),
-        };
+        let mut runner = EngineRunner::on(&mut s.bed, interrupt, s.cpu.as_ref());
         // Every finished trial of this size, kept for an interruption.
         let mut done: Vec<TrialResult> = Vec::new();
         let (base_fps, base, throughput) = match given_fps {

@@ -93,11 +93,7 @@ pub fn run(plan: MlrsearchPlan, interrupt: &AtomicBool) -> Result<Outcome> {
                 recorder.save_partial(&partial);
             }
         };
-        let mut runner = EngineRunner {
-            engine: &mut s.bed.engine,
-            interrupt,
-            cpu: s.cpu.as_ref(),
-        };
+        let mut runner = EngineRunner::on(&mut s.bed, interrupt, s.cpu.as_ref());
         match mlrsearch::search(&mut runner, frames, &cfg, line_fps, &mut on_step) {
             Ok(result) => rep.results.push(result),
             Err(e) => {

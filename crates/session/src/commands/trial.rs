@@ -92,6 +92,7 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         port_b_mac: bed.engine.port_b().mac,
     })?;
     recorder.single_trial_started(&frames, fps, line_fps);
+    let esp_before = bed.ipsec.as_ref().map(|p| p.counts());
     let result = match bed.engine.run_trial(&spec, interrupt) {
         Err(EngineError::Interrupted) => {
             recorder.finish_as(true)?;
@@ -103,6 +104,9 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     };
     let mut result = result;
     result.dut_cpu = sample.and_then(|s| s.finish());
+    if let (Some(peer), Some(before)) = (&bed.ipsec, esp_before) {
+        result.esp = Some(crate::ipsec::IpsecPeer::trial(&before, &peer.counts()));
+    }
     // The share of line rate counts every sending link.
     let line_bps = if bed.bidirectional {
         2 * bed.line_bps
