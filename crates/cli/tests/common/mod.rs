@@ -10,6 +10,8 @@
 //!   blocking the suite.
 #![allow(dead_code)]
 
+pub mod strongswan;
+
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};

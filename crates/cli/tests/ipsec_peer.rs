@@ -1,0 +1,675 @@
+//! linerate as the IPsec peer (`--ipsec`) of a VPN gateway built by hand,
+//! not by linerate's lab code: `common::plain_router`'s two namespaces
+//! (tester ports ta/tb, router ra 198.18.0.1/24, rb 198.19.0.1/24) with
+//! strongSwan's charon started in the router namespace from a swanctl.conf
+//! written here (`common::strongswan`). Port A is the gateway's LAN side,
+//! port B its WAN side where linerate negotiates IKEv2 with a pre-shared
+//! key and encrypts and decrypts the test frames itself.
+//!
+//! - Every direction with every ESP suite the gateway has, and two other
+//!   IKE suites: every frame sent is received, and the gateway's own
+//!   counters agree exactly with linerate's.
+//! - After every run: no IKE SA left on the gateway (linerate's Delete
+//!   arrived), no IPv4 address left on port B, no process left.
+//! - Refusals (a wrong key, a suite the gateway does not have, a gateway
+//!   that never answers or answers garbage, a key file others may read,
+//!   options that do not go together): one line on stderr, exit 2,
+//!   nothing left behind.
+//!
+//! Root only; needs strongSwan (charon with kernel-libipsec, kdf and vici;
+//! swanctl): scripts/setup.sh installs it, and a missing charon fails the
+//! test naming that script. This kernel has no ESP, so charon runs with
+//! kernel-libipsec: user-space ESP in UDP 4500 on a TUN device `ipsec0`
+//! whose MTU is 1400, so the largest test frame that crosses is 1418
+//! bytes. Run with --test-threads=1.
+//!
+//! How the gateway's counters are read. charon's CHILD_SA counters
+//! (packets-in: ESP packets it decrypted, packets-out: packets it
+//! encrypted) are gone once linerate deletes the IKE SA as it exits, and
+//! polling `swanctl --list-sas` while linerate runs cannot tell when the
+//! last frame has crossed. But charon raises a vici `child-updown` event
+//! when the CHILD_SA goes down, and that event carries its final counters:
+//! the test subscribes to it before each run (charon confirms the
+//! subscription, so nothing is missed) and compares exactly. The router's
+//! `ipsec0` counters are a second, independent count of the gateway's:
+//! only the tunnel's traffic crosses that device once IPv6 is off in the
+//! router (else its router solicitations and MLD reports would be counted
+//! too), whereas rb also carries ARP and IKE and could only bound the
+//! count.
+
+mod common;
+
+use common::strongswan::*;
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+/// The gateway's WAN address and linerate's (port B's).
+const GATEWAY: &str = "198.19.0.1";
+const PEER: &str = "198.19.0.2";
+/// The gateway's protected LAN (port A's subnet) and the network linerate
+/// emulates behind itself.
+const LAN: &str = "198.18.0.0/24";
+const REMOTE_NET: &str = "198.19.1.0/24";
+/// The gateway's IKE proposals (`default` adds strongSwan's usual set).
+const IKE_PROPOSALS: &str =
+    "aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256, default";
+/// The ESP suites of the gateway's main connection.
+const SUITES: [&str; 3] = ["aes128gcm16", "aes256gcm16", "aes128-sha256"];
+const DIRECTIONS: [&str; 3] = ["encrypt", "decrypt", "both"];
+/// 64 bytes and the largest frame whose IP packet (1400 bytes) fits
+/// kernel-libipsec's TUN MTU.
+const SIZES: [&str; 2] = ["64", "1418"];
+/// A modest rate for charon's user-space ESP: 5,000 frames in 1 s.
+const RATE: &str = "5000fps";
+const FRAMES: u64 = 5000;
+
+/// Identities of the second connection (`sha512`), which linerate picks
+/// with --ipsec-id and checks with --ipsec-remote-id.
+const SHA512_PEER_ID: &str = "@sha512.peer.test";
+const SHA512_GW_ID: &str = "@gw.linerate.test";
+
+/// The gateway's main connection `gw`: identities are the addresses.
+fn gw_conn() -> Conn {
+    Conn {
+        name: "gw".into(),
+        local_addr: GATEWAY.into(),
+        remote_addr: PEER.into(),
+        proposals: IKE_PROPOSALS.into(),
+        local_id: GATEWAY.into(),
+        remote_id: PEER.into(),
+        local_ts: LAN.into(),
+        remote_ts: REMOTE_NET.into(),
+        esp_proposals: SUITES.join(", "),
+    }
+}
+
+/// A second connection with host-name identities and aes256-sha512 only.
+fn sha512_conn() -> Conn {
+    Conn {
+        name: "sha512".into(),
+        local_id: SHA512_GW_ID.trim_start_matches('@').into(),
+        remote_id: SHA512_PEER_ID.trim_start_matches('@').into(),
+        esp_proposals: "aes256-sha512".into(),
+        ..gw_conn()
+    }
+}
+
+/// A file holding `key`, mode `mode`, removed on drop.
+fn key_file(key: &str, mode: u32) -> TempFile {
+    let f = TempFile::new("ipsec-psk");
+    std::fs::write(&f.0, format!("{key}\n")).unwrap();
+    std::fs::set_permissions(&f.0, std::fs::Permissions::from_mode(mode)).unwrap();
+    f
+}
+
+/// The hand-built gateway and the tester namespace. Fields drop in order:
+/// charon first, then whatever process is left, then the namespaces.
+struct Bed {
+    charon: Option<Charon>,
+    _reaper: ProcessReaper,
+    t: String,
+    r: String,
+    key: String,
+    psk: TempFile,
+    _guard: NetnsGuard,
+}
+
+impl Bed {
+    /// The router of `plain_router`, IPv6 off in both namespaces (nothing
+    /// but the tunnel's packets cross ipsec0 then, and the tester's ports
+    /// stay quiet), and charon with `conns` unless None.
+    fn new(tag: &str, conns: Option<&[Conn]>) -> Bed {
+        let (t, r, guard) = plain_router(tag);
+        for ns in [&t, &r] {
+            sh(
+                "ip",
+                &[
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-qw",
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                ],
+            );
+        }
+        sh("ip", &["-n", &r, "link", "set", "lo", "up"]);
+        let key = linerate_helper::random_hex(16).unwrap();
+        let charon = conns.map(|c| Charon::start(&r, c, &key));
+        Bed {
+            charon,
+            _reaper: ProcessReaper(vec![t.clone(), r.clone()]),
+            psk: key_file(&key, 0o600),
+            key,
+            t,
+            r,
+            _guard: guard,
+        }
+    }
+
+    fn charon(&self) -> &Charon {
+        self.charon.as_ref().expect("this bed has a charon")
+    }
+
+    /// `trial` on the bed's ports with `--ipsec`, the key and the remote
+    /// network, then `extra`.
+    fn trial(&self, extra: &[&str]) -> Run {
+        self.trial_with_key(self.psk.arg(), extra)
+    }
+
+    fn trial_with_key(&self, psk: &str, extra: &[&str]) -> Run {
+        let mut args = vec!["trial", "--no-db"];
+        args.extend_from_slice(&HOSTS);
+        args.extend_from_slice(&["--ipsec", "--psk-file", psk, "--remote-net", REMOTE_NET]);
+        args.extend_from_slice(extra);
+        linerate_in(&self.t, &args)
+    }
+
+    /// Port B's IPv4 addresses (`ip -4 addr show dev tb`).
+    fn tb_addresses(&self) -> String {
+        sh("ip", &["-n", &self.t, "-4", "addr", "show", "dev", "tb"])
+    }
+
+    /// After a run: no IPv4 address left on port B, no process left in the
+    /// tester's namespace, no IKE SA left on the gateway.
+    fn assert_nothing_left(&self, run: &Run) {
+        let addrs = self.tb_addresses();
+        assert!(
+            addrs.trim().is_empty(),
+            "port B kept an address:\n{addrs}\n{}",
+            run.dump()
+        );
+        let left = wait_no_processes(std::slice::from_ref(&self.t), Duration::from_secs(3));
+        assert!(left.is_empty(), "processes left: {left:?}\n{}", run.dump());
+        if let Some(charon) = &self.charon {
+            let sas = charon.wait_no_sas();
+            assert!(
+                sas.is_empty(),
+                "the gateway kept an IKE SA (no Delete arrived): {sas:?}\n{}\ncharon's log:\n{}",
+                run.dump(),
+                charon.log()
+            );
+        }
+    }
+
+    /// A refusal: exit 2, one stderr line holding every one of `words`,
+    /// nothing left behind (and no new namespace).
+    fn expect_error(&self, run: Run, words: &[&str]) -> Run {
+        assert_bad_input(&run);
+        for w in words {
+            assert!(run.stderr.contains(w), "'{w}' not in:\n{}", run.dump());
+        }
+        self.assert_nothing_left(&run);
+        run
+    }
+}
+
+/// linerate's SPIs (out, in) from the note it prints: "SPIs 0x... out,
+/// 0x... in".
+fn spis(stderr: &str) -> (String, String) {
+    let after = stderr
+        .split("SPIs 0x")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no 'SPIs 0x' note in:\n{stderr}"));
+    let out = after.get(..8).unwrap_or_default().to_string();
+    let inb = after
+        .split(", 0x")
+        .nth(1)
+        .and_then(|s| s.get(..8))
+        .unwrap_or_else(|| panic!("no inbound SPI in:\n{stderr}"))
+        .to_string();
+    (out, inb)
+}
+
+/// strongSwan's names of an ESP suite: (encr-alg, encr-keysize, integ-alg).
+fn strongswan_esp(suite: &str) -> (&'static str, &'static str, Option<&'static str>) {
+    match suite {
+        "aes128gcm16" => ("AES_GCM_16", "128", None),
+        "aes256gcm16" => ("AES_GCM_16", "256", None),
+        "aes128-sha256" => ("AES_CBC", "128", Some("HMAC_SHA2_256_128")),
+        "aes256-sha512" => ("AES_CBC", "256", Some("HMAC_SHA2_512_256")),
+        other => panic!("no strongSwan names for {other}"),
+    }
+}
+
+/// strongSwan's names of an IKE suite: (encr-keysize, integ-alg, dh-group);
+/// the encryption is AES_CBC in each.
+fn strongswan_ike(suite: &str) -> (&'static str, &'static str, &'static str) {
+    match suite {
+        "aes256-sha256-modp2048" => ("256", "HMAC_SHA2_256_128", "MODP_2048"),
+        "aes128-sha256-x25519" => ("128", "HMAC_SHA2_256_128", "CURVE_25519"),
+        "aes256-sha512-ecp256" => ("256", "HMAC_SHA2_512_256", "ECP_256"),
+        other => panic!("no strongSwan names for {other}"),
+    }
+}
+
+/// One run through the tunnel and what it must show.
+struct Crossing<'a> {
+    direction: &'a str,
+    /// --esp (None: linerate's default, aes256gcm16).
+    esp: Option<&'a str>,
+    /// --ike (None: linerate's default; charon picks aes256-sha256-modp2048).
+    ike: Option<&'a str>,
+    size: &'a str,
+    /// The connection charon must have used.
+    conn: &'a str,
+    extra: &'a [&'a str],
+}
+
+/// Runs `c` as a 1-s trial at 5,000 frames/s and checks it against the
+/// gateway: every frame sent received; charon's CHILD_SA (from its
+/// `child-updown` event when linerate's Delete took it down) has
+/// linerate's SPIs and suites and counted exactly the frames linerate
+/// received in each direction (and their bytes), as did the router's
+/// ipsec0 and linerate's own ESP counts; nothing left.
+fn cross(bed: &Bed, c: &Crossing) {
+    let what = format!(
+        "--direction {} --esp {} --ike {} --frame-size {}",
+        c.direction,
+        c.esp.unwrap_or("(default)"),
+        c.ike.unwrap_or("(default)"),
+        c.size
+    );
+    let charon = bed.charon();
+    let monitor = charon.monitor();
+    let (tun_rx0, tun_tx0) = link_packets(&bed.r, "ipsec0");
+    let json = TempFile::new("ipsec-trial");
+    let mut args = vec![
+        "--direction",
+        c.direction,
+        "--frame-size",
+        c.size,
+        "--rate",
+        RATE,
+        "--duration",
+        "1s",
+        "--json",
+        json.arg(),
+    ];
+    if let Some(esp) = c.esp {
+        args.extend_from_slice(&["--esp", esp]);
+    }
+    if let Some(ike) = c.ike {
+        args.extend_from_slice(&["--ike", ike]);
+    }
+    args.extend_from_slice(c.extra);
+    let run = bed.trial(&args);
+    assert_eq!(
+        run.code,
+        0,
+        "{what}: {}\ncharon's log:\n{}",
+        run.dump(),
+        charon.log()
+    );
+    let v = json.json();
+    assert_trial_consistent(&v);
+    for key in ["intended_frames", "tx_frames", "rx_frames"] {
+        assert_eq!(u(&v, key), FRAMES, "{what}: {key}: {v}");
+    }
+    for key in [
+        "lost_frames",
+        "errored_frames",
+        "stray_frames",
+        "duplicated",
+    ] {
+        assert_eq!(u(&v, key), 0, "{what}: {key}: {v}");
+    }
+
+    // charon's CHILD_SA as it went down: one came up and went down in
+    // this run, linerate's.
+    let down = monitor
+        .wait_for(Duration::from_secs(5), |e| {
+            ChildEvent::of(e).iter().any(|c| !c.up)
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "{what}: charon raised no child-updown (down) event: {:?}\ncharon's log:\n{}",
+                monitor.events(),
+                charon.log()
+            )
+        });
+    let events: Vec<ChildEvent> = monitor.events().iter().flat_map(ChildEvent::of).collect();
+    assert_eq!(
+        events.iter().map(|e| e.up).collect::<Vec<_>>(),
+        [true, false],
+        "{what}: one CHILD_SA up, then down: {events:?}"
+    );
+    let down = ChildEvent::of(&down).remove(0);
+    assert_eq!(down.ike_name, c.conn, "{what}");
+    let child = &down.child;
+    let (spi_out, spi_in) = spis(&run.stderr);
+    // charon's inbound SA is linerate's outbound one.
+    assert_eq!(child.text("spi-in"), spi_out, "{what}: {child:?}");
+    assert_eq!(child.text("spi-out"), spi_in, "{what}: {child:?}");
+    assert_eq!(child.text("mode"), "TUNNEL", "{what}");
+    assert_eq!(child.text("encap"), "yes", "{what}: ESP in UDP");
+    let (encr, bits, integ) = strongswan_esp(c.esp.unwrap_or("aes256gcm16"));
+    assert_eq!(child.text("encr-alg"), encr, "{what}: {child:?}");
+    assert_eq!(child.text("encr-keysize"), bits, "{what}: {child:?}");
+    match integ {
+        Some(integ) => assert_eq!(child.text("integ-alg"), integ, "{what}: {child:?}"),
+        None => assert!(child.get("integ-alg").is_none(), "{what}: {child:?}"),
+    }
+    let (ike_bits, ike_integ, group) = strongswan_ike(c.ike.unwrap_or("aes256-sha256-modp2048"));
+    let ike = &down.ike;
+    assert_eq!(ike.text("encr-alg"), "AES_CBC", "{what}: {ike:?}");
+    assert_eq!(ike.text("encr-keysize"), ike_bits, "{what}: {ike:?}");
+    assert_eq!(ike.text("integ-alg"), ike_integ, "{what}: {ike:?}");
+    assert_eq!(ike.text("dh-group"), group, "{what}: {ike:?}");
+
+    // The counts: what the gateway decrypted (packets-in) is what arrived
+    // at port A; what it encrypted (packets-out) what linerate decrypted
+    // at port B.
+    let (gw_in, gw_out) = (child.number("packets-in"), child.number("packets-out"));
+    let (tun_rx1, tun_tx1) = link_packets(&bed.r, "ipsec0");
+    let (tun_rx, tun_tx) = (tun_rx1 - tun_rx0, tun_tx1 - tun_tx0);
+    let rx = u(&v, "rx_frames");
+    let (encrypted_rx, decrypted_rx) = match c.direction {
+        "encrypt" => (rx, 0),
+        "decrypt" => (0, rx),
+        _ => {
+            // A -> B then B -> A, each half.
+            let d = v["directions"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{what}: no directions: {v}"));
+            assert_eq!(d.len(), 2, "{what}: {v}");
+            for half in d {
+                assert_eq!(u(half, "tx_frames"), FRAMES / 2, "{what}: {half}");
+                assert_eq!(u(half, "lost_frames"), 0, "{what}: {half}");
+            }
+            (u(&d[0], "rx_frames"), u(&d[1], "rx_frames"))
+        }
+    };
+    assert_eq!(
+        gw_out, encrypted_rx,
+        "{what}: the gateway encrypted {gw_out} (CHILD_SA packets-out), linerate received {encrypted_rx} through the tunnel"
+    );
+    assert_eq!(
+        gw_in, decrypted_rx,
+        "{what}: the gateway decrypted {gw_in} (CHILD_SA packets-in), linerate received {decrypted_rx} on port A"
+    );
+    assert_eq!(
+        tun_tx, encrypted_rx,
+        "{what}: the router routed {tun_tx} packets into ipsec0, linerate received {encrypted_rx}"
+    );
+    assert_eq!(
+        tun_rx, decrypted_rx,
+        "{what}: ipsec0 gave the router {tun_rx} decrypted packets, linerate received {decrypted_rx}"
+    );
+    // charon counts the inner packets' bytes: every one the test's size.
+    let l3 = u(&v, "l3_length");
+    assert_eq!(child.number("bytes-in"), gw_in * l3, "{what}: {child:?}");
+    assert_eq!(child.number("bytes-out"), gw_out * l3, "{what}: {child:?}");
+    // linerate's own ESP counts of the trial: what it encrypted the
+    // gateway decrypted, what the gateway encrypted it decrypted, and
+    // nothing was refused.
+    let esp = &v["esp"];
+    assert!(esp.is_object(), "{what}: no esp record: {v}");
+    assert_eq!(u(esp, "encrypted"), gw_in, "{what}: {esp}");
+    assert_eq!(u(esp, "decrypted"), gw_out, "{what}: {esp}");
+    for key in [
+        "icv_failures",
+        "replays",
+        "too_old",
+        "malformed",
+        "unknown_spi",
+        "not_esp",
+    ] {
+        assert_eq!(u(esp, key), 0, "{what}: {key}: {esp}");
+    }
+
+    bed.assert_nothing_left(&run);
+}
+
+/// Every direction with each of the gateway's three ESP suites, 64- and
+/// 1418-byte frames: 18 trials against one charon.
+#[test]
+fn every_direction_and_suite_crosses_and_the_gateway_counts_the_same() {
+    if !root_or_skip("every_direction_and_suite_crosses_and_the_gateway_counts_the_same") {
+        return;
+    }
+    let bed = Bed::new("ia", Some(&[gw_conn()]));
+    for direction in DIRECTIONS {
+        for esp in SUITES {
+            for size in SIZES {
+                cross(
+                    &bed,
+                    &Crossing {
+                        direction,
+                        esp: Some(esp),
+                        ike: None,
+                        size,
+                        conn: "gw",
+                        extra: &[],
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// IKE with Curve25519 (and linerate's default ESP suite), and IKE
+/// aes256-sha512-ecp256 with ESP aes256-sha512 on a second connection that
+/// linerate picks by its identity (--ipsec-id) and whose identity it
+/// checks (--ipsec-remote-id); each direction once.
+#[test]
+fn other_ike_groups_suites_and_identities_cross() {
+    if !root_or_skip("other_ike_groups_suites_and_identities_cross") {
+        return;
+    }
+    let bed = Bed::new("ib", Some(&[gw_conn(), sha512_conn()]));
+    for (direction, size) in [("both", "512"), ("encrypt", "1418"), ("decrypt", "64")] {
+        cross(
+            &bed,
+            &Crossing {
+                direction,
+                esp: None,
+                ike: Some("aes128-sha256-x25519"),
+                size,
+                conn: "gw",
+                extra: &[],
+            },
+        );
+        cross(
+            &bed,
+            &Crossing {
+                direction,
+                esp: Some("aes256-sha512"),
+                ike: Some("aes256-sha512-ecp256"),
+                size,
+                conn: "sha512",
+                extra: &[
+                    "--ipsec-id",
+                    SHA512_PEER_ID,
+                    "--ipsec-remote-id",
+                    SHA512_GW_ID,
+                ],
+            },
+        );
+    }
+}
+
+/// What the gateway refuses, and options that do not go together: one
+/// line each, exit 2, nothing left behind; a key file others may read is
+/// refused before anything is sent.
+#[test]
+fn refusals_are_one_line_and_leave_nothing_behind() {
+    if !root_or_skip("refusals_are_one_line_and_leave_nothing_behind") {
+        return;
+    }
+    let bed = Bed::new("ic", Some(&[gw_conn()]));
+    let charon = bed.charon();
+    let trial = ["--rate", RATE, "--duration", "1s", "--frame-size", "128"];
+
+    // A wrong key: charon answers IKE_AUTH with AUTHENTICATION_FAILED.
+    let wrong = key_file(&format!("not-{}", bed.key), 0o600);
+    bed.expect_error(
+        bed.trial_with_key(wrong.arg(), &trial),
+        &["AUTHENTICATION_FAILED", "pre-shared key"],
+    );
+
+    // A suite the gateway does not have: NO_PROPOSAL_CHOSEN for the
+    // CHILD_SA (the IKE SA that came up without it must be deleted).
+    let mut args = trial.to_vec();
+    args.extend_from_slice(&["--esp", "aes256-sha512"]);
+    bed.expect_error(bed.trial(&args), &["NO_PROPOSAL_CHOSEN", "aes256-sha512"]);
+
+    // A key file others may read: refused before anything is sent, and
+    // the message says how to fix it.
+    let open = key_file(&bed.key, 0o644);
+    let heard = charon.received_packets();
+    let (_, tb_tx) = link_packets(&bed.t, "tb");
+    let run = bed.expect_error(
+        bed.trial_with_key(open.arg(), &trial),
+        &["chmod 600", open.arg()],
+    );
+    assert_eq!(
+        charon.received_packets(),
+        heard,
+        "IKE sent with an open key file: {}\n{}",
+        run.dump(),
+        charon.log()
+    );
+    assert_eq!(
+        link_packets(&bed.t, "tb").1,
+        tb_tx,
+        "port B sent something: {}",
+        run.dump()
+    );
+    assert!(
+        !run.stderr.contains(&bed.key),
+        "the key shown: {}",
+        run.dump()
+    );
+
+    // Options.
+    let with = |extra: &[&'static str]| {
+        let mut a = trial.to_vec();
+        a.extend_from_slice(extra);
+        a
+    };
+    bed.expect_error(
+        bed.trial(&with(&["--direction", "sideways"])),
+        &["--direction sideways", "encrypt, decrypt or both"],
+    );
+    bed.expect_error(
+        bed.trial(&with(&["--receiver", "kernel"])),
+        &["--ipsec", "--receiver kernel"],
+    );
+    bed.expect_error(bed.trial(&with(&["--engine", "xdp"])), &["--ipsec", "xdp"]);
+    // --psk-file without --ipsec.
+    let mut args = vec!["trial", "--no-db"];
+    args.extend_from_slice(&HOSTS);
+    args.extend_from_slice(&trial);
+    args.extend_from_slice(&["--psk-file", bed.psk.arg()]);
+    bed.expect_error(linerate_in(&bed.t, &args), &["--psk-file", "--ipsec"]);
+    // --ipsec in the lab without a VPN gateway scenario.
+    let before = netns_list();
+    let mut args = vec!["trial", "--no-db", "--lab"];
+    args.extend_from_slice(&trial);
+    args.extend_from_slice(&[
+        "--ipsec",
+        "--psk-file",
+        bed.psk.arg(),
+        "--remote-net",
+        REMOTE_NET,
+    ]);
+    bed.expect_error(
+        linerate_in(&bed.t, &args),
+        &["--ipsec", "--scenario vpn-gateway"],
+    );
+    let new = new_lr_netns(&before, &netns_list());
+    assert!(new.is_empty(), "a lab was built: {new:?}");
+}
+
+/// A gateway where no IKE daemon listens (the router answers with ICMP
+/// port unreachable): linerate tries 5 times over about 15.5 s, then fails
+/// in one line, leaving nothing behind.
+#[test]
+fn a_gateway_that_never_answers_fails_in_one_line() {
+    if !root_or_skip("a_gateway_that_never_answers_fails_in_one_line") {
+        return;
+    }
+    let bed = Bed::new("id", None);
+    let start = Instant::now();
+    let run = bed.expect_error(
+        bed.trial(&["--rate", RATE, "--duration", "1s", "--frame-size", "128"]),
+        &["no answer from 198.19.0.1:500"],
+    );
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_secs(10) && took < Duration::from_secs(40),
+        "{took:?}: {}",
+        run.dump()
+    );
+}
+
+/// A "gateway" that answers every datagram on ports 500 and 4500 with
+/// random bytes (no charon): half of the answers bare random bytes, half
+/// random bytes behind the request's initiator SPI (so that they look
+/// like an answer to it at first sight). linerate fails in one line and
+/// leaves nothing behind.
+#[test]
+fn a_gateway_that_answers_garbage_fails_in_one_line() {
+    if !root_or_skip("a_gateway_that_answers_garbage_fails_in_one_line") {
+        return;
+    }
+    let bed = Bed::new("ie", None);
+    let sockets: Vec<std::net::UdpSocket> = in_netns(&bed.r, || {
+        [500u16, 4500]
+            .iter()
+            .map(|port| std::net::UdpSocket::bind((GATEWAY, *port)).unwrap())
+            .collect()
+    });
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let heard = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let responders: Vec<_> = sockets
+        .into_iter()
+        .map(|socket| {
+            let (stop, heard) = (stop.clone(), heard.clone());
+            std::thread::spawn(move || {
+                use std::io::Read;
+                use std::sync::atomic::Ordering;
+                socket
+                    .set_read_timeout(Some(Duration::from_millis(100)))
+                    .unwrap();
+                let mut random = std::fs::File::open("/dev/urandom").unwrap();
+                let mut buf = [0u8; 4096];
+                let mut n_answers = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let Ok((n, from)) = socket.recv_from(&mut buf) else {
+                        continue;
+                    };
+                    heard.fetch_add(1, Ordering::Relaxed);
+                    let mut answer = [0u8; 2];
+                    random.read_exact(&mut answer).unwrap();
+                    let len = 1 + usize::from(u16::from_be_bytes(answer)) % 600;
+                    let mut answer = vec![0u8; len.max(40)];
+                    random.read_exact(&mut answer).unwrap();
+                    if n_answers % 2 == 1 && n >= 8 {
+                        // The request's initiator SPI first (behind the
+                        // non-ESP marker on 4500, as it came).
+                        let k = n.min(12).min(answer.len());
+                        answer[..k].copy_from_slice(&buf[..k]);
+                    }
+                    n_answers += 1;
+                    let _ = socket.send_to(&answer, from);
+                }
+            })
+        })
+        .collect();
+    let run = bed.trial(&["--rate", RATE, "--duration", "1s", "--frame-size", "128"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in responders {
+        r.join().unwrap();
+    }
+    let heard = heard.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        heard >= 1,
+        "linerate sent nothing to the gateway: {}",
+        run.dump()
+    );
+    bed.expect_error(run, &["IPsec"]);
+}
