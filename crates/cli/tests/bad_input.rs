@@ -1526,3 +1526,95 @@ fn every_packet_command_refuses_bad_input_and_leaves_nothing() {
     );
     assert!(count >= 100, "only {count} runs");
 }
+
+/// Options for ports the user names mean nothing in the lab: every command
+/// that takes them refuses each in one line instead of ignoring it (a
+/// gateway MAC of ff:ff:ff:ff:ff:ff used to run and pass).
+#[test]
+fn port_options_are_refused_in_the_lab_by_every_command() {
+    let commands: [&[&str]; 9] = [
+        &["trial", "--rate", "1000fps"],
+        &["rfc2544"],
+        &["loss", "--loads", "10%"],
+        &["latency", "--rate", "10%"],
+        &["mlrsearch"],
+        &["back-to-back"],
+        &["cpu-target", "--target", "50%"],
+        &["tcp"],
+        &["http"],
+    ];
+    let goodput = |cmd: &str| cmd == "tcp" || cmd == "http";
+    for command in commands {
+        let mut options = vec![
+            ["--ip-a", "198.18.0.2/24"],
+            ["--gw-a", "198.18.0.1"],
+            ["--ip-b", "198.19.0.2/24"],
+            ["--gw-b", "198.19.0.1"],
+        ];
+        if !goodput(command[0]) {
+            options.push(["--gw-mac-a", "ff:ff:ff:ff:ff:ff"]);
+            options.push(["--gw-mac-b", "02:00:00:00:00:01"]);
+        }
+        for [option, value] in options {
+            let mut args = command.to_vec();
+            args.extend(["--lab", option, value]);
+            let run = expect_error(None, &args);
+            mentions(&run, &[option, "--lab"]);
+        }
+    }
+    // With a scenario (which builds a lab of its own) the same.
+    let run = expect_error(
+        None,
+        &["rfc2544", "--scenario", "acl:1", "--gw-a", "198.18.0.1"],
+    );
+    mentions(&run, &["--gw-a", "--scenario"]);
+}
+
+/// The IPsec options: refused without --ipsec, and --ipsec refused where it
+/// cannot work, each in one line before anything is touched.
+#[test]
+fn ipsec_options_outside_their_mode() {
+    let run = expect_error(
+        None,
+        &trial_args(&["--rate", "1000fps", "--psk-file", "/nonexistent"]),
+    );
+    mentions(&run, &["--psk-file", "--ipsec"]);
+    let run = expect_error(
+        None,
+        &trial_args(&["--rate", "1000fps", "--direction", "encrypt"]),
+    );
+    mentions(&run, &["--direction", "--ipsec"]);
+    let run = expect_error(None, &["trial", "--lab", "--rate", "1000fps", "--ipsec"]);
+    mentions(&run, &["--scenario vpn-gateway"]);
+    let run = expect_error(
+        None,
+        &trial_args(&["--rate", "1000fps", "--ipsec", "--direction", "sideways"]),
+    );
+    mentions(&run, &["sideways", "encrypt, decrypt or both"]);
+    let run = expect_error(
+        None,
+        &trial_args(&["--rate", "1000fps", "--ipsec", "--esp", "3des-md5"]),
+    );
+    mentions(&run, &["3des-md5", "aes256gcm16"]);
+    let run = expect_error(
+        None,
+        &trial_args(&[
+            "--rate",
+            "1000fps",
+            "--ipsec",
+            "--ike",
+            "aes256-md5-modp1024",
+        ]),
+    );
+    mentions(&run, &["--ike"]);
+    let run = expect_error(
+        None,
+        &trial_args(&["--rate", "1000fps", "--ipsec", "--remote-net", "198.19.1.0"]),
+    );
+    mentions(&run, &["--remote-net", "ADDRESS/PREFIX"]);
+    let run = expect_error(
+        None,
+        &trial_args(&["--rate", "1000fps", "--ipsec", "--vlan", "100"]),
+    );
+    mentions(&run, &["--ipsec", "IPv4"]);
+}

@@ -17,6 +17,14 @@ pub enum IkeError {
     /// Nothing answered our request, retransmitted with back-off.
     #[error("no answer from {addr} after {tries} tries")]
     NoAnswer { addr: SocketAddr, tries: u32 },
+    /// Something answered, but never with an answer to our request: not
+    /// an IKEv2 gateway on that port, or one that garbles its messages.
+    #[error("no IKEv2 answer from {addr} after {tries} tries: {datagrams} datagram(s) came back that were not answers to linerate's request; check that {addr} is the gateway's IKE port")]
+    NoValidAnswer {
+        addr: SocketAddr,
+        tries: u32,
+        datagrams: u32,
+    },
     /// The gateway could not verify our AUTH payload: another key, or an
     /// identity it has no connection for (strongSwan answers the same).
     #[error("authentication failed: the gateway answered AUTHENTICATION_FAILED; check the pre-shared key (and that the gateway expects the identity {identity})")]

@@ -419,6 +419,9 @@ impl Transport {
     ) -> Result<Vec<u8>, IkeError> {
         let tries = retransmit.tries.max(1);
         let mut wait = retransmit.timeout;
+        // Datagrams from the gateway that answered nothing: a gateway that
+        // speaks something else on the port is told apart from a silent one.
+        let mut not_answers = 0u32;
         for _ in 0..tries {
             self.send(request)?;
             let deadline = Instant::now() + wait;
@@ -426,8 +429,16 @@ impl Transport {
                 if is_answer(self, &data) {
                     return Ok(data);
                 }
+                not_answers += 1;
             }
             wait = wait.saturating_mul(2);
+        }
+        if not_answers > 0 {
+            return Err(IkeError::NoValidAnswer {
+                addr: self.remote(),
+                tries,
+                datagrams: not_answers,
+            });
         }
         Err(IkeError::NoAnswer {
             addr: self.remote(),

@@ -111,8 +111,9 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         max_frame_len,
         ..AfPacketOptions::default()
     };
-    if plan.frame_check == linerate_wire::FrameCheck::Payload {
-        // The UDP checksum covers the whole frame: copy all of it up.
+    if plan.frame_check == linerate_wire::FrameCheck::Payload || plan.ipsec.is_some() {
+        // The UDP checksum covers the whole frame, and an ESP frame is
+        // verified and decrypted whole: copy all of it up.
         opts.rx_snaplen = u16::MAX as u32;
     }
     let encap = plan.encap;
@@ -188,14 +189,12 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         )?),
         None => None,
     };
-    let receiver = match (&ipsec, plan.receiver) {
-        (None, r) => r,
-        (Some(_), ReceiverChoice::Kernel) => bail!(BadInput, "--ipsec decrypts the gateway's ESP frames in user space, where the in-kernel counter cannot: leave out --receiver kernel"),
-        (Some(_), _) => ReceiverChoice::Socket,
+    // ESP frames are counted after they are decrypted in user space (the
+    // plan refused --receiver kernel and --engine xdp with --ipsec).
+    let receiver = match &ipsec {
+        None => plan.receiver,
+        Some(_) => ReceiverChoice::Socket,
     };
-    if ipsec.is_some() && plan.engine == "xdp" {
-        bail!(BadInput, "--ipsec encrypts and decrypts every frame in user space, and the xdp engine builds and counts frames in the kernel: use --engine af_xdp or af_packet (or auto)");
-    }
     if let Some(peer) = &ipsec {
         host_b.inner = Some(peer.inner);
         eprintln!("linerate: {}", peer.note());

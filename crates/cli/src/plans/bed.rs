@@ -31,6 +31,16 @@ impl PortArgs {
             // Scenarios configure the DUT for untagged IPv4 (NAT, ACLs, routes, tunnels).
             bail!(BadInput, "--scenario configures the lab DUT for untagged IPv4 and cannot test {encap} frames: run the scenario without --ipv6/--vlan");
         }
+        if self.lab || scenario {
+            refuse_in_lab(&[
+                (self.ip_a.is_some(), "--ip-a"),
+                (self.gw_a.is_some(), "--gw-a"),
+                (self.ip_b.is_some(), "--ip-b"),
+                (self.gw_b.is_some(), "--gw-b"),
+                (self.gw_mac_a.is_some(), "--gw-mac-a"),
+                (self.gw_mac_b.is_some(), "--gw-mac-b"),
+            ])?;
+        }
         let target = if self.lab || scenario {
             Target::Lab {
                 name: self.lab_name.clone(),
@@ -50,11 +60,19 @@ impl PortArgs {
             }
         };
         let ipsec = self.ipsec.plan(self.lab || scenario, scenario)?;
-        if ipsec.is_some() && !encap.is_default() {
-            bail!(
-                BadInput,
-                "--ipsec tests untagged IPv4 through the tunnel: leave out --ipv6 and --vlan"
-            );
+        if ipsec.is_some() {
+            if !encap.is_default() {
+                bail!(
+                    BadInput,
+                    "--ipsec tests untagged IPv4 through the tunnel: leave out --ipv6 and --vlan"
+                );
+            }
+            if self.engine == "xdp" {
+                bail!(BadInput, "--ipsec encrypts and decrypts every frame in user space, and the xdp engine builds and counts frames in the kernel: use --engine af_xdp or af_packet (or auto)");
+            }
+            if self.receiver == crate::args::Receiver::Kernel {
+                bail!(BadInput, "--ipsec decrypts the gateway's ESP frames in user space, where the in-kernel counter cannot count them: leave out --receiver kernel");
+            }
         }
         let line_speed_bps = self
             .line_speed
@@ -77,6 +95,16 @@ impl PortArgs {
             ipsec,
         })
     }
+}
+
+/// Options that describe ports the user names mean nothing in the lab,
+/// whose hosts and router have addresses of their own: the first given is
+/// refused in one line rather than silently ignored.
+pub(crate) fn refuse_in_lab(given: &[(bool, &str)]) -> Result<()> {
+    if let Some((_, option)) = given.iter().find(|(given, _)| *given) {
+        bail!(BadInput, "{option} is for ports you name (--port-a/--port-b); the lab's hosts and router have their own addresses: leave {option} out with --lab or --scenario");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

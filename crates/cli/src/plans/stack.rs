@@ -17,6 +17,14 @@ impl StackPortArgs {
             .as_deref()
             .map(|t| parse_ip(t, "--connect-to"))
             .transpose()?;
+        if args.lab {
+            super::bed::refuse_in_lab(&[
+                (args.ip_a.is_some(), "--ip-a"),
+                (args.gw_a.is_some(), "--gw-a"),
+                (args.ip_b.is_some(), "--ip-b"),
+                (args.gw_b.is_some(), "--gw-b"),
+            ])?;
+        }
         let (target, ipv6) = if args.lab {
             let target = StackTarget::Lab {
                 name: args.lab_name.clone(),
