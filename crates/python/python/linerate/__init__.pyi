@@ -41,6 +41,16 @@ def trial(
     drop_from: Optional[Value] = None,
     ipv6: bool = False,
     vlan: Optional[Value] = None,
+    ipsec: bool = False,
+    psk_file: Optional[Value] = None,
+    remote_net: Optional[Value] = None,
+    local_net: Optional[Value] = None,
+    ipsec_gateway: Optional[Value] = None,
+    ike: Optional[Value] = None,
+    esp: Optional[Value] = None,
+    ipsec_id: Optional[Value] = None,
+    ipsec_remote_id: Optional[Value] = None,
+    direction: Optional[Value] = None,
     sizes: Optional[Sequence[Value]] = None,
     frame_size: Optional[Sequence[Value]] = None,
     l3_length: Optional[Sequence[Value]] = None,
@@ -88,6 +98,16 @@ def trial(
         drop_from: A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab
         ipv6: Send IPv6 test frames (RFC 5180): Ethernet + IPv6 + UDP, signature at byte 62; the smallest frame is 78 bytes. The lab routes 2001:2::/64 (A) to 2001:2:0:1::/64 (B); with --port-a/--port-b give IPv6 addresses to --ip-a/--gw-a/--ip-b/--gw-b
         vlan: Tag every frame the tester sends (test frames, ARP, ND) with this 802.1Q VLAN, optionally with a priority: ID or ID:PCP (e.g. 100 or 100:5). In the lab the router routes it on VLAN subinterfaces (tagged ports where the kernel has no 802.1Q)
+        ipsec: Port B is the IPsec peer of the gateway (IKEv2 with a pre-shared key, ESP in UDP 4500): linerate encrypts what it sends there and decrypts what it receives, so the gateway's own encryption and decryption throughput is measured. Port A is the gateway's LAN side. In the lab: --scenario vpn-gateway
+        psk_file: The pre-shared key, in a file only its owner can read (chmod 600); never on the command line, where ps shows it
+        remote_net: The network linerate emulates behind itself, which the tunnel protects; the test frames come from its second address, or from the one given (198.19.1.0/24 or 198.19.1.7/24)
+        local_net: The gateway's protected LAN (default: port A's subnet)
+        ipsec_gateway: The gateway's IKE address when it is not --gw-b
+        ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
+        ipsec_remote_id: The identity the gateway must show
+        direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         sizes: Frame sizes in bytes, FCS included (64..9018), e.g. 64,512,1518
         frame_size: Frame sizes in bytes, FCS included (64..9018), e.g. 64,512,1518
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
@@ -135,6 +155,16 @@ def rfc2544(
     drop_from: Optional[Value] = None,
     ipv6: bool = False,
     vlan: Optional[Value] = None,
+    ipsec: bool = False,
+    psk_file: Optional[Value] = None,
+    remote_net: Optional[Value] = None,
+    local_net: Optional[Value] = None,
+    ipsec_gateway: Optional[Value] = None,
+    ike: Optional[Value] = None,
+    esp: Optional[Value] = None,
+    ipsec_id: Optional[Value] = None,
+    ipsec_remote_id: Optional[Value] = None,
+    direction: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
     udp_payload: Optional[Sequence[Value]] = None,
     imix: Optional[Sequence[Value]] = None,
@@ -188,6 +218,16 @@ def rfc2544(
         drop_from: A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab
         ipv6: Send IPv6 test frames (RFC 5180): Ethernet + IPv6 + UDP, signature at byte 62; the smallest frame is 78 bytes. The lab routes 2001:2::/64 (A) to 2001:2:0:1::/64 (B); with --port-a/--port-b give IPv6 addresses to --ip-a/--gw-a/--ip-b/--gw-b
         vlan: Tag every frame the tester sends (test frames, ARP, ND) with this 802.1Q VLAN, optionally with a priority: ID or ID:PCP (e.g. 100 or 100:5). In the lab the router routes it on VLAN subinterfaces (tagged ports where the kernel has no 802.1Q)
+        ipsec: Port B is the IPsec peer of the gateway (IKEv2 with a pre-shared key, ESP in UDP 4500): linerate encrypts what it sends there and decrypts what it receives, so the gateway's own encryption and decryption throughput is measured. Port A is the gateway's LAN side. In the lab: --scenario vpn-gateway
+        psk_file: The pre-shared key, in a file only its owner can read (chmod 600); never on the command line, where ps shows it
+        remote_net: The network linerate emulates behind itself, which the tunnel protects; the test frames come from its second address, or from the one given (198.19.1.0/24 or 198.19.1.7/24)
+        local_net: The gateway's protected LAN (default: port A's subnet)
+        ipsec_gateway: The gateway's IKE address when it is not --gw-b
+        ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
+        ipsec_remote_id: The identity the gateway must show
+        direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
         imix: Frame-size mixes instead: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1); several as imix0,imix1,imix2 or by repeating --imix
@@ -241,6 +281,16 @@ def mlrsearch(
     drop_from: Optional[Value] = None,
     ipv6: bool = False,
     vlan: Optional[Value] = None,
+    ipsec: bool = False,
+    psk_file: Optional[Value] = None,
+    remote_net: Optional[Value] = None,
+    local_net: Optional[Value] = None,
+    ipsec_gateway: Optional[Value] = None,
+    ike: Optional[Value] = None,
+    esp: Optional[Value] = None,
+    ipsec_id: Optional[Value] = None,
+    ipsec_remote_id: Optional[Value] = None,
+    direction: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
     udp_payload: Optional[Sequence[Value]] = None,
     imix: Optional[Sequence[Value]] = None,
@@ -292,6 +342,16 @@ def mlrsearch(
         drop_from: A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab
         ipv6: Send IPv6 test frames (RFC 5180): Ethernet + IPv6 + UDP, signature at byte 62; the smallest frame is 78 bytes. The lab routes 2001:2::/64 (A) to 2001:2:0:1::/64 (B); with --port-a/--port-b give IPv6 addresses to --ip-a/--gw-a/--ip-b/--gw-b
         vlan: Tag every frame the tester sends (test frames, ARP, ND) with this 802.1Q VLAN, optionally with a priority: ID or ID:PCP (e.g. 100 or 100:5). In the lab the router routes it on VLAN subinterfaces (tagged ports where the kernel has no 802.1Q)
+        ipsec: Port B is the IPsec peer of the gateway (IKEv2 with a pre-shared key, ESP in UDP 4500): linerate encrypts what it sends there and decrypts what it receives, so the gateway's own encryption and decryption throughput is measured. Port A is the gateway's LAN side. In the lab: --scenario vpn-gateway
+        psk_file: The pre-shared key, in a file only its owner can read (chmod 600); never on the command line, where ps shows it
+        remote_net: The network linerate emulates behind itself, which the tunnel protects; the test frames come from its second address, or from the one given (198.19.1.0/24 or 198.19.1.7/24)
+        local_net: The gateway's protected LAN (default: port A's subnet)
+        ipsec_gateway: The gateway's IKE address when it is not --gw-b
+        ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
+        ipsec_remote_id: The identity the gateway must show
+        direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
         imix: Frame-size mixes instead: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1); several as imix0,imix1,imix2 or by repeating --imix
@@ -343,6 +403,16 @@ def loss(
     drop_from: Optional[Value] = None,
     ipv6: bool = False,
     vlan: Optional[Value] = None,
+    ipsec: bool = False,
+    psk_file: Optional[Value] = None,
+    remote_net: Optional[Value] = None,
+    local_net: Optional[Value] = None,
+    ipsec_gateway: Optional[Value] = None,
+    ike: Optional[Value] = None,
+    esp: Optional[Value] = None,
+    ipsec_id: Optional[Value] = None,
+    ipsec_remote_id: Optional[Value] = None,
+    direction: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
     udp_payload: Optional[Sequence[Value]] = None,
     imix: Optional[Sequence[Value]] = None,
@@ -397,6 +467,16 @@ def loss(
         drop_from: A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab
         ipv6: Send IPv6 test frames (RFC 5180): Ethernet + IPv6 + UDP, signature at byte 62; the smallest frame is 78 bytes. The lab routes 2001:2::/64 (A) to 2001:2:0:1::/64 (B); with --port-a/--port-b give IPv6 addresses to --ip-a/--gw-a/--ip-b/--gw-b
         vlan: Tag every frame the tester sends (test frames, ARP, ND) with this 802.1Q VLAN, optionally with a priority: ID or ID:PCP (e.g. 100 or 100:5). In the lab the router routes it on VLAN subinterfaces (tagged ports where the kernel has no 802.1Q)
+        ipsec: Port B is the IPsec peer of the gateway (IKEv2 with a pre-shared key, ESP in UDP 4500): linerate encrypts what it sends there and decrypts what it receives, so the gateway's own encryption and decryption throughput is measured. Port A is the gateway's LAN side. In the lab: --scenario vpn-gateway
+        psk_file: The pre-shared key, in a file only its owner can read (chmod 600); never on the command line, where ps shows it
+        remote_net: The network linerate emulates behind itself, which the tunnel protects; the test frames come from its second address, or from the one given (198.19.1.0/24 or 198.19.1.7/24)
+        local_net: The gateway's protected LAN (default: port A's subnet)
+        ipsec_gateway: The gateway's IKE address when it is not --gw-b
+        ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
+        ipsec_remote_id: The identity the gateway must show
+        direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
         imix: Frame-size mixes instead: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1); several as imix0,imix1,imix2 or by repeating --imix
@@ -451,6 +531,16 @@ def latency(
     drop_from: Optional[Value] = None,
     ipv6: bool = False,
     vlan: Optional[Value] = None,
+    ipsec: bool = False,
+    psk_file: Optional[Value] = None,
+    remote_net: Optional[Value] = None,
+    local_net: Optional[Value] = None,
+    ipsec_gateway: Optional[Value] = None,
+    ike: Optional[Value] = None,
+    esp: Optional[Value] = None,
+    ipsec_id: Optional[Value] = None,
+    ipsec_remote_id: Optional[Value] = None,
+    direction: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
     udp_payload: Optional[Sequence[Value]] = None,
     imix: Optional[Sequence[Value]] = None,
@@ -503,6 +593,16 @@ def latency(
         drop_from: A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab
         ipv6: Send IPv6 test frames (RFC 5180): Ethernet + IPv6 + UDP, signature at byte 62; the smallest frame is 78 bytes. The lab routes 2001:2::/64 (A) to 2001:2:0:1::/64 (B); with --port-a/--port-b give IPv6 addresses to --ip-a/--gw-a/--ip-b/--gw-b
         vlan: Tag every frame the tester sends (test frames, ARP, ND) with this 802.1Q VLAN, optionally with a priority: ID or ID:PCP (e.g. 100 or 100:5). In the lab the router routes it on VLAN subinterfaces (tagged ports where the kernel has no 802.1Q)
+        ipsec: Port B is the IPsec peer of the gateway (IKEv2 with a pre-shared key, ESP in UDP 4500): linerate encrypts what it sends there and decrypts what it receives, so the gateway's own encryption and decryption throughput is measured. Port A is the gateway's LAN side. In the lab: --scenario vpn-gateway
+        psk_file: The pre-shared key, in a file only its owner can read (chmod 600); never on the command line, where ps shows it
+        remote_net: The network linerate emulates behind itself, which the tunnel protects; the test frames come from its second address, or from the one given (198.19.1.0/24 or 198.19.1.7/24)
+        local_net: The gateway's protected LAN (default: port A's subnet)
+        ipsec_gateway: The gateway's IKE address when it is not --gw-b
+        ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
+        ipsec_remote_id: The identity the gateway must show
+        direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
         imix: Frame-size mixes instead: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1); several as imix0,imix1,imix2 or by repeating --imix
@@ -555,6 +655,16 @@ def back_to_back(
     drop_from: Optional[Value] = None,
     ipv6: bool = False,
     vlan: Optional[Value] = None,
+    ipsec: bool = False,
+    psk_file: Optional[Value] = None,
+    remote_net: Optional[Value] = None,
+    local_net: Optional[Value] = None,
+    ipsec_gateway: Optional[Value] = None,
+    ike: Optional[Value] = None,
+    esp: Optional[Value] = None,
+    ipsec_id: Optional[Value] = None,
+    ipsec_remote_id: Optional[Value] = None,
+    direction: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
     udp_payload: Optional[Sequence[Value]] = None,
     imix: Optional[Sequence[Value]] = None,
@@ -605,6 +715,16 @@ def back_to_back(
         drop_from: A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab
         ipv6: Send IPv6 test frames (RFC 5180): Ethernet + IPv6 + UDP, signature at byte 62; the smallest frame is 78 bytes. The lab routes 2001:2::/64 (A) to 2001:2:0:1::/64 (B); with --port-a/--port-b give IPv6 addresses to --ip-a/--gw-a/--ip-b/--gw-b
         vlan: Tag every frame the tester sends (test frames, ARP, ND) with this 802.1Q VLAN, optionally with a priority: ID or ID:PCP (e.g. 100 or 100:5). In the lab the router routes it on VLAN subinterfaces (tagged ports where the kernel has no 802.1Q)
+        ipsec: Port B is the IPsec peer of the gateway (IKEv2 with a pre-shared key, ESP in UDP 4500): linerate encrypts what it sends there and decrypts what it receives, so the gateway's own encryption and decryption throughput is measured. Port A is the gateway's LAN side. In the lab: --scenario vpn-gateway
+        psk_file: The pre-shared key, in a file only its owner can read (chmod 600); never on the command line, where ps shows it
+        remote_net: The network linerate emulates behind itself, which the tunnel protects; the test frames come from its second address, or from the one given (198.19.1.0/24 or 198.19.1.7/24)
+        local_net: The gateway's protected LAN (default: port A's subnet)
+        ipsec_gateway: The gateway's IKE address when it is not --gw-b
+        ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
+        ipsec_remote_id: The identity the gateway must show
+        direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
         imix: Frame-size mixes instead: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1); several as imix0,imix1,imix2 or by repeating --imix
@@ -655,6 +775,16 @@ def cpu_target(
     drop_from: Optional[Value] = None,
     ipv6: bool = False,
     vlan: Optional[Value] = None,
+    ipsec: bool = False,
+    psk_file: Optional[Value] = None,
+    remote_net: Optional[Value] = None,
+    local_net: Optional[Value] = None,
+    ipsec_gateway: Optional[Value] = None,
+    ike: Optional[Value] = None,
+    esp: Optional[Value] = None,
+    ipsec_id: Optional[Value] = None,
+    ipsec_remote_id: Optional[Value] = None,
+    direction: Optional[Value] = None,
     target: Optional[Value] = None,
     tolerance: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
@@ -705,6 +835,16 @@ def cpu_target(
         drop_from: A drop test (the 100GE report's DDoS drop test): every other frame is sent from this source address, which the DUT is configured to drop. Those frames are reported as intended drops (and any that come through as leaked), apart from the loss of the other half. --scenario drop-test sets it in the lab
         ipv6: Send IPv6 test frames (RFC 5180): Ethernet + IPv6 + UDP, signature at byte 62; the smallest frame is 78 bytes. The lab routes 2001:2::/64 (A) to 2001:2:0:1::/64 (B); with --port-a/--port-b give IPv6 addresses to --ip-a/--gw-a/--ip-b/--gw-b
         vlan: Tag every frame the tester sends (test frames, ARP, ND) with this 802.1Q VLAN, optionally with a priority: ID or ID:PCP (e.g. 100 or 100:5). In the lab the router routes it on VLAN subinterfaces (tagged ports where the kernel has no 802.1Q)
+        ipsec: Port B is the IPsec peer of the gateway (IKEv2 with a pre-shared key, ESP in UDP 4500): linerate encrypts what it sends there and decrypts what it receives, so the gateway's own encryption and decryption throughput is measured. Port A is the gateway's LAN side. In the lab: --scenario vpn-gateway
+        psk_file: The pre-shared key, in a file only its owner can read (chmod 600); never on the command line, where ps shows it
+        remote_net: The network linerate emulates behind itself, which the tunnel protects; the test frames come from its second address, or from the one given (198.19.1.0/24 or 198.19.1.7/24)
+        local_net: The gateway's protected LAN (default: port A's subnet)
+        ipsec_gateway: The gateway's IKE address when it is not --gw-b
+        ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
+        ipsec_remote_id: The identity the gateway must show
+        direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         target: The DUT CPU load (total) to hold: 75% or 0.75 (N% is percent, a bare number a ratio)
         tolerance: How close to the target counts as reached, in percentage points
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
