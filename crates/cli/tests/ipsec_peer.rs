@@ -275,6 +275,7 @@ fn cross(bed: &Bed, c: &Crossing) {
     let charon = bed.charon();
     let monitor = charon.monitor();
     let (tun_rx0, tun_tx0) = link_packets(&bed.r, "ipsec0");
+    let gw_drops0 = gateway_drops(&bed.r);
     let json = TempFile::new("ipsec-trial");
     let mut args = vec![
         "--direction",
@@ -296,24 +297,26 @@ fn cross(bed: &Bed, c: &Crossing) {
     }
     args.extend_from_slice(c.extra);
     let run = bed.trial(&args);
+    // The gateway is charon in user space on a shared 2-core machine: a
+    // stall of charon's (100 ms seen in CI) overflows its UDP socket or
+    // its TUN queue, and it loses frames. Every frame lost must be one of
+    // those drops, counted by the gateway's kernel: exact, not tolerated.
+    let gw_drops = gateway_drops(&bed.r) - gw_drops0;
+    let v = json.json();
+    let lost = u(&v, "lost_frames");
     assert_eq!(
-        run.code,
-        0,
-        "{what}: {}\ncharon's log:\n{}",
+        (run.code, lost),
+        (if gw_drops > 0 { 1 } else { 0 }, gw_drops),
+        "{what}: every lost frame is one the gateway's kernel dropped ({gw_drops}): {}\ncharon's log:\n{}",
         run.dump(),
         charon.log()
     );
-    let v = json.json();
     assert_trial_consistent(&v);
-    for key in ["intended_frames", "tx_frames", "rx_frames"] {
+    for key in ["intended_frames", "tx_frames"] {
         assert_eq!(u(&v, key), FRAMES, "{what}: {key}: {v}");
     }
-    for key in [
-        "lost_frames",
-        "errored_frames",
-        "stray_frames",
-        "duplicated",
-    ] {
+    assert_eq!(u(&v, "rx_frames"), FRAMES - lost, "{what}: {v}");
+    for key in ["errored_frames", "stray_frames", "duplicated"] {
         assert_eq!(u(&v, key), 0, "{what}: {key}: {v}");
     }
 
@@ -377,7 +380,6 @@ fn cross(bed: &Bed, c: &Crossing) {
             assert_eq!(d.len(), 2, "{what}: {v}");
             for half in d {
                 assert_eq!(u(half, "tx_frames"), FRAMES / 2, "{what}: {half}");
-                assert_eq!(u(half, "lost_frames"), 0, "{what}: {half}");
             }
             (u(&d[0], "rx_frames"), u(&d[1], "rx_frames"))
         }
@@ -407,7 +409,13 @@ fn cross(bed: &Bed, c: &Crossing) {
     // nothing was refused.
     let esp = &v["esp"];
     assert!(esp.is_object(), "{what}: no esp record: {v}");
-    assert_eq!(u(esp, "encrypted"), gw_in, "{what}: {esp}");
+    // What linerate encrypted the gateway decrypted, but for those its
+    // socket dropped before charon read them.
+    assert!(
+        u(esp, "encrypted") >= gw_in && u(esp, "encrypted") - gw_in <= gw_drops,
+        "{what}: linerate encrypted {}, the gateway decrypted {gw_in}, its kernel dropped {gw_drops}: {esp}",
+        u(esp, "encrypted")
+    );
     assert_eq!(u(esp, "decrypted"), gw_out, "{what}: {esp}");
     for key in [
         "icv_failures",
@@ -421,6 +429,25 @@ fn cross(bed: &Bed, c: &Crossing) {
     }
 
     bed.assert_nothing_left(&run);
+}
+
+/// Frames the gateway's kernel dropped on their way to or from charon:
+/// its UDP sockets' receive-buffer errors (ESP arriving faster than charon
+/// reads it) and the TUN device's transmit drops (clear packets routed
+/// into ipsec0 faster than charon takes them).
+fn gateway_drops(ns: &str) -> u64 {
+    let snmp = sh("ip", &["netns", "exec", ns, "cat", "/proc/net/snmp"]);
+    let udp: Vec<&str> = snmp.lines().filter(|l| l.starts_with("Udp:")).collect();
+    let (names, values) = (udp[0].split_whitespace(), udp[1].split_whitespace());
+    let rcvbuf = names
+        .zip(values)
+        .find(|(n, _)| *n == "RcvbufErrors")
+        .and_then(|(_, v)| v.parse::<u64>().ok())
+        .expect("Udp RcvbufErrors");
+    let out = sh("ip", &["-n", ns, "-s", "-j", "link", "show", "ipsec0"]);
+    let link: serde_json::Value = serde_json::from_str(&out).expect("ip -j");
+    let tun_dropped = link[0]["stats64"]["tx"]["dropped"].as_u64().unwrap_or(0);
+    rcvbuf + tun_dropped
 }
 
 /// Every direction with each of the gateway's three ESP suites, 64- and
