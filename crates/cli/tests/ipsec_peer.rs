@@ -734,3 +734,69 @@ fn a_gateway_that_answers_garbage_fails_in_one_line() {
         ],
     );
 }
+
+/// `--esp-keys FILE` writes both SAs of the tunnel in Wireshark's esp_sa
+/// format, mode 0600 even over a file that was world-readable, with the
+/// SPIs linerate announced.
+#[test]
+fn the_keys_are_written_for_wireshark_and_for_its_owner_only() {
+    if !root_or_skip("the_keys_are_written_for_wireshark_and_for_its_owner_only") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let bed = Bed::new("ik", Some(&[gw_conn()]));
+    let keys = TempFile::new("esp-keys");
+    std::fs::write(&keys.0, "old").unwrap();
+    std::fs::set_permissions(&keys.0, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let run = bed.trial(&[
+        "--direction",
+        "encrypt",
+        "--esp",
+        "aes128-sha256",
+        "--frame-size",
+        "128",
+        "--rate",
+        RATE,
+        "--duration",
+        "1s",
+        "--esp-keys",
+        keys.arg(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let mode = std::fs::metadata(&keys.0).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "--esp-keys file mode {mode:o}");
+    let text = std::fs::read_to_string(&keys.0).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let (spi_out, spi_in) = spis(&run.stderr);
+    assert!(
+        lines[0].starts_with(&format!(
+            "\"IPv4\",\"{PEER}\",\"{GATEWAY}\",\"0x{spi_out}\",\"AES-CBC [RFC3602]\",\"0x"
+        )),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with(&format!(
+            "\"IPv4\",\"{GATEWAY}\",\"{PEER}\",\"0x{spi_in}\",\"AES-CBC [RFC3602]\",\"0x"
+        )),
+        "{text}"
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains("\"HMAC-SHA-256-128 [RFC4868]\",\"0x")),
+        "{text}"
+    );
+    // The keys are in the file only, never on the terminal.
+    let key_hex = lines[0]
+        .split("\",\"")
+        .nth(5)
+        .unwrap()
+        .trim_start_matches("0x");
+    assert!(
+        !run.stderr.contains(key_hex) && !run.stdout.contains(key_hex),
+        "{}",
+        run.dump()
+    );
+    bed.assert_nothing_left(&run);
+}

@@ -26,6 +26,39 @@ pub struct SaKeys {
 }
 
 impl SaKeys {
+    /// One line of Wireshark's ESP SA table (the `esp_sa` file in its
+    /// profile, as strongSwan's save-keys plugin writes it): with it,
+    /// Wireshark decrypts this SA's packets from `src` to `dst` in a
+    /// capture. The keys are in the line: it goes only to a file its
+    /// owner alone can read.
+    pub fn wireshark_esp_sa(&self, src: std::net::Ipv4Addr, dst: std::net::Ipv4Addr) -> String {
+        let (encryption, integrity) = match self.suite {
+            EspSuite::Aes128Gcm16 | EspSuite::Aes256Gcm16 => {
+                ("AES-GCM with 16 octet ICV [RFC4106]", "NULL")
+            }
+            EspSuite::Aes128Sha1 => ("AES-CBC [RFC3602]", "HMAC-SHA-1-96 [RFC2404]"),
+            EspSuite::Aes128Sha256 | EspSuite::Aes256Sha256 => {
+                ("AES-CBC [RFC3602]", "HMAC-SHA-256-128 [RFC4868]")
+            }
+            EspSuite::Aes256Sha512 => ("AES-CBC [RFC3602]", "HMAC-SHA-512-256 [RFC4868]"),
+        };
+        let hex = |bytes: &[u8]| -> String {
+            if bytes.is_empty() {
+                return String::new();
+            }
+            let digits: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            format!("0x{digits}")
+        };
+        format!(
+            "\"IPv4\",\"{src}\",\"{dst}\",\"0x{:08x}\",\"{encryption}\",\"{}\",\"{integrity}\",\"{}\"",
+            self.spi,
+            hex(&self.encryption_key),
+            hex(&self.integrity_key)
+        )
+    }
+}
+
+impl SaKeys {
     /// Keys checked against the suite's lengths, so a wrong KEYMAT split
     /// shows up here rather than as ICV failures at the gateway.
     pub fn new(
@@ -164,5 +197,41 @@ mod tests {
         let keys = SaKeys::new(EspSuite::Aes256Gcm16, 1, k, vec![]).unwrap();
         assert_eq!(keys.salt(), [1, 2, 3, 4]);
         assert_eq!(keys.cipher_key().len(), 32);
+    }
+}
+
+#[cfg(test)]
+mod wireshark_tests {
+    use super::*;
+
+    #[test]
+    fn an_esp_sa_line_is_what_wireshark_reads() {
+        let gcm = SaKeys::new(
+            EspSuite::Aes128Gcm16,
+            0xc0ffee01,
+            vec![0xab; 20],
+            Vec::new(),
+        )
+        .unwrap();
+        assert_eq!(
+            gcm.wireshark_esp_sa("198.19.0.2".parse().unwrap(), "198.19.0.1".parse().unwrap()),
+            format!(
+                "\"IPv4\",\"198.19.0.2\",\"198.19.0.1\",\"0xc0ffee01\",\"AES-GCM with 16 octet ICV [RFC4106]\",\"0x{}\",\"NULL\",\"\"",
+                "ab".repeat(20)
+            )
+        );
+        let cbc = SaKeys::new(EspSuite::Aes256Sha512, 1, vec![1; 32], vec![2; 64]).unwrap();
+        let line = cbc.wireshark_esp_sa("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        assert!(
+            line.contains("\"0x00000001\",\"AES-CBC [RFC3602]\",\"0x0101"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with(&format!(
+                "\"HMAC-SHA-512-256 [RFC4868]\",\"0x{}\"",
+                "02".repeat(64)
+            )),
+            "{line}"
+        );
     }
 }

@@ -110,6 +110,8 @@ pub struct IpsecPlan {
     pub local_id: Option<Identity>,
     pub remote_id: Option<Identity>,
     pub direction: Direction,
+    /// Where to write the negotiated keys for Wireshark (`--esp-keys`).
+    pub esp_keys: Option<PathBuf>,
 }
 
 impl IpsecPlan {
@@ -226,6 +228,15 @@ impl IpsecPeer {
         }
         let outbound = Outbound::new(child.outbound.clone()).map_err(|e| err!(Failed, "{e}"))?;
         let inbound = Inbound::new(child.inbound.clone()).map_err(|e| err!(Failed, "{e}"))?;
+        if let Some(path) = &plan.esp_keys {
+            let lines = format!(
+                "{}\n{}\n",
+                child.outbound.wireshark_esp_sa(host_b.ip, gateway),
+                child.inbound.wireshark_esp_sa(gateway, host_b.ip)
+            );
+            write_private(path, &lines)
+                .map_err(|e| err!(Environment, "--esp-keys {}: {e}", path.display()))?;
+        }
         peer.record.spi_out = child.outbound.spi;
         peer.record.spi_in = child.inbound.spi;
         peer.record.ike = session.ike_suite().to_string();
@@ -348,6 +359,22 @@ impl Drop for IpsecPeer {
         std::thread::sleep(std::time::Duration::from_millis(20));
         self.address_off();
     }
+}
+
+/// Writes `text` (keys) to `path`, readable by its owner only, whatever
+/// the file was before.
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // An existing file keeps its mode on open: narrow it before writing.
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    file.write_all(text.as_bytes())
 }
 
 /// Runs `ip` (in `netns`), its output or why it failed.

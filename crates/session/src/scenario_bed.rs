@@ -171,6 +171,7 @@ fn with_vpn_peer(
         local_id: None,
         remote_id: None,
         direction: Direction::Decrypt,
+        esp_keys: None,
     });
     if let Some(esp) = plan.esp.filter(|&e| e != peer.suite) {
         bail!(BadInput, "--esp {esp} is not the lab gateway's suite ({}): choose it with --scenario vpn-gateway:{esp}", peer.suite);

@@ -35,6 +35,9 @@ pub struct IpsecArgs {
     /// The identity the gateway must show.
     #[arg(long, value_name = "ID")]
     pub ipsec_remote_id: Option<String>,
+    /// Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file).
+    #[arg(long, value_name = "FILE")]
+    pub esp_keys: Option<PathBuf>,
     /// Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate).
     #[arg(long, value_name = "encrypt|decrypt|both")]
     pub direction: Option<String>,
@@ -93,6 +96,7 @@ impl IpsecArgs {
             local_id: self.ipsec_id.as_deref().map(IpsecPlan::identity),
             remote_id: self.ipsec_remote_id.as_deref().map(IpsecPlan::identity),
             direction,
+            esp_keys: self.esp_keys.clone(),
         }))
     }
 
@@ -108,6 +112,7 @@ impl IpsecArgs {
             (self.ipsec_id.is_some(), "--ipsec-id"),
             (self.ipsec_remote_id.is_some(), "--ipsec-remote-id"),
             (self.direction.is_some(), "--direction"),
+            (self.esp_keys.is_some(), "--esp-keys"),
         ]
         .into_iter()
         .filter_map(|(given, name)| given.then_some(name))

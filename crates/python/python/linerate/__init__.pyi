@@ -50,6 +50,7 @@ def trial(
     esp: Optional[Value] = None,
     ipsec_id: Optional[Value] = None,
     ipsec_remote_id: Optional[Value] = None,
+    esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
     sizes: Optional[Sequence[Value]] = None,
     frame_size: Optional[Sequence[Value]] = None,
@@ -107,6 +108,7 @@ def trial(
         esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
         ipsec_remote_id: The identity the gateway must show
+        esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         sizes: Frame sizes in bytes, FCS included (64..9018), e.g. 64,512,1518
         frame_size: Frame sizes in bytes, FCS included (64..9018), e.g. 64,512,1518
@@ -164,6 +166,7 @@ def rfc2544(
     esp: Optional[Value] = None,
     ipsec_id: Optional[Value] = None,
     ipsec_remote_id: Optional[Value] = None,
+    esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
     udp_payload: Optional[Sequence[Value]] = None,
@@ -227,6 +230,7 @@ def rfc2544(
         esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
         ipsec_remote_id: The identity the gateway must show
+        esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
@@ -290,6 +294,7 @@ def mlrsearch(
     esp: Optional[Value] = None,
     ipsec_id: Optional[Value] = None,
     ipsec_remote_id: Optional[Value] = None,
+    esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
     udp_payload: Optional[Sequence[Value]] = None,
@@ -351,6 +356,7 @@ def mlrsearch(
         esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
         ipsec_remote_id: The identity the gateway must show
+        esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
@@ -412,6 +418,7 @@ def loss(
     esp: Optional[Value] = None,
     ipsec_id: Optional[Value] = None,
     ipsec_remote_id: Optional[Value] = None,
+    esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
     udp_payload: Optional[Sequence[Value]] = None,
@@ -476,6 +483,7 @@ def loss(
         esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
         ipsec_remote_id: The identity the gateway must show
+        esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
@@ -540,6 +548,7 @@ def latency(
     esp: Optional[Value] = None,
     ipsec_id: Optional[Value] = None,
     ipsec_remote_id: Optional[Value] = None,
+    esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
     udp_payload: Optional[Sequence[Value]] = None,
@@ -602,6 +611,7 @@ def latency(
         esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
         ipsec_remote_id: The identity the gateway must show
+        esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
@@ -664,6 +674,7 @@ def back_to_back(
     esp: Optional[Value] = None,
     ipsec_id: Optional[Value] = None,
     ipsec_remote_id: Optional[Value] = None,
+    esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
     udp_payload: Optional[Sequence[Value]] = None,
@@ -724,6 +735,7 @@ def back_to_back(
         esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
         ipsec_remote_id: The identity the gateway must show
+        esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
@@ -784,6 +796,7 @@ def cpu_target(
     esp: Optional[Value] = None,
     ipsec_id: Optional[Value] = None,
     ipsec_remote_id: Optional[Value] = None,
+    esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
     target: Optional[Value] = None,
     tolerance: Optional[Value] = None,
@@ -844,6 +857,7 @@ def cpu_target(
         esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
         ipsec_remote_id: The identity the gateway must show
+        esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         target: The DUT CPU load (total) to hold: 75% or 0.75 (N% is percent, a bare number a ratio)
         tolerance: How close to the target counts as reached, in percentage points
