@@ -79,9 +79,10 @@ impl EspSend {
         }
     }
 
-    /// The framer for frames with these Ethernet addresses (the gateway's
-    /// MAC is known only once the trial resolved it).
-    fn framer(&mut self, macs: [u8; 12]) -> &Framer {
+    /// Lays the outer headers out again when the frames' Ethernet
+    /// addresses changed (the gateway's MAC is known only once the trial
+    /// resolved it): once per trial, not per frame.
+    fn update_framer(&mut self, macs: [u8; 12]) {
         if self.framer.as_ref().is_none_or(|(m, _)| *m != macs) {
             let mac = |b: &[u8]| MacAddr([b[0], b[1], b[2], b[3], b[4], b[5]]);
             let headers = OuterHeaders::esp_in_udp(
@@ -92,24 +93,24 @@ impl EspSend {
             );
             self.framer = Some((macs, Framer::new(&headers)));
         }
-        &self.framer.as_ref().expect("set above").1
     }
 
     fn seal(&mut self, buf: &mut [u8], len: usize) -> Result<usize, EspError> {
-        let macs: [u8; 12] = buf[..12].try_into().expect("a frame has MACs");
-        let framer = self.framer(macs).clone();
+        self.update_framer(buf[..12].try_into().expect("a frame has MACs"));
+        let (Some((_, framer)), sa) = (&self.framer, &mut self.sa) else {
+            unreachable!("set above");
+        };
         let inner_len = len - ETH_LEN;
-        let payload_at = framer.headroom() + self.sa.payload_offset();
-        if buf.len() < framer.frame_len(self.sa.sealed_len(inner_len)) {
+        let need = framer.frame_len(sa.sealed_len(inner_len));
+        if buf.len() < need {
             return Err(EspError::BufferTooSmall {
-                need: framer.frame_len(self.sa.sealed_len(inner_len)),
+                need,
                 have: buf.len(),
             });
         }
-        buf.copy_within(ETH_LEN..len, payload_at);
+        buf.copy_within(ETH_LEN..len, framer.headroom() + sa.payload_offset());
         let esp_len =
-            self.sa
-                .seal_in_place(&mut buf[framer.headroom()..], inner_len, NEXT_HEADER_IPV4)?;
+            sa.seal_in_place(&mut buf[framer.headroom()..], inner_len, NEXT_HEADER_IPV4)?;
         framer.encapsulate(buf, esp_len)
     }
 }
