@@ -19,6 +19,7 @@
 
 mod crypto;
 pub mod error;
+pub mod fleet;
 mod proposal;
 mod protect;
 pub mod sa;
@@ -27,6 +28,7 @@ pub mod wire;
 
 pub use crypto::{DhGroup, Encr, Integ, Prf};
 pub use error::{ConfigError, IkeError};
+pub use fleet::{Fleet, FleetConfig, Peer, PeerEvent, Setup};
 pub use linerate_esp::{EspSuite, SaKeys};
 pub use proposal::{IkeProposal, IkeProposals, IkeSuite, ProposalError};
 pub use sa::ChildSa;
