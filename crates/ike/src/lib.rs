@@ -20,10 +20,12 @@
 mod crypto;
 pub mod error;
 pub mod fleet;
+mod initiator;
 mod proposal;
 mod protect;
 pub mod sa;
 pub mod session;
+mod tunnel;
 pub mod wire;
 
 pub use crypto::{DhGroup, Encr, Integ, Prf};

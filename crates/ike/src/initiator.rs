@@ -1,0 +1,747 @@
+//! The initiator's handshake without sockets (sans-IO, as smoltcp does
+//! it): IKE_SA_INIT (answering COOKIE and INVALID_KE_PAYLOAD) and IKE_AUTH
+//! with a pre-shared key and one CHILD_SA, then the established
+//! [`Tunnel`]. The caller feeds it the peer's datagrams and the time and
+//! sends what it produces; [`crate::Session`] does so blocking on two
+//! sockets for one gateway, [`crate::Fleet`] for thousands of peers on one
+//! pair of sockets.
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use linerate_esp::{EspSuite, SaKeys};
+
+use crate::crypto::{ike_keys, nat_hash, psk_auth, random_bytes, random_u64, DhGroup, DhPrivate};
+use crate::error::IkeError;
+use crate::proposal::{IkeProposals, IkeSuite};
+use crate::sa::ChildSa;
+use crate::session::{Ports, Psk, Retransmit};
+use crate::tunnel::{
+    accepted_esp, child_sa_keys_ordered, esp_proposal, new_esp_spi, IkeSa, Outbox, Output, Request,
+    Transmit, Tunnel,
+};
+use crate::wire::{
+    auth_method, exchange, flags, notify, Header, Identity, Message, Notify, Payload,
+    TrafficSelector,
+};
+
+/// What every initiator of one gateway shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub gateway: Ipv4Addr,
+    pub gateway_ports: Ports,
+    pub remote_id: Option<Identity>,
+    pub psk: Psk,
+    pub ike: IkeProposals,
+    pub esp: EspSuite,
+    pub remote_ts: TrafficSelector,
+    pub retransmit: Retransmit,
+    pub force_encap: bool,
+}
+
+/// One initiator's own side.
+#[derive(Debug, Clone)]
+pub(crate) struct Local {
+    pub addr: Ipv4Addr,
+    /// The ports its datagrams leave from (the NAT detection hash and
+    /// `ChildSa::local` name them).
+    pub ports: Ports,
+    pub id: Option<Identity>,
+    pub ts: TrafficSelector,
+}
+
+impl Local {
+    fn identity(&self) -> Identity {
+        self.id.clone().unwrap_or(Identity::Ipv4(self.addr))
+    }
+}
+
+/// IKE_SA_INIT in flight.
+struct InitState {
+    dh: DhPrivate,
+    public: Vec<u8>,
+    ni: Vec<u8>,
+    nat_source: Vec<u8>,
+    cookie: Option<Vec<u8>>,
+    tried: Vec<DhGroup>,
+    cookies: u8,
+    /// The request as last sent (AUTH signs it).
+    message: Vec<u8>,
+}
+
+/// IKE_AUTH in flight.
+struct AuthState {
+    ike: IkeSa,
+    init_response: Vec<u8>,
+    spi_in: u32,
+    idi: Identity,
+    udp_encap: bool,
+}
+
+enum Phase {
+    Idle,
+    Init(Box<InitState>, Request),
+    Auth(Box<AuthState>, Request),
+    /// Established, or deleting after IKE_AUTH failed.
+    Up(Box<Tunnel>),
+    Closed,
+}
+
+/// One initiator: its handshake, then its tunnel.
+pub(crate) struct Initiator {
+    shared: Arc<Shared>,
+    local: Local,
+    spi_i: u64,
+    phase: Phase,
+    /// IKE moved to port 4500.
+    floated: bool,
+    started: Option<Instant>,
+}
+
+impl Initiator {
+    pub(crate) fn new(shared: Arc<Shared>, local: Local) -> Initiator {
+        let spi_i = loop {
+            let spi = random_u64();
+            if spi != 0 {
+                break spi;
+            }
+        };
+        Initiator {
+            shared,
+            local,
+            spi_i,
+            phase: Phase::Idle,
+            floated: false,
+            started: None,
+        }
+    }
+
+    pub(crate) fn spi_i(&self) -> u64 {
+        self.spi_i
+    }
+
+    /// When the first IKE_SA_INIT was sent.
+    pub(crate) fn started(&self) -> Option<Instant> {
+        self.started
+    }
+
+    /// Whether IKE has moved to port 4500.
+    pub(crate) fn floated(&self) -> bool {
+        match &self.phase {
+            Phase::Up(t) => t.floated,
+            _ => self.floated,
+        }
+    }
+
+    pub(crate) fn remote(&self) -> SocketAddr {
+        let ports = self.shared.gateway_ports;
+        let port = if self.floated() {
+            ports.natt
+        } else {
+            ports.ike
+        };
+        SocketAddr::from((self.shared.gateway, port))
+    }
+
+    pub(crate) fn tunnel(&self) -> Option<&Tunnel> {
+        match &self.phase {
+            Phase::Up(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn tunnel_mut(&mut self) -> Option<&mut Tunnel> {
+        match &mut self.phase {
+            Phase::Up(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The CHILD_SA, once established (and while it is up).
+    #[allow(dead_code)]
+    pub(crate) fn child(&self) -> Option<&ChildSa> {
+        self.tunnel().filter(|t| t.child_up()).map(|t| &t.child)
+    }
+
+    pub(crate) fn ike_up(&self) -> bool {
+        self.tunnel().is_some_and(|t| t.ike_up())
+    }
+
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        match &self.phase {
+            Phase::Init(_, r) | Phase::Auth(_, r) => Some(r.deadline),
+            Phase::Up(t) => t.next_deadline(),
+            _ => None,
+        }
+    }
+
+    fn protocol_error(&self, detail: impl Into<String>) -> IkeError {
+        IkeError::Protocol {
+            addr: self.remote(),
+            detail: detail.into(),
+        }
+    }
+
+    /// Sends the first IKE_SA_INIT.
+    pub(crate) fn start(&mut self, now: Instant, out: &mut Outbox) {
+        let offered = self.shared.ike.groups();
+        let first = offered.first().copied().unwrap_or(DhGroup::Modp2048);
+        let (dh, public) = DhPrivate::generate(first);
+        // Faked as strongSwan's encap=yes does: a hash of nothing the
+        // gateway can compute, so it sees linerate behind a NAT and
+        // encapsulates.
+        let nat_source = if self.shared.force_encap {
+            random_bytes(20)
+        } else {
+            nat_hash(self.spi_i, 0, self.local.addr, self.local.ports.ike)
+        };
+        let mut state = Box::new(InitState {
+            dh,
+            public,
+            ni: random_bytes(32),
+            nat_source,
+            cookie: None,
+            tried: vec![first],
+            cookies: 0,
+            message: Vec::new(),
+        });
+        self.started = Some(now);
+        let request = self.send_init(&mut state, now, out);
+        self.phase = Phase::Init(state, request);
+    }
+
+    fn send_init(&self, state: &mut InitState, now: Instant, out: &mut Outbox) -> Request {
+        let shared = &self.shared;
+        let mut payloads = Vec::new();
+        if let Some(c) = &state.cookie {
+            payloads.push(Payload::Notify(Notify::new(notify::COOKIE, c.clone())));
+        }
+        payloads.extend([
+            Payload::Sa(shared.ike.to_wire()),
+            Payload::Ke {
+                group: state.dh.group().id(),
+                data: state.public.clone(),
+            },
+            Payload::Nonce(state.ni.clone()),
+            Payload::Notify(Notify::new(
+                notify::NAT_DETECTION_SOURCE_IP,
+                state.nat_source.clone(),
+            )),
+            Payload::Notify(Notify::new(
+                notify::NAT_DETECTION_DESTINATION_IP,
+                nat_hash(self.spi_i, 0, shared.gateway, shared.gateway_ports.ike),
+            )),
+        ]);
+        state.message = Message {
+            header: Header::new(self.spi_i, 0, exchange::IKE_SA_INIT, flags::INITIATOR, 0),
+            payloads,
+        }
+        .encode();
+        Request::send(
+            exchange::IKE_SA_INIT,
+            0,
+            Transmit::ike(false, &state.message),
+            shared.retransmit,
+            now,
+            out,
+        )
+    }
+
+    pub(crate) fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
+        let retransmit = self.shared.retransmit;
+        let remote = self.remote();
+        let failed = match &mut self.phase {
+            Phase::Init(_, r) | Phase::Auth(_, r) => {
+                if now >= r.deadline && !r.expire(retransmit, now, out) {
+                    Some(r.no_answer(remote))
+                } else {
+                    None
+                }
+            }
+            Phase::Up(t) => {
+                t.handle_timeout(now, out);
+                None
+            }
+            _ => None,
+        };
+        if let Some(e) = failed {
+            self.fail(e, out);
+        }
+    }
+
+    fn fail(&mut self, e: IkeError, out: &mut Outbox) {
+        self.phase = Phase::Closed;
+        out.outputs.push_back(Output::Failed(e));
+    }
+
+    /// Takes an IKE message (without the non-ESP marker) from the
+    /// gateway. False if it answered nothing and was no request.
+    pub(crate) fn handle(&mut self, data: &[u8], now: Instant, out: &mut Outbox) -> bool {
+        match &mut self.phase {
+            Phase::Init(_, r) => {
+                let spi_i = self.spi_i;
+                let answer = Header::parse(data).is_ok_and(|h| {
+                    h.spi_i == spi_i
+                        && h.is_response()
+                        && !h.from_initiator()
+                        && h.exchange == exchange::IKE_SA_INIT
+                        && h.message_id == 0
+                });
+                if !answer {
+                    r.not_answers += 1;
+                    return false;
+                }
+                let Phase::Init(state, _) = std::mem::replace(&mut self.phase, Phase::Idle) else {
+                    return false;
+                };
+                self.init_answered(state, data, now, out);
+                true
+            }
+            Phase::Auth(state, r) => {
+                let Some(message) = state.ike.open_response(data, exchange::IKE_AUTH, r.id) else {
+                    r.not_answers += 1;
+                    return false;
+                };
+                let Phase::Auth(state, _) = std::mem::replace(&mut self.phase, Phase::Idle) else {
+                    return false;
+                };
+                self.auth_answered(state, message, now, out);
+                true
+            }
+            Phase::Up(t) => t.handle(data, now, out),
+            _ => false,
+        }
+    }
+
+    fn init_answered(
+        &mut self,
+        mut state: Box<InitState>,
+        data: &[u8],
+        now: Instant,
+        out: &mut Outbox,
+    ) {
+        let message = match Message::parse(data) {
+            Ok(m) => m,
+            Err(e) => return self.fail(self.protocol_error(format!("IKE_SA_INIT: {e}")), out),
+        };
+        let shared = Arc::clone(&self.shared);
+        if let Some(n) = message.notify(notify::COOKIE) {
+            state.cookies += 1;
+            if state.cookies > 3 {
+                return self.fail(
+                    self.protocol_error("it asks for a new cookie again and again"),
+                    out,
+                );
+            }
+            state.cookie = Some(n.data.clone());
+            let request = self.send_init(&mut state, now, out);
+            self.phase = Phase::Init(state, request);
+            return;
+        }
+        if let Some(n) = message.notify(notify::INVALID_KE_PAYLOAD) {
+            let offered = shared.ike.groups();
+            let asked = (n.data.len() >= 2).then(|| u16::from_be_bytes([n.data[0], n.data[1]]));
+            let group = asked
+                .and_then(DhGroup::from_id)
+                .filter(|g| offered.contains(g) && !state.tried.contains(g));
+            let Some(group) = group else {
+                return self.fail(
+                    IkeError::InvalidKe {
+                        group: match asked {
+                            Some(id) => DhGroup::from_id(id)
+                                .map_or_else(|| id.to_string(), |g| format!("{id} ({})", g.name())),
+                            None => "(none named)".into(),
+                        },
+                        offered: shared.ike.to_string(),
+                    },
+                    out,
+                );
+            };
+            state.tried.push(group);
+            (state.dh, state.public) = DhPrivate::generate(group);
+            let request = self.send_init(&mut state, now, out);
+            self.phase = Phase::Init(state, request);
+            return;
+        }
+        if let Some(n) = message.error() {
+            let e = if n.kind == notify::NO_PROPOSAL_CHOSEN {
+                IkeError::NoProposalChosen {
+                    offered: shared.ike.to_string(),
+                }
+            } else {
+                IkeError::Refused {
+                    exchange: "IKE_SA_INIT".into(),
+                    notify: notify::name(n.kind),
+                }
+            };
+            return self.fail(e, out);
+        }
+        match self.init_keys(&state, &message, data) {
+            Ok((ike, nat_traversal, udp_encap)) => {
+                // IKE moves to port 4500 whenever the gateway does NAT
+                // traversal (RFC 7296 §2.23 allows it without a NAT): ESP
+                // in UDP uses the same ports, so a NAT on the way keeps
+                // one mapping for both.
+                self.floated = nat_traversal;
+                self.send_auth(ike, state.message, data.to_vec(), udp_encap, now, out);
+            }
+            Err(e) => self.fail(e, out),
+        }
+    }
+
+    /// The IKE SA's keys from the gateway's IKE_SA_INIT answer, and NAT
+    /// detection: (the SA, NAT traversal, ESP in UDP).
+    fn init_keys(
+        &self,
+        state: &InitState,
+        message: &Message,
+        _data: &[u8],
+    ) -> Result<(IkeSa, bool, bool), IkeError> {
+        let bad = |detail: &str| self.protocol_error(format!("IKE_SA_INIT: {detail}"));
+        let shared = &self.shared;
+        let spi_r = message.header.spi_r;
+        if spi_r == 0 {
+            return Err(bad("no responder SPI"));
+        }
+        let (mut sa, mut ke, mut nr) = (None, None, None);
+        for p in &message.payloads {
+            match p {
+                Payload::Sa(proposals) => sa = Some(proposals),
+                Payload::Ke { group, data } => ke = Some((*group, data)),
+                Payload::Nonce(n) => nr = Some(n.clone()),
+                _ => {}
+            }
+        }
+        let sa = sa.ok_or_else(|| bad("no SA payload"))?;
+        let suite: IkeSuite = shared
+            .ike
+            .select(sa)
+            .ok_or_else(|| bad("the gateway chose a proposal that linerate did not offer"))?;
+        if suite.group != state.dh.group() {
+            return Err(bad(&format!(
+                "the gateway chose {} without asking for its KE payload",
+                suite.group.name()
+            )));
+        }
+        let (group, gateway_public) = ke.ok_or_else(|| bad("no KE payload"))?;
+        if group != suite.group.id() {
+            return Err(bad(&format!("a KE payload of group {group}")));
+        }
+        let nr = nr.ok_or_else(|| bad("no nonce"))?;
+        if !(16..=256).contains(&nr.len()) {
+            return Err(bad(&format!("a nonce of {} bytes", nr.len())));
+        }
+        let shared_secret = state
+            .dh
+            .shared(gateway_public)
+            .map_err(|e| bad(&format!("the gateway's KE payload: {e}")))?;
+        let keys = ike_keys(
+            suite.prf,
+            suite.integrity,
+            suite.encryption,
+            &shared_secret,
+            &state.ni,
+            &nr,
+            self.spi_i,
+            spi_r,
+        );
+        // NAT detection (§2.23): a gateway that sends no NAT_DETECTION
+        // payload has no NAT traversal; otherwise ESP goes in UDP when
+        // either hash does not match (ours was faked when encapsulation is
+        // forced).
+        let hashes = |kind: u16| -> Vec<&Vec<u8>> {
+            message
+                .notifies()
+                .filter(|n| n.kind == kind)
+                .map(|n| &n.data)
+                .collect()
+        };
+        let sources = hashes(notify::NAT_DETECTION_SOURCE_IP);
+        let destinations = hashes(notify::NAT_DETECTION_DESTINATION_IP);
+        let nat_traversal = !sources.is_empty() && !destinations.is_empty();
+        let gateway_hash = nat_hash(self.spi_i, spi_r, shared.gateway, shared.gateway_ports.ike);
+        let our_hash = nat_hash(self.spi_i, spi_r, self.local.addr, self.local.ports.ike);
+        let nat = !sources.contains(&&gateway_hash) || !destinations.contains(&&our_hash);
+        let ike = IkeSa {
+            initiator: true,
+            spi_i: self.spi_i,
+            spi_r,
+            suite,
+            keys,
+            ni: state.ni.clone(),
+            nr,
+            next_id: 1,
+            peer_id: 0,
+            last_answer: None,
+        };
+        Ok((
+            ike,
+            nat_traversal,
+            nat_traversal && (nat || shared.force_encap),
+        ))
+    }
+
+    /// IKE_AUTH (RFC 7296 §1.2) with the pre-shared key (§2.15) and the
+    /// CHILD_SA (§1.3, §2.17).
+    fn send_auth(
+        &mut self,
+        mut ike: IkeSa,
+        init_request: Vec<u8>,
+        init_response: Vec<u8>,
+        udp_encap: bool,
+        now: Instant,
+        out: &mut Outbox,
+    ) {
+        let shared = Arc::clone(&self.shared);
+        let spi_in = new_esp_spi();
+        let idi = self.local.identity();
+        let auth = psk_auth(
+            ike.suite.prf,
+            shared.psk.bytes(),
+            &ike.keys.sk_pi,
+            &init_request,
+            &ike.nr,
+            &idi.payload_body(),
+        );
+        let mut payloads = vec![Payload::IdI(idi.clone())];
+        if let Some(idr) = &shared.remote_id {
+            payloads.push(Payload::IdR(idr.clone()));
+        }
+        payloads.extend([
+            Payload::Auth {
+                method: auth_method::SHARED_KEY_MIC,
+                data: auth.to_vec(),
+            },
+            // linerate has no other SA with this gateway from this
+            // address: it may drop what an earlier, killed run left (RFC
+            // 7296 §2.4).
+            Payload::Notify(Notify::new(notify::INITIAL_CONTACT, Vec::new())),
+            Payload::Sa(vec![esp_proposal(shared.esp, spi_in, None)]),
+            Payload::TsI(vec![self.local.ts]),
+            Payload::TsR(vec![shared.remote_ts]),
+        ]);
+        let id = ike.next_id;
+        ike.next_id += 1;
+        let bytes = ike.seal(exchange::IKE_AUTH, false, id, &payloads);
+        let request = Request::send(
+            exchange::IKE_AUTH,
+            id,
+            Transmit::ike(self.floated, &bytes),
+            shared.retransmit,
+            now,
+            out,
+        );
+        self.phase = Phase::Auth(
+            Box::new(AuthState {
+                ike,
+                init_response,
+                spi_in,
+                idi,
+                udp_encap,
+            }),
+            request,
+        );
+    }
+
+    fn auth_answered(
+        &mut self,
+        state: Box<AuthState>,
+        message: Message,
+        now: Instant,
+        out: &mut Outbox,
+    ) {
+        let shared = Arc::clone(&self.shared);
+        let AuthState {
+            ike,
+            init_response,
+            spi_in,
+            idi,
+            udp_encap,
+        } = *state;
+        if message.notify(notify::AUTHENTICATION_FAILED).is_some() {
+            return self.fail(
+                IkeError::AuthenticationFailed {
+                    identity: idi.to_string(),
+                },
+                out,
+            );
+        }
+        let (mut idr, mut auth, mut sa, mut tsi, mut tsr) = (None, None, None, None, None);
+        for p in &message.payloads {
+            match p {
+                Payload::IdR(id) => idr = Some(id),
+                Payload::Auth { method, data } => auth = Some((*method, data)),
+                Payload::Sa(proposals) => sa = Some(proposals),
+                Payload::TsI(list) => tsi = Some(list),
+                Payload::TsR(list) => tsr = Some(list),
+                _ => {}
+            }
+        }
+        let Some((method, auth)) = auth else {
+            // No IKE SA: the gateway refused IKE_AUTH as a whole.
+            let e = match message.error() {
+                Some(n) => IkeError::Refused {
+                    exchange: "IKE_AUTH".into(),
+                    notify: notify::name(n.kind),
+                },
+                None => self.protocol_error("IKE_AUTH: an answer without AUTH payload"),
+            };
+            return self.fail(e, out);
+        };
+        let placeholder = |spi| SaKeys {
+            suite: shared.esp,
+            spi,
+            encryption_key: Vec::new(),
+            integrity_key: Vec::new(),
+        };
+        let child = ChildSa {
+            outbound: placeholder(0),
+            inbound: placeholder(spi_in),
+            local_ts: Vec::new(),
+            remote_ts: Vec::new(),
+            local: SocketAddrV4::new(self.local.addr, self.local.ports.natt),
+            remote: SocketAddrV4::new(shared.gateway, shared.gateway_ports.natt),
+            udp_encap,
+        };
+        let remote = self.remote();
+        let mut tunnel = Box::new(Tunnel::new(
+            ike,
+            child,
+            shared.esp,
+            None,
+            shared.retransmit,
+            self.floated,
+            remote,
+            now,
+        ));
+        // From here the gateway has an IKE SA: every failure deletes it
+        // first.
+        let checked = (|| {
+            let Some(idr) = idr else {
+                return Err(self.protocol_error("IKE_AUTH: an answer without IDr payload"));
+            };
+            if let Some(expected) = &shared.remote_id {
+                if idr != expected {
+                    return Err(IkeError::GatewayIdentity {
+                        expected: expected.to_string(),
+                        got: idr.to_string(),
+                    });
+                }
+            }
+            if method != auth_method::SHARED_KEY_MIC {
+                return Err(self.protocol_error(format!(
+                    "IKE_AUTH: the gateway authenticates with method {method}, not a pre-shared key (2)"
+                )));
+            }
+            let expected = psk_auth(
+                tunnel.ike.suite.prf,
+                shared.psk.bytes(),
+                &tunnel.ike.keys.sk_pr,
+                &init_response,
+                &tunnel.ike.ni,
+                &idr.payload_body(),
+            );
+            if !bool::from(subtle::ConstantTimeEq::ct_eq(&expected[..], &auth[..])) {
+                return Err(IkeError::GatewayAuthentication);
+            }
+            if let Some(n) = message.error() {
+                return Err(match n.kind {
+                    notify::NO_PROPOSAL_CHOSEN => IkeError::NoProposalChosen {
+                        offered: format!("ESP {}", shared.esp),
+                    },
+                    notify::TS_UNACCEPTABLE => IkeError::TsUnacceptable {
+                        local: self.local.ts.to_string(),
+                        remote: shared.remote_ts.to_string(),
+                    },
+                    kind => IkeError::Refused {
+                        exchange: "the CHILD_SA in IKE_AUTH".into(),
+                        notify: notify::name(kind),
+                    },
+                });
+            }
+            if message.notify(notify::USE_TRANSPORT_MODE).is_some() {
+                return Err(self.protocol_error(
+                    "IKE_AUTH: transport mode, where linerate asked for tunnel mode",
+                ));
+            }
+            let Some(spi_out) = sa.and_then(|sa| accepted_esp(shared.esp, None, sa)) else {
+                return Err(self.protocol_error(format!(
+                    "IKE_AUTH: no ESP proposal, or not the one offered ({})",
+                    shared.esp
+                )));
+            };
+            let (Some(tsi), Some(tsr)) =
+                (tsi.filter(|l| !l.is_empty()), tsr.filter(|l| !l.is_empty()))
+            else {
+                return Err(self.protocol_error("IKE_AUTH: no traffic selectors"));
+            };
+            Ok((spi_out, tsi.clone(), tsr.clone()))
+        })();
+        match checked {
+            Ok((spi_out, tsi, tsr)) => {
+                let ni = tunnel.ike.ni.clone();
+                let nr = tunnel.ike.nr.clone();
+                let (outbound, inbound) = child_sa_keys_ordered(
+                    &tunnel.ike,
+                    shared.esp,
+                    None,
+                    &ni,
+                    &nr,
+                    spi_out,
+                    spi_in,
+                    true,
+                );
+                tunnel.child.outbound = outbound;
+                tunnel.child.inbound = inbound;
+                tunnel.child.local_ts = tsi;
+                tunnel.child.remote_ts = tsr;
+                tunnel.set_child_up();
+                self.phase = Phase::Up(tunnel);
+                out.outputs.push_back(Output::Established);
+            }
+            Err(e) => {
+                tunnel.delete(Some(e), now, out);
+                self.phase = Phase::Up(tunnel);
+            }
+        }
+    }
+
+    /// Deletes the IKE SA (`Output::Deleted` at the end); nothing if it is
+    /// not up. A handshake in progress is abandoned.
+    pub(crate) fn delete(&mut self, now: Instant, out: &mut Outbox) {
+        match &mut self.phase {
+            Phase::Up(t) if t.ike_up() => t.delete(None, now, out),
+            Phase::Init(..) | Phase::Auth(..) => self.phase = Phase::Closed,
+            _ => {}
+        }
+    }
+
+    /// The Delete once, without waiting (when dropped).
+    pub(crate) fn delete_once(&mut self, out: &mut Outbox) {
+        if let Phase::Up(t) = &mut self.phase {
+            t.delete_once(out);
+        }
+    }
+
+    pub(crate) fn rekey_child(&mut self, now: Instant, out: &mut Outbox) -> Result<(), IkeError> {
+        match &mut self.phase {
+            Phase::Up(t) => t.rekey_child(now, out),
+            _ => Err(IkeError::Deleted {
+                gateway: self.shared.gateway,
+            }),
+        }
+    }
+}
+
+/// The wait before giving up with `retransmit`: the doubling's sum.
+#[allow(dead_code)]
+pub(crate) fn give_up_after(retransmit: Retransmit) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut wait = retransmit.timeout;
+    for _ in 0..retransmit.tries.max(1) {
+        total += wait;
+        wait = wait.saturating_mul(2);
+    }
+    total
+}

@@ -1,0 +1,1036 @@
+//! An established IKE SA with its CHILD_SA, without sockets (sans-IO):
+//! datagrams and the time go in, datagrams to send and what happened come
+//! out. The same for both roles: the initiator's handshake
+//! ([`crate::initiator`]) and the responder's ([`crate::responder`]) end
+//! in a [`Tunnel`], which answers the peer's requests (liveness checks,
+//! deletes, CREATE_CHILD_SA rekeys), retransmits its own (Delete, rekey)
+//! with back-off and sends NAT keepalives.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use linerate_esp::{EspSuite, SaKeys};
+
+use crate::crypto::{child_keys, random_bytes, random_u32, DhGroup, DhPrivate, IkeKeys};
+use crate::error::IkeError;
+use crate::proposal::IkeSuite;
+use crate::protect::{open, seal, Keys};
+use crate::sa::ChildSa;
+use crate::session::{Event, Retransmit};
+use crate::wire::{
+    exchange, flags, notify, protocol, transform, Delete, Header, Message, Notify, Payload,
+    Proposal, Transform,
+};
+
+/// The four zero bytes before an IKE message on port 4500, where an ESP
+/// packet would have its (never zero) SPI.
+pub(crate) const NON_ESP_MARKER: [u8; 4] = [0; 4];
+/// A NAT keepalive (RFC 3948 §2.3).
+pub(crate) const KEEPALIVE: [u8; 1] = [0xff];
+/// How often a keepalive is sent while ESP is in UDP.
+pub(crate) const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(20);
+
+/// A datagram to send to the peer: on the IKE port (500) or the NAT-T
+/// port (4500); `data` is the UDP payload as it goes out (with the
+/// non-ESP marker before IKE on 4500).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Transmit {
+    pub natt: bool,
+    pub data: Vec<u8>,
+}
+
+impl Transmit {
+    pub(crate) fn ike(natt: bool, message: &[u8]) -> Transmit {
+        let data = if natt {
+            let mut d = Vec::with_capacity(message.len() + 4);
+            d.extend_from_slice(&NON_ESP_MARKER);
+            d.extend_from_slice(message);
+            d
+        } else {
+            message.to_vec()
+        };
+        Transmit { natt, data }
+    }
+}
+
+/// What a machine reports.
+#[derive(Debug)]
+pub(crate) enum Output {
+    /// The handshake ended with the CHILD_SA installed.
+    Established,
+    /// The handshake failed (after deleting what the peer had, if it had
+    /// anything).
+    Failed(IkeError),
+    /// The peer did something (answered before it is reported), or a
+    /// rekey ended.
+    Event(Event),
+    /// Our Delete was answered (or crossed the peer's), or got no answer.
+    Deleted(Result<(), IkeError>),
+    /// Our rekey failed; the old CHILD_SA stays.
+    RekeyFailed(IkeError),
+}
+
+/// Datagrams to send and outputs, filled by the machines.
+#[derive(Debug, Default)]
+pub(crate) struct Outbox {
+    pub transmits: VecDeque<Transmit>,
+    pub outputs: VecDeque<Output>,
+}
+
+/// The state of an IKE SA: keys, nonces, message IDs.
+pub(crate) struct IkeSa {
+    /// Whether linerate is the original initiator (flags, key directions).
+    pub initiator: bool,
+    pub spi_i: u64,
+    pub spi_r: u64,
+    pub suite: IkeSuite,
+    pub keys: IkeKeys,
+    pub ni: Vec<u8>,
+    pub nr: Vec<u8>,
+    /// The message ID of our next request.
+    pub next_id: u32,
+    /// The message ID the peer's next request must have.
+    pub peer_id: u32,
+    /// Our answer to the peer's last request, sent again when the request
+    /// comes again (RFC 7296 §2.1: responses are retransmitted, not
+    /// recomputed).
+    pub last_answer: Option<(u32, Vec<u8>)>,
+}
+
+impl IkeSa {
+    pub(crate) fn out_keys(&self) -> Keys<'_> {
+        let (e, a) = if self.initiator {
+            (&self.keys.sk_ei, &self.keys.sk_ai)
+        } else {
+            (&self.keys.sk_er, &self.keys.sk_ar)
+        };
+        Keys {
+            encr: self.suite.encryption,
+            integ: self.suite.integrity,
+            encryption_key: e,
+            integrity_key: a,
+        }
+    }
+
+    pub(crate) fn in_keys(&self) -> Keys<'_> {
+        let (e, a) = if self.initiator {
+            (&self.keys.sk_er, &self.keys.sk_ar)
+        } else {
+            (&self.keys.sk_ei, &self.keys.sk_ai)
+        };
+        Keys {
+            encr: self.suite.encryption,
+            integ: self.suite.integrity,
+            encryption_key: e,
+            integrity_key: a,
+        }
+    }
+
+    pub(crate) fn seal(&self, kind: u8, response: bool, id: u32, payloads: &[Payload]) -> Vec<u8> {
+        let f = if self.initiator { flags::INITIATOR } else { 0 }
+            | if response { flags::RESPONSE } else { 0 };
+        let header = Header::new(self.spi_i, self.spi_r, kind, f, id);
+        seal(&self.out_keys(), header, payloads)
+    }
+
+    /// Opens `data` if it is the answer to our request `id` of `kind`.
+    pub(crate) fn open_response(&self, data: &[u8], kind: u8, id: u32) -> Option<Message> {
+        let h = Header::parse(data).ok()?;
+        if h.spi_i != self.spi_i
+            || h.spi_r != self.spi_r
+            || !h.is_response()
+            || h.from_initiator() == self.initiator
+            || h.exchange != kind
+            || h.message_id != id
+        {
+            return None;
+        }
+        open(&self.in_keys(), data).ok()
+    }
+
+    /// Whether `h` is a request of the peer on this IKE SA.
+    fn is_peer_request(&self, h: &Header) -> bool {
+        h.spi_i == self.spi_i
+            && h.spi_r == self.spi_r
+            && !h.is_response()
+            && h.from_initiator() != self.initiator
+    }
+}
+
+/// A request of ours, sent until answered: after `retransmit.timeout`,
+/// then twice as long after each next try.
+pub(crate) struct Request {
+    pub kind: u8,
+    pub id: u32,
+    pub transmit: Transmit,
+    pub sent: u32,
+    pub wait: Duration,
+    pub deadline: Instant,
+    /// Datagrams from the peer that answered nothing: a peer that speaks
+    /// something else is told apart from a silent one.
+    pub not_answers: u32,
+}
+
+impl Request {
+    /// Sends `transmit` now (into `out`) and waits for the answer.
+    pub(crate) fn send(
+        kind: u8,
+        id: u32,
+        transmit: Transmit,
+        retransmit: Retransmit,
+        now: Instant,
+        out: &mut Outbox,
+    ) -> Request {
+        out.transmits.push_back(transmit.clone());
+        Request {
+            kind,
+            id,
+            transmit,
+            sent: 1,
+            wait: retransmit.timeout,
+            deadline: now + retransmit.timeout,
+            not_answers: 0,
+        }
+    }
+
+    /// At the deadline: sends again (true), or gives up (false) after
+    /// `tries`.
+    pub(crate) fn expire(
+        &mut self,
+        retransmit: Retransmit,
+        now: Instant,
+        out: &mut Outbox,
+    ) -> bool {
+        if self.sent >= retransmit.tries.max(1) {
+            return false;
+        }
+        self.sent += 1;
+        self.wait = self.wait.saturating_mul(2);
+        self.deadline = now + self.wait;
+        out.transmits.push_back(self.transmit.clone());
+        true
+    }
+
+    /// The error once the tries are spent.
+    pub(crate) fn no_answer(&self, addr: std::net::SocketAddr) -> IkeError {
+        if self.not_answers > 0 {
+            IkeError::NoValidAnswer {
+                addr,
+                tries: self.sent,
+                datagrams: self.not_answers,
+            }
+        } else {
+            IkeError::NoAnswer {
+                addr,
+                tries: self.sent,
+            }
+        }
+    }
+}
+
+/// A new inbound ESP SPI (1-255 are reserved, RFC 4303 §2.1).
+pub(crate) fn new_esp_spi() -> u32 {
+    loop {
+        let spi = random_u32();
+        if spi > 255 {
+            break spi;
+        }
+    }
+}
+
+/// The ESP proposal of the suite: one proposal with our inbound SPI, its
+/// encryption transform (with the key length), integrity unless AEAD, the
+/// Diffie-Hellman group for PFS when given, and no extended sequence
+/// numbers.
+pub(crate) fn esp_proposal(suite: EspSuite, spi: u32, pfs: Option<DhGroup>) -> Proposal {
+    let (encr, bits) = suite.ikev2_encryption();
+    let mut transforms = vec![Transform::with_key_length(transform::ENCR, encr, bits)];
+    if let Some(integ) = suite.ikev2_integrity() {
+        transforms.push(Transform::new(transform::INTEG, integ));
+    }
+    if let Some(group) = pfs {
+        transforms.push(Transform::new(transform::DH, group.id()));
+    }
+    transforms.push(Transform::new(transform::ESN, 0));
+    Proposal {
+        number: 1,
+        protocol: protocol::ESP,
+        spi: spi.to_be_bytes().to_vec(),
+        transforms,
+    }
+}
+
+/// The peer's SPI if it accepted our ESP proposal as offered.
+pub(crate) fn accepted_esp(
+    suite: EspSuite,
+    pfs: Option<DhGroup>,
+    chosen: &[Proposal],
+) -> Option<u32> {
+    let [p] = chosen else { return None };
+    if p.number != 1 || p.protocol != protocol::ESP || p.spi.len() != 4 {
+        return None;
+    }
+    let offered = esp_proposal(suite, 0, pfs).transforms;
+    for t in &p.transforms {
+        if !offered.contains(t) {
+            return None;
+        }
+    }
+    let kinds = |list: &[Transform], kind: u8| list.iter().filter(|t| t.kind == kind).count();
+    for kind in [transform::ENCR, transform::INTEG, transform::DH] {
+        if kinds(&p.transforms, kind) != kinds(&offered, kind) {
+            return None;
+        }
+    }
+    if kinds(&p.transforms, transform::ESN) > 1 {
+        return None;
+    }
+    let spi = u32::from_be_bytes([p.spi[0], p.spi[1], p.spi[2], p.spi[3]]);
+    (spi != 0).then_some(spi)
+}
+
+/// The proposal of an initiator's SA payload that `suite` (with `pfs`, or
+/// any group when the initiator offers one and we were not told) can take:
+/// its number, the initiator's SPI and the group it asks for.
+pub(crate) fn choose_esp(
+    suite: EspSuite,
+    proposals: &[Proposal],
+) -> Option<(u8, u32, Option<DhGroup>)> {
+    for p in proposals {
+        if p.protocol != protocol::ESP || p.spi.len() != 4 {
+            continue;
+        }
+        let groups: Vec<Option<DhGroup>> = {
+            let named: Vec<u16> = p
+                .transforms
+                .iter()
+                .filter(|t| t.kind == transform::DH && t.id != 0)
+                .map(|t| t.id)
+                .collect();
+            if named.is_empty() {
+                vec![None]
+            } else {
+                named
+                    .into_iter()
+                    .filter_map(DhGroup::from_id)
+                    .map(Some)
+                    .collect()
+            }
+        };
+        let (encr, bits) = suite.ikev2_encryption();
+        let has = |kind: u8, id: u16, key: Option<u16>| {
+            p.transforms
+                .iter()
+                .any(|t| t.kind == kind && t.id == id && t.key_length == key)
+        };
+        if !has(transform::ENCR, encr, Some(bits)) {
+            continue;
+        }
+        if let Some(integ) = suite.ikev2_integrity() {
+            if !has(transform::INTEG, integ, None) {
+                continue;
+            }
+        } else if p
+            .transforms
+            .iter()
+            .any(|t| t.kind == transform::INTEG && t.id != 0)
+        {
+            // An AEAD suite with integrity is another suite.
+            if !p
+                .transforms
+                .iter()
+                .any(|t| t.kind == transform::INTEG && t.id == 0)
+            {
+                continue;
+            }
+        }
+        let esn_ok =
+            !p.transforms.iter().any(|t| t.kind == transform::ESN) || has(transform::ESN, 0, None);
+        if !esn_ok {
+            continue;
+        }
+        let Some(group) = groups.first().copied() else {
+            continue;
+        };
+        let spi = u32::from_be_bytes([p.spi[0], p.spi[1], p.spi[2], p.spi[3]]);
+        if spi == 0 {
+            continue;
+        }
+        return Some((p.number, spi, group));
+    }
+    None
+}
+
+/// What our request in flight is for.
+enum Purpose {
+    /// Deleting the IKE SA; `then`: the handshake's failure to report
+    /// after (instead of `Deleted`).
+    Delete { then: Option<IkeError> },
+    /// A CREATE_CHILD_SA rekeying the CHILD_SA.
+    Rekey(Box<RekeyState>),
+    /// Deleting the old CHILD_SA after a rekey.
+    DeleteChild,
+}
+
+/// Our side of a CHILD_SA rekey, until the answer.
+struct RekeyState {
+    spi_in: u32,
+    nonce: Vec<u8>,
+    /// With PFS: our private value and the public one sent.
+    dh: Option<(DhPrivate, Vec<u8>)>,
+}
+
+/// An established IKE SA and its CHILD_SA.
+pub(crate) struct Tunnel {
+    pub ike: IkeSa,
+    pub child: ChildSa,
+    /// The ESP suite and the PFS group of rekeys (the ESP proposal's DH
+    /// group, if it names one).
+    pub esp: EspSuite,
+    pub pfs: Option<DhGroup>,
+    pub retransmit: Retransmit,
+    /// IKE is on port 4500 (with the non-ESP marker).
+    pub floated: bool,
+    /// Where the peer is, for errors.
+    pub peer: std::net::SocketAddr,
+    ike_up: bool,
+    child_up: bool,
+    request: Option<(Request, Purpose)>,
+    /// Our requests waiting for the one in flight (window size 1).
+    queued: VecDeque<Purpose>,
+    /// The CHILD_SA replaced by a rekey, until its Delete is answered.
+    old_child: Option<Box<ChildSa>>,
+    keepalive_at: Option<Instant>,
+}
+
+impl Tunnel {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        ike: IkeSa,
+        child: ChildSa,
+        esp: EspSuite,
+        pfs: Option<DhGroup>,
+        retransmit: Retransmit,
+        floated: bool,
+        peer: std::net::SocketAddr,
+        now: Instant,
+    ) -> Tunnel {
+        let keepalive_at = (child.udp_encap && ike.initiator).then(|| now + KEEPALIVE_INTERVAL);
+        Tunnel {
+            ike,
+            child,
+            esp,
+            pfs,
+            retransmit,
+            floated,
+            peer,
+            ike_up: true,
+            child_up: false,
+            request: None,
+            queued: VecDeque::new(),
+            old_child: None,
+            keepalive_at,
+        }
+    }
+
+    pub(crate) fn set_child_up(&mut self) {
+        self.child_up = true;
+    }
+
+    pub(crate) fn ike_up(&self) -> bool {
+        self.ike_up
+    }
+
+    pub(crate) fn child_up(&self) -> bool {
+        self.child_up
+    }
+
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        let r = self.request.as_ref().map(|(r, _)| r.deadline);
+        match (r, self.keepalive_at.filter(|_| self.ike_up)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn send_request(&mut self, purpose: Purpose, now: Instant, out: &mut Outbox) {
+        if self.request.is_some() {
+            self.queued.push_back(purpose);
+            return;
+        }
+        let id = self.ike.next_id;
+        self.ike.next_id = self.ike.next_id.wrapping_add(1);
+        let (kind, payloads) = match &purpose {
+            Purpose::Delete { .. } => (
+                exchange::INFORMATIONAL,
+                vec![Payload::Delete(Delete {
+                    protocol: protocol::IKE,
+                    spi_size: 0,
+                    spis: Vec::new(),
+                })],
+            ),
+            Purpose::DeleteChild => {
+                let Some(old) = &self.old_child else {
+                    return;
+                };
+                (
+                    exchange::INFORMATIONAL,
+                    vec![Payload::Delete(Delete {
+                        protocol: protocol::ESP,
+                        spi_size: 4,
+                        spis: vec![old.inbound.spi.to_be_bytes().to_vec()],
+                    })],
+                )
+            }
+            Purpose::Rekey(state) => {
+                let mut p = vec![
+                    Payload::Notify(Notify {
+                        protocol: protocol::ESP,
+                        spi: self.child.inbound.spi.to_be_bytes().to_vec(),
+                        kind: notify::REKEY_SA,
+                        data: Vec::new(),
+                    }),
+                    Payload::Sa(vec![esp_proposal(self.esp, state.spi_in, self.pfs)]),
+                    Payload::Nonce(state.nonce.clone()),
+                ];
+                if let Some((dh, public)) = &state.dh {
+                    p.push(Payload::Ke {
+                        group: dh.group().id(),
+                        data: public.clone(),
+                    });
+                }
+                // TSi is the side of the exchange's initiator: ours.
+                p.push(Payload::TsI(self.child.local_ts.clone()));
+                p.push(Payload::TsR(self.child.remote_ts.clone()));
+                (exchange::CREATE_CHILD_SA, p)
+            }
+        };
+        let bytes = self.ike.seal(kind, false, id, &payloads);
+        let request = Request::send(
+            kind,
+            id,
+            Transmit::ike(self.floated, &bytes),
+            self.retransmit,
+            now,
+            out,
+        );
+        self.request = Some((request, purpose));
+    }
+
+    /// Deletes the IKE SA: `Output::Deleted` when answered (or
+    /// `Output::Failed(then)` when `then` is given).
+    pub(crate) fn delete(&mut self, then: Option<IkeError>, now: Instant, out: &mut Outbox) {
+        if !self.ike_up {
+            return;
+        }
+        self.ike_up = false;
+        self.child_up = false;
+        // Whatever was in flight is moot.
+        self.request = None;
+        self.queued.clear();
+        self.send_request(Purpose::Delete { then }, now, out);
+    }
+
+    /// The Delete once, without waiting for its answer (when dropped).
+    pub(crate) fn delete_once(&mut self, out: &mut Outbox) {
+        if !self.ike_up {
+            return;
+        }
+        self.ike_up = false;
+        self.child_up = false;
+        let id = self.ike.next_id;
+        self.ike.next_id = self.ike.next_id.wrapping_add(1);
+        let delete = Payload::Delete(Delete {
+            protocol: protocol::IKE,
+            spi_size: 0,
+            spis: Vec::new(),
+        });
+        let bytes = self.ike.seal(exchange::INFORMATIONAL, false, id, &[delete]);
+        out.transmits.push_back(Transmit::ike(self.floated, &bytes));
+    }
+
+    /// Starts a CREATE_CHILD_SA rekey of the CHILD_SA (RFC 7296 §1.3.3):
+    /// its end is `Event::ChildRekeyed` or `Output::RekeyFailed`.
+    pub(crate) fn rekey_child(&mut self, now: Instant, out: &mut Outbox) -> Result<(), IkeError> {
+        if !self.ike_up {
+            return Err(IkeError::Deleted {
+                gateway: match self.peer {
+                    std::net::SocketAddr::V4(a) => *a.ip(),
+                    _ => std::net::Ipv4Addr::UNSPECIFIED,
+                },
+            });
+        }
+        if !self.child_up {
+            return Err(IkeError::Protocol {
+                addr: self.peer,
+                detail: "there is no CHILD_SA to rekey (the peer deleted it)".into(),
+            });
+        }
+        let busy = self
+            .queued
+            .iter()
+            .chain(self.request.as_ref().map(|(_, p)| p))
+            .any(|p| matches!(p, Purpose::Rekey(_)));
+        if busy {
+            return Ok(());
+        }
+        let state = RekeyState {
+            spi_in: new_esp_spi(),
+            nonce: random_bytes(32),
+            dh: self.pfs.map(DhPrivate::generate),
+        };
+        self.send_request(Purpose::Rekey(Box::new(state)), now, out);
+        Ok(())
+    }
+
+    pub(crate) fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
+        if let Some(at) = self.keepalive_at {
+            if now >= at && self.ike_up {
+                out.transmits.push_back(Transmit {
+                    natt: true,
+                    data: KEEPALIVE.to_vec(),
+                });
+                self.keepalive_at = Some(now + KEEPALIVE_INTERVAL);
+            }
+        }
+        let expired = match &mut self.request {
+            Some((r, _)) if now >= r.deadline => !r.expire(self.retransmit, now, out),
+            _ => false,
+        };
+        if expired {
+            let Some((r, purpose)) = self.request.take() else {
+                return;
+            };
+            let e = r.no_answer(self.peer);
+            match purpose {
+                Purpose::Delete { then: Some(first) } => {
+                    out.outputs.push_back(Output::Failed(first))
+                }
+                Purpose::Delete { then: None } => out.outputs.push_back(Output::Deleted(Err(e))),
+                Purpose::Rekey(_) => out.outputs.push_back(Output::RekeyFailed(e)),
+                Purpose::DeleteChild => self.old_child = None,
+            }
+            self.next_request(now, out);
+        }
+    }
+
+    fn next_request(&mut self, now: Instant, out: &mut Outbox) {
+        if self.request.is_none() {
+            if let Some(p) = self.queued.pop_front() {
+                self.send_request(p, now, out);
+            }
+        }
+    }
+
+    /// Takes an IKE message from the peer: the answer to our request, or
+    /// a request of the peer (answered). False if it was neither.
+    pub(crate) fn handle(&mut self, data: &[u8], now: Instant, out: &mut Outbox) -> bool {
+        if let Some((r, _)) = &self.request {
+            if let Some(message) = self.ike.open_response(data, r.kind, r.id) {
+                let Some((_, purpose)) = self.request.take() else {
+                    return true;
+                };
+                self.on_answer(purpose, message, out);
+                self.next_request(now, out);
+                return true;
+            }
+        }
+        let handled = self.answer(data, now, out);
+        if !handled {
+            if let Some((r, _)) = &mut self.request {
+                r.not_answers += 1;
+            }
+        }
+        handled
+    }
+
+    fn on_answer(&mut self, purpose: Purpose, message: Message, out: &mut Outbox) {
+        match purpose {
+            Purpose::Delete { then } => out.outputs.push_back(match then {
+                Some(e) => Output::Failed(e),
+                None => Output::Deleted(Ok(())),
+            }),
+            Purpose::DeleteChild => self.old_child = None,
+            Purpose::Rekey(state) => match self.rekeyed(*state, &message) {
+                Ok(()) => {
+                    out.outputs.push_back(Output::Event(Event::ChildRekeyed));
+                    // The old CHILD_SA goes (§1.3.3: the initiator of the
+                    // rekey deletes it).
+                    self.queued.push_front(Purpose::DeleteChild);
+                }
+                Err(e) => out.outputs.push_back(Output::RekeyFailed(e)),
+            },
+        }
+    }
+
+    fn protocol_error(&self, detail: impl Into<String>) -> IkeError {
+        IkeError::Protocol {
+            addr: self.peer,
+            detail: detail.into(),
+        }
+    }
+
+    /// The answer to our CREATE_CHILD_SA: the new CHILD_SA replaces the
+    /// old, which is kept until deleted.
+    fn rekeyed(&mut self, state: RekeyState, message: &Message) -> Result<(), IkeError> {
+        if let Some(n) = message.error() {
+            return Err(match n.kind {
+                notify::NO_PROPOSAL_CHOSEN => IkeError::NoProposalChosen {
+                    offered: format!("ESP {} in CREATE_CHILD_SA", self.esp),
+                },
+                kind => IkeError::Refused {
+                    exchange: "the CHILD_SA rekey (CREATE_CHILD_SA)".into(),
+                    notify: notify::name(kind),
+                },
+            });
+        }
+        let (mut sa, mut nonce, mut ke, mut tsi, mut tsr) = (None, None, None, None, None);
+        for p in &message.payloads {
+            match p {
+                Payload::Sa(list) => sa = Some(list),
+                Payload::Nonce(n) => nonce = Some(n),
+                Payload::Ke { group, data } => ke = Some((*group, data)),
+                Payload::TsI(l) => tsi = Some(l),
+                Payload::TsR(l) => tsr = Some(l),
+                _ => {}
+            }
+        }
+        let spi_out = sa
+            .and_then(|sa| accepted_esp(self.esp, self.pfs, sa))
+            .ok_or_else(|| {
+                self.protocol_error("CREATE_CHILD_SA: no ESP proposal, or not the one offered")
+            })?;
+        let nr = nonce.ok_or_else(|| self.protocol_error("CREATE_CHILD_SA: no nonce"))?;
+        if !(16..=256).contains(&nr.len()) {
+            return Err(
+                self.protocol_error(format!("CREATE_CHILD_SA: a nonce of {} bytes", nr.len()))
+            );
+        }
+        let shared = match &state.dh {
+            Some((dh, _)) => {
+                let (group, public) = ke
+                    .ok_or_else(|| self.protocol_error("CREATE_CHILD_SA: no KE payload for PFS"))?;
+                if group != dh.group().id() {
+                    return Err(self.protocol_error(format!(
+                        "CREATE_CHILD_SA: a KE payload of group {group}"
+                    )));
+                }
+                Some(dh.shared(public).map_err(|e| {
+                    self.protocol_error(format!("CREATE_CHILD_SA: the KE payload: {e}"))
+                })?)
+            }
+            None => None,
+        };
+        // We started this exchange: our nonce is Ni (§2.17).
+        let (outbound, inbound) = child_sa_keys_ordered(
+            &self.ike,
+            self.esp,
+            shared.as_deref().map(|s| &s[..]),
+            &state.nonce,
+            nr,
+            spi_out,
+            state.spi_in,
+            true,
+        );
+        let mut new = self.child.clone();
+        new.outbound = outbound;
+        new.inbound = inbound;
+        if let Some(l) = tsi.filter(|l| !l.is_empty()) {
+            new.local_ts = l.clone();
+        }
+        if let Some(l) = tsr.filter(|l| !l.is_empty()) {
+            new.remote_ts = l.clone();
+        }
+        let old = std::mem::replace(&mut self.child, new);
+        self.old_child = Some(Box::new(old));
+        self.child_up = true;
+        Ok(())
+    }
+
+    /// Answers a request of the peer; false for anything that is not the
+    /// peer's next request on this IKE SA (after resending our answer if
+    /// it was the last one again).
+    fn answer(&mut self, data: &[u8], now: Instant, out: &mut Outbox) -> bool {
+        let _ = now;
+        let Ok(h) = Header::parse(data) else {
+            return false;
+        };
+        if !self.ike.is_peer_request(&h) {
+            return false;
+        }
+        if h.message_id != self.ike.peer_id {
+            if let Some((id, bytes)) = &self.ike.last_answer {
+                if *id == h.message_id {
+                    out.transmits.push_back(Transmit::ike(self.floated, bytes));
+                }
+            }
+            return false;
+        }
+        let Ok(request) = open(&self.ike.in_keys(), data) else {
+            return false;
+        };
+        let mut reply = Vec::new();
+        let event = match h.exchange {
+            exchange::INFORMATIONAL => {
+                let mut event = if request.payloads.is_empty() {
+                    Event::LivenessCheck
+                } else {
+                    Event::Informational
+                };
+                for p in &request.payloads {
+                    let Payload::Delete(d) = p else { continue };
+                    if d.protocol == protocol::IKE {
+                        event = Event::IkeDeleted;
+                    } else if d.protocol == protocol::ESP && event != Event::IkeDeleted {
+                        let ours = |c: &ChildSa| {
+                            d.spis
+                                .iter()
+                                .any(|s| s[..] == c.outbound.spi.to_be_bytes()[..])
+                        };
+                        if ours(&self.child) {
+                            // RFC 7296 §1.4.1: answer with the Delete of
+                            // our direction of the pair.
+                            reply.push(Payload::Delete(Delete {
+                                protocol: protocol::ESP,
+                                spi_size: 4,
+                                spis: vec![self.child.inbound.spi.to_be_bytes().to_vec()],
+                            }));
+                            event = Event::ChildDeleted;
+                        } else if let Some(old) = self.old_child.take() {
+                            if ours(&old) {
+                                // The old CHILD_SA of a rekey, deleted by
+                                // the peer: the new one stays.
+                                reply.push(Payload::Delete(Delete {
+                                    protocol: protocol::ESP,
+                                    spi_size: 4,
+                                    spis: vec![old.inbound.spi.to_be_bytes().to_vec()],
+                                }));
+                            } else {
+                                self.old_child = Some(old);
+                            }
+                        }
+                    }
+                }
+                event
+            }
+            exchange::CREATE_CHILD_SA => match self.answer_rekey(&request) {
+                Ok((payloads, new)) => {
+                    reply = payloads;
+                    let old = std::mem::replace(&mut self.child, *new);
+                    self.old_child = Some(Box::new(old));
+                    self.child_up = true;
+                    Event::ChildRekeyed
+                }
+                Err(kind) => {
+                    reply.push(Payload::Notify(Notify::new(kind, Vec::new())));
+                    Event::Refused {
+                        exchange: exchange::CREATE_CHILD_SA,
+                    }
+                }
+            },
+            _ => return false,
+        };
+        let bytes = self.ike.seal(h.exchange, true, h.message_id, &reply);
+        out.transmits.push_back(Transmit::ike(self.floated, &bytes));
+        self.ike.last_answer = Some((h.message_id, bytes));
+        self.ike.peer_id = self.ike.peer_id.wrapping_add(1);
+        match event {
+            Event::IkeDeleted => {
+                self.ike_up = false;
+                self.child_up = false;
+                // Both Deletes crossed: the end §1.4.1 expects.
+                if let Some((_, Purpose::Delete { then })) = self.request.take() {
+                    out.outputs.push_back(match then {
+                        Some(e) => Output::Failed(e),
+                        None => Output::Deleted(Ok(())),
+                    });
+                }
+            }
+            Event::ChildDeleted => self.child_up = false,
+            _ => {}
+        }
+        out.outputs.push_back(Output::Event(event));
+        true
+    }
+
+    /// The peer's CREATE_CHILD_SA: a rekey of our CHILD_SA (REKEY_SA with
+    /// one of its SPIs) is answered with a new one; anything else (a new
+    /// CHILD_SA, an IKE SA rekey) with NO_ADDITIONAL_SAS.
+    #[allow(clippy::type_complexity)]
+    fn answer_rekey(&self, request: &Message) -> Result<(Vec<Payload>, Box<ChildSa>), u16> {
+        let rekeyed = request.notifies().find(|n| n.kind == notify::REKEY_SA);
+        let Some(rekeyed) = rekeyed else {
+            return Err(notify::NO_ADDITIONAL_SAS);
+        };
+        if rekeyed.protocol != protocol::ESP
+            // The sender names the SA by its inbound SPI: our outbound.
+            || rekeyed.spi[..] != self.child.outbound.spi.to_be_bytes()[..]
+            || !self.child_up
+        {
+            return Err(notify::CHILD_SA_NOT_FOUND);
+        }
+        let (mut sa, mut nonce, mut ke) = (None, None, None);
+        for p in &request.payloads {
+            match p {
+                Payload::Sa(list) => sa = Some(list),
+                Payload::Nonce(n) => nonce = Some(n),
+                Payload::Ke { group, data } => ke = Some((*group, data)),
+                _ => {}
+            }
+        }
+        let (Some(sa), Some(ni)) = (sa, nonce) else {
+            return Err(notify::INVALID_SYNTAX);
+        };
+        if !(16..=256).contains(&ni.len()) {
+            return Err(notify::INVALID_SYNTAX);
+        }
+        let Some((number, spi_out, group)) = choose_esp(self.esp, sa) else {
+            return Err(notify::NO_PROPOSAL_CHOSEN);
+        };
+        let mut shared = None;
+        let mut ke_reply = None;
+        if let Some(group) = group {
+            let Some((g, public)) = ke else {
+                return Err(notify::INVALID_SYNTAX);
+            };
+            if g != group.id() {
+                return Err(notify::INVALID_KE_PAYLOAD);
+            }
+            let (dh, ours) = DhPrivate::generate(group);
+            shared = Some(dh.shared(public).map_err(|_| notify::INVALID_SYNTAX)?);
+            ke_reply = Some((group, ours));
+        }
+        let spi_in = new_esp_spi();
+        let nr = random_bytes(32);
+        // The peer started this exchange: its nonce is Ni, and KEYMAT's
+        // first keys are for the direction from the exchange's initiator.
+        let (outbound, inbound) = child_sa_keys_ordered(
+            &self.ike,
+            self.esp,
+            shared.as_deref().map(|s| &s[..]),
+            ni,
+            &nr,
+            spi_out,
+            spi_in,
+            false,
+        );
+        let mut proposal = esp_proposal(self.esp, spi_in, group);
+        proposal.number = number;
+        let mut payloads = vec![Payload::Sa(vec![proposal]), Payload::Nonce(nr)];
+        if let Some((group, data)) = ke_reply {
+            payloads.push(Payload::Ke {
+                group: group.id(),
+                data,
+            });
+        }
+        // From the exchange's initiator's view: its TSi is our remote side.
+        payloads.push(Payload::TsI(self.child.remote_ts.clone()));
+        payloads.push(Payload::TsR(self.child.local_ts.clone()));
+        let mut new = self.child.clone();
+        new.outbound = outbound;
+        new.inbound = inbound;
+        Ok((payloads, Box::new(new)))
+    }
+}
+
+/// KEYMAT of a CHILD_SA negotiated in an exchange that we started
+/// (`we_started`) or the peer started: the first keys are for the
+/// direction from the exchange's initiator (RFC 7296 §2.17).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn child_sa_keys_ordered(
+    ike: &IkeSa,
+    suite: EspSuite,
+    dh: Option<&[u8]>,
+    ni: &[u8],
+    nr: &[u8],
+    spi_out: u32,
+    spi_in: u32,
+    we_started: bool,
+) -> (SaKeys, SaKeys) {
+    let [(enc_ir, int_ir), (enc_ri, int_ri)] = child_keys(
+        ike.suite.prf,
+        &ike.keys.sk_d,
+        dh,
+        ni,
+        nr,
+        suite.encryption_keymat_len(),
+        suite.integrity_key_len(),
+    );
+    let ((enc_out, int_out), (enc_in, int_in)) = if we_started {
+        ((enc_ir, int_ir), (enc_ri, int_ri))
+    } else {
+        ((enc_ri, int_ri), (enc_ir, int_ir))
+    };
+    (
+        SaKeys {
+            suite,
+            spi: spi_out,
+            encryption_key: enc_out.to_vec(),
+            integrity_key: int_out.to_vec(),
+        },
+        SaKeys {
+            suite,
+            spi: spi_in,
+            encryption_key: enc_in.to_vec(),
+            integrity_key: int_in.to_vec(),
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn esp_proposals_carry_the_suites_transforms() {
+        for suite in EspSuite::ALL {
+            let p = esp_proposal(suite, 0x1234_5678, None);
+            assert_eq!(p.spi, [0x12, 0x34, 0x56, 0x78]);
+            assert_eq!(p.protocol, protocol::ESP);
+            let (id, bits) = suite.ikev2_encryption();
+            assert_eq!(p.transforms[0], Transform::with_key_length(1, id, bits));
+            assert_eq!(
+                p.transforms.len(),
+                if suite.is_aead() { 2 } else { 3 },
+                "{suite}"
+            );
+            // The gateway's answer: the same transforms, its own SPI.
+            let mut answer = p.clone();
+            answer.spi = vec![0xc1, 0, 0, 2];
+            assert_eq!(
+                accepted_esp(suite, None, &[answer.clone()]),
+                Some(0xc100_0002)
+            );
+            // The responder's choice among proposals takes it too.
+            assert_eq!(
+                choose_esp(suite, &[answer.clone()]),
+                Some((1, 0xc100_0002, None))
+            );
+            // Without ESN is fine; another suite, two proposals are not.
+            answer.transforms.retain(|t| t.kind != transform::ESN);
+            assert_eq!(
+                accepted_esp(suite, None, &[answer.clone()]),
+                Some(0xc100_0002)
+            );
+            let other = EspSuite::ALL.into_iter().find(|s| *s != suite).unwrap();
+            assert_eq!(accepted_esp(other, None, &[answer.clone()]), None);
+            assert_eq!(choose_esp(other, &[answer.clone()]), None);
+            assert_eq!(
+                accepted_esp(suite, None, &[answer.clone(), answer.clone()]),
+                None
+            );
+            // A DH group where none was offered (PFS) is refused; offered,
+            // it must be there.
+            answer.transforms.push(Transform::new(transform::DH, 14));
+            assert_eq!(accepted_esp(suite, None, &[answer.clone()]), None);
+            assert_eq!(
+                accepted_esp(suite, Some(DhGroup::Modp2048), &[answer.clone()]),
+                Some(0xc100_0002)
+            );
+            assert_eq!(
+                choose_esp(suite, &[answer]),
+                Some((1, 0xc100_0002, Some(DhGroup::Modp2048)))
+            );
+        }
+    }
+}
