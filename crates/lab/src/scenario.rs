@@ -48,7 +48,10 @@ use std::fmt;
 
 pub use ipsec::IpsecSuite;
 pub use tunnel::TunnelKind;
-pub use vpn::{SaCounters, VpnPeer, VPN_IKE_PROPOSALS, VPN_INNER_ADDRESS, VPN_LAN, VPN_REMOTE_NET};
+pub use vpn::{
+    SaCounters, VpnPeer, VPN_FIRST_PEER, VPN_IKE_PROPOSALS, VPN_INNER_ADDRESS, VPN_LAN, VPN_PEERS,
+    VPN_REMOTE_NET, VPN_TUNNEL_NETS,
+};
 pub(crate) use wireguard::remove_leftover_sockets;
 
 /// Most rules an ACL or firewall scenario may load.

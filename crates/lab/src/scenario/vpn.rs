@@ -53,6 +53,17 @@ pub const VPN_LAN: (Ipv4Addr, u8) = (Ipv4Addr::new(198, 18, 0, 0), 24);
 pub const VPN_REMOTE_NET: (Ipv4Addr, u8) = (Ipv4Addr::new(198, 19, 1, 0), 24);
 /// The test frames' address in [`VPN_REMOTE_NET`].
 pub const VPN_INNER_ADDRESS: Ipv4Addr = Ipv4Addr::new(198, 19, 1, 2);
+/// The outer addresses of the many peers `linerate tunnels` emulates on
+/// port B: the gateway accepts IKE from any of them (besides 198.19.0.2)
+/// and routes the range to port B (via 198.19.0.2 on `dut-b`, so the
+/// gateway needs no neighbour entry per peer). 16,384 addresses.
+pub const VPN_PEERS: (Ipv4Addr, u8) = (Ipv4Addr::new(198, 19, 64, 0), 18);
+/// The first of [`VPN_PEERS`] a tester uses.
+pub const VPN_FIRST_PEER: Ipv4Addr = Ipv4Addr::new(198, 19, 64, 1);
+/// The networks the many peers protect, each its own slice: the gateway's
+/// remote traffic selector covers all of it (and [`VPN_REMOTE_NET`]), so a
+/// peer's narrower TSi is accepted as it is. Never routed in the clear.
+pub const VPN_TUNNEL_NETS: (Ipv4Addr, u8) = (Ipv4Addr::new(198, 19, 128, 0), 17);
 /// The IKE proposals the gateway accepts, besides strongSwan's default;
 /// the first is the one the tester is told to offer.
 pub const VPN_IKE_PROPOSALS: [&str; 3] = [
@@ -114,6 +125,14 @@ pub struct VpnPeer {
     /// The MTU of the gateway's TUN device: the largest inner IP packet it
     /// encrypts without fragmenting it first.
     pub inner_mtu: u32,
+    /// Many peers (`linerate tunnels`): the outer addresses the gateway
+    /// also accepts, routed to port B: [`VPN_PEERS`].
+    pub peers: (Ipv4Addr, u8),
+    /// The first address of `peers` a tester should use.
+    pub first_peer: Ipv4Addr,
+    /// The networks the many peers protect (each its own slice), inside
+    /// the gateway's remote traffic selector: [`VPN_TUNNEL_NETS`].
+    pub tunnel_nets: (Ipv4Addr, u8),
 }
 
 /// One CHILD_SA's counters as charon reports them (vici `list-sas`).
@@ -222,10 +241,15 @@ pub(crate) fn net_text((addr, len): (Ipv4Addr, u8)) -> String {
 }
 
 /// charon's strongswan.conf: no NAT keepalives (the gateway would send
-/// them to port B every 20 s), vici in the private /run.
+/// them to port B every 20 s), vici in the private /run; for many peers
+/// (`linerate tunnels`) a hashed IKE_SA table (strongSwan's default is one
+/// bucket, a linear search per message), 16 worker threads (its default,
+/// written down), no limit on half-open or established IKE_SAs, and
+/// cookies (RFC 7296 §2.6) demanded only above 1,000 half-open IKE_SAs
+/// (its default is 10, which a window of many handshakes crosses at once).
 fn strongswan_conf() -> String {
     format!(
-        "charon {{\n  load = {PLUGINS}\n  install_virtual_ip = no\n  keep_alive = 0s\n  plugins {{\n    vici {{\n      socket = unix:///run/charon.vici\n    }}\n  }}\n}}\n"
+        "charon {{\n  load = {PLUGINS}\n  install_virtual_ip = no\n  keep_alive = 0s\n  threads = 16\n  ikesa_table_size = 4096\n  ikesa_table_segments = 16\n  init_limit_half_open = 0\n  ikesa_limit = 0\n  cookie_threshold = 1000\n  plugins {{\n    vici {{\n      socket = unix:///run/charon.vici\n    }}\n  }}\n}}\n"
     )
 }
 
@@ -238,7 +262,7 @@ fn swanctl_conf(gateway: Ipv4Addr, peer: Ipv4Addr, suite: EspSuite, psk: &str) -
   {CONNECTION} {{
     version = 2
     local_addrs = {gateway}
-    remote_addrs = {peer}
+    remote_addrs = {peer}, {peers}
     proposals = {proposals}, default
     mobike = no
     encap = yes
@@ -256,7 +280,7 @@ fn swanctl_conf(gateway: Ipv4Addr, peer: Ipv4Addr, suite: EspSuite, psk: &str) -
     children {{
       {CHILD} {{
         local_ts = {lan}
-        remote_ts = {remote}
+        remote_ts = {remote}, {tunnel_nets}
         esp_proposals = {esp}
         mode = tunnel
         start_action = none
@@ -277,6 +301,8 @@ secrets {{
 ",
         lan = net_text(VPN_LAN),
         remote = net_text(VPN_REMOTE_NET),
+        peers = net_text(VPN_PEERS),
+        tunnel_nets = net_text(VPN_TUNNEL_NETS),
         esp = suite.name(),
     )
 }
@@ -334,6 +360,26 @@ pub(crate) fn build(lab: &Lab, suite: EspSuite) -> Result<Gateway, LabError> {
             "the gateway routes {VPN_INNER_ADDRESS} via {dev} before any tunnel: it would reach the protected network in the clear"
         )));
     }
+    // The many peers' outer addresses: routed to port B through its one
+    // address, which the gateway has a neighbour entry for.
+    netns::ip(&[
+        "-n",
+        &ns,
+        "route",
+        "add",
+        &net_text(VPN_PEERS),
+        "via",
+        &peer.to_string(),
+        "dev",
+        wan_side.dut_if,
+    ])?;
+    let got = route_dev(&ns, VPN_FIRST_PEER)?;
+    if got.as_deref() != Some(wan_side.dut_if) {
+        return Err(not_in_effect(format!(
+            "the gateway routes the peers' {VPN_FIRST_PEER} via {got:?}, not {}",
+            wan_side.dut_if
+        )));
+    }
 
     let psk = linerate_helper::random_hex(32).map_err(|e| LabError::Spawn {
         command: "getrandom (the pre-shared key)".into(),
@@ -377,9 +423,9 @@ pub(crate) fn build(lab: &Lab, suite: EspSuite) -> Result<Gateway, LabError> {
         })?;
     let expected = (
         [gateway.to_string()],
-        [peer.to_string()],
+        [peer.to_string(), net_text(VPN_PEERS)],
         [net_text(VPN_LAN)],
-        [net_text(VPN_REMOTE_NET)],
+        [net_text(VPN_REMOTE_NET), net_text(VPN_TUNNEL_NETS)],
     );
     let seen = (
         conn.list("local_addrs"),
@@ -413,7 +459,8 @@ pub(crate) fn build(lab: &Lab, suite: EspSuite) -> Result<Gateway, LabError> {
     }
     let pid = daemons.pids().first().copied().unwrap_or_default();
     let check = format!(
-        "IPsec gateway: charon (pid {pid}) in {ns} waits as IKEv2 responder on {gateway} for {peer}, PSK; connection read back over vici: {} <-> {}, ESP {} only; {TUN} up (MTU {inner_mtu}); no route to {} before a CHILD_SA (ip route get {VPN_INNER_ADDRESS}: unreachable); clear packets from it on {WAN_IF} dropped (nftables, read back)",
+        "IPsec gateway: charon (pid {pid}) in {ns} waits as IKEv2 responder on {gateway} for {peer} (and the peers of {} routed to it), PSK; connection read back over vici: {} <-> {}, ESP {} only; {TUN} up (MTU {inner_mtu}); no route to {} before a CHILD_SA (ip route get {VPN_INNER_ADDRESS}: unreachable); clear packets from it on {WAN_IF} dropped (nftables, read back)",
+        net_text(VPN_PEERS),
         net_text(VPN_LAN),
         net_text(VPN_REMOTE_NET),
         suite.name(),
@@ -434,6 +481,9 @@ pub(crate) fn build(lab: &Lab, suite: EspSuite) -> Result<Gateway, LabError> {
             suite,
             ike: VPN_IKE_PROPOSALS[0].to_string(),
             inner_mtu,
+            peers: VPN_PEERS,
+            first_peer: VPN_FIRST_PEER,
+            tunnel_nets: VPN_TUNNEL_NETS,
         },
         socket,
         before: link_counters(&ns, WAN_IF)?,
@@ -571,11 +621,11 @@ mod tests {
         );
         for needle in [
             "local_addrs = 198.19.0.1",
-            "remote_addrs = 198.19.0.2",
+            "remote_addrs = 198.19.0.2, 198.19.64.0/18\n",
             "proposals = aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256, default",
             "esp_proposals = aes256-sha512\n",
             "local_ts = 198.18.0.0/24",
-            "remote_ts = 198.19.1.0/24",
+            "remote_ts = 198.19.1.0/24, 198.19.128.0/17\n",
             "mobike = no",
             "start_action = none",
             "rekey_time = 0s",
@@ -585,7 +635,14 @@ mod tests {
             assert!(text.contains(needle), "{needle}: {text}");
         }
         assert_eq!(text.matches("esp_proposals").count(), 1);
-        assert!(strongswan_conf().contains("keep_alive = 0s"));
+        let conf = strongswan_conf();
+        for needle in [
+            "keep_alive = 0s",
+            "ikesa_table_size = 4096",
+            "cookie_threshold = 1000",
+        ] {
+            assert!(conf.contains(needle), "{needle}: {conf}");
+        }
     }
 
     #[test]
