@@ -301,6 +301,20 @@ fn throughput_chart(rep: &Rfc2544Report, mbps: bool) -> String {
             (s, value(s, r.throughput_fps), 0.0)
         })
         .collect();
+    let curve_max = curve.iter().map(|p| p.1).fold(0.0, f64::max);
+    let y_max = throughput_scale(&measured, curve_max);
+    let mut line_name = format!(
+        "Theoretical line rate ({})",
+        line_speed(rep.run.line_speed_bps)
+    );
+    if y_max.is_some() {
+        let _ = write!(
+            line_name,
+            ", up to {} {}: above the scale",
+            svg::short_number(curve_max),
+            if mbps { "Mbps" } else { "frames/s" }
+        );
+    }
     svg::render(&Chart {
         title: if mbps {
             "Throughput in Mbps (L2) against frame size".into()
@@ -314,12 +328,10 @@ fn throughput_chart(rep: &Rfc2544Report, mbps: bool) -> String {
             "Frames/s".into()
         },
         x_categories: None,
+        y_max,
         series: vec![
             Series {
-                name: format!(
-                    "Theoretical line rate ({})",
-                    line_speed(rep.run.line_speed_bps)
-                ),
+                name: line_name,
                 color: "#888888",
                 mark: Mark::Line { dashed: true },
                 points: curve,
@@ -332,6 +344,15 @@ fn throughput_chart(rep: &Rfc2544Report, mbps: bool) -> String {
             },
         ],
     })
+}
+
+/// The top of a throughput chart's y axis: the measurements' when the
+/// line-rate curve (up to `curve_max`) would squeeze them into its
+/// bottom quarter; None (everything shows) otherwise, or when nothing
+/// passed (then the curve alone gives the scale).
+fn throughput_scale(measured: &[(f64, f64, f64)], curve_max: f64) -> Option<f64> {
+    let top = measured.iter().map(|p| p.1).fold(0.0, f64::max);
+    (top > 0.0 && curve_max > 4.0 * top).then_some(top * 1.15)
 }
 
 /// Every search's trials: loss % against the offered load in % of line rate.
@@ -355,8 +376,12 @@ fn dut_cpu_chart(rep: &Rfc2544Report) -> String {
     )
 }
 
-/// One line per frame size: `y` of each trial (those it gives a value
-/// for) against the load the trial offered, in % of line rate.
+/// A dot per trial, a colour per frame size: `y` of each trial (those it
+/// gives a value for) against the load the trial offered, in % of line
+/// rate, and a dashed vertical line at the throughput each search found.
+/// Never a line through the trials: a search's trials jump up and down
+/// in load, and a line through them (in trial order or in load) draws a
+/// curve the device never showed.
 fn per_trial_chart(
     rep: &Rfc2544Report,
     title: &str,
@@ -371,10 +396,16 @@ fn per_trial_chart(
     if let Some(i) = &rep.interrupted {
         searches.push((i.frame_size, i.trials.iter().collect()));
     }
+    let found: Vec<(u16, f64)> = rep
+        .results
+        .iter()
+        .filter(|r| r.throughput_fps > 0.0 && r.line_rate_fps > 0.0)
+        .map(|r| (r.frame_size, r.throughput_fps / r.line_rate_fps * 100.0))
+        .collect();
     let series = searches
         .into_iter()
         .enumerate()
-        .map(|(n, (size, trials))| {
+        .flat_map(|(n, (size, trials))| {
             // A mix's line rate counts its mean frame (in the record).
             let mut points: Vec<(f64, f64, f64)> = trials
                 .iter()
@@ -388,20 +419,31 @@ fn per_trial_chart(
                     })
                 })
                 .collect();
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series {
+            let color = PALETTE[n % PALETTE.len()];
+            let rule = found
+                .iter()
+                .find(|f| f.0 == size)
+                .map(|&(_, share)| Series {
+                    name: format!("{size} B throughput, % of line"),
+                    color,
+                    mark: Mark::Rule,
+                    points: vec![(share, 0.0, 0.0)],
+                });
+            std::iter::once(Series {
                 name: format!("{size} B"),
-                color: PALETTE[n % PALETTE.len()],
-                mark: Mark::LineDots,
+                color,
+                mark: Mark::Dots,
                 points,
-            }
+            })
+            .chain(rule)
         })
         .collect();
     svg::render(&Chart {
-        title: title.into(),
+        title: format!("{title}; dashed: the throughput found"),
         x_label: "Offered load [% of line rate, L1]".into(),
         y_label: y_label.into(),
         x_categories: None,
+        y_max: None,
         series,
     })
 }
@@ -445,6 +487,7 @@ fn latency_section(h: &mut String, rep: &Rfc2544Report) {
         x_label: "Frame size".into(),
         y_label: "Latency [µs]".into(),
         x_categories: Some(cats),
+        y_max: None,
         series: vec![
             Series {
                 name: "min .. max".into(),
@@ -610,6 +653,99 @@ mod tests {
         assert_eq!(t.intended_fps, r.throughput_fps);
         r.throughput_fps = 0.0;
         assert!(throughput_trial(&r).is_none(), "nothing passed");
+    }
+
+    /// The `<svg>` whose title starts with `title`.
+    fn chart<'h>(html: &'h str, title: &str) -> &'h str {
+        let at = html
+            .find(&format!("aria-label=\"{title}"))
+            .unwrap_or_else(|| panic!("no chart {title}: {html}"));
+        let start = html[..at].rfind("<svg").unwrap();
+        let end = at + html[at..].find("</svg>").unwrap();
+        &html[start..end]
+    }
+
+    /// The y axis's tick values (right-aligned labels), read back.
+    fn y_ticks(svg: &str) -> Vec<f64> {
+        svg.split(r#"text-anchor="end" font-size="11">"#)
+            .skip(1)
+            .map(|rest| {
+                let label = &rest[..rest.find('<').unwrap()];
+                let (n, scale) = match label.chars().last() {
+                    Some('k') => (&label[..label.len() - 1], 1e3),
+                    Some('M') => (&label[..label.len() - 1], 1e6),
+                    Some('G') => (&label[..label.len() - 1], 1e9),
+                    _ => (label, 1.0),
+                };
+                n.parse::<f64>().unwrap() * scale
+            })
+            .collect()
+    }
+
+    #[test]
+    fn trials_are_dots_and_each_search_s_throughput_a_rule_never_a_line() {
+        let mut run = crate::testdata::run(6, "lab router", "6.1");
+        for (i, t) in run.trials.iter_mut().enumerate() {
+            t.result.dut_cpu = Some(linerate_results::DutCpu {
+                total_pct: 10.0 + i as f64,
+                traffic_pct: 5.0,
+            });
+        }
+        let html = render(&run);
+        for title in [
+            "Loss against offered load",
+            "DUT CPU load against offered load",
+        ] {
+            let svg = chart(&html, title);
+            assert!(
+                !svg.contains("<polyline"),
+                "{title}: a line through trials: {svg}"
+            );
+            assert_eq!(svg.matches("<circle").count(), run.trials.len(), "{svg}");
+            // One dashed rule per size, at its throughput's share of line
+            // (40 % in the test run), named in its title.
+            let rules = svg.matches(r#"stroke-dasharray="6 4"><title>"#).count();
+            assert_eq!(rules, 2, "{svg}");
+            for size in [64, 1518] {
+                assert!(
+                    svg.contains(&format!(
+                        "<title>{size} B throughput, % of line: 40</title>"
+                    )),
+                    "{svg}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_throughput_charts_scale_shows_the_measurements() {
+        // Measured at 0.1 % of a 1 Gbit/s line (1,488 frames/s at 64 B):
+        // a scale to the line rate (1.49 M) would draw them on the axis.
+        let mut run = crate::testdata::run(7, "lab router", "6.1");
+        for (_, r) in &mut run.results {
+            r.throughput_fps = r.line_rate_fps / 1000.0;
+        }
+        let top_measured = run.results[0].1.throughput_fps;
+        let html = render(&run);
+        let fps = chart(&html, "Throughput in frames/s");
+        let top = y_ticks(fps).into_iter().fold(0.0, f64::max);
+        assert!(
+            top >= top_measured * 0.9 && top <= top_measured * 2.0,
+            "axis top {top} for measurements up to {top_measured}: {fps}"
+        );
+        assert!(fps.contains("above the scale"), "{fps}");
+        // The Mbps chart too (1518 B: 0.99 Mbps against a 987 Mbps line).
+        let mbps = chart(&html, "Throughput in Mbps");
+        let top = y_ticks(mbps).into_iter().fold(0.0, f64::max);
+        assert!(top > 0.5 && top <= 2.0, "{top}: {mbps}");
+        // Near line rate the whole curve shows, as before.
+        let run = crate::testdata::run(8, "lab router", "6.1");
+        let html = render(&run);
+        let fps = chart(&html, "Throughput in frames/s");
+        let line_64 = run.results[0].1.line_rate_fps;
+        let top = y_ticks(fps).into_iter().fold(0.0, f64::max);
+        assert!(top >= line_64 * 0.9, "{top}: {fps}");
+        assert!(!fps.contains("above the scale"), "{fps}");
     }
 
     #[test]

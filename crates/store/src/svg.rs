@@ -14,6 +14,9 @@ pub enum Mark {
     LineDots,
     /// A vertical bar per point from `y` to `y2`, `width` px wide.
     Span { width: f64 },
+    /// A dashed vertical line across the plot at each point's x (a
+    /// result against the trials around it); y is not read.
+    Rule,
 }
 
 pub struct Series {
@@ -30,6 +33,10 @@ pub struct Chart {
     pub y_label: String,
     /// Labels for x = 0, 1, 2, ... instead of a numeric axis.
     pub x_categories: Option<Vec<String>>,
+    /// The top of the y axis when the caller chose it (None: the highest
+    /// value, so everything shows). A line above it is cut at the plot's
+    /// top, never flattened onto it; a dot above it is left out.
+    pub y_max: Option<f64>,
     pub series: Vec<Series>,
 }
 
@@ -106,6 +113,7 @@ pub fn render(chart: &Chart) -> String {
         .flat_map(|p| [p.1, p.2])
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
+    let y_max = chart.y_max.filter(|m| *m > 0.0).unwrap_or(y_max);
     let y_hi = if y_max > 0.0 { y_max * 1.08 } else { 1.0 };
     if !x_lo.is_finite() || x_hi <= x_lo {
         x_lo = if x_lo.is_finite() { x_lo - 1.0 } else { 0.0 };
@@ -177,16 +185,22 @@ pub fn render(chart: &Chart) -> String {
     );
     for series in &chart.series {
         let c = series.color;
-        let poly = || {
-            series
-                .points
-                .iter()
-                .map(|p| format!("{:.1},{:.1}", sx(p.0), sy(p.1)))
-                .collect::<Vec<_>>()
-                .join(" ")
+        // The line's pieces inside the plot (all of it unless y_max cut it).
+        let polylines = |s: &mut String, dash: &str| {
+            for piece in clip_below(&series.points, y_hi) {
+                let points = piece
+                    .iter()
+                    .map(|p| format!("{:.1},{:.1}", sx(p.0), sy(p.1)))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let _ = write!(
+                    s,
+                    r#"<polyline points="{points}" fill="none" stroke="{c}" stroke-width="2"{dash}/>"#
+                );
+            }
         };
         let dots = |s: &mut String| {
-            for p in &series.points {
+            for p in series.points.iter().filter(|p| p.1 <= y_hi) {
                 let _ = write!(
                     s,
                     r#"<circle cx="{:.1}" cy="{:.1}" r="4" fill="{c}"><title>{}: {} / {}</title></circle>"#,
@@ -205,20 +219,24 @@ pub fn render(chart: &Chart) -> String {
                 } else {
                     ""
                 };
-                let _ = write!(
-                    s,
-                    r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="2"{dash}/>"#,
-                    poly()
-                );
+                polylines(&mut s, dash);
             }
             Mark::Dots => dots(&mut s),
             Mark::LineDots => {
-                let _ = write!(
-                    s,
-                    r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="2"/>"#,
-                    poly()
-                );
+                polylines(&mut s, "");
                 dots(&mut s);
+            }
+            Mark::Rule => {
+                for p in &series.points {
+                    let _ = write!(
+                        s,
+                        r#"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{yb}" stroke="{c}" stroke-width="2" stroke-dasharray="6 4"><title>{}: {}</title></line>"#,
+                        escape(&series.name),
+                        short_number(p.0),
+                        x = sx(p.0),
+                        yb = TOP + plot_h,
+                    );
+                }
             }
             Mark::Span { width } => {
                 for p in &series.points {
@@ -237,7 +255,12 @@ pub fn render(chart: &Chart) -> String {
     // Legend under the x axis label.
     let mut lx = LEFT;
     let ly = HEIGHT - 16.0;
-    for series in &chart.series {
+    // Rules are named in their title (the chart's title says what they are).
+    for series in chart
+        .series
+        .iter()
+        .filter(|s| !matches!(s.mark, Mark::Rule))
+    {
         let _ = write!(
             s,
             r#"<rect x="{lx}" y="{y}" width="14" height="10" fill="{c}"/><text x="{tx}" y="{ty}" font-size="11">{n}</text>"#,
@@ -251,6 +274,36 @@ pub fn render(chart: &Chart) -> String {
     }
     s.push_str("</svg>");
     s
+}
+
+/// The pieces of the line through `points` that lie at or below `top`,
+/// each ending where the line crosses `top` (linear between points).
+fn clip_below(points: &[(f64, f64, f64)], top: f64) -> Vec<Vec<(f64, f64, f64)>> {
+    let cross = |a: &(f64, f64, f64), b: &(f64, f64, f64)| {
+        let t = (top - a.1) / (b.1 - a.1);
+        (a.0 + t * (b.0 - a.0), top, 0.0)
+    };
+    let mut pieces = Vec::new();
+    let mut piece: Vec<(f64, f64, f64)> = Vec::new();
+    for (i, p) in points.iter().enumerate() {
+        let prev = i.checked_sub(1).map(|j| &points[j]);
+        match (p.1 <= top, prev) {
+            (true, Some(q)) if q.1 > top => piece.push(cross(q, p)),
+            (false, Some(q)) if q.1 <= top => {
+                piece.push(cross(q, p));
+                pieces.push(std::mem::take(&mut piece));
+            }
+            _ => {}
+        }
+        if p.1 <= top {
+            piece.push(*p);
+        }
+    }
+    if !piece.is_empty() {
+        pieces.push(piece);
+    }
+    pieces.retain(|p| p.len() > 1);
+    pieces
 }
 
 #[cfg(test)]
@@ -280,6 +333,7 @@ mod tests {
             x_label: "x".into(),
             y_label: "y".into(),
             x_categories: None,
+            y_max: None,
             series: vec![Series {
                 name: "s".into(),
                 color: PALETTE[0],
@@ -290,5 +344,45 @@ mod tests {
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
         assert_eq!(svg.matches("<circle").count(), 2);
         assert!(svg.contains("t &lt;1&gt;"));
+    }
+
+    #[test]
+    fn a_line_above_the_chosen_top_is_cut_not_flattened() {
+        // Down from 10 to 0 over x 0..10, the axis topped at 5 (+8 %).
+        let line: Vec<_> = (0..=10).map(|i| (i as f64, 10.0 - i as f64, 0.0)).collect();
+        let pieces = clip_below(&line, 5.4);
+        assert_eq!(pieces.len(), 1);
+        let first = pieces[0][0];
+        assert!((first.0 - 4.6).abs() < 1e-9 && first.1 == 5.4, "{first:?}");
+        assert_eq!(pieces[0].last().unwrap().0, 10.0);
+        // Up, down and up again: two pieces.
+        let zig = [
+            (0.0, 1.0, 0.0),
+            (1.0, 9.0, 0.0),
+            (2.0, 1.0, 0.0),
+            (3.0, 2.0, 0.0),
+        ];
+        assert_eq!(clip_below(&zig, 5.0).len(), 2);
+        let svg = render(&Chart {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            x_categories: None,
+            y_max: Some(5.0),
+            series: vec![Series {
+                name: "s".into(),
+                color: PALETTE[0],
+                mark: Mark::Line { dashed: false },
+                points: line,
+            }],
+        });
+        // Ticks stop at the chosen top: 0..5, not 0..10.
+        let y_tick = |v: &str| format!(r#"text-anchor="end" font-size="11">{v}</text>"#);
+        assert!(svg.contains(&y_tick("5")), "{svg}");
+        assert!(
+            !svg.contains(&y_tick("6")) && !svg.contains(&y_tick("10")),
+            "{svg}"
+        );
+        assert_eq!(svg.matches("<polyline").count(), 1);
     }
 }
