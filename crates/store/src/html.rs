@@ -407,7 +407,7 @@ fn per_trial_chart(
         .enumerate()
         .flat_map(|(n, (size, trials))| {
             // A mix's line rate counts its mean frame (in the record).
-            let mut points: Vec<(f64, f64, f64)> = trials
+            let points: Vec<(f64, f64, f64)> = trials
                 .iter()
                 .filter_map(|t| {
                     y(t).map(|v| {
