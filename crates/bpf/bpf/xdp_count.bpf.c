@@ -56,6 +56,7 @@ struct count_config {
 	__u16 check; /* LR_CHECK_*: how deep each test frame is checked */
 	__u32 generation; /* changes every trial */
 	__u32 lat_mask;	  /* latency of frames with (seq & lat_mask) == 0 */
+	__u64 sent_below; /* every stream's sequence numbers sent are below this */
 };
 
 struct stream_state {
@@ -349,6 +350,13 @@ int lr_count(struct xdp_md *ctx)
 		return XDP_DROP;
 
 	__u64 seq = st->received ? extend_seq(st->highest, seq32) : seq32;
+	/* A number the trial never sent was damaged on the way: errored, and
+	 * it moves nothing (not the highest, so no frame after it counts as
+	 * reordered), as StreamStats::record in crates/engine/src/stats.rs. */
+	if (seq >= cfg->sent_below) {
+		count(&errored);
+		return XDP_DROP;
+	}
 	__u32 slot_key = idx * LR_WINDOW + (seq & (LR_WINDOW - 1));
 	__u64 *slot = bpf_map_lookup_elem(&window, &slot_key);
 	if (!slot)

@@ -36,8 +36,10 @@ struct CountConfig {
     check: u16,
     generation: u32,
     lat_mask: u32,
+    /// Every stream's sequence numbers sent are below this.
+    sent_below: u64,
 }
-const _: () = assert!(std::mem::size_of::<CountConfig>() == 16);
+const _: () = assert!(std::mem::size_of::<CountConfig>() == 24);
 
 /// One stream's counts as the program kept them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +92,7 @@ pub struct XdpCounter {
     streams_in_trial: u16,
     lat_mask: u32,
     check: FrameCheck,
+    sent_below: u64,
 }
 
 /// What the program did with one frame ([`XdpCounter::verdict`]).
@@ -140,6 +143,7 @@ impl XdpCounter {
             streams_in_trial: 0,
             lat_mask: 0,
             check: FrameCheck::default(),
+            sent_below: u64::MAX,
         })
     }
 
@@ -185,7 +189,8 @@ impl XdpCounter {
     /// Latency is measured on the frames whose sequence number is a
     /// multiple of `latency_every` (a power of two; 1: every frame).
     /// Each test frame is checked as deep as `check` says; a damaged one
-    /// counts as errored.
+    /// counts as errored, as does one numbered at or beyond `frames` (the
+    /// most any stream sends; `u64::MAX`: not known).
     pub fn start_trial(
         &mut self,
         first: u16,
@@ -193,6 +198,7 @@ impl XdpCounter {
         udp_port: u16,
         latency_every: u32,
         check: FrameCheck,
+        frames: u64,
     ) -> Result<(), BpfError> {
         assert!(
             latency_every.is_power_of_two(),
@@ -200,6 +206,7 @@ impl XdpCounter {
         );
         self.lat_mask = latency_every - 1;
         self.check = check;
+        self.sent_below = frames;
         let count = count.min(self.max_streams);
         let map_err = |source| BpfError::Map {
             what: "preparing the XDP counter for a trial",
@@ -297,6 +304,7 @@ impl XdpCounter {
             },
             generation: self.generation,
             lat_mask: self.lat_mask,
+            sent_below: self.sent_below,
         };
         self.map("count_config")
             .update(&0u32.to_ne_bytes(), as_bytes(&cfg), MapFlags::ANY)

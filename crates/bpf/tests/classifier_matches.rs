@@ -125,7 +125,9 @@ fn the_kernel_counter_takes_and_checks_exactly_the_frames_user_space_does() {
             // only on sequence numbers that are multiples of 2^31: the
             // frames' timestamps are random, and user space cannot know
             // the kernel's clock.
-            counter.start_trial(7, 4, port, 1 << 31, check).unwrap();
+            counter
+                .start_trial(7, 4, port, 1 << 31, check, u64::MAX)
+                .unwrap();
             let counter = &counter;
             let result = runner.run(&frames, |f| {
                 let user = match classify(&f, port) {
@@ -157,4 +159,53 @@ fn the_kernel_counter_takes_and_checks_exactly_the_frames_user_space_does() {
             }
         }
     }
+}
+
+/// A sequence number the trial never sent (at or beyond the frames a
+/// stream sends) is damage in the kernel as in user space
+/// (`StreamStats::record`): errored, and it moves nothing, so the frames
+/// after it are not counted reordered against it.
+#[test]
+fn a_sequence_number_beyond_the_trial_is_errored_and_moves_nothing() {
+    if !linerate_bpf::root_or_skip("the XDP counter's sequence bound") {
+        return;
+    }
+    let mut counter = XdpCounter::load(1).expect("the XDP counter loads (as root)");
+    counter
+        .start_trial(7, 1, DEFAULT_UDP_PORT, 1 << 31, FrameCheck::Headers, 100)
+        .unwrap();
+    let flow = FlowSpec {
+        src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+        dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+        src_ip: Ipv4Addr::new(198, 18, 0, 2).into(),
+        dst_ip: Ipv4Addr::new(198, 19, 0, 2).into(),
+        src_port: DEFAULT_UDP_PORT,
+        dst_port: DEFAULT_UDP_PORT,
+        ttl: 64,
+        vlan: None,
+    };
+    let t = FrameTemplate::new(&flow, FrameSize::from_frame_in(128, &flow.encap()).unwrap());
+    let frame = |seq: u32| {
+        let mut f = vec![0u8; t.len()];
+        // Timestamps are only read on numbers that are multiples of 2^31.
+        t.write(
+            &mut f,
+            Signature {
+                stream: 7,
+                seq,
+                tx_ts: 0,
+            },
+        );
+        f
+    };
+    let verdicts: Vec<Verdict> = [1, 100, 0x5a00_0002, 2, 99]
+        .into_iter()
+        .map(|seq| counter.verdict(&frame(seq)).unwrap())
+        .collect();
+    use Verdict::*;
+    assert_eq!(verdicts, [Counted, Errored, Errored, Counted, Counted]);
+    let counts = counter.read().unwrap();
+    assert_eq!(counts.errored, 2);
+    let s = &counts.streams[0];
+    assert_eq!((s.received, s.reordered, s.duplicated), (3, 0, 0), "{s:?}");
 }

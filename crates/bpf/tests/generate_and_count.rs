@@ -151,7 +151,14 @@ fn every_generated_frame_is_counted_once() {
             ));
             let stream = size + every as u16; // any id; a fresh one per trial
             counter
-                .start_trial(stream, 1, DEFAULT_UDP_PORT, every, FrameCheck::Payload)
+                .start_trial(
+                    stream,
+                    1,
+                    DEFAULT_UDP_PORT,
+                    every,
+                    FrameCheck::Payload,
+                    u64::MAX,
+                )
                 .unwrap();
             generator
                 .configure(&GenTrial {
@@ -226,7 +233,7 @@ fn two_generators_send_two_exact_streams() {
         ));
         let (first, shares) = (40u16, [50_001u64, 50_000]);
         counter
-            .start_trial(first, 2, DEFAULT_UDP_PORT, 1, FrameCheck::Payload)
+            .start_trial(first, 2, DEFAULT_UDP_PORT, 1, FrameCheck::Payload, u64::MAX)
             .unwrap();
         let mut generators: Vec<XdpGenerator> = (0..2)
             .map(|_| XdpGenerator::load().expect("load generator"))

@@ -267,3 +267,20 @@ fn a_damaged_sequence_number_is_errored_not_reordered() {
         assert_errored(&v, n);
     }
 }
+
+/// With the default check (the payload not read, so the broken UDP
+/// checksum unseen), a sequence number beyond what the trial sent is still
+/// damaged: every receiver knows how many frames each stream sends.
+/// Before, each such number became the stream's highest and the frames
+/// after it counted as reordered (RFC 4737's discontinuity).
+#[test]
+fn a_sequence_number_beyond_the_trial_is_errored_by_the_default_check() {
+    if !root_or_skip("a_sequence_number_beyond_the_trial_is_errored_by_the_default_check") {
+        return;
+    }
+    for receiver in ["kernel", "socket"] {
+        let (v, n) = run("dq", 4, &["--receiver", receiver]);
+        assert_eq!(v["frame_check"], "headers", "{v}");
+        assert_errored(&v, n);
+    }
+}

@@ -37,6 +37,10 @@ pub struct StreamRange {
     /// How deep each test frame is checked before it counts; a damaged
     /// one counts as errored ([`linerate_wire::integrity`]).
     pub check: FrameCheck,
+    /// Frames each stream sends at most (sequence numbers `0 .. frames`),
+    /// `u64::MAX` when not known: a test frame numbered beyond it was
+    /// damaged on the way and counts as errored, not as reordered.
+    pub frames: u64,
 }
 
 impl StreamRange {
@@ -118,7 +122,9 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
     rx.take_drops()?; // start the trial's count of ring drops at zero
     crate::capture::trial_starts(mac);
     signals.ready.store(true, Ordering::Release);
-    let mut streams: Vec<StreamStats> = (0..range.count).map(|_| StreamStats::default()).collect();
+    let mut streams: Vec<StreamStats> = (0..range.count)
+        .map(|_| StreamStats::sending(range.frames))
+        .collect();
     let mut stray = 0u64;
     let mut errored = 0u64;
     let mut distinct = 0u64;
@@ -163,7 +169,10 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
                         errored += 1;
                         return;
                     }
-                    streams[i].record(sig.seq, latency);
+                    if !streams[i].record(sig.seq, latency) {
+                        // A number the trial never sent: damaged.
+                        errored += 1;
+                    }
                     return;
                 }
                 Received::Arp(arp) => host.on_arp(mac, &arp),

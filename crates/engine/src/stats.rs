@@ -6,6 +6,13 @@
 //! bitmap window of the last [`WINDOW`] numbers below the highest: within it
 //! duplicates are told apart from late frames exactly; a frame older than
 //! the window (more than a million frames late) is counted as reordered.
+//!
+//! A stream knows how many frames its trial sends at most: a number at or
+//! beyond that was never sent, so it was damaged on the way (RFC 4737
+//! would count it a sequence discontinuity, and every frame after it
+//! "reordered" against it). Such a frame is refused ([`StreamStats::record`]
+//! returns false, the receiver counts it errored) and moves nothing: the
+//! frames after it are judged against the numbers really sent.
 
 use hdrhistogram::Histogram;
 use linerate_results::LatencySummary;
@@ -20,6 +27,8 @@ pub struct StreamStats {
     duplicated: u64,
     reordered: u64,
     highest: Option<u64>,
+    /// Sequence numbers sent on this stream are below this.
+    sent_below: u64,
     seen: Box<[u64; WORDS]>,
     latency: Histogram<u64>,
     latency_sum: u128,
@@ -32,6 +41,7 @@ impl Default for StreamStats {
             duplicated: 0,
             reordered: 0,
             highest: None,
+            sent_below: u64::MAX,
             seen: vec![0u64; WORDS]
                 .into_boxed_slice()
                 .try_into()
@@ -44,6 +54,15 @@ impl Default for StreamStats {
 }
 
 impl StreamStats {
+    /// A stream whose trial sends at most `frames` frames (sequence
+    /// numbers `0 .. frames`); [`Default`] is a stream of unknown length.
+    pub fn sending(frames: u64) -> StreamStats {
+        StreamStats {
+            sent_below: frames,
+            ..StreamStats::default()
+        }
+    }
+
     /// Distinct frames received.
     pub fn received(&self) -> u64 {
         self.received
@@ -61,13 +80,19 @@ impl StreamStats {
         (&mut self.seen[i / 64], 1u64 << (i % 64))
     }
 
-    /// Records one arrived frame with its 32-bit sequence number and latency.
+    /// Records one arrived frame with its 32-bit sequence number and
+    /// latency. False, and nothing counted, when the number lies beyond
+    /// what the stream sent: the frame was damaged (the caller counts it
+    /// errored).
     #[inline]
-    pub fn record(&mut self, seq32: u32, latency_ns: u64) {
+    pub fn record(&mut self, seq32: u32, latency_ns: u64) -> bool {
         let seq = match self.highest {
             None => seq32 as u64,
             Some(h) => extend_seq(h, seq32),
         };
+        if seq >= self.sent_below {
+            return false;
+        }
         match self.highest {
             Some(h) if seq <= h => {
                 if h - seq >= WINDOW {
@@ -77,7 +102,7 @@ impl StreamStats {
                     let (word, mask) = self.bit(seq);
                     if *word & mask != 0 {
                         self.duplicated += 1;
-                        return;
+                        return true;
                     }
                     *word |= mask;
                     self.reordered += 1;
@@ -102,6 +127,7 @@ impl StreamStats {
         self.received += 1;
         self.latency_sum += latency_ns as u128;
         self.latency.saturating_record(latency_ns.max(1));
+        true
     }
 
     /// Counts kept elsewhere (by the XDP counter): distinct, duplicated and
@@ -219,6 +245,50 @@ mod tests {
         s.record(5, 1); // far too old: counted late
         assert_eq!(s.received(), 3 * WINDOW + 1);
         assert_eq!((s.duplicated(), s.reordered()), (1, 1));
+    }
+
+    #[test]
+    fn a_number_beyond_what_was_sent_is_damaged_not_a_discontinuity() {
+        // 1,000 frames sent; frame 500's high byte damaged (+2^24): it was
+        // never sent. Before, it became the highest and the 499 frames
+        // after it counted as reordered.
+        let mut s = StreamStats::sending(1000);
+        let mut refused = 0;
+        for seq in 0..1000u32 {
+            let wire = if seq == 500 { seq | 1 << 24 } else { seq };
+            if !s.record(wire, 10) {
+                refused += 1;
+            }
+        }
+        assert_eq!(refused, 1);
+        assert_eq!((s.received(), s.duplicated(), s.reordered()), (999, 0, 0));
+        // The last number sent is counted; one past it is not.
+        let mut s = StreamStats::sending(10);
+        assert!(s.record(9, 1));
+        assert!(!s.record(10, 1));
+        // A damaged number that wraps below 0 (a high bit flipped in the
+        // first frames) lies beyond the sent ones too.
+        assert!(s.record(3, 1));
+        assert!(!s.record(u32::MAX - 5, 1));
+        assert_eq!((s.received(), s.reordered()), (2, 1));
+        let l = s.latency(1).unwrap();
+        assert_eq!(l.samples, 2, "refused frames have no latency");
+    }
+
+    #[test]
+    fn real_reordering_within_the_sent_numbers_is_still_counted() {
+        let mut s = StreamStats::sending(8);
+        for seq in [0, 2, 1, 3, 5, 4, 6, 7] {
+            assert!(s.record(seq, 1));
+        }
+        assert_eq!((s.received(), s.duplicated(), s.reordered()), (8, 0, 2));
+        // Without a known length, the old behaviour: the wild number is
+        // the highest and what follows it is late.
+        let mut s = StreamStats::default();
+        for seq in [0, 1 << 24, 1, 2] {
+            assert!(s.record(seq, 1));
+        }
+        assert_eq!(s.reordered(), 2);
     }
 
     #[test]

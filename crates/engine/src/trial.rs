@@ -211,12 +211,16 @@ impl Engine {
                 1
             }
         };
+        // Every stream's sequence numbers stay below its direction's
+        // frames: one beyond them was damaged on the way.
+        let frames = spec.map_or(u64::MAX, |s| Pacer::new(port_fps, s.duration).total());
         let range = StreamRange {
             first: self.next_stream,
             count: threads * classes,
             udp_port,
             latency_every: latency_every(&self.b),
             check: cfg.frame_check,
+            frames,
         };
         let mut next = self.next_stream.wrapping_add(range.count);
         // Both directions at once: B sends streams of its own, counted at A.
@@ -227,6 +231,7 @@ impl Engine {
                 udp_port: DEFAULT_UDP_PORT,
                 latency_every: latency_every(&self.a),
                 check: cfg.frame_check,
+                frames,
             };
             next = next.wrapping_add(threads);
             r

@@ -393,6 +393,7 @@ impl<R: RxQueue> Receiver for XdpReceiver<R> {
             range.udp_port,
             range.latency_every,
             range.check,
+            range.frames,
         )?;
         let counter = &self.counter;
         // The counter counts in the kernel; its socket sees only ARP.

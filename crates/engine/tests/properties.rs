@@ -286,6 +286,24 @@ proptest! {
         prop_assert!(s.received() >= 1);
     }
 
+    /// With the stream's length known, a number beyond it is refused and
+    /// changes nothing: the other arrivals count as they would alone.
+    #[test]
+    fn numbers_beyond_what_was_sent_are_refused(
+        seqs in proptest::collection::vec(0u32..1000, 1..300),
+        wild in proptest::collection::vec((any::<prop::sample::Index>(), 1000u32..=u32::MAX), 0..4),
+    ) {
+        // 1,000 frames sent; a few numbers at or beyond 1,000 anywhere.
+        let mut with_wild = seqs.clone();
+        for (at, number) in &wild {
+            with_wild.insert(at.index(with_wild.len() + 1), *number);
+        }
+        let mut s = StreamStats::sending(1000);
+        let refused = with_wild.iter().filter(|&&q| !s.record(q, 1)).count();
+        prop_assert_eq!(refused, wild.len());
+        prop_assert_eq!((s.received(), s.duplicated(), s.reordered()), model(&seqs));
+    }
+
     #[test]
     fn latency_every_parses_powers_of_two_and_auto_only(
         s in prop_oneof![any::<String>(), "[0-9]{0,12}", "(?i)auto"],
@@ -419,6 +437,7 @@ proptest! {
             udp_port: PORT,
             latency_every: 1,
             check: linerate_wire::FrameCheck::Headers,
+            frames: u64::MAX,
         };
         let counted = receive(&mut feed, ME, &h, range, &signals, || 0, &mut linerate_engine::receiver::AsSent).unwrap();
         prop_assert_eq!(counted.stray, stray);
