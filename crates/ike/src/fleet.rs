@@ -8,16 +8,51 @@
 //! and the protocol can be built in parallel): the signatures below are
 //! what `linerate-session` calls. The implementation may add items but
 //! should keep these.
+//!
+//! # How
+//!
+//! Every peer is the sans-IO initiator of [`crate::initiator`] (a few
+//! hundred bytes while it negotiates, about 1 KiB of keys once up; no
+//! thread, no buffer of its own). One thread drives them all: it waits
+//! in `poll(2)` on the two sockets and on the earliest deadline of a
+//! timer heap (retransmissions with back-off, NAT keepalives, the next
+//! attempt at `attempt_rate`), and hands each datagram to the peer whose
+//! IKE SA it names (the initiator's SPI, ours, is the key).
+//!
+//! The sockets are bound once, to the wildcard address on 500 and 4500,
+//! with `IP_PKTINFO`: each datagram leaves with its peer's address as the
+//! source (`ipi_spec_dst`, chosen per `sendmsg`), and the destination of
+//! each one received is known. The alternative, a socket per address
+//! with `IP_FREEBIND`, costs two file descriptors per peer (20,000 for
+//! 10,000 peers, above the usual limit of 1,024) and a `poll` set as
+//! large. The peers' addresses must therefore be local in the namespace
+//! (on an interface, as `ip addr add` puts them, or a routed /16 on `lo`):
+//! [`Fleet::bind`] checks each and names the first that is not.
 
-use std::net::Ipv4Addr;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::io::{self, IoSlice, IoSliceMut};
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linerate_esp::EspSuite;
+use nix::errno::Errno;
+use nix::libc;
+use nix::poll::{PollFd, PollFlags, PollTimeout};
+use nix::sys::socket::{
+    recvmsg, sendmsg, setsockopt, sockopt, ControlMessage, ControlMessageOwned, MsgFlags,
+    SockaddrIn,
+};
 
+use crate::crypto::DhGroup;
 use crate::error::IkeError;
+use crate::initiator::{Initiator, Local, Shared};
 use crate::proposal::IkeProposals;
 use crate::sa::ChildSa;
 use crate::session::{Event, Ports, Psk, Retransmit};
+use crate::tunnel::{Outbox, Output, NON_ESP_MARKER};
 use crate::wire::{Identity, TrafficSelector};
 
 /// One emulated peer.
@@ -77,18 +112,429 @@ pub struct PeerEvent {
     pub event: Event,
 }
 
+/// Where a peer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    NotStarted,
+    Handshake,
+    Up,
+    /// Failed, deleted, or deleting.
+    Down,
+}
+
+struct Slot {
+    machine: Option<Initiator>,
+    state: State,
+    /// The deadline this peer has in the timer heap.
+    scheduled: Option<Instant>,
+    /// Our Delete is in flight.
+    deleting: bool,
+}
+
 /// The peers' IKE state, driven by one thread.
 pub struct Fleet {
-    _private: (),
+    shared: Arc<Shared>,
+    peers: Vec<Peer>,
+    local_ports: Ports,
+    ike: UdpSocket,
+    natt: UdpSocket,
+    slots: Vec<Slot>,
+    by_spi: HashMap<u64, usize>,
+    timers: BinaryHeap<Reverse<(Instant, usize)>>,
+    out: Outbox,
+    events: Vec<PeerEvent>,
+    attempt_rate: Option<f64>,
+    window: usize,
+    in_flight: usize,
+    deleting: usize,
+    pfs: Option<DhGroup>,
+    /// Setups that ended and were not yet returned by `bring_up`.
+    setups: Vec<Option<Setup>>,
+    buf: Vec<u8>,
+    cmsg: Vec<u8>,
+}
+
+impl std::fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fleet")
+            .field("gateway", &self.shared.gateway)
+            .field("peers", &self.peers.len())
+            .field("established", &self.established())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Binds the wildcard address on `port` with IP_PKTINFO and a large
+/// receive buffer.
+fn wildcard_socket(port: u16) -> Result<UdpSocket, IkeError> {
+    let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, port))
+        .map_err(|e| IkeError::io(format!("cannot bind UDP 0.0.0.0:{port}"), e))?;
+    setsockopt(&socket, sockopt::Ipv4PacketInfo, &true).map_err(|e| {
+        IkeError::io(
+            format!("cannot set IP_PKTINFO on UDP port {port}"),
+            io::Error::from(e),
+        )
+    })?;
+    // Bursts of answers from a fast gateway: room for thousands.
+    let size = 8 << 20;
+    if setsockopt(&socket, sockopt::RcvBufForce, &size).is_err() {
+        let _ = setsockopt(&socket, sockopt::RcvBuf, &size);
+    }
+    let _ = setsockopt(&socket, sockopt::SndBuf, &(4 << 20));
+    Ok(socket)
+}
+
+/// Sends `data` from `from` to `to` (the source chosen by IP_PKTINFO).
+pub(crate) fn send_from(
+    socket: &UdpSocket,
+    data: &[u8],
+    from: Ipv4Addr,
+    to: SocketAddrV4,
+) -> io::Result<()> {
+    let info = libc::in_pktinfo {
+        ipi_ifindex: 0,
+        ipi_spec_dst: libc::in_addr {
+            s_addr: u32::from(from).to_be(),
+        },
+        ipi_addr: libc::in_addr { s_addr: 0 },
+    };
+    let dst = SockaddrIn::from(to);
+    sendmsg(
+        socket.as_raw_fd(),
+        &[IoSlice::new(data)],
+        &[ControlMessage::Ipv4PacketInfo(&info)],
+        MsgFlags::empty(),
+        Some(&dst),
+    )
+    .map(|_| ())
+    .map_err(io::Error::from)
+}
+
+/// One datagram without waiting: its length, source and destination
+/// address; `None` when there is none.
+pub(crate) fn recv_to(
+    socket: &UdpSocket,
+    buf: &mut [u8],
+    cmsg: &mut Vec<u8>,
+) -> io::Result<Option<(usize, SocketAddrV4, Option<Ipv4Addr>)>> {
+    let mut iov = [IoSliceMut::new(buf)];
+    loop {
+        let msg = match recvmsg::<SockaddrIn>(
+            socket.as_raw_fd(),
+            &mut iov,
+            Some(cmsg),
+            MsgFlags::MSG_DONTWAIT,
+        ) {
+            Ok(m) => m,
+            Err(Errno::EAGAIN) => return Ok(None),
+            Err(Errno::EINTR | Errno::ECONNREFUSED) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let Some(from) = msg.address.map(SocketAddrV4::from) else {
+            continue;
+        };
+        let mut to = None;
+        if let Ok(list) = msg.cmsgs() {
+            for c in list {
+                if let ControlMessageOwned::Ipv4PacketInfo(info) = c {
+                    to = Some(Ipv4Addr::from(u32::from_be(info.ipi_addr.s_addr)));
+                }
+            }
+        }
+        return Ok(Some((msg.bytes, from, to)));
+    }
+}
+
+/// Waits until one of `sockets` is readable or `until`.
+pub(crate) fn wait_readable(sockets: [&UdpSocket; 2], until: Option<Instant>) {
+    let timeout = match until {
+        None => PollTimeout::NONE,
+        Some(t) => {
+            let left = t.saturating_duration_since(Instant::now());
+            // Round up to the millisecond poll counts in.
+            let ms = left.as_micros().div_ceil(1000).min(60_000) as u16;
+            PollTimeout::from(ms)
+        }
+    };
+    let mut fds = [
+        PollFd::new(sockets[0].as_fd(), PollFlags::POLLIN),
+        PollFd::new(sockets[1].as_fd(), PollFlags::POLLIN),
+    ];
+    let _ = nix::poll::poll(&mut fds, timeout);
 }
 
 impl Fleet {
     /// Binds the fleet's sockets in the calling thread's network namespace
     /// (the peers' addresses must be local there, or routed to it with
     /// IP_FREEBIND/IP_TRANSPARENT as the implementation chooses).
+    ///
+    /// This implementation binds the wildcard address with IP_PKTINFO
+    /// (see the module's documentation): every peer address must be local
+    /// in the namespace, which is checked here.
     pub fn bind(config: FleetConfig) -> Result<Fleet, IkeError> {
-        let _ = config;
-        todo!("ike::fleet is being implemented")
+        let mut seen = HashSet::with_capacity(config.peers.len());
+        for peer in &config.peers {
+            if !seen.insert(peer.local) {
+                return Err(IkeError::Io {
+                    what: format!("peer address {} is given twice", peer.local),
+                    error: io::Error::from(io::ErrorKind::InvalidInput),
+                    hint: "; every peer needs an address of its own",
+                });
+            }
+            UdpSocket::bind((peer.local, 0)).map_err(|e| {
+                IkeError::io(format!("cannot use the peer address {}", peer.local), e)
+            })?;
+        }
+        let ike = wildcard_socket(config.local_ports.ike)?;
+        let natt = wildcard_socket(config.local_ports.natt)?;
+        let port = |s: &UdpSocket, or: u16| s.local_addr().map_or(or, |a| a.port());
+        let local_ports = Ports {
+            ike: port(&ike, config.local_ports.ike),
+            natt: port(&natt, config.local_ports.natt),
+        };
+        let shared = Arc::new(Shared {
+            gateway: config.gateway,
+            gateway_ports: config.gateway_ports,
+            remote_id: config.remote_id,
+            psk: config.psk,
+            ike: config.ike,
+            esp: config.esp,
+            remote_ts: config.remote_ts,
+            retransmit: config.retransmit,
+            force_encap: config.force_encap,
+        });
+        let n = config.peers.len();
+        let slots = (0..n)
+            .map(|_| Slot {
+                machine: None,
+                state: State::NotStarted,
+                scheduled: None,
+                deleting: false,
+            })
+            .collect();
+        Ok(Fleet {
+            shared,
+            peers: config.peers,
+            local_ports,
+            ike,
+            natt,
+            slots,
+            by_spi: HashMap::with_capacity(n),
+            timers: BinaryHeap::new(),
+            out: Outbox::default(),
+            events: Vec::new(),
+            attempt_rate: config.attempt_rate.filter(|r| *r > 0.0 && r.is_finite()),
+            window: config.window.max(1),
+            in_flight: 0,
+            deleting: 0,
+            pfs: None,
+            setups: (0..n).map(|_| None).collect(),
+            buf: vec![0; 65536],
+            cmsg: nix::cmsg_space!(libc::in_pktinfo),
+        })
+    }
+
+    /// The ports the fleet's sockets are bound to (500 and 4500 unless
+    /// configured otherwise; the kernel's choice for 0).
+    pub fn local_ports(&self) -> Ports {
+        self.local_ports
+    }
+
+    /// The Diffie-Hellman group of the rekeys the fleet starts (PFS), as
+    /// the gateway's ESP proposal names it; `None` (the default): none.
+    pub fn set_rekey_pfs(&mut self, group: Option<DhGroup>) {
+        self.pfs = group;
+        for slot in &mut self.slots {
+            if let Some(t) = slot.machine.as_mut().and_then(|m| m.tunnel_mut()) {
+                t.pfs = group;
+            }
+        }
+    }
+
+    /// Sends what the machine of `peer` produced, takes its outputs and
+    /// puts its next deadline in the timer heap.
+    fn after(&mut self, peer: usize, now: Instant, on_setup: &mut dyn FnMut(&Setup)) {
+        let local = self.peers[peer].local;
+        let gateway = self.shared.gateway;
+        let ports = self.shared.gateway_ports;
+        while let Some(t) = self.out.transmits.pop_front() {
+            let (socket, port) = if t.natt {
+                (&self.natt, ports.natt)
+            } else {
+                (&self.ike, ports.ike)
+            };
+            // A datagram the kernel did not take is retransmitted like a
+            // lost one.
+            let _ = send_from(socket, &t.data, local, SocketAddrV4::new(gateway, port));
+        }
+        let slot = &mut self.slots[peer];
+        while let Some(o) = self.out.outputs.pop_front() {
+            match o {
+                Output::Established => {
+                    let started = slot
+                        .machine
+                        .as_ref()
+                        .and_then(|m| m.started())
+                        .unwrap_or(now);
+                    if let Some(t) = slot.machine.as_mut().and_then(|m| m.tunnel_mut()) {
+                        t.pfs = self.pfs;
+                    }
+                    slot.state = State::Up;
+                    self.in_flight = self.in_flight.saturating_sub(1);
+                    let setup = Setup {
+                        peer,
+                        started,
+                        outcome: Ok(now.saturating_duration_since(started)),
+                    };
+                    on_setup(&setup);
+                    self.setups[peer] = Some(setup);
+                }
+                Output::Failed(e) => {
+                    let started = slot
+                        .machine
+                        .as_ref()
+                        .and_then(|m| m.started())
+                        .unwrap_or(now);
+                    if slot.state == State::Handshake {
+                        self.in_flight = self.in_flight.saturating_sub(1);
+                        let setup = Setup {
+                            peer,
+                            started,
+                            outcome: Err(e),
+                        };
+                        on_setup(&setup);
+                        self.setups[peer] = Some(setup);
+                    }
+                    slot.state = State::Down;
+                }
+                Output::Event(event) => {
+                    if event == Event::IkeDeleted {
+                        slot.state = State::Down;
+                        if slot.deleting {
+                            slot.deleting = false;
+                            self.deleting = self.deleting.saturating_sub(1);
+                        }
+                    }
+                    self.events.push(PeerEvent { peer, event });
+                }
+                Output::Deleted(_) => {
+                    slot.state = State::Down;
+                    if slot.deleting {
+                        slot.deleting = false;
+                        self.deleting = self.deleting.saturating_sub(1);
+                    }
+                }
+                Output::RekeyFailed(_) => self.events.push(PeerEvent {
+                    peer,
+                    event: Event::RekeyFailed,
+                }),
+            }
+        }
+        let next = slot.machine.as_ref().and_then(|m| m.next_deadline());
+        if next != slot.scheduled {
+            slot.scheduled = next;
+            if let Some(at) = next {
+                self.timers.push(Reverse((at, peer)));
+            }
+        }
+    }
+
+    /// Starts the handshake of `peer`.
+    fn start(&mut self, peer: usize, now: Instant, on_setup: &mut dyn FnMut(&Setup)) {
+        let p = &self.peers[peer];
+        let local = Local {
+            addr: p.local,
+            ports: self.local_ports,
+            id: p.local_id.clone(),
+            ts: p.local_ts,
+        };
+        let mut machine = Initiator::new(Arc::clone(&self.shared), local.clone());
+        while self.by_spi.contains_key(&machine.spi_i()) {
+            machine = Initiator::new(Arc::clone(&self.shared), local.clone());
+        }
+        self.by_spi.insert(machine.spi_i(), peer);
+        machine.start(now, &mut self.out);
+        let slot = &mut self.slots[peer];
+        slot.machine = Some(machine);
+        slot.state = State::Handshake;
+        self.in_flight += 1;
+        self.after(peer, now, on_setup);
+    }
+
+    /// Receives every datagram waiting on both sockets and hands each to
+    /// its peer.
+    fn receive(&mut self, on_setup: &mut dyn FnMut(&Setup)) {
+        for natt in [false, true] {
+            loop {
+                let socket = if natt { &self.natt } else { &self.ike };
+                let got = match recv_to(socket, &mut self.buf, &mut self.cmsg) {
+                    Ok(Some(g)) => g,
+                    Ok(None) | Err(_) => break,
+                };
+                let (n, from, _to) = got;
+                if *from.ip() != self.shared.gateway {
+                    continue;
+                }
+                let mut data = &self.buf[..n];
+                if natt {
+                    // IKE after the non-ESP marker; keepalives and ESP
+                    // (the data path's) are not IKE's.
+                    if n <= 4 || data[..4] != NON_ESP_MARKER {
+                        continue;
+                    }
+                    data = &data[4..];
+                }
+                if data.len() < 8 {
+                    continue;
+                }
+                let mut spi = [0u8; 8];
+                spi.copy_from_slice(&data[..8]);
+                let Some(&peer) = self.by_spi.get(&u64::from_be_bytes(spi)) else {
+                    continue;
+                };
+                let Some(machine) = self.slots[peer].machine.as_mut() else {
+                    continue;
+                };
+                let data = data.to_vec();
+                let now = Instant::now();
+                machine.handle(&data, now, &mut self.out);
+                self.after(peer, now, on_setup);
+            }
+        }
+    }
+
+    /// Runs the timers that are due.
+    fn fire_timers(&mut self, now: Instant, on_setup: &mut dyn FnMut(&Setup)) {
+        while let Some(Reverse((at, peer))) = self.timers.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            let slot = &mut self.slots[peer];
+            if slot.scheduled != Some(at) {
+                continue;
+            }
+            slot.scheduled = None;
+            if let Some(m) = slot.machine.as_mut() {
+                m.handle_timeout(now, &mut self.out);
+            }
+            self.after(peer, now, on_setup);
+        }
+    }
+
+    /// One turn of the loop: waits for a datagram until `until` (or the
+    /// first timer), then handles what came and what is due.
+    fn turn(&mut self, until: Option<Instant>, on_setup: &mut dyn FnMut(&Setup)) {
+        let timer = self.timers.peek().map(|Reverse((at, _))| *at);
+        let wake = match (timer, until) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if wake.is_none_or(|w| w > Instant::now()) {
+            wait_readable([&self.ike, &self.natt], wake);
+        }
+        self.receive(on_setup);
+        self.fire_timers(Instant::now(), on_setup);
     }
 
     /// Starts every peer's handshake at `attempt_rate`, at most `window`
@@ -96,44 +542,137 @@ impl Fleet {
     /// failed; `on_setup` is called as each ends (progress, time to first
     /// packet). Answers the gateway's requests on established tunnels
     /// meanwhile. Returns one `Setup` per peer, in peer order.
+    ///
+    /// Peers started by an earlier call are not started again (and have
+    /// no `Setup` in a later call's result).
     pub fn bring_up(&mut self, on_setup: &mut dyn FnMut(&Setup)) -> Vec<Setup> {
-        let _ = on_setup;
-        todo!("ike::fleet is being implemented")
+        let todo: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| self.slots[i].state == State::NotStarted)
+            .collect();
+        let first = Instant::now();
+        let mut next = 0;
+        loop {
+            let now = Instant::now();
+            // Attempts due at the rate, while the window has room.
+            let mut due = None;
+            while next < todo.len() && self.in_flight < self.window {
+                if let Some(rate) = self.attempt_rate {
+                    let at = first + Duration::from_secs_f64(next as f64 / rate);
+                    if at > now {
+                        due = Some(at);
+                        break;
+                    }
+                }
+                self.start(todo[next], now, on_setup);
+                next += 1;
+            }
+            if next == todo.len() && self.in_flight == 0 {
+                break;
+            }
+            let until = if self.in_flight < self.window {
+                due
+            } else {
+                None
+            };
+            self.turn(until, on_setup);
+        }
+        todo.iter().filter_map(|&i| self.setups[i].take()).collect()
     }
 
     /// The peer's CHILD_SA (the newest after a rekey), if it is up.
     pub fn child(&self, peer: usize) -> Option<&ChildSa> {
-        let _ = peer;
-        todo!("ike::fleet is being implemented")
+        self.slots.get(peer)?.machine.as_ref()?.child()
     }
 
     /// How many tunnels are up now.
     pub fn established(&self) -> usize {
-        todo!("ike::fleet is being implemented")
+        self.slots
+            .iter()
+            .filter(|s| s.machine.as_ref().is_some_and(|m| m.child().is_some()))
+            .count()
     }
 
     /// Waits up to `timeout` for the gateway's requests to any peer,
-    /// answers them (liveness, deletes, rekeys) and returns what happened.
+    /// answers them and returns what happened.
     pub fn poll(&mut self, timeout: Duration) -> Vec<PeerEvent> {
-        let _ = timeout;
-        todo!("ike::fleet is being implemented")
+        let deadline = Instant::now() + timeout;
+        let mut ignore = |_: &Setup| {};
+        loop {
+            if !self.events.is_empty() {
+                // What else is already waiting, without blocking.
+                self.receive(&mut ignore);
+                return std::mem::take(&mut self.events);
+            }
+            if Instant::now() >= deadline {
+                return Vec::new();
+            }
+            self.turn(Some(deadline), &mut ignore);
+        }
     }
 
     /// Starts a CREATE_CHILD_SA rekey of the peer's CHILD_SA; `poll`
     /// reports its end (the new CHILD_SA is then `child(peer)`).
     pub fn rekey_child(&mut self, peer: usize) -> Result<(), IkeError> {
-        let _ = peer;
-        todo!("ike::fleet is being implemented")
+        let gateway = self.shared.gateway;
+        let Some(machine) = self.slots.get_mut(peer).and_then(|s| s.machine.as_mut()) else {
+            return Err(IkeError::Deleted { gateway });
+        };
+        let now = Instant::now();
+        machine.rekey_child(now, &mut self.out)?;
+        self.after(peer, now, &mut |_| {});
+        Ok(())
     }
 
     /// Deletes every IKE SA (and with it its CHILD_SA), waiting for the
     /// gateway's answers with the usual retransmission, all in parallel.
     pub fn delete_all(&mut self) {
-        todo!("ike::fleet is being implemented")
+        let now = Instant::now();
+        let mut ignore = |_: &Setup| {};
+        for peer in 0..self.slots.len() {
+            let slot = &mut self.slots[peer];
+            let Some(m) = slot.machine.as_mut() else {
+                continue;
+            };
+            if m.ike_up() {
+                m.delete(now, &mut self.out);
+                slot.deleting = true;
+                self.deleting += 1;
+            } else if slot.state == State::Handshake {
+                m.delete(now, &mut self.out);
+                self.in_flight = self.in_flight.saturating_sub(1);
+            }
+            slot.state = State::Down;
+            self.after(peer, now, &mut ignore);
+        }
+        // Each Delete ends answered, crossed or out of tries.
+        while self.deleting > 0 && !self.timers.is_empty() {
+            self.turn(None, &mut ignore);
+        }
     }
 }
 
 impl Drop for Fleet {
-    /// Deletes what is still up, so that no tunnel outlives the run.
-    fn drop(&mut self) {}
+    /// Deletes what is still up, so that no tunnel outlives the run (the
+    /// Delete sent once, without waiting for the answers).
+    fn drop(&mut self) {
+        for peer in 0..self.slots.len() {
+            let Some(m) = self.slots[peer].machine.as_mut() else {
+                continue;
+            };
+            if m.ike_up() {
+                m.delete_once(&mut self.out);
+                let local = self.peers[peer].local;
+                let gateway = self.shared.gateway;
+                let ports = self.shared.gateway_ports;
+                while let Some(t) = self.out.transmits.pop_front() {
+                    let (socket, port) = if t.natt {
+                        (&self.natt, ports.natt)
+                    } else {
+                        (&self.ike, ports.ike)
+                    };
+                    let _ = send_from(socket, &t.data, local, SocketAddrV4::new(gateway, port));
+                }
+            }
+        }
+    }
 }

@@ -1,0 +1,130 @@
+//! linerate-ike's fleet: many peers from one thread and one pair of
+//! sockets, each with its own address, IKE SA and CHILD_SA.
+//!
+//! - Against strongSwan's charon (a gateway that takes any peer address
+//!   and the key for any identity): 20 peers come up, charon lists 20
+//!   IKE SAs with each peer's SPIs, a CHILD_SA rekeyed by the fleet shows
+//!   the new SPIs in charon, and `delete_all` leaves charon with none.
+//!
+//! Root only; needs strongSwan (scripts/setup.sh installs it).
+
+mod common;
+
+use common::*;
+use linerate_ike::*;
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+fn peer_addr(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, 77, 0, 100 + i as u8)
+}
+
+fn peer_net(i: usize) -> TrafficSelector {
+    TrafficSelector::parse(&format!("198.18.{i}.0/24")).unwrap()
+}
+
+fn fleet_config(psk: &str, peers: Vec<Peer>, gateway: Ipv4Addr) -> FleetConfig {
+    FleetConfig {
+        gateway,
+        gateway_ports: Ports::default(),
+        local_ports: Ports::default(),
+        remote_id: Some(Identity::parse(GW_ID).unwrap()),
+        psk: Psk::new(psk),
+        ike: IkeProposals::parse("aes128-sha256-x25519").unwrap(),
+        esp: EspSuite::Aes128Gcm16,
+        remote_ts: TrafficSelector::parse(GW_NET).unwrap(),
+        retransmit: Retransmit {
+            timeout: Duration::from_millis(500),
+            tries: 5,
+        },
+        force_encap: true,
+        peers,
+        attempt_rate: None,
+        window: 8,
+    }
+}
+
+/// charon taking any peer (`remote_addrs = %any`) with the key for any
+/// identity, each peer's network narrowed from 198.18.0.0/16.
+fn any_peer_conf(psk: &str) -> String {
+    format!(
+        "connections {{\n  any {{\n    version = 2\n    local_addrs = {GW}\n    remote_addrs = %any\n    proposals = aes128-sha256-x25519\n    local {{\n      auth = psk\n      id = {GW_ID}\n    }}\n    remote {{\n      auth = psk\n      id = %any\n    }}\n    children {{\n      net {{\n        local_ts = {GW_NET}\n        remote_ts = 198.18.0.0/16\n        esp_proposals = aes128gcm16\n        mode = tunnel\n      }}\n    }}\n  }}\n}}\nsecrets {{\n  ike-any {{\n    secret = \"{psk}\"\n  }}\n}}\n"
+    )
+}
+
+#[test]
+fn a_fleet_of_20_comes_up_against_charon_and_is_deleted() {
+    if !is_root() {
+        return skip("(needs root: network namespaces, charon)");
+    }
+    const N: usize = 20;
+    let lab = Lab::new("f");
+    for i in 0..N {
+        run(
+            "ip",
+            &[
+                "-n",
+                &lab.peer,
+                "addr",
+                "add",
+                &format!("{}/24", peer_addr(i)),
+                "dev",
+                "peer0",
+            ],
+        );
+    }
+    let key = linerate_helper::random_hex(16).unwrap();
+    let charon = Charon::start(&lab.gw, &any_peer_conf(&key), "");
+    let peers: Vec<Peer> = (0..N)
+        .map(|i| Peer {
+            local: peer_addr(i),
+            local_id: None,
+            local_ts: peer_net(i),
+        })
+        .collect();
+    let config = fleet_config(&key, peers, GW);
+    let mut fleet = in_netns(&lab.peer, || Fleet::bind(config)).unwrap();
+    let mut ended = 0;
+    let setups = fleet.bring_up(&mut |_| ended += 1);
+    assert_eq!(ended, N);
+    assert_eq!(setups.len(), N);
+    for (i, s) in setups.iter().enumerate() {
+        assert_eq!(s.peer, i);
+        match &s.outcome {
+            Ok(d) => assert!(*d > Duration::ZERO, "peer {i}: {d:?}"),
+            Err(e) => panic!("peer {i}: {e}\n{}", charon.log()),
+        }
+    }
+    assert_eq!(fleet.established(), N);
+
+    // charon's view: one IKE SA per peer address, each with the CHILD_SA
+    // whose SPIs the fleet holds and the peer's own network.
+    let sas = charon.sas();
+    assert_eq!(sas.len(), N, "{sas:?}");
+    for i in 0..N {
+        let child = fleet.child(i).unwrap();
+        assert_eq!(child.local.to_string(), format!("{}:4500", peer_addr(i)));
+        assert_eq!(child.local_ts, [peer_net(i)]);
+        let sa = sas
+            .iter()
+            .find(|sa| text(&sa.fields, "remote-host") == peer_addr(i).to_string())
+            .unwrap_or_else(|| panic!("no IKE SA for {}: {sas:?}", peer_addr(i)));
+        assert_eq!(text(&sa.fields, "state"), "ESTABLISHED");
+        let kids = children(&sa.fields);
+        assert_eq!(kids.len(), 1);
+        assert_eq!(
+            text(kids[0], "spi-in"),
+            format!("{:08x}", child.outbound.spi)
+        );
+        assert_eq!(
+            text(kids[0], "spi-out"),
+            format!("{:08x}", child.inbound.spi)
+        );
+        assert_eq!(list(kids[0], "remote-ts"), [peer_net(i).to_string()]);
+    }
+
+    fleet.delete_all();
+    assert_eq!(fleet.established(), 0);
+    let left = charon.wait_no_sas();
+    assert!(left.is_empty(), "left after delete_all: {left:?}");
+}
