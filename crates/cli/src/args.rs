@@ -159,7 +159,7 @@ pub struct PortArgs {
     #[arg(long, value_enum, default_value = "auto")]
     pub receiver: Receiver,
     /// After sending, wait this long for frames still in flight (RFC 2544: 2 s).
-    #[arg(long, default_value = "2s")]
+    #[arg(long, allow_hyphen_values = true, default_value = "2s")]
     pub straggler_wait: String,
     /// Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
@@ -199,7 +199,7 @@ pub struct Rfc2544Args {
     #[arg(long)]
     pub mlrsearch: bool,
     /// How long each trial sends.
-    #[arg(long, default_value = "2s")]
+    #[arg(long, allow_hyphen_values = true, default_value = "2s")]
     pub trial_duration: String,
     /// Stop the search when the bracket is this narrow, relative to its top: 1% or 0.01 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "1%")]
@@ -239,7 +239,7 @@ pub struct CpuTargetArgs {
     #[command(flatten)]
     pub frames: FrameArgs,
     /// How long each trial sends (the CPU load is averaged over it).
-    #[arg(long, default_value = "2s")]
+    #[arg(long, allow_hyphen_values = true, default_value = "2s")]
     pub trial_duration: String,
     /// Highest rate tried (default: line rate), e.g. 50%, 2Mpps.
     #[arg(long)]
@@ -312,13 +312,13 @@ pub struct LatencyArgs {
     #[arg(long)]
     pub rate: Option<String>,
     /// How long each latency trial sends (RFC 2544 asks for at least 120 s).
-    #[arg(long, default_value = "10s")]
+    #[arg(long, allow_hyphen_values = true, default_value = "10s")]
     pub trial_duration: String,
     /// Trials per load (RFC 2544: 20), combined as the RFC averages them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
     /// Trial duration of the throughput search run first.
-    #[arg(long, default_value = "2s")]
+    #[arg(long, allow_hyphen_values = true, default_value = "2s")]
     pub search_duration: String,
     /// Resolution of the throughput search: 1% or 0.01 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "1%")]
@@ -401,13 +401,13 @@ pub struct CalibrateArgs {
     #[command(flatten)]
     pub frames: FrameArgs,
     /// How long each trial sends.
-    #[arg(long, default_value = "1s")]
+    #[arg(long, allow_hyphen_values = true, default_value = "1s")]
     pub trial_duration: String,
     /// Stop the search when the bracket is this narrow, relative to its top: 1% or 0.01 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "1%")]
     pub resolution: String,
     /// After sending, wait this long for frames still in flight.
-    #[arg(long, default_value = "500ms")]
+    #[arg(long, allow_hyphen_values = true, default_value = "500ms")]
     pub straggler_wait: String,
     /// Two tester interfaces cabled to each other (default: a veth pair in a namespace linerate makes, which calibrates the lab).
     #[arg(long, requires = "port_b")]
@@ -436,7 +436,7 @@ pub struct TrialArgs {
     #[arg(long)]
     pub rate: String,
     /// How long to send.
-    #[arg(long, default_value = "2s")]
+    #[arg(long, allow_hyphen_values = true, default_value = "2s")]
     pub duration: String,
     /// Loss allowed before the trial counts as failed (exit 1): 0.1% or 0.001 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "0")]

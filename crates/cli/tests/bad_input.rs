@@ -136,6 +136,27 @@ fn zero_trial_duration() {
         ]),
     );
     mentions(&run, &["--duration"]);
+    // Negative: the option's own one-line error (before, clap took "-1"
+    // for an option: "unexpected argument '-1' found" and its usage).
+    for (option, value) in [("--trial-duration", "-1"), ("--straggler-wait", "-2s")] {
+        let run = expect_error(
+            None,
+            &["rfc2544", "--lab", "--lab-name", &lab, option, value],
+        );
+        mentions(&run, &[option, value, "negative"]);
+    }
+    let run = expect_error(
+        None,
+        &trial_args(&[
+            "--frame-size",
+            "64",
+            "--rate",
+            "1000fps",
+            "--duration",
+            "-1",
+        ]),
+    );
+    mentions(&run, &["--duration '-1' is negative"]);
 }
 
 #[test]
@@ -1325,6 +1346,20 @@ fn cases_of(c: &'static Cmd, s: &Scratch) -> Vec<Case> {
             .extra(&[c.duration, "0s"])
             .says(&[c.duration]),
     );
+    // A bare 0, and negative ones: one line naming the option, never
+    // clap's "unexpected argument '-1'" with its usage block.
+    v.push(
+        Case::new("duration bare zero", c, Bed::NoLab)
+            .extra(&[c.duration, "0"])
+            .says(&[c.duration, "'0'"]),
+    );
+    for negative in ["-1", "-5s", "-0.5"] {
+        v.push(
+            Case::new("duration negative", c, Bed::NoLab)
+                .extra(&[c.duration, negative])
+                .says(&[c.duration, negative, "negative"]),
+        );
+    }
     let mut k = Case::new("output to a directory", c, Bed::NoLab).says(&[c.writes, "directory"]);
     k.output = Some(s.path("adir"));
     v.push(k);

@@ -75,14 +75,16 @@ fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResu
     let argv: Vec<String> = std::iter::once("linerate".to_string())
         .chain(argv)
         .collect();
-    let cli =
-        Cli::try_parse_from(&argv).map_err(|e| LinerateBadInput::new_err(clap_message(&e)))?;
+    let cli = Cli::try_parse_from(&argv)
+        .map_err(|e| LinerateBadInput::new_err(python_words(&clap_message(&e), &argv[1..])))?;
     let _one_at_a_time = RUNNING.try_lock().map_err(|_| {
         LinerateError::new_err(
             "another linerate run is in progress in this process; wait for it to finish",
         )
     })?;
     // Stored runs show the command line the call stands for.
+    // Messages speak of the call's keywords (python_words).
+    let words: Vec<String> = argv[1..].to_vec();
     linerate_session::record_command_line(Some(argv));
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
@@ -102,7 +104,7 @@ fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResu
             let result = match result {
                 Ok(Ok(outcome)) => Ok(outcome),
                 Ok(Err(e)) => Err(Failure {
-                    message: linerate_session::exit::one_line(&e),
+                    message: python_words(&linerate_session::exit::one_line(&e), &words),
                     bad_input: e.kind() == linerate_session::Kind::BadInput,
                 }),
                 Err(_) => Err("linerate stopped on an internal error (a panic, printed above); please report it".to_string().into()),
@@ -215,6 +217,131 @@ fn options(command: &str) -> PyResult<Vec<(String, String, String)>> {
 fn lab_status() -> PyResult<String> {
     let labs = linerate_lab::status().map_err(|e| LinerateError::new_err(e.to_string()))?;
     serde_json::to_string(&labs).map_err(|e| LinerateError::new_err(e.to_string()))
+}
+
+/// Python's reserved words: a keyword argument spelled so takes a
+/// trailing underscore (`from_=`), which `command_line` strips.
+const PYTHON_RESERVED: &[&str] = &[
+    "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif",
+    "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda",
+    "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
+];
+
+/// A message of the CLI in the words of the Python call `argv` stands
+/// for: each option `--some-name` becomes the keyword `some_name=`, spelt
+/// as the caller spelt it (`frame_size=` where the message says `--sizes`,
+/// its alias), with its value where the message quotes one
+/// (`duration='-1'`), a flag as `name=True`; clap's "unexpected argument"
+/// is an unexpected keyword argument.
+fn python_words(message: &str, argv: &[String]) -> String {
+    // The command the call runs ("lab up": two words), for its options.
+    let mut cmd = Cli::command();
+    for word in argv.iter().take_while(|a| !a.starts_with('-')) {
+        match cmd.find_subcommand(word) {
+            Some(sub) => cmd = sub.clone(),
+            None => break,
+        }
+    }
+    let given = |name: &str| {
+        argv.iter().any(|a| {
+            a.strip_prefix("--")
+                .is_some_and(|r| r == name || r.starts_with(&format!("{name}=")))
+        })
+    };
+    let message = message.replace("unexpected argument '--", "unexpected keyword argument '--");
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message.as_str();
+    while let Some(at) = rest.find("--") {
+        let (before, from) = rest.split_at(at);
+        let name_len = from[2..]
+            .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
+            .unwrap_or(from.len() - 2);
+        let name = from[2..2 + name_len].trim_end_matches('-');
+        out.push_str(before);
+        if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_lowercase()) {
+            out.push_str("--");
+            rest = &from[2..];
+            continue;
+        }
+        let after = &from[2 + name.len()..];
+        let arg = cmd.get_arguments().find(|a| {
+            a.get_long() == Some(name) || a.get_all_aliases().unwrap_or_default().contains(&name)
+        });
+        // The caller's spelling of the option (an alias, or its own name).
+        let spelt = arg
+            .and_then(|a| {
+                std::iter::once(a.get_long()?)
+                    .chain(a.get_all_aliases().unwrap_or_default())
+                    .find(|n| given(n))
+            })
+            .unwrap_or(name);
+        let mut key = spelt.replace('-', "_");
+        if PYTHON_RESERVED.contains(&key.as_str()) {
+            key.push('_');
+        }
+        let flag = arg.is_some_and(|a| {
+            matches!(
+                a.get_action(),
+                clap::ArgAction::SetTrue | clap::ArgAction::SetFalse
+            )
+        });
+        let quoted_alone = out.ends_with('\'') && after.starts_with('\'');
+        out.push_str(&key);
+        if quoted_alone {
+            // Quoted by clap ('--name'): the keyword alone.
+            rest = after;
+            continue;
+        }
+        if flag {
+            out.push_str("=True");
+            rest = after;
+        } else if let Some(quoted) = after.strip_prefix(" '") {
+            // `--name 'value'`: the value as Python writes a string.
+            out.push_str("='");
+            rest = quoted;
+        } else {
+            out.push('=');
+            if after.starts_with(':') {
+                // `--name: what is wrong`: with the value the caller gave.
+                out.push_str(&python_value(&given_values(argv, spelt)));
+            }
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The values `argv` gives option `--name` (`--name V` or `--name=V`).
+fn given_values(argv: &[String], name: &str) -> Vec<String> {
+    let long = format!("--{name}");
+    let mut values = Vec::new();
+    let mut words = argv.iter();
+    while let Some(w) = words.next() {
+        if *w == long {
+            values.extend(words.next().cloned());
+        } else if let Some(v) = w.strip_prefix(&long).and_then(|r| r.strip_prefix('=')) {
+            values.push(v.to_string());
+        }
+    }
+    values
+}
+
+/// Values as a Python call writes them: a number bare, text quoted, a
+/// repeated option as a list.
+fn python_value(values: &[String]) -> String {
+    let one = |v: &String| {
+        if v.parse::<f64>().is_ok() {
+            v.clone()
+        } else {
+            format!("'{v}'")
+        }
+    };
+    match values {
+        [] => String::new(),
+        [v] => one(v),
+        many => format!("[{}]", many.iter().map(one).collect::<Vec<_>>().join(", ")),
+    }
 }
 
 /// clap's message without its usage block, on as few lines as it has.

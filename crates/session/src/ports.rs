@@ -875,6 +875,12 @@ pub fn parse_trial_duration(text: &str, option: &str) -> Result<Duration> {
 
 /// Parses `2s`, `500ms`, `1m` into a duration, with a message naming the option.
 pub fn parse_duration(text: &str, option: &str) -> Result<Duration> {
+    if text.trim().starts_with('-') {
+        bail!(
+            BadInput,
+            "{option} '{text}' is negative: a duration is 0 or more, written as 2s, 500ms or 1m"
+        );
+    }
     let d = humantime::parse_duration(text.trim()).map_err(|_| {
         err!(
             BadInput,

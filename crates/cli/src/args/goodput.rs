@@ -45,7 +45,7 @@ pub struct StackPortArgs {
     #[arg(long)]
     pub label: Option<String>,
     /// A connection not established within this time counts as blocked by the DUT.
-    #[arg(long, default_value = "3s")]
+    #[arg(long, allow_hyphen_values = true, default_value = "3s")]
     pub connect_timeout: String,
 }
 
@@ -63,7 +63,7 @@ pub struct TcpArgs {
     #[arg(long)]
     pub window: Option<String>,
     /// How long each direction measures.
-    #[arg(long, default_value = "10s")]
+    #[arg(long, allow_hyphen_values = true, default_value = "10s")]
     pub duration: String,
     /// TCP port the server listens on.
     #[arg(long, default_value_t = 5201)]
@@ -92,7 +92,7 @@ pub struct HttpArgs {
     #[arg(long, default_value = "download", value_parser = ["download", "upload", "both"])]
     pub direction: String,
     /// How long each direction measures.
-    #[arg(long, default_value = "10s")]
+    #[arg(long, allow_hyphen_values = true, default_value = "10s")]
     pub duration: String,
     /// TCP port the server listens on.
     #[arg(long, default_value_t = 8080)]

@@ -33,7 +33,7 @@ pub struct LossArgs {
     #[arg(long, requires = "rfc2544")]
     pub max_rate: Option<String>,
     /// How long each trial sends.
-    #[arg(long, default_value = "2s")]
+    #[arg(long, allow_hyphen_values = true, default_value = "2s")]
     pub trial_duration: String,
     /// Name of the table's row: the DUT or its configuration (e.g. "Linux, 50 rules"); the frame size is added when several are measured.
     #[arg(long)]
@@ -61,13 +61,13 @@ pub struct MlrsearchArgs {
     #[command(flatten)]
     pub frames: FrameArgs,
     /// Goal Final Trial Duration: how long the trials that decide the result send.
-    #[arg(long, default_value = "2s")]
+    #[arg(long, allow_hyphen_values = true, default_value = "2s")]
     pub trial_duration: String,
     /// Goal Initial Trial Duration: the shortest trials of the coarse search (default: the final trial duration, no short trials).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub initial_trial_duration: Option<String>,
     /// Goal Duration Sum: trial-seconds at one load that decide it (default: the final trial duration).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub duration_sum: Option<String>,
     /// Goal Exceed Ratio: share of those trial-seconds that may lose more than the goal's loss ratio (RFC 2544 compliant: 0; TST009-like: 50% or 0.5; N% is percent, a bare number a ratio).
     #[arg(long, default_value = "0")]
@@ -113,7 +113,7 @@ pub struct BackToBackArgs {
     #[arg(long)]
     pub throughput: Option<String>,
     /// Trial duration of that throughput search.
-    #[arg(long, default_value = "2s")]
+    #[arg(long, allow_hyphen_values = true, default_value = "2s")]
     pub trial_duration: String,
     /// Write every trial and the results as JSON to FILE (rewritten after each trial).
     #[arg(long)]

@@ -91,11 +91,12 @@ def command_line(command: str, **options: Any) -> List[str]:
         flag = "--" + key.rstrip("_").replace("_", "-")
         if value is True:
             argv.append(flag)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                argv += [flag, str(item)]
         else:
-            argv += [flag, str(value)]
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                item = str(item)
+                # A value that starts with "-" (duration=-1) is the
+                # option's, not an option of its own.
+                argv += [f"{flag}={item}"] if item.startswith("-") else [flag, item]
     return argv
 
 
