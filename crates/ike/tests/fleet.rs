@@ -123,6 +123,52 @@ fn a_fleet_of_20_comes_up_against_charon_and_is_deleted() {
         assert_eq!(list(kids[0], "remote-ts"), [peer_net(i).to_string()]);
     }
 
+    // A rekey of peer 3's CHILD_SA: the fleet reports it, and charon has
+    // the new SPIs for that peer (the old CHILD_SA deleted by the fleet).
+    let old = fleet.child(3).unwrap().clone();
+    fleet.rekey_child(3).unwrap();
+    let start = std::time::Instant::now();
+    let mut events = Vec::new();
+    while start.elapsed() < Duration::from_secs(5)
+        && !events.contains(&PeerEvent {
+            peer: 3,
+            event: Event::ChildRekeyed,
+        })
+    {
+        events.extend(fleet.poll(Duration::from_millis(100)));
+    }
+    assert!(
+        events.contains(&PeerEvent {
+            peer: 3,
+            event: Event::ChildRekeyed
+        }),
+        "{events:?}\n{}",
+        charon.log()
+    );
+    let new = fleet.child(3).unwrap().clone();
+    assert_ne!(new.outbound.spi, old.outbound.spi);
+    let start = std::time::Instant::now();
+    loop {
+        // The fleet's Delete of the old CHILD_SA goes out as it is polled.
+        fleet.poll(Duration::from_millis(50));
+        let sas = charon.sas();
+        let sa = sas
+            .iter()
+            .find(|sa| text(&sa.fields, "remote-host") == peer_addr(3).to_string())
+            .unwrap();
+        // charon keeps a rekeyed CHILD_SA's inbound SA a few seconds
+        // (delete_rekeyed_delay), no longer INSTALLED.
+        let spis: Vec<String> = children(&sa.fields)
+            .iter()
+            .filter(|c| text(c, "state") == "INSTALLED")
+            .map(|c| text(c, "spi-in").to_string())
+            .collect();
+        if spis == [format!("{:08x}", new.outbound.spi)] {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "{spis:?}");
+    }
+
     fleet.delete_all();
     assert_eq!(fleet.established(), 0);
     let left = charon.wait_no_sas();

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use linerate_helper::{DieWithParent, PrivateDir};
+use linerate_ike::{ChildSa, Session};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::net::Ipv4Addr;
@@ -371,4 +372,77 @@ pub fn children(v: &Value) -> Vec<&Value> {
         Some(Value::Section(entries)) => entries.iter().map(|(_, c)| c).collect(),
         _ => Vec::new(),
     }
+}
+
+/// The Internet checksum (RFC 1071).
+pub fn checksum(data: &[u8]) -> u16 {
+    let mut sum: u32 = data
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// An IPv4 ICMP packet of `kind` (8: echo request, 0: reply).
+pub fn icmp(src: Ipv4Addr, dst: Ipv4Addr, kind: u8, id: u16, seq: u16, data: &[u8]) -> Vec<u8> {
+    let total = (20 + 8 + data.len()) as u16;
+    let mut p = vec![0x45, 0];
+    p.extend_from_slice(&total.to_be_bytes());
+    p.extend_from_slice(&[0x12, 0x34, 0x40, 0, 64, 1, 0, 0]);
+    p.extend_from_slice(&src.octets());
+    p.extend_from_slice(&dst.octets());
+    let c = checksum(&p);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut m = vec![kind, 0, 0, 0];
+    m.extend_from_slice(&id.to_be_bytes());
+    m.extend_from_slice(&seq.to_be_bytes());
+    m.extend_from_slice(data);
+    let c = checksum(&m);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    p.extend_from_slice(&m);
+    p
+}
+
+/// Pings the gateway's 198.19.0.1 from 198.18.0.2 through the tunnel,
+/// ESP by linerate-esp with the keys IKE derived.
+pub fn ping_through(session: &mut Session, child: &ChildSa, what: &str) {
+    let src = Ipv4Addr::new(198, 18, 0, 2);
+    let dst = Ipv4Addr::new(198, 19, 0, 1);
+    let data = b"linerate-ike through the tunnel";
+    let request = icmp(src, dst, 8, 0x4c52, 1, data);
+    let mut out = linerate_esp::Outbound::new(child.outbound.clone()).unwrap();
+    let mut inb = linerate_esp::Inbound::new(child.inbound.clone()).unwrap();
+    let mut esp = vec![0u8; out.sealed_len(request.len())];
+    let n = out
+        .seal(&request, linerate_esp::NEXT_HEADER_IPV4, &mut esp)
+        .unwrap();
+    session.send_esp(&esp[..n]).unwrap();
+    let mut reply = session
+        .recv_esp(Duration::from_secs(3))
+        .unwrap()
+        .unwrap_or_else(|| panic!("{what}: no ESP answer to the ping"));
+    assert_eq!(
+        linerate_esp::spi_of(&reply),
+        Some(child.inbound.spi),
+        "{what}"
+    );
+    let opened = inb
+        .open(&mut reply)
+        .unwrap_or_else(|e| panic!("{what}: the gateway's ESP does not open: {e}"));
+    assert_eq!(opened.next_header, linerate_esp::NEXT_HEADER_IPV4);
+    let p = &opened.packet[..];
+    assert_eq!(&p[12..16], &dst.octets(), "{what}: from the gateway");
+    assert_eq!(&p[16..20], &src.octets(), "{what}: to linerate");
+    assert_eq!(p[9], 1, "{what}: ICMP");
+    let icmp_reply = &p[20..];
+    assert_eq!(icmp_reply[0], 0, "{what}: an echo reply");
+    assert_eq!(
+        &icmp_reply[4..8],
+        &[0x4c, 0x52, 0, 1],
+        "{what}: id and sequence"
+    );
+    assert_eq!(&icmp_reply[8..], data, "{what}: the data back");
 }
