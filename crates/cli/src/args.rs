@@ -14,6 +14,7 @@ mod goodput;
 pub mod ipsec;
 pub mod methods;
 pub mod record;
+pub mod tunnels;
 pub use goodput::{HttpArgs, StackPortArgs, TcpArgs};
 
 /// The RFC 2544 frame sizes (section 9.1), the default of the commands that
@@ -65,6 +66,8 @@ pub enum Command {
     Http(HttpArgs),
     /// The rate that keeps the DUT's CPU load near a target (the Cisco report's 75 % test), per frame size.
     CpuTarget(CpuTargetArgs),
+    /// IPsec tunnel setup rate: N emulated peers on port B bring their tunnels up to one VPN gateway (IKEv2, PSK), hold them and delete them; attempts, established, failures by the gateway's answer, tunnels per second and the setup-time percentiles.
+    Tunnels(crate::args::tunnels::TunnelsArgs),
     /// The namespace lab: a Linux router between two tester ports.
     Lab {
         #[command(subcommand)]

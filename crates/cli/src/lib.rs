@@ -13,7 +13,7 @@ pub use args::Cli;
 use args::{Command, LabAction};
 use linerate_session::commands::{
     back_to_back, calibrate, cpu_target, frame_loss, http, lab, latency, mlrsearch, overhead,
-    rfc2544, scenarios, stored, tcp, trial,
+    rfc2544, scenarios, stored, tcp, trial, tunnels,
 };
 use linerate_session::{Outcome, Result};
 use std::sync::atomic::AtomicBool;
@@ -47,6 +47,7 @@ pub fn run(cli: &Cli, stop: &AtomicBool) -> Result<Outcome> {
         Command::Tcp(args) => tcp::run(args.plan()?, stop),
         Command::Http(args) => http::run(args.plan()?, stop),
         Command::CpuTarget(args) => cpu_target::run(args.plan()?, stop),
+        Command::Tunnels(args) => tunnels::run(args.plan()?, stop),
         Command::Runs(args) => stored::runs(args.db.db.as_deref()),
         Command::Show(args) => stored::show(args.db.db.as_deref(), &args.run),
         Command::Compare(args) => stored::compare(args.db.db.as_deref(), &args.runs),
@@ -79,6 +80,7 @@ pub fn check(cli: &Cli) -> Result<()> {
         Command::Mlrsearch(args) => args.plan().map(drop),
         Command::BackToBack(args) => args.plan().map(drop),
         Command::Loss(args) => args.plan().map(drop),
+        Command::Tunnels(args) => args.plan().map(drop),
         Command::Lab { .. }
         | Command::Run { .. }
         | Command::Runs(_)

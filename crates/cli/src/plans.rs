@@ -14,6 +14,7 @@ mod rfc2544;
 mod stack;
 mod tcp;
 mod trial;
+mod tunnels;
 
 /// The command `line` parses into; clap's rejection as bad input (the
 /// plans' unit tests).

@@ -13,6 +13,7 @@ pub mod methods;
 pub mod model;
 pub mod report;
 pub mod scenario;
+pub mod tunnels;
 
 pub use latency::{LatencyPoint, LatencyReport, LatencyResult};
 pub use model::*;

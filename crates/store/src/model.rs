@@ -232,6 +232,16 @@ impl StoredRun {
             }
         } else if let Some(goodput) = self.goodput_summary() {
             parts.push(goodput);
+        } else if self.command == "tunnels" {
+            // linerate tunnels stores its report whole (no trials).
+            parts.push(
+                self.document
+                    .clone()
+                    .and_then(|d| {
+                        serde_json::from_value::<linerate_results::tunnels::TunnelsReport>(d).ok()
+                    })
+                    .map_or("no tunnel set up".to_string(), |r| r.summary()),
+            );
         } else if self.trials.len() > 3 {
             let mut sizes: Vec<u16> = self.trials.iter().map(|t| t.result.frame_size).collect();
             sizes.dedup();
@@ -333,6 +343,52 @@ mod tests {
         assert_eq!(
             run.summary_text(),
             "L4 goodput: download 941 Mbit/s, upload 12.3 Mbit/s"
+        );
+    }
+
+    #[test]
+    fn summary_of_a_tunnels_run_gives_its_counts_and_rate() {
+        use linerate_results::tunnels::{TunnelOutcome, TunnelsReport, TunnelsSettings};
+        let mut run = crate::testdata::run(1, "d", "f");
+        run.command = "tunnels".into();
+        run.settings = None;
+        run.results.clear();
+        run.trials.clear();
+        assert_eq!(run.summary_text(), "no tunnel set up");
+        let peer = std::net::Ipv4Addr::new(198, 19, 64, 1);
+        let settings = TunnelsSettings {
+            gateway: std::net::Ipv4Addr::new(198, 19, 0, 1),
+            ike: "aes256-sha256-modp2048".into(),
+            esp: "aes128gcm16".into(),
+            local_net: "198.18.0.0/24".into(),
+            remote_net: "198.19.128.0/17".into(),
+            slice_prefix: 18,
+            first_peer: peer,
+            last_peer: peer,
+            attempt_rate: None,
+            window: 64,
+            hold_s: 0.0,
+        };
+        let tunnel = |started_ms, setup_ms| TunnelOutcome {
+            peer,
+            remote_net: "198.19.128.0/18".into(),
+            started_ms,
+            setup_ms,
+            error: setup_ms.is_none().then(|| "x".to_string()),
+            reason: setup_ms.is_none().then(|| "NO_PROPOSAL_CHOSEN".to_string()),
+        };
+        let report = TunnelsReport::new(
+            settings,
+            vec![
+                tunnel(0.0, Some(20.0)),
+                tunnel(5.0, Some(45.0)),
+                tunnel(6.0, None),
+            ],
+        );
+        run.document = Some(serde_json::to_value(&report).unwrap());
+        assert_eq!(
+            run.summary_text(),
+            "2 of 3 tunnels up, 40.0 tunnels/s, setup p50 20.0 ms; failed: 1 NO_PROPOSAL_CHOSEN"
         );
     }
 

@@ -64,6 +64,12 @@ impl IpsecArgs {
         if !self.ipsec && given.is_empty() {
             return Ok(None);
         }
+        self.values().map(Some)
+    }
+
+    /// The options' values, each checked (`linerate tunnels` takes them
+    /// without `--ipsec`: every peer it emulates is an IPsec peer).
+    pub fn values(&self) -> Result<IpsecPlan> {
         let net = |text: &Option<String>, option| {
             text.as_deref().map(|t| Net::parse(t, option)).transpose()
         };
@@ -86,7 +92,7 @@ impl IpsecArgs {
                 )
             })?,
         };
-        Ok(Some(IpsecPlan {
+        Ok(IpsecPlan {
             gateway: self.ipsec_gateway,
             psk_file: self.psk_file.clone(),
             remote_net: net(&self.remote_net, "--remote-net")?,
@@ -97,11 +103,11 @@ impl IpsecArgs {
             remote_id: self.ipsec_remote_id.as_deref().map(IpsecPlan::identity),
             direction,
             esp_keys: self.esp_keys.clone(),
-        }))
+        })
     }
 
     /// The IPsec options given, as the command line names them.
-    fn given(&self) -> Vec<&'static str> {
+    pub fn given(&self) -> Vec<&'static str> {
         [
             (self.psk_file.is_some(), "--psk-file"),
             (self.remote_net.is_some(), "--remote-net"),

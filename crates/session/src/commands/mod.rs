@@ -17,6 +17,7 @@ pub mod stack;
 pub mod stored;
 pub mod tcp;
 pub mod trial;
+pub mod tunnels;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Arc;

@@ -231,6 +231,10 @@ fn document_table(run: &StoredRun) -> Option<String> {
         "http" => {
             table::<linerate_goodput::record::HttpRecord>(doc, linerate_goodput::report::http_table)
         }
+        "tunnels" => table::<linerate_results::tunnels::TunnelsReport>(
+            doc,
+            linerate_results::tunnels::tunnels_table,
+        ),
         _ => None,
     }
 }

@@ -1,0 +1,54 @@
+//! `linerate tunnels`: N emulated IPsec peers on port B bring their
+//! tunnels up to one gateway (setup rate), hold them, and delete them.
+
+use crate::args::ipsec::IpsecArgs;
+use crate::args::record::RecordArgs;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct TunnelsArgs {
+    /// In the lab: the DUT is the vpn-gateway scenario's gateway (needs --scenario vpn-gateway[:SUITE]); a lab is built for the run.
+    #[arg(long, conflicts_with_all = ["port_b", "ip_b", "gw_b", "ip_a"])]
+    pub lab: bool,
+    /// The lab's DUT configuration: vpn-gateway or vpn-gateway:SUITE (implies --lab).
+    #[arg(long, value_name = "vpn-gateway[:SUITE]", conflicts_with_all = ["port_b", "ip_b", "gw_b", "ip_a"])]
+    pub scenario: Option<String>,
+    /// Ring depth of the lab this run builds (see 'lab up --ring').
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(256..=1_048_576))]
+    pub lab_ring: Option<u32>,
+    /// Tester port B, the gateway's WAN side, where the peers are emulated, e.g. enp1s0f1.
+    #[arg(long, requires_all = ["ip_b", "gw_b"])]
+    pub port_b: Option<String>,
+    /// Port B's address and subnet, e.g. 203.0.113.2/24: the first peer's address unless --peer-addrs says others.
+    #[arg(long, value_name = "ADDR/LEN")]
+    pub ip_b: Option<String>,
+    /// The gateway's address on port B's subnet (its IKE address unless --ipsec-gateway).
+    #[arg(long, value_name = "ADDR")]
+    pub gw_b: Option<String>,
+    /// Port A's address and subnet: the gateway's LAN, every tunnel's remote traffic selector, unless --local-net says another.
+    #[arg(long, value_name = "ADDR/LEN")]
+    pub ip_a: Option<String>,
+    #[command(flatten)]
+    pub ipsec: IpsecArgs,
+    /// How many tunnels (peers): 1..10000.
+    #[arg(long, value_name = "N")]
+    pub count: u64,
+    /// New handshakes (IKE_SA_INIT sent) per second, e.g. 50/s. Default: as fast as the gateway answers, --window in flight.
+    #[arg(long, value_name = "R/s")]
+    pub rate: Option<String>,
+    /// Handshakes in flight at most.
+    #[arg(long, value_name = "W", default_value_t = 64)]
+    pub window: u64,
+    /// How long the tunnels stay up (answering the gateway) before linerate deletes them all, e.g. 10s.
+    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    pub hold: String,
+    /// The peers' outer addresses: FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab routes to port B). They must be on port B's subnet, or in the lab's peer range.
+    #[arg(long, value_name = "FIRST[-LAST]|CIDR")]
+    pub peer_addrs: Option<String>,
+    /// Write the report, with every tunnel's setup time or error, as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub record: RecordArgs,
+}

@@ -1,0 +1,286 @@
+//! `TunnelsPlan` from `linerate tunnels`' options: every value checked,
+//! nothing on the machine touched.
+
+use crate::args::tunnels::TunnelsArgs;
+use linerate_lab::scenario::{
+    Scenario, VPN_FIRST_PEER, VPN_LAN, VPN_PEERS, VPN_REMOTE_NET, VPN_TUNNEL_NETS,
+};
+use linerate_session::commands::tunnels::{
+    peer_addresses, slice_prefix, TunnelsPlan, TunnelsTarget, MAX_TUNNELS,
+};
+use linerate_session::error::{bail, err, Result};
+use linerate_session::ipsec::Net;
+use linerate_session::outputs::Outputs;
+use linerate_session::ports;
+use std::net::Ipv4Addr;
+
+/// `--rate 50/s` (or `50`): attempts per second, above 0.
+fn parse_rate(text: &str) -> Result<f64> {
+    let number = text.trim().trim_end_matches("/s").trim();
+    match number.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        Ok(_) => bail!(
+            BadInput,
+            "--rate {text}: the attempt rate must be above 0, e.g. 50/s (or leave --rate out: as fast as the gateway answers)"
+        ),
+        Err(_) => bail!(
+            BadInput,
+            "--rate {text} is not an attempt rate: write new tunnels per second, e.g. 50/s"
+        ),
+    }
+}
+
+fn lab_net((address, prefix_len): (Ipv4Addr, u8)) -> Net {
+    Net {
+        address,
+        prefix_len,
+    }
+}
+
+/// Whether `inner` lies wholly inside `outer`.
+fn within(inner: Net, outer: Net) -> bool {
+    let (a, b) = inner.range();
+    outer.contains(a) && outer.contains(b)
+}
+
+impl TunnelsArgs {
+    pub fn plan(&self) -> Result<TunnelsPlan> {
+        let count = self.count as usize;
+        if count == 0 || count > MAX_TUNNELS {
+            bail!(
+                BadInput,
+                "--count {}: linerate tunnels brings up 1 to 10,000 tunnels; give a count in that range",
+                self.count
+            );
+        }
+        let rate = self.rate.as_deref().map(parse_rate).transpose()?;
+        if self.window == 0 || self.window > MAX_TUNNELS as u64 {
+            bail!(
+                BadInput,
+                "--window {}: give 1 to 10,000 handshakes in flight",
+                self.window
+            );
+        }
+        let hold = ports::parse_duration(&self.hold, "--hold")?;
+        for (given, option) in [
+            (self.ipsec.direction.is_some(), "--direction"),
+            (self.ipsec.esp_keys.is_some(), "--esp-keys"),
+            (self.record.pcap.is_some(), "--pcap"),
+        ] {
+            if given {
+                bail!(BadInput, "{option} is for the packet commands' test frames, and linerate tunnels sends none (it sets tunnels up and deletes them): leave {option} out");
+            }
+        }
+        let ipsec = self.ipsec.values()?;
+        Outputs::new()
+            .json(self.json.as_deref())
+            .record(&self.record.plan())
+            .check()?;
+
+        let lab = self.lab || self.scenario.is_some();
+        let (target, peers, remote_net, local_net, gateway) = if lab {
+            let Some(spec) = &self.scenario else {
+                bail!(BadInput, "linerate tunnels --lab needs a DUT that is a VPN gateway: add --scenario vpn-gateway (or vpn-gateway:SUITE)");
+            };
+            if spec.contains(',') {
+                bail!(BadInput, "--scenario {spec}: linerate tunnels runs against one gateway: give one scenario, vpn-gateway[:SUITE]");
+            }
+            let scenario = Scenario::parse(spec).map_err(|e| err!(BadInput, "{e}"))?;
+            let Some(suite) = scenario.vpn_gateway() else {
+                bail!(BadInput, "--scenario {spec} has no VPN gateway: linerate tunnels needs --scenario vpn-gateway[:SUITE]");
+            };
+            if let Some(esp) = ipsec.esp.filter(|&e| e != suite) {
+                bail!(BadInput, "--esp {esp} is not the lab gateway's suite ({suite}): choose it with --scenario vpn-gateway:{esp}");
+            }
+            let peers = match &self.peer_addrs {
+                Some(text) => peer_addresses(text, count)?,
+                None => peer_addresses(&VPN_FIRST_PEER.to_string(), count)?,
+            };
+            let wan = Net {
+                address: Ipv4Addr::new(198, 19, 0, 0),
+                prefix_len: 24,
+            };
+            let routed = lab_net(VPN_PEERS);
+            let gateway = Ipv4Addr::new(198, 19, 0, 1);
+            if let Some(p) = peers.iter().find(|&&p| {
+                let (first, last) = wan.range();
+                let on_link = wan.contains(p) && ![first, last, gateway].contains(&p);
+                !(on_link || routed.contains(p))
+            }) {
+                bail!(BadInput, "--peer-addrs: {p} is neither on port B's subnet {wan} (198.19.0.2-198.19.0.254) nor in the peer range {routed} the lab routes to port B: give addresses there");
+            }
+            let remote_net = ipsec.remote_net.unwrap_or(lab_net(VPN_TUNNEL_NETS));
+            if !within(remote_net, lab_net(VPN_TUNNEL_NETS))
+                && !within(remote_net, lab_net(VPN_REMOTE_NET))
+            {
+                bail!(BadInput, "--remote-net {remote_net} is outside what the lab's gateway accepts from its peers ({} and {}): leave --remote-net out, or give a network inside them", lab_net(VPN_TUNNEL_NETS), lab_net(VPN_REMOTE_NET));
+            }
+            let local_net = ipsec.local_net.unwrap_or(lab_net(VPN_LAN));
+            let target = TunnelsTarget::Lab {
+                scenario: Box::new(scenario),
+                ring: self.lab_ring,
+            };
+            (target, peers, remote_net, local_net, gateway)
+        } else {
+            let Some(port_b) = &self.port_b else {
+                bail!(BadInput, "linerate tunnels needs the gateway: --lab --scenario vpn-gateway, or port B with --port-b IF --ip-b ADDR/LEN --gw-b ADDR");
+            };
+            if self.lab_ring.is_some() {
+                bail!(
+                    BadInput,
+                    "--lab-ring is for the lab this run builds: leave it out with --port-b"
+                );
+            }
+            let host = ports::host_config(
+                "b",
+                &self.ip_b,
+                &self.gw_b,
+                &None,
+                &linerate_wire::Encap::default(),
+            )?;
+            let host_b = Net {
+                address: host.ip,
+                prefix_len: host.prefix_len,
+            };
+            let gateway = ipsec.gateway.unwrap_or(host.gateway);
+            if !host_b.contains(gateway) {
+                bail!(BadInput, "the IPsec gateway {gateway} is not on port B's subnet {host_b}: give the gateway's WAN address on that subnet (--gw-b or --ipsec-gateway)");
+            }
+            if ipsec.psk_file.is_none() {
+                bail!(BadInput, "linerate tunnels needs --psk-file FILE: the pre-shared key, in a file only its owner can read (chmod 600)");
+            }
+            let Some(remote_net) = ipsec.remote_net else {
+                bail!(BadInput, "linerate tunnels needs --remote-net CIDR: the network behind linerate, which the gateway's tunnels protect; each peer gets its own slice of it (e.g. 198.19.128.0/17)");
+            };
+            let local_net = match (ipsec.local_net, &self.ip_a) {
+                (Some(net), _) => net,
+                (None, Some(ip_a)) => Net::parse(ip_a, "--ip-a")?,
+                (None, None) => bail!(BadInput, "linerate tunnels needs the gateway's protected LAN: --local-net CIDR (or --ip-a ADDR/LEN, port A's subnet)"),
+            };
+            let peers = match &self.peer_addrs {
+                Some(text) => peer_addresses(text, count)?,
+                None => peer_addresses(&host_b.address.to_string(), count)?,
+            };
+            let (first, last) = host_b.range();
+            if let Some(p) = peers.iter().find(|&&p| {
+                !host_b.contains(p) || (host_b.prefix_len < 31 && (p == first || p == last))
+            }) {
+                bail!(BadInput, "peer address {p} is outside port B's subnet {host_b} (from --ip-b upward, or --peer-addrs): the gateway reaches its peers on that subnet, and linerate adds no route for others; give a smaller --count, --peer-addrs on the subnet, or a wider --ip-b prefix");
+            }
+            if peers.contains(&gateway) {
+                bail!(BadInput, "the peer addresses include the gateway's own address {gateway}: give --peer-addrs that leave it out");
+            }
+            let target = TunnelsTarget::External {
+                port_b: port_b.clone(),
+                host_b,
+                gw_b: host.gateway,
+            };
+            (target, peers, remote_net, local_net, gateway)
+        };
+        if let Some(p) = peers
+            .iter()
+            .copied()
+            .chain([gateway])
+            .find(|&p| remote_net.contains(p))
+        {
+            bail!(BadInput, "--remote-net {remote_net} holds the outer address {p}: the network behind the peers must be another one than their WAN addresses");
+        }
+        if remote_net.contains(local_net.range().0) || local_net.contains(remote_net.range().0) {
+            bail!(BadInput, "--remote-net {remote_net} and the gateway's LAN {local_net} overlap: the tunnels join two different networks");
+        }
+        let slice_prefix = slice_prefix(remote_net, count, "--remote-net")?;
+        Ok(TunnelsPlan {
+            target,
+            ipsec,
+            peers,
+            remote_net,
+            slice_prefix,
+            local_net,
+            rate,
+            window: self.window as usize,
+            hold,
+            json: self.json.clone(),
+            record: self.record.plan(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::Command;
+
+    fn plan(args: &str) -> Result<TunnelsPlan> {
+        let argv = format!("linerate tunnels --no-db {args}");
+        let Command::Tunnels(t) = crate::plans::parse(&argv)? else {
+            unreachable!()
+        };
+        t.plan()
+    }
+
+    const PORT: &str = "--port-b pb --ip-b 203.0.113.2/24 --gw-b 203.0.113.1 --psk-file /k --remote-net 10.1.0.0/16 --local-net 192.168.0.0/24";
+
+    #[test]
+    fn the_lab_hands_over_the_peers_and_networks() {
+        let p = plan("--lab --scenario vpn-gateway --count 200").unwrap();
+        assert_eq!(p.peers.len(), 200);
+        assert_eq!(p.peers[0], VPN_FIRST_PEER);
+        assert_eq!(p.remote_net.to_string(), "198.19.128.0/17");
+        assert_eq!(p.slice_prefix, 25);
+        assert_eq!(p.local_net.to_string(), "198.18.0.0/24");
+        assert_eq!((p.window, p.rate), (64, None));
+        let p = plan("--scenario vpn-gateway:aes256gcm16 --count 3 --peer-addrs 198.19.0.2 --rate 50/s --window 2 --hold 2s").unwrap();
+        assert_eq!(p.peers[2].to_string(), "198.19.0.4");
+        assert_eq!(p.rate, Some(50.0));
+        assert_eq!(p.hold, std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn named_ports_give_peers_from_ip_b_upward() {
+        let p = plan(&format!("{PORT} --count 100")).unwrap();
+        assert_eq!(p.peers[0].to_string(), "203.0.113.2");
+        assert_eq!(p.peers[99].to_string(), "203.0.113.101");
+        assert_eq!(p.slice_prefix, 23);
+        let TunnelsTarget::External { host_b, .. } = p.target else {
+            panic!()
+        };
+        assert_eq!(host_b.to_string(), "203.0.113.0/24");
+    }
+
+    #[test]
+    fn bad_input_is_refused_in_one_line() {
+        for (args, says) in [
+            ("--lab --scenario vpn-gateway --count 0", "1 to 10,000"),
+            ("--lab --scenario vpn-gateway --count 10001", "1 to 10,000"),
+            ("--lab --scenario vpn-gateway --count 2 --rate 0/s", "above 0"),
+            ("--lab --scenario vpn-gateway --count 2 --rate=-3", "above 0"),
+            ("--lab --scenario vpn-gateway --count 2 --rate fast", "not an attempt rate"),
+            ("--lab --scenario vpn-gateway --count 2 --window 0", "--window"),
+            ("--lab --count 2", "--scenario vpn-gateway"),
+            ("--scenario acl:1 --count 2", "no VPN gateway"),
+            ("--scenario vpn-gateway,vpn-gateway --count 2", "one scenario"),
+            ("--scenario vpn-gateway --count 2 --esp aes256gcm16", "vpn-gateway:aes256gcm16"),
+            ("--scenario vpn-gateway --count 2 --peer-addrs 10.0.0.1", "10.0.0.1"),
+            ("--scenario vpn-gateway --count 2 --remote-net 10.0.0.0/8", "outside"),
+            ("--scenario vpn-gateway --count 300 --remote-net 198.19.1.0/24", "too few for 300"),
+            ("--scenario vpn-gateway --count 2 --direction encrypt", "--direction"),
+            ("--scenario vpn-gateway --count 2 --hold soon", "--hold"),
+            ("--count 2", "--port-b"),
+            (&format!("{PORT} --count 300"), "outside port B's subnet"),
+            (&format!("{PORT} --count 2 --peer-addrs 203.0.114.5"), "203.0.114.5"),
+            (&format!("{PORT} --count 2 --peer-addrs 203.0.113.1-203.0.113.9"), "gateway's own address"),
+            (&format!("{PORT} --count 2 --ipsec-gateway 10.9.9.9"), "not on port B's subnet"),
+            (&format!("{PORT} --count 70000"), "1 to 10,000"),
+            ("--port-b pb --ip-b 203.0.113.2/24 --gw-b 203.0.113.1 --remote-net 10.1.0.0/16 --local-net 192.168.0.0/24 --count 2", "--psk-file"),
+            ("--port-b pb --ip-b 203.0.113.2/24 --gw-b 203.0.113.1 --psk-file /k --local-net 192.168.0.0/24 --count 2", "--remote-net"),
+            ("--port-b pb --ip-b 203.0.113.2/24 --gw-b 203.0.113.1 --psk-file /k --remote-net 10.1.0.0/16 --count 2", "--local-net"),
+            ("--port-b pb --ip-b 203.0.113.2/24 --gw-b 203.0.113.1 --psk-file /k --remote-net 203.0.113.0/25 --local-net 192.168.0.0/24 --count 2", "holds the outer address"),
+        ] {
+            let e = plan(args).unwrap_err();
+            assert_eq!(e.kind(), linerate_session::Kind::BadInput, "{args}: {e:?}");
+            let line = linerate_session::exit::one_line(&e);
+            assert!(line.contains(says), "{args}: {line}");
+            assert!(!line.contains('\n'), "{args}: {line}");
+        }
+    }
+}

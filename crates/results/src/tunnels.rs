@@ -1,0 +1,452 @@
+//! `linerate tunnels`: how fast a VPN gateway brings up N IPsec tunnels,
+//! one per emulated peer (the IETF's IPsec benchmarking terms: Tunnels Per
+//! Second, IKE setup rate). The numbers are computed here, from each
+//! tunnel's outcome; [`tunnels_table`] only lays them out.
+
+use crate::report::{sig3, thousands};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+
+/// How one peer's tunnel setup ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TunnelOutcome {
+    /// The peer's outer address (the source of its IKE and ESP).
+    pub peer: Ipv4Addr,
+    /// Its slice of the network behind linerate (its TSi).
+    pub remote_net: String,
+    /// When its first IKE_SA_INIT was sent, in ms after the run's first.
+    pub started_ms: f64,
+    /// IKE_SA_INIT sent to CHILD_SA installed, in ms; None when it failed.
+    pub setup_ms: Option<f64>,
+    /// Why it failed, in one line (the gateway's notify named).
+    pub error: Option<String>,
+    /// The failure's group: the gateway's notify (`NO_PROPOSAL_CHOSEN`,
+    /// `AUTHENTICATION_FAILED`, ...) or what happened instead (`no answer`).
+    pub reason: Option<String>,
+}
+
+impl TunnelOutcome {
+    /// When the CHILD_SA was installed, in ms after the run's first
+    /// IKE_SA_INIT.
+    fn up_at_ms(&self) -> Option<f64> {
+        self.setup_ms.map(|s| self.started_ms + s)
+    }
+}
+
+/// The tunnels that failed for one reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailureGroup {
+    pub reason: String,
+    pub count: u64,
+    /// The first peer (in peer order) that failed so, and its error.
+    pub first_peer: Ipv4Addr,
+    pub example: String,
+}
+
+/// The distribution of setup times (IKE_SA_INIT sent to CHILD_SA
+/// installed) of the established tunnels, in ms: percentiles from an HDR
+/// histogram of microseconds (3 significant digits), min and max exact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetupTimes {
+    pub min: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl SetupTimes {
+    /// None when nothing was established.
+    pub fn of(setup_ms: &[f64]) -> Option<SetupTimes> {
+        if setup_ms.is_empty() {
+            return None;
+        }
+        // 1 µs to one hour, 3 significant digits.
+        let mut h =
+            Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds");
+        for &ms in setup_ms {
+            h.saturating_record(((ms * 1000.0).round() as u64).max(1));
+        }
+        let q = |quantile: f64| h.value_at_quantile(quantile) as f64 / 1000.0;
+        let min = setup_ms.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = setup_ms.iter().copied().fold(0.0, f64::max);
+        Some(SetupTimes {
+            min,
+            // The histogram's value stands for a bucket: never outside the
+            // values really measured.
+            p50: q(0.50).clamp(min, max),
+            p90: q(0.90).clamp(min, max),
+            p99: q(0.99).clamp(min, max),
+            max,
+            mean: setup_ms.iter().sum::<f64>() / setup_ms.len() as f64,
+        })
+    }
+}
+
+/// What the run asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TunnelsSettings {
+    /// The gateway's IKE address.
+    pub gateway: Ipv4Addr,
+    /// The IKE proposals offered, strongSwan's syntax.
+    pub ike: String,
+    /// The CHILD_SAs' ESP suite.
+    pub esp: String,
+    /// The gateway's protected network (every tunnel's TSr).
+    pub local_net: String,
+    /// The network behind linerate, split into one slice per tunnel.
+    pub remote_net: String,
+    /// Each tunnel's slice: a network of this prefix length.
+    pub slice_prefix: u8,
+    /// The first and last peer address.
+    pub first_peer: Ipv4Addr,
+    pub last_peer: Ipv4Addr,
+    /// New handshakes per second; None: as fast as the window allows.
+    pub attempt_rate: Option<f64>,
+    /// Handshakes in flight at most.
+    pub window: usize,
+    /// How long the tunnels were to be held up before the deletes.
+    pub hold_s: f64,
+}
+
+/// What happened while the tunnels were held.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HoldRecord {
+    /// How long they were held (shorter when interrupted).
+    pub seconds: f64,
+    /// Tunnels still up at the end.
+    pub up_at_end: u64,
+    /// Liveness checks (DPD) the gateway sent and linerate answered.
+    pub liveness_checks: u64,
+    /// IKE SAs or CHILD_SAs the gateway deleted.
+    pub deleted_by_gateway: u64,
+    /// Other requests answered (notifications, refused rekeys).
+    pub other_requests: u64,
+}
+
+/// `linerate tunnels`' report (its `--json` and the stored document).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TunnelsReport {
+    /// "tunnels".
+    pub test: String,
+    pub settings: TunnelsSettings,
+    /// Handshakes started (one per peer).
+    pub attempted: u64,
+    /// Tunnels whose CHILD_SA was installed.
+    pub established: u64,
+    pub failed: u64,
+    /// The failures by reason, the commonest first.
+    pub failures: Vec<FailureGroup>,
+    /// Established tunnels ÷ the time from the first IKE_SA_INIT to the
+    /// last CHILD_SA installed; None when none was established.
+    pub tunnels_per_s: Option<f64>,
+    /// That time, in seconds.
+    pub setup_span_s: Option<f64>,
+    /// The setup-time distribution of the established tunnels.
+    pub setup_ms: Option<SetupTimes>,
+    /// The tunnels' time up before the deletes.
+    pub hold: Option<HoldRecord>,
+    /// What the gateway itself listed (lab: its IKE SAs and CHILD_SAs
+    /// over vici, after the setups and after the deletes).
+    pub gateway_checks: Vec<String>,
+    /// What limits the gateway's setup rate, when linerate knows it (the
+    /// lab's charon).
+    pub gateway_note: Option<String>,
+    /// Stopped by a signal before the hold ended.
+    pub interrupted: bool,
+    /// Every tunnel in peer order.
+    pub tunnels: Vec<TunnelOutcome>,
+}
+
+impl TunnelsReport {
+    /// The report of `tunnels` (in peer order): counts, failures grouped
+    /// by reason, tunnels per second and the setup-time distribution.
+    pub fn new(settings: TunnelsSettings, tunnels: Vec<TunnelOutcome>) -> TunnelsReport {
+        let setup: Vec<f64> = tunnels.iter().filter_map(|t| t.setup_ms).collect();
+        let established = setup.len() as u64;
+        let attempted = tunnels.len() as u64;
+        let mut failures: Vec<FailureGroup> = Vec::new();
+        for t in tunnels.iter().filter(|t| t.setup_ms.is_none()) {
+            let reason = t.reason.clone().unwrap_or_else(|| "unknown".into());
+            match failures.iter_mut().find(|g| g.reason == reason) {
+                Some(g) => g.count += 1,
+                None => failures.push(FailureGroup {
+                    reason,
+                    count: 1,
+                    first_peer: t.peer,
+                    example: t.error.clone().unwrap_or_default(),
+                }),
+            }
+        }
+        // The commonest first; equal counts in the order first seen.
+        failures.sort_by(|a, b| b.count.cmp(&a.count));
+        let first = tunnels
+            .iter()
+            .map(|t| t.started_ms)
+            .fold(f64::INFINITY, f64::min);
+        let last_up = tunnels
+            .iter()
+            .filter_map(TunnelOutcome::up_at_ms)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let span_s = (established > 0).then(|| (last_up - first) / 1000.0);
+        TunnelsReport {
+            test: "tunnels".into(),
+            settings,
+            attempted,
+            established,
+            failed: attempted - established,
+            failures,
+            tunnels_per_s: span_s.filter(|s| *s > 0.0).map(|s| established as f64 / s),
+            setup_span_s: span_s,
+            setup_ms: SetupTimes::of(&setup),
+            hold: None,
+            gateway_checks: Vec::new(),
+            gateway_note: None,
+            interrupted: false,
+            tunnels,
+        }
+    }
+
+    /// One line for `linerate runs` and progress.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "{} of {} tunnels up",
+            thousands(self.established),
+            thousands(self.attempted)
+        );
+        if let Some(tps) = self.tunnels_per_s {
+            let _ = write!(s, ", {} tunnels/s", sig3(tps));
+        }
+        if let Some(t) = &self.setup_ms {
+            let _ = write!(s, ", setup p50 {} ms", sig3(t.p50));
+        }
+        if self.failed > 0 {
+            let reasons: Vec<String> = self
+                .failures
+                .iter()
+                .map(|g| format!("{} {}", thousands(g.count), g.reason))
+                .collect();
+            let _ = write!(s, "; failed: {}", reasons.join(", "));
+        }
+        s
+    }
+}
+
+/// The report as a table.
+pub fn tunnels_table(r: &TunnelsReport) -> String {
+    let s = &r.settings;
+    let mut out = String::new();
+    let rate = match s.attempt_rate {
+        Some(rate) => format!("{} attempts/s", sig3(rate)),
+        None => "as fast as the gateway answers".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "IPsec tunnel setup rate: {} peers ({} .. {}) of the gateway {}, IKE {}, ESP {}; window {}, {}",
+        thousands(r.attempted),
+        s.first_peer,
+        s.last_peer,
+        s.gateway,
+        s.ike,
+        s.esp,
+        s.window,
+        rate
+    );
+    let _ = writeln!(
+        out,
+        "Each peer protects a /{} of {} (TSi) towards {} (TSr)",
+        s.slice_prefix, s.remote_net, s.local_net
+    );
+    let _ = writeln!(out, "  Attempted     {:>10}", thousands(r.attempted));
+    let _ = writeln!(out, "  Established   {:>10}", thousands(r.established));
+    let _ = writeln!(out, "  Failed        {:>10}", thousands(r.failed));
+    match (r.tunnels_per_s, r.setup_span_s) {
+        (Some(tps), Some(span)) => {
+            let _ = writeln!(
+                out,
+                "  Tunnels/s     {:>10}   ({} established in {} s, first IKE_SA_INIT to last CHILD_SA installed)",
+                sig3(tps),
+                thousands(r.established),
+                sig3(span)
+            );
+        }
+        _ => {
+            let _ = writeln!(out, "  Tunnels/s     {:>10}", "-");
+        }
+    }
+    if let Some(t) = &r.setup_ms {
+        let _ = writeln!(
+            out,
+            "  Setup time [ms] (IKE_SA_INIT sent to CHILD_SA installed)"
+        );
+        let _ = writeln!(
+            out,
+            "      min {:>8}   p50 {:>8}   p90 {:>8}   p99 {:>8}   max {:>8}   mean {:>8}",
+            sig3(t.min),
+            sig3(t.p50),
+            sig3(t.p90),
+            sig3(t.p99),
+            sig3(t.max),
+            sig3(t.mean)
+        );
+    }
+    if !r.failures.is_empty() {
+        let _ = writeln!(out, "  Failed, by the gateway's answer:");
+        for g in &r.failures {
+            let _ = writeln!(
+                out,
+                "    {:>8}  {}   (first: {}: {})",
+                thousands(g.count),
+                g.reason,
+                g.first_peer,
+                g.example
+            );
+        }
+    }
+    if let Some(h) = &r.hold {
+        let _ = writeln!(
+            out,
+            "  Held {} s: {} up at the end; the gateway sent {} liveness checks, deleted {}, {} other requests (all answered)",
+            sig3(h.seconds),
+            thousands(h.up_at_end),
+            thousands(h.liveness_checks),
+            thousands(h.deleted_by_gateway),
+            thousands(h.other_requests)
+        );
+    }
+    for check in &r.gateway_checks {
+        let _ = writeln!(out, "  Gateway: {check}");
+    }
+    if let Some(note) = &r.gateway_note {
+        let _ = writeln!(out, "  Note: {note}");
+    }
+    if r.interrupted {
+        let _ = writeln!(out, "  Interrupted: the hold was cut short.");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> TunnelsSettings {
+        TunnelsSettings {
+            gateway: Ipv4Addr::new(198, 19, 0, 1),
+            ike: "aes256-sha256-modp2048".into(),
+            esp: "aes128gcm16".into(),
+            local_net: "198.18.0.0/24".into(),
+            remote_net: "198.19.128.0/17".into(),
+            slice_prefix: 24,
+            first_peer: Ipv4Addr::new(198, 19, 64, 1),
+            last_peer: Ipv4Addr::new(198, 19, 64, 4),
+            attempt_rate: None,
+            window: 64,
+            hold_s: 0.0,
+        }
+    }
+
+    fn up(n: u8, started_ms: f64, setup_ms: f64) -> TunnelOutcome {
+        TunnelOutcome {
+            peer: Ipv4Addr::new(198, 19, 64, n),
+            remote_net: format!("198.19.{}.0/24", 127 + n),
+            started_ms,
+            setup_ms: Some(setup_ms),
+            error: None,
+            reason: None,
+        }
+    }
+
+    fn failed(n: u8, started_ms: f64, reason: &str) -> TunnelOutcome {
+        TunnelOutcome {
+            setup_ms: None,
+            error: Some(format!(
+                "the gateway refused IKE_SA_INIT: it answered {reason}"
+            )),
+            reason: Some(reason.into()),
+            ..up(n, started_ms, 0.0)
+        }
+    }
+
+    #[test]
+    fn tunnels_per_second_run_from_the_first_attempt_to_the_last_installation() {
+        // Up at 10, 30 and 50 ms (started 0, 10, 20); one failure started
+        // later counts as attempted but not in the span.
+        let r = TunnelsReport::new(
+            settings(),
+            vec![
+                up(1, 0.0, 10.0),
+                up(2, 10.0, 20.0),
+                up(3, 20.0, 30.0),
+                failed(4, 200.0, "NO_PROPOSAL_CHOSEN"),
+            ],
+        );
+        assert_eq!((r.attempted, r.established, r.failed), (4, 3, 1));
+        assert!((r.setup_span_s.unwrap() - 0.050).abs() < 1e-12);
+        assert!((r.tunnels_per_s.unwrap() - 60.0).abs() < 1e-9);
+        let t = r.setup_ms.as_ref().unwrap();
+        assert_eq!((t.min, t.max), (10.0, 30.0));
+        assert!((t.p50 - 20.0).abs() < 0.05, "{t:?}");
+        assert!((t.mean - 20.0).abs() < 1e-12);
+        assert_eq!(r.failures.len(), 1);
+        assert_eq!(r.failures[0].first_peer, Ipv4Addr::new(198, 19, 64, 4));
+    }
+
+    #[test]
+    fn percentiles_follow_the_distribution() {
+        // 1..=1000 ms: p50 500, p90 900, p99 990, within the histogram's
+        // 3 significant digits.
+        let times: Vec<f64> = (1..=1000).map(f64::from).collect();
+        let t = SetupTimes::of(&times).unwrap();
+        for (got, want) in [(t.p50, 500.0), (t.p90, 900.0), (t.p99, 990.0)] {
+            assert!((got - want).abs() <= want * 0.002, "{got} vs {want}");
+        }
+        assert_eq!(t.max, 1000.0);
+        assert_eq!(SetupTimes::of(&[]), None);
+    }
+
+    #[test]
+    fn failures_are_grouped_by_reason_commonest_first() {
+        let r = TunnelsReport::new(
+            settings(),
+            vec![
+                failed(1, 0.0, "no answer"),
+                failed(2, 1.0, "AUTHENTICATION_FAILED"),
+                failed(3, 2.0, "AUTHENTICATION_FAILED"),
+            ],
+        );
+        assert_eq!(r.established, 0);
+        assert_eq!((r.tunnels_per_s, r.setup_ms.clone()), (None, None));
+        let groups: Vec<(&str, u64)> = r
+            .failures
+            .iter()
+            .map(|g| (g.reason.as_str(), g.count))
+            .collect();
+        assert_eq!(groups, [("AUTHENTICATION_FAILED", 2), ("no answer", 1)]);
+        let table = tunnels_table(&r);
+        assert!(table.contains("AUTHENTICATION_FAILED"), "{table}");
+        assert!(table.contains("Tunnels/s              -"), "{table}");
+        assert!(r
+            .summary()
+            .contains("failed: 2 AUTHENTICATION_FAILED, 1 no answer"));
+    }
+
+    #[test]
+    fn the_json_has_the_fields_scripts_read() {
+        let r = TunnelsReport::new(settings(), vec![up(1, 0.0, 12.5)]);
+        let v = serde_json::to_value(&r).unwrap();
+        for key in ["attempted", "established", "failed", "tunnels_per_s"] {
+            assert!(v.get(key).is_some(), "{key}: {v}");
+        }
+        for key in ["p50", "p90", "p99", "max"] {
+            assert!(v["setup_ms"][key].is_number(), "{key}: {v}");
+        }
+        assert_eq!(v["tunnels"][0]["peer"], "198.19.64.1");
+        assert_eq!(v["tunnels"][0]["setup_ms"], 12.5);
+        let back: TunnelsReport = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
+    }
+}
