@@ -632,3 +632,118 @@ fn stored_runs_are_read_without_write_access() {
         assert_eq!(e.metadata().unwrap().uid(), 0, "{:?}", e.path());
     }
 }
+
+/// A tmpfs of `size` mounted for one test, unmounted and removed on drop
+/// (also when the test fails).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn new(tag: &str, size: &str) -> Tmpfs {
+        let dir = std::env::temp_dir().join(format!("lr-tmpfs-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fs = Tmpfs(dir);
+        let opts = format!("size={size},mode=0700");
+        let r = run_program(
+            "mount",
+            &["-t", "tmpfs", "-o", &opts, "tmpfs", fs.0.to_str().unwrap()],
+            RUN_LIMIT,
+        );
+        assert_eq!(r.code, 0, "mounting a tmpfs: {}", r.dump());
+        fs
+    }
+
+    /// Writes zeros into it until it takes no more.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut f = std::fs::File::create(self.0.join("filler")).unwrap();
+        let chunk = vec![0u8; 64 << 10];
+        while f.write_all(&chunk).is_ok() {}
+        while f.write_all(&[0]).is_ok() {}
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// The disk fills during a run and is still full at its end, so not even
+/// the run's end reaches the database: the run says the store is
+/// incomplete and names the --json file as the record (exit 2), and
+/// readers show the run as interrupted, never "process died" (the
+/// process did not die): the end is kept in an empty file beside the
+/// database, which needs no free block.
+#[test]
+fn a_disk_full_to_the_end_of_a_run_is_told_not_taken_for_a_death() {
+    if !root_or_skip("a_disk_full_to_the_end_of_a_run_is_told_not_taken_for_a_death") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("fu", 1500);
+    let fs = Tmpfs::new("full", "1m");
+    let db = fs.0.join("full.sqlite").to_str().unwrap().to_string();
+    let dir = TempDir::new("full");
+    let json = dir.file("full.json");
+    let filler = std::thread::scope(|scope| {
+        let filler = scope.spawn(|| {
+            // Once the run's row is stored (its trial has started), the
+            // disk fills: the trial's own row finds no room.
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(15) {
+                let r = linerate(&["runs", "--db", &db]);
+                if r.stdout.contains("running") {
+                    fs.fill();
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            false
+        });
+        let mut args = vec!["trial"];
+        args.extend_from_slice(&B2B_HOSTS);
+        args.extend_from_slice(&[
+            "--frame-size",
+            "64",
+            "--rate",
+            "1000fps",
+            "--duration",
+            "4s",
+            "--straggler-wait",
+            "200ms",
+            "--db",
+            &db,
+            "--json",
+            &json,
+        ]);
+        let run = linerate_in(&ns, &args);
+        (filler.join().unwrap(), run)
+    });
+    let (filled, run) = filler;
+    assert!(filled, "the run's row never appeared: {}", run.dump());
+    assert_eq!(run.code, 2, "{}", run.dump());
+    assert!(!run.stderr.contains("stored as run"), "{}", run.dump());
+    assert!(
+        run.stderr.contains("stopped taking the run") && run.stderr.contains("full.json"),
+        "{}",
+        run.dump()
+    );
+    assert_eq!(u(&read_json(Path::new(&json)), "rx_frames"), 4_000);
+    // The database took not even the run's end: it is in the empty file.
+    let marks: Vec<String> = std::fs::read_dir(&fs.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("full.sqlite.run1.interrupted."))
+        .collect();
+    assert_eq!(marks.len(), 1, "{marks:?}");
+    // Still full: read as it is.
+    let runs = linerate(&["runs", "--db", &db]);
+    assert_eq!(runs.code, 0, "{}", runs.dump());
+    assert!(
+        runs.stdout.contains("incomplete (interrupted)") && !runs.stdout.contains("died"),
+        "{}",
+        runs.dump()
+    );
+    let show = linerate(&["show", "1", "--db", &db]);
+    assert!(!show.stdout.contains("died"), "{}", show.dump());
+}

@@ -166,6 +166,7 @@ impl Store {
             StoreError::Sql(s) => open_err(s.into()),
             other => other,
         })?;
+        store.fold_end_marks();
         Ok(store)
     }
 
@@ -384,18 +385,47 @@ impl Store {
         Ok(())
     }
 
-    /// Marks the run complete or interrupted.
+    /// Marks the run complete or interrupted. When the database will not
+    /// take it (a full disk: every write needs a new page), the end is
+    /// recorded beside it in an empty file whose name says it (see
+    /// [`EndMark`]): an empty file needs no data block, so it can be made
+    /// on a full filesystem, and readers then tell a run that ended from
+    /// one whose process died. The error is returned either way.
     pub fn finish_run(
         &self,
         run_id: i64,
         status: RunStatus,
         finished_at: &str,
     ) -> Result<(), StoreError> {
-        self.conn.execute(
+        let updated = self.conn.execute(
             "UPDATE runs SET status = ?2, finished_at = ?3 WHERE id = ?1",
             params![run_id, status.as_str(), finished_at],
-        )?;
+        );
+        if let Err(e) = updated {
+            let mark = EndMark {
+                run_id,
+                status,
+                finished_at: finished_at.to_string(),
+            };
+            let _ = std::fs::File::create(mark.path(&self.path));
+            return Err(e.into());
+        }
         Ok(())
+    }
+
+    /// Writes into the database the ends recorded beside it
+    /// ([`finish_run`](Self::finish_run)) and removes their files; one it
+    /// cannot write (the disk still full) stays for the next time.
+    fn fold_end_marks(&self) {
+        for (file, mark) in EndMark::beside(&self.path) {
+            let written = self.conn.execute(
+                "UPDATE runs SET status = ?2, finished_at = ?3 WHERE id = ?1 AND status = 'running'",
+                params![mark.run_id, mark.status.as_str(), mark.finished_at],
+            );
+            if written.is_ok() {
+                let _ = std::fs::remove_file(file);
+            }
+        }
     }
 
     /// Every run, oldest first, with a one-line summary of its results.
@@ -498,6 +528,7 @@ impl Store {
             .map(|(n, json)| Ok((n as usize, serde_json::from_str(&json)?)))
             .collect::<Result<Vec<(usize, ThroughputResult)>, StoreError>>()?;
 
+        let mut finished_at = row.finished_at;
         let status = match row.status.as_str() {
             "running"
                 if !crate::machine::still_running(
@@ -506,7 +537,17 @@ impl Store {
                     &row.machine.hostname,
                 ) =>
             {
-                RunStatus::Died
+                // Ended with the database full, or died.
+                match EndMark::beside(&self.path)
+                    .into_iter()
+                    .find(|(_, m)| m.run_id == id)
+                {
+                    Some((_, mark)) => {
+                        finished_at = Some(mark.finished_at);
+                        mark.status
+                    }
+                    None => RunStatus::Died,
+                }
             }
             other => RunStatus::parse(other),
         };
@@ -518,7 +559,7 @@ impl Store {
         Ok(StoredRun {
             id,
             started_at: row.started_at,
-            finished_at: row.finished_at,
+            finished_at,
             command: row.command,
             args: serde_json::from_str(&row.args_json)?,
             status,
@@ -537,6 +578,68 @@ impl Store {
                 .map(serde_json::from_str)
                 .transpose()?,
         })
+    }
+}
+
+/// A run's end that the database did not take, kept beside it as an
+/// empty file named `DB.runID.STATUS.FINISHED_AT` (e.g.
+/// `results.sqlite.run3.interrupted.2026-11-26T09:40:00.123Z`).
+#[derive(Debug, Clone, PartialEq)]
+struct EndMark {
+    run_id: i64,
+    status: RunStatus,
+    finished_at: String,
+}
+
+impl EndMark {
+    fn path(&self, db: &Path) -> PathBuf {
+        let mut name = db.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(
+            ".run{}.{}.{}",
+            self.run_id,
+            self.status.as_str(),
+            self.finished_at
+        ));
+        db.with_file_name(name)
+    }
+
+    /// The marks beside database `db`, with their files.
+    fn beside(db: &Path) -> Vec<(PathBuf, EndMark)> {
+        let (Some(name), Some(dir)) = (db.file_name().and_then(|n| n.to_str()), db.parent()) else {
+            return Vec::new();
+        };
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let prefix = format!("{name}.run");
+        entries
+            .flatten()
+            .filter_map(|e| {
+                let file = e.file_name();
+                let rest = file.to_str()?.strip_prefix(&prefix)?;
+                let mut parts = rest.splitn(3, '.');
+                let run_id = parts.next()?.parse().ok()?;
+                let status = match parts.next()? {
+                    "complete" => RunStatus::Complete,
+                    "interrupted" => RunStatus::Interrupted,
+                    _ => return None,
+                };
+                let finished_at = parts.next()?.to_string();
+                Some((
+                    e.path(),
+                    EndMark {
+                        run_id,
+                        status,
+                        finished_at,
+                    },
+                ))
+            })
+            .collect()
     }
 }
 
@@ -683,6 +786,63 @@ mod tests {
             store.runs().unwrap()[0].status.label(),
             "incomplete (process died)"
         );
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    /// The disk full at the run's end too: the database takes no write,
+    /// so the end is recorded beside it. Readers then say how the run
+    /// ended, not "process died"; the next writer moves it into the
+    /// database and removes the file.
+    #[test]
+    fn a_run_whose_end_the_database_did_not_take_is_not_died() {
+        let path = temp_db("endmark");
+        let made = crate::testdata::run(1, "dut", "fw");
+        let store = Store::open(&path).unwrap();
+        let id = store.begin_run(&new_run(&made), &made.started_at).unwrap();
+        // Its process gone (as in the test above), and no write taken.
+        store
+            .conn
+            .execute(
+                "UPDATE runs SET pid_start_ticks = pid_start_ticks + 1 WHERE id = ?1",
+                [id],
+            )
+            .unwrap();
+        store.conn.pragma_update(None, "query_only", true).unwrap();
+        let end = "2026-11-26T09:40:00.123Z";
+        assert!(store.finish_run(id, RunStatus::Interrupted, end).is_err());
+        let marks = EndMark::beside(&path);
+        assert_eq!(marks.len(), 1, "{marks:?}");
+        assert_eq!(std::fs::metadata(&marks[0].0).unwrap().len(), 0);
+        // A reader, read-only: interrupted, when it ended.
+        let reader = Store::open_read_only(&path).unwrap();
+        let run = reader.load(id).unwrap();
+        assert_eq!(run.status, RunStatus::Interrupted);
+        assert_eq!(run.finished_at.as_deref(), Some(end));
+        assert_eq!(
+            reader.runs().unwrap()[0].status.label(),
+            "incomplete (interrupted)"
+        );
+        assert_eq!(EndMark::beside(&path).len(), 1, "a reader writes nothing");
+        drop((store, reader));
+        // The next writer takes it in.
+        let writer = Store::open(&path).unwrap();
+        assert!(EndMark::beside(&path).is_empty());
+        let back: String = writer
+            .conn
+            .query_row("SELECT status FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .unwrap();
+        assert_eq!(back, "interrupted");
+        assert_eq!(writer.load(id).unwrap().finished_at.as_deref(), Some(end));
+        // Without a mark, a dead process's run is still "process died".
+        let other = writer.begin_run(&new_run(&made), &made.started_at).unwrap();
+        writer
+            .conn
+            .execute(
+                "UPDATE runs SET pid_start_ticks = pid_start_ticks + 1 WHERE id = ?1",
+                [other],
+            )
+            .unwrap();
+        assert_eq!(writer.load(other).unwrap().status, RunStatus::Died);
         std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
     }
 
