@@ -35,13 +35,18 @@ pub struct TunnelsArgs {
     #[arg(long, value_name = "N")]
     pub count: u64,
     /// New handshakes (IKE_SA_INIT sent) per second, e.g. 50/s. Default: as fast as the gateway answers, --window in flight.
-    #[arg(long, value_name = "R/s")]
+    #[arg(long, value_name = "R/s", allow_hyphen_values = true)]
     pub rate: Option<String>,
     /// Handshakes in flight at most.
     #[arg(long, value_name = "W", default_value_t = 64)]
     pub window: u64,
     /// How long the tunnels stay up (answering the gateway) before linerate deletes them all, e.g. 10s.
-    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        default_value = "0s"
+    )]
     pub hold: String,
     /// The peers' outer addresses: FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab routes to port B). They must be on port B's subnet, or in the lab's peer range.
     #[arg(long, value_name = "FIRST[-LAST]|CIDR")]

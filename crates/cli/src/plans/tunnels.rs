@@ -253,7 +253,7 @@ mod tests {
             ("--lab --scenario vpn-gateway --count 0", "1 to 10,000"),
             ("--lab --scenario vpn-gateway --count 10001", "1 to 10,000"),
             ("--lab --scenario vpn-gateway --count 2 --rate 0/s", "above 0"),
-            ("--lab --scenario vpn-gateway --count 2 --rate=-3", "above 0"),
+            ("--lab --scenario vpn-gateway --count 2 --rate -3", "above 0"),
             ("--lab --scenario vpn-gateway --count 2 --rate fast", "not an attempt rate"),
             ("--lab --scenario vpn-gateway --count 2 --window 0", "--window"),
             ("--lab --count 2", "--scenario vpn-gateway"),

@@ -324,7 +324,7 @@ fn open_bed(plan: &TunnelsPlan) -> Result<Bed> {
     match &plan.target {
         TunnelsTarget::Lab { scenario, ring } => {
             linerate_lab::check_environment()?;
-            let name = format!("t{}", std::process::id());
+            let name = format!("tun{}", std::process::id());
             eprintln!(
                 "linerate: scenario {}: {} (lab '{name}', namespaces lr-{name}-*)",
                 scenario.spec,

@@ -1,0 +1,345 @@
+//! `linerate tunnels`: many emulated IPsec peers set up tunnels to one
+//! gateway. Against strongSwan's charon built by hand in a router
+//! namespace (`common::plain_router`, `common::strongswan`; not the lab's
+//! code), and through the lab's vpn-gateway scenario:
+//!
+//! - 100 peers from 198.19.0.2 upward come up; while linerate holds them,
+//!   charon lists 100 IKE SAs, each with one CHILD_SA whose remote
+//!   selector is that peer's slice of the network (as linerate's JSON
+//!   says); after the run charon has none left and port B no address.
+//! - A gateway that accepts only 50 of the peers (its connection's
+//!   remote_addrs is a range of 50): 50 established, 50 failed with the
+//!   gateway's answer named, exit 1 (a partial result).
+//! - 200 tunnels through the lab: exit 0, the gateway's own count agrees,
+//!   no namespace left.
+//!
+//! Root only; needs strongSwan (scripts/setup.sh). Run with
+//! --test-threads=1.
+
+mod common;
+
+use common::strongswan::*;
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+const GATEWAY: &str = "198.19.0.1";
+const LAN: &str = "198.18.0.0/24";
+/// The network behind the peers: 100 tunnels get a /24 each.
+const REMOTE_NET: &str = "198.19.128.0/17";
+
+/// The gateway's connection for the many peers: any identity, the peers'
+/// addresses `remote_addrs`, and a remote selector covering every slice.
+fn many_conn(remote_addrs: &str) -> Conn {
+    Conn {
+        name: "many".into(),
+        local_addr: GATEWAY.into(),
+        remote_addr: remote_addrs.into(),
+        proposals: "aes256-sha256-modp2048, aes128-sha256-x25519, default".into(),
+        local_id: GATEWAY.into(),
+        remote_id: "%any".into(),
+        local_ts: LAN.into(),
+        remote_ts: REMOTE_NET.into(),
+        esp_proposals: "aes128gcm16".into(),
+    }
+}
+
+/// The router of `plain_router` with charon accepting `remote_addrs`;
+/// fields drop in order: charon, processes, the key, the namespaces.
+struct Bed {
+    charon: Charon,
+    _reaper: ProcessReaper,
+    t: String,
+    psk: TempFile,
+    _guard: NetnsGuard,
+}
+
+impl Bed {
+    fn new(tag: &str, remote_addrs: &str) -> Bed {
+        let (t, r, guard) = plain_router(tag);
+        for ns in [&t, &r] {
+            sh(
+                "ip",
+                &[
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-qw",
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                ],
+            );
+        }
+        sh("ip", &["-n", &r, "link", "set", "lo", "up"]);
+        let key = linerate_helper::random_hex(16).unwrap();
+        let psk = TempFile::new("tunnels-psk");
+        std::fs::write(&psk.0, format!("{key}\n")).unwrap();
+        std::fs::set_permissions(&psk.0, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let charon = Charon::start(&r, &[many_conn(remote_addrs)], &key);
+        Bed {
+            charon,
+            _reaper: ProcessReaper(vec![t.clone(), r]),
+            t,
+            psk,
+            _guard: guard,
+        }
+    }
+
+    fn args<'a>(&'a self, count: &'a str, json: &'a TempFile, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec![
+            "tunnels",
+            "--no-db",
+            "--port-b",
+            "tb",
+            "--ip-b",
+            "198.19.0.2/24",
+            "--gw-b",
+            GATEWAY,
+            "--psk-file",
+            self.psk.arg(),
+            "--remote-net",
+            REMOTE_NET,
+            "--local-net",
+            LAN,
+            "--esp",
+            "aes128gcm16",
+            "--count",
+            count,
+            "--json",
+            json.arg(),
+        ];
+        args.extend_from_slice(extra);
+        args
+    }
+
+    /// After a run: no IKE SA on the gateway, no address on port B, no
+    /// process in the tester's namespace.
+    fn assert_nothing_left(&self, run: &Run) {
+        let sas = self.charon.wait_no_sas();
+        assert!(
+            sas.is_empty(),
+            "the gateway kept {} IKE SAs\n{}",
+            sas.len(),
+            run.dump()
+        );
+        let addrs = sh("ip", &["-n", &self.t, "-4", "addr", "show", "dev", "tb"]);
+        assert!(
+            addrs.trim().is_empty(),
+            "port B kept addresses:\n{addrs}\n{}",
+            run.dump()
+        );
+        let left = wait_no_processes(std::slice::from_ref(&self.t), Duration::from_secs(3));
+        assert!(left.is_empty(), "processes left: {left:?}");
+    }
+}
+
+/// The remote selectors of the CHILD_SAs charon lists, one per IKE SA
+/// (asserted), with the IKE SAs' peer addresses.
+fn gateway_tunnels(charon: &Charon) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut nets = BTreeSet::new();
+    let mut peers = BTreeSet::new();
+    for (name, ike) in charon.sas() {
+        assert_eq!(name, "many");
+        assert_eq!(ike.text("state"), "ESTABLISHED", "{ike:?}");
+        peers.insert(ike.text("remote-host").to_string());
+        let children = ike.get("child-sas").map(|c| c.entries()).unwrap_or(&[]);
+        assert_eq!(children.len(), 1, "one CHILD_SA per IKE SA: {ike:?}");
+        let child = &children[0].1;
+        assert_eq!(child.text("state"), "INSTALLED", "{child:?}");
+        match child.get("remote-ts") {
+            Some(Vici::List(ts)) => nets.extend(ts.iter().cloned()),
+            other => panic!("no remote-ts in {child:?}: {other:?}"),
+        }
+    }
+    (nets, peers)
+}
+
+fn tunnels_of(json: &Value) -> &Vec<Value> {
+    json["tunnels"].as_array().expect("tunnels")
+}
+
+#[test]
+fn a_hundred_tunnels_come_up_are_listed_by_the_gateway_and_go() {
+    if !root_or_skip("a_hundred_tunnels_come_up_are_listed_by_the_gateway_and_go") {
+        return;
+    }
+    let bed = Bed::new("tu", "198.19.0.0/24");
+    let json = TempFile::new("tunnels-100");
+    let args = bed.args("100", &json, &["--hold", "4s"]);
+    // linerate holds the tunnels for 4 s; meanwhile the gateway is asked.
+    let (run, listed) = std::thread::scope(|s| {
+        let linerate = s.spawn(|| linerate_in(&bed.t, &args));
+        let start = Instant::now();
+        let mut listed = None;
+        while !linerate.is_finished() && start.elapsed() < Duration::from_secs(60) {
+            // Half-open IKE SAs are listed too (unnamed, CONNECTING).
+            let up = bed
+                .charon
+                .sas()
+                .iter()
+                .filter(|(name, ike)| {
+                    name == "many"
+                        && ike.text("state") == "ESTABLISHED"
+                        && ike
+                            .get("child-sas")
+                            .is_some_and(|c| !c.entries().is_empty())
+                })
+                .count();
+            if up == 100 {
+                // Every handshake answered: the gateway's view, once.
+                listed = Some(gateway_tunnels(&bed.charon));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        (linerate.join().unwrap(), listed)
+    });
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let report = json.json();
+    assert_eq!(u(&report, "attempted"), 100, "{}", run.dump());
+    assert_eq!(u(&report, "established"), 100, "{}", run.dump());
+    assert_eq!(u(&report, "failed"), 0);
+    assert!(f(&report, "tunnels_per_s") > 0.0);
+    let setup = &report["setup_ms"];
+    let (p50, p90, p99, max) = (
+        f(setup, "p50"),
+        f(setup, "p90"),
+        f(setup, "p99"),
+        f(setup, "max"),
+    );
+    assert!(
+        0.0 < p50 && p50 <= p90 && p90 <= p99 && p99 <= max,
+        "{setup}"
+    );
+    // tunnels/s is established over the span from the first attempt to
+    // the last CHILD_SA: no faster than all of them in the slowest's time.
+    assert!(f(&report, "tunnels_per_s") <= 100.0 / (max / 1000.0) * 1.0001);
+
+    let (nets, peers) = listed.unwrap_or_else(|| {
+        panic!(
+            "the gateway never listed 100 IKE SAs while linerate held them\n{}\n{}",
+            run.dump(),
+            bed.charon.log()
+        )
+    });
+    let ours: BTreeSet<String> = tunnels_of(&report)
+        .iter()
+        .map(|t| t["remote_net"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ours.len(), 100, "each peer its own network");
+    assert_eq!(
+        nets, ours,
+        "the gateway's CHILD_SAs protect linerate's slices"
+    );
+    let our_peers: BTreeSet<String> = tunnels_of(&report)
+        .iter()
+        .map(|t| t["peer"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(peers, our_peers, "one IKE SA per peer address");
+    assert!(our_peers.contains("198.19.0.2") && our_peers.contains("198.19.0.101"));
+    assert!(
+        run.stdout.contains("Established          100"),
+        "{}",
+        run.dump()
+    );
+    bed.assert_nothing_left(&run);
+}
+
+#[test]
+fn a_gateway_that_takes_fifty_peers_refuses_the_other_fifty_by_name() {
+    if !root_or_skip("a_gateway_that_takes_fifty_peers_refuses_the_other_fifty_by_name") {
+        return;
+    }
+    // The connection matches peers 198.19.0.2 .. 198.19.0.51 only.
+    let bed = Bed::new("tf", "198.19.0.2-198.19.0.51");
+    let json = TempFile::new("tunnels-50");
+    let run = linerate_in(&bed.t, &bed.args("100", &json, &[]));
+    // A partial result: the test ran, not every tunnel came up.
+    assert_eq!(run.code, 1, "{}", run.dump());
+    let report = json.json();
+    assert_eq!(u(&report, "established"), 50, "{}", run.dump());
+    assert_eq!(u(&report, "failed"), 50, "{}", run.dump());
+    for t in tunnels_of(&report) {
+        let last: u8 = t["peer"]
+            .as_str()
+            .unwrap()
+            .rsplit('.')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(t["setup_ms"].is_number(), last <= 51, "{t}");
+    }
+    let failures = report["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    let reason = failures[0]["reason"].as_str().unwrap();
+    assert_eq!(u(&failures[0], "count"), 50);
+    // charon has no connection for the others and says so in IKE_SA_INIT.
+    assert_eq!(reason, "NO_PROPOSAL_CHOSEN", "{failures:?}");
+    let line = run.stderr.lines().last().unwrap_or_default();
+    assert!(
+        line.contains("50 of 100 tunnels failed") && line.contains("NO_PROPOSAL_CHOSEN"),
+        "{}",
+        run.dump()
+    );
+    assert!(run.stdout.contains("NO_PROPOSAL_CHOSEN"), "{}", run.dump());
+    bed.assert_nothing_left(&run);
+}
+
+#[test]
+fn two_hundred_tunnels_through_the_lab_gateway() {
+    if !root_or_skip("two_hundred_tunnels_through_the_lab_gateway") {
+        return;
+    }
+    let json = TempFile::new("tunnels-lab");
+    let db = TempFile::new("tunnels-db");
+    let run = linerate(&[
+        "tunnels",
+        "--lab",
+        "--scenario",
+        "vpn-gateway",
+        "--count",
+        "200",
+        "--db",
+        db.arg(),
+        "--json",
+        json.arg(),
+    ]);
+    // The lab built for the run (lr-tun<pid>-*) is gone; other runs on
+    // this machine may build labs of their own meanwhile.
+    let own = netns_with_prefix(&format!("lr-tun{}-", run.pid));
+    assert!(own.is_empty(), "left behind: {own:?}\n{}", run.dump());
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let report = json.json();
+    assert_eq!(u(&report, "established"), 200, "{}", run.dump());
+    let checks: Vec<&str> = report["gateway_checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(
+        checks[0].contains("lists 200 installed CHILD_SAs"),
+        "{checks:?}"
+    );
+    assert!(checks[1].contains("lists no CHILD_SA"), "{checks:?}");
+    assert!(report["gateway_note"]
+        .as_str()
+        .unwrap()
+        .contains("kernel-libipsec"));
+    // Stored, and shown again from the database.
+    let shown = shown_last(&db);
+    assert!(
+        shown.contains("Established          200") && shown.contains("Tunnels/s"),
+        "{shown}"
+    );
+    let runs = linerate(&["runs", "--db", db.arg()]);
+    assert!(
+        runs.stdout.contains("200 of 200 tunnels up"),
+        "{}",
+        runs.dump()
+    );
+}
