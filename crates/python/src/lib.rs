@@ -316,10 +316,9 @@ fn python_words(message: &str, argv: &[String]) -> String {
 fn given_values(argv: &[String], name: &str) -> Vec<String> {
     let long = format!("--{name}");
     let mut values = Vec::new();
-    let mut words = argv.iter();
-    while let Some(w) = words.next() {
+    for (i, w) in argv.iter().enumerate() {
         if *w == long {
-            values.extend(words.next().cloned());
+            values.extend(argv.get(i + 1).cloned());
         } else if let Some(v) = w.strip_prefix(&long).and_then(|r| r.strip_prefix('=')) {
             values.push(v.to_string());
         }
