@@ -1653,3 +1653,80 @@ fn ipsec_options_outside_their_mode() {
     );
     mentions(&run, &["--ipsec", "IPv4"]);
 }
+
+// ---- linerate tunnels: refused when the plan is made, nothing touched ----
+
+/// `tunnels` on a port B that does not exist, with `extra` appended.
+fn tunnels_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "tunnels",
+        "--no-db",
+        "--port-b",
+        "nosuch1",
+        "--ip-b",
+        "198.19.0.2/24",
+        "--gw-b",
+        "198.19.0.1",
+        "--psk-file",
+        "/nonexistent/psk",
+        "--remote-net",
+        "198.19.128.0/17",
+        "--local-net",
+        "198.18.0.0/24",
+    ];
+    v.extend_from_slice(extra);
+    v
+}
+
+#[test]
+fn tunnels_count_zero_or_above_ten_thousand() {
+    for count in ["0", "10001"] {
+        let run = expect_error(None, &tunnels_args(&["--count", count]));
+        mentions(&run, &["--count", count, "1 to 10,000"]);
+    }
+}
+
+#[test]
+fn tunnels_remote_net_too_small_for_the_count() {
+    let run = expect_error(
+        None,
+        &[
+            "tunnels",
+            "--no-db",
+            "--lab",
+            "--scenario",
+            "vpn-gateway",
+            "--count",
+            "300",
+            "--remote-net",
+            "198.19.1.0/24",
+        ],
+    );
+    mentions(
+        &run,
+        &["--remote-net", "198.19.1.0/24", "too few for 300", "/23"],
+    );
+}
+
+#[test]
+fn tunnels_peer_addresses_outside_port_b_subnet() {
+    // From --ip-b upward, 300 peers leave 198.19.0.0/24.
+    let run = expect_error(None, &tunnels_args(&["--count", "300"]));
+    mentions(
+        &run,
+        &["198.19.1.0", "outside port B's subnet", "--peer-addrs"],
+    );
+    let run = expect_error(
+        None,
+        &tunnels_args(&["--count", "2", "--peer-addrs", "10.7.0.1-10.7.0.9"]),
+    );
+    mentions(&run, &["10.7.0.1", "outside port B's subnet"]);
+}
+
+#[test]
+fn tunnels_rate_not_above_zero() {
+    for rate in ["0/s", "-5/s"] {
+        let run = expect_error(None, &tunnels_args(&["--count", "2", "--rate", rate]));
+        mentions(&run, &["--rate", rate, "above 0"]);
+    }
+}

@@ -161,11 +161,15 @@ impl TunnelsArgs {
                 Some(text) => peer_addresses(text, count)?,
                 None => peer_addresses(&host_b.address.to_string(), count)?,
             };
-            let (first, last) = host_b.range();
-            if let Some(p) = peers.iter().find(|&&p| {
-                !host_b.contains(p) || (host_b.prefix_len < 31 && (p == first || p == last))
-            }) {
+            if let Some(p) = peers.iter().find(|&&p| !host_b.contains(p)) {
                 bail!(BadInput, "peer address {p} is outside port B's subnet {host_b} (from --ip-b upward, or --peer-addrs): the gateway reaches its peers on that subnet, and linerate adds no route for others; give a smaller --count, --peer-addrs on the subnet, or a wider --ip-b prefix");
+            }
+            let (first, last) = host_b.range();
+            if let Some(p) = peers
+                .iter()
+                .find(|&&p| host_b.prefix_len < 31 && (p == first || p == last))
+            {
+                bail!(BadInput, "peer address {p} is the network or broadcast address of port B's subnet {host_b}: give a smaller --count or --peer-addrs that leave it out");
             }
             if peers.contains(&gateway) {
                 bail!(BadInput, "the peer addresses include the gateway's own address {gateway}: give --peer-addrs that leave it out");
@@ -266,7 +270,8 @@ mod tests {
             ("--scenario vpn-gateway --count 2 --direction encrypt", "--direction"),
             ("--scenario vpn-gateway --count 2 --hold soon", "--hold"),
             ("--count 2", "--port-b"),
-            (&format!("{PORT} --count 300"), "outside port B's subnet"),
+            (&format!("{PORT} --count 300"), "203.0.114.0 is outside port B's subnet"),
+            (&format!("{PORT} --count 254"), "203.0.113.255 is the network or broadcast"),
             (&format!("{PORT} --count 2 --peer-addrs 203.0.114.5"), "203.0.114.5"),
             (&format!("{PORT} --count 2 --peer-addrs 203.0.113.1-203.0.113.9"), "gateway's own address"),
             (&format!("{PORT} --count 2 --ipsec-gateway 10.9.9.9"), "not on port B's subnet"),
