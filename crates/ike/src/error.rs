@@ -32,6 +32,10 @@ pub enum IkeError {
     /// The gateway's AUTH payload does not verify with our key.
     #[error("authentication failed: the gateway's AUTH payload does not verify with the pre-shared key; check the pre-shared key")]
     GatewayAuthentication,
+    /// As a responder: the initiator's AUTH payload does not verify with
+    /// our key (it was answered AUTHENTICATION_FAILED).
+    #[error("authentication failed: the initiator {peer} ({identity}) sent an AUTH payload that does not verify with the pre-shared key (answered AUTHENTICATION_FAILED); check the pre-shared key")]
+    InitiatorAuthentication { peer: SocketAddr, identity: String },
     /// The gateway is not the one configured.
     #[error("the gateway identifies itself as {got}, not {expected}: check the remote identity")]
     GatewayIdentity { expected: String, got: String },

@@ -237,6 +237,59 @@ impl IkeProposals {
     }
 }
 
+impl IkeProposals {
+    /// As a responder: the first of the initiator's IKE proposals that one
+    /// of ours accepts (one transform of each type, the first of each the
+    /// initiator lists that we have; the group of its KE payload when it
+    /// can be), as the answer's proposal and the suite.
+    pub(crate) fn choose(
+        &self,
+        offered: &[Proposal],
+        ke_group: u16,
+    ) -> Option<(Proposal, IkeSuite)> {
+        for theirs in offered {
+            if theirs.protocol != protocol::IKE || !theirs.spi.is_empty() {
+                continue;
+            }
+            for ours in &self.0 {
+                let of = |kind: u8| theirs.transforms.iter().filter(move |t| t.kind == kind);
+                let encr = of(transform::ENCR).find(|t| {
+                    Encr::from_transform(t.id, t.key_length)
+                        .is_some_and(|e| ours.encryption.contains(&e))
+                });
+                let prf = of(transform::PRF)
+                    .find(|t| Prf::from_id(t.id).is_some_and(|p| ours.prf.contains(&p)));
+                let integ = of(transform::INTEG)
+                    .find(|t| Integ::from_id(t.id).is_some_and(|i| ours.integrity.contains(&i)));
+                let group_ok = |t: &&Transform| {
+                    DhGroup::from_id(t.id).is_some_and(|g| ours.groups.contains(&g))
+                };
+                let dh = of(transform::DH)
+                    .filter(group_ok)
+                    .find(|t| t.id == ke_group)
+                    .or_else(|| of(transform::DH).find(group_ok));
+                let (Some(e), Some(p), Some(i), Some(g)) = (encr, prf, integ, dh) else {
+                    continue;
+                };
+                let suite = IkeSuite {
+                    encryption: Encr::from_transform(e.id, e.key_length)?,
+                    prf: Prf::from_id(p.id)?,
+                    integrity: Integ::from_id(i.id)?,
+                    group: DhGroup::from_id(g.id)?,
+                };
+                let answer = Proposal {
+                    number: theirs.number,
+                    protocol: protocol::IKE,
+                    spi: Vec::new(),
+                    transforms: vec![*e, *p, *i, *g],
+                };
+                return Some((answer, suite));
+            }
+        }
+        None
+    }
+}
+
 impl Default for IkeProposals {
     /// `aes256-sha256-modp2048`: strongSwan's and most gateways' common
     /// ground.
@@ -328,6 +381,25 @@ mod tests {
         assert!(IkeProposal::parse("sha256-modp2048").is_err());
         assert!(IkeProposal::parse("aes256gcm16-prfsha256-ecp256").is_err());
         assert!(IkeProposals::parse("aes256-sha256-modp2048,").is_err());
+    }
+
+    /// The responder's choice: the initiator's first proposal we can
+    /// take, the KE payload's group when it is acceptable, and what the
+    /// initiator's own `select` reads back.
+    #[test]
+    fn the_responder_chooses_from_the_initiators_offer() {
+        let offer =
+            IkeProposals::parse("aes128-sha1-modp2048, aes256-sha256-x25519-ecp256").unwrap();
+        let wire = offer.to_wire();
+        let ours = IkeProposals::parse("aes256-sha256-sha512-ecp256-x25519").unwrap();
+        let (answer, suite) = ours.choose(&wire, 19).unwrap();
+        assert_eq!(answer.number, 2);
+        assert_eq!(suite.to_string(), "aes256-sha256-ecp256");
+        assert_eq!(offer.select(&[answer]), Some(suite));
+        let (_, suite) = ours.choose(&wire, 14).unwrap();
+        assert_eq!(suite.group, DhGroup::Curve25519);
+        let none = IkeProposals::parse("aes128-sha512-modp2048").unwrap();
+        assert!(none.choose(&wire, 14).is_none());
     }
 
     #[test]

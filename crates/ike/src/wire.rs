@@ -589,6 +589,40 @@ impl TrafficSelector {
         }
     }
 
+    /// The part of `self` inside `limit` (RFC 7296 §2.9 narrowing): the
+    /// addresses, ports and protocol both allow; `None` when nothing is.
+    pub fn narrow(&self, limit: &TrafficSelector) -> Option<TrafficSelector> {
+        let protocol = match (self.protocol, limit.protocol) {
+            (0, p) | (p, 0) => p,
+            (a, b) if a == b => a,
+            _ => return None,
+        };
+        let start_port = self.start_port.max(limit.start_port);
+        let end_port = self.end_port.min(limit.end_port);
+        if start_port > end_port {
+            return None;
+        }
+        let (start, end) = match (self.start, self.end, limit.start, limit.end) {
+            (IpAddr::V4(a), IpAddr::V4(b), IpAddr::V4(c), IpAddr::V4(d)) => {
+                (IpAddr::V4(a.max(c)), IpAddr::V4(b.min(d)))
+            }
+            (IpAddr::V6(a), IpAddr::V6(b), IpAddr::V6(c), IpAddr::V6(d)) => {
+                (IpAddr::V6(a.max(c)), IpAddr::V6(b.min(d)))
+            }
+            _ => return None,
+        };
+        if start > end {
+            return None;
+        }
+        Some(TrafficSelector {
+            protocol,
+            start_port,
+            end_port,
+            start,
+            end,
+        })
+    }
+
     /// The prefix length when the range is exactly one subnet.
     fn prefix(&self) -> Option<u8> {
         let (IpAddr::V4(s), IpAddr::V4(e)) = (self.start, self.end) else {

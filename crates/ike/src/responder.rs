@@ -1,0 +1,881 @@
+//! linerate as the IKEv2 responder: IKE_SA_INIT and IKE_AUTH answered
+//! with a pre-shared key and one CHILD_SA in tunnel mode, the initiator's
+//! traffic selectors narrowed to what the responder is configured with.
+//! The protocol is sans-IO ([`ResponderMachine`]: datagrams and their
+//! addresses in, datagrams out); [`Responder`] drives it for any number
+//! of initiators on one pair of sockets (500 and 4500) from one thread:
+//! the other end of a [`crate::Fleet`] in benchmarks, or a small gateway
+//! for a strongSwan initiator.
+//!
+//! Each established tunnel is the same [`Tunnel`] as the initiator's, so
+//! the initiators' liveness checks, Deletes and CHILD_SA rekeys are
+//! answered.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use linerate_esp::EspSuite;
+
+use crate::crypto::{ike_keys, nat_hash, psk_auth, random_bytes, random_u64, DhPrivate};
+use crate::error::IkeError;
+use crate::fleet::{recv_to, wait_readable};
+use crate::proposal::IkeProposals;
+use crate::protect::open;
+use crate::sa::ChildSa;
+use crate::session::{Event, Ports, Psk, Retransmit};
+use crate::tunnel::{
+    child_sa_keys_ordered, choose_esp, esp_proposal, new_esp_spi, IkeSa, Outbox, Output, Tunnel,
+    NON_ESP_MARKER,
+};
+use crate::wire::{
+    auth_method, exchange, flags, notify, Header, Identity, Message, Notify, Payload,
+    TrafficSelector,
+};
+
+/// What the responder accepts.
+#[derive(Debug, Clone)]
+pub struct ResponderConfig {
+    /// The responder's address (bound on `ports`) and default identity.
+    pub local: Ipv4Addr,
+    pub ports: Ports,
+    /// IDr; `None` sends `local` as an IPv4 address identity.
+    pub local_id: Option<Identity>,
+    /// One key for every initiator, whatever its identity.
+    pub psk: Psk,
+    /// The IKE algorithms accepted, in strongSwan's syntax.
+    pub ike: IkeProposals,
+    /// The ESP suite accepted (in IKE_AUTH; rekeys may add PFS).
+    pub esp: EspSuite,
+    /// The responder's protected network (TSr is narrowed to it).
+    pub local_ts: TrafficSelector,
+    /// What initiators may protect (TSi is narrowed to it).
+    pub remote_ts: TrafficSelector,
+    pub retransmit: Retransmit,
+}
+
+/// Something that happened to one initiator's tunnel.
+#[derive(Debug)]
+pub enum ResponderEvent {
+    /// IKE_AUTH answered: the CHILD_SA is installed.
+    Established { peer: SocketAddrV4, spi_r: u64 },
+    /// The initiator's IKE_AUTH was refused (the error says why; it was
+    /// answered with the notify named).
+    Failed { peer: SocketAddrV4, error: IkeError },
+    /// A request of the initiator on an established tunnel, answered.
+    Event {
+        peer: SocketAddrV4,
+        spi_r: u64,
+        event: Event,
+    },
+}
+
+/// A datagram the responder sends: from its port 500 (`natt` false) or
+/// 4500 to `to`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Datagram {
+    pub natt: bool,
+    pub to: SocketAddrV4,
+    pub data: Vec<u8>,
+}
+
+/// An initiator between IKE_SA_INIT and IKE_AUTH.
+struct HalfOpen {
+    ike: IkeSa,
+    init_request: Vec<u8>,
+    init_response: Vec<u8>,
+    udp_encap: bool,
+    created: Instant,
+}
+
+enum Entry {
+    HalfOpen(Box<HalfOpen>),
+    Up {
+        tunnel: Box<Tunnel>,
+        /// Where the initiator's IKE comes from on 500 and 4500.
+        peer_ike: SocketAddrV4,
+        peer_natt: SocketAddrV4,
+    },
+}
+
+/// How long a half-open IKE SA waits for IKE_AUTH.
+const HALF_OPEN_LIFETIME: Duration = Duration::from_secs(30);
+
+/// The responder's protocol for any number of initiators, without
+/// sockets.
+pub struct ResponderMachine {
+    config: Arc<ResponderConfig>,
+    /// By our SPI (every message after IKE_SA_INIT names it).
+    sas: HashMap<u64, Entry>,
+    /// IKE_SA_INIT requests seen: (initiator's SPI, its address) -> ours,
+    /// so a retransmitted request gets the same answer.
+    inits: HashMap<(u64, SocketAddrV4), u64>,
+    out: Outbox,
+    events: Vec<ResponderEvent>,
+    sent: Vec<Datagram>,
+    last_sweep: Instant,
+    /// ESP in UDP that arrived, kept for checks when asked.
+    keep_esp: bool,
+    esp: Vec<(SocketAddrV4, Vec<u8>)>,
+}
+
+impl ResponderMachine {
+    pub fn new(config: ResponderConfig) -> ResponderMachine {
+        ResponderMachine {
+            config: Arc::new(config),
+            sas: HashMap::new(),
+            inits: HashMap::new(),
+            out: Outbox::default(),
+            events: Vec::new(),
+            sent: Vec::new(),
+            last_sweep: Instant::now(),
+            keep_esp: false,
+            esp: Vec::new(),
+        }
+    }
+
+    /// Keeps up to 64 ESP packets that arrive in UDP on port 4500 (SPI
+    /// first), for functional checks: [`ResponderMachine::take_esp`].
+    pub fn keep_esp(&mut self, keep: bool) {
+        self.keep_esp = keep;
+    }
+
+    /// The ESP packets kept, with their sources.
+    pub fn take_esp(&mut self) -> Vec<(SocketAddrV4, Vec<u8>)> {
+        std::mem::take(&mut self.esp)
+    }
+
+    /// Datagrams to send, in order.
+    pub fn take_datagrams(&mut self) -> Vec<Datagram> {
+        std::mem::take(&mut self.sent)
+    }
+
+    /// What happened since the last call.
+    pub fn take_events(&mut self) -> Vec<ResponderEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Tunnels with their CHILD_SA up.
+    pub fn established(&self) -> usize {
+        self.sas
+            .values()
+            .filter(|e| matches!(e, Entry::Up { tunnel, .. } if tunnel.child_up()))
+            .count()
+    }
+
+    /// The CHILD_SA of the tunnel with our SPI `spi_r`.
+    pub fn child(&self, spi_r: u64) -> Option<&ChildSa> {
+        match self.sas.get(&spi_r)? {
+            Entry::Up { tunnel, .. } if tunnel.child_up() => Some(&tunnel.child),
+            _ => None,
+        }
+    }
+
+    /// Every established tunnel: the initiator's address, our SPI, the
+    /// CHILD_SA.
+    pub fn tunnels(&self) -> impl Iterator<Item = (SocketAddrV4, u64, &ChildSa)> {
+        self.sas.iter().filter_map(|(spi, e)| match e {
+            Entry::Up {
+                tunnel, peer_ike, ..
+            } if tunnel.child_up() => Some((*peer_ike, *spi, &tunnel.child)),
+            _ => None,
+        })
+    }
+
+    /// Takes a datagram that came to `natt` (4500) or 500 from `from`.
+    /// On 4500, IKE follows the non-ESP marker; anything else there (ESP,
+    /// keepalives) is not IKE's and ignored.
+    pub fn handle(&mut self, natt: bool, from: SocketAddrV4, datagram: &[u8], now: Instant) {
+        let data = if natt {
+            if datagram.len() <= 4 || datagram[..4] != NON_ESP_MARKER {
+                if self.keep_esp && datagram.len() >= 8 && self.esp.len() < 64 {
+                    self.esp.push((from, datagram.to_vec()));
+                }
+                return;
+            }
+            &datagram[4..]
+        } else {
+            datagram
+        };
+        let Ok(h) = Header::parse(data) else {
+            return;
+        };
+        if h.exchange == exchange::IKE_SA_INIT && h.spi_r == 0 {
+            if !h.is_response() && h.from_initiator() && h.message_id == 0 {
+                self.init(natt, from, &h, data, now);
+            }
+        } else if let Some(entry) = self.sas.get_mut(&h.spi_r) {
+            match entry {
+                Entry::HalfOpen(_) => {
+                    if h.exchange == exchange::IKE_AUTH && h.message_id == 1 && !h.is_response() {
+                        self.auth(natt, from, &h, data, now);
+                    }
+                }
+                Entry::Up {
+                    tunnel,
+                    peer_ike,
+                    peer_natt,
+                } => {
+                    if natt {
+                        *peer_natt = from;
+                    } else {
+                        *peer_ike = from;
+                    }
+                    let spi_r = h.spi_r;
+                    tunnel.handle(data, now, &mut self.out);
+                    self.flush(spi_r);
+                }
+            }
+        }
+        if now.duration_since(self.last_sweep) > HALF_OPEN_LIFETIME {
+            self.sweep(now);
+        }
+    }
+
+    /// Drops half-open SAs that never got their IKE_AUTH.
+    fn sweep(&mut self, now: Instant) {
+        self.last_sweep = now;
+        self.sas.retain(|_, e| match e {
+            Entry::HalfOpen(h) => now.duration_since(h.created) < HALF_OPEN_LIFETIME,
+            Entry::Up { .. } => true,
+        });
+        let sas = &self.sas;
+        self.inits.retain(|_, spi| sas.contains_key(spi));
+    }
+
+    /// Sends a tunnel's datagrams and takes its outputs.
+    fn flush(&mut self, spi_r: u64) {
+        let Some(Entry::Up {
+            peer_ike,
+            peer_natt,
+            ..
+        }) = self.sas.get(&spi_r)
+        else {
+            self.out.transmits.clear();
+            self.out.outputs.clear();
+            return;
+        };
+        let (peer_ike, peer_natt) = (*peer_ike, *peer_natt);
+        while let Some(t) = self.out.transmits.pop_front() {
+            self.sent.push(Datagram {
+                natt: t.natt,
+                to: if t.natt { peer_natt } else { peer_ike },
+                data: t.data,
+            });
+        }
+        let mut gone = false;
+        while let Some(o) = self.out.outputs.pop_front() {
+            if let Output::Event(event) = o {
+                gone |= event == Event::IkeDeleted;
+                self.events.push(ResponderEvent::Event {
+                    peer: peer_ike,
+                    spi_r,
+                    event,
+                });
+            }
+        }
+        if gone {
+            self.sas.remove(&spi_r);
+        }
+    }
+
+    fn send(&mut self, natt: bool, to: SocketAddrV4, message: &[u8]) {
+        let t = crate::tunnel::Transmit::ike(natt, message);
+        self.sent.push(Datagram {
+            natt,
+            to,
+            data: t.data,
+        });
+    }
+
+    /// An IKE_SA_INIT request: answered with our SA, KE, Nr and NAT
+    /// detection, or with INVALID_KE_PAYLOAD / NO_PROPOSAL_CHOSEN (no
+    /// state kept for those).
+    fn init(&mut self, natt: bool, from: SocketAddrV4, h: &Header, data: &[u8], now: Instant) {
+        if let Some(spi_r) = self.inits.get(&(h.spi_i, from)) {
+            // A retransmission: the same answer again.
+            if let Some(Entry::HalfOpen(half)) = self.sas.get(spi_r) {
+                if half.init_request == data {
+                    let bytes = half.init_response.clone();
+                    self.send(natt, from, &bytes);
+                }
+            }
+            return;
+        }
+        let Ok(request) = Message::parse(data) else {
+            return;
+        };
+        let (mut sa, mut ke, mut ni) = (None, None, None);
+        for p in &request.payloads {
+            match p {
+                Payload::Sa(list) => sa = Some(list),
+                Payload::Ke { group, data } => ke = Some((*group, data)),
+                Payload::Nonce(n) => ni = Some(n),
+                _ => {}
+            }
+        }
+        let refuse = |this: &mut Self, kind: u16, data: Vec<u8>| {
+            let answer = Message {
+                header: Header::new(h.spi_i, 0, exchange::IKE_SA_INIT, flags::RESPONSE, 0),
+                payloads: vec![Payload::Notify(Notify::new(kind, data))],
+            }
+            .encode();
+            this.send(natt, from, &answer);
+        };
+        let (Some(sa), Some((group, public)), Some(ni)) = (sa, ke, ni) else {
+            return refuse(self, notify::INVALID_SYNTAX, Vec::new());
+        };
+        if !(16..=256).contains(&ni.len()) {
+            return refuse(self, notify::INVALID_SYNTAX, Vec::new());
+        }
+        let config = Arc::clone(&self.config);
+        let Some((chosen, suite)) = config.ike.choose(sa, group) else {
+            return refuse(self, notify::NO_PROPOSAL_CHOSEN, Vec::new());
+        };
+        if suite.group.id() != group {
+            return refuse(
+                self,
+                notify::INVALID_KE_PAYLOAD,
+                suite.group.id().to_be_bytes().to_vec(),
+            );
+        }
+        let (dh, our_public) = DhPrivate::generate(suite.group);
+        let Ok(shared) = dh.shared(public) else {
+            return refuse(self, notify::INVALID_SYNTAX, Vec::new());
+        };
+        let spi_r = loop {
+            let spi = random_u64();
+            if spi != 0 && !self.sas.contains_key(&spi) {
+                break spi;
+            }
+        };
+        let nr = random_bytes(32);
+        let keys = ike_keys(
+            suite.prf,
+            suite.integrity,
+            suite.encryption,
+            &shared,
+            ni,
+            &nr,
+            h.spi_i,
+            spi_r,
+        );
+        // NAT detection (RFC 7296 §2.23): the initiator's hashes of its
+        // source and of our address, against what arrived. Either one
+        // different (a NAT, or one faked to force encapsulation): ESP in
+        // UDP.
+        let local_port = if natt {
+            config.ports.natt
+        } else {
+            config.ports.ike
+        };
+        let theirs = nat_hash(h.spi_i, 0, *from.ip(), from.port());
+        let ours = nat_hash(h.spi_i, 0, config.local, local_port);
+        let hashes = |kind: u16| -> Vec<&Vec<u8>> {
+            request
+                .notifies()
+                .filter(|n| n.kind == kind)
+                .map(|n| &n.data)
+                .collect()
+        };
+        let sources = hashes(notify::NAT_DETECTION_SOURCE_IP);
+        let destinations = hashes(notify::NAT_DETECTION_DESTINATION_IP);
+        let nat_traversal = !sources.is_empty() && !destinations.is_empty();
+        let nat = !sources.contains(&&theirs) || !destinations.contains(&&ours);
+        let mut payloads = vec![
+            Payload::Sa(vec![chosen]),
+            Payload::Ke {
+                group: suite.group.id(),
+                data: our_public,
+            },
+            Payload::Nonce(nr.clone()),
+        ];
+        if nat_traversal {
+            payloads.push(Payload::Notify(Notify::new(
+                notify::NAT_DETECTION_SOURCE_IP,
+                nat_hash(h.spi_i, spi_r, config.local, local_port),
+            )));
+            payloads.push(Payload::Notify(Notify::new(
+                notify::NAT_DETECTION_DESTINATION_IP,
+                nat_hash(h.spi_i, spi_r, *from.ip(), from.port()),
+            )));
+        }
+        let response = Message {
+            header: Header::new(h.spi_i, spi_r, exchange::IKE_SA_INIT, flags::RESPONSE, 0),
+            payloads,
+        }
+        .encode();
+        self.send(natt, from, &response);
+        let ike = IkeSa {
+            initiator: false,
+            spi_i: h.spi_i,
+            spi_r,
+            suite,
+            keys,
+            ni: ni.clone(),
+            nr,
+            next_id: 0,
+            peer_id: 1,
+            last_answer: None,
+        };
+        self.inits.insert((h.spi_i, from), spi_r);
+        self.sas.insert(
+            spi_r,
+            Entry::HalfOpen(Box::new(HalfOpen {
+                ike,
+                init_request: data.to_vec(),
+                init_response: response,
+                udp_encap: nat_traversal && nat,
+                created: now,
+            })),
+        );
+    }
+
+    /// IKE_AUTH: the initiator's AUTH verified with the key, ours sent,
+    /// the CHILD_SA with its selectors narrowed; AUTHENTICATION_FAILED
+    /// (and no SA) when the AUTH does not verify.
+    fn auth(&mut self, natt: bool, from: SocketAddrV4, h: &Header, data: &[u8], now: Instant) {
+        let Some(Entry::HalfOpen(half)) = self.sas.get(&h.spi_r) else {
+            return;
+        };
+        if h.spi_i != half.ike.spi_i || !h.from_initiator() {
+            return;
+        }
+        let Ok(request) = open(&half.ike.in_keys(), data) else {
+            return;
+        };
+        let Some(Entry::HalfOpen(half)) = self.sas.remove(&h.spi_r) else {
+            return;
+        };
+        let config = Arc::clone(&self.config);
+        let mut ike = half.ike;
+        let (mut idi, mut auth, mut sa, mut tsi, mut tsr) = (None, None, None, None, None);
+        for p in &request.payloads {
+            match p {
+                Payload::IdI(id) => idi = Some(id),
+                Payload::Auth { method, data } => auth = Some((*method, data)),
+                Payload::Sa(list) => sa = Some(list),
+                Payload::TsI(l) => tsi = Some(l),
+                Payload::TsR(l) => tsr = Some(l),
+                _ => {}
+            }
+        }
+        let reply =
+            |ike: &IkeSa, payloads: &[Payload]| ike.seal(exchange::IKE_AUTH, true, 1, payloads);
+        let (Some(idi), Some((method, auth))) = (idi, auth) else {
+            let bytes = reply(
+                &ike,
+                &[Payload::Notify(Notify::new(
+                    notify::INVALID_SYNTAX,
+                    Vec::new(),
+                ))],
+            );
+            self.send(natt, from, &bytes);
+            return;
+        };
+        let expected = psk_auth(
+            ike.suite.prf,
+            config.psk.bytes(),
+            &ike.keys.sk_pi,
+            &half.init_request,
+            &ike.nr,
+            &idi.payload_body(),
+        );
+        let verified = method == auth_method::SHARED_KEY_MIC
+            && bool::from(subtle::ConstantTimeEq::ct_eq(&expected[..], &auth[..]));
+        if !verified {
+            let bytes = reply(
+                &ike,
+                &[Payload::Notify(Notify::new(
+                    notify::AUTHENTICATION_FAILED,
+                    Vec::new(),
+                ))],
+            );
+            self.send(natt, from, &bytes);
+            self.events.push(ResponderEvent::Failed {
+                peer: from,
+                error: IkeError::InitiatorAuthentication {
+                    peer: SocketAddr::V4(from),
+                    identity: idi.to_string(),
+                },
+            });
+            return;
+        }
+        let idr = config
+            .local_id
+            .clone()
+            .unwrap_or(Identity::Ipv4(config.local));
+        let our_auth = psk_auth(
+            ike.suite.prf,
+            config.psk.bytes(),
+            &ike.keys.sk_pr,
+            &half.init_response,
+            &ike.ni,
+            &idr.payload_body(),
+        );
+        let mut payloads = vec![
+            Payload::IdR(idr),
+            Payload::Auth {
+                method: auth_method::SHARED_KEY_MIC,
+                data: our_auth.to_vec(),
+            },
+        ];
+        // The CHILD_SA: a suite we take, and the selectors narrowed.
+        let esp = sa.and_then(|sa| choose_esp(config.esp, sa));
+        let narrow = |list: Option<&Vec<TrafficSelector>>, limit: &TrafficSelector| {
+            list.into_iter()
+                .flatten()
+                .filter_map(|ts| ts.narrow(limit))
+                .collect::<Vec<_>>()
+        };
+        let tsi = narrow(tsi, &config.remote_ts);
+        let tsr = narrow(tsr, &config.local_ts);
+        let peer = SocketAddr::V4(from);
+        let refused = match (&esp, tsi.is_empty() || tsr.is_empty()) {
+            (None, _) => Some(notify::NO_PROPOSAL_CHOSEN),
+            (_, true) => Some(notify::TS_UNACCEPTABLE),
+            _ => None,
+        };
+        let child = ChildSa {
+            outbound: linerate_esp::SaKeys {
+                suite: config.esp,
+                spi: 0,
+                encryption_key: Vec::new(),
+                integrity_key: Vec::new(),
+            },
+            inbound: linerate_esp::SaKeys {
+                suite: config.esp,
+                spi: 0,
+                encryption_key: Vec::new(),
+                integrity_key: Vec::new(),
+            },
+            local_ts: tsr.clone(),
+            remote_ts: tsi.clone(),
+            local: SocketAddrV4::new(config.local, config.ports.natt),
+            remote: SocketAddrV4::new(*from.ip(), if natt { from.port() } else { 4500 }),
+            udp_encap: half.udp_encap,
+        };
+        let mut tunnel = match (refused, esp) {
+            (None, Some((number, spi_out, _))) => {
+                let spi_in = new_esp_spi();
+                let ni = ike.ni.clone();
+                let nr = ike.nr.clone();
+                let (outbound, inbound) =
+                    child_sa_keys_ordered(&ike, config.esp, None, &ni, &nr, spi_out, spi_in, false);
+                let mut proposal = esp_proposal(config.esp, spi_in, None);
+                proposal.number = number;
+                payloads.extend([
+                    Payload::Sa(vec![proposal]),
+                    Payload::TsI(tsi),
+                    Payload::TsR(tsr),
+                ]);
+                let mut child = child;
+                child.outbound = outbound;
+                child.inbound = inbound;
+                let bytes = reply(&ike, &payloads);
+                ike.last_answer = Some((1, bytes.clone()));
+                ike.peer_id = 2;
+                self.send(natt, from, &bytes);
+                let mut t = Tunnel::new(
+                    ike,
+                    child,
+                    config.esp,
+                    None,
+                    config.retransmit,
+                    natt,
+                    peer,
+                    now,
+                );
+                t.set_child_up();
+                t
+            }
+            (kind, _) => {
+                // The IKE SA stands without a CHILD_SA (RFC 7296 §1.2).
+                let kind = kind.unwrap_or(notify::NO_PROPOSAL_CHOSEN);
+                payloads.push(Payload::Notify(Notify::new(kind, Vec::new())));
+                let bytes = reply(&ike, &payloads);
+                ike.last_answer = Some((1, bytes.clone()));
+                ike.peer_id = 2;
+                self.send(natt, from, &bytes);
+                self.events.push(ResponderEvent::Failed {
+                    peer: from,
+                    error: IkeError::Refused {
+                        exchange: "the initiator's CHILD_SA".into(),
+                        notify: notify::name(kind),
+                    },
+                });
+                Tunnel::new(
+                    ike,
+                    child,
+                    config.esp,
+                    None,
+                    config.retransmit,
+                    natt,
+                    peer,
+                    now,
+                )
+            }
+        };
+        let up = tunnel.child_up();
+        tunnel.floated = natt;
+        let spi_r = tunnel.ike.spi_r;
+        self.sas.insert(
+            spi_r,
+            Entry::Up {
+                tunnel: Box::new(tunnel),
+                peer_ike: if natt {
+                    SocketAddrV4::new(*from.ip(), 500)
+                } else {
+                    from
+                },
+                peer_natt: from,
+            },
+        );
+        if up {
+            self.events
+                .push(ResponderEvent::Established { peer: from, spi_r });
+        }
+    }
+}
+
+/// The responder on its own sockets: one thread, any number of
+/// initiators.
+pub struct Responder {
+    machine: ResponderMachine,
+    ike: UdpSocket,
+    natt: UdpSocket,
+    buf: Vec<u8>,
+    cmsg: Vec<u8>,
+}
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Responder")
+            .field("local", &self.machine.config.local)
+            .field("established", &self.machine.established())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Responder {
+    /// Binds `config.local` on `config.ports` in the calling thread's
+    /// network namespace.
+    pub fn bind(config: ResponderConfig) -> Result<Responder, IkeError> {
+        let bind = |port: u16| {
+            let s = UdpSocket::bind((config.local, port))
+                .map_err(|e| IkeError::io(format!("cannot bind UDP {}:{port}", config.local), e))?;
+            let size = 8usize << 20;
+            use nix::sys::socket::{setsockopt, sockopt};
+            if setsockopt(&s, sockopt::RcvBufForce, &size).is_err() {
+                let _ = setsockopt(&s, sockopt::RcvBuf, &size);
+            }
+            Ok::<_, IkeError>(s)
+        };
+        let ike = bind(config.ports.ike)?;
+        let natt = bind(config.ports.natt)?;
+        let mut config = config;
+        let port = |s: &UdpSocket, or: u16| s.local_addr().map_or(or, |a| a.port());
+        config.ports = Ports {
+            ike: port(&ike, config.ports.ike),
+            natt: port(&natt, config.ports.natt),
+        };
+        Ok(Responder {
+            machine: ResponderMachine::new(config),
+            ike,
+            natt,
+            buf: vec![0; 65536],
+            cmsg: nix::cmsg_space!(nix::libc::in_pktinfo),
+        })
+    }
+
+    /// The ports bound (the kernel's choice for 0).
+    pub fn ports(&self) -> Ports {
+        self.machine.config.ports
+    }
+
+    pub fn machine(&self) -> &ResponderMachine {
+        &self.machine
+    }
+
+    pub fn machine_mut(&mut self) -> &mut ResponderMachine {
+        &mut self.machine
+    }
+
+    pub fn established(&self) -> usize {
+        self.machine.established()
+    }
+
+    /// Answers what arrives for up to `timeout`; returns as soon as
+    /// something happened (or at the timeout).
+    pub fn poll(&mut self, timeout: Duration) -> Vec<ResponderEvent> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let got = self.receive();
+            if got.is_err() {
+                return self.machine.take_events();
+            }
+            let events = self.machine.take_events();
+            if !events.is_empty() || Instant::now() >= deadline {
+                return events;
+            }
+            wait_readable([&self.ike, &self.natt], Some(deadline));
+        }
+    }
+
+    /// Handles every datagram waiting on both sockets.
+    fn receive(&mut self) -> io::Result<()> {
+        for natt in [false, true] {
+            loop {
+                let socket = if natt { &self.natt } else { &self.ike };
+                let Some((n, from, _)) = recv_to(socket, &mut self.buf, &mut self.cmsg)? else {
+                    break;
+                };
+                let now = Instant::now();
+                self.machine.handle(natt, from, &self.buf[..n], now);
+                for d in self.machine.take_datagrams() {
+                    let socket = if d.natt { &self.natt } else { &self.ike };
+                    let _ = socket.send_to(&d.data, d.to);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::{Config, Session};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    fn responder_config(psk: &str) -> ResponderConfig {
+        ResponderConfig {
+            local: Ipv4Addr::LOCALHOST,
+            ports: Ports { ike: 0, natt: 0 },
+            local_id: Some(Identity::parse("gw.test").unwrap()),
+            psk: Psk::new(psk),
+            ike: IkeProposals::parse("aes256-sha256-x25519-ecp256").unwrap(),
+            esp: EspSuite::Aes128Sha256,
+            local_ts: TrafficSelector::parse("198.19.0.0/24").unwrap(),
+            remote_ts: TrafficSelector::parse("198.18.0.0/24").unwrap(),
+            retransmit: Retransmit::default(),
+        }
+    }
+
+    /// linerate's initiator against linerate's responder on the loopback:
+    /// the tunnel comes up on the responder's ports, both derived the same
+    /// keys, the initiator's wider selector is narrowed, the responder
+    /// answers a rekey and the Delete; a wrong key is refused.
+    #[test]
+    fn the_initiator_and_the_responder_agree() {
+        let responder = Responder::bind(responder_config("right key")).unwrap();
+        let ports = responder.ports();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = Arc::clone(&stop);
+        let server = std::thread::spawn(move || {
+            let mut responder = responder;
+            let mut events = Vec::new();
+            while !stop2.load(Ordering::Relaxed) {
+                events.extend(responder.poll(Duration::from_millis(20)));
+            }
+            (responder, events)
+        });
+        let config = |psk: &str| {
+            let mut c = Config::new(
+                Ipv4Addr::LOCALHOST,
+                Ipv4Addr::LOCALHOST,
+                Psk::new(psk),
+                TrafficSelector::parse("198.18.0.0/16").unwrap(),
+                TrafficSelector::parse("198.19.0.0/24").unwrap(),
+            );
+            c.ike = IkeProposals::parse("aes256-sha256-ecp256").unwrap();
+            c.esp = EspSuite::Aes128Sha256;
+            c.gateway_ports = ports;
+            c.local_ports = Ports { ike: 0, natt: 0 };
+            c.remote_id = Some(Identity::parse("gw.test").unwrap());
+            c.retransmit = Retransmit {
+                timeout: Duration::from_millis(200),
+                tries: 3,
+            };
+            c
+        };
+        let mut session = Session::connect(config("right key")).unwrap();
+        let child = session.child().clone();
+        assert!(child.udp_encap);
+        assert_eq!(
+            child.local_ts,
+            [TrafficSelector::parse("198.18.0.0/24").unwrap()]
+        );
+        assert_eq!(child.remote.port(), ports.natt);
+        session.rekey_child_wait(Duration::from_secs(3)).unwrap();
+        let rekeyed = session.child().clone();
+        assert_ne!(rekeyed.inbound.spi, child.inbound.spi);
+        let e = Session::connect(config("wrong key")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("authentication failed: the gateway answered AUTHENTICATION_FAILED"),
+            "{e}"
+        );
+        // The responder's view before the Delete.
+        std::thread::sleep(Duration::from_millis(100));
+        stop.store(true, Ordering::Relaxed);
+        let (mut responder, mut events) = server.join().unwrap();
+        let tunnels: Vec<_> = responder
+            .machine()
+            .tunnels()
+            .map(|(_, _, c)| c.clone())
+            .collect();
+        assert_eq!(tunnels.len(), 1);
+        let theirs = &tunnels[0];
+        assert_eq!(theirs.inbound.spi, rekeyed.outbound.spi);
+        assert_eq!(
+            theirs.inbound.encryption_key,
+            rekeyed.outbound.encryption_key
+        );
+        assert_eq!(theirs.inbound.integrity_key, rekeyed.outbound.integrity_key);
+        assert_eq!(theirs.outbound.spi, rekeyed.inbound.spi);
+        assert_eq!(
+            theirs.outbound.encryption_key,
+            rekeyed.inbound.encryption_key
+        );
+        assert!(events
+            .iter()
+            .any(|e| matches!(e, ResponderEvent::Established { .. })));
+        assert!(events.iter().any(|e| matches!(
+            e,
+            ResponderEvent::Failed {
+                error: IkeError::InitiatorAuthentication { .. },
+                ..
+            }
+        )));
+        assert!(events.iter().any(|e| matches!(
+            e,
+            ResponderEvent::Event {
+                event: Event::ChildRekeyed,
+                ..
+            }
+        )));
+        // The Delete, answered by the responder polled meanwhile.
+        let server = std::thread::spawn(move || {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(2) {
+                events.extend(responder.poll(Duration::from_millis(20)));
+                if responder.established() == 0 {
+                    break;
+                }
+            }
+            events
+        });
+        session.delete().unwrap();
+        let events = server.join().unwrap();
+        assert!(events.iter().any(|e| matches!(
+            e,
+            ResponderEvent::Event {
+                event: Event::IkeDeleted,
+                ..
+            }
+        )));
+    }
+}
