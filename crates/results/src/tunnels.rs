@@ -182,7 +182,7 @@ impl TunnelsReport {
             }
         }
         // The commonest first; equal counts in the order first seen.
-        failures.sort_by(|a, b| b.count.cmp(&a.count));
+        failures.sort_by_key(|g| std::cmp::Reverse(g.count));
         let first = tunnels
             .iter()
             .map(|t| t.started_ms)
