@@ -427,6 +427,54 @@ fn an_interrupted_sweep_keeps_the_trials_it_ran() {
     assert_eq!(f(&kept[0], "intended_fps"), 10_000.0);
 }
 
+/// The per-size driver every method command shares: a signal after the
+/// first finished trial ends each command with exit 130, and its JSON
+/// keeps the finished trials as the unfinished size's.
+#[test]
+fn every_method_command_keeps_its_trials_when_interrupted() {
+    if !root_or_skip("every_method_command_keeps_its_trials_when_interrupted") {
+        return;
+    }
+    let (lab, _guard) = lab_up("mi");
+    let commands: [(&str, &[&str]); 4] = [
+        ("mlrsearch", &["--max-rate", "1Mpps"]),
+        ("back-to-back", &["--repeat", "3"]),
+        (
+            "latency",
+            &["--rate", "20kpps", "--loads", "50%,60%,70%,80%,90%,100%"],
+        ),
+        ("rfc2544", &["--max-rate", "1Mpps"]),
+    ];
+    for (cmd, extra) in commands {
+        let json = TempFile::new("methint");
+        let mut args = vec![cmd];
+        args.extend(lab_args(&lab, &json));
+        args.extend_from_slice(&["--sizes", "64", "--trial-duration", "1s"]);
+        args.extend_from_slice(extra);
+        let mut spawned = Spawned::start(&args);
+        let one_done = spawned.wait_for_stderr(std::time::Duration::from_secs(30), |e| {
+            e.contains("pass:") || e.contains("FAIL:") || e.contains("latency trial")
+        });
+        assert!(
+            one_done,
+            "{cmd}: no trial finished: {}",
+            spawned.stderr_now()
+        );
+        signal(spawned.pid, nix::sys::signal::Signal::SIGINT);
+        let run = spawned.finish(RUN_LIMIT);
+        assert_eq!(run.code, 130, "{cmd}: {}", run.dump());
+        let rep = json.json();
+        let kept = rep["interrupted"]["trials"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{cmd}: no unfinished trials kept: {rep}"));
+        assert!(!kept.is_empty(), "{cmd}: {rep}");
+        assert_eq!(rep["interrupted"]["frame_size"], 64, "{cmd}: {rep}");
+        for t in kept {
+            assert_trial_consistent(t);
+        }
+    }
+}
+
 #[test]
 fn rfc2544_with_mlrsearch_prints_ndr_and_pdr_beside_the_zero_loss_throughput() {
     if !root_or_skip("rfc2544_with_mlrsearch_prints_ndr_and_pdr_beside_the_zero_loss_throughput")

@@ -95,11 +95,18 @@ fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResu
             let _ = tx.lock().map(|tx| tx.send(message));
         })));
     }
+    // quiet=True prints nothing at all (the results come back as values);
+    // on the command line --quiet only hides the progress.
+    let console = if words.iter().any(|a| a == "--quiet") {
+        linerate_session::console::Console::Silent
+    } else {
+        linerate_session::console::Console::Terminal
+    };
     let worker = std::thread::spawn({
         let stop = stop.clone();
         move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                linerate_cli::run(&cli, &stop)
+                linerate_session::console::scoped(console, || linerate_cli::run(&cli, &stop))
             }));
             let result = match result {
                 Ok(Ok(outcome)) => Ok(outcome),

@@ -207,3 +207,15 @@ def test_the_type_stub_lists_every_cli_option():
     assert committed == _stub.render(), "the stub is out of date: regenerate it (see this test)"
     assert "    mlrsearch: bool = False," in committed  # rfc2544 --mlrsearch
     assert "    exceed_ratio: Optional[Value] = None," in committed
+
+
+def test_quiet_prints_nothing_and_loud_prints_the_table(no_leftovers, capfd):
+    options = dict(lab=True, frame_size=128, rate="10000fps", duration="1s", no_db=True)
+    quiet = linerate.trial(quiet=True, **options)
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", ""), (out, err)
+    assert quiet["tx_frames"] == 10000
+    # Without quiet the same call speaks: the check above can fail.
+    linerate.trial(**options)
+    out, err = capfd.readouterr()
+    assert "10,000" in out and "linerate:" in err, (out, err)

@@ -58,3 +58,9 @@ pub struct LatencyReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<UnfinishedTrials>,
 }
+
+impl crate::KeepsUnfinished for LatencyReport {
+    fn unfinished_mut(&mut self) -> &mut Option<crate::UnfinishedTrials> {
+        &mut self.interrupted
+    }
+}

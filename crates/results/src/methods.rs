@@ -124,6 +124,12 @@ pub struct FrameLossReport {
     pub interrupted: Option<UnfinishedTrials>,
 }
 
+impl crate::KeepsUnfinished for FrameLossReport {
+    fn unfinished_mut(&mut self) -> &mut Option<crate::UnfinishedTrials> {
+        &mut self.interrupted
+    }
+}
+
 // ----------------------------------------------------------------- MLRsearch
 
 /// A search goal of draft-ietf-bmwg-mlrsearch, as applied.
@@ -209,6 +215,12 @@ pub struct MlrSearchReport {
     pub interrupted: Option<UnfinishedTrials>,
 }
 
+impl crate::KeepsUnfinished for MlrSearchReport {
+    fn unfinished_mut(&mut self) -> &mut Option<crate::UnfinishedTrials> {
+        &mut self.interrupted
+    }
+}
+
 // -------------------------------------------------------------- back-to-back
 
 /// One repetition of the back-to-back search: the longest burst that
@@ -281,4 +293,10 @@ pub struct BackToBackReport {
     pub results: Vec<BackToBackResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<UnfinishedTrials>,
+}
+
+impl crate::KeepsUnfinished for BackToBackReport {
+    fn unfinished_mut(&mut self) -> &mut Option<crate::UnfinishedTrials> {
+        &mut self.interrupted
+    }
 }

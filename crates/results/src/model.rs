@@ -672,6 +672,18 @@ pub struct UnfinishedTrials {
     pub trials: Vec<TrialResult>,
 }
 
+/// A method's report that keeps the trials of its unfinished frame size:
+/// what the per-size driver fills in as trials end and when a run stops.
+pub trait KeepsUnfinished {
+    fn unfinished_mut(&mut self) -> &mut Option<UnfinishedTrials>;
+}
+
+impl KeepsUnfinished for Rfc2544Report {
+    fn unfinished_mut(&mut self) -> &mut Option<UnfinishedTrials> {
+        &mut self.interrupted
+    }
+}
+
 #[cfg(test)]
 mod loss_where_tests {
     use super::LossWhere;

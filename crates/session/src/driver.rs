@@ -15,9 +15,8 @@ use linerate_engine::{Engine, EngineError};
 use linerate_method::TrialRunner;
 use linerate_results::methods::RunInfo;
 use linerate_results::report;
-use linerate_results::UnfinishedTrials;
 use linerate_results::{TrialResult, TrialSpec};
-use linerate_wire::{FrameSize, Frames, Rate};
+use linerate_wire::{Frames, Rate};
 use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
 
@@ -38,7 +37,7 @@ impl Session {
     /// The checks passed: says what runs where and resolves the gateways.
     pub fn ready(&mut self) -> Result<()> {
         for note in self.notes.drain(..) {
-            eprintln!("linerate: {note}");
+            errln!("linerate: {note}");
         }
         self.bed.engine.resolve()?;
         Ok(())
@@ -177,15 +176,6 @@ pub(crate) fn label(frames: &Frames) -> String {
     }
 }
 
-/// The trials of a frame size whose method did not finish.
-pub(crate) fn unfinished(frame: FrameSize, trials: Vec<TrialResult>) -> UnfinishedTrials {
-    UnfinishedTrials {
-        frame_size: frame.frame(),
-        l3_length: frame.l3(),
-        trials,
-    }
-}
-
 /// A method stopped by `e`: the report (with the unfinished trials) is
 /// saved and, when interrupted, the table so far printed.
 pub(crate) fn stopped(
@@ -194,7 +184,7 @@ pub(crate) fn stopped(
     report: &impl serde::Serialize,
     table: String,
 ) -> Result<Outcome> {
-    eprintln!();
+    errln!();
     recorder.save(report)?;
     if let EngineError::Interrupted = e {
         recorder.print(&table);

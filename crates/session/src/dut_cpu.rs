@@ -63,7 +63,7 @@ impl Pending {
                 traffic_pct: round1((total - self.baseline).max(0.0)),
             }),
             Ok(Err(e)) => {
-                eprintln!(
+                errln!(
                     "\nlinerate: warning: DUT CPU not measured in this trial: {}",
                     crate::exit::one_line(&e)
                 );
@@ -104,7 +104,7 @@ pub fn meter_for(
     match DutCpuMeter::lab(&p.dut_cpus, p.shared_core, data_path_pids) {
         Ok(m) => Ok(Some(m)),
         Err(e) => {
-            eprintln!(
+            errln!(
                 "linerate: note: DUT CPU load not measured: {}",
                 crate::exit::one_line(&e)
             );

@@ -75,7 +75,7 @@ impl EventSink {
         }
         line.push('}');
         if let Err(e) = writeln!(self.out, "{line}").and_then(|_| self.out.flush()) {
-            eprintln!(
+            errln!(
                 "linerate: warning: --events: {e}; no more events are written (the run goes on)"
             );
             self.failed = true;

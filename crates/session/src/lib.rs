@@ -12,6 +12,8 @@
 //! `linerate-cli` library (crates/cli) turns options into plans, for the
 //! `linerate` binary, the TOML runner and the Python package alike.
 
+#[macro_use]
+pub mod console;
 pub mod commands;
 pub mod driver;
 pub mod dut_cpu;
@@ -25,6 +27,7 @@ pub mod ports;
 mod progress;
 pub mod recorder;
 pub mod scenario_bed;
+mod sizes;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 pub mod throughput;

@@ -159,7 +159,7 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
                         .context("preparing the lab router for IPv6/VLAN")?,
                 );
                 if let Some(r) = &routed {
-                    eprintln!(
+                    errln!(
                         "linerate: {encap} test frames: the lab router routes them on {} for this run",
                         r.describe()
                     );
@@ -197,7 +197,7 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
     };
     if let Some(peer) = &ipsec {
         host_b.inner = Some(peer.inner);
-        eprintln!("linerate: {}", peer.note());
+        errln!("linerate: {}", peer.note());
     }
     // A deep lab's tester ports receive through their CPU's backlog: the
     // receivers' XDP programs attach behind it.
@@ -223,7 +223,7 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         for info in [&a.info, &b.info] {
             if let Some(ns) = &info.netns {
                 if let Err(why) = linerate_lab::tester_receive(ns, &info.ifname, &p.tester_cpus) {
-                    eprintln!(
+                    errln!(
                         "linerate: note: {}'s receive stays where the kernel runs it: {why}",
                         info.ifname
                     );
@@ -259,13 +259,13 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         ..EngineConfig::default()
     };
     if plan.latency_every != LatencySampling::Auto && !b.rx.kind().samples_latency() {
-        eprintln!(
+        errln!(
             "linerate: note: --latency-every {} applies to the in-kernel counter; port B counts through its socket and measures every frame's latency",
             plan.latency_every
         );
     }
     if let Some(note) = cfg.tx_placement_note() {
-        eprintln!("linerate: note: {note}");
+        errln!("linerate: note: {note}");
     }
     // Decryption: linerate's port B encrypts, the frames go B -> A.
     let decrypt = direction == Some(crate::ipsec::Direction::Decrypt);
@@ -315,7 +315,7 @@ pub fn lab_for_run(name: Option<&str>, ring: Option<u32>) -> Result<Lab> {
         Lab::attach(DEFAULT_LAB)?
     } else {
         let name = linerate_lab::temporary_name();
-        eprintln!("linerate: building lab '{name}' for this run (namespaces lr-{name}-*)");
+        errln!("linerate: building lab '{name}' for this run (namespaces lr-{name}-*)");
         Lab::up_with_ring(&name, ring.unwrap_or(linerate_lab::DEFAULT_RING))?
     })
 }
@@ -829,7 +829,7 @@ fn destinations_to_answer(
     let net = u32::from(host.ip) & mask;
     let in_subnet = |a: u32| a & mask == net;
     if !in_subnet(lo) || !in_subnet(hi) {
-        eprintln!(
+        errln!(
             "linerate: note: the dst-ip range {}..{} is not inside port B's subnet {}/{}: the DUT needs routes for it towards port B",
             Ipv4Addr::from(lo),
             Ipv4Addr::from(hi),

@@ -229,7 +229,7 @@ impl ProgressView {
                             f64::NAN,
                             f64::NAN,
                         );
-                        eprintln!("\r\x1b[2K{start}{}", done_text(result, Some(*passed)));
+                        errln!("\r\x1b[2K{start}{}", done_text(result, Some(*passed)));
                     }
                     Mode::Quiet => {}
                 }
@@ -268,7 +268,7 @@ impl ProgressView {
     fn clear(&self) {
         if self.mode == Mode::Live {
             let _s = self.state();
-            eprint!("\r\x1b[2K");
+            errp!("\r\x1b[2K");
         }
     }
 
@@ -300,7 +300,7 @@ pub fn show(p: &Progress, line_rate_fps: f64) {
             intended_fps,
             lo,
             hi,
-        } => eprint!(
+        } => errp!(
             "{}",
             starting_text(
                 &frames_tag(*frame, *mix),
@@ -312,7 +312,7 @@ pub fn show(p: &Progress, line_rate_fps: f64) {
             )
         ),
         Progress::TrialDone { result, passed, .. } => {
-            eprintln!("{}", done_text(result, Some(*passed)))
+            errln!("{}", done_text(result, Some(*passed)))
         }
     }
 }
@@ -410,7 +410,7 @@ pub(crate) fn show_step(step: &Step, line_rate_fps: f64) {
             spec,
             why,
         } => {
-            eprint!(
+            errp!(
                 "[{}] trial {:>3}: {:>11} fps ({:5.1} % of line) {:>7} {why} ... ",
                 frames_tag(*frame, spec.mix.as_ref()),
                 trial_no,
@@ -426,7 +426,7 @@ pub(crate) fn show_step(step: &Step, line_rate_fps: f64) {
             } else {
                 ""
             };
-            eprintln!(
+            errln!(
                 "{verdict}: tx {} rx {} loss {:.4} %{short}",
                 thousands(result.tx_frames),
                 thousands(result.rx_frames),

@@ -78,6 +78,9 @@ impl Default for RecordPlan {
     }
 }
 
+/// Builds what a `--json` file holds from a run's report.
+pub type JsonWrap = Box<dyn Fn(serde_json::Value) -> serde_json::Value>;
+
 pub struct Recorder {
     args: RecordPlan,
     store: Option<Store>,
@@ -94,6 +97,9 @@ pub struct Recorder {
     installed: Option<capture::Installed>,
     /// `--json`: the command's report, rewritten as the run goes on.
     json: Option<PathBuf>,
+    /// What the `--json` file holds around the report (several scenarios'
+    /// reports compared); None: the report itself.
+    json_wrap: Option<JsonWrap>,
     finished: bool,
     /// The database stopped taking the run (a write failed): why, and the
     /// store, kept to mark the run incomplete at its end if it can.
@@ -154,6 +160,7 @@ impl Recorder {
             capture: None,
             installed: None,
             json: None,
+            json_wrap: None,
             finished: false,
             lost: None,
         })
@@ -163,6 +170,28 @@ impl Recorder {
     pub fn json_file(mut self, path: Option<&Path>) -> Recorder {
         self.json = path.map(Path::to_path_buf);
         self
+    }
+
+    /// The `--json` file holds `wrap(report)` instead of the report: a
+    /// run that is one of several compared writes them all.
+    pub fn json_wrapped(mut self, path: Option<&Path>, wrap: JsonWrap) -> Recorder {
+        self.json = path.map(Path::to_path_buf);
+        self.json_wrap = Some(wrap);
+        self
+    }
+
+    /// Writes `report` to the `--json` file, if there is one.
+    fn write_json(&self, report: &impl serde::Serialize) -> Result<()> {
+        let Some(path) = &self.json else {
+            return Ok(());
+        };
+        match &self.json_wrap {
+            Some(wrap) => {
+                let value = serde_json::to_value(report).expect("reports serialize");
+                crate::outputs::write_json(path, &wrap(value))
+            }
+            None => crate::outputs::write_json(path, report),
+        }
     }
 
     /// Makes the files the run writes that [`open`](Self::open) left for
@@ -203,7 +232,7 @@ impl Recorder {
             })?);
         }
         self.progress = Some(ProgressView::new(
-            self.args.quiet,
+            self.quiet(),
             info.sizes.len(),
             info.trial_s,
             info.resolution,
@@ -256,7 +285,7 @@ impl Recorder {
     }
 
     fn store_failed(&mut self, e: linerate_store::StoreError) {
-        eprintln!(
+        errln!(
             "linerate: warning: {e}; the rest of this run is not stored (the measurement goes on)"
         );
         if let Some(store) = self.store.take() {
@@ -369,7 +398,7 @@ impl Recorder {
                 ..
             } => self.trial_done(search_no, earlier + trial_no, result, Some(*passed)),
         }
-        if !self.args.quiet {
+        if !self.quiet() {
             crate::progress::show_step(step, line_rate_fps);
         }
     }
@@ -389,9 +418,14 @@ impl Recorder {
         );
     }
 
+    /// No progress: `--quiet`, or a caller that wants no words at all.
+    fn quiet(&self) -> bool {
+        self.args.quiet || crate::console::silent()
+    }
+
     /// Whether progress lines are wanted (not `--quiet`).
     pub fn verbose(&self) -> bool {
-        !self.args.quiet
+        !self.quiet()
     }
 
     /// A latency trial ended (`trial_no` in the run's search, `latency_no`
@@ -407,8 +441,8 @@ impl Recorder {
     ) {
         self.ensure_stored();
         self.trial_done(search_no, trial_no, result, None);
-        if !self.args.quiet {
-            eprintln!(
+        if !self.quiet() {
+            errln!(
                 "[{}] latency trial {latency_no} at {} fps: rx {} lost {}",
                 frames.describe(),
                 linerate_results::report::thousands(result.intended_fps.round() as u64),
@@ -492,9 +526,7 @@ impl Recorder {
     /// disk mid-run must not stop the measurement; [`save`](Self::save)
     /// reports it).
     pub fn save_partial(&mut self, report: &impl serde::Serialize) {
-        if let Some(path) = &self.json {
-            let _ = crate::outputs::write_json(path, report);
-        }
+        let _ = self.write_json(report);
         self.document(report);
     }
 
@@ -502,16 +534,13 @@ impl Recorder {
     /// written to `--json` and stored with the run.
     pub fn save(&mut self, report: &impl serde::Serialize) -> Result<()> {
         self.document(report);
-        if let Some(path) = &self.json {
-            crate::outputs::write_json(path, report)?;
-        }
-        Ok(())
+        self.write_json(report)
     }
 
     /// Says where the report was written, once the run is complete.
     pub fn saved_note(&self) {
         if let Some(path) = &self.json {
-            eprintln!("linerate: every trial written to {}", path.display());
+            errln!("linerate: every trial written to {}", path.display());
         }
     }
 
@@ -532,9 +561,9 @@ impl Recorder {
             view.finish();
         }
         if self.events.as_ref().is_some_and(|e| e.to_stdout) {
-            eprint!("{text}");
+            errp!("{text}");
         } else {
-            print!("{text}");
+            outp!("{text}");
         }
     }
 
@@ -546,7 +575,7 @@ impl Recorder {
             return self.finish(RunStatus::Complete);
         }
         if let Err(e) = self.finish(RunStatus::Interrupted) {
-            eprintln!("linerate: warning: {e}");
+            errln!("linerate: warning: {e}");
         }
         Ok(())
     }
@@ -566,7 +595,7 @@ impl Recorder {
         }
         if let (Some(path), Some(installed)) = (&self.args.pcap, self.installed.take()) {
             installed.flush();
-            eprintln!(
+            errln!(
                 "linerate: {} frames sampled to {} (the first {} of each trial at port B, and those around losses)",
                 installed.frames_written(),
                 path.display(),
@@ -580,12 +609,12 @@ impl Recorder {
         let lost = self.storage_lost();
         if let (Some(store), Some(id), None) = (&self.store, self.run_id, &lost) {
             match store.finish_run(id, status, &now()) {
-                Err(e) => eprintln!("linerate: warning: {e}"),
-                Ok(()) if status == RunStatus::Complete => eprintln!(
+                Err(e) => errln!("linerate: warning: {e}"),
+                Ok(()) if status == RunStatus::Complete => errln!(
                     "linerate: stored as run {id} in {} ('linerate show {id}')",
                     store.path().display()
                 ),
-                Ok(()) => eprintln!(
+                Ok(()) => errln!(
                     "linerate: stored as run {id}, incomplete, with every trial it finished ('linerate show {id}')"
                 ),
             }
@@ -615,7 +644,7 @@ impl Drop for Recorder {
         let begun = self.progress.is_some();
         if begun {
             if let Err(e) = self.finish(RunStatus::Interrupted) {
-                eprintln!("linerate: warning: {e}");
+                errln!("linerate: warning: {e}");
             }
         }
     }

@@ -33,7 +33,7 @@ pub fn prepare(
 ) -> Result<(Applied, ports::TestBed)> {
     // Unique per process and scenario; at most 11 characters.
     let name = format!("s{}-{index}", std::process::id());
-    eprintln!(
+    errln!(
         "linerate: scenario {}: {} (lab '{name}', namespaces lr-{name}-*)",
         scenario.spec,
         scenario.description()
@@ -44,16 +44,16 @@ pub fn prepare(
     };
     let ring = scenario.ring(asked);
     if ring != asked {
-        eprintln!("linerate:   rings: veth's own 256-frame rings, not {asked}: this DUT forwards in NAPI or moves its interfaces into a second DUT, where the deep lab's NIC queue cannot sit");
+        errln!("linerate:   rings: veth's own 256-frame rings, not {asked}: this DUT forwards in NAPI or moves its interfaces into a second DUT, where the deep lab's NIC queue cannot sit");
     }
     let lab = Lab::up_with_ring(&name, ring)?;
     // On error the lab drops here and is removed.
     let applied = scenario.apply(&lab)?;
     for check in &applied.checks {
-        eprintln!("linerate:   verified: {check}");
+        errln!("linerate:   verified: {check}");
     }
     if let Some(path) = &applied.data_path {
-        eprintln!("linerate:   data path: {path}");
+        errln!("linerate:   data path: {path}");
     }
     let peered = with_vpn_peer(bed_plan, &applied, max_frame_len)?;
     let bed_plan = peered.as_ref().unwrap_or(bed_plan);

@@ -2,20 +2,21 @@
 //! test bed, as `linerate rfc2544` runs it on the bed as it is and on each
 //! DUT configuration of `--scenario`.
 
-use crate::driver::{describe_port, unfinished, EngineRunner};
+use crate::driver::{describe_port, EngineRunner};
 use crate::dut_cpu::DutCpuMeter;
 use crate::error::{bail, Result};
 use crate::exit::Outcome;
 use crate::plan::{BedPlan, DutPlan};
 use crate::ports;
 use crate::recorder::{RecordPlan, Recorder, RunInfo};
+use crate::sizes::{each_size, Stopped};
 use linerate_engine::EngineError;
 use linerate_lab::scenario::Scenario;
 use linerate_method::mlrsearch::{self, MlrConfig};
 use linerate_method::spec::Step;
 use linerate_method::{find_throughput, Progress, ThroughputConfig};
 use linerate_results::calibration::{near_ceiling, Calibration};
-use linerate_results::{report, Rfc2544Report, TrialResult};
+use linerate_results::{report, Rfc2544Report};
 use linerate_wire::{Frames, Rate};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -59,8 +60,8 @@ pub struct Extras<'a> {
     pub cpu: Option<&'a DutCpuMeter>,
 }
 
-/// Runs the throughput search for each frame size on `bed`. `save` is
-/// called with the report as it grows (after each trial, with the
+/// Runs the throughput search for each frame size on `bed`. The report is
+/// saved through `recorder` as it grows (after each trial, with the
 /// unfinished search in `interrupted`) and at the end; the caller prints.
 pub fn measure(
     plan: &Rfc2544Plan,
@@ -68,7 +69,6 @@ pub fn measure(
     extras: Extras<'_>,
     recorder: &mut Recorder,
     interrupt: &AtomicBool,
-    save: &mut dyn FnMut(&Rfc2544Report) -> Result<()>,
 ) -> Result<(Outcome, Rfc2544Report)> {
     let frames = plan.frames.clone();
     let (trial_duration, resolution, allowed_loss, max_rate) = (
@@ -104,7 +104,7 @@ pub fn measure(
         plans.push((frames, line_fps, cfg));
     }
 
-    eprintln!(
+    errln!(
         "linerate: RFC 2544 throughput on {} -> {}, line speed {} ({}), trials of {}",
         describe_port(bed.engine.port_a()),
         describe_port(bed.engine.port_b()),
@@ -113,10 +113,10 @@ pub fn measure(
         humantime::format_duration(trial_duration),
     );
     if let Some(p) = &bed.placement {
-        eprintln!("linerate: {}", p.note);
+        errln!("linerate: {}", p.note);
     }
     if let Some(why) = &bed.engine_reason {
-        eprintln!("linerate: engine {} ({why})", bed.engine.config().name);
+        errln!("linerate: engine {} ({why})", bed.engine.config().name);
     }
     bed.engine.resolve()?;
 
@@ -150,98 +150,83 @@ pub fn measure(
         port_b_mac: bed.engine.port_b().mac,
     })?;
 
-    for (search_no, (frames, line_fps, cfg)) in plans.into_iter().enumerate() {
-        let frame = frames.largest();
-        let mut trials: Vec<TrialResult> = Vec::new();
-        let mut on_progress = |p: Progress| {
-            recorder.search_progress(search_no, &p, line_fps);
-            if let Progress::TrialDone { result, .. } = p {
-                // Stored as each trial ends: an interrupted run keeps every trial.
-                trials.push(result.clone());
-                let mut partial = rep.clone();
-                partial.interrupted = Some(unfinished(frame, trials.clone()));
-                // Checked writable at the start; a failure now (disk full)
-                // must not stop the measurement: the final write reports it.
-                let _ = save(&partial);
-            }
-        };
-        let mut runner = EngineRunner::on(bed, interrupt, extras.cpu);
-        match find_throughput(&mut runner, frame, &cfg, line_fps, &mut on_progress) {
-            Ok(mut result) => {
-                let engine = &bed.engine.config().name;
-                // Calibrations are per frame size; a mix's ceiling is not
-                // stored, so a mix is flagged only by the search itself.
-                let ceiling = calibration
-                    .ceiling(
-                        &bed.setup_key,
-                        engine,
-                        bed.engine.receiver().as_str(),
-                        frame.frame(),
-                    )
-                    .filter(|_| result.mix.is_none());
-                if let Some(c) = ceiling {
-                    result.calibrated_ceiling_fps = Some(c.ceiling_fps);
-                    result.tester_limited |= near_ceiling(result.throughput_fps, c.ceiling_fps);
+    let measured = each_size(
+        plans,
+        &mut rep,
+        recorder,
+        |(frames, ..)| frames.largest(),
+        |search_no, (frames, line_fps, cfg), trials| {
+            let frame = frames.largest();
+            let mut runner = EngineRunner::on(bed, interrupt, extras.cpu);
+            let mut result = find_throughput(&mut runner, frame, &cfg, line_fps, &mut |p| {
+                trials.recorder.search_progress(search_no, &p, line_fps);
+                if let Progress::TrialDone { result, .. } = p {
+                    trials.done(result);
                 }
-                if plan.mlrsearch {
-                    let cfg =
-                        MlrConfig::after_zero_loss(cfg.max_fps, cfg.min_fps, cfg.trial_duration);
-                    let first_trial_no = result.trials.len();
-                    let mut trials: Vec<TrialResult> = Vec::new();
-                    let mut on_step = |step: Step| {
-                        recorder.step(search_no, first_trial_no, &step, line_fps);
+            })?;
+            let engine = &bed.engine.config().name;
+            // Calibrations are per frame size; a mix's ceiling is not
+            // stored, so a mix is flagged only by the search itself.
+            let ceiling = calibration
+                .ceiling(
+                    &bed.setup_key,
+                    engine,
+                    bed.engine.receiver().as_str(),
+                    frame.frame(),
+                )
+                .filter(|_| result.mix.is_none());
+            if let Some(c) = ceiling {
+                result.calibrated_ceiling_fps = Some(c.ceiling_fps);
+                result.tester_limited |= near_ceiling(result.throughput_fps, c.ceiling_fps);
+            }
+            if plan.mlrsearch {
+                // The zero-loss result stands whatever happens next; an
+                // interrupted MLRsearch keeps its own trials as unfinished.
+                trials.restart();
+                let cfg = MlrConfig::after_zero_loss(cfg.max_fps, cfg.min_fps, cfg.trial_duration);
+                let first_trial_no = result.trials.len();
+                let mut runner = EngineRunner::on(bed, interrupt, extras.cpu);
+                let mlr = mlrsearch::search_after(
+                    &mut runner,
+                    frames,
+                    &cfg,
+                    line_fps,
+                    &result.trials,
+                    &mut |step: Step| {
+                        trials
+                            .recorder
+                            .step(search_no, first_trial_no, &step, line_fps);
                         if let Step::Done { result, .. } = step {
-                            trials.push(result.clone());
+                            trials.done(result);
                         }
-                    };
-                    let mut runner = EngineRunner::on(bed, interrupt, extras.cpu);
-                    let earlier = &result.trials;
-                    match mlrsearch::search_after(
-                        &mut runner,
-                        frames,
-                        &cfg,
-                        line_fps,
-                        earlier,
-                        &mut on_step,
-                    ) {
-                        Ok(mlr) => result.mlrsearch = Some(mlr),
-                        Err(e) => {
-                            // The zero-loss result stands; the MLRsearch
-                            // trials are kept as the unfinished search's.
-                            eprintln!();
-                            rep.results.push(result);
-                            rep.interrupted = Some(unfinished(frame, trials));
-                            save(&rep)?;
-                            if let EngineError::Interrupted = e {
-                                return Ok((
-                                    Outcome::Interrupted(
-                                        "results measured so far were kept".into(),
-                                    ),
-                                    rep,
-                                ));
-                            }
-                            return Err(e.into());
-                        }
+                    },
+                );
+                match mlr {
+                    Ok(mlr) => result.mlrsearch = Some(mlr),
+                    Err(error) => {
+                        return Err(Stopped {
+                            error,
+                            finished: Some(result),
+                        })
                     }
                 }
-                recorder.result(search_no, &result);
-                rep.results.push(result)
             }
-            Err(e) => {
-                // Interrupted or failed: keep the unfinished search's trials.
-                eprintln!();
-                rep.interrupted = Some(unfinished(frame, trials));
-                save(&rep)?;
-                if let EngineError::Interrupted = e {
-                    return Ok((
-                        Outcome::Interrupted("results measured so far were kept".into()),
-                        rep,
-                    ));
-                }
-                return Err(e.into());
-            }
+            trials.recorder.result(search_no, &result);
+            Ok(result)
+        },
+        |rep, result| rep.results.push(result),
+    );
+    if let Err(e) = measured {
+        errln!();
+        recorder.save(&rep)?;
+        if let EngineError::Interrupted = e {
+            return Ok((
+                Outcome::Interrupted("results measured so far were kept".into()),
+                rep,
+            ));
         }
-        save(&rep)?;
+        return Err(e.into());
     }
+    recorder.save(&rep)?;
     Ok((Outcome::Passed, rep))
 }

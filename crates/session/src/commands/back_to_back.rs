@@ -10,11 +10,12 @@ use crate::exit::Outcome;
 use crate::plan::BedPlan;
 use crate::recorder::RecordPlan;
 use crate::recorder::Recorder;
+use crate::sizes::each_size;
 use linerate_method::back_to_back::{self, BackToBackConfig};
 use linerate_method::spec::Step;
 use linerate_method::{find_throughput, Progress, ThroughputConfig};
 use linerate_results::methods::BackToBackReport;
-use linerate_results::{report, TrialResult};
+use linerate_results::report;
 use linerate_store::RunStatus;
 use linerate_wire::{Frames, Rate};
 use std::path::PathBuf;
@@ -118,75 +119,62 @@ pub fn run(plan: BackToBackPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         results: Vec::new(),
         interrupted: None,
     };
-    for (search_no, (frames, line_fps, cfg, known)) in plans.into_iter().enumerate() {
-        let frame = frames.largest();
-        let mut trials: Vec<TrialResult> = Vec::new();
-        let keep = |result: &TrialResult, trials: &mut Vec<TrialResult>, rec: &mut Recorder| {
-            trials.push(result.clone());
-            let mut partial = rep.clone();
-            partial.interrupted = Some(driver::unfinished(frame, trials.clone()));
-            rec.save_partial(&partial);
-        };
-        // RFC 9004: the throughput first, for the corrected buffer time.
-        let mut search = None;
-        let throughput_fps = match known {
-            Some(fps) => fps,
-            None => {
-                eprintln!(
-                    "linerate: RFC 2544 throughput of {} first (RFC 9004 needs it for the buffer time)",
-                    frames.describe()
-                );
-                let mut tcfg = ThroughputConfig::new(cfg.burst_fps, trial_duration);
-                tcfg.resolution = ThroughputConfig::DEFAULT_RESOLUTION;
-                tcfg.mix = frames.mix().cloned();
-                let mut runner = EngineRunner::on(&mut s.bed, interrupt, s.cpu.as_ref());
-                let found = find_throughput(&mut runner, frame, &tcfg, line_fps, &mut |p| {
-                    recorder.search_progress(search_no, &p, line_fps);
-                    if let Progress::TrialDone { result, .. } = p {
-                        keep(result, &mut trials, &mut recorder);
-                    }
-                });
-                match found {
-                    Ok(r) => {
-                        let fps = r.throughput_fps;
-                        search = Some(r);
-                        fps
-                    }
-                    Err(e) => {
-                        rep.interrupted = Some(driver::unfinished(frame, trials));
-                        let table = report::back_to_back_table(&rep);
-                        return driver::stopped(e, &mut recorder, &rep, table);
-                    }
+    let bed = &mut s.bed;
+    let cpu = s.cpu.as_ref();
+    let measured = each_size(
+        plans,
+        &mut rep,
+        &mut recorder,
+        |(frames, ..)| frames.largest(),
+        |search_no, (frames, line_fps, cfg, known), trials| {
+            // RFC 9004: the throughput first, for the corrected buffer time.
+            let mut search = None;
+            let throughput_fps = match known {
+                Some(fps) => fps,
+                None => {
+                    errln!(
+                        "linerate: RFC 2544 throughput of {} first (RFC 9004 needs it for the buffer time)",
+                        frames.describe()
+                    );
+                    let mut tcfg = ThroughputConfig::new(cfg.burst_fps, trial_duration);
+                    tcfg.resolution = ThroughputConfig::DEFAULT_RESOLUTION;
+                    tcfg.mix = frames.mix().cloned();
+                    let mut runner = EngineRunner::on(bed, interrupt, cpu);
+                    let frame = frames.largest();
+                    let found = find_throughput(&mut runner, frame, &tcfg, line_fps, &mut |p| {
+                        trials.recorder.search_progress(search_no, &p, line_fps);
+                        if let Progress::TrialDone { result, .. } = p {
+                            trials.done(result);
+                        }
+                    })?;
+                    let fps = found.throughput_fps;
+                    search = Some(found);
+                    fps
                 }
-            }
-        };
-        let mut runner = EngineRunner::on(&mut s.bed, interrupt, s.cpu.as_ref());
-        let earlier = trials.len();
-        let outcome = back_to_back::back_to_back(
-            &mut runner,
-            frames,
-            &cfg,
-            throughput_fps,
-            line_fps,
-            &mut |step: Step| {
-                recorder.step(search_no, earlier, &step, line_fps);
-                if let Step::Done { result, .. } = step {
-                    keep(result, &mut trials, &mut recorder);
-                }
-            },
-        );
-        match outcome {
-            Ok(mut result) => {
-                result.throughput_search = search;
-                rep.results.push(result);
-            }
-            Err(e) => {
-                rep.interrupted = Some(driver::unfinished(frame, trials));
-                let table = report::back_to_back_table(&rep);
-                return driver::stopped(e, &mut recorder, &rep, table);
-            }
-        }
-        recorder.save_partial(&rep);
+            };
+            let mut runner = EngineRunner::on(bed, interrupt, cpu);
+            let earlier = trials.count();
+            let mut result = back_to_back::back_to_back(
+                &mut runner,
+                frames,
+                &cfg,
+                throughput_fps,
+                line_fps,
+                &mut |step: Step| {
+                    trials.recorder.step(search_no, earlier, &step, line_fps);
+                    if let Step::Done { result, .. } = step {
+                        trials.done(result);
+                    }
+                },
+            )?;
+            result.throughput_search = search;
+            Ok(result)
+        },
+        |rep, result| rep.results.push(result),
+    );
+    if let Err(e) = measured {
+        let table = report::back_to_back_table(&rep);
+        return driver::stopped(e, &mut recorder, &rep, table);
     }
     recorder.print(&report::back_to_back_table(&rep));
     recorder.save(&rep)?;

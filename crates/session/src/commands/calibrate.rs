@@ -100,7 +100,7 @@ pub fn run(plan: CalibratePlan, interrupt: &AtomicBool) -> Result<Outcome> {
         max_frame_len: frames.iter().map(|f| f.buffer_len()).max().unwrap_or(0),
         ..AfPacketOptions::default()
     };
-    eprintln!(
+    errln!(
         "linerate: calibrating {} back to back ({setup}), trials of {}",
         engines.join(", "),
         humantime::format_duration(trial_duration)
@@ -112,7 +112,7 @@ pub fn run(plan: CalibratePlan, interrupt: &AtomicBool) -> Result<Outcome> {
             match ports::open_engine(name, &a, &b, &opts, tx_threads, receiver) {
                 Ok((ports, _)) => ports,
                 Err(e) => {
-                    eprintln!("linerate: {name} skipped: {}", crate::exit::one_line(&e));
+                    errln!("linerate: {name} skipped: {}", crate::exit::one_line(&e));
                     continue;
                 }
             };
@@ -125,7 +125,7 @@ pub fn run(plan: CalibratePlan, interrupt: &AtomicBool) -> Result<Outcome> {
             ..EngineConfig::default()
         };
         if let Some(note) = cfg.tx_placement_note() {
-            eprintln!("linerate: note: {note}");
+            errln!("linerate: note: {note}");
         }
         let mut engine = Engine::new(
             pa,
@@ -137,7 +137,7 @@ pub fn run(plan: CalibratePlan, interrupt: &AtomicBool) -> Result<Outcome> {
         engine.resolve()?;
         for &frame in &frames {
             if let Err(e) = engine.check_frame(frame) {
-                eprintln!(
+                errln!(
                     "linerate: {engine_name} {}-byte frames skipped: {e}",
                     frame.frame()
                 );
@@ -157,7 +157,7 @@ pub fn run(plan: CalibratePlan, interrupt: &AtomicBool) -> Result<Outcome> {
             let result = match find_throughput(&mut runner, frame, &cfg, line_fps, &mut show) {
                 Ok(r) => r,
                 Err(EngineError::Interrupted) => {
-                    print!("{}", calibration_table(&table));
+                    outp!("{}", calibration_table(&table));
                     return Ok(Outcome::Interrupted(format!(
                         "ceilings measured so far are stored in {}",
                         path.display()
@@ -185,8 +185,8 @@ pub fn run(plan: CalibratePlan, interrupt: &AtomicBool) -> Result<Outcome> {
     if table.is_empty() {
         bail!(Environment, "no engine could be calibrated here (see the reasons above): check root, the kernel's BPF/XDP support, and the interface names");
     }
-    print!("{}", calibration_table(&table));
-    eprintln!("linerate: ceilings stored in {}", path.display());
+    outp!("{}", calibration_table(&table));
+    errln!("linerate: ceilings stored in {}", path.display());
     Ok(Outcome::Passed)
 }
 

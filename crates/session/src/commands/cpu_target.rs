@@ -181,15 +181,15 @@ fn show_progress(p: CpuTargetProgress) {
             frame,
             trial_no,
             intended_fps,
-        } => eprint!(
+        } => errp!(
             "[{:>5} B] cpu-target trial {:>2}: {:>11.0} fps ... ",
             frame.frame(),
             trial_no,
             intended_fps
         ),
         CpuTargetProgress::TrialDone { result: t, .. } => match t.dut_cpu {
-            None => eprintln!("no CPU sample"),
-            Some(cpu) => eprintln!(
+            None => errln!("no CPU sample"),
+            Some(cpu) => errln!(
                 "CPU {:.1} % (by traffic {:.1} %), loss {:.4} %",
                 cpu.total_pct,
                 cpu.traffic_pct,

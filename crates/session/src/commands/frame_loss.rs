@@ -13,11 +13,12 @@ use crate::plan::DutPlan;
 use crate::recorder::RecordPlan;
 use crate::recorder::Recorder;
 use crate::scenario_bed::{prepare, record_of, traffic_checks};
+use crate::sizes::each_size;
 use linerate_lab::scenario::{Applied, Scenario};
 use linerate_method::frame_loss::{self, Load};
 use linerate_method::spec::Step;
 use linerate_results::methods::{FrameLossReport, LossSeries};
-use linerate_results::{report, MixInfo, TrialResult};
+use linerate_results::{report, MixInfo};
 use linerate_store::RunStatus;
 use linerate_wire::{Frames, Rate};
 use std::path::PathBuf;
@@ -138,10 +139,10 @@ pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let Some(rep) = rep else {
         return Ok(Outcome::Interrupted("no row was measured".into()));
     };
-    print!("{}", report::frame_loss_table(&with_rows(earlier, &rep)));
+    outp!("{}", report::frame_loss_table(&with_rows(earlier, &rep)));
     if let Some(path) = json {
         crate::outputs::write_json(path, &rep)?;
-        eprintln!("linerate: every trial written to {}", path.display());
+        errln!("linerate: every trial written to {}", path.display());
     }
     if interrupt.load(Ordering::Relaxed) {
         return Ok(Outcome::Interrupted(
@@ -213,34 +214,38 @@ fn measure(
     interrupt: &AtomicBool,
 ) -> std::result::Result<(), linerate_engine::EngineError> {
     let several = plan.frames.len() > 1;
-    for (row_no, (frames, line_fps, max_fps, loads)) in rows.into_iter().enumerate() {
-        let frame = frames.largest();
-        let label = match (&row_name, several) {
-            (Some(l), true) => format!("{l}, {}", driver::label(frames)),
-            (Some(l), false) => l.clone(),
-            (None, _) => driver::label(frames),
-        };
-        let mut trials: Vec<TrialResult> = Vec::new();
-        let mut on_step = |step: Step| {
-            recorder.step(row_no, 0, &step, line_fps);
-            if let Step::Done { result, .. } = step {
-                trials.push(result.clone());
-                let mut partial = rep.clone();
-                partial.interrupted = Some(driver::unfinished(frame, trials.clone()));
-                recorder.save_partial(&partial);
-            }
-        };
-        let mut runner = EngineRunner::on(&mut s.bed, interrupt, s.cpu.as_ref());
-        let d = plan.duration;
-        let outcome = match plan.rfc2544_step {
-            Some(step) => frame_loss::rfc2544(&mut runner, frames, max_fps, step, d, &mut on_step),
-            None => {
-                let stop = plan.stop_above_loss;
-                frame_loss::sweep(&mut runner, frames, &loads, d, stop, &mut on_step)
-            }
-        };
-        match outcome {
-            Ok(points) => rep.series.push(LossSeries {
+    let bed = &mut s.bed;
+    let cpu = s.cpu.as_ref();
+    each_size(
+        rows,
+        rep,
+        recorder,
+        |(frames, ..)| frames.largest(),
+        |row_no, (frames, line_fps, max_fps, loads), trials| {
+            let frame = frames.largest();
+            let label = match (&row_name, several) {
+                (Some(l), true) => format!("{l}, {}", driver::label(frames)),
+                (Some(l), false) => l.clone(),
+                (None, _) => driver::label(frames),
+            };
+            let mut on_step = |step: Step| {
+                trials.recorder.step(row_no, 0, &step, line_fps);
+                if let Step::Done { result, .. } = step {
+                    trials.done(result);
+                }
+            };
+            let mut runner = EngineRunner::on(bed, interrupt, cpu);
+            let d = plan.duration;
+            let points = match plan.rfc2544_step {
+                Some(step) => {
+                    frame_loss::rfc2544(&mut runner, frames, max_fps, step, d, &mut on_step)?
+                }
+                None => {
+                    let stop = plan.stop_above_loss;
+                    frame_loss::sweep(&mut runner, frames, &loads, d, stop, &mut on_step)?
+                }
+            };
+            Ok(LossSeries {
                 label,
                 frame_size: frame.frame(),
                 l3_length: frame.l3(),
@@ -249,16 +254,12 @@ fn measure(
                 max_fps,
                 points,
                 scenario: None,
-            }),
-            Err(e) => {
-                rep.interrupted = Some(driver::unfinished(frame, trials));
-                return Err(e);
-            }
-        }
-        recorder.save_partial(rep);
-    }
-    Ok(())
+            })
+        },
+        |rep, row| rep.series.push(row),
+    )
 }
+
 /// The series of earlier runs' JSON files (`--rows-from`), which must be of
 /// the same mode: their columns mean the same.
 pub fn earlier_rows(files: &[std::path::PathBuf], mode: &str) -> Result<Vec<LossSeries>> {

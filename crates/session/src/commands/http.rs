@@ -47,7 +47,7 @@ pub struct HttpMeasure {
 pub fn run(plan: HttpPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let plan = match plan {
         HttpPlan::Table(records) => {
-            print!("{}", report::http_by_scenario(&records));
+            outp!("{}", report::http_by_scenario(&records));
             return Ok(Outcome::Passed);
         }
         HttpPlan::Measure(m) => *m,

@@ -23,23 +23,31 @@ pub fn up(lab_name: Option<&str>, ring: u32, stop: &AtomicBool) -> Result<Outcom
     }
     let lab = built?;
     let (a, b) = (lab.port_a(), lab.port_b());
-    println!("lab '{}' is up", lab.name());
-    println!(
+    outln!("lab '{}' is up", lab.name());
+    outln!(
         "  port A: {} in netns {}  host {}/{}  gateway {}",
-        a.ifname, a.netns, a.ip, a.prefix_len, a.gateway
+        a.ifname,
+        a.netns,
+        a.ip,
+        a.prefix_len,
+        a.gateway
     );
-    println!(
+    outln!(
         "  port B: {} in netns {}  host {}/{}  gateway {}",
-        b.ifname, b.netns, b.ip, b.prefix_len, b.gateway
+        b.ifname,
+        b.netns,
+        b.ip,
+        b.prefix_len,
+        b.gateway
     );
-    println!("  DUT:    netns {} (Linux router)", lab.dut_netns());
+    outln!("  DUT:    netns {} (Linux router)", lab.dut_netns());
     let [(host_a, gw_a), (host_b, gw_b)] = linerate_lab::layout::LAB_IPV6;
     let len = linerate_lab::layout::LAB_IPV6_PREFIX;
-    println!(
+    outln!(
                 "  with --ipv6: host A {host_a}/{len} gateway {gw_a}, host B {host_b}/{len} gateway {gw_b} (RFC 5180 range; set on the router for the run)"
             );
-    println!("  {}", lab.placement().note);
-    println!(
+    outln!("  {}", lab.placement().note);
+    outln!(
                 "run tests with 'linerate rfc2544 --lab --lab-name {0}'; remove it with 'linerate lab down --lab-name {0}'",
                 lab.name()
             );
@@ -58,12 +66,12 @@ pub fn down(lab_name: Option<&str>, all: bool) -> Result<Outcome> {
         (None, false) => return list_for_all(),
     };
     if removed.is_empty() {
-        println!("nothing to remove");
+        outln!("nothing to remove");
     } else {
-        println!("removed: {}", removed.join(", "));
+        outln!("removed: {}", removed.join(", "));
     }
     if !in_use.is_empty() {
-        println!(
+        outln!(
             "kept, in use by a run: {} (remove it with 'linerate lab down --lab-name NAME' once the run has ended)",
             in_use.join(", ")
         );
@@ -76,12 +84,12 @@ pub fn status(json: bool) -> Result<Outcome> {
     linerate_lab::check_environment()?;
     let labs = linerate_lab::status()?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&labs)?);
+        outln!("{}", serde_json::to_string_pretty(&labs)?);
     } else if labs.is_empty() {
-        println!("no lab is up");
+        outln!("no lab is up");
     } else {
         for lab in labs {
-            println!("{lab}");
+            outln!("{lab}");
         }
     }
     Ok(Outcome::Passed)
@@ -102,7 +110,7 @@ fn down_all() -> Result<(Vec<String>, Vec<String>)> {
                 port.moved_to, port.state.ifname
             )),
             Err(e) => {
-                eprintln!("linerate: warning: {e}");
+                errln!("linerate: warning: {e}");
                 failed.get_or_insert(e);
             }
         }
@@ -127,12 +135,12 @@ fn list_for_all() -> Result<Outcome> {
     // on its line above, a running run's is not to be removed.
     everything.extend(linerate_lab::leftovers(&moved_ports::recorded())?);
     if everything.is_empty() {
-        println!("nothing to remove");
+        outln!("nothing to remove");
         return Ok(Outcome::Passed);
     }
-    println!("'linerate lab down --all' would remove:");
+    outln!("'linerate lab down --all' would remove:");
     for item in &everything {
-        println!("  {item}");
+        outln!("  {item}");
     }
     bail!(BadInput,
         "nothing removed: name the lab with 'linerate lab down --lab-name NAME' (see 'linerate lab status'), or remove all {} listed with 'linerate lab down --all'",

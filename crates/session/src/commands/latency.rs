@@ -10,14 +10,12 @@ use crate::exit::Outcome;
 use crate::plan::BedPlan;
 use crate::recorder::RecordPlan;
 use crate::recorder::Recorder;
-use linerate_engine::EngineError;
+use crate::sizes::each_size;
 use linerate_method::latency::{self as method, measure_latency};
 use linerate_method::Progress;
 use linerate_method::{find_throughput, ThroughputConfig};
 use linerate_results::calibration::Calibration;
-use linerate_results::{
-    report, LatencyReport, LatencyResult, MixInfo, TrialResult, UnfinishedTrials,
-};
+use linerate_results::{report, LatencyReport, LatencyResult, MixInfo};
 use linerate_store::RunStatus;
 use linerate_wire::{Frames, Rate};
 use std::path::PathBuf;
@@ -81,7 +79,12 @@ pub fn run(plan: LatencyPlan, interrupt: &AtomicBool) -> Result<Outcome> {
             Some((t, r)) => driver::fps_within_line(&s.bed, *r, t, "--max-rate", f)?,
             None => line_fps,
         };
-        plans.push((f, line_fps, given_fps, max_fps));
+        // The search's settings, checked before the first trial.
+        let mut search = ThroughputConfig::new(max_fps, search_duration);
+        search.resolution = resolution;
+        search.mix = f.mix().cloned();
+        search.validate()?;
+        plans.push((f, line_fps, given_fps, search));
     }
     s.ready()?;
     recorder.begin(s.record_info("latency", &frames, trial_duration.as_secs_f64()))?;
@@ -94,54 +97,31 @@ pub fn run(plan: LatencyPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         interrupted: None,
     };
 
-    let interrupted = |rep: &mut LatencyReport,
-                       recorder: &mut Recorder,
-                       frame: linerate_wire::FrameSize,
-                       trials| {
-        rep.interrupted = Some(UnfinishedTrials {
-            frame_size: frame.frame(),
-            l3_length: frame.l3(),
-            trials,
-        });
-        recorder.save(rep)?;
-        recorder.print(&report::latency_table(rep));
-        Ok(Outcome::Interrupted(
-            "the loads measured so far were kept".into(),
-        ))
-    };
-    for (search_no, (f, line_fps, given_fps, max_fps)) in plans.into_iter().enumerate() {
-        let frame = f.largest();
-        let mut runner = EngineRunner::on(&mut s.bed, interrupt, s.cpu.as_ref());
-        // Every finished trial of this size, kept for an interruption.
-        let mut done: Vec<TrialResult> = Vec::new();
-        let (base_fps, base, throughput) = match given_fps {
-            Some(fps) => (fps, "given", None),
-            None => {
-                let mut cfg = ThroughputConfig::new(max_fps, search_duration);
-                cfg.resolution = resolution;
-                cfg.mix = f.mix().cloned();
-                cfg.validate()?;
-                eprintln!("linerate: {}: throughput search first", f.describe());
-                let t = match find_throughput(&mut runner, frame, &cfg, line_fps, &mut |p| {
-                    recorder.search_progress(search_no, &p, line_fps);
-                    if let Progress::TrialDone { result, .. } = p {
-                        done.push(result.clone());
-                    }
-                }) {
-                    Err(EngineError::Interrupted) => {
-                        return interrupted(&mut rep, &mut recorder, frame, done)
-                    }
-                    other => other?,
-                };
-                (t.throughput_fps, "throughput", Some(t))
-            }
-        };
-        if base_fps <= 0.0 {
-            eprintln!(
-                "linerate: {}: no rate passed the throughput search, so there is no RFC 2544 latency to measure",
-                f.describe()
-            );
-            rep.results.push(LatencyResult {
+    let setup_key = s.bed.setup_key.clone();
+    let bed = &mut s.bed;
+    let cpu = s.cpu.as_ref();
+    let measured = each_size(
+        plans,
+        &mut rep,
+        &mut recorder,
+        |(f, ..)| f.largest(),
+        |search_no, (f, line_fps, given_fps, search), trials| {
+            let frame = f.largest();
+            let mut runner = EngineRunner::on(bed, interrupt, cpu);
+            let (base_fps, base, throughput) = match given_fps {
+                Some(fps) => (fps, "given", None),
+                None => {
+                    errln!("linerate: {}: throughput search first", f.describe());
+                    let t = find_throughput(&mut runner, frame, &search, line_fps, &mut |p| {
+                        trials.recorder.search_progress(search_no, &p, line_fps);
+                        if let Progress::TrialDone { result, .. } = p {
+                            trials.done(result);
+                        }
+                    })?;
+                    (t.throughput_fps, "throughput", Some(t))
+                }
+            };
+            let mut result = LatencyResult {
                 frame_size: frame.frame(),
                 mix: f.mix().map(MixInfo::of),
                 base_fps,
@@ -149,52 +129,51 @@ pub fn run(plan: LatencyPlan, interrupt: &AtomicBool) -> Result<Outcome> {
                 throughput,
                 points: Vec::new(),
                 tester_latency_ns: None,
-            });
-            recorder.save_partial(&rep);
-            continue;
-        }
-        let plan = method::LatencyPlan {
-            base_fps,
-            loads: loads.clone(),
-            trial_duration,
-            repeat,
-            mix: f.mix().cloned(),
-        };
-        let earlier = done.len();
-        let points = match measure_latency(&mut runner, frame, &plan, &mut |t| {
-            done.push(t.clone());
-            // Numbered on after the search's trials, as the other methods'.
-            recorder.latency_trial(search_no, done.len(), done.len() - earlier, f, t);
-        }) {
-            Err(EngineError::Interrupted) => {
-                return interrupted(&mut rep, &mut recorder, frame, done)
+            };
+            if base_fps <= 0.0 {
+                errln!(
+                    "linerate: {}: no rate passed the throughput search, so there is no RFC 2544 latency to measure",
+                    f.describe()
+                );
+                return Ok(result);
             }
-            other => other?,
-        };
-        let tester_latency_ns = f
-            .mix()
-            .is_none()
-            .then(|| {
-                calibration
-                    .ceiling(
-                        &s.bed.setup_key,
-                        &s.bed.engine.config().name,
-                        s.bed.engine.receiver().as_str(),
-                        frame.frame(),
-                    )
-                    .and_then(|c| c.latency_ns)
-            })
-            .flatten();
-        rep.results.push(LatencyResult {
-            frame_size: frame.frame(),
-            mix: f.mix().map(MixInfo::of),
-            base_fps,
-            base: base.to_string(),
-            throughput,
-            points,
-            tester_latency_ns,
-        });
-        recorder.save_partial(&rep);
+            let plan = method::LatencyPlan {
+                base_fps,
+                loads: loads.clone(),
+                trial_duration,
+                repeat,
+                mix: f.mix().cloned(),
+            };
+            let earlier = trials.count();
+            result.points = measure_latency(&mut runner, frame, &plan, &mut |t| {
+                trials.done(t);
+                // Numbered on after the search's trials, as the other methods'.
+                let n = trials.count();
+                trials
+                    .recorder
+                    .latency_trial(search_no, n, n - earlier, f, t);
+            })?;
+            result.tester_latency_ns = f
+                .mix()
+                .is_none()
+                .then(|| {
+                    calibration
+                        .ceiling(
+                            &setup_key,
+                            &runner.engine.config().name,
+                            runner.engine.receiver().as_str(),
+                            frame.frame(),
+                        )
+                        .and_then(|c| c.latency_ns)
+                })
+                .flatten();
+            Ok(result)
+        },
+        |rep, result| rep.results.push(result),
+    );
+    if let Err(e) = measured {
+        let table = report::latency_table(&rep);
+        return driver::stopped(e, &mut recorder, &rep, table);
     }
     recorder.print(&report::latency_table(&rep));
     recorder.save(&rep)?;

@@ -10,10 +10,11 @@ use crate::exit::Outcome;
 use crate::plan::BedPlan;
 use crate::recorder::RecordPlan;
 use crate::recorder::Recorder;
+use crate::sizes::each_size;
 use linerate_method::mlrsearch::{self, MlrConfig};
 use linerate_method::spec::Step;
 use linerate_results::methods::MlrSearchReport;
-use linerate_results::{report, TrialResult};
+use linerate_results::report;
 use linerate_store::RunStatus;
 use linerate_wire::{Frames, Rate};
 use std::path::PathBuf;
@@ -81,28 +82,28 @@ pub fn run(plan: MlrsearchPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         results: Vec::new(),
         interrupted: None,
     };
-    for (search_no, (frames, line_fps, cfg)) in plans.into_iter().enumerate() {
-        let frame = frames.largest();
-        let mut trials: Vec<TrialResult> = Vec::new();
-        let mut on_step = |step: Step| {
-            recorder.step(search_no, 0, &step, line_fps);
-            if let Step::Done { result, .. } = step {
-                trials.push(result.clone());
-                let mut partial = rep.clone();
-                partial.interrupted = Some(driver::unfinished(frame, trials.clone()));
-                recorder.save_partial(&partial);
-            }
-        };
-        let mut runner = EngineRunner::on(&mut s.bed, interrupt, s.cpu.as_ref());
-        match mlrsearch::search(&mut runner, frames, &cfg, line_fps, &mut on_step) {
-            Ok(result) => rep.results.push(result),
-            Err(e) => {
-                rep.interrupted = Some(driver::unfinished(frame, trials));
-                let table = report::mlrsearch_table(&rep);
-                return driver::stopped(e, &mut recorder, &rep, table);
-            }
-        }
-        recorder.save_partial(&rep);
+    let bed = &mut s.bed;
+    let cpu = s.cpu.as_ref();
+    let measured = each_size(
+        plans,
+        &mut rep,
+        &mut recorder,
+        |(frames, ..)| frames.largest(),
+        |search_no, (frames, line_fps, cfg), trials| {
+            let mut runner = EngineRunner::on(bed, interrupt, cpu);
+            let found = mlrsearch::search(&mut runner, frames, &cfg, line_fps, &mut |step| {
+                trials.recorder.step(search_no, 0, &step, line_fps);
+                if let Step::Done { result, .. } = step {
+                    trials.done(result);
+                }
+            })?;
+            Ok(found)
+        },
+        |rep, result| rep.results.push(result),
+    );
+    if let Err(e) = measured {
+        let table = report::mlrsearch_table(&rep);
+        return driver::stopped(e, &mut recorder, &rep, table);
     }
     recorder.print(&report::mlrsearch_table(&rep));
     recorder.save(&rep)?;

@@ -68,18 +68,18 @@ pub fn run(plan: OverheadPlan) -> Result<Outcome> {
         .collect();
     if json {
         match rows.as_slice() {
-            [one] => println!("{}", report::to_json(one)),
-            many => println!("{}", report::to_json(&many)),
+            [one] => outln!("{}", report::to_json(one)),
+            many => outln!("{}", report::to_json(&many)),
         }
         return Ok(Outcome::Passed);
     }
-    println!("Encapsulation: {description}");
-    println!(
+    outln!("Encapsulation: {description}");
+    outln!(
         "inner frame  inner IP  outer frame  outer IP  added   Mbps (L2) inner -> outer at {} frames/s",
         report::thousands(fps.round() as u64)
     );
     for r in &rows {
-        println!(
+        outln!(
             "{:>11} {:>9} {:>12} {:>9} {:>6}   {:>10.1} -> {:.1}",
             r.inner_frame_size,
             r.inner_l3_length,
@@ -90,7 +90,7 @@ pub fn run(plan: OverheadPlan) -> Result<Outcome> {
             r.outer_mbps_l2
         );
     }
-    println!("Frame sizes include the 4-byte FCS; outer headers are IPv4.");
+    outln!("Frame sizes include the 4-byte FCS; outer headers are IPv4.");
     Ok(Outcome::Passed)
 }
 

@@ -4,7 +4,6 @@
 use crate::dut_cpu;
 use crate::error::{bail, Result};
 use crate::exit::Outcome;
-use crate::outputs::write_json;
 use crate::ports;
 use crate::recorder::Recorder;
 use crate::throughput::{measure, Extras};
@@ -26,29 +25,18 @@ pub fn run(plan: Rfc2544Plan, interrupt: &AtomicBool) -> Result<Outcome> {
         );
     }
     // Opened before the ports: a bad --db or --events costs no trial.
-    let mut recorder = Recorder::open(&plan.record)?;
+    let mut recorder = Recorder::open(&plan.record)?.json_file(plan.json.as_deref());
     let mut bed = ports::open(&plan.bed, plan.max_frame_len())?;
     let cpu = dut_cpu::meter_for(&bed, &plan.dut.cpu, &[])?;
     let extras = Extras {
         scenario: None,
         cpu: cpu.as_ref(),
     };
-    let json = plan.json.clone();
-    let (outcome, rep) = measure(
-        &plan,
-        &mut bed,
-        extras,
-        &mut recorder,
-        interrupt,
-        &mut |rep| match &json {
-            Some(path) => write_json(path, rep),
-            None => Ok(()),
-        },
-    )?;
+    let (outcome, rep) = measure(&plan, &mut bed, extras, &mut recorder, interrupt)?;
     recorder.print(&report::throughput_table_layers(&rep, plan.all_layers));
     recorder.finish_as(matches!(outcome, Outcome::Interrupted(_)))?;
-    if let (Some(path), Outcome::Passed) = (&plan.json, &outcome) {
-        eprintln!("linerate: every trial written to {}", path.display());
+    if let Outcome::Passed = outcome {
+        recorder.saved_note();
     }
     Ok(outcome)
 }

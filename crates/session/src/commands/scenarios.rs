@@ -6,7 +6,6 @@
 
 use crate::error::Result;
 use crate::exit::Outcome;
-use crate::outputs::write_json;
 use crate::scenario_bed::{numbered, outer_frame, prepare, record_of, traffic_checks};
 use crate::throughput::{measure, Extras, Rfc2544Plan};
 use linerate_lab::scenario::{Applied, Scenario};
@@ -33,14 +32,14 @@ pub fn run(plan: Rfc2544Plan, interrupt: &AtomicBool) -> Result<Outcome> {
                 // What the scenarios before measured stays on screen (and
                 // in the JSON file, written after each trial).
                 if reports.len() > 1 {
-                    print!("{}", compare::side_by_side(&reports));
+                    outp!("{}", compare::side_by_side(&reports));
                 }
                 return Err(e);
             }
         };
-        print!("{}", report::throughput_table(&rep));
+        outp!("{}", report::throughput_table(&rep));
         if comparison {
-            println!();
+            outln!();
         }
         reports.push(rep);
         if let Outcome::Interrupted(_) = o {
@@ -49,13 +48,10 @@ pub fn run(plan: Rfc2544Plan, interrupt: &AtomicBool) -> Result<Outcome> {
         }
     }
     if comparison {
-        print!("{}", compare::side_by_side(&reports));
+        outp!("{}", compare::side_by_side(&reports));
     }
-    if let Some(path) = &plan.json {
-        save(path, &reports, comparison)?;
-        if let Outcome::Passed = outcome {
-            eprintln!("linerate: every trial written to {}", path.display());
-        }
+    if let (Some(path), Outcome::Passed) = (&plan.json, &outcome) {
+        errln!("linerate: every trial written to {}", path.display());
     }
     Ok(outcome)
 }
@@ -76,31 +72,22 @@ fn run_one(
         scenario: Some(record.clone()),
         cpu: cpu.as_ref(),
     };
-    let json = plan.json.clone();
-    let mut save_partial = |rep: &Rfc2544Report| match &json {
-        Some(path) => {
-            let mut all = earlier.to_vec();
-            all.push(rep.clone());
-            save(path, &all, comparison)
-        }
-        None => Ok(()),
-    };
     // Each scenario is a run of its own in the results database, with a
-    // capture file of its own when several are compared.
+    // capture file of its own when several are compared; the JSON file
+    // holds the scenarios before it too.
     let mut recording = plan.record.clone();
     if comparison {
         recording.pcap = recording.pcap.as_deref().map(|p| numbered(p, index + 1));
     }
-    let mut recorder = crate::recorder::Recorder::open(&recording)?;
-    let (outcome, mut rep) = measure(
-        plan,
-        &mut bed,
-        extras,
-        &mut recorder,
-        interrupt,
-        &mut save_partial,
-    )?;
-    recorder.finish_as(matches!(outcome, Outcome::Interrupted(_)))?;
+    let before: Vec<serde_json::Value> = earlier
+        .iter()
+        .map(|r| serde_json::to_value(r).expect("reports serialize"))
+        .collect();
+    let mut recorder = crate::recorder::Recorder::open(&recording)?.json_wrapped(
+        plan.json.as_deref(),
+        Box::new(move |rep| json_file(&before, rep, comparison)),
+    );
+    let (outcome, mut rep) = measure(plan, &mut bed, extras, &mut recorder, interrupt)?;
 
     // After traffic: did it really go through the scenario?
     let lab = bed
@@ -109,7 +96,7 @@ fn run_one(
         .expect("a scenario's test bed holds its lab");
     record.traffic_checks = verify_traffic(&applied, lab, &rep)?;
     for check in &record.traffic_checks {
-        eprintln!("linerate:   seen: {check}");
+        errln!("linerate:   seen: {check}");
     }
     if let Some(kind) = scenario.tunnel() {
         record.outer = rep
@@ -125,7 +112,8 @@ fn run_one(
             .collect();
     }
     rep.scenario = Some(record);
-    save_partial(&rep)?;
+    recorder.save(&rep)?;
+    recorder.finish_as(matches!(outcome, Outcome::Interrupted(_)))?;
     drop(applied);
     Ok((outcome, rep))
 }
@@ -142,13 +130,16 @@ fn verify_traffic(applied: &Applied, lab: &Lab, rep: &Rfc2544Report) -> Result<V
 }
 
 /// The JSON file: one report, or `{"comparison": [reports]}` for several.
-fn save(path: &std::path::Path, reports: &[Rfc2544Report], comparison: bool) -> Result<()> {
+fn json_file(
+    before: &[serde_json::Value],
+    report: serde_json::Value,
+    comparison: bool,
+) -> serde_json::Value {
     if comparison {
-        write_json(path, &serde_json::json!({ "comparison": reports }))
+        let mut all = before.to_vec();
+        all.push(report);
+        serde_json::json!({ "comparison": all })
     } else {
-        match reports.last() {
-            Some(r) => write_json(path, r),
-            None => Ok(()),
-        }
+        report
     }
 }

@@ -80,7 +80,7 @@ pub fn runs(db: Option<&Path>) -> Result<Outcome> {
     let store = open(db)?;
     let runs = store.runs()?;
     if runs.is_empty() {
-        println!("no runs stored in {}", store.path().display());
+        outln!("no runs stored in {}", store.path().display());
         return Ok(Outcome::Passed);
     }
     let rows: Vec<[String; 7]> = runs
@@ -126,10 +126,10 @@ pub fn runs(db: Option<&Path>) -> Result<Outcome> {
         }
         s.trim_end().to_string()
     };
-    println!("{}", line(&head));
+    outln!("{}", line(&head));
     for r in &rows {
         let cells: Vec<&str> = r.iter().map(String::as_str).collect();
-        println!("{}", line(&cells));
+        outln!("{}", line(&cells));
     }
     Ok(Outcome::Passed)
 }
@@ -200,7 +200,7 @@ pub fn show(db: Option<&Path>, run: &str) -> Result<Outcome> {
             }
         }
     }
-    print!("{out}");
+    outp!("{out}");
     Ok(Outcome::Passed)
 }
 
@@ -254,7 +254,7 @@ pub fn compare(db: Option<&Path>, runs: &[String]) -> Result<Outcome> {
             r.command
         );
     }
-    print!("{}", compare::comparison_table(&runs));
+    outp!("{}", compare::comparison_table(&runs));
     Ok(Outcome::Passed)
 }
 
@@ -302,7 +302,7 @@ pub fn report(db: Option<&Path>, run: &str, html: &Path) -> Result<Outcome> {
     let store = open(db)?;
     let run = load(&store, run)?;
     write_out(Some(html), &html::render(&run))?;
-    eprintln!(
+    errln!(
         "linerate: report of run {} written to {}",
         run.id,
         html.display()
@@ -314,7 +314,7 @@ pub fn report(db: Option<&Path>, run: &str, html: &Path) -> Result<Outcome> {
 fn write_out(path: Option<&Path>, text: &str) -> Result<()> {
     match path {
         None => {
-            print!("{text}");
+            outp!("{text}");
             Ok(())
         }
         Some(path) => {

@@ -43,7 +43,7 @@ pub struct TcpMeasure {
 pub fn run(plan: TcpPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let plan = match plan {
         TcpPlan::Table(records) => {
-            print!("{}", report::tcp_by_scenario(&records));
+            outp!("{}", report::tcp_by_scenario(&records));
             return Ok(Outcome::Passed);
         }
         TcpPlan::Measure(m) => *m,

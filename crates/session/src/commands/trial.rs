@@ -68,7 +68,7 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     // that took no counter or socket), once the trial will run: an error
     // before stays one line.
     if let Some(why) = &bed.engine_reason {
-        eprintln!("linerate: engine {} ({why})", bed.engine.config().name);
+        errln!("linerate: engine {} ({why})", bed.engine.config().name);
     }
     let spec = TrialSpec {
         frame,
