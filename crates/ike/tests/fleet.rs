@@ -6,6 +6,10 @@
 //!   IKE SAs with each peer's SPIs, a CHILD_SA rekeyed by the fleet shows
 //!   the new SPIs in charon, and `delete_all` leaves charon with none.
 //!
+//! - Against linerate's own responder: 200 peers from a routed /16 come
+//!   up, each with a setup time above zero, the responder holds 200
+//!   tunnels whose keys are the fleet's, and `delete_all` empties it.
+//!
 //! Root only; needs strongSwan (scripts/setup.sh installs it).
 
 mod common;
@@ -13,7 +17,9 @@ mod common;
 use common::*;
 use linerate_ike::*;
 use std::net::Ipv4Addr;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 fn peer_addr(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, 77, 0, 100 + i as u8)
@@ -127,7 +133,7 @@ fn a_fleet_of_20_comes_up_against_charon_and_is_deleted() {
     // the new SPIs for that peer (the old CHILD_SA deleted by the fleet).
     let old = fleet.child(3).unwrap().clone();
     fleet.rekey_child(3).unwrap();
-    let start = std::time::Instant::now();
+    let start = Instant::now();
     let mut events = Vec::new();
     while start.elapsed() < Duration::from_secs(5)
         && !events.contains(&PeerEvent {
@@ -147,7 +153,7 @@ fn a_fleet_of_20_comes_up_against_charon_and_is_deleted() {
     );
     let new = fleet.child(3).unwrap().clone();
     assert_ne!(new.outbound.spi, old.outbound.spi);
-    let start = std::time::Instant::now();
+    let start = Instant::now();
     loop {
         // The fleet's Delete of the old CHILD_SA goes out as it is polled.
         fleet.poll(Duration::from_millis(50));
@@ -173,4 +179,120 @@ fn a_fleet_of_20_comes_up_against_charon_and_is_deleted() {
     assert_eq!(fleet.established(), 0);
     let left = charon.wait_no_sas();
     assert!(left.is_empty(), "left after delete_all: {left:?}");
+}
+
+#[test]
+fn a_fleet_of_200_comes_up_against_linerates_responder() {
+    if !is_root() {
+        return skip("(needs root: network namespaces)");
+    }
+    const N: usize = 200;
+    let lab = Lab::new("g");
+    // 10.78.0.0/16 is local in the peers' namespace and routed to it.
+    run(
+        "ip",
+        &[
+            "-n",
+            &lab.peer,
+            "route",
+            "add",
+            "local",
+            "10.78.0.0/16",
+            "dev",
+            "lo",
+        ],
+    );
+    run(
+        "ip",
+        &[
+            "-n",
+            &lab.gw,
+            "route",
+            "add",
+            "10.78.0.0/16",
+            "via",
+            &PEER.to_string(),
+        ],
+    );
+    let key = linerate_helper::random_hex(16).unwrap();
+    let responder = in_netns(&lab.gw, || {
+        Responder::bind(ResponderConfig {
+            local: GW,
+            ports: Ports::default(),
+            local_id: Some(Identity::parse(GW_ID).unwrap()),
+            psk: Psk::new(key.as_str()),
+            ike: IkeProposals::parse("aes128-sha256-x25519").unwrap(),
+            esp: EspSuite::Aes128Gcm16,
+            local_ts: TrafficSelector::parse(GW_NET).unwrap(),
+            remote_ts: TrafficSelector::parse("198.18.0.0/16").unwrap(),
+            retransmit: Retransmit::default(),
+        })
+    })
+    .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = Arc::clone(&stop);
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count2 = Arc::clone(&count);
+    let server = std::thread::spawn(move || {
+        let mut responder = responder;
+        while !stop2.load(Ordering::Relaxed) {
+            responder.poll(Duration::from_millis(20));
+            count2.store(responder.established(), Ordering::Relaxed);
+        }
+        responder
+    });
+    let peers: Vec<Peer> = (0..N)
+        .map(|i| Peer {
+            local: Ipv4Addr::new(10, 78, (i / 250) as u8, (i % 250 + 1) as u8),
+            local_id: None,
+            local_ts: peer_net(i),
+        })
+        .collect();
+    let mut config = fleet_config(&key, peers, GW);
+    config.window = 64;
+    let mut fleet = in_netns(&lab.peer, || Fleet::bind(config)).unwrap();
+    let setups = fleet.bring_up(&mut |_| {});
+    assert_eq!(setups.len(), N);
+    for s in &setups {
+        match &s.outcome {
+            Ok(d) => assert!(*d > Duration::ZERO, "peer {}: {d:?}", s.peer),
+            Err(e) => panic!("peer {}: {e}", s.peer),
+        }
+    }
+    assert_eq!(fleet.established(), N);
+    // The responder's tunnels: one per peer, with the fleet's keys.
+    let start = Instant::now();
+    while count.load(Ordering::Relaxed) != N && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let responder = server.join().unwrap();
+    assert_eq!(responder.established(), N);
+    for i in 0..N {
+        let ours = fleet.child(i).unwrap();
+        let (_, _, theirs) = responder
+            .machine()
+            .tunnels()
+            .find(|(_, _, c)| c.inbound.spi == ours.outbound.spi)
+            .unwrap_or_else(|| panic!("peer {i}: no tunnel at the responder"));
+        assert_eq!(theirs.inbound.encryption_key, ours.outbound.encryption_key);
+        assert_eq!(theirs.outbound.spi, ours.inbound.spi);
+        assert_eq!(theirs.remote_ts, [peer_net(i)]);
+    }
+    // delete_all while the responder answers.
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = Arc::clone(&stop);
+    let server = std::thread::spawn(move || {
+        let mut responder = responder;
+        while !stop2.load(Ordering::Relaxed) {
+            responder.poll(Duration::from_millis(20));
+        }
+        responder
+    });
+    fleet.delete_all();
+    assert_eq!(fleet.established(), 0);
+    std::thread::sleep(Duration::from_millis(100));
+    stop.store(true, Ordering::Relaxed);
+    let responder = server.join().unwrap();
+    assert_eq!(responder.established(), 0);
 }
