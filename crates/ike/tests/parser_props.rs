@@ -1,11 +1,19 @@
 //! The message parser takes anything a network can deliver: random bytes,
 //! valid messages with bytes changed, cut or added, length fields that
 //! lie. It returns an error or a message, never panics, and what it
-//! returns encodes to bytes that decode to the same message.
+//! returns encodes to bytes that decode to the same message. The same for
+//! a gateway's CREATE_CHILD_SA (a rekey with REKEY_SA, PFS's KE), and for
+//! linerate's responder, which takes any datagram on ports 500 and 4500
+//! (IKE_SA_INIT and IKE_AUTH requests, valid or changed) without
+//! panicking, and answers an IKE_SA_INIT with a well-formed message.
 
 use linerate_ike::wire::*;
+use linerate_ike::{
+    EspSuite, IkeProposals, Ports, Psk, ResponderConfig, ResponderMachine, Retransmit,
+};
 use proptest::prelude::*;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddrV4};
+use std::time::Instant;
 
 fn identity() -> impl Strategy<Value = Identity> {
     prop_oneof![
@@ -125,6 +133,97 @@ fn message() -> impl Strategy<Value = Message> {
         })
 }
 
+/// A CREATE_CHILD_SA request rekeying a CHILD_SA, as a gateway sends it
+/// (inside the Encrypted payload): REKEY_SA naming the SA, the ESP
+/// proposal with a DH group for PFS, the nonce, the KE, the selectors.
+fn create_child_sa() -> impl Strategy<Value = Vec<Payload>> {
+    (
+        any::<[u8; 4]>(),
+        proposal(),
+        bytes(64),
+        (any::<u16>(), bytes(300)),
+        prop::collection::vec(selector(), 1..3),
+        prop::collection::vec(selector(), 1..3),
+    )
+        .prop_map(|(spi, mut sa, nonce, (group, ke), tsi, tsr)| {
+            sa.protocol = protocol::ESP;
+            sa.spi = spi.to_vec();
+            sa.transforms.push(Transform::new(transform::DH, group));
+            vec![
+                Payload::Notify(Notify {
+                    protocol: protocol::ESP,
+                    spi: spi.to_vec(),
+                    kind: notify::REKEY_SA,
+                    data: vec![],
+                }),
+                Payload::Sa(vec![sa]),
+                Payload::Nonce(nonce),
+                Payload::Ke { group, data: ke },
+                Payload::TsI(tsi),
+                Payload::TsR(tsr),
+            ]
+        })
+}
+
+/// An IKE_SA_INIT request as an initiator sends one (x25519: any 32
+/// bytes are a public value).
+fn init_request(spi_i: u64, nonce: Vec<u8>, ke: [u8; 32]) -> Message {
+    Message {
+        header: Header::new(spi_i, 0, exchange::IKE_SA_INIT, flags::INITIATOR, 0),
+        payloads: vec![
+            Payload::Sa(vec![Proposal {
+                number: 1,
+                protocol: protocol::IKE,
+                spi: vec![],
+                transforms: vec![
+                    Transform::with_key_length(transform::ENCR, 12, 128),
+                    Transform::new(transform::PRF, 5),
+                    Transform::new(transform::INTEG, 12),
+                    Transform::new(transform::DH, 31),
+                ],
+            }]),
+            Payload::Ke {
+                group: 31,
+                data: ke.to_vec(),
+            },
+            Payload::Nonce(nonce),
+            Payload::Notify(Notify::new(notify::NAT_DETECTION_SOURCE_IP, vec![1; 20])),
+            Payload::Notify(Notify::new(
+                notify::NAT_DETECTION_DESTINATION_IP,
+                vec![2; 20],
+            )),
+        ],
+    }
+}
+
+fn responder() -> ResponderMachine {
+    ResponderMachine::new(ResponderConfig {
+        local: Ipv4Addr::new(10, 0, 0, 1),
+        ports: Ports::default(),
+        local_id: None,
+        psk: Psk::new("fuzz"),
+        ike: IkeProposals::parse("aes128-sha256-x25519").unwrap(),
+        esp: EspSuite::Aes128Gcm16,
+        local_ts: TrafficSelector::parse("198.19.0.0/24").unwrap(),
+        remote_ts: TrafficSelector::parse("198.18.0.0/16").unwrap(),
+        retransmit: Retransmit::default(),
+    })
+}
+
+const INITIATOR: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 500);
+
+/// Every datagram the responder sends is a well-formed IKE message (after
+/// the non-ESP marker on 4500).
+fn answers_parse(r: &mut ResponderMachine) -> Vec<Message> {
+    r.take_datagrams()
+        .into_iter()
+        .map(|d| {
+            let data = if d.natt { &d.data[4..] } else { &d.data[..] };
+            Message::parse(data).expect("the responder sends well-formed messages")
+        })
+        .collect()
+}
+
 /// One change to an encoded message.
 #[derive(Debug, Clone)]
 enum Mutation {
@@ -231,5 +330,75 @@ proptest! {
         fix_length in any::<bool>(),
     ) {
         check_stable(&mutate(m.encode(), &mutations, fix_length));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    #[test]
+    fn create_child_sa_payloads_round_trip_and_survive_changes(
+        inner in create_child_sa(),
+        mutations in prop::collection::vec(mutation(), 0..6),
+    ) {
+        let m = Message {
+            header: Header::new(1, 2, exchange::CREATE_CHILD_SA, 0, 3),
+            payloads: inner.clone(),
+        };
+        let data = m.encode();
+        prop_assert_eq!(&Message::parse(&data).unwrap().payloads, &inner);
+        // The inner chain as the Encrypted payload holds it.
+        let mut chain = Vec::new();
+        encode_payloads(&inner, &mut chain);
+        prop_assert_eq!(&parse_payloads(payload::NOTIFY, &chain).unwrap(), &inner);
+        check_stable(&mutate(data, &mutations, true));
+        let _ = parse_payloads(payload::NOTIFY, &mutate(chain, &mutations, false));
+    }
+
+    #[test]
+    fn the_responder_takes_any_datagram(data in bytes(600), natt in any::<bool>()) {
+        let mut r = responder();
+        r.handle(natt, INITIATOR, &data, Instant::now());
+        answers_parse(&mut r);
+    }
+
+    #[test]
+    fn the_responder_takes_changed_ike_sa_init_and_ike_auth_requests(
+        spi_i in 1u64..,
+        nonce in prop::collection::vec(any::<u8>(), 16..64),
+        ke in any::<[u8; 32]>(),
+        mutations in prop::collection::vec(mutation(), 1..6),
+        fix_length in any::<bool>(),
+        auth_body in bytes(300),
+    ) {
+        let mut r = responder();
+        let request = init_request(spi_i, nonce, ke).encode();
+        // Changed: whatever the responder makes of it, no panic, and what
+        // it answers is well-formed.
+        r.handle(false, INITIATOR, &mutate(request.clone(), &mutations, fix_length), Instant::now());
+        answers_parse(&mut r);
+        // As sent: answered with the responder's SPI, once more when
+        // retransmitted.
+        let mut r = responder();
+        r.handle(false, INITIATOR, &request, Instant::now());
+        let answers = answers_parse(&mut r);
+        prop_assert_eq!(answers.len(), 1);
+        let spi_r = answers[0].header.spi_r;
+        prop_assert!(spi_r != 0);
+        r.handle(false, INITIATOR, &request, Instant::now());
+        prop_assert_eq!(answers_parse(&mut r).len(), 1);
+        // An IKE_AUTH on 4500 for that SA with anything as its Encrypted
+        // payload (its ICV cannot verify), as sent and changed.
+        let auth = Message {
+            header: Header::new(spi_i, spi_r, exchange::IKE_AUTH, flags::INITIATOR, 1),
+            payloads: vec![Payload::Encrypted { first: payload::IDI, data: auth_body }],
+        }
+        .encode();
+        let natt = |m: &[u8]| [&[0u8; 4][..], m].concat();
+        let from = SocketAddrV4::new(*INITIATOR.ip(), 4500);
+        r.handle(true, from, &natt(&auth), Instant::now());
+        r.handle(true, from, &natt(&mutate(auth, &mutations, fix_length)), Instant::now());
+        prop_assert!(answers_parse(&mut r).is_empty());
+        prop_assert_eq!(r.established(), 0);
     }
 }
