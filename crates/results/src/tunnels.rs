@@ -127,6 +127,43 @@ pub struct HoldRecord {
     pub other_requests: u64,
 }
 
+/// Where the CPU went while the tunnels were set up: whether the rate is
+/// the gateway's or the tester's own ceiling.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetupCpu {
+    /// Wall time of the setups (first attempt to the last outcome), s.
+    pub wall_s: f64,
+    /// linerate's process CPU time over it, s, and as a share of one core.
+    pub tester_s: f64,
+    pub tester_busy: f64,
+    /// The gateway daemon's CPU time over it, s, and its share of one
+    /// core; None when linerate cannot see the gateway's processes.
+    pub gateway_s: Option<f64>,
+    pub gateway_busy: Option<f64>,
+    /// linerate's CPU time per attempted tunnel, ms.
+    pub tester_ms_per_tunnel: f64,
+    /// linerate's own CPU was busy enough (80 % of one core or more)
+    /// that the rate may be the tester's ceiling, not the gateway's.
+    pub tester_limited: bool,
+}
+
+impl SetupCpu {
+    /// Shares and the tester-limited flag from the measured times.
+    pub fn new(wall_s: f64, tester_s: f64, gateway_s: Option<f64>, attempted: u64) -> SetupCpu {
+        let share = |cpu: f64| if wall_s > 0.0 { cpu / wall_s } else { 0.0 };
+        let tester_busy = share(tester_s);
+        SetupCpu {
+            wall_s,
+            tester_s,
+            tester_busy,
+            gateway_s,
+            gateway_busy: gateway_s.map(share),
+            tester_ms_per_tunnel: 1000.0 * tester_s / attempted.max(1) as f64,
+            tester_limited: tester_busy >= 0.8,
+        }
+    }
+}
+
 /// `linerate tunnels`' report (its `--json` and the stored document).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TunnelsReport {
@@ -155,6 +192,11 @@ pub struct TunnelsReport {
     /// What limits the gateway's setup rate, when linerate knows it (the
     /// lab's charon).
     pub gateway_note: Option<String>,
+    /// CPU time (user + system) during the setups: linerate's whole
+    /// process (its IKE, Diffie-Hellman included, runs in one thread), and
+    /// the gateway's daemon where linerate can read it (the lab's charon).
+    #[serde(default)]
+    pub cpu: Option<SetupCpu>,
     /// Stopped by a signal before the hold ended.
     pub interrupted: bool,
     /// Every tunnel in peer order.
@@ -205,6 +247,7 @@ impl TunnelsReport {
             hold: None,
             gateway_checks: Vec::new(),
             gateway_note: None,
+            cpu: None,
             interrupted: false,
             tunnels,
         }
@@ -316,6 +359,31 @@ pub fn tunnels_table(r: &TunnelsReport) -> String {
             thousands(h.deleted_by_gateway),
             thousands(h.other_requests)
         );
+    }
+    if let Some(c) = &r.cpu {
+        let gateway = match (c.gateway_s, c.gateway_busy) {
+            (Some(s), Some(busy)) => format!(
+                ", the gateway's daemon {} s ({:.0} % of one core)",
+                sig3(s),
+                100.0 * busy
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  CPU over the {} s of setups: linerate {} s ({:.0} % of one core, {} ms per tunnel){gateway}",
+            sig3(c.wall_s),
+            sig3(c.tester_s),
+            100.0 * c.tester_busy,
+            sig3(c.tester_ms_per_tunnel)
+        );
+        if c.tester_limited {
+            let _ = writeln!(
+                out,
+                "  * linerate's own CPU was busy {:.0} % of the setups: this rate may be the tester's ceiling, not the gateway's (its Diffie-Hellman costs most: x25519 or ecp256 cost far less than modp2048)",
+                100.0 * c.tester_busy
+            );
+        }
     }
     for check in &r.gateway_checks {
         let _ = writeln!(out, "  Gateway: {check}");
@@ -432,6 +500,26 @@ mod tests {
         assert!(r
             .summary()
             .contains("failed: 2 AUTHENTICATION_FAILED, 1 no answer"));
+    }
+
+    #[test]
+    fn a_busy_tester_is_flagged() {
+        let c = SetupCpu::new(10.0, 9.0, Some(2.0), 300);
+        assert!(c.tester_limited);
+        assert!((c.tester_busy - 0.9).abs() < 1e-12);
+        assert_eq!(c.gateway_busy, Some(0.2));
+        assert!((c.tester_ms_per_tunnel - 30.0).abs() < 1e-9);
+        let mut r = TunnelsReport::new(settings(), vec![up(1, 0.0, 12.5)]);
+        r.cpu = Some(c);
+        let table = tunnels_table(&r);
+        assert!(
+            table.contains("* linerate's own CPU was busy 90 %"),
+            "{table}"
+        );
+        let calm = SetupCpu::new(10.0, 1.0, None, 300);
+        assert!(!calm.tester_limited);
+        r.cpu = Some(calm);
+        assert!(!tunnels_table(&r).contains("ceiling"));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use linerate_lab::scenario::{Applied, Scenario};
 use linerate_lab::Lab;
 use linerate_results::report::thousands;
 use linerate_results::tunnels::{
-    tunnels_table, HoldRecord, TunnelOutcome, TunnelsReport, TunnelsSettings,
+    tunnels_table, HoldRecord, SetupCpu, TunnelOutcome, TunnelsReport, TunnelsSettings,
 };
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -294,7 +294,7 @@ fn gateway_children(applied: &Applied) -> Result<Vec<String>> {
 }
 
 /// The one-line note on what limits the lab's gateway.
-const LAB_GATEWAY_LIMIT: &str = "the lab's gateway is strongSwan's charon with kernel-libipsec on the one DUT CPU: every setup costs it a Diffie-Hellman exchange, key derivation and a route into its TUN device in user space, and its 16 worker threads share that CPU; a kernel or hardware gateway sets tunnels up far faster";
+const LAB_GATEWAY_LIMIT: &str = "the lab's gateway is strongSwan's charon with kernel-libipsec, in user space on one DUT CPU: each setup costs it a Diffie-Hellman exchange, key derivation and a route into its TUN device; on a small machine linerate's own Diffie-Hellman competes for the same CPUs (the CPU line says how much), so these are lab figures, far below a kernel or hardware gateway's";
 
 /// Everything a run holds, in the order it is released: the fleet
 /// (deletes) first, then the peers' addresses, charon, the lab.
@@ -498,10 +498,32 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
             );
         }
     };
+    let gateway_pids: Vec<u32> = bed
+        .applied
+        .as_ref()
+        .map(Applied::data_path_pids)
+        .unwrap_or_default();
+    let gateway_cpu = || -> Option<f64> {
+        gateway_pids
+            .iter()
+            .map(|p| cpu_seconds(&p.to_string()))
+            .sum::<Option<f64>>()
+            .filter(|_| !gateway_pids.is_empty())
+    };
+    let cpu_before = (cpu_seconds("self"), gateway_cpu());
     let setups = fleet.bring_up(&mut on_setup);
+    let wall_s = begun.elapsed().as_secs_f64();
+    let cpu_after = (cpu_seconds("self"), gateway_cpu());
     let outcomes = outcomes(&plan, &slices, &setups);
     let mut report = TunnelsReport::new(settings, outcomes);
     report.gateway_note = bed.note.clone();
+    if let (Some(t0), Some(t1)) = (cpu_before.0, cpu_after.0) {
+        let gateway = match (cpu_before.1, cpu_after.1) {
+            (Some(g0), Some(g1)) => Some(g1 - g0),
+            _ => None,
+        };
+        report.cpu = Some(SetupCpu::new(wall_s, t1 - t0, gateway, report.attempted));
+    }
     recorder.save_partial(&report);
 
     // The gateway's own view: one installed CHILD_SA per tunnel, for the
@@ -631,6 +653,17 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     Ok(Outcome::Passed)
 }
 
+/// CPU seconds (user + system) process `pid` ("self" for linerate) has
+/// used, from /proc/PID/stat (fields 14 and 15, counted after the command
+/// name's `)`, in USER_HZ: 100 per second on Linux's architectures).
+fn cpu_seconds(pid: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((user + system) as f64 / 100.0)
+}
+
 /// Each peer's outcome, times relative to the first IKE_SA_INIT.
 fn outcomes(plan: &TunnelsPlan, slices: &[Net], setups: &[Setup]) -> Vec<TunnelOutcome> {
     let first = setups.iter().map(|s| s.started).min();
@@ -719,6 +752,22 @@ mod tests {
                 && e.to_string().contains("/23 or larger"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_process_cpu_time_is_read_from_proc() {
+        let t0 = cpu_seconds("self").unwrap();
+        let mut x = 0u64;
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(300) {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        let t1 = cpu_seconds("self").unwrap();
+        assert!(x > 0);
+        // 0.3 s of spinning, counted in 10-ms ticks (other test threads
+        // may add theirs).
+        assert!(t1 - t0 >= 0.2, "{t0} -> {t1}");
+        assert_eq!(cpu_seconds("4294967295"), None);
     }
 
     #[test]
