@@ -11,7 +11,7 @@
 //!
 //! # How
 //!
-//! Every peer is the sans-IO initiator of [`crate::initiator`] (a few
+//! Every peer is the sans-IO initiator of `initiator.rs` (a few
 //! hundred bytes while it negotiates, about 1 KiB of keys once up; no
 //! thread, no buffer of its own). One thread drives them all: it waits
 //! in `poll(2)` on the two sockets and on the earliest deadline of a

@@ -4,15 +4,28 @@
 //! the gateway's IPsec throughput is measured without a second IPsec
 //! implementation in the way.
 //!
-//! What a test needs, and only that: the initiator with a pre-shared key
-//! (RFC 7296 §2.15), one CHILD_SA in tunnel mode for the test networks,
-//! ESP in UDP on port 4500 forced by NAT detection (RFC 3948), the
-//! gateway's liveness checks answered, and the IKE SA deleted at the end.
+//! What a test needs, and only that: a pre-shared key (RFC 7296 §2.15),
+//! one CHILD_SA per IKE SA in tunnel mode for the test networks, ESP in UDP
+//! on port 4500 forced by NAT detection (RFC 3948), the peer's liveness
+//! checks answered, CHILD_SA rekeying (§1.3.3) both ways, and the IKE SA
+//! deleted at the end.
 //!
-//! - [`Session::connect`]: IKE_SA_INIT and IKE_AUTH; the result holds the
-//!   [`ChildSa`]: two [`SaKeys`] for the data path, the traffic selectors
-//!   the gateway accepted, the UDP addresses.
-//! - [`Session::poll`] while the test runs, [`Session::delete`] after.
+//! The protocol is sans-IO (as smoltcp does it): the initiator's handshake
+//! (`initiator`), the responder's (`responder::ResponderMachine`) and the
+//! established IKE SA of either role (`tunnel`) take datagrams and the time
+//! and produce datagrams and outcomes, with no socket inside. Three small
+//! drivers put them on sockets:
+//!
+//! - [`Session::connect`]: one tunnel, blocking through IKE_SA_INIT and
+//!   IKE_AUTH; the result holds the [`ChildSa`]: two [`SaKeys`] for the
+//!   data path, the traffic selectors the gateway accepted, the UDP
+//!   addresses. [`Session::poll`] while the test runs,
+//!   [`Session::rekey_child`] to rekey, [`Session::delete`] after.
+//! - [`Fleet`]: thousands of emulated peers, each with its own address,
+//!   IKE SA and CHILD_SA, from one thread and one pair of sockets; attempts
+//!   paced, each setup timed ([`Setup`]).
+//! - [`Responder`]: linerate as the responder for any number of
+//!   initiators (the other end of a fleet in benchmarks).
 //! - [`IkeProposals`]: strongSwan's proposal syntax
 //!   (`aes256-sha256-modp2048`); ESP suites are `linerate_esp::EspSuite`.
 //! - [`wire`]: the message format, whose parser takes any bytes.

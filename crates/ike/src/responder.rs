@@ -7,7 +7,8 @@
 //! the other end of a [`crate::Fleet`] in benchmarks, or a small gateway
 //! for a strongSwan initiator.
 //!
-//! Each established tunnel is the same [`Tunnel`] as the initiator's, so
+//! Each established tunnel is the same `Tunnel` (tunnel.rs) as the
+//! initiator's, so
 //! the initiators' liveness checks, Deletes and CHILD_SA rekeys are
 //! answered.
 

@@ -318,7 +318,7 @@ impl Transport {
 /// ends; dropping a session that is still up sends the Delete once without
 /// waiting for the answer.
 ///
-/// The protocol is the sans-IO initiator of [`crate::initiator`]; a
+/// The protocol is the sans-IO initiator of `initiator.rs`; a
 /// session is its blocking driver over two sockets.
 ///
 /// ```no_run
