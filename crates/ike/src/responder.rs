@@ -8,9 +8,8 @@
 //! for a strongSwan initiator.
 //!
 //! Each established tunnel is the same `Tunnel` (tunnel.rs) as the
-//! initiator's, so
-//! the initiators' liveness checks, Deletes and CHILD_SA rekeys are
-//! answered.
+//! initiator's, so the initiators' liveness checks, Deletes and CHILD_SA
+//! rekeys are answered.
 
 use std::collections::HashMap;
 use std::io;

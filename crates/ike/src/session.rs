@@ -614,9 +614,12 @@ impl Session {
                 });
             }
             if Instant::now() >= deadline {
-                break Err(IkeError::NoAnswer {
+                break Err(IkeError::Protocol {
                     addr: self.machine.remote(),
-                    tries: 0,
+                    detail: format!(
+                        "the CHILD_SA rekey did not end within {:.1} s (it goes on; poll reports its end)",
+                        timeout.as_secs_f64()
+                    ),
                 });
             }
             self.step(deadline)?;
