@@ -4,8 +4,8 @@ use crate::args::frames::FrameArgs;
 use crate::args::record::{CompareArgs, ExportArgs, RecordArgs, ReportArgs, RunsArgs, ShowArgs};
 use clap::{Args, Parser, Subcommand};
 use linerate_session::error::Result;
-use linerate_session::plan::ReceiverChoice;
 use linerate_session::plan::{DutCpuPlan, DutPlan};
+use linerate_session::plan::{EngineChoice, ReceiverChoice};
 use linerate_wire::{Encap, IpVersion, VlanTag};
 use std::path::PathBuf;
 
@@ -156,8 +156,8 @@ pub struct PortArgs {
     pub line_speed: Option<String>,
     /// Packet I/O engine: xdp (frames made and counted in the kernel),
     /// af_xdp, af_packet, or auto (the fastest that works on these ports).
-    #[arg(long, default_value = "auto", value_parser = ["auto", "xdp", "af_xdp", "af_packet"])]
-    pub engine: String,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub engine: EngineName,
     /// How port B counts the test frames: kernel (linerate's XDP counter counts and drops them at the port's XDP hook, the cheapest way to receive), socket (every frame goes up to linerate through the engine's own socket; needed for --pcap), or auto (kernel where the counter attaches, else socket).
     #[arg(long, value_enum, default_value = "auto")]
     pub receiver: Receiver,
@@ -396,8 +396,13 @@ pub struct OverheadArgs {
 #[command(mut_arg("sizes", |a| a.default_value("64,512,1518")))]
 pub struct CalibrateArgs {
     /// Engines to calibrate; each that cannot run here is skipped with the reason.
-    #[arg(long, value_delimiter = ',', default_value = "xdp,af_xdp,af_packet", value_parser = ["xdp", "af_xdp", "af_packet"])]
-    pub engine: Vec<String>,
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "xdp,af_xdp,af_packet"
+    )]
+    pub engine: Vec<EngineName>,
     /// How port B counts (see 'trial --help'); ceilings are stored per receiver.
     #[arg(long, value_enum, default_value = "auto")]
     pub receiver: Receiver,
@@ -475,6 +480,29 @@ impl EncapArgs {
             },
             vlan: self.vlan.as_deref().map(VlanTag::parse).transpose()?,
         })
+    }
+}
+
+/// `--engine`: the packet I/O engine, as the option names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+// No doc comments on the values: `--engine`'s own help explains them.
+pub enum EngineName {
+    Auto,
+    Xdp,
+    #[value(name = "af_xdp")]
+    AfXdp,
+    #[value(name = "af_packet")]
+    AfPacket,
+}
+
+impl From<EngineName> for EngineChoice {
+    fn from(e: EngineName) -> EngineChoice {
+        match e {
+            EngineName::Auto => EngineChoice::Auto,
+            EngineName::Xdp => EngineChoice::Xdp,
+            EngineName::AfXdp => EngineChoice::AfXdp,
+            EngineName::AfPacket => EngineChoice::AfPacket,
+        }
     }
 }
 

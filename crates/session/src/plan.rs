@@ -27,7 +27,7 @@ pub use crate::commands::trial::TrialPlan;
 
 pub use crate::dut_cpu::DutCpuPlan;
 use crate::error::{bail, err, Result};
-pub use crate::ports::ReceiverChoice;
+pub use crate::ports::{EngineChoice, ReceiverChoice};
 pub use crate::recorder::RecordPlan;
 use linerate_engine::{HostConfig, LatencySampling};
 use linerate_wire::{Encap, Flows};
@@ -39,8 +39,7 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct BedPlan {
     pub target: Target,
-    /// `auto`, `xdp`, `af_xdp` or `af_packet`.
-    pub engine: String,
+    pub engine: EngineChoice,
     pub receiver: ReceiverChoice,
     /// How long port B keeps counting after the last frame is sent.
     pub straggler_wait: Duration,

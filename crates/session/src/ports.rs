@@ -206,7 +206,7 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         .is_some_and(|p| p.ring.is_some_and(|r| r > linerate_lab::VETH_RING));
     opts.generic_xdp = deep;
     let ((a, mut b, engine_name), engine_reason) =
-        open_engine(&plan.engine, &a, &b, &opts, plan.tx_threads, receiver)?;
+        open_engine(plan.engine, &a, &b, &opts, plan.tx_threads, receiver)?;
     let direction = ipsec.as_ref().map(|p| p.record.direction);
     if let Some((send, receive)) = ipsec.as_mut().and_then(|p| p.transforms()) {
         use crate::ipsec::Direction;
@@ -337,11 +337,36 @@ pub type Ports = (TesterPort, TesterPort, &'static str);
 
 /// `--tx-threads` above 1 is for the xdp engine (or `auto`, which then
 /// means xdp): the socket engines send from one thread.
-pub fn check_tx_threads(engine: &str, tx_threads: u16) -> Result<()> {
-    if tx_threads > 1 && engine != "xdp" && engine != "auto" {
+pub fn check_tx_threads(engine: EngineChoice, tx_threads: u16) -> Result<()> {
+    if tx_threads > 1 && !matches!(engine, EngineChoice::Xdp | EngineChoice::Auto) {
         bail!(BadInput, "--tx-threads above 1 needs --engine xdp");
     }
     Ok(())
+}
+
+/// `--engine`: which packet I/O engine sends and receives the test frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineChoice {
+    /// The fastest that works on the ports, said with why.
+    Auto,
+    /// Frames made and counted in the kernel (XDP).
+    Xdp,
+    /// AF_XDP sockets.
+    AfXdp,
+    /// Packet sockets.
+    AfPacket,
+}
+
+impl EngineChoice {
+    /// The engine's name as reports and options write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineChoice::Auto => "auto",
+            EngineChoice::Xdp => "xdp",
+            EngineChoice::AfXdp => "af_xdp",
+            EngineChoice::AfPacket => "af_packet",
+        }
+    }
 }
 
 /// `--receiver`: how port B counts the test frames.
@@ -372,7 +397,7 @@ impl ReceiverChoice {
 /// socket is bound, why the counter did not attach).
 /// With `tx_threads` above 1 only the xdp engine will do.
 pub fn open_engine(
-    choice: &str,
+    choice: EngineChoice,
     a: &PortName,
     b: &PortName,
     opts: &AfPacketOptions,
@@ -381,10 +406,10 @@ pub fn open_engine(
 ) -> Result<(Ports, Option<String>)> {
     check_tx_threads(choice, tx_threads)?;
     let socket = receiver == ReceiverChoice::Socket;
-    if socket && (choice == "xdp" || tx_threads > 1) {
+    if socket && (choice == EngineChoice::Xdp || tx_threads > 1) {
         bail!(BadInput, "the xdp engine counts test frames in the kernel and hands none up: for --receiver socket (or --pcap) use --engine af_xdp or af_packet");
     }
-    if tx_threads > 1 && choice == "auto" {
+    if tx_threads > 1 && choice == EngineChoice::Auto {
         return match open_xdp(a, b, opts, receiver) {
             Ok((ports, note)) => {
                 let why = Some("--tx-threads above 1 needs xdp".to_string());
@@ -396,15 +421,15 @@ pub fn open_engine(
             }
         };
     }
-    let auto = !matches!(choice, "af_packet" | "xdp" | "af_xdp");
+    let auto = choice == EngineChoice::Auto;
     let (port_a, name, why) = match choice {
-        "af_packet" => (open_af_packet(a, opts)?, "af_packet", None),
-        "xdp" => return open_xdp(a, b, opts, receiver),
-        "af_xdp" => {
+        EngineChoice::AfPacket => (open_af_packet(a, opts)?, "af_packet", None),
+        EngineChoice::Xdp => return open_xdp(a, b, opts, receiver),
+        EngineChoice::AfXdp => {
             let (port, note) = open_af_xdp(a, opts)?;
             (port, "af_xdp", Some(note))
         }
-        _ => {
+        EngineChoice::Auto => {
             let mut passed_over = Vec::new();
             if socket {
                 passed_over.push(

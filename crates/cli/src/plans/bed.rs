@@ -16,7 +16,7 @@ impl PortArgs {
     /// Like [`PortArgs::plan`]; with `scenario` (`--scenario`, which builds
     /// a lab of its own for each configuration) the target is always a lab.
     pub fn plan_with(&self, scenario: bool) -> Result<BedPlan> {
-        ports::check_tx_threads(&self.engine, self.tx_threads)?;
+        ports::check_tx_threads(self.engine.into(), self.tx_threads)?;
         let straggler_wait = ports::parse_duration(&self.straggler_wait, "--straggler-wait")?;
         let encap = self.encap.encap()?;
         let flows = Flows::parse(&self.ranges)
@@ -67,7 +67,7 @@ impl PortArgs {
                     "--ipsec tests untagged IPv4 through the tunnel: leave out --ipv6 and --vlan"
                 );
             }
-            if self.engine == "xdp" {
+            if self.engine == crate::args::EngineName::Xdp {
                 bail!(BadInput, "--ipsec encrypts and decrypts every frame in user space, and the xdp engine builds and counts frames in the kernel: use --engine af_xdp or af_packet (or auto)");
             }
             if self.receiver == crate::args::Receiver::Kernel {
@@ -81,7 +81,7 @@ impl PortArgs {
             .transpose()?;
         Ok(BedPlan {
             target,
-            engine: self.engine.clone(),
+            engine: self.engine.into(),
             receiver: self.receiver.into(),
             straggler_wait,
             tx_threads: self.tx_threads,
@@ -133,7 +133,7 @@ mod tests {
         .unwrap();
         assert_eq!(p.line_speed_bps, Some(1_000_000_000));
         assert_eq!(p.straggler_wait, Duration::from_millis(500));
-        assert_eq!(p.engine, "af_packet");
+        assert_eq!(p.engine, linerate_session::plan::EngineChoice::AfPacket);
         assert!(!p.flows.is_empty());
         let Target::External { a, b } = &p.target else {
             panic!("{:?}", p.target)

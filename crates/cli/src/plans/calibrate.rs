@@ -15,7 +15,7 @@ impl CalibrateArgs {
     pub fn plan(&self) -> Result<CalibratePlan> {
         let args = self;
         for name in &args.engine {
-            if args.tx_threads > 1 && name != "xdp" {
+            if args.tx_threads > 1 && *name != crate::args::EngineName::Xdp {
                 bail!(BadInput, "--tx-threads above 1 needs --engine xdp (calibrate only that engine: --engine xdp)");
             }
         }
@@ -57,7 +57,7 @@ impl CalibrateArgs {
             .map(linerate_wire::units::parse_line_speed)
             .transpose()?;
         Ok(CalibratePlan {
-            engines: args.engine.clone(),
+            engines: args.engine.iter().map(|&e| e.into()).collect(),
             receiver: args.receiver.into(),
             frames,
             trial_duration,
@@ -115,7 +115,7 @@ mod tests {
              --straggler-wait 100ms --port-a p0 --port-b p1 --line-speed 1G --receiver socket",
         )
         .unwrap();
-        assert_eq!(p.engines, ["xdp"]);
+        assert_eq!(p.engines, [linerate_session::plan::EngineChoice::Xdp]);
         assert_eq!(p.tx_threads, 2);
         assert_eq!(p.receiver, linerate_session::plan::ReceiverChoice::Socket);
         assert_eq!(

@@ -9,7 +9,7 @@
 use crate::driver::EngineRunner;
 use crate::error::{bail, Result};
 use crate::exit::Outcome;
-use crate::ports::{self, PortName, ReceiverChoice};
+use crate::ports::{self, EngineChoice, PortName, ReceiverChoice};
 use crate::progress;
 use linerate_engine::{Engine, EngineConfig, EngineError, HostConfig};
 use linerate_lab::{Wire, WIRE_IP_A, WIRE_IP_B};
@@ -27,7 +27,7 @@ use std::time::{Duration, SystemTime};
 #[derive(Debug, Clone)]
 pub struct CalibratePlan {
     /// Engines to calibrate, in order (each that cannot run is skipped).
-    pub engines: Vec<String>,
+    pub engines: Vec<EngineChoice>,
     pub receiver: ReceiverChoice,
     pub frames: Vec<FrameSize>,
     pub trial_duration: Duration,
@@ -102,17 +102,25 @@ pub fn run(plan: CalibratePlan, interrupt: &AtomicBool) -> Result<Outcome> {
     };
     errln!(
         "linerate: calibrating {} back to back ({setup}), trials of {}",
-        engines.join(", "),
+        engines
+            .iter()
+            .map(|e| e.name())
+            .collect::<Vec<_>>()
+            .join(", "),
         humantime::format_duration(trial_duration)
     );
 
     let mut table = Vec::new();
     for name in &engines {
         let (pa, pb, engine_name) =
-            match ports::open_engine(name, &a, &b, &opts, tx_threads, receiver) {
+            match ports::open_engine(*name, &a, &b, &opts, tx_threads, receiver) {
                 Ok((ports, _)) => ports,
                 Err(e) => {
-                    errln!("linerate: {name} skipped: {}", crate::exit::one_line(&e));
+                    errln!(
+                        "linerate: {} skipped: {}",
+                        name.name(),
+                        crate::exit::one_line(&e)
+                    );
                     continue;
                 }
             };
