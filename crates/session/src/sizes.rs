@@ -45,7 +45,8 @@ impl<Rep: KeepsUnfinished + Clone + serde::Serialize> SizeTrials<'_, Rep> {
 /// (kept in the report: the zero-loss result of an unfinished MLRsearch).
 pub(crate) struct Stopped<Out> {
     pub error: EngineError,
-    pub finished: Option<Out>,
+    /// Boxed: results are large, and this is the rare path.
+    pub finished: Option<Box<Out>>,
 }
 
 impl<Out> From<EngineError> for Stopped<Out> {
@@ -89,7 +90,7 @@ where
             Ok(out) => keep(report, out),
             Err(Stopped { error, finished }) => {
                 if let Some(out) = finished {
-                    keep(report, out);
+                    keep(report, *out);
                 }
                 *report.unfinished_mut() = Some(unfinished);
                 recorder.save_partial(report);
@@ -171,7 +172,7 @@ mod tests {
                 assert_eq!(trials.count(), 1);
                 Err(Stopped {
                     error: EngineError::Interrupted,
-                    finished: Some(u32::from(s)),
+                    finished: Some(Box::new(u32::from(s))),
                 })
             },
             |rep, out| rep.results.push(out),

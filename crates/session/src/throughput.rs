@@ -206,7 +206,7 @@ pub fn measure(
                     Err(error) => {
                         return Err(Stopped {
                             error,
-                            finished: Some(result),
+                            finished: Some(Box::new(result)),
                         })
                     }
                 }
