@@ -6,6 +6,9 @@
 //!   IKE SAs with each peer's SPIs, a CHILD_SA rekeyed by the fleet shows
 //!   the new SPIs in charon, and `delete_all` leaves charon with none.
 //!
+//! - Failures: a wrong key (AUTHENTICATION_FAILED) and a silent gateway
+//!   give each peer the one-line error of a single tunnel; a peer address
+//!   that is not local is refused when the fleet binds.
 //! - Against linerate's own responder: 200 peers from a routed /16 come
 //!   up, each with a setup time above zero, the responder holds 200
 //!   tunnels whose keys are the fleet's, and `delete_all` empties it.
@@ -295,4 +298,133 @@ fn a_fleet_of_200_comes_up_against_linerates_responder() {
     stop.store(true, Ordering::Relaxed);
     let responder = server.join().unwrap();
     assert_eq!(responder.established(), 0);
+}
+
+/// Failures carry the gateway's answer in the one-line errors of a single
+/// tunnel: a wrong key (linerate's responder answers
+/// AUTHENTICATION_FAILED), and no gateway at all (the tries, then "no
+/// answer"); no tunnel is counted up.
+#[test]
+fn fleet_failures_name_the_gateways_answer() {
+    if !is_root() {
+        return skip("(needs root: network namespaces)");
+    }
+    const N: usize = 5;
+    let lab = Lab::new("e");
+    run(
+        "ip",
+        &[
+            "-n",
+            &lab.peer,
+            "route",
+            "add",
+            "local",
+            "10.78.0.0/16",
+            "dev",
+            "lo",
+        ],
+    );
+    run(
+        "ip",
+        &[
+            "-n",
+            &lab.gw,
+            "route",
+            "add",
+            "10.78.0.0/16",
+            "via",
+            &PEER.to_string(),
+        ],
+    );
+    let responder = in_netns(&lab.gw, || {
+        Responder::bind(ResponderConfig {
+            local: GW,
+            ports: Ports::default(),
+            local_id: Some(Identity::parse(GW_ID).unwrap()),
+            psk: Psk::new("the responder's key"),
+            ike: IkeProposals::parse("aes128-sha256-x25519").unwrap(),
+            esp: EspSuite::Aes128Gcm16,
+            local_ts: TrafficSelector::parse(GW_NET).unwrap(),
+            remote_ts: TrafficSelector::parse("198.18.0.0/16").unwrap(),
+            retransmit: Retransmit::default(),
+        })
+    })
+    .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = Arc::clone(&stop);
+    let server = std::thread::spawn(move || {
+        let mut responder = responder;
+        while !stop2.load(Ordering::Relaxed) {
+            responder.poll(Duration::from_millis(20));
+        }
+    });
+    let peers = |first: u8| -> Vec<Peer> {
+        (0..N)
+            .map(|i| Peer {
+                local: Ipv4Addr::new(10, 78, first, i as u8 + 1),
+                local_id: None,
+                local_ts: peer_net(i),
+            })
+            .collect()
+    };
+    let config = fleet_config("another key", peers(0), GW);
+    let mut fleet = in_netns(&lab.peer, || Fleet::bind(config)).unwrap();
+    let setups = fleet.bring_up(&mut |_| {});
+    assert_eq!(setups.len(), N);
+    for (i, s) in setups.iter().enumerate() {
+        let e = s.outcome.as_ref().expect_err("a wrong key fails");
+        assert_eq!(
+            e.to_string(),
+            format!("authentication failed: the gateway answered AUTHENTICATION_FAILED; check the pre-shared key (and that the gateway expects the identity 10.78.0.{})", i + 1)
+        );
+    }
+    assert_eq!(fleet.established(), 0);
+    drop(fleet);
+    stop.store(true, Ordering::Relaxed);
+    server.join().unwrap();
+
+    // Nobody answers: each peer's tries with back-off, then the error.
+    let mut config = fleet_config("k", peers(1), GW);
+    config.retransmit = Retransmit {
+        timeout: Duration::from_millis(50),
+        tries: 2,
+    };
+    let mut fleet = in_netns(&lab.peer, || Fleet::bind(config)).unwrap();
+    let start = Instant::now();
+    let setups = fleet.bring_up(&mut |_| {});
+    for s in &setups {
+        let e = s.outcome.as_ref().expect_err("nobody answers");
+        assert_eq!(
+            e.to_string(),
+            format!("no answer from {GW}:500 after 2 tries")
+        );
+    }
+    // 50 + 100 ms per peer, all in parallel.
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+
+    // A peer address that is not local is refused when the fleet binds.
+    let config = fleet_config(
+        "k",
+        vec![Peer {
+            local: Ipv4Addr::new(192, 0, 2, 7),
+            local_id: None,
+            local_ts: peer_net(0),
+        }],
+        GW,
+    );
+    let e = in_netns(&lab.peer, || Fleet::bind(config)).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("cannot use the peer address 192.0.2.7: "),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .ends_with("; the address is on no interface of this network namespace"),
+        "{e}"
+    );
 }
