@@ -6,7 +6,21 @@ use crate::args::record::RecordArgs;
 use clap::Args;
 use std::path::PathBuf;
 
+/// The `--ipsec` options that fit many peers; `--ipsec` itself (implied),
+/// `--direction`, `--esp-keys` and `--pcap` (test frames: none here) are
+/// hidden and refused when given.
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("ipsec", |a| a.hide(true)),
+    mut_arg("direction", |a| a.hide(true)),
+    mut_arg("esp_keys", |a| a.hide(true)),
+    mut_arg("pcap", |a| a.hide(true)),
+    mut_arg("pcap_frames", |a| a.hide(true)),
+    mut_arg("remote_net", |a| a.help("The network behind linerate, split into one equal slice per tunnel (each tunnel's own traffic selector): 200 tunnels in a /17 get a /25 each. In the lab: 198.19.128.0/17")),
+    mut_arg("local_net", |a| a.help("The gateway's protected LAN, every tunnel's remote traffic selector (default: --ip-a's subnet; in the lab 198.18.0.0/24)")),
+    mut_arg("psk_file", |a| a.help("The pre-shared key every peer uses, in a file only its owner can read (chmod 600); never on the command line. In the lab: the scenario's")),
+    mut_arg("ipsec_id", |a| a.help("One IKE identity for every peer (an address, @fqdn or user@domain) when the gateway wants another than each peer's own address"))
+)]
 pub struct TunnelsArgs {
     /// In the lab: the DUT is the vpn-gateway scenario's gateway (needs --scenario vpn-gateway[:SUITE]); a lab is built for the run.
     #[arg(long, conflicts_with_all = ["port_b", "ip_b", "gw_b", "ip_a"])]

@@ -53,6 +53,7 @@ __all__ = [
     "cpu_target",
     "tcp",
     "http",
+    "tunnels",
     "lab_up",
     "lab_down",
     "lab_status",
@@ -144,6 +145,7 @@ back_to_back = _command("back-to-back", "back_to_back")
 cpu_target = _command("cpu-target", "cpu_target")
 tcp = _command("tcp", "tcp")
 http = _command("http", "http")
+tunnels = _command("tunnels", "tunnels")
 
 
 def _plain(command: str, options: Dict[str, Any]) -> None:

@@ -1017,6 +1017,70 @@ def http(
         quiet: No progress on stderr (set-up notes and errors are still printed)
     """
 
+def tunnels(
+    *,
+    progress: Optional[Progress] = None,
+    lab: bool = False,
+    scenario: Optional[Value] = None,
+    lab_ring: Optional[Value] = None,
+    port_b: Optional[Value] = None,
+    ip_b: Optional[Value] = None,
+    gw_b: Optional[Value] = None,
+    ip_a: Optional[Value] = None,
+    ipsec_gateway: Optional[Value] = None,
+    ike: Optional[Value] = None,
+    esp: Optional[Value] = None,
+    ipsec_remote_id: Optional[Value] = None,
+    count: Optional[Value] = None,
+    rate: Optional[Value] = None,
+    window: Optional[Value] = None,
+    hold: Optional[Value] = None,
+    peer_addrs: Optional[Value] = None,
+    json: Optional[Value] = None,
+    db: Optional[Value] = None,
+    no_db: bool = False,
+    dut_name: Optional[Value] = None,
+    dut_firmware: Optional[Value] = None,
+    events: Optional[Value] = None,
+    quiet: bool = False,
+    remote_net: Optional[Value] = None,
+    local_net: Optional[Value] = None,
+    psk_file: Optional[Value] = None,
+    ipsec_id: Optional[Value] = None,
+) -> Optional[Dict[str, Any]]:
+    """
+    ``linerate tunnels``; returns what its --json writes.
+
+    Options:
+        lab: In the lab: the DUT is the vpn-gateway scenario's gateway (needs --scenario vpn-gateway[:SUITE]); a lab is built for the run
+        scenario: The lab's DUT configuration: vpn-gateway or vpn-gateway:SUITE (implies --lab)
+        lab_ring: Ring depth of the lab this run builds (see 'lab up --ring')
+        port_b: Tester port B, the gateway's WAN side, where the peers are emulated, e.g. enp1s0f1
+        ip_b: Port B's address and subnet, e.g. 203.0.113.2/24: the first peer's address unless --peer-addrs says others
+        gw_b: The gateway's address on port B's subnet (its IKE address unless --ipsec-gateway)
+        ip_a: Port A's address and subnet: the gateway's LAN, every tunnel's remote traffic selector, unless --local-net says another
+        ipsec_gateway: The gateway's IKE address when it is not --gw-b
+        ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        ipsec_remote_id: The identity the gateway must show
+        count: How many tunnels (peers): 1..10000
+        rate: New handshakes (IKE_SA_INIT sent) per second, e.g. 50/s. Default: as fast as the gateway answers, --window in flight
+        window: Handshakes in flight at most
+        hold: How long the tunnels stay up (answering the gateway) before linerate deletes them all, e.g. 10s
+        peer_addrs: The peers' outer addresses: FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab routes to port B). They must be on port B's subnet, or in the lab's peer range
+        json: Write the report, with every tunnel's setup time or error, as JSON to FILE
+        db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
+        no_db: Do not store this run in the results database
+        dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF" (one line, at most 200 characters)
+        dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80" (one line, at most 200 characters)
+        events: Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr)
+        quiet: No progress on stderr (set-up notes and errors are still printed)
+        remote_net: The network behind linerate, split into one equal slice per tunnel (each tunnel's own traffic selector): 200 tunnels in a /17 get a /25 each. In the lab: 198.19.128.0/17
+        local_net: The gateway's protected LAN, every tunnel's remote traffic selector (default: --ip-a's subnet; in the lab 198.18.0.0/24)
+        psk_file: The pre-shared key every peer uses, in a file only its owner can read (chmod 600); never on the command line. In the lab: the scenario's
+        ipsec_id: One IKE identity for every peer (an address, @fqdn or user@domain) when the gateway wants another than each peer's own address
+    """
+
 def lab_up(
     *,
     lab_name: Optional[Value] = None,

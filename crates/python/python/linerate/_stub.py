@@ -19,6 +19,7 @@ COMMANDS = [
     ("cpu_target", "cpu-target"),
     ("tcp", "tcp"),
     ("http", "http"),
+    ("tunnels", "tunnels"),
 ]
 
 HEAD = '''# The type stub of the package linerate, generated from the CLI's options
