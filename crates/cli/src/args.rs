@@ -354,7 +354,7 @@ pub struct OverheadArgs {
     /// Inner IP packet length(s) instead (40..9000).
     #[arg(long, value_delimiter = ',')]
     pub l3_length: Option<Vec<u64>>,
-    /// ESP encryption: null, des, 3des, aes (CBC), aes-gcm.
+    /// ESP encryption: null, des, 3des, aes (CBC), aes-gcm; or a proposal as --ipsec takes it (aes256gcm16, aes128-sha256, ...), which names the integrity too.
     #[arg(long)]
     pub esp: Option<String>,
     /// ESP integrity: none, md5, sha1, sha256, sha512 (HMAC, truncated as in RFC 2403/2404/4868).

@@ -43,9 +43,21 @@ impl OverheadArgs {
 
 fn encapsulation(args: &OverheadArgs) -> Result<Encapsulation> {
     let esp = match &args.esp {
+        Some(c) if Cipher::parse(c).is_none() && linerate_ike::EspSuite::parse(c).is_ok() => {
+            // A proposal as --ipsec negotiates it: cipher and integrity.
+            if let Some(a) = &args.auth {
+                bail!(
+                    BadInput,
+                    "--esp {c} names its integrity already: leave out --auth {a}"
+                );
+            }
+            let suite =
+                linerate_ike::EspSuite::parse(c).map_err(|e| err!(BadInput, "--esp: {e}"))?;
+            Some(suite_parts(suite))
+        }
         Some(c) => {
             let cipher = Cipher::parse(c).ok_or_else(|| {
-                err!(BadInput, "--esp '{c}' is not a cipher linerate knows: use null, des, 3des, aes or aes-gcm")
+                err!(BadInput, "--esp '{c}' is not a cipher linerate knows: use null, des, 3des, aes or aes-gcm, or a proposal such as aes256gcm16 or aes128-sha256")
             })?;
             let auth = match (&args.auth, cipher) {
                 (Some(a), _) => parse_auth(a, "--auth")?,
@@ -108,11 +120,28 @@ fn encapsulation(args: &OverheadArgs) -> Result<Encapsulation> {
     })
 }
 
+/// The cipher and integrity of an ESP proposal; the key length changes
+/// no size.
+fn suite_parts(suite: linerate_ike::EspSuite) -> (Cipher, Auth) {
+    use linerate_ike::EspSuite::*;
+    match suite {
+        Aes128Gcm16 | Aes256Gcm16 => (Cipher::AesGcm, Auth::None),
+        Aes128Sha1 => (Cipher::AesCbc, Auth::Sha1),
+        Aes128Sha256 | Aes256Sha256 => (Cipher::AesCbc, Auth::Sha256),
+        Aes256Sha512 => (Cipher::AesCbc, Auth::Sha512),
+    }
+}
+
 fn describe(args: &OverheadArgs) -> String {
     let mut parts = Vec::new();
     if let Some(c) = &args.esp {
-        let auth = args.auth.as_deref().unwrap_or("none");
-        parts.push(format!("ESP {c}/{auth} ({})", args.mode));
+        if Cipher::parse(c).is_none() {
+            // A proposal: it names its integrity.
+            parts.push(format!("ESP {c} ({})", args.mode));
+        } else {
+            let auth = args.auth.as_deref().unwrap_or("none");
+            parts.push(format!("ESP {c}/{auth} ({})", args.mode));
+        }
     }
     if let Some(a) = &args.ah {
         parts.push(format!("AH {a} ({})", args.mode));
@@ -152,6 +181,26 @@ mod tests {
             unreachable!()
         };
         a.plan()
+    }
+
+    /// `--esp` takes the proposals `--ipsec` negotiates, and its sizes are
+    /// those the ESP data path really sends (linerate_esp's own count).
+    #[test]
+    fn esp_proposals_give_the_sizes_the_data_path_sends() {
+        for suite in linerate_ike::EspSuite::ALL {
+            let p = plan(&format!("--frame-size 64 --esp {} --nat-t", suite.name())).unwrap();
+            for l3 in [40, 46, 100, 494, 1400, 1500] {
+                assert_eq!(
+                    p.encapsulation.outer_l3(l3),
+                    l3 + suite.overhead(l3) + 20 + 8,
+                    "{suite} at {l3} bytes"
+                );
+            }
+        }
+        let p = plan("--frame-size 64 --esp aes256gcm16").unwrap();
+        assert_eq!(p.encapsulation.esp, Some((Cipher::AesGcm, Auth::None)));
+        let e = plan("--frame-size 64 --esp aes128-sha256 --auth sha1").unwrap_err();
+        assert!(e.to_string().contains("leave out --auth"), "{e}");
     }
 
     #[test]
