@@ -8,7 +8,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use linerate_esp::{EspSuite, SaKeys};
 
@@ -159,7 +159,6 @@ impl Initiator {
     }
 
     /// The CHILD_SA, once established (and while it is up).
-    #[allow(dead_code)]
     pub(crate) fn child(&self) -> Option<&ChildSa> {
         self.tunnel().filter(|t| t.child_up()).map(|t| &t.child)
     }
@@ -732,16 +731,4 @@ impl Initiator {
             }),
         }
     }
-}
-
-/// The wait before giving up with `retransmit`: the doubling's sum.
-#[allow(dead_code)]
-pub(crate) fn give_up_after(retransmit: Retransmit) -> Duration {
-    let mut total = Duration::ZERO;
-    let mut wait = retransmit.timeout;
-    for _ in 0..retransmit.tries.max(1) {
-        total += wait;
-        wait = wait.saturating_mul(2);
-    }
-    total
 }
