@@ -453,6 +453,9 @@ impl Fleet {
             machine = Initiator::new(Arc::clone(&self.shared), local.clone());
         }
         self.by_spi.insert(machine.spi_i(), peer);
+        // The key pair first: the setup's clock starts as the request goes.
+        machine.prepare();
+        let now = now.max(Instant::now());
         machine.start(now, &mut self.out);
         let slot = &mut self.slots[peer];
         slot.machine = Some(machine);
