@@ -230,7 +230,7 @@ impl Drop for PeerAddresses {
             .map(|a| format!("addr del {a} dev {}\n", self.ifname))
             .collect();
         if let Err(e) = ip_batch(self.netns.as_deref(), &lines, true) {
-            eprintln!("linerate: warning: taking the peers' addresses off port B: {e}");
+            errln!("linerate: warning: taking the peers' addresses off port B: {e}");
         }
     }
 }
@@ -325,7 +325,7 @@ fn open_bed(plan: &TunnelsPlan) -> Result<Bed> {
         TunnelsTarget::Lab { scenario, ring } => {
             linerate_lab::check_environment()?;
             let name = format!("tun{}", std::process::id());
-            eprintln!(
+            errln!(
                 "linerate: scenario {}: {} (lab '{name}', namespaces lr-{name}-*)",
                 scenario.spec,
                 scenario.description()
@@ -333,7 +333,7 @@ fn open_bed(plan: &TunnelsPlan) -> Result<Bed> {
             let lab = Lab::up_with_ring(&name, ring.unwrap_or(linerate_lab::DEFAULT_RING))?;
             let applied = scenario.apply(&lab)?;
             for check in &applied.checks {
-                eprintln!("linerate:   verified: {check}");
+                errln!("linerate:   verified: {check}");
             }
             let Some(peer) = applied.vpn_peer() else {
                 bail!(BadInput, "linerate tunnels in the lab needs a DUT that is a VPN gateway: use --scenario vpn-gateway");
@@ -466,7 +466,7 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     })?;
     let verbose = recorder.verbose();
     if verbose {
-        eprintln!(
+        errln!(
             "linerate: bringing up {} tunnels to {} from {} .. {} ({}, window {})",
             thousands(count as u64),
             bed.gateway,
@@ -489,7 +489,7 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         }
         if verbose && last_shown.elapsed() >= Duration::from_secs(1) {
             last_shown = Instant::now();
-            eprintln!(
+            errln!(
                 "linerate: {} s: {} up, {} failed, {} to go",
                 begun.elapsed().as_secs(),
                 thousands(up),
