@@ -343,3 +343,54 @@ fn two_hundred_tunnels_through_the_lab_gateway() {
         runs.dump()
     );
 }
+
+/// SIGINT while tunnels are still being set up (a slow attempt rate):
+/// linerate stops starting new ones within a moment, deletes those up,
+/// removes its lab, exits 130, and its JSON names the peers never
+/// finished as interrupted.
+#[test]
+fn a_signal_during_the_setups_ends_the_run_promptly() {
+    if !root_or_skip("a_signal_during_the_setups_ends_the_run_promptly") {
+        return;
+    }
+    let json = TempFile::new("tunnels-int");
+    let mut spawned = Spawned::start(&[
+        "tunnels",
+        "--lab",
+        "--scenario",
+        "vpn-gateway",
+        "--count",
+        "200",
+        "--rate",
+        "10/s",
+        "--no-db",
+        "--json",
+        json.arg(),
+    ]);
+    let pid = spawned.pid;
+    let started = spawned.wait_for_stderr(Duration::from_secs(30), |e| {
+        e.contains("bringing up 200 tunnels")
+    });
+    assert!(started, "{}", spawned.stderr_now());
+    std::thread::sleep(Duration::from_secs(2));
+    signal(pid, nix::sys::signal::Signal::SIGINT);
+    let run = spawned.finish(Duration::from_secs(30));
+    let own = netns_with_prefix(&format!("lr-tun{pid}-"));
+    assert!(own.is_empty(), "left behind: {own:?}\n{}", run.dump());
+    assert_eq!(run.code, 130, "{}", run.dump());
+    // 200 at 10/s take 20 s: the signal ended it long before.
+    assert!(
+        run.elapsed < Duration::from_secs(15),
+        "took {:?}\n{}",
+        run.elapsed,
+        run.dump()
+    );
+    let report = json.json();
+    let up = u(&report, "established");
+    assert!((1..200).contains(&up), "{}", run.dump());
+    let interrupted = tunnels_of(&report)
+        .iter()
+        .filter(|t| t["reason"] == "interrupted")
+        .count();
+    assert_eq!(interrupted as u64 + up, 200, "{report}");
+}

@@ -34,6 +34,7 @@ use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::io::{self, IoSlice, IoSliceMut};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -54,6 +55,9 @@ use crate::sa::ChildSa;
 use crate::session::{Event, Ports, Psk, Retransmit};
 use crate::tunnel::{Outbox, Output, NON_ESP_MARKER};
 use crate::wire::{Identity, TrafficSelector};
+
+/// How often a setup loop looks at its stop flag.
+const STOP_CHECK: Duration = Duration::from_millis(100);
 
 /// One emulated peer.
 #[derive(Debug, Clone)]
@@ -549,6 +553,20 @@ impl Fleet {
     /// Peers started by an earlier call are not started again (and have
     /// no `Setup` in a later call's result).
     pub fn bring_up(&mut self, on_setup: &mut dyn FnMut(&Setup)) -> Vec<Setup> {
+        self.bring_up_until(&AtomicBool::new(false), on_setup)
+    }
+
+    /// [`bring_up`](Self::bring_up) that ends early once `stop` is set (a
+    /// signal): no new attempt starts, and the peers whose setup has not
+    /// ended have no `Setup` in the result (their half-open handshakes are
+    /// abandoned; tunnels already up stay up for the caller to delete).
+    /// `stop` is looked at between turns of the loop, at least every
+    /// 100 ms.
+    pub fn bring_up_until(
+        &mut self,
+        stop: &AtomicBool,
+        on_setup: &mut dyn FnMut(&Setup),
+    ) -> Vec<Setup> {
         let todo: Vec<usize> = (0..self.slots.len())
             .filter(|&i| self.slots[i].state == State::NotStarted)
             .collect();
@@ -569,7 +587,7 @@ impl Fleet {
                 self.start(todo[next], now, on_setup);
                 next += 1;
             }
-            if next == todo.len() && self.in_flight == 0 {
+            if (next == todo.len() && self.in_flight == 0) || stop.load(Ordering::Relaxed) {
                 break;
             }
             let until = if self.in_flight < self.window {
@@ -577,7 +595,9 @@ impl Fleet {
             } else {
                 None
             };
-            self.turn(until, on_setup);
+            // Woken at least every STOP_CHECK to look at `stop`.
+            let check = Instant::now() + STOP_CHECK;
+            self.turn(Some(until.map_or(check, |u| u.min(check))), on_setup);
         }
         todo.iter().filter_map(|&i| self.setups[i].take()).collect()
     }

@@ -511,10 +511,11 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
             .filter(|_| !gateway_pids.is_empty())
     };
     let cpu_before = (cpu_seconds("self"), gateway_cpu());
-    let setups = fleet.bring_up(&mut on_setup);
+    let setups = fleet.bring_up_until(interrupt, &mut on_setup);
     let wall_s = begun.elapsed().as_secs_f64();
     let cpu_after = (cpu_seconds("self"), gateway_cpu());
-    let outcomes = outcomes(&plan, &slices, &setups);
+    let stopped = interrupt.load(Ordering::Relaxed);
+    let outcomes = outcomes(&plan, &slices, &setups, stopped);
     let mut report = TunnelsReport::new(settings, outcomes);
     report.gateway_note = bed.note.clone();
     if let (Some(t0), Some(t1)) = (cpu_before.0, cpu_after.0) {
@@ -529,7 +530,9 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     // The gateway's own view: one installed CHILD_SA per tunnel, for the
     // tunnel's own network.
     let mut mismatch = None;
-    if let Some(applied) = &bed.applied {
+    // (Not after a signal: handshakes abandoned half-way may have left the
+    // gateway a CHILD_SA linerate never installed.)
+    if let (Some(applied), false) = (&bed.applied, stopped) {
         let mut listed = gateway_children(applied)?;
         listed.sort();
         let mut ours: Vec<String> = report
@@ -665,7 +668,17 @@ fn cpu_seconds(pid: &str) -> Option<f64> {
 }
 
 /// Each peer's outcome, times relative to the first IKE_SA_INIT.
-fn outcomes(plan: &TunnelsPlan, slices: &[Net], setups: &[Setup]) -> Vec<TunnelOutcome> {
+fn outcomes(
+    plan: &TunnelsPlan,
+    slices: &[Net],
+    setups: &[Setup],
+    interrupted: bool,
+) -> Vec<TunnelOutcome> {
+    let (unset_error, unset_reason) = if interrupted {
+        ("interrupted before its setup ended", "interrupted")
+    } else {
+        ("never attempted", "not attempted")
+    };
     let first = setups.iter().map(|s| s.started).min();
     let mut out: Vec<TunnelOutcome> = plan
         .peers
@@ -676,8 +689,8 @@ fn outcomes(plan: &TunnelsPlan, slices: &[Net], setups: &[Setup]) -> Vec<TunnelO
             remote_net: net.to_string(),
             started_ms: 0.0,
             setup_ms: None,
-            error: Some("never attempted".into()),
-            reason: Some("not attempted".into()),
+            error: Some(unset_error.into()),
+            reason: Some(unset_reason.into()),
         })
         .collect();
     for s in setups {
