@@ -43,20 +43,26 @@ pub fn silent() -> bool {
     CONSOLE.with(|c| c.get()) == Console::Silent
 }
 
-/// Writes to stderr unless silent. A closed stderr is not an error a run
-/// should fail on.
+/// Writes to stderr unless silent. A write that fails panics with
+/// `eprintln!`'s own message, as `eprintln!` does.
 pub fn stderr(args: Arguments<'_>) {
     if !silent() {
-        let _ = std::io::stderr().write_fmt(args);
+        if let Err(e) = std::io::stderr().write_fmt(args) {
+            panic!("failed printing to stderr: {e}");
+        }
     }
 }
 
-/// Writes to stdout unless silent.
+/// Writes to stdout unless silent. A write that fails panics with
+/// `println!`'s own message, as `println!` does: the binary turns that
+/// panic on a closed pipe (`linerate ... | head -1`) into SIGPIPE's quiet
+/// end (`exit::is_closed_pipe_panic`).
 pub fn stdout(args: Arguments<'_>) {
     if !silent() {
         let mut out = std::io::stdout().lock();
-        let _ = out.write_fmt(args);
-        let _ = out.flush();
+        if let Err(e) = out.write_fmt(args) {
+            panic!("failed printing to stdout: {e}");
+        }
     }
 }
 
