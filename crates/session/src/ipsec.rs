@@ -15,6 +15,7 @@
 //! tear the tunnel down (the ESP counters then show unknown SPIs).
 
 use crate::error::{bail, err, Result};
+use crate::peers::ip_out as ip;
 use linerate_engine::ipsec::{EspCounts, EspReceive, EspSend, SharedCounts};
 use linerate_engine::transform::{ReceiveTransform, SendTransform};
 use linerate_engine::HostConfig;
@@ -22,7 +23,6 @@ use linerate_esp::{EspSuite, Inbound, Outbound};
 use linerate_ike::{Config, Identity, IkeProposals, Ports, Psk, Session, Sockets, TrafficSelector};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::process::Command;
 
 pub use linerate_results::ipsec::{Direction, EspTrial, IpsecRun};
 
@@ -375,19 +375,6 @@ fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     // An existing file keeps its mode on open: narrow it before writing.
     file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
     file.write_all(text.as_bytes())
-}
-
-/// Runs `ip` (in `netns`), its output or why it failed.
-fn ip(netns: Option<&str>, args: &[&str]) -> std::result::Result<String, String> {
-    let mut cmd = Command::new("ip");
-    if let Some(ns) = netns {
-        cmd.args(["-n", ns]);
-    }
-    let out = cmd.args(args).output().map_err(|e| format!("ip: {e}"))?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 #[cfg(test)]

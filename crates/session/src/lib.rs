@@ -22,6 +22,7 @@ mod events;
 pub mod exit;
 pub mod ipsec;
 pub mod outputs;
+pub mod peers;
 pub mod plan;
 pub mod ports;
 mod progress;

@@ -5,12 +5,11 @@ use crate::args::tunnels::TunnelsArgs;
 use linerate_lab::scenario::{
     Scenario, VPN_FIRST_PEER, VPN_LAN, VPN_PEERS, VPN_REMOTE_NET, VPN_TUNNEL_NETS,
 };
-use linerate_session::commands::tunnels::{
-    peer_addresses, slice_prefix, TunnelsPlan, TunnelsTarget, MAX_TUNNELS,
-};
+use linerate_session::commands::tunnels::{TunnelsPlan, TunnelsTarget};
 use linerate_session::error::{bail, err, Result};
 use linerate_session::ipsec::Net;
 use linerate_session::outputs::Outputs;
+use linerate_session::peers::{peer_addresses, slice_prefix, MAX_TUNNELS};
 use linerate_session::ports;
 use std::net::Ipv4Addr;
 

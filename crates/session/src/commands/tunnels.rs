@@ -14,12 +14,10 @@
 use crate::error::{bail, err, Result};
 use crate::exit::Outcome;
 use crate::ipsec::{IpsecPlan, Net};
+use crate::peers::{reason, selector, slice, PeerAddresses};
 use crate::recorder::{RecordPlan, Recorder, RunInfo};
 use linerate_esp::EspSuite;
-use linerate_ike::{
-    Fleet, FleetConfig, IkeError, IkeProposals, Peer, Ports, Psk, Retransmit, Setup,
-    TrafficSelector,
-};
+use linerate_ike::{Fleet, FleetConfig, IkeProposals, Peer, Ports, Psk, Retransmit, Setup};
 use linerate_lab::scenario::{Applied, Scenario};
 use linerate_lab::Lab;
 use linerate_results::report::thousands;
@@ -28,12 +26,8 @@ use linerate_results::tunnels::{
 };
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// The most tunnels one run brings up.
-pub const MAX_TUNNELS: usize = 10_000;
 
 /// Where the peers are emulated.
 #[derive(Debug, Clone)]
@@ -77,210 +71,6 @@ pub struct TunnelsPlan {
     pub hold: Duration,
     pub json: Option<PathBuf>,
     pub record: RecordPlan,
-}
-
-/// `--peer-addrs`: `FIRST`, `FIRST-LAST` or `CIDR`, the first `count`
-/// addresses of it (a network's own address and its broadcast address are
-/// skipped below /31).
-pub fn peer_addresses(text: &str, count: usize) -> Result<Vec<Ipv4Addr>> {
-    let bad = || {
-        err!(BadInput,
-            "--peer-addrs {text} is not an address range: write FIRST (and upward), FIRST-LAST or a network ADDRESS/PREFIX, e.g. 198.19.0.10-198.19.0.200")
-    };
-    let (first, last) = if let Some((a, b)) = text.split_once('-') {
-        let a: Ipv4Addr = a.trim().parse().map_err(|_| bad())?;
-        let b: Ipv4Addr = b.trim().parse().map_err(|_| bad())?;
-        if u32::from(b) < u32::from(a) {
-            bail!(
-                BadInput,
-                "--peer-addrs {text}: the last address is below the first: write FIRST-LAST"
-            );
-        }
-        (u32::from(a), u32::from(b))
-    } else if text.contains('/') {
-        let net = Net::parse(text, "--peer-addrs")?;
-        let (a, b) = net.range();
-        let (a, b) = (u32::from(a), u32::from(b));
-        if net.prefix_len < 31 {
-            (a + 1, b - 1)
-        } else {
-            (a, b)
-        }
-    } else {
-        let a: Ipv4Addr = text.trim().parse().map_err(|_| bad())?;
-        (u32::from(a), u32::MAX)
-    };
-    let available = u64::from(last) - u64::from(first) + 1;
-    if available < count as u64 {
-        bail!(BadInput,
-            "--peer-addrs {text} holds {} addresses, fewer than the {} tunnels of --count: give a larger range or a smaller --count",
-            thousands(available),
-            thousands(count as u64)
-        );
-    }
-    Ok((0..count as u32)
-        .map(|i| Ipv4Addr::from(first + i))
-        .collect())
-}
-
-/// The prefix length of `count` equal slices of `net` (a power of two of
-/// them, enough for `count`), or a one-line refusal when it is too small.
-pub fn slice_prefix(net: Net, count: usize, option: &str) -> Result<u8> {
-    let bits = usize::BITS - (count.max(1) - 1).leading_zeros();
-    let prefix = net.prefix_len as u32 + bits;
-    if count > 1 && prefix > 32 {
-        bail!(BadInput,
-            "{option} {net} holds {} addresses, too few for {} tunnels of one address each: give a network of /{} or larger",
-            thousands(1u64 << (32 - net.prefix_len as u32)),
-            thousands(count as u64),
-            32 - bits
-        );
-    }
-    Ok(prefix.min(32) as u8)
-}
-
-/// The `index`th slice of `net` of prefix length `prefix`.
-pub fn slice(net: Net, prefix: u8, index: usize) -> Net {
-    let (first, _) = net.range();
-    let size = 1u64 << (32 - prefix as u32);
-    Net {
-        address: Ipv4Addr::from((u64::from(u32::from(first)) + index as u64 * size) as u32),
-        prefix_len: prefix,
-    }
-}
-
-fn selector(net: Net) -> TrafficSelector {
-    let (first, last) = net.range();
-    TrafficSelector::range(first, last)
-}
-
-/// A failure's group in the report: the gateway's notify, or what
-/// happened instead of an answer.
-pub fn reason(e: &IkeError) -> String {
-    match e {
-        IkeError::NoAnswer { .. } => "no answer".into(),
-        IkeError::NoValidAnswer { .. } => "no IKEv2 answer".into(),
-        IkeError::AuthenticationFailed { .. } => "AUTHENTICATION_FAILED".into(),
-        IkeError::GatewayAuthentication => "the gateway's AUTH does not verify".into(),
-        IkeError::GatewayIdentity { .. } => "another gateway identity".into(),
-        IkeError::NoProposalChosen { .. } => "NO_PROPOSAL_CHOSEN".into(),
-        IkeError::TsUnacceptable { .. } => "TS_UNACCEPTABLE".into(),
-        IkeError::InvalidKe { .. } => "INVALID_KE_PAYLOAD".into(),
-        IkeError::Refused { notify, .. } => notify.clone(),
-        IkeError::Protocol { .. } => "invalid answer".into(),
-        IkeError::Io { .. } => "socket error".into(),
-        IkeError::NoUdpEncapsulation { .. } => "no ESP in UDP".into(),
-        IkeError::Deleted { .. } => "deleted by the gateway".into(),
-        _ => "other".into(),
-    }
-}
-
-/// Peer addresses put on port B for the run, taken off when dropped.
-struct PeerAddresses {
-    netns: Option<String>,
-    ifname: String,
-    /// `ip addr` arguments (`ADDR/PREFIX`) added, in order.
-    added: Vec<String>,
-}
-
-impl PeerAddresses {
-    /// Puts `host` (with its prefix: the route to the gateway) and every
-    /// peer (as /32) on the port, except those it has already.
-    fn add(netns: Option<&str>, ifname: &str, host: Net, peers: &[Ipv4Addr]) -> Result<Self> {
-        let mut me = PeerAddresses {
-            netns: netns.map(str::to_string),
-            ifname: ifname.to_string(),
-            added: Vec::new(),
-        };
-        let present = ip_out(netns, &["-4", "-o", "addr", "show", "dev", ifname])
-            .map_err(|e| err!(Environment, "port B {ifname}: {e}"))?;
-        let has = |ip: Ipv4Addr| present.contains(&format!("inet {ip}/"));
-        let mut wanted = Vec::new();
-        if !has(host.address) {
-            wanted.push(format!("{}/{}", host.address, host.prefix_len));
-        }
-        wanted.extend(
-            peers
-                .iter()
-                .filter(|&&p| p != host.address && !has(p))
-                .map(|p| format!("{p}/32")),
-        );
-        let lines: String = wanted
-            .iter()
-            .map(|a| format!("addr add {a} dev {ifname}\n"))
-            .collect();
-        // Whatever is added stays listed, so a failure takes it off again.
-        me.added = wanted;
-        ip_batch(netns, &lines, false).map_err(|e| {
-            err!(
-                Environment,
-                "cannot put the peers' addresses on port B {ifname}: {e}"
-            )
-        })?;
-        Ok(me)
-    }
-}
-
-impl Drop for PeerAddresses {
-    fn drop(&mut self) {
-        let lines: String = self
-            .added
-            .iter()
-            .rev()
-            .map(|a| format!("addr del {a} dev {}\n", self.ifname))
-            .collect();
-        if let Err(e) = ip_batch(self.netns.as_deref(), &lines, true) {
-            errln!("linerate: warning: taking the peers' addresses off port B: {e}");
-        }
-    }
-}
-
-/// `ip [-n NS] args`' output, or its error.
-fn ip_out(netns: Option<&str>, args: &[&str]) -> std::result::Result<String, String> {
-    let mut cmd = Command::new("ip");
-    if let Some(ns) = netns {
-        cmd.args(["-n", ns]);
-    }
-    let out = cmd.args(args).output().map_err(|e| format!("ip: {e}"))?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// `ip -batch -` with `lines`; `force`: go on past errors.
-fn ip_batch(netns: Option<&str>, lines: &str, force: bool) -> std::result::Result<(), String> {
-    use std::io::Write;
-    if lines.is_empty() {
-        return Ok(());
-    }
-    let mut cmd = Command::new("ip");
-    if let Some(ns) = netns {
-        cmd.args(["-n", ns]);
-    }
-    if force {
-        cmd.arg("-force");
-    }
-    let mut child = cmd
-        .args(["-batch", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("ip: {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(lines.as_bytes())
-            .map_err(|e| format!("ip -batch: {e}"))?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("ip -batch: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(err.lines().next().unwrap_or("ip -batch failed").to_string());
-    }
-    Ok(())
 }
 
 /// What the lab's gateway lists: its installed CHILD_SAs' remote networks.
@@ -722,52 +512,6 @@ mod tests {
     }
 
     #[test]
-    fn peer_addresses_come_from_a_start_a_range_or_a_network() {
-        let a = peer_addresses("198.19.0.2", 3).unwrap();
-        assert_eq!(a.last().unwrap().to_string(), "198.19.0.4");
-        let a = peer_addresses("198.19.0.250-198.19.1.5", 10).unwrap();
-        assert_eq!(a[6].to_string(), "198.19.1.0");
-        let a = peer_addresses("198.19.64.0/30", 2).unwrap();
-        assert_eq!(
-            a,
-            [Ipv4Addr::new(198, 19, 64, 1), Ipv4Addr::new(198, 19, 64, 2)]
-        );
-        for (text, n, says) in [
-            ("198.19.64.0/30", 3, "holds 2 addresses"),
-            ("198.19.0.9-198.19.0.2", 1, "below the first"),
-            ("198.19.0.2-198.19.0.3", 3, "fewer than the 3"),
-            ("peers", 1, "not an address range"),
-            ("255.255.255.254", 3, "holds 2 addresses"),
-        ] {
-            let e = peer_addresses(text, n).unwrap_err();
-            assert_eq!(e.kind(), crate::Kind::BadInput);
-            assert!(e.to_string().contains(says), "{text}: {e}");
-        }
-    }
-
-    #[test]
-    fn the_remote_network_is_split_in_equal_slices() {
-        let n = net("198.19.128.0/17");
-        assert_eq!(slice_prefix(n, 1, "--remote-net").unwrap(), 17);
-        assert_eq!(slice_prefix(n, 2, "--remote-net").unwrap(), 18);
-        assert_eq!(slice_prefix(n, 200, "--remote-net").unwrap(), 25);
-        assert_eq!(slice_prefix(n, 10_000, "--remote-net").unwrap(), 31);
-        assert_eq!(slice(n, 25, 0).to_string(), "198.19.128.0/25");
-        assert_eq!(slice(n, 25, 199).to_string(), "198.19.227.128/25");
-        let small = net("198.19.1.0/24");
-        assert_eq!(slice_prefix(small, 256, "--remote-net").unwrap(), 32);
-        assert_eq!(slice(small, 32, 255).to_string(), "198.19.1.255/32");
-        let e = slice_prefix(small, 257, "--remote-net").unwrap_err();
-        assert_eq!(e.kind(), crate::Kind::BadInput);
-        assert!(
-            e.to_string()
-                .contains("holds 256 addresses, too few for 257")
-                && e.to_string().contains("/23 or larger"),
-            "{e}"
-        );
-    }
-
-    #[test]
     fn the_process_cpu_time_is_read_from_proc() {
         let t0 = cpu_seconds("self").unwrap();
         let mut x = 0u64;
@@ -781,22 +525,5 @@ mod tests {
         // may add theirs).
         assert!(t1 - t0 >= 0.2, "{t0} -> {t1}");
         assert_eq!(cpu_seconds("4294967295"), None);
-    }
-
-    #[test]
-    fn failures_are_named_by_the_gateways_notify() {
-        let e = IkeError::NoProposalChosen {
-            offered: "x".into(),
-        };
-        assert_eq!(reason(&e), "NO_PROPOSAL_CHOSEN");
-        let e = IkeError::Refused {
-            exchange: "IKE_AUTH".into(),
-            notify: "INTERNAL_ADDRESS_FAILURE".into(),
-        };
-        assert_eq!(reason(&e), "INTERNAL_ADDRESS_FAILURE");
-        let e = IkeError::AuthenticationFailed {
-            identity: "198.19.0.2".into(),
-        };
-        assert_eq!(reason(&e), "AUTHENTICATION_FAILED");
     }
 }
