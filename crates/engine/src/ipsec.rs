@@ -27,38 +27,132 @@ const ETH_LEN: usize = 14;
 /// The UDP port ESP travels on (RFC 3948).
 pub const ESP_IN_UDP_PORT: u16 = 4500;
 
+/// Which tunnel an inner IPv4 address belongs to: `count` tunnels, tunnel
+/// `i` protecting the `block` addresses from `first + i * block` on (the
+/// network behind linerate split into equal slices, one per emulated peer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TunnelMap {
+    pub first: Ipv4Addr,
+    pub block: u32,
+    pub count: u32,
+}
+
+impl TunnelMap {
+    /// The tunnel whose slice holds `ip`; None: the address is in no
+    /// tunnel's slice. A subtraction, a division and a comparison.
+    #[inline]
+    pub fn index(&self, ip: Ipv4Addr) -> Option<usize> {
+        self.index_of(u32::from(ip))
+    }
+
+    /// [`index`](Self::index) of an address as a number.
+    #[inline]
+    pub fn index_of(&self, ip: u32) -> Option<usize> {
+        let off = ip.checked_sub(u32::from(self.first))?;
+        let i = off.checked_div(self.block)?;
+        (i < self.count).then_some(i as usize)
+    }
+
+    /// The flow range that spreads frames evenly over the tunnels on
+    /// `field` (SrcIp or DstIp): frame `n` carries tunnel `n mod count`'s
+    /// host address `first + i * block + host_offset` (an inc range from
+    /// `first + host_offset` with step `block` over a span of
+    /// `count * block`).
+    pub fn spread(
+        &self,
+        field: linerate_wire::flows::Field,
+        host_offset: u32,
+    ) -> linerate_wire::flows::FieldRange {
+        let block = u64::from(self.block.max(1));
+        let min = u64::from(u32::from(self.first)) + u64::from(host_offset);
+        linerate_wire::flows::FieldRange {
+            field,
+            start: min,
+            min,
+            max: min + u64::from(self.count.max(1)) * block - 1,
+            step: block,
+            mode: linerate_wire::flows::Mode::Inc,
+        }
+    }
+}
+
+/// Counts of one tunnel's SAs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TunnelEspCounts {
+    /// Frames encrypted on the tunnel's outbound SA.
+    pub sent: OutboundCounters,
+    /// What the tunnel's inbound SA accepted and refused.
+    pub received: InboundCounters,
+}
+
 /// What an SA's transforms counted, readable while the trial runs and
-/// after it (the transforms themselves belong to the port).
+/// after it (the transforms themselves belong to the port). With many
+/// tunnels the counts are the totals over all of them, and `per_tunnel`
+/// has each tunnel's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct EspCounts {
-    /// Frames encrypted on the outbound SA.
+    /// Frames encrypted on the outbound SA(s).
     pub sent: OutboundCounters,
-    /// What the inbound SA accepted and refused.
+    /// What the inbound SA(s) accepted and refused.
     pub received: InboundCounters,
-    /// ESP frames for another SPI than the inbound SA's.
+    /// ESP frames for an SPI of none of the inbound SAs.
     pub unknown_spi: u64,
     /// IKE messages and NAT keepalives that arrived during the trial.
     pub ike: u64,
     /// IPv4 frames that arrived outside ESP on the protected port: a
     /// gateway that forwards test frames in clear leaks them.
     pub not_esp: u64,
+    /// Per tunnel, index = tunnel (length 1 for the one-tunnel
+    /// constructors, once a transform has published).
+    pub per_tunnel: Vec<TunnelEspCounts>,
 }
 
 /// Counts shared between a port's transforms and whoever reports them.
 pub type SharedCounts = Arc<Mutex<EspCounts>>;
 
-/// Encrypts every test frame with one outbound SA.
-pub struct EspSend {
+fn add_outbound(a: &mut OutboundCounters, b: &OutboundCounters) {
+    a.packets += b.packets;
+    a.clear_bytes += b.clear_bytes;
+    a.esp_bytes += b.esp_bytes;
+}
+
+fn add_inbound(a: &mut InboundCounters, b: &InboundCounters) {
+    a.packets += b.packets;
+    a.clear_bytes += b.clear_bytes;
+    a.esp_bytes += b.esp_bytes;
+    a.icv_failures += b.icv_failures;
+    a.replays += b.replays;
+    a.too_old += b.too_old;
+    a.malformed += b.malformed;
+}
+
+/// One tunnel's sending end: its SA, its outer source address and the
+/// outer headers laid out for it.
+struct SendTunnel {
     sa: Outbound,
     outer_src: Ipv4Addr,
-    outer_dst: Ipv4Addr,
     /// The outer headers, laid out for the MACs of the frames seen last.
     framer: Option<([u8; 12], Framer)>,
+}
+
+/// Encrypts every test frame with the outbound SA of its tunnel (one, or
+/// the one the frame's inner source address belongs to).
+pub struct EspSend {
+    tunnels: Vec<SendTunnel>,
+    /// Which tunnel a frame's inner source is in; None: one tunnel.
+    map: Option<TunnelMap>,
+    outer_dst: Ipv4Addr,
     counts: SharedCounts,
-    /// Frames the SA refused (never, when the engine's checks held): sent
-    /// as an invalid frame the DUT discards, never in clear.
+    /// Frames sealed, all tunnels (when to publish).
+    sealed: u64,
+    /// Frames the SA refused (never, when the engine's checks held) or
+    /// whose source is in no tunnel: sent as an invalid frame the DUT
+    /// discards, never in clear.
     failed: u64,
 }
+
+/// Where the inner IPv4 source address is in a frame as built.
+const INNER_SRC: usize = ETH_LEN + 12;
 
 impl EspSend {
     /// Encrypts with `sa` from `outer_src` (linerate's tunnel end) to
@@ -70,34 +164,79 @@ impl EspSend {
         counts: SharedCounts,
     ) -> Self {
         EspSend {
-            sa,
-            outer_src,
+            tunnels: vec![SendTunnel {
+                sa,
+                outer_src,
+                framer: None,
+            }],
+            map: None,
             outer_dst,
-            framer: None,
             counts,
+            sealed: 0,
             failed: 0,
         }
     }
 
-    /// Lays the outer headers out again when the frames' Ethernet
-    /// addresses changed (the gateway's MAC is known only once the trial
-    /// resolved it): once per trial, not per frame.
-    fn update_framer(&mut self, macs: [u8; 12]) {
-        if self.framer.as_ref().is_none_or(|(m, _)| *m != macs) {
+    /// Many tunnels to one gateway: each frame is sealed with the SA of
+    /// the tunnel its inner SOURCE address belongs to (`map`), from that
+    /// tunnel's outer address (`sas[i].1`). A frame whose source is in no
+    /// tunnel is never sent in clear.
+    pub fn many(
+        sas: Vec<(Outbound, Ipv4Addr)>,
+        gateway: Ipv4Addr,
+        map: TunnelMap,
+        counts: SharedCounts,
+    ) -> Self {
+        EspSend {
+            tunnels: sas
+                .into_iter()
+                .map(|(sa, outer_src)| SendTunnel {
+                    sa,
+                    outer_src,
+                    framer: None,
+                })
+                .collect(),
+            map: Some(map),
+            outer_dst: gateway,
+            counts,
+            sealed: 0,
+            failed: 0,
+        }
+    }
+
+    /// The tunnel of the frame `buf[..len]`: 0 with one tunnel, else its
+    /// inner source's (None: in no tunnel, or not long enough to say).
+    #[inline]
+    fn tunnel_of(&self, buf: &[u8], len: usize) -> Option<usize> {
+        let Some(map) = &self.map else {
+            return Some(0);
+        };
+        let src = buf
+            .get(INNER_SRC..INNER_SRC + 4)
+            .filter(|_| len >= INNER_SRC + 4)?;
+        let i = map.index_of(u32::from_be_bytes(src.try_into().ok()?))?;
+        (i < self.tunnels.len()).then_some(i)
+    }
+
+    /// Seals the frame `buf[..len]` with tunnel `i`'s SA.
+    fn seal(&mut self, i: usize, buf: &mut [u8], len: usize) -> Result<usize, EspError> {
+        let outer_dst = self.outer_dst;
+        let t = &mut self.tunnels[i];
+        let macs: [u8; 12] = buf[..12].try_into().expect("a frame has MACs");
+        // Lays the outer headers out again when the frames' Ethernet
+        // addresses changed (the gateway's MAC is known only once the
+        // trial resolved it): once per trial and tunnel, not per frame.
+        if t.framer.as_ref().is_none_or(|(m, _)| *m != macs) {
             let mac = |b: &[u8]| MacAddr([b[0], b[1], b[2], b[3], b[4], b[5]]);
             let headers = OuterHeaders::esp_in_udp(
                 mac(&macs[6..12]),
                 mac(&macs[0..6]),
-                self.outer_src,
-                self.outer_dst,
+                t.outer_src,
+                outer_dst,
             );
-            self.framer = Some((macs, Framer::new(&headers)));
+            t.framer = Some((macs, Framer::new(&headers)));
         }
-    }
-
-    fn seal(&mut self, buf: &mut [u8], len: usize) -> Result<usize, EspError> {
-        self.update_framer(buf[..12].try_into().expect("a frame has MACs"));
-        let (Some((_, framer)), sa) = (&self.framer, &mut self.sa) else {
+        let (Some((_, framer)), sa) = (&t.framer, &mut t.sa) else {
             unreachable!("set above");
         };
         let inner_len = len - ETH_LEN;
@@ -113,20 +252,42 @@ impl EspSend {
             sa.seal_in_place(&mut buf[framer.headroom()..], inner_len, NEXT_HEADER_IPV4)?;
         framer.encapsulate(buf, esp_len)
     }
+
+    /// Copies the SAs' counters where reports read them.
+    fn publish(&self) {
+        if let Ok(mut c) = self.counts.lock() {
+            let mut total = OutboundCounters::default();
+            if c.per_tunnel.len() < self.tunnels.len() {
+                c.per_tunnel
+                    .resize(self.tunnels.len(), TunnelEspCounts::default());
+            }
+            for (t, out) in self.tunnels.iter().zip(c.per_tunnel.iter_mut()) {
+                out.sent = *t.sa.counters();
+                add_outbound(&mut total, &out.sent);
+            }
+            c.sent = total;
+        }
+    }
 }
 
 impl SendTransform for EspSend {
     fn apply(&mut self, buf: &mut [u8], len: usize) -> usize {
-        match self.seal(buf, len) {
+        let sealed = match self.tunnel_of(buf, len) {
+            Some(i) => self.seal(i, buf, len),
+            None => Err(EspError::NotEsp("a source address in no tunnel")),
+        };
+        match sealed {
             Ok(n) => {
-                if self.sa.counters().packets % 1024 == 0 {
+                self.sealed += 1;
+                if self.sealed % 1024 == 0 {
                     self.publish();
                 }
                 n
             }
             Err(_) => {
                 // Unreachable while the engine checks growth and
-                // frames_left before the trial; never send the clear frame.
+                // frames_left before the trial and every frame's source
+                // is in a tunnel; never send the clear frame.
                 self.failed += 1;
                 buf[..60].fill(0);
                 60
@@ -135,32 +296,60 @@ impl SendTransform for EspSend {
     }
     fn growth(&self, len: usize) -> usize {
         let inner = len.saturating_sub(ETH_LEN);
-        UDP_ESP_HEADROOM - ETH_LEN + self.sa.sealed_len(inner) - inner
+        self.tunnels
+            .iter()
+            .map(|t| UDP_ESP_HEADROOM - ETH_LEN + t.sa.sealed_len(inner) - inner)
+            .max()
+            .unwrap_or(0)
     }
     fn frames_left(&self) -> Option<u64> {
-        Some(self.sa.remaining())
+        self.tunnels.iter().map(|t| t.sa.remaining()).min()
     }
     fn trial_ends(&mut self) {
         self.publish();
     }
     fn describe(&self) -> String {
-        format!(
-            "ESP {} in UDP {ESP_IN_UDP_PORT}, SPI 0x{:08x}, {} -> {}",
-            self.sa.suite(),
-            self.sa.spi(),
-            self.outer_src,
-            self.outer_dst
-        )
+        match (&self.tunnels[..], &self.map) {
+            ([t], None) => format!(
+                "ESP {} in UDP {ESP_IN_UDP_PORT}, SPI 0x{:08x}, {} -> {}",
+                t.sa.suite(),
+                t.sa.spi(),
+                t.outer_src,
+                self.outer_dst
+            ),
+            (ts, _) => describe_many(
+                ts.first().map(|t| t.sa.suite().to_string()),
+                ts.iter().map(|t| t.sa.spi()),
+                format!(
+                    "{} tunnel(s), {} .. {} -> {}",
+                    ts.len(),
+                    ts.first().map_or(Ipv4Addr::UNSPECIFIED, |t| t.outer_src),
+                    ts.last().map_or(Ipv4Addr::UNSPECIFIED, |t| t.outer_src),
+                    self.outer_dst
+                ),
+            ),
+        }
     }
 }
 
-impl EspSend {
-    /// Copies the SA's counters where reports read them.
-    fn publish(&self) {
-        if let Ok(mut c) = self.counts.lock() {
-            c.sent = *self.sa.counters();
-        }
-    }
+/// "ESP aes128gcm16 in UDP 4500, 100 tunnel(s) ..., SPIs 0x.. .. 0x..".
+fn describe_many(
+    suite: Option<String>,
+    mut spis: impl ExactSizeIterator<Item = u32>,
+    what: String,
+) -> String {
+    let n = spis.len();
+    let first = spis.next().unwrap_or(0);
+    let last = spis.last().unwrap_or(first);
+    let spis = if n <= 1 {
+        format!("SPI 0x{first:08x}")
+    } else {
+        format!("{n} SPIs 0x{first:08x} .. 0x{last:08x}")
+    };
+    format!(
+        "ESP {} in UDP {ESP_IN_UDP_PORT}, {what}, {spis}",
+        suite.unwrap_or_default()
+    )
 }
 
 impl Drop for EspSend {
@@ -169,9 +358,33 @@ impl Drop for EspSend {
     }
 }
 
-/// Decrypts the frames of one inbound SA before they are counted.
+/// A hasher for SPIs: they are random 32-bit numbers already, so one
+/// multiplication spreads them (no allocation, no SipHash per frame).
+#[derive(Default, Clone, Copy)]
+struct SpiHasher(u64);
+
+impl std::hash::Hasher for SpiHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0 = (v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type SpiIndex = std::collections::HashMap<u32, u32, std::hash::BuildHasherDefault<SpiHasher>>;
+
+/// Decrypts the frames of one inbound SA, or of one per tunnel chosen by
+/// SPI, before they are counted.
 pub struct EspReceive {
-    sa: Inbound,
+    sas: Vec<Inbound>,
+    /// SPI -> index in `sas`; empty with one SA (it checks its SPI itself).
+    by_spi: SpiIndex,
     counts: SharedCounts,
     own: EspCounts,
     seen: u64,
@@ -180,7 +393,25 @@ pub struct EspReceive {
 impl EspReceive {
     pub fn new(sa: Inbound, counts: SharedCounts) -> Self {
         EspReceive {
-            sa,
+            sas: vec![sa],
+            by_spi: SpiIndex::default(),
+            counts,
+            own: EspCounts::default(),
+            seen: 0,
+        }
+    }
+
+    /// Many tunnels: the inbound SA is chosen by SPI (`sas[i]` is tunnel
+    /// i's); an SPI of none of them counts as unknown_spi.
+    pub fn many(sas: Vec<Inbound>, counts: SharedCounts) -> Self {
+        let by_spi = sas
+            .iter()
+            .enumerate()
+            .map(|(i, sa)| (sa.spi(), i as u32))
+            .collect();
+        EspReceive {
+            sas,
+            by_spi,
             counts,
             own: EspCounts::default(),
             seen: 0,
@@ -188,13 +419,34 @@ impl EspReceive {
     }
 
     fn publish(&mut self) {
-        self.own.received = *self.sa.counters();
+        let mut total = InboundCounters::default();
+        for sa in &self.sas {
+            add_inbound(&mut total, sa.counters());
+        }
+        self.own.received = total;
         if let Ok(mut c) = self.counts.lock() {
+            if c.per_tunnel.len() < self.sas.len() {
+                c.per_tunnel
+                    .resize(self.sas.len(), TunnelEspCounts::default());
+            }
+            for (sa, out) in self.sas.iter().zip(c.per_tunnel.iter_mut()) {
+                out.received = *sa.counters();
+            }
             c.received = self.own.received;
             c.unknown_spi = self.own.unknown_spi;
             c.ike = self.own.ike;
             c.not_esp = self.own.not_esp;
         }
+    }
+
+    /// The SA for an ESP packet: the one SA, or the one of its SPI.
+    #[inline]
+    fn sa_for(&mut self, esp: &[u8]) -> Option<&mut Inbound> {
+        if self.by_spi.is_empty() {
+            return self.sas.first_mut();
+        }
+        let i = *self.by_spi.get(&linerate_esp::spi_of(esp)?)?;
+        self.sas.get_mut(i as usize)
     }
 
     fn unwrap<'a>(&mut self, frame: &[u8], scratch: &'a mut [u8]) -> Arrived<'a> {
@@ -219,7 +471,15 @@ impl EspReceive {
             }
             Err(_) => return Arrived::Damaged,
         };
-        let (inner_at, inner_len) = match self.sa.open(esp) {
+        let Some(sa) = self.sa_for(esp) else {
+            // An SPI of no tunnel (or too short to have one: damaged).
+            if esp.len() < 4 {
+                return Arrived::Damaged;
+            }
+            self.own.unknown_spi += 1;
+            return Arrived::Consumed;
+        };
+        let (inner_at, inner_len) = match sa.open(esp) {
             Ok(o) if o.next_header == NEXT_HEADER_IPV4 => {
                 (o.packet.as_ptr() as usize - base, o.packet.len())
             }
@@ -250,14 +510,25 @@ impl ReceiveTransform for EspReceive {
     }
     fn growth(&self, len: usize) -> usize {
         let inner = len.saturating_sub(ETH_LEN);
-        UDP_ESP_HEADROOM - ETH_LEN + inner + self.sa.suite().overhead(inner) - inner
+        self.sas
+            .iter()
+            .map(|sa| UDP_ESP_HEADROOM - ETH_LEN + sa.suite().overhead(inner))
+            .max()
+            .unwrap_or(0)
     }
     fn describe(&self) -> String {
-        format!(
-            "ESP {} in UDP {ESP_IN_UDP_PORT}, SPI 0x{:08x}",
-            self.sa.suite(),
-            self.sa.spi()
-        )
+        match &self.sas[..] {
+            [sa] if self.by_spi.is_empty() => format!(
+                "ESP {} in UDP {ESP_IN_UDP_PORT}, SPI 0x{:08x}",
+                sa.suite(),
+                sa.spi()
+            ),
+            sas => describe_many(
+                sas.first().map(|sa| sa.suite().to_string()),
+                sas.iter().map(|sa| sa.spi()),
+                format!("{} tunnel(s)", sas.len()),
+            ),
+        }
     }
     fn trial_ends(&mut self) {
         self.publish();
@@ -274,6 +545,7 @@ impl Drop for EspReceive {
 mod tests {
     use super::*;
     use linerate_esp::{EspSuite, SaKeys};
+    use linerate_wire::flows::{Field, FieldRange};
     use linerate_wire::{FlowSpec, FrameSize, FrameTemplate, Received, Signature};
 
     fn keys(suite: EspSuite) -> SaKeys {
@@ -379,6 +651,194 @@ mod tests {
         ));
         drop(receive);
         assert_eq!(counts.lock().unwrap().not_esp, 1);
+    }
+
+    fn keys_spi(suite: EspSuite, spi: u32) -> SaKeys {
+        let enc = vec![spi as u8; suite.encryption_keymat_len()];
+        let integ = vec![!spi as u8; suite.integrity_key_len()];
+        SaKeys::new(suite, spi, enc, integ).unwrap()
+    }
+
+    /// A test frame from `src`, numbered `seq`.
+    fn frame_from(buf: &mut [u8], src: Ipv4Addr, seq: u32) -> usize {
+        let flow = FlowSpec {
+            src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+            dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+            src_ip: src.into(),
+            dst_ip: "198.18.0.2".parse().unwrap(),
+            src_port: 1,
+            dst_port: 2,
+            ttl: 64,
+            vlan: None,
+        };
+        let t = FrameTemplate::new(&flow, FrameSize::from_frame(128).unwrap());
+        t.write(
+            buf,
+            Signature {
+                stream: 7,
+                seq,
+                tx_ts: 1,
+            },
+        )
+    }
+
+    const MAP: TunnelMap = TunnelMap {
+        first: Ipv4Addr::new(10, 1, 0, 0),
+        block: 256,
+        count: 7,
+    };
+
+    fn spi(i: usize) -> u32 {
+        0xc100_0000 + 17 * i as u32
+    }
+
+    fn peer(i: usize) -> Ipv4Addr {
+        Ipv4Addr::new(198, 19, 1, 10 + i as u8)
+    }
+
+    /// Tunnel i's host address, as `spread` gives it.
+    fn host(i: usize) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(MAP.first) + i as u32 * MAP.block + 2)
+    }
+
+    #[test]
+    fn the_tunnel_map_finds_each_slice_and_spreads_over_all() {
+        assert_eq!(MAP.index(Ipv4Addr::new(10, 1, 0, 0)), Some(0));
+        assert_eq!(MAP.index(Ipv4Addr::new(10, 1, 0, 255)), Some(0));
+        assert_eq!(MAP.index(Ipv4Addr::new(10, 1, 1, 0)), Some(1));
+        assert_eq!(MAP.index(Ipv4Addr::new(10, 1, 6, 255)), Some(6));
+        // Outside every slice: below the first, past the last.
+        assert_eq!(MAP.index(Ipv4Addr::new(10, 0, 255, 255)), None);
+        assert_eq!(MAP.index(Ipv4Addr::new(10, 1, 7, 0)), None);
+        assert_eq!(MAP.index(Ipv4Addr::new(0, 0, 0, 0)), None);
+        assert_eq!(MAP.index(Ipv4Addr::new(255, 255, 255, 255)), None);
+        let none = TunnelMap { block: 0, ..MAP };
+        assert_eq!(none.index(Ipv4Addr::new(10, 1, 0, 0)), None);
+        for field in [Field::SrcIp, Field::DstIp] {
+            let r = MAP.spread(field, 2);
+            assert_eq!(r.field, field);
+            for n in 0..100u64 {
+                let ip = Ipv4Addr::from(r.value(n) as u32);
+                let i = (n % 7) as usize;
+                assert_eq!(ip, host(i), "frame {n}");
+                assert_eq!(MAP.index(ip), Some(i));
+            }
+            // It parses back from what it says (a valid range).
+            assert_eq!(FieldRange::parse(&r.describe()).unwrap(), r);
+        }
+        // One-address slices: every address a tunnel.
+        let dense = TunnelMap {
+            first: Ipv4Addr::new(10, 9, 0, 1),
+            block: 1,
+            count: 3,
+        };
+        let r = dense.spread(Field::DstIp, 0);
+        let v: Vec<u64> = (0..4).map(|n| r.value(n) & 0xff).collect();
+        assert_eq!(v, vec![1, 2, 3, 1]);
+    }
+
+    #[test]
+    fn many_tunnels_seal_each_frame_with_its_tunnels_sa_and_open_it_by_spi() {
+        for suite in [EspSuite::Aes128Gcm16, EspSuite::Aes256Sha256] {
+            let counts = SharedCounts::default();
+            let n = MAP.count as usize;
+            let outbound = (0..n)
+                .map(|i| (Outbound::new(keys_spi(suite, spi(i))).unwrap(), peer(i)))
+                .collect();
+            let gateway = Ipv4Addr::new(198, 19, 0, 1);
+            let mut send = EspSend::many(outbound, gateway, MAP, counts.clone());
+            let inbound = (0..n)
+                .map(|i| Inbound::new(keys_spi(suite, spi(i))).unwrap())
+                .collect();
+            let mut receive = EspReceive::many(inbound, counts.clone());
+            assert!(send.describe().contains("7 tunnel"), "{}", send.describe());
+            assert!(
+                receive.describe().contains("7 SPIs"),
+                "{}",
+                receive.describe()
+            );
+            let mut buf = vec![0u8; 2048];
+            let mut scratch = vec![0u8; 4096];
+            // Tunnel i sends i + 1 frames: uneven shares, each its own.
+            let mut seq = 0;
+            for i in 0..n {
+                for _ in 0..=i {
+                    seq += 1;
+                    let len = frame_from(&mut buf, host(i), seq);
+                    let built = buf[..len].to_vec();
+                    let sent = send.apply(&mut buf, len);
+                    assert_eq!(sent, len + send.growth(len));
+                    // From tunnel i's outer address to the gateway, its SPI.
+                    assert_eq!(&buf[26..30], &peer(i).octets());
+                    assert_eq!(&buf[30..34], &gateway.octets());
+                    assert_eq!(&buf[42..46], &spi(i).to_be_bytes(), "{suite} tunnel {i}");
+                    match receive.apply(&buf[..sent], &mut scratch) {
+                        Arrived::Inner(inner) => assert_eq!(inner, &built[..]),
+                        _ => panic!("{suite} tunnel {i}: not opened"),
+                    }
+                }
+            }
+            // An SPI of no tunnel: counted, not damage, not opened.
+            let len = frame_from(&mut buf, host(3), 999);
+            let sent = send.apply(&mut buf, len);
+            buf[42..46].copy_from_slice(&0xdead_beefu32.to_be_bytes());
+            assert!(matches!(
+                receive.apply(&buf[..sent], &mut scratch),
+                Arrived::Consumed
+            ));
+            // A source in no tunnel is never sent in clear.
+            let len = frame_from(&mut buf, Ipv4Addr::new(10, 1, 7, 2), 1000);
+            let sent = send.apply(&mut buf, len);
+            assert_eq!(sent, 60);
+            assert!(buf[..60].iter().all(|&b| b == 0));
+            drop((send, receive));
+            let c = counts.lock().unwrap();
+            assert_eq!(c.unknown_spi, 1);
+            assert_eq!(c.per_tunnel.len(), n);
+            for (i, t) in c.per_tunnel.iter().enumerate() {
+                let sent = i as u64 + 1 + u64::from(i == 3);
+                assert_eq!(t.sent.packets, sent, "tunnel {i}");
+                assert_eq!(t.received.packets, i as u64 + 1, "tunnel {i}");
+            }
+            // The totals are the tunnels' sums.
+            let sum = |f: fn(&TunnelEspCounts) -> u64| c.per_tunnel.iter().map(f).sum::<u64>();
+            assert_eq!(c.sent.packets, sum(|t| t.sent.packets));
+            assert_eq!(c.sent.esp_bytes, sum(|t| t.sent.esp_bytes));
+            assert_eq!(c.sent.clear_bytes, sum(|t| t.sent.clear_bytes));
+            assert_eq!(c.received.packets, sum(|t| t.received.packets));
+            assert_eq!(c.received.esp_bytes, sum(|t| t.received.esp_bytes));
+            assert_eq!(c.sent.packets, 29);
+            assert_eq!(c.received.packets, 28);
+        }
+    }
+
+    #[test]
+    fn one_tunnel_counts_as_a_list_of_one() {
+        let counts = SharedCounts::default();
+        let suite = EspSuite::Aes128Gcm16;
+        let mut send = EspSend::new(
+            Outbound::new(keys(suite)).unwrap(),
+            peer(0),
+            Ipv4Addr::new(198, 19, 0, 1),
+            counts.clone(),
+        );
+        let mut receive = EspReceive::new(Inbound::new(keys(suite)).unwrap(), counts.clone());
+        assert_eq!(send.frames_left(), Some(u32::MAX as u64));
+        let mut buf = vec![0u8; 2048];
+        let mut scratch = vec![0u8; 4096];
+        // Any source: one tunnel takes every frame.
+        let len = frame_from(&mut buf, Ipv4Addr::new(192, 0, 2, 9), 1);
+        let sent = send.apply(&mut buf, len);
+        assert!(matches!(
+            receive.apply(&buf[..sent], &mut scratch),
+            Arrived::Inner(_)
+        ));
+        drop((send, receive));
+        let c = counts.lock().unwrap();
+        assert_eq!(c.per_tunnel.len(), 1);
+        assert_eq!(c.per_tunnel[0].sent, c.sent);
+        assert_eq!(c.per_tunnel[0].received, c.received);
+        assert_eq!(c.sent.packets, 1);
     }
 
     fn classify_test(frame: &[u8]) -> Option<Signature> {

@@ -165,6 +165,24 @@ pub struct EngineConfig {
     /// packets, through a TUN device), where those counters do not add up
     /// to the test frames.
     pub dut_counters: bool,
+    /// `--tunnels`: count each trial's test frames per tunnel (into
+    /// [`TrialResult::tunnels`]). None: no per-tunnel counts, and nothing
+    /// per frame is spent on them.
+    pub tunnels: Option<TunnelTally>,
+    /// Flow ranges of the B -> A direction of a bidirectional trial
+    /// (`flows` are A -> B's); empty: one flow.
+    pub flows_rev: linerate_wire::Flows,
+}
+
+/// Which address of a test frame names its tunnel, per direction of the
+/// engine (A -> B, B -> A): the tunnel is `map.index` of that address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TunnelTally {
+    pub map: ipsec::TunnelMap,
+    /// The field of A -> B's frames (SrcIp or DstIp).
+    pub ab: linerate_wire::flows::Field,
+    /// The field of B -> A's frames.
+    pub ba: linerate_wire::flows::Field,
 }
 
 impl EngineConfig {
@@ -217,6 +235,8 @@ impl Default for EngineConfig {
             latency_sampling: LatencySampling::Auto,
             frame_check: linerate_wire::FrameCheck::default(),
             dut_counters: true,
+            tunnels: None,
+            flows_rev: linerate_wire::Flows::default(),
         }
     }
 }

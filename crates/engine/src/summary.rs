@@ -78,6 +78,7 @@ pub(crate) fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult
         dut_cpu: None,
         esp: None,
         policy_drops: None,
+        tunnels: sum_tunnels(&ab.tunnels, &ba.tunnels),
         loss_where: match (ab.loss_where, ba.loss_where) {
             (Some(x), Some(y)) => Some(x.combine(y)),
             _ => None,
@@ -92,6 +93,25 @@ pub(crate) fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult
         ..ab.clone()
     }
     .with_directions(vec![ab, ba])
+}
+
+/// Both directions' frames tunnel by tunnel: tunnel i's sums.
+fn sum_tunnels(
+    ab: &[linerate_results::TunnelFrames],
+    ba: &[linerate_results::TunnelFrames],
+) -> Vec<linerate_results::TunnelFrames> {
+    (0..ab.len().max(ba.len()))
+        .map(|i| {
+            let (x, y) = (
+                ab.get(i).copied().unwrap_or_default(),
+                ba.get(i).copied().unwrap_or_default(),
+            );
+            linerate_results::TunnelFrames {
+                tx: x.tx + y.tx,
+                rx: x.rx + y.rx,
+            }
+        })
+        .collect()
 }
 
 /// Turns the counts of one trial into its result record. With two
@@ -191,5 +211,6 @@ pub(crate) fn summarize(
         esp: None,
         policy_drops,
         loss_where: Some(loss_where),
+        tunnels: Vec::new(),
     }
 }

@@ -188,6 +188,7 @@ impl SimulatedDut {
         TrialResult {
             policy_drops: None,
             loss_where: None,
+            tunnels: Vec::new(),
             frame_size: spec.frame.frame(),
             mix: spec.mix.as_ref().map(linerate_results::MixInfo::of),
             flows: Vec::new(),

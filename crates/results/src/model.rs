@@ -226,6 +226,22 @@ pub struct TrialResult {
     /// from before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_where: Option<LossWhere>,
+    /// `--tunnels`: this trial's test frames tunnel by tunnel (index =
+    /// tunnel): sent (the kernel took them) and received (counted as
+    /// received: intact, of this trial). They sum exactly to `tx_frames`
+    /// and `rx_frames` (both directions of a bidirectional trial; each
+    /// entry of `directions` has its own). Empty without `--tunnels`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tunnels: Vec<TunnelFrames>,
+}
+
+/// One tunnel's test frames in a trial (see [`TrialResult::tunnels`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TunnelFrames {
+    /// Test frames sent into the tunnel that the kernel took.
+    pub tx: u64,
+    /// Test frames of the tunnel counted as received.
+    pub rx: u64,
 }
 
 /// Where a trial's lost frames were lost. Every term is a count of test

@@ -7,6 +7,7 @@ fn trial(duration_s: f64, loss_ratio: f64) -> TrialResult {
     TrialResult {
         policy_drops: None,
         loss_where: None,
+        tunnels: Vec::new(),
         mix: None,
         flows: Vec::new(),
         directions: Vec::new(),

@@ -180,6 +180,7 @@ mod tests {
         let trial = TrialResult {
             policy_drops: None,
             loss_where: None,
+            tunnels: Vec::new(),
             frame_size: 64,
             mix: None,
             flows: Vec::new(),

@@ -13,6 +13,7 @@ fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialRes
     TrialResult {
         policy_drops: None,
         loss_where: None,
+        tunnels: Vec::new(),
         frame_size: frame,
         mix: None,
         flows: Vec::new(),
