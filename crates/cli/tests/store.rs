@@ -639,17 +639,29 @@ struct Tmpfs(PathBuf);
 
 impl Tmpfs {
     fn new(tag: &str, size: &str) -> Tmpfs {
+        Tmpfs::with_options(tag, &format!("size={size},mode=0700"))
+    }
+
+    fn with_options(tag: &str, opts: &str) -> Tmpfs {
         let dir = std::env::temp_dir().join(format!("lr-tmpfs-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let fs = Tmpfs(dir);
-        let opts = format!("size={size},mode=0700");
         let r = run_program(
             "mount",
-            &["-t", "tmpfs", "-o", &opts, "tmpfs", fs.0.to_str().unwrap()],
+            &["-t", "tmpfs", "-o", opts, "tmpfs", fs.0.to_str().unwrap()],
             RUN_LIMIT,
         );
         assert_eq!(r.code, 0, "mounting a tmpfs: {}", r.dump());
         fs
+    }
+
+    /// Makes empty files until it takes no more (no inode left), so not
+    /// even an empty end mark can be made.
+    fn use_up_inodes(&self) {
+        let mut n = 0;
+        while std::fs::File::create(self.0.join(format!("inode{n}"))).is_ok() {
+            n += 1;
+        }
     }
 
     /// Writes zeros into it until it takes no more.
@@ -746,4 +758,74 @@ fn a_disk_full_to_the_end_of_a_run_is_told_not_taken_for_a_death() {
     );
     let show = linerate(&["show", "1", "--db", &db]);
     assert!(!show.stdout.contains("died"), "{}", show.dump());
+}
+
+/// As above, but not even the end mark beside the database can be made
+/// (no inode left either): the run then says its end is not on record and
+/// that readers will take it for a death, instead of "marked incomplete".
+#[test]
+fn a_run_whose_end_cannot_be_recorded_says_so() {
+    if !root_or_skip("a_run_whose_end_cannot_be_recorded_says_so") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("fi", 1500);
+    // Few inodes, so that they can all be used up.
+    let fs = Tmpfs::with_options("inodes", "size=1m,nr_inodes=64,mode=0700");
+    let db = fs.0.join("full.sqlite").to_str().unwrap().to_string();
+    let dir = TempDir::new("inodes");
+    let json = dir.file("inodes.json");
+    let (filled, run) = std::thread::scope(|scope| {
+        let filler = scope.spawn(|| {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(15) {
+                let r = linerate(&["runs", "--db", &db]);
+                if r.stdout.contains("running") {
+                    fs.fill();
+                    fs.use_up_inodes();
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            false
+        });
+        let mut args = vec!["trial"];
+        args.extend_from_slice(&B2B_HOSTS);
+        args.extend_from_slice(&[
+            "--frame-size",
+            "64",
+            "--rate",
+            "1000fps",
+            "--duration",
+            "4s",
+            "--straggler-wait",
+            "200ms",
+            "--db",
+            &db,
+            "--json",
+            &json,
+        ]);
+        let run = linerate_in(&ns, &args);
+        (filler.join().unwrap(), run)
+    });
+    assert!(filled, "the run's row never appeared: {}", run.dump());
+    assert_eq!(run.code, 2, "{}", run.dump());
+    assert!(
+        run.stderr.contains("not even its end could be recorded")
+            && !run.stderr.contains("marked incomplete")
+            && run.stderr.contains("inodes.json"),
+        "{}",
+        run.dump()
+    );
+    let marks = std::fs::read_dir(&fs.0)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("full.sqlite.run1.")
+        })
+        .count();
+    assert_eq!(marks, 0, "an end mark was made after all");
+    assert_eq!(u(&read_json(Path::new(&json)), "rx_frames"), 4_000);
 }

@@ -104,25 +104,9 @@ pub struct Recorder {
     /// The database stopped taking the run (a write failed): why, and the
     /// store, kept to mark the run incomplete at its end if it can.
     lost: Option<(String, Store)>,
-}
-
-/// The command line a run is stored and announced with, when it is not
-/// this process's own (the Python package runs `linerate trial ...` inside
-/// `python3 script.py`).
-static COMMAND_LINE: std::sync::Mutex<Option<Vec<String>>> = std::sync::Mutex::new(None);
-
-/// Records `argv` (with the program's name) as the command line of the
-/// runs that follow, or, with None, this process's own again.
-pub fn record_command_line(argv: Option<Vec<String>>) {
-    *COMMAND_LINE.lock().unwrap_or_else(|e| e.into_inner()) = argv;
-}
-
-fn command_line() -> Vec<String> {
-    COMMAND_LINE
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
-        .unwrap_or_else(|| std::env::args().collect())
+    /// The lost database took not even the run's end (nor the mark beside
+    /// it): readers will take the run for one whose process died.
+    end_unrecorded: bool,
 }
 
 /// The results database the record options name (the default one unless `--db`).
@@ -163,6 +147,7 @@ impl Recorder {
             json_wrap: None,
             finished: false,
             lost: None,
+            end_unrecorded: false,
         })
     }
 
@@ -237,7 +222,7 @@ impl Recorder {
             info.trial_s,
             info.resolution,
         ));
-        let argv = command_line();
+        let argv = crate::caller::command_line();
         let dut = Dut {
             name: self.args.dut_name.clone(),
             firmware: self.args.dut_firmware.clone(),
@@ -303,6 +288,9 @@ impl Recorder {
         };
         if let Some((why, store)) = &self.lost {
             let kept = match self.run_id {
+                Some(id) if self.end_unrecorded => format!(
+                    "run {id} holds the trials stored before that, but not even its end could be recorded, so it reads as 'incomplete (process died)'"
+                ),
                 Some(id) => {
                     format!("run {id} holds the trials stored before that, marked incomplete")
                 }
@@ -605,6 +593,7 @@ impl Recorder {
         if let (Some((_, store)), Some(id)) = (&self.lost, self.run_id) {
             // Space freed since, or the failure passed: not "process died".
             let _ = store.finish_run(id, RunStatus::Interrupted, &now());
+            self.end_unrecorded = !store.end_recorded(id);
         }
         let lost = self.storage_lost();
         if let (Some(store), Some(id), None) = (&self.store, self.run_id, &lost) {

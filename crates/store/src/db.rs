@@ -413,6 +413,25 @@ impl Store {
         Ok(())
     }
 
+    /// Whether run `run_id`'s end is on record: in the database (its
+    /// status is no longer "running") or in an end mark beside it. False
+    /// when neither could be written (a read-only remount, no inode left):
+    /// readers will then take the run for one whose process died.
+    pub fn end_recorded(&self, run_id: i64) -> bool {
+        let status: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT status FROM runs WHERE id = ?1",
+                params![run_id],
+                |r| r.get(0),
+            )
+            .ok();
+        status.is_some_and(|s| s != "running")
+            || EndMark::beside(&self.path)
+                .iter()
+                .any(|(_, m)| m.run_id == run_id)
+    }
+
     /// Writes into the database the ends recorded beside it
     /// ([`finish_run`](Self::finish_run)) and removes their files; one it
     /// cannot write (the disk still full) stays for the next time.
