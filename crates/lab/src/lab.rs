@@ -644,7 +644,16 @@ pub fn down_all(keep: &[String]) -> Result<DownAll, LabError> {
 
 /// A lab name for a one-shot run, unique per process.
 pub fn temporary_name() -> String {
-    format!("run{}", std::process::id())
+    // Several runs of one process at once (the Python package's threads)
+    // each get their own: run<PID>, then run<PID>b, run<PID>c, ... (a
+    // letter keeps the name within the 12 characters a lab name may have).
+    static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 26;
+    let suffix = match n {
+        0 => String::new(),
+        n => char::from(b'a' + n as u8).to_string(),
+    };
+    format!("run{}{suffix}", std::process::id())
 }
 
 #[cfg(test)]
@@ -675,6 +684,10 @@ mod tests {
     #[test]
     fn temporary_names_are_valid() {
         assert!(validate_name(&temporary_name()).is_ok());
+        // The next run of the process gets another name, also valid.
+        let (a, b) = (temporary_name(), temporary_name());
+        assert_ne!(a, b);
+        assert!(validate_name(&b).is_ok() && validate_name(&format!("run{}z", 4_194_304)).is_ok());
         // The largest pid Linux hands out still fits.
         assert!(validate_name(&format!("run{}", 4_194_304)).is_ok());
     }

@@ -169,7 +169,12 @@ fn lab_status(name: String, namespaces: Vec<String>, allowed: &[usize]) -> LabSt
 /// [`lab::temporary_name`]), or None while that process lives or for a
 /// lab made by `lab up`.
 fn orphan_of(name: &str) -> Option<u32> {
-    let pid: u32 = name.strip_prefix("run")?.parse().ok()?;
+    let digits = name.strip_prefix("run")?;
+    // A second lab of one process ends in a letter (lab::temporary_name).
+    let digits = digits
+        .strip_suffix(|c: char| c.is_ascii_lowercase())
+        .unwrap_or(digits);
+    let pid: u32 = digits.parse().ok()?;
     (!std::path::Path::new(&format!("/proc/{pid}")).exists()).then_some(pid)
 }
 
@@ -317,6 +322,8 @@ mod tests {
         assert_eq!(orphan_of("default"), None);
         // Above the kernel's pid_max (4,194,304 at most): never a live process.
         assert_eq!(orphan_of("run4194305"), Some(4_194_305));
+        assert_eq!(orphan_of("run4194305c"), Some(4_194_305));
+        assert_eq!(orphan_of(&format!("run{me}b")), None);
     }
 
     #[test]

@@ -54,10 +54,6 @@ impl From<String> for Failure {
     }
 }
 
-/// One run at a time in a process: the events' listener is process-wide,
-/// and the tester's ports and labs are the machine's.
-static RUNNING: Mutex<()> = Mutex::new(());
-
 enum Message {
     Event(String, String),
     Done(Result<Outcome, Failure>),
@@ -77,24 +73,18 @@ fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResu
         .collect();
     let cli = Cli::try_parse_from(&argv)
         .map_err(|e| LinerateBadInput::new_err(python_words(&clap_message(&e), &argv[1..])))?;
-    let _one_at_a_time = RUNNING.try_lock().map_err(|_| {
-        LinerateError::new_err(
-            "another linerate run is in progress in this process; wait for it to finish",
-        )
-    })?;
     // Stored runs show the command line the call stands for.
     // Messages speak of the call's keywords (python_words).
     let words: Vec<String> = argv[1..].to_vec();
-    linerate_session::record_command_line(Some(argv));
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
-    if on_event.is_some() {
+    let listener: Option<linerate_session::Listener> = on_event.is_some().then(|| {
         let tx = Mutex::new(tx.clone());
-        linerate_session::listen(Some(Box::new(move |name, fields| {
+        Box::new(move |name: &str, fields: &serde_json::Value| {
             let message = Message::Event(name.to_string(), fields.to_string());
             let _ = tx.lock().map(|tx| tx.send(message));
-        })));
-    }
+        }) as linerate_session::Listener
+    });
     // quiet=True prints nothing at all (the results come back as values);
     // on the command line --quiet only hides the progress.
     let console = if words.iter().any(|a| a == "--quiet") {
@@ -105,8 +95,15 @@ fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResu
     let worker = std::thread::spawn({
         let stop = stop.clone();
         move || {
+            // This call's own console, listener and command line: another
+            // thread's run keeps its own.
+            let caller = linerate_session::Caller {
+                console,
+                listener,
+                command_line: Some(argv),
+            };
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                linerate_session::console::scoped(console, || linerate_cli::run(&cli, &stop))
+                linerate_session::caller::scoped(caller, || linerate_cli::run(&cli, &stop))
             }));
             let result = match result {
                 Ok(Ok(outcome)) => Ok(outcome),
@@ -151,8 +148,6 @@ fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResu
         }
     };
     let _ = py.detach(|| worker.join());
-    linerate_session::listen(None);
-    linerate_session::record_command_line(None);
     if let Some(e) = raised {
         return Err(e);
     }

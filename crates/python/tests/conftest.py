@@ -30,9 +30,13 @@ def root():
 
 
 def namespaces_of(pid):
-    """The namespaces of labs made by process `pid`: a run's own lab
-    (lr-run<pid>-*) and the tests' named labs (lr-py<pid>-*)."""
-    return {ns for ns in lab_namespaces() if ns.startswith((f"lr-run{pid}-", f"lr-py{pid}-"))}
+    """The namespaces of labs made by process `pid`: a run's own labs
+    (lr-run<pid>-*, and lr-run<pid>b-* ... for runs at once) and the tests'
+    named labs (lr-py<pid>-*)."""
+    import re
+
+    own = re.compile(rf"lr-(run{pid}[a-z]?|py{pid})-")
+    return {ns for ns in lab_namespaces() if own.match(ns)}
 
 
 @pytest.fixture

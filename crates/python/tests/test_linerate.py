@@ -219,3 +219,33 @@ def test_quiet_prints_nothing_and_loud_prints_the_table(no_leftovers, capfd):
     linerate.trial(**options)
     out, err = capfd.readouterr()
     assert "10,000" in out and "linerate:" in err, (out, err)
+
+
+def test_two_threads_run_on_two_labs_at_once(no_leftovers):
+    # Each call builds its own lab (run<pid>, run<pid>b), hears only its
+    # own events and counts exactly, while the other runs beside it.
+    import threading
+
+    results, heard, errors = {}, {128: [], 256: []}, []
+
+    def one(size):
+        try:
+            results[size] = linerate.trial(
+                lab=True, frame_size=size, rate="5000fps", duration="3s", no_db=True, quiet=True,
+                progress=lambda name, fields: heard[size].append((name, fields)),
+            )
+        except Exception as e:  # reported below, with the other thread's outcome
+            errors.append(f"{size}: {e!r}")
+
+    threads = [threading.Thread(target=one, args=(size,)) for size in (128, 256)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for size, result in results.items():
+        assert result["frame_size"] == size
+        assert result["tx_frames"] == 15000, result
+        assert result["rx_frames"] == 15000, result
+        done = [fields for name, fields in heard[size] if name == "trial_done"]
+        assert [d["result"]["frame_size"] for d in done] == [size], heard[size]

@@ -3,32 +3,16 @@
 //! result, run_done. Every object has `event` and `time` (RFC 3339 UTC).
 
 //!
-//! The same events reach a listener set with [`listen`] (the Python
-//! package's progress callback), from every packet command, whether or
-//! not `--events` was given.
+//! The same events reach the caller's listener (`caller::scoped`, the
+//! Python package's progress callback), from every packet command,
+//! whether or not `--events` was given.
 
 use crate::error::{Result, ResultExt};
 use serde_json::{json, Value};
 use std::io::Write;
-use std::sync::Mutex;
 use std::time::SystemTime;
 
-/// What hears every event of the runs in this process: `(event, fields)`.
-pub type Listener = Box<dyn FnMut(&str, &Value) + Send>;
-
-static LISTENER: Mutex<Option<Listener>> = Mutex::new(None);
-
-/// Sets (or, with `None`, removes) the listener of every event.
-pub fn listen(listener: Option<Listener>) {
-    *LISTENER.lock().unwrap_or_else(|p| p.into_inner()) = listener;
-}
-
-/// Tells the listener, if there is one, that `name` happened.
-pub(crate) fn notify(name: &str, fields: &Value) {
-    if let Some(listener) = LISTENER.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-        listener(name, fields);
-    }
-}
+pub(crate) use crate::caller::notify;
 
 pub struct EventSink {
     out: Box<dyn Write>,

@@ -14,6 +14,7 @@
 
 #[macro_use]
 pub mod console;
+pub mod caller;
 pub mod commands;
 pub mod driver;
 pub mod dut_cpu;
@@ -33,8 +34,7 @@ mod sizes;
 pub mod test_support;
 pub mod throughput;
 
+pub use caller::{Caller, Listener};
 pub use commands::{interrupt_flag, interrupted_exit_code};
 pub use error::{Error, Kind, Result};
-pub use events::{listen, Listener};
 pub use exit::Outcome;
-pub use recorder::record_command_line;

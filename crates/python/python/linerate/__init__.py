@@ -27,8 +27,10 @@ Progress: pass ``progress=callback``; it is called as
 ``run_started``, ``result`` and ``run_done``), the objects ``--events``
 writes. A callback that raises stops the run and its exception propagates.
 
-Every function's docstring is the CLI's help of its command. The machine's
-tester ports and labs are shared: one run at a time per process.
+Every function's docstring is the CLI's help of its command. Calls may run
+at once from several threads, each with its own progress callback and
+quiet setting, on different ports or labs: a run locks its tester ports
+and its lab, and a second run on them raises ``linerate.Error``.
 """
 
 from __future__ import annotations
