@@ -90,9 +90,10 @@ pub fn install(ifindex: i32, ifname: &str, cpu: u32, depth: u32) -> Result<(), B
     Ok(())
 }
 
-/// The counts of the queue attached to interface `ifindex` (in the calling
-/// thread's network namespace); None when it has none.
-pub fn counts(ifindex: i32) -> Option<QueueCounts> {
+/// The map `name` of the NIC queue program attached to interface
+/// `ifindex` (in the calling thread's network namespace); None when the
+/// interface has no such program.
+fn attached_map(ifindex: i32, name: &str) -> Option<MapHandle> {
     let mut id = 0u32;
     // SAFETY: `id` outlives the call.
     let rc = unsafe {
@@ -120,10 +121,29 @@ pub fn counts(ifindex: i32) -> Option<QueueCounts> {
         return None;
     }
     let n = (info.nr_map_ids as usize).min(map_ids.len());
-    let counts = map_ids[..n].iter().find_map(|&id| {
+    map_ids[..n].iter().find_map(|&id| {
         let map = MapHandle::from_map_id(id).ok()?;
-        (map.name().to_str() == Some("lr_nic_counts")).then_some(map)
-    })?;
+        (map.name().to_str() == Some(name)).then_some(map)
+    })
+}
+
+/// How many frames deep the queue attached to interface `ifindex` is (in
+/// the calling thread's network namespace): the cpumap entry's queue size,
+/// as [`install`] set it. None when the interface has no NIC queue.
+pub fn depth(ifindex: i32) -> Option<u32> {
+    let cpu = attached_map(ifindex, "lr_nic_config")?
+        .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .ok()??;
+    let value = attached_map(ifindex, "lr_nic_cpus")?
+        .lookup(cpu.get(..4)?, MapFlags::ANY)
+        .ok()??;
+    Some(u32::from_ne_bytes(value.get(..4)?.try_into().ok()?))
+}
+
+/// The counts of the queue attached to interface `ifindex` (in the calling
+/// thread's network namespace); None when it has none.
+pub fn counts(ifindex: i32) -> Option<QueueCounts> {
+    let counts = attached_map(ifindex, "lr_nic_counts")?;
     let read = |key: u32| -> Option<u64> {
         let per_cpu = counts
             .lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)

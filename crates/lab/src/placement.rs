@@ -86,6 +86,10 @@ pub struct NapiState {
     /// Whether linerate's NIC queue (a deep lab's input ring) is attached;
     /// None when it could not be read.
     pub nic_queue: Option<bool>,
+    /// That queue's depth in frames, as the lab was built with it (`lab up
+    /// --ring N`); None without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nic_queue_depth: Option<u32>,
     /// The same for the sender (the tester's port, which receives the
     /// DUT's output).
     pub sender_rps_cpus: Option<Vec<usize>>,
@@ -141,6 +145,13 @@ pub(crate) fn inspect(dut_ns: &str, links: &[Link]) -> PlacementState {
             nic_queue: crate::lab::link_info_detailed(dut_ns, l.dut_if)
                 .ok()
                 .map(|_| has_nic_queue(dut_ns, l.dut_if)),
+            nic_queue_depth: netns::run_in(dut_ns, || {
+                Ok(linerate_bpf::nic_queue::depth(netns::ifindex_here(
+                    l.dut_if,
+                )?))
+            })
+            .ok()
+            .flatten(),
             sender_rps_cpus: read_rps(l.tester_ns, l.tester_if).ok(),
         })
         .collect();
@@ -175,7 +186,14 @@ pub(crate) fn from_state(state: &PlacementState, allowed: &[usize]) -> Placement
         return one_cpu(allowed);
     };
     if state.interfaces.iter().any(|i| i.nic_queue == Some(true)) {
-        let ring = crate::backlog::current().unwrap_or(0);
+        // This lab's own depth (its NIC queue's), not the machine's
+        // backlog setting, which the last lab built set for all of them.
+        let ring = state
+            .interfaces
+            .iter()
+            .find_map(|i| i.nic_queue_depth)
+            .or_else(crate::backlog::current)
+            .unwrap_or(0);
         return deep_from_state(state, allowed, ring);
     }
     let mut dut_cpu = None;
@@ -792,6 +810,7 @@ mod tests {
                         cpus: cpus[i].to_vec(),
                     }],
                     nic_queue: Some(false),
+                    nic_queue_depth: None,
                     sender_rps_cpus: Some(vec![]),
                 })
                 .collect(),

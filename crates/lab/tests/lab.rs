@@ -625,3 +625,24 @@ fn vlan_ports_refuse_untagged_frames_and_ipv6_vlan_layouts_are_undone() {
     drop(lab);
     assert!(!Lab::exists(&name));
 }
+
+/// Two labs of different depths: each, attached again later, says its own
+/// depth (its NIC queue's), not the machine's backlog setting, which the
+/// deeper lab raised for both.
+#[test]
+fn an_attached_lab_tells_its_own_ring_depth() {
+    if !root() || nproc() < 2 {
+        return;
+    }
+    let (shallow, deep) = (unique("r"), unique("r"));
+    let _cleanup = (Cleanup(shallow.clone()), Cleanup(deep.clone()));
+    let first = Lab::up_with_ring(&shallow, 1024).expect("lab up --ring 1024");
+    assert_eq!(first.placement().ring, 1024, "{:?}", first.placement());
+    let second = Lab::up_with_ring(&deep, 8192).expect("lab up --ring 8192");
+    assert_eq!(second.placement().ring, 8192, "{:?}", second.placement());
+    for (name, ring) in [(&shallow, 1024), (&deep, 8192)] {
+        let again = Lab::attach(name).expect("attach");
+        assert_eq!(again.placement().ring, ring, "{name}: {:?}", again.placement());
+    }
+    drop((first, second));
+}
