@@ -394,3 +394,205 @@ fn a_signal_during_the_setups_ends_the_run_promptly() {
         .count();
     assert_eq!(interrupted as u64 + up, 200, "{report}");
 }
+
+/// `--traffic` through the hand-built gateway: port A (`ta`) answers the
+/// router's ARP and counts what charon decrypted and the router sent to
+/// it, which an nftables counter on the router's egress to port A counts
+/// too (after the router resolved port A: frames it really sent).
+#[test]
+fn traffic_times_every_tunnels_first_packet_through_a_hand_built_gateway() {
+    if !root_or_skip("traffic_times_every_tunnels_first_packet_through_a_hand_built_gateway") {
+        return;
+    }
+    let bed = Bed::new("tt", "198.19.0.0/24");
+    let r = bed.t.replace("-t", "-r");
+    nft_load(
+        &r,
+        "table netdev lrtraffic {\n  chain out {\n    type filter hook egress device \"ra\" priority 0;\n    udp dport 19538 counter\n  }\n}\n",
+    );
+    let json = TempFile::new("tunnels-traffic");
+    let run = linerate_in(
+        &bed.t,
+        &bed.args(
+            "20",
+            &json,
+            &[
+                "--traffic",
+                "--traffic-rate",
+                "50/s",
+                "--port-a",
+                "ta",
+                "--ip-a",
+                "198.18.0.2/24",
+                "--gw-a",
+                "198.18.0.1",
+                "--hold",
+                "2s",
+            ],
+        ),
+    );
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let report = json.json();
+    assert_eq!(u(&report, "established"), 20, "{}", run.dump());
+    let traffic = &report["traffic"];
+    let frames = traffic["tunnels"].as_array().unwrap();
+    assert_eq!(frames.len(), 20);
+    for (t, fr) in tunnels_of(&report).iter().zip(frames) {
+        let setup = f(t, "setup_ms");
+        let ttfp = f(fr, "ttfp_ms");
+        // The first frame leaves once the CHILD_SA is installed.
+        assert!(ttfp >= setup, "{t} {fr}");
+        let (sent, received) = (u(fr, "sent"), u(fr, "received"));
+        assert!(0 < received && received <= sent, "{fr}");
+        // 50 frames/s for at least the 2-s hold.
+        assert!(sent >= 100, "{fr}");
+        assert_eq!(u(fr, "errored") + u(fr, "duplicates"), 0, "{fr}");
+    }
+    let received: u64 = frames.iter().map(|fr| u(fr, "received")).sum();
+    assert_eq!(u(traffic, "received"), received);
+    assert_eq!(u(traffic, "rx_ring_drops"), 0, "{traffic}");
+    // Exactly what the router sent to port A.
+    let egress = nft_counters(&r);
+    assert_eq!(egress, [received], "{}", run.dump());
+    let ttfp = &report["ttfp_ms"];
+    let (p50, p90, p99, max) = (
+        f(ttfp, "p50"),
+        f(ttfp, "p90"),
+        f(ttfp, "p99"),
+        f(ttfp, "max"),
+    );
+    assert!(
+        0.0 < p50 && p50 <= p90 && p90 <= p99 && p99 <= max,
+        "{ttfp}"
+    );
+    assert!(max >= f(&report["setup_ms"], "max") * 0.999, "{report}");
+    assert!(
+        run.stdout.contains("Time to first packet [ms]"),
+        "{}",
+        run.dump()
+    );
+    assert!(traffic["no_traffic"].as_array().unwrap().is_empty());
+    bed.assert_nothing_left(&run);
+}
+
+/// `--traffic` through the lab gateway: every tunnel delivers, and charon's
+/// own count of what it decrypted on each CHILD_SA (read before the
+/// deletes) lies between what linerate sent and received; stored.
+#[test]
+fn traffic_through_the_lab_gateway_agrees_with_charons_counters() {
+    if !root_or_skip("traffic_through_the_lab_gateway_agrees_with_charons_counters") {
+        return;
+    }
+    let json = TempFile::new("tunnels-lab-traffic");
+    let db = TempFile::new("tunnels-traffic-db");
+    let run = linerate(&[
+        "tunnels",
+        "--lab",
+        "--scenario",
+        "vpn-gateway",
+        "--count",
+        "50",
+        "--traffic",
+        "--db",
+        db.arg(),
+        "--json",
+        json.arg(),
+    ]);
+    let own = netns_with_prefix(&format!("lr-tun{}-", run.pid));
+    assert!(own.is_empty(), "left behind: {own:?}\n{}", run.dump());
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let report = json.json();
+    assert_eq!(u(&report, "established"), 50, "{}", run.dump());
+    let traffic = &report["traffic"];
+    let mut decrypted = 0;
+    for (t, fr) in tunnels_of(&report)
+        .iter()
+        .zip(traffic["tunnels"].as_array().unwrap())
+    {
+        assert!(f(fr, "ttfp_ms") >= f(t, "setup_ms"), "{t} {fr}");
+        let (sent, received, gw) = (u(fr, "sent"), u(fr, "received"), u(fr, "gateway_decrypted"));
+        assert!(0 < received && received <= gw && gw <= sent, "{fr}");
+        decrypted += gw;
+    }
+    assert_eq!(u(traffic, "gateway_decrypted"), decrypted);
+    let checks = report["gateway_checks"].to_string();
+    assert!(checks.contains("charon decrypted"), "{checks}");
+    let shown = shown_last(&db);
+    assert!(shown.contains("Time to first packet [ms]"), "{shown}");
+    let runs = linerate(&["runs", "--db", db.arg()]);
+    assert!(runs.stdout.contains("first packet p50"), "{}", runs.dump());
+}
+
+/// `--traffic` on named ports needs port A; port A's options need
+/// `--traffic`: one line each, exit 2, nothing touched.
+#[test]
+fn traffic_without_port_a_is_refused_in_one_line() {
+    let base = [
+        "tunnels",
+        "--no-db",
+        "--port-b",
+        "tb",
+        "--ip-b",
+        "198.19.0.2/24",
+        "--gw-b",
+        GATEWAY,
+        "--psk-file",
+        "/nonexistent",
+        "--remote-net",
+        REMOTE_NET,
+        "--local-net",
+        LAN,
+        "--count",
+        "2",
+    ];
+    for (extra, says) in [
+        (&["--traffic"][..], "--traffic needs port A"),
+        (
+            &["--traffic", "--port-a", "ta"][..],
+            "--traffic needs port A",
+        ),
+        (
+            &[
+                "--port-a",
+                "ta",
+                "--ip-a",
+                "198.18.0.2/24",
+                "--gw-a",
+                "198.18.0.1",
+            ][..],
+            "--port-a is for --traffic",
+        ),
+        (
+            &[
+                "--traffic",
+                "--port-a",
+                "ta",
+                "--ip-a",
+                "10.9.9.2/24",
+                "--gw-a",
+                "10.9.9.1",
+            ][..],
+            "outside the gateway's LAN",
+        ),
+        (
+            &[
+                "--traffic",
+                "--traffic-rate",
+                "0/s",
+                "--port-a",
+                "ta",
+                "--ip-a",
+                "198.18.0.2/24",
+                "--gw-a",
+                "198.18.0.1",
+            ][..],
+            "1 to 1000",
+        ),
+    ] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        let run = linerate(&args);
+        assert_bad_input(&run);
+        assert!(run.stderr.contains(says), "{extra:?}: {}", run.dump());
+    }
+}

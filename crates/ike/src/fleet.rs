@@ -107,6 +107,10 @@ pub struct Setup {
     /// From that moment until the CHILD_SA was installed (IKE_AUTH's
     /// answer verified), or why it failed (the gateway's notify named).
     pub outcome: Result<Duration, IkeError>,
+    /// The CHILD_SA just installed (a copy of `Fleet::child(peer)`, for a
+    /// caller that starts its traffic from `on_setup`, while the fleet is
+    /// still busy with the others); None when the setup failed.
+    pub child: Option<ChildSa>,
 }
 
 /// Something that happened to one peer's tunnel after it was up.
@@ -389,6 +393,7 @@ impl Fleet {
                         peer,
                         started,
                         outcome: Ok(now.saturating_duration_since(started)),
+                        child: slot.machine.as_ref().and_then(|m| m.child()).cloned(),
                     };
                     on_setup(&setup);
                     self.setups[peer] = Some(setup);
@@ -405,6 +410,7 @@ impl Fleet {
                             peer,
                             started,
                             outcome: Err(e),
+                            child: None,
                         };
                         on_setup(&setup);
                         self.setups[peer] = Some(setup);

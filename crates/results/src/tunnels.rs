@@ -86,6 +86,58 @@ impl SetupTimes {
     }
 }
 
+/// One tunnel's test frames (`--traffic`), in peer order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TunnelFrames {
+    pub peer: Ipv4Addr,
+    /// Its IKE_SA_INIT sent to its first intact test frame at port A, in
+    /// ms; None when none arrived (or it never came up).
+    pub ttfp_ms: Option<f64>,
+    /// Frames the kernel took at port B (from its CHILD_SA installed to
+    /// the end of the hold).
+    pub sent: u64,
+    /// Intact test frames of this tunnel at port A, each counted once.
+    pub received: u64,
+    /// Its frames that arrived damaged, and those that arrived again.
+    pub errored: u64,
+    pub duplicates: u64,
+    /// What the gateway decrypted on this tunnel's CHILD_SA, where
+    /// linerate can ask (the lab's charon, before the deletes).
+    pub gateway_decrypted: Option<u64>,
+}
+
+/// `--traffic`: every tunnel's test frames through the gateway, port B to
+/// port A, and their totals.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrafficRecord {
+    /// Frames per second each tunnel sent.
+    pub rate_per_tunnel: f64,
+    /// The test frames' size at port A (Ethernet, with FCS).
+    pub frame_size: u64,
+    /// Where they arrived: port A's interface and linerate's address there.
+    pub port_a: String,
+    pub sent: u64,
+    pub received: u64,
+    /// sent - received (frames damaged on the way count as lost).
+    pub lost: u64,
+    pub errored: u64,
+    pub duplicates: u64,
+    /// Frames the kernel refused at port B (its queue full): not sent.
+    pub refused: u64,
+    /// Test frames at port A that belong to no tunnel of the run.
+    pub foreign: u64,
+    /// Frames port A's own ring dropped (tester-side loss).
+    pub rx_ring_drops: u64,
+    /// The gateway's own count of the frames it decrypted on the
+    /// tunnels' CHILD_SAs, when linerate can ask it (the lab's charon).
+    pub gateway_decrypted: Option<u64>,
+    /// Tunnels that were up but delivered no test frame before the hold
+    /// ended ("up, no traffic through it").
+    pub no_traffic: Vec<Ipv4Addr>,
+    /// Every tunnel, in peer order.
+    pub tunnels: Vec<TunnelFrames>,
+}
+
 /// What the run asked for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TunnelsSettings {
@@ -197,6 +249,14 @@ pub struct TunnelsReport {
     /// the gateway's daemon where linerate can read it (the lab's charon).
     #[serde(default)]
     pub cpu: Option<SetupCpu>,
+    /// `--traffic`: the time-to-first-packet distribution of the tunnels
+    /// that delivered a test frame (IKE_SA_INIT sent to the first intact
+    /// test frame at port A), in ms.
+    #[serde(default)]
+    pub ttfp_ms: Option<SetupTimes>,
+    /// `--traffic`: every tunnel's test frames.
+    #[serde(default)]
+    pub traffic: Option<TrafficRecord>,
     /// Stopped by a signal before the hold ended.
     pub interrupted: bool,
     /// Every tunnel in peer order.
@@ -248,9 +308,37 @@ impl TunnelsReport {
             gateway_checks: Vec::new(),
             gateway_note: None,
             cpu: None,
+            ttfp_ms: None,
+            traffic: None,
             interrupted: false,
             tunnels,
         }
+    }
+
+    /// Adds `--traffic`'s record: the totals from its tunnels, the tunnels
+    /// up without traffic named, the time-to-first-packet distribution.
+    pub fn set_traffic(&mut self, mut traffic: TrafficRecord) {
+        let t = &traffic.tunnels;
+        traffic.sent = t.iter().map(|f| f.sent).sum();
+        traffic.received = t.iter().map(|f| f.received).sum();
+        traffic.lost = traffic.sent.saturating_sub(traffic.received);
+        traffic.errored = t.iter().map(|f| f.errored).sum();
+        traffic.duplicates = t.iter().map(|f| f.duplicates).sum();
+        traffic.gateway_decrypted = t
+            .iter()
+            .map(|f| f.gateway_decrypted)
+            .sum::<Option<u64>>()
+            .filter(|_| !t.is_empty());
+        traffic.no_traffic = self
+            .tunnels
+            .iter()
+            .zip(t)
+            .filter(|(o, f)| o.setup_ms.is_some() && f.ttfp_ms.is_none())
+            .map(|(o, _)| o.peer)
+            .collect();
+        let ttfp: Vec<f64> = t.iter().filter_map(|f| f.ttfp_ms).collect();
+        self.ttfp_ms = SetupTimes::of(&ttfp);
+        self.traffic = Some(traffic);
     }
 
     /// One line for `linerate runs` and progress.
@@ -265,6 +353,16 @@ impl TunnelsReport {
         }
         if let Some(t) = &self.setup_ms {
             let _ = write!(s, ", setup p50 {} ms", sig3(t.p50));
+        }
+        if let Some(t) = &self.ttfp_ms {
+            let _ = write!(s, ", first packet p50 {} ms", sig3(t.p50));
+        }
+        if let Some(t) = self.traffic.as_ref().filter(|t| !t.no_traffic.is_empty()) {
+            let _ = write!(
+                s,
+                "; {} up without traffic",
+                thousands(t.no_traffic.len() as u64)
+            );
         }
         if self.failed > 0 {
             let reasons: Vec<String> = self
@@ -336,6 +434,9 @@ pub fn tunnels_table(r: &TunnelsReport) -> String {
             sig3(t.mean)
         );
     }
+    if let Some(t) = &r.traffic {
+        traffic_lines(&mut out, r, t);
+    }
     if !r.failures.is_empty() {
         let _ = writeln!(out, "  Failed, by the gateway's answer:");
         for g in &r.failures {
@@ -395,6 +496,93 @@ pub fn tunnels_table(r: &TunnelsReport) -> String {
         let _ = writeln!(out, "  Interrupted: the hold was cut short.");
     }
     out
+}
+
+/// `--traffic`'s lines of the table.
+fn traffic_lines(out: &mut String, r: &TunnelsReport, t: &TrafficRecord) {
+    let _ = writeln!(
+        out,
+        "  Traffic: {}-byte test frames, {} frames/s per tunnel from its CHILD_SA installed to the end of the hold, port B -> gateway -> port A ({})",
+        t.frame_size,
+        sig3(t.rate_per_tunnel),
+        t.port_a
+    );
+    let delivered = t.tunnels.iter().filter(|f| f.ttfp_ms.is_some()).count() as u64;
+    match &r.ttfp_ms {
+        Some(d) => {
+            let _ = writeln!(
+                out,
+                "  Time to first packet [ms] (IKE_SA_INIT sent to first test frame at port A), {} tunnels",
+                thousands(delivered)
+            );
+            let _ = writeln!(
+                out,
+                "      min {:>8}   p50 {:>8}   p90 {:>8}   p99 {:>8}   max {:>8}   mean {:>8}",
+                sig3(d.min),
+                sig3(d.p50),
+                sig3(d.p90),
+                sig3(d.p99),
+                sig3(d.max),
+                sig3(d.mean)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "  Time to first packet: no test frame arrived at port A"
+            );
+        }
+    }
+    let loss = if t.sent > 0 {
+        format!(" ({} %)", sig3(100.0 * t.lost as f64 / t.sent as f64))
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "  Frames: sent {}, received {}, lost {}{loss}; {} damaged, {} duplicates{}",
+        thousands(t.sent),
+        thousands(t.received),
+        thousands(t.lost),
+        thousands(t.errored),
+        thousands(t.duplicates),
+        match t.gateway_decrypted {
+            Some(g) => format!("; the gateway decrypted {}", thousands(g)),
+            None => String::new(),
+        }
+    );
+    if t.refused > 0 || t.rx_ring_drops > 0 || t.foreign > 0 {
+        let _ = writeln!(
+            out,
+            "  * tester side: {} frames refused by port B's kernel queue (not sent), {} dropped by port A's ring, {} test frames of no tunnel of this run",
+            thousands(t.refused),
+            thousands(t.rx_ring_drops),
+            thousands(t.foreign)
+        );
+    }
+    if !t.no_traffic.is_empty() {
+        let shown: Vec<String> = t
+            .no_traffic
+            .iter()
+            .take(10)
+            .map(|p| p.to_string())
+            .collect();
+        let more = t.no_traffic.len().saturating_sub(shown.len());
+        let _ = writeln!(
+            out,
+            "  * Up, no traffic through it: {} tunnels: {}{}",
+            thousands(t.no_traffic.len() as u64),
+            shown.join(", "),
+            if more > 0 {
+                format!(
+                    " and {} more (the JSON lists every tunnel)",
+                    thousands(more as u64)
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
 }
 
 #[cfg(test)]
@@ -520,6 +708,64 @@ mod tests {
         assert!(!calm.tester_limited);
         r.cpu = Some(calm);
         assert!(!tunnels_table(&r).contains("ceiling"));
+    }
+
+    #[test]
+    fn traffic_gives_the_time_to_first_packet_and_names_silent_tunnels() {
+        let mut r = TunnelsReport::new(
+            settings(),
+            vec![
+                up(1, 0.0, 10.0),
+                up(2, 1.0, 20.0),
+                failed(3, 2.0, "no answer"),
+            ],
+        );
+        let frames = |n: u8, ttfp_ms, sent, received| TunnelFrames {
+            peer: Ipv4Addr::new(198, 19, 64, n),
+            ttfp_ms,
+            sent,
+            received,
+            errored: 0,
+            duplicates: 0,
+            gateway_decrypted: None,
+        };
+        r.set_traffic(TrafficRecord {
+            rate_per_tunnel: 100.0,
+            frame_size: 64,
+            port_a: "a0 198.18.0.2".into(),
+            tunnels: vec![
+                frames(1, Some(14.5), 300, 290),
+                frames(2, None, 250, 0),
+                frames(3, None, 0, 0),
+            ],
+            ..TrafficRecord::default()
+        });
+        let t = r.traffic.as_ref().unwrap();
+        assert_eq!((t.sent, t.received, t.lost), (550, 290, 260));
+        assert_eq!(t.no_traffic, [Ipv4Addr::new(198, 19, 64, 2)]);
+        assert_eq!(t.gateway_decrypted, None);
+        let d = r.ttfp_ms.as_ref().unwrap();
+        assert_eq!((d.min, d.max), (14.5, 14.5));
+        let table = tunnels_table(&r);
+        assert!(table.contains("Time to first packet [ms]"), "{table}");
+        assert!(
+            table.contains("sent 550, received 290, lost 260"),
+            "{table}"
+        );
+        assert!(
+            table.contains("Up, no traffic through it: 1 tunnels: 198.19.64.2"),
+            "{table}"
+        );
+        assert!(r
+            .summary()
+            .contains("first packet p50 14.5 ms; 1 up without traffic"));
+        let v = serde_json::to_value(&r).unwrap();
+        for key in ["p50", "p90", "p99", "max"] {
+            assert!(v["ttfp_ms"][key].is_number(), "{key}: {v}");
+        }
+        assert_eq!(v["traffic"]["tunnels"][0]["ttfp_ms"], 14.5);
+        let back: TunnelsReport = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
     }
 
     #[test]

@@ -23,10 +23,10 @@ use std::path::PathBuf;
 )]
 pub struct TunnelsArgs {
     /// In the lab: the DUT is the vpn-gateway scenario's gateway (needs --scenario vpn-gateway[:SUITE]); a lab is built for the run.
-    #[arg(long, conflicts_with_all = ["port_b", "ip_b", "gw_b", "ip_a"])]
+    #[arg(long, conflicts_with_all = ["port_b", "ip_b", "gw_b", "ip_a", "port_a", "gw_a"])]
     pub lab: bool,
     /// The lab's DUT configuration: vpn-gateway or vpn-gateway:SUITE (implies --lab).
-    #[arg(long, value_name = "vpn-gateway[:SUITE]", conflicts_with_all = ["port_b", "ip_b", "gw_b", "ip_a"])]
+    #[arg(long, value_name = "vpn-gateway[:SUITE]", conflicts_with_all = ["port_b", "ip_b", "gw_b", "ip_a", "port_a", "gw_a"])]
     pub scenario: Option<String>,
     /// Ring depth of the lab this run builds (see 'lab up --ring').
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(256..=1_048_576))]
@@ -40,9 +40,21 @@ pub struct TunnelsArgs {
     /// The gateway's address on port B's subnet (its IKE address unless --ipsec-gateway).
     #[arg(long, value_name = "ADDR")]
     pub gw_b: Option<String>,
-    /// Port A's address and subnet: the gateway's LAN, every tunnel's remote traffic selector, unless --local-net says another.
+    /// Port A's address and subnet: the gateway's LAN, every tunnel's remote traffic selector, unless --local-net says another; with --traffic, where the test frames go.
     #[arg(long, value_name = "ADDR/LEN")]
     pub ip_a: Option<String>,
+    /// With --traffic: tester port A on the gateway's LAN, where the decrypted test frames arrive, e.g. enp1s0f0 (linerate answers ARP for --ip-a there).
+    #[arg(long)]
+    pub port_a: Option<String>,
+    /// With --traffic: the gateway's address on port A's subnet.
+    #[arg(long, value_name = "ADDR")]
+    pub gw_a: Option<String>,
+    /// Time to first packet: every tunnel sends test frames through the gateway from the moment its CHILD_SA is installed until the hold ends, and port A times each tunnel's first frame (from its IKE_SA_INIT sent) and counts its frames. Needs port A (in the lab: the lab's); --hold defaults to 2s.
+    #[arg(long)]
+    pub traffic: bool,
+    /// With --traffic: test frames per second each tunnel sends (1 to 1000), e.g. 100/s. Default: 1/s, light enough that 1,000 tunnels' frames do not load the gateway's setups (the lab's charon fell behind at 10/s); each tunnel's first frame leaves as soon as it is up, whatever the rate.
+    #[arg(long, value_name = "R/s", allow_hyphen_values = true)]
+    pub traffic_rate: Option<String>,
     #[command(flatten)]
     pub ipsec: IpsecArgs,
     /// How many tunnels (peers): 1..10000.
@@ -54,14 +66,9 @@ pub struct TunnelsArgs {
     /// Handshakes in flight at most.
     #[arg(long, value_name = "W", default_value_t = 64)]
     pub window: u64,
-    /// How long the tunnels stay up (answering the gateway) before linerate deletes them all, e.g. 10s.
-    #[arg(
-        long,
-        value_name = "DURATION",
-        allow_hyphen_values = true,
-        default_value = "0s"
-    )]
-    pub hold: String,
+    /// How long the tunnels stay up (answering the gateway) after the last setup before linerate deletes them all, e.g. 10s. Default: 0s, or 2s with --traffic.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub hold: Option<String>,
     /// The peers' outer addresses: FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab routes to port B). They must be on port B's subnet, or in the lab's peer range.
     #[arg(long, value_name = "FIRST[-LAST]|CIDR")]
     pub peer_addrs: Option<String>,

@@ -5,7 +5,7 @@ use crate::args::tunnels::TunnelsArgs;
 use linerate_lab::scenario::{
     Scenario, VPN_FIRST_PEER, VPN_LAN, VPN_PEERS, VPN_REMOTE_NET, VPN_TUNNEL_NETS,
 };
-use linerate_session::commands::tunnels::{TunnelsPlan, TunnelsTarget};
+use linerate_session::commands::tunnels::{PortA, TrafficPlan, TunnelsPlan, TunnelsTarget};
 use linerate_session::error::{bail, err, Result};
 use linerate_session::ipsec::Net;
 use linerate_session::outputs::Outputs;
@@ -43,6 +43,18 @@ fn within(inner: Net, outer: Net) -> bool {
 }
 
 impl TunnelsArgs {
+    /// `--traffic-rate 100/s` (or `100`): frames per second per tunnel.
+    fn traffic_rate(&self) -> Result<f64> {
+        let Some(text) = &self.traffic_rate else {
+            return Ok(1.0);
+        };
+        match text.trim().trim_end_matches("/s").trim().parse::<f64>() {
+            Ok(r) if (1.0..=1000.0).contains(&r) => Ok(r),
+            Ok(_) => bail!(BadInput, "--traffic-rate {text}: give 1 to 1000 frames per second per tunnel, e.g. 100/s"),
+            Err(_) => bail!(BadInput, "--traffic-rate {text} is not a frame rate: write frames per second per tunnel, e.g. 100/s"),
+        }
+    }
+
     pub fn plan(&self) -> Result<TunnelsPlan> {
         let count = self.count as usize;
         if count == 0 || count > MAX_TUNNELS {
@@ -60,7 +72,23 @@ impl TunnelsArgs {
                 self.window
             );
         }
-        let hold = ports::parse_duration(&self.hold, "--hold")?;
+        let hold = match &self.hold {
+            Some(text) => ports::parse_duration(text, "--hold")?,
+            None if self.traffic => std::time::Duration::from_secs(2),
+            None => std::time::Duration::ZERO,
+        };
+        let traffic_rate = self.traffic_rate()?;
+        if !self.traffic {
+            for (given, option) in [
+                (self.port_a.is_some(), "--port-a"),
+                (self.gw_a.is_some(), "--gw-a"),
+                (self.traffic_rate.is_some(), "--traffic-rate"),
+            ] {
+                if given {
+                    bail!(BadInput, "{option} is for --traffic (test frames through the tunnels): add --traffic, or leave {option} out");
+                }
+            }
+        }
         for (given, option) in [
             (self.ipsec.direction.is_some(), "--direction"),
             (self.ipsec.esp_keys.is_some(), "--esp-keys"),
@@ -180,6 +208,43 @@ impl TunnelsArgs {
             };
             (target, peers, remote_net, local_net, gateway)
         };
+        let traffic = if !self.traffic {
+            None
+        } else if lab {
+            Some(TrafficPlan {
+                rate: traffic_rate,
+                port_a: None,
+            })
+        } else {
+            let (Some(port_a), Some(_), Some(_)) = (&self.port_a, &self.ip_a, &self.gw_a) else {
+                bail!(BadInput, "--traffic needs port A, where the gateway delivers the test frames: --port-a IF --ip-a ADDR/LEN --gw-a ADDR");
+            };
+            let host = ports::host_config(
+                "a",
+                &self.ip_a,
+                &self.gw_a,
+                &None,
+                &linerate_wire::Encap::default(),
+            )?;
+            if !local_net.contains(host.ip) {
+                bail!(BadInput, "--ip-a {} is outside the gateway's LAN {local_net} (--local-net): the tunnels carry only frames to that network; give port A an address in it", host.ip);
+            }
+            if self.port_b.as_deref() == Some(port_a.as_str()) {
+                bail!(BadInput, "--port-a and --port-b are both {port_a}: the frames go in at port B and come out of the gateway at port A, two interfaces");
+            }
+            Some(TrafficPlan {
+                rate: traffic_rate,
+                port_a: Some(PortA {
+                    netns: None,
+                    ifname: port_a.clone(),
+                    host: Net {
+                        address: host.ip,
+                        prefix_len: host.prefix_len,
+                    },
+                    gateway: host.gateway,
+                }),
+            })
+        };
         if let Some(p) = peers
             .iter()
             .copied()
@@ -202,6 +267,7 @@ impl TunnelsArgs {
             rate,
             window: self.window as usize,
             hold,
+            traffic,
             json: self.json.clone(),
             record: self.record.plan(),
         })
@@ -251,6 +317,32 @@ mod tests {
     }
 
     #[test]
+    fn traffic_takes_port_a_from_the_lab_or_the_options() {
+        let p = plan("--lab --scenario vpn-gateway --count 5 --traffic").unwrap();
+        let t = p.traffic.unwrap();
+        assert_eq!((t.rate, t.port_a), (1.0, None));
+        assert_eq!(p.hold, std::time::Duration::from_secs(2));
+        let p =
+            plan("--lab --scenario vpn-gateway --count 5 --traffic --traffic-rate 100/s --hold 5s")
+                .unwrap();
+        assert_eq!(p.traffic.unwrap().rate, 100.0);
+        assert_eq!(p.hold, std::time::Duration::from_secs(5));
+        let p = plan(&format!(
+            "{PORT} --count 5 --traffic --port-a pa --ip-a 192.168.0.2/24 --gw-a 192.168.0.1"
+        ))
+        .unwrap();
+        let a = p.traffic.unwrap().port_a.unwrap();
+        assert_eq!(a.ifname, "pa");
+        assert_eq!(a.host.to_string(), "192.168.0.0/24");
+        assert_eq!(a.host.address.to_string(), "192.168.0.2");
+        assert_eq!(a.gateway.to_string(), "192.168.0.1");
+        assert_eq!(
+            plan("--lab --scenario vpn-gateway --count 5").unwrap().hold,
+            std::time::Duration::ZERO
+        );
+    }
+
+    #[test]
     fn bad_input_is_refused_in_one_line() {
         for (args, says) in [
             ("--lab --scenario vpn-gateway --count 0", "1 to 10,000"),
@@ -279,6 +371,15 @@ mod tests {
             ("--port-b pb --ip-b 203.0.113.2/24 --gw-b 203.0.113.1 --psk-file /k --local-net 192.168.0.0/24 --count 2", "--remote-net"),
             ("--port-b pb --ip-b 203.0.113.2/24 --gw-b 203.0.113.1 --psk-file /k --remote-net 10.1.0.0/16 --count 2", "--local-net"),
             ("--port-b pb --ip-b 203.0.113.2/24 --gw-b 203.0.113.1 --psk-file /k --remote-net 203.0.113.0/25 --local-net 192.168.0.0/24 --count 2", "holds the outer address"),
+            (&format!("{PORT} --count 2 --traffic"), "--traffic needs port A"),
+            (&format!("{PORT} --count 2 --traffic --port-a pa --ip-a 192.168.0.2/24"), "--traffic needs port A"),
+            (&format!("{PORT} --count 2 --port-a pa"), "--port-a is for --traffic"),
+            (&format!("{PORT} --count 2 --gw-a 192.168.0.1"), "--gw-a is for --traffic"),
+            ("--lab --scenario vpn-gateway --count 2 --traffic-rate 5/s", "--traffic-rate is for --traffic"),
+            ("--lab --scenario vpn-gateway --count 2 --traffic --traffic-rate 0", "1 to 1000"),
+            ("--lab --scenario vpn-gateway --count 2 --traffic --traffic-rate lots", "not a frame rate"),
+            (&format!("{PORT} --count 2 --traffic --port-a pa --ip-a 10.0.0.2/24 --gw-a 10.0.0.1"), "outside the gateway's LAN"),
+            (&format!("{PORT} --count 2 --traffic --port-a pb --ip-a 192.168.0.2/24 --gw-a 192.168.0.1"), "two interfaces"),
         ] {
             let e = plan(args).unwrap_err();
             assert_eq!(e.kind(), linerate_session::Kind::BadInput, "{args}: {e:?}");

@@ -9,7 +9,12 @@
 //! All peers are driven by one thread (`linerate_ike::Fleet`). Their
 //! addresses are put on port B (as /32s, beside port B's own address with
 //! its prefix, which routes to the gateway) for the run and taken off after
-//! the deletes; the kernel's UDP stack carries IKE. No test frame is sent.
+//! the deletes; the kernel's UDP stack carries IKE. With `--traffic`
+//! each tunnel also sends test frames from the moment it is up until the
+//! hold ends, and port A times each tunnel's first frame through the
+//! gateway (time to first packet; [`traffic`]).
+
+mod traffic;
 
 use crate::error::{bail, err, Result};
 use crate::exit::Outcome;
@@ -22,12 +27,15 @@ use linerate_lab::scenario::{Applied, Scenario};
 use linerate_lab::Lab;
 use linerate_results::report::thousands;
 use linerate_results::tunnels::{
-    tunnels_table, HoldRecord, SetupCpu, TunnelOutcome, TunnelsReport, TunnelsSettings,
+    tunnels_table, HoldRecord, SetupCpu, TrafficRecord, TunnelFrames, TunnelOutcome, TunnelsReport,
+    TunnelsSettings,
 };
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use traffic::{slice_host, SendSide, Traffic, TrafficCounts, UpTunnel};
+pub use traffic::{PortA, TRAFFIC_FRAME};
 
 /// Where the peers are emulated.
 #[derive(Debug, Clone)]
@@ -69,8 +77,19 @@ pub struct TunnelsPlan {
     pub window: usize,
     /// How long the tunnels stay up before the deletes.
     pub hold: Duration,
+    /// `--traffic`: test frames through every tunnel as soon as it is up.
+    pub traffic: Option<TrafficPlan>,
     pub json: Option<PathBuf>,
     pub record: RecordPlan,
+}
+
+/// `--traffic`'s values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrafficPlan {
+    /// Frames per second each tunnel sends.
+    pub rate: f64,
+    /// Port A, named by the user; None in the lab (its tester port A).
+    pub port_a: Option<PortA>,
 }
 
 /// What the lab's gateway lists: its installed CHILD_SAs' remote networks.
@@ -103,7 +122,10 @@ struct Bed {
     esp: EspSuite,
     note: Option<String>,
     description: String,
+    /// Where `--traffic` arrives: the lab's tester port A, or the user's.
+    port_a: Option<PortA>,
     _lock: Option<linerate_lab::LabLock>,
+    _lock_a: Option<linerate_lab::LabLock>,
 }
 
 fn open_bed(plan: &TunnelsPlan) -> Result<Bed> {
@@ -129,6 +151,16 @@ fn open_bed(plan: &TunnelsPlan) -> Result<Bed> {
                 bail!(BadInput, "linerate tunnels in the lab needs a DUT that is a VPN gateway: use --scenario vpn-gateway");
             };
             let port_b = lab.port_b().clone();
+            let a = lab.port_a();
+            let port_a = PortA {
+                netns: Some(a.netns.clone()),
+                ifname: a.ifname.clone(),
+                host: Net {
+                    address: a.ip,
+                    prefix_len: a.prefix_len,
+                },
+                gateway: a.gateway,
+            };
             let ike = match &p.ike {
                 Some(ike) => ike.clone(),
                 None => IkeProposals::parse(&peer.ike)
@@ -152,7 +184,9 @@ fn open_bed(plan: &TunnelsPlan) -> Result<Bed> {
                 ),
                 applied: Some(applied),
                 lab: Some(lab),
+                port_a: Some(port_a),
                 _lock: None,
+                _lock_a: None,
             })
         }
         TunnelsTarget::External {
@@ -161,6 +195,11 @@ fn open_bed(plan: &TunnelsPlan) -> Result<Bed> {
             gw_b,
         } => {
             let lock = linerate_lab::lock_port(None, port_b)?;
+            let port_a = plan.traffic.as_ref().and_then(|t| t.port_a.clone());
+            let lock_a = match &port_a {
+                Some(a) => Some(linerate_lab::lock_port(None, &a.ifname)?),
+                None => None,
+            };
             let gateway = p.gateway.unwrap_or(*gw_b);
             Ok(Bed {
                 applied: None,
@@ -176,7 +215,9 @@ fn open_bed(plan: &TunnelsPlan) -> Result<Bed> {
                 esp: p.esp.unwrap_or(EspSuite::Aes256Gcm16),
                 note: None,
                 description: format!("IPsec tunnel setup, gateway {gateway} via {port_b}"),
+                port_a,
                 _lock: Some(lock),
+                _lock_a: lock_a,
             })
         }
     }
@@ -269,6 +310,36 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
             plan.window
         );
     }
+    let traffic = match (&plan.traffic, &bed.port_a) {
+        (Some(t), Some(port_a)) => {
+            let side = SendSide {
+                netns: bed.netns.clone(),
+                ifname: bed.ifname.clone(),
+                gateway: bed.gateway,
+                peers: plan.peers.clone(),
+                sources: slices.iter().map(|&n| slice_host(n)).collect(),
+                rate: t.rate,
+            };
+            let running = Traffic::start(port_a, side)?;
+            if verbose {
+                errln!(
+                    "linerate: --traffic: each tunnel sends {} frames/s of {TRAFFIC_FRAME} bytes from its CHILD_SA installed; port A {} ({}) counts them",
+                    t.rate,
+                    port_a.ifname,
+                    port_a.host.address
+                );
+            }
+            Some(running)
+        }
+        (Some(_), None) => bail!(
+            BadInput,
+            "--traffic needs port A: --port-a IF --ip-a ADDR/LEN --gw-a ADDR"
+        ),
+        _ => None,
+    };
+    // The two clocks side by side: port A stamps arrivals in CLOCK_REALTIME,
+    // the fleet its IKE_SA_INITs in Instant.
+    let anchor = (Instant::now(), linerate_port::realtime_ns());
     let begun = Instant::now();
     let mut last_shown = Instant::now();
     let (mut up, mut down) = (0u64, 0u64);
@@ -276,6 +347,12 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         match s.outcome {
             Ok(_) => up += 1,
             Err(_) => down += 1,
+        }
+        if let (Some(t), Some(child)) = (&traffic, &s.child) {
+            t.tunnel_up(UpTunnel {
+                index: s.peer,
+                keys: child.outbound.clone(),
+            });
         }
         if verbose && last_shown.elapsed() >= Duration::from_secs(1) {
             last_shown = Instant::now();
@@ -305,7 +382,14 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let wall_s = begun.elapsed().as_secs_f64();
     let cpu_after = (cpu_seconds("self"), gateway_cpu());
     let stopped = interrupt.load(Ordering::Relaxed);
+    let mut started: Vec<Option<Instant>> = vec![None; count];
+    for s in &setups {
+        if let Some(t) = started.get_mut(s.peer) {
+            *t = Some(s.started);
+        }
+    }
     let outcomes = outcomes(&plan, &slices, &setups, stopped);
+    drop(setups);
     let mut report = TunnelsReport::new(settings, outcomes);
     report.gateway_note = bed.note.clone();
     if let (Some(t0), Some(t1)) = (cpu_before.0, cpu_after.0) {
@@ -370,6 +454,35 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         report.hold = Some(hold);
     }
     report.interrupted = interrupt.load(Ordering::Relaxed);
+    if let (Some(running), Some(t)) = (traffic, &plan.traffic) {
+        let counts = running.finish()?;
+        // charon's own count per CHILD_SA, before the deletes take them.
+        let decrypted = match &bed.applied {
+            Some(applied) => Some(applied.ipsec_sa_counters()?),
+            None => None,
+        };
+        let port_a = bed.port_a.as_ref().expect("traffic has port A");
+        let record = traffic_record(
+            &report,
+            &counts,
+            &started,
+            anchor,
+            decrypted.as_deref(),
+            t.rate,
+            format!("{} {}", port_a.ifname, port_a.host.address),
+        );
+        report.set_traffic(record);
+        if let Some(check) = decrypted
+            .as_ref()
+            .and(report.traffic.as_ref())
+            .and_then(gateway_traffic_check)
+        {
+            if check.1 && mismatch.is_none() {
+                mismatch = Some(check.0.clone());
+            }
+            report.gateway_checks.push(check.0);
+        }
+    }
     let was_up = fleet.established();
     fleet.delete_all();
     drop(fleet);
@@ -443,7 +556,104 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
             "the gateway does not agree: {why}"
         )));
     }
+    if let Some(t) = report.traffic.as_ref().filter(|t| !t.no_traffic.is_empty()) {
+        return Ok(Outcome::ThresholdFailed(format!(
+            "{} of {} tunnels up carried no test frame to port A before the hold ended (the first: {}); give a longer --hold, or see the gateway",
+            thousands(t.no_traffic.len() as u64),
+            thousands(report.established),
+            t.no_traffic[0]
+        )));
+    }
     Ok(Outcome::Passed)
+}
+
+/// `--traffic`'s record from what the threads counted: each tunnel's time
+/// to first packet is its first frame's arrival at port A (the kernel's
+/// CLOCK_REALTIME stamp) less its IKE_SA_INIT's send time (an `Instant`,
+/// moved onto CLOCK_REALTIME by `anchor`, both clocks read together).
+fn traffic_record(
+    report: &TunnelsReport,
+    counts: &TrafficCounts,
+    started: &[Option<Instant>],
+    anchor: (Instant, u64),
+    gateway: Option<&[linerate_lab::scenario::SaCounters]>,
+    rate: f64,
+    port_a: String,
+) -> TrafficRecord {
+    let realtime_ns = |at: Instant| -> i128 {
+        if at >= anchor.0 {
+            anchor.1 as i128 + at.duration_since(anchor.0).as_nanos() as i128
+        } else {
+            anchor.1 as i128 - anchor.0.duration_since(at).as_nanos() as i128
+        }
+    };
+    let tunnels = report
+        .tunnels
+        .iter()
+        .zip(&counts.tunnels)
+        .zip(started)
+        .map(|((o, c), s)| {
+            let ttfp_ms = match (o.setup_ms, c.first_rx_ns, s) {
+                (Some(_), Some(rx), Some(s)) => Some((rx as i128 - realtime_ns(*s)) as f64 / 1e6),
+                _ => None,
+            };
+            let gateway_decrypted = gateway.map(|sas| {
+                sas.iter()
+                    .filter(|sa| sa.remote_ts.join(",") == o.remote_net)
+                    .map(|sa| sa.packets_in)
+                    .sum()
+            });
+            TunnelFrames {
+                peer: o.peer,
+                ttfp_ms,
+                sent: c.sent,
+                received: c.received,
+                errored: c.errored,
+                duplicates: c.duplicates,
+                gateway_decrypted,
+            }
+        })
+        .collect();
+    TrafficRecord {
+        rate_per_tunnel: rate,
+        frame_size: TRAFFIC_FRAME,
+        port_a,
+        refused: counts.tunnels.iter().map(|t| t.refused).sum(),
+        foreign: counts.foreign,
+        rx_ring_drops: counts.rx_ring_drops,
+        tunnels,
+        ..TrafficRecord::default()
+    }
+}
+
+/// The gateway's decrypted count against linerate's, tunnel by tunnel:
+/// received at port A <= decrypted <= sent. The line, and whether it is a
+/// disagreement.
+fn gateway_traffic_check(t: &TrafficRecord) -> Option<(String, bool)> {
+    let decrypted = t.gateway_decrypted?;
+    let odd = t.tunnels.iter().find(|f| {
+        f.gateway_decrypted
+            .is_some_and(|g| g > f.sent || g < f.received)
+    });
+    Some(match odd {
+        None => (
+            format!(
+                "charon decrypted {} test frames on the tunnels' CHILD_SAs (vici list-sas, before the deletes): for every tunnel between what linerate received at port A and what it sent",
+                thousands(decrypted)
+            ),
+            false,
+        ),
+        Some(f) => (
+            format!(
+                "charon decrypted {} test frames of tunnel {} where linerate sent {} and received {}",
+                thousands(f.gateway_decrypted.unwrap_or(0)),
+                f.peer,
+                thousands(f.sent),
+                thousands(f.received)
+            ),
+            true,
+        ),
+    })
 }
 
 /// CPU seconds (user + system) process `pid` ("self" for linerate) has
@@ -509,6 +719,91 @@ mod tests {
 
     fn net(text: &str) -> Net {
         Net::parse(text, "--remote-net").unwrap()
+    }
+
+    #[test]
+    fn time_to_first_packet_runs_from_the_ike_sa_init_to_port_a() {
+        let settings = TunnelsSettings {
+            gateway: Ipv4Addr::new(198, 19, 0, 1),
+            ike: "aes256-sha256-modp2048".into(),
+            esp: "aes128gcm16".into(),
+            local_net: "198.18.0.0/24".into(),
+            remote_net: "198.19.128.0/17".into(),
+            slice_prefix: 19,
+            first_peer: Ipv4Addr::new(198, 19, 64, 1),
+            last_peer: Ipv4Addr::new(198, 19, 64, 3),
+            attempt_rate: None,
+            window: 64,
+            hold_s: 2.0,
+        };
+        let tunnel = |i: u8, setup_ms: Option<f64>| TunnelOutcome {
+            peer: Ipv4Addr::new(198, 19, 64, i),
+            remote_net: slice(net("198.19.128.0/17"), 19, i as usize - 1).to_string(),
+            started_ms: 0.0,
+            setup_ms,
+            error: None,
+            reason: None,
+        };
+        let report = TunnelsReport::new(
+            settings,
+            vec![
+                tunnel(1, Some(200.0)),
+                tunnel(2, Some(210.0)),
+                tunnel(3, None),
+            ],
+        );
+        let anchor = (Instant::now(), 1_000_000_000_000u64);
+        let started = [
+            Some(anchor.0 + Duration::from_millis(10)),
+            Some(anchor.0 + Duration::from_millis(20)),
+            None,
+        ];
+        let mut counts = TrafficCounts {
+            tunnels: vec![Default::default(); 3],
+            ..TrafficCounts::default()
+        };
+        // Tunnel 1's first frame 250 ms after its IKE_SA_INIT; tunnel 2
+        // up but silent.
+        counts.tunnels[0].first_rx_ns = Some(anchor.1 + 260_000_000);
+        counts.tunnels[0].sent = 200;
+        counts.tunnels[0].received = 198;
+        counts.tunnels[1].sent = 180;
+        let gateway = [linerate_lab::scenario::SaCounters {
+            remote_ts: vec!["198.19.128.0/19".into()],
+            packets_in: 199,
+            ..Default::default()
+        }];
+        let record = traffic_record(
+            &report,
+            &counts,
+            &started,
+            anchor,
+            Some(&gateway),
+            100.0,
+            "a0 198.18.0.2".into(),
+        );
+        let mut report = report;
+        report.set_traffic(record);
+        let t = report.traffic.as_ref().unwrap();
+        assert!((t.tunnels[0].ttfp_ms.unwrap() - 250.0).abs() < 1e-6);
+        assert_eq!(t.tunnels[1].ttfp_ms, None);
+        assert_eq!(t.tunnels[2].ttfp_ms, None);
+        assert_eq!(t.no_traffic, [Ipv4Addr::new(198, 19, 64, 2)]);
+        assert_eq!((t.sent, t.received, t.lost), (380, 198, 182));
+        assert_eq!(t.tunnels[0].gateway_decrypted, Some(199));
+        assert_eq!(t.tunnels[1].gateway_decrypted, Some(0));
+        assert_eq!(t.gateway_decrypted, Some(199));
+        assert_eq!(
+            report.ttfp_ms.as_ref().unwrap().max,
+            t.tunnels[0].ttfp_ms.unwrap()
+        );
+        let (line, odd) = gateway_traffic_check(t).unwrap();
+        assert!(!odd, "{line}");
+        // A gateway that decrypted more than linerate sent disagrees.
+        let mut t = t.clone();
+        t.tunnels[0].gateway_decrypted = Some(201);
+        let (line, odd) = gateway_traffic_check(&t).unwrap();
+        assert!(odd && line.contains("198.19.64.1"), "{line}");
     }
 
     #[test]

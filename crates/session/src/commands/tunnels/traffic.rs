@@ -1,0 +1,527 @@
+//! `linerate tunnels --traffic`: each tunnel sends test frames from the
+//! moment its CHILD_SA is installed until the hold ends, and port A counts
+//! what the gateway delivered, tunnel by tunnel: the time to first packet
+//! (the tunnel's IKE_SA_INIT sent to its first intact test frame at port
+//! A) and the frames each tunnel carried.
+//!
+//! Direction: linerate encrypts at port B (each tunnel with its own
+//! outbound SA, `EspSend`, from the peer's address to the gateway in UDP
+//! 4500), the gateway decrypts and forwards into its LAN, where port A
+//! (linerate's host there: it answers ARP for its address) receives. A
+//! test frame of tunnel `i` carries stream id `i`, comes from the first
+//! host address of the tunnel's slice and goes to port A's address.
+//!
+//! Two threads besides the fleet's: the sender (one packet socket on port
+//! B, every tunnel paced at the same rate from a timer heap) and the
+//! receiver (port A's AF_PACKET rings).
+
+use crate::error::{bail, err, Result};
+use crate::ipsec::Net;
+use crate::peers::ip_out;
+use linerate_engine::host::{ArpAction, HostConfig};
+use linerate_engine::ipsec::{EspCounts, EspSend};
+use linerate_engine::transform::SendTransform;
+use linerate_esp::{Outbound, SaKeys};
+use linerate_port::af_packet::{AfPacketOptions, AfPacketPort};
+use linerate_port::{Port, RxQueue};
+use linerate_wire::integrity::intact;
+use linerate_wire::template::DEFAULT_UDP_PORT;
+use linerate_wire::{
+    classify, FlowSpec, FrameCheck, FrameSize, FrameTemplate, MacAddr, Received, Signature,
+};
+use nix::libc;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The test frames' size (Ethernet, without FCS: 60 bytes handed on at
+/// port A).
+pub const TRAFFIC_FRAME: u64 = 64;
+
+/// Port A: where the gateway delivers the decrypted frames.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortA {
+    pub netns: Option<String>,
+    pub ifname: String,
+    /// linerate's host address on port A (answered by ARP; the frames'
+    /// destination) and its subnet.
+    pub host: Net,
+    /// The gateway's LAN address (whose ARP requests are answered).
+    pub gateway: Ipv4Addr,
+}
+
+/// A tunnel that is up: what the sender needs to encrypt for it.
+pub struct UpTunnel {
+    pub index: usize,
+    pub keys: SaKeys,
+}
+
+/// One tunnel's traffic, as the two threads counted it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TunnelTraffic {
+    /// Frames the kernel took at port B.
+    pub sent: u64,
+    /// Frames the kernel refused (its queue full).
+    pub refused: u64,
+    /// Intact test frames of this tunnel at port A, each counted once.
+    pub received: u64,
+    /// Its frames that arrived damaged, and those that arrived again.
+    pub errored: u64,
+    pub duplicates: u64,
+    /// The first intact frame's arrival (CLOCK_REALTIME, ns).
+    pub first_rx_ns: Option<u64>,
+}
+
+/// What the two threads counted, all tunnels.
+#[derive(Debug, Clone, Default)]
+pub struct TrafficCounts {
+    pub tunnels: Vec<TunnelTraffic>,
+    /// Test frames at port A for no tunnel of this run (a stream or source
+    /// address not ours), and ARP replies sent.
+    pub foreign: u64,
+    pub arp_replies: u64,
+    /// Frames port A's own ring dropped (tester-side loss).
+    pub rx_ring_drops: u64,
+}
+
+/// The first host address of a tunnel's slice: its frames' source.
+pub fn slice_host(net: Net) -> Ipv4Addr {
+    let (first, last) = net.range();
+    if net.prefix_len >= 31 {
+        first
+    } else {
+        Ipv4Addr::from(u32::from(first) + 1).min(last)
+    }
+}
+
+/// The running traffic: the sender and the receiver.
+pub struct Traffic {
+    up: Sender<UpTunnel>,
+    stop_send: Arc<AtomicBool>,
+    stop_receive: Arc<AtomicBool>,
+    received: Arc<AtomicU64>,
+    sender: JoinHandle<Result<Vec<(u64, u64)>>>,
+    receiver: JoinHandle<Result<TrafficCounts>>,
+}
+
+/// Everything the sender needs.
+pub struct SendSide {
+    pub netns: Option<String>,
+    pub ifname: String,
+    /// The gateway's IKE address (the ESP's outer destination, on port
+    /// B's subnet: the next hop).
+    pub gateway: Ipv4Addr,
+    pub peers: Vec<Ipv4Addr>,
+    /// Each tunnel's frames' source.
+    pub sources: Vec<Ipv4Addr>,
+    /// Frames per second per tunnel.
+    pub rate: f64,
+}
+
+impl Traffic {
+    /// Opens port A (answering ARP from now on) and port B's packet
+    /// socket, and starts both threads: no frame leaves before a tunnel is
+    /// handed over with [`Traffic::tunnel_up`].
+    pub fn start(port_a: &PortA, side: SendSide) -> Result<Traffic> {
+        let count = side.peers.len();
+        // A trickle of frames retires a block every few ms: many small
+        // blocks (64 MiB in all) ride out seconds of a busy CPU.
+        let opts = AfPacketOptions {
+            rx_block_size: 1 << 16,
+            rx_blocks: 1024,
+            tx_slots: 64,
+            ..AfPacketOptions::default()
+        };
+        let port = AfPacketPort::open(&port_a.ifname, port_a.netns.as_deref(), &opts)
+            .map_err(|e| err!(Environment, "port A {}: {e}", port_a.ifname))?;
+        let (_tx, rx, info) = port.split();
+        let socket = PacketSocket::open(side.netns.as_deref(), &side.ifname)?;
+        let host = HostConfig {
+            ip: port_a.host.address,
+            prefix_len: port_a.host.prefix_len,
+            gateway: port_a.gateway,
+            gateway_mac: None,
+            also_answers: None,
+            inner: None,
+            ipv6: None,
+            vlan: None,
+        };
+        let stop_send = Arc::new(AtomicBool::new(false));
+        let stop_receive = Arc::new(AtomicBool::new(false));
+        let received = Arc::new(AtomicU64::new(0));
+        let (up, up_rx) = channel();
+        let sources = side.sources.clone();
+        let receiver = {
+            let stop = Arc::clone(&stop_receive);
+            let received = Arc::clone(&received);
+            std::thread::Builder::new()
+                .name("tunnels-rx".into())
+                .spawn(move || receive(rx, info.mac, host, sources, stop, received))
+                .map_err(|e| err!(Environment, "cannot start the receiver thread: {e}"))?
+        };
+        let sender = {
+            let stop = Arc::clone(&stop_send);
+            let dst = port_a.host.address;
+            std::thread::Builder::new()
+                .name("tunnels-tx".into())
+                .spawn(move || send(socket, side, dst, up_rx, stop, count))
+                .map_err(|e| err!(Environment, "cannot start the sender thread: {e}"))?
+        };
+        Ok(Traffic {
+            up,
+            stop_send,
+            stop_receive,
+            received,
+            sender,
+            receiver,
+        })
+    }
+
+    /// Starts the frames of a tunnel whose CHILD_SA was just installed.
+    pub fn tunnel_up(&self, tunnel: UpTunnel) {
+        // A sender that ended early says why at `finish`.
+        let _ = self.up.send(tunnel);
+    }
+
+    /// Stops sending, waits until port A has had what was in flight
+    /// (nothing new for 200 ms, at most 2 s), stops receiving, and returns
+    /// the counts.
+    pub fn finish(self) -> Result<TrafficCounts> {
+        self.stop_send.store(true, Ordering::Relaxed);
+        drop(self.up);
+        let sent = self
+            .sender
+            .join()
+            .map_err(|_| err!(Failed, "the sender thread panicked"))?;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut last = self.received.load(Ordering::Relaxed);
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+            let now = self.received.load(Ordering::Relaxed);
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        self.stop_receive.store(true, Ordering::Relaxed);
+        let counts = self
+            .receiver
+            .join()
+            .map_err(|_| err!(Failed, "the receiver thread panicked"))?;
+        let sent = sent?;
+        let mut counts = counts?;
+        for (t, (s, r)) in counts.tunnels.iter_mut().zip(sent) {
+            t.sent = s;
+            t.refused = r;
+        }
+        Ok(counts)
+    }
+}
+
+/// A packet socket bound to port B, sending only.
+struct PacketSocket {
+    fd: OwnedFd,
+    mac: MacAddr,
+}
+
+impl PacketSocket {
+    fn open(netns: Option<&str>, ifname: &str) -> Result<PacketSocket> {
+        linerate_port::netns::maybe_in_netns(netns, || {
+            let io = |what: &'static str| {
+                linerate_port::PortError::io(what, ifname, std::io::Error::last_os_error())
+            };
+            // SAFETY: plain socket(2); the descriptor is owned right away.
+            let raw =
+                unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+            if raw < 0 {
+                return Err(io("opening a packet socket"));
+            }
+            // SAFETY: a fresh descriptor nobody else owns.
+            let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+            let facts = linerate_port::link::link_facts(&fd, ifname)?;
+            // SAFETY: sockaddr_ll is plain old data; all zero is valid.
+            let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            addr.sll_family = libc::AF_PACKET as u16;
+            addr.sll_ifindex = facts.ifindex;
+            // Protocol 0: receives nothing.
+            // SAFETY: addr is a valid sockaddr_ll of the size passed.
+            let rc = unsafe {
+                libc::bind(
+                    fd.as_raw_fd(),
+                    (&addr as *const libc::sockaddr_ll).cast(),
+                    std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+                )
+            };
+            if rc < 0 {
+                return Err(io("binding the packet socket"));
+            }
+            // Room for bursts of thousands of tunnels' frames (root may go
+            // past net.core.wmem_max).
+            let size: libc::c_int = 4 << 20;
+            // SAFETY: a valid c_int option value of the size passed.
+            let _ = unsafe {
+                libc::setsockopt(
+                    fd.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_SNDBUFFORCE,
+                    (&size as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            Ok(PacketSocket { fd, mac: facts.mac })
+        })
+        .map_err(|e| err!(Environment, "port B {ifname}: {e}"))
+    }
+
+    /// Whether the kernel took the frame.
+    fn send(&self, frame: &[u8]) -> bool {
+        // SAFETY: the buffer is valid for its length; no flags but
+        // MSG_DONTWAIT (a full queue refuses, never blocks the pacing).
+        let n = unsafe {
+            libc::send(
+                self.fd.as_raw_fd(),
+                frame.as_ptr().cast(),
+                frame.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        n == frame.len() as isize
+    }
+}
+
+/// The MAC of `next_hop` from the kernel's neighbour table of port B's
+/// namespace (IKE has just crossed to it), waiting up to 2 s for it.
+fn neighbour_mac(netns: Option<&str>, ifname: &str, next_hop: Ipv4Addr) -> Result<MacAddr> {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let out = ip_out(
+            netns,
+            &["-4", "neigh", "show", &next_hop.to_string(), "dev", ifname],
+        )
+        .map_err(|e| err!(Environment, "port B {ifname}: ip neigh: {e}"))?;
+        let mac = out
+            .split_whitespace()
+            .skip_while(|w| *w != "lladdr")
+            .nth(1)
+            .and_then(|m| m.parse::<MacAddr>().ok());
+        if let Some(mac) = mac {
+            return Ok(mac);
+        }
+        if Instant::now() > deadline {
+            bail!(Environment, "the gateway {next_hop}'s MAC is not in port B's neighbour table after IKE reached it: check that it is on port B's subnet ({ifname})");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One tunnel's sending state.
+struct Stream {
+    esp: EspSend,
+    seq: u32,
+    sent: u64,
+    refused: u64,
+}
+
+/// The sender: frames of every tunnel handed over, each at `rate`, until
+/// `stop`. Returns (taken, refused) per tunnel.
+fn send(
+    socket: PacketSocket,
+    side: SendSide,
+    dst: Ipv4Addr,
+    up: Receiver<UpTunnel>,
+    stop: Arc<AtomicBool>,
+    count: usize,
+) -> Result<Vec<(u64, u64)>> {
+    let interval = Duration::from_secs_f64(1.0 / side.rate);
+    let frame = FrameSize::from_frame(TRAFFIC_FRAME).expect("a valid frame size");
+    let mut streams: Vec<Option<Stream>> = (0..count).map(|_| None).collect();
+    let mut templates: Vec<Option<FrameTemplate>> = (0..count).map(|_| None).collect();
+    let mut due: BinaryHeap<Reverse<(Instant, usize)>> = BinaryHeap::new();
+    let mut gateway_mac = None;
+    let mut buf = vec![0u8; 2048];
+    let counts: Arc<Mutex<EspCounts>> = Arc::default();
+    while !stop.load(Ordering::Relaxed) {
+        // Tunnels just up send their first frame now.
+        let wait = due
+            .peek()
+            .map_or(Duration::from_millis(20), |Reverse((at, _))| {
+                at.saturating_duration_since(Instant::now())
+            })
+            .min(Duration::from_millis(20));
+        let first = if wait.is_zero() {
+            up.try_recv().map_err(|_| RecvTimeoutError::Timeout)
+        } else {
+            up.recv_timeout(wait)
+        };
+        let mut arrived: Vec<UpTunnel> = Vec::new();
+        match first {
+            Ok(t) => arrived.push(t),
+            Err(RecvTimeoutError::Disconnected) if due.is_empty() => break,
+            Err(_) => {}
+        }
+        arrived.extend(up.try_iter());
+        for t in arrived {
+            if t.index >= count {
+                continue;
+            }
+            let mac = match gateway_mac {
+                Some(m) => m,
+                None => {
+                    let m = neighbour_mac(side.netns.as_deref(), &side.ifname, side.gateway)?;
+                    gateway_mac = Some(m);
+                    m
+                }
+            };
+            let sa = Outbound::new(t.keys).map_err(|e| err!(Failed, "tunnel {}: {e}", t.index))?;
+            templates[t.index] = Some(FrameTemplate::new(
+                &FlowSpec {
+                    src_mac: socket.mac,
+                    dst_mac: mac,
+                    src_ip: IpAddr::V4(side.sources[t.index]),
+                    dst_ip: IpAddr::V4(dst),
+                    src_port: DEFAULT_UDP_PORT,
+                    dst_port: DEFAULT_UDP_PORT,
+                    ttl: 64,
+                    vlan: None,
+                },
+                frame,
+            ));
+            streams[t.index] = Some(Stream {
+                esp: EspSend::new(sa, side.peers[t.index], side.gateway, Arc::clone(&counts)),
+                seq: 0,
+                sent: 0,
+                refused: 0,
+            });
+            due.push(Reverse((Instant::now(), t.index)));
+        }
+        // Every frame that is due.
+        let now = Instant::now();
+        while let Some(&Reverse((at, i))) = due.peek() {
+            if at > now || stop.load(Ordering::Relaxed) {
+                break;
+            }
+            due.pop();
+            let (Some(s), Some(template)) = (streams[i].as_mut(), templates[i].as_ref()) else {
+                continue;
+            };
+            let sig = Signature {
+                stream: i as u16,
+                seq: s.seq,
+                tx_ts: linerate_port::realtime_ns() as u32,
+            };
+            let len = template.write(&mut buf, sig);
+            let len = s.esp.apply(&mut buf, len);
+            s.seq = s.seq.wrapping_add(1);
+            if socket.send(&buf[..len]) {
+                s.sent += 1;
+            } else {
+                s.refused += 1;
+            }
+            // The next one a period on; a sender that fell a period behind
+            // skips the slots it missed rather than bursting.
+            let next = at + interval;
+            due.push(Reverse((if next < now { now } else { next }, i)));
+        }
+    }
+    Ok(streams
+        .into_iter()
+        .map(|s| s.map_or((0, 0), |s| (s.sent, s.refused)))
+        .collect())
+}
+
+/// The receiver: port A's frames until `stop`; ARP answered.
+fn receive(
+    mut rx: linerate_port::af_packet::RxRing,
+    mac: MacAddr,
+    host: HostConfig,
+    sources: Vec<Ipv4Addr>,
+    stop: Arc<AtomicBool>,
+    received: Arc<AtomicU64>,
+) -> Result<TrafficCounts> {
+    let count = sources.len();
+    let mut counts = TrafficCounts {
+        tunnels: vec![TunnelTraffic::default(); count],
+        ..TrafficCounts::default()
+    };
+    // Each tunnel's sequence numbers seen, a bit each.
+    let mut seen: Vec<Vec<u64>> = vec![Vec::new(); count];
+    let mut replies: Vec<Vec<u8>> = Vec::new();
+    let dst = host.ip;
+    while !stop.load(Ordering::Relaxed) {
+        rx.recv(
+            Duration::from_millis(20),
+            |frame, wire_len, arrival_ns| match classify(frame, DEFAULT_UDP_PORT) {
+                Received::Test { sig } => {
+                    let i = sig.stream as usize;
+                    let ours = i < count
+                        && frame.get(26..30) == Some(&sources[i].octets()[..])
+                        && frame.get(30..34) == Some(&dst.octets()[..]);
+                    if !ours {
+                        counts.foreign += 1;
+                        return;
+                    }
+                    let t = &mut counts.tunnels[i];
+                    if !intact(frame, wire_len, FrameCheck::Payload) {
+                        t.errored += 1;
+                        return;
+                    }
+                    let (word, bit) = ((sig.seq / 64) as usize, sig.seq % 64);
+                    let bits = &mut seen[i];
+                    if bits.len() <= word {
+                        bits.resize(word + 1, 0);
+                    }
+                    if bits[word] & (1 << bit) != 0 {
+                        t.duplicates += 1;
+                        return;
+                    }
+                    bits[word] |= 1 << bit;
+                    t.received += 1;
+                    received.fetch_add(1, Ordering::Relaxed);
+                    t.first_rx_ns = Some(t.first_rx_ns.map_or(arrival_ns, |f| f.min(arrival_ns)));
+                }
+                Received::Arp(arp) => {
+                    if let ArpAction::Reply(reply) = host.on_arp(mac, &arp) {
+                        replies.push(reply);
+                    }
+                }
+                _ => {}
+            },
+        )
+        .map_err(|e| err!(Environment, "port A: {e}"))?;
+        for reply in replies.drain(..) {
+            if rx.send_control(&reply).is_ok() {
+                counts.arp_replies += 1;
+            }
+        }
+    }
+    counts.rx_ring_drops = rx.take_drops().unwrap_or(0);
+    Ok(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slice_sends_from_its_first_host_address() {
+        let net = |t: &str| Net::parse(t, "--remote-net").unwrap();
+        assert_eq!(
+            slice_host(net("198.19.128.0/25")),
+            Ipv4Addr::new(198, 19, 128, 1)
+        );
+        assert_eq!(
+            slice_host(net("198.19.128.2/31")),
+            Ipv4Addr::new(198, 19, 128, 2)
+        );
+        assert_eq!(
+            slice_host(net("198.19.128.7/32")),
+            Ipv4Addr::new(198, 19, 128, 7)
+        );
+    }
+}
