@@ -27,7 +27,7 @@ svg.chart { display: block; margin: 0.8em 0; border: 1px solid #ddd; }
 pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; }
 ";
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -37,7 +37,9 @@ fn esc(s: &str) -> String {
 /// The whole report as one HTML document.
 pub fn render(run: &StoredRun) -> String {
     let report = run.report();
+    let tunnels = tunnels_report(run);
     let title = match &report {
+        _ if tunnels.is_some() => "IPsec tunnel setup".to_string(),
         Some(r) if !r.run.description.is_empty() => {
             format!("RFC 2544 throughput, {}", r.run.description)
         }
@@ -53,9 +55,10 @@ pub fn render(run: &StoredRun) -> String {
         dut = esc(&run.dut.label()),
     );
     meta_table(&mut h, run);
-    match &report {
-        Some(rep) => rfc2544_sections(&mut h, run, rep),
-        None => {
+    match (&report, &tunnels) {
+        (_, Some(rep)) => crate::html_tunnels::sections(&mut h, rep),
+        (Some(rep), None) => rfc2544_sections(&mut h, run, rep),
+        (None, None) => {
             h.push_str("<h2>Trials</h2>\n");
             trials_table(&mut h, run);
             for t in &run.trials {
@@ -73,6 +76,13 @@ pub fn render(run: &StoredRun) -> String {
         esc(&run.linerate_version)
     );
     h
+}
+
+/// The report a `linerate tunnels` run stored, when this is one.
+fn tunnels_report(run: &StoredRun) -> Option<linerate_results::tunnels::TunnelsReport> {
+    (run.command == "tunnels")
+        .then(|| serde_json::from_value(run.document.clone()?).ok())
+        .flatten()
 }
 
 fn meta_table(h: &mut String, run: &StoredRun) {
@@ -622,6 +632,45 @@ mod tests {
         assert!(html.contains(&format!(">{}<", sig3(123_456.0))), "{html}");
         // An irregular result is marked, as in the text table.
         assert!(html.contains(&format!(">{}~<", sig3(234_567.0))), "{html}");
+    }
+
+    #[test]
+    fn a_tunnels_run_shows_its_rate_over_time_its_setup_times_and_each_tunnel() {
+        let run = crate::testdata::tunnels_run(
+            4,
+            &[
+                (0.0, Some(20.0)),
+                (5.0, Some(45.0)),
+                (6.0, None),
+                (9.0, Some(30.0)),
+            ],
+        );
+        let html = render(&run);
+        assert!(
+            html.contains("<title>IPsec tunnel setup (run 4)</title>"),
+            "{html}"
+        );
+        // The command's own text report, then two charts.
+        assert!(html.contains("Established"), "{html}");
+        assert_eq!(html.matches("<svg").count(), 2, "{html}");
+        let up = chart(&html, "Tunnels established against time");
+        assert!(up.contains("CHILD_SAs installed") && up.contains("Attempts started"));
+        let setup = chart(&html, "Setup time");
+        assert!(setup.contains("p50 30.0 ms"), "{setup}");
+        // The failure, grouped, and every tunnel in a row of its own.
+        assert!(
+            html.contains("<td>NO_PROPOSAL_CHOSEN</td><td class=\"n\">1</td><td>198.19.64.3</td>"),
+            "{html}"
+        );
+        for peer in ["198.19.64.1", "198.19.64.2", "198.19.64.3", "198.19.64.4"] {
+            assert!(html.contains(&format!("<td>{peer}</td>")), "{peer}");
+        }
+        for fetch in ["src=", "href=", "url(", "@import", "<script"] {
+            assert!(!html.contains(fetch), "{fetch} in the report");
+        }
+        // None up: the text and the failures, no chart of nothing.
+        let none = crate::testdata::tunnels_run(5, &[(0.0, None)]);
+        assert_eq!(render(&none).matches("<svg").count(), 0);
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod compare;
 pub mod db;
 pub mod export;
 pub mod html;
+mod html_tunnels;
 pub mod machine;
 pub mod model;
 pub mod svg;

@@ -348,44 +348,11 @@ mod tests {
 
     #[test]
     fn summary_of_a_tunnels_run_gives_its_counts_and_rate() {
-        use linerate_results::tunnels::{TunnelOutcome, TunnelsReport, TunnelsSettings};
-        let mut run = crate::testdata::run(1, "d", "f");
-        run.command = "tunnels".into();
-        run.settings = None;
-        run.results.clear();
-        run.trials.clear();
+        let mut run = crate::testdata::tunnels_run(1, &[]);
+        run.document = None;
         assert_eq!(run.summary_text(), "no tunnel set up");
-        let peer = std::net::Ipv4Addr::new(198, 19, 64, 1);
-        let settings = TunnelsSettings {
-            gateway: std::net::Ipv4Addr::new(198, 19, 0, 1),
-            ike: "aes256-sha256-modp2048".into(),
-            esp: "aes128gcm16".into(),
-            local_net: "198.18.0.0/24".into(),
-            remote_net: "198.19.128.0/17".into(),
-            slice_prefix: 18,
-            first_peer: peer,
-            last_peer: peer,
-            attempt_rate: None,
-            window: 64,
-            hold_s: 0.0,
-        };
-        let tunnel = |started_ms, setup_ms| TunnelOutcome {
-            peer,
-            remote_net: "198.19.128.0/18".into(),
-            started_ms,
-            setup_ms,
-            error: setup_ms.is_none().then(|| "x".to_string()),
-            reason: setup_ms.is_none().then(|| "NO_PROPOSAL_CHOSEN".to_string()),
-        };
-        let report = TunnelsReport::new(
-            settings,
-            vec![
-                tunnel(0.0, Some(20.0)),
-                tunnel(5.0, Some(45.0)),
-                tunnel(6.0, None),
-            ],
-        );
-        run.document = Some(serde_json::to_value(&report).unwrap());
+        let run =
+            crate::testdata::tunnels_run(1, &[(0.0, Some(20.0)), (5.0, Some(45.0)), (6.0, None)]);
         assert_eq!(
             run.summary_text(),
             "2 of 3 tunnels up, 40.0 tunnels/s, setup p50 20.0 ms; failed: 1 NO_PROPOSAL_CHOSEN"

@@ -148,3 +148,49 @@ pub fn run(id: i64, dut: &str, firmware: &str) -> StoredRun {
         document: None,
     }
 }
+
+/// A stored `linerate tunnels` run of one tunnel per `(started_ms,
+/// setup_ms)` (None: it failed with NO_PROPOSAL_CHOSEN); no tunnel: no
+/// report stored.
+pub fn tunnels_run(id: i64, tunnels: &[(f64, Option<f64>)]) -> StoredRun {
+    use linerate_results::tunnels::{TunnelOutcome, TunnelsReport, TunnelsSettings};
+    use std::net::Ipv4Addr;
+    let mut run = run(id, "d", "f");
+    run.command = "tunnels".into();
+    run.settings = None;
+    run.results.clear();
+    run.trials.clear();
+    let peer = |i: usize| Ipv4Addr::from(u32::from(Ipv4Addr::new(198, 19, 64, 1)) + i as u32);
+    let settings = TunnelsSettings {
+        gateway: Ipv4Addr::new(198, 19, 0, 1),
+        ike: "aes256-sha256-modp2048".into(),
+        esp: "aes128gcm16".into(),
+        local_net: "198.18.0.0/24".into(),
+        remote_net: "198.19.128.0/17".into(),
+        slice_prefix: 18,
+        first_peer: peer(0),
+        last_peer: peer(tunnels.len().saturating_sub(1)),
+        attempt_rate: None,
+        window: 64,
+        hold_s: 0.0,
+    };
+    let outcomes = tunnels
+        .iter()
+        .enumerate()
+        .map(|(i, &(started_ms, setup_ms))| TunnelOutcome {
+            peer: peer(i),
+            remote_net: "198.19.128.0/18".into(),
+            started_ms,
+            setup_ms,
+            error: setup_ms
+                .is_none()
+                .then(|| "the gateway answered NO_PROPOSAL_CHOSEN".to_string()),
+            reason: setup_ms.is_none().then(|| "NO_PROPOSAL_CHOSEN".to_string()),
+        })
+        .collect();
+    if !tunnels.is_empty() {
+        let report = TunnelsReport::new(settings, outcomes);
+        run.document = Some(serde_json::to_value(&report).expect("a report serializes"));
+    }
+    run
+}
