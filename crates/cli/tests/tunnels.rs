@@ -405,7 +405,7 @@ fn traffic_times_every_tunnels_first_packet_through_a_hand_built_gateway() {
         return;
     }
     let bed = Bed::new("tt", "198.19.0.0/24");
-    let r = bed.t.replace("-t", "-r");
+    let r = format!("{}-r", bed.t.strip_suffix("-t").expect("lr-<u>-t"));
     nft_load(
         &r,
         "table netdev lrtraffic {\n  chain out {\n    type filter hook egress device \"ra\" priority 0;\n    udp dport 19538 counter\n  }\n}\n",

@@ -1027,6 +1027,10 @@ def tunnels(
     ip_b: Optional[Value] = None,
     gw_b: Optional[Value] = None,
     ip_a: Optional[Value] = None,
+    port_a: Optional[Value] = None,
+    gw_a: Optional[Value] = None,
+    traffic: bool = False,
+    traffic_rate: Optional[Value] = None,
     ipsec_gateway: Optional[Value] = None,
     ike: Optional[Value] = None,
     esp: Optional[Value] = None,
@@ -1058,7 +1062,11 @@ def tunnels(
         port_b: Tester port B, the gateway's WAN side, where the peers are emulated, e.g. enp1s0f1
         ip_b: Port B's address and subnet, e.g. 203.0.113.2/24: the first peer's address unless --peer-addrs says others
         gw_b: The gateway's address on port B's subnet (its IKE address unless --ipsec-gateway)
-        ip_a: Port A's address and subnet: the gateway's LAN, every tunnel's remote traffic selector, unless --local-net says another
+        ip_a: Port A's address and subnet: the gateway's LAN, every tunnel's remote traffic selector, unless --local-net says another; with --traffic, where the test frames go
+        port_a: With --traffic: tester port A on the gateway's LAN, where the decrypted test frames arrive, e.g. enp1s0f0 (linerate answers ARP for --ip-a there)
+        gw_a: With --traffic: the gateway's address on port A's subnet
+        traffic: Time to first packet: every tunnel sends test frames through the gateway from the moment its CHILD_SA is installed until the hold ends, and port A times each tunnel's first frame (from its IKE_SA_INIT sent) and counts its frames. Needs port A (in the lab: the lab's); --hold defaults to 2s
+        traffic_rate: With --traffic: test frames per second each tunnel sends (1 to 1000), e.g. 100/s. Default: 1/s, light enough that 1,000 tunnels' frames do not load the gateway's setups (the lab's charon fell behind at 10/s); each tunnel's first frame leaves as soon as it is up, whatever the rate
         ipsec_gateway: The gateway's IKE address when it is not --gw-b
         ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
         esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
@@ -1066,7 +1074,7 @@ def tunnels(
         count: How many tunnels (peers): 1..10000
         rate: New handshakes (IKE_SA_INIT sent) per second, e.g. 50/s. Default: as fast as the gateway answers, --window in flight
         window: Handshakes in flight at most
-        hold: How long the tunnels stay up (answering the gateway) before linerate deletes them all, e.g. 10s
+        hold: How long the tunnels stay up (answering the gateway) after the last setup before linerate deletes them all, e.g. 10s. Default: 0s, or 2s with --traffic
         peer_addrs: The peers' outer addresses: FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab routes to port B). They must be on port B's subnet, or in the lab's peer range
         json: Write the report, with every tunnel's setup time or error, as JSON to FILE
         db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
