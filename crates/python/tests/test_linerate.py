@@ -249,3 +249,19 @@ def test_two_threads_run_on_two_labs_at_once(no_leftovers):
         assert result["rx_frames"] == 15000, result
         done = [fields for name, fields in heard[size] if name == "trial_done"]
         assert [d["result"]["frame_size"] for d in done] == [size], heard[size]
+
+
+def test_tunnels_with_traffic_returns_each_tunnels_time_to_first_packet(no_leftovers):
+    report = linerate.tunnels(
+        lab=True, scenario="vpn-gateway", count=5, traffic=True, traffic_rate="20/s",
+        hold="1s", no_db=True, quiet=True,
+    )
+    assert report["established"] == 5
+    for key in ("p50", "p90", "p99", "max"):
+        assert report["ttfp_ms"][key] > 0
+    frames = report["traffic"]["tunnels"]
+    assert len(frames) == 5
+    for tunnel, f in zip(report["tunnels"], frames):
+        assert f["ttfp_ms"] >= tunnel["setup_ms"]
+        assert 0 < f["received"] <= f["gateway_decrypted"] <= f["sent"]
+    assert report["traffic"]["no_traffic"] == []
