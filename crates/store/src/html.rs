@@ -668,6 +668,36 @@ mod tests {
         for fetch in ["src=", "href=", "url(", "@import", "<script"] {
             assert!(!html.contains(fetch), "{fetch} in the report");
         }
+        // With --traffic: the time to first packet too, per tunnel and as
+        // a histogram.
+        let mut run = run;
+        let mut rep: linerate_results::tunnels::TunnelsReport =
+            serde_json::from_value(run.document.clone().unwrap()).unwrap();
+        let tunnels = rep
+            .tunnels
+            .iter()
+            .map(|t| linerate_results::tunnels::TunnelFrames {
+                peer: t.peer,
+                ttfp_ms: t.setup_ms.map(|s| s + 7.0),
+                sent: 10,
+                received: if t.setup_ms.is_some() { 9 } else { 0 },
+                errored: 0,
+                duplicates: 0,
+                gateway_decrypted: None,
+            })
+            .collect();
+        rep.traffic = Some(linerate_results::tunnels::TrafficRecord {
+            tunnels,
+            ..Default::default()
+        });
+        run.document = Some(serde_json::to_value(&rep).unwrap());
+        let html = render(&run);
+        assert_eq!(html.matches("<svg").count(), 3, "{html}");
+        assert!(chart(&html, "Time to first packet").contains("Tunnels per"));
+        assert!(
+            html.contains("<td class=\"n\">37.0</td><td class=\"n\">10</td><td class=\"n\">9</td>"),
+            "{html}"
+        );
         // None up: the text and the failures, no chart of nothing.
         let none = crate::testdata::tunnels_run(5, &[(0.0, None)]);
         assert_eq!(render(&none).matches("<svg").count(), 0);

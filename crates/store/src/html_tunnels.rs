@@ -1,12 +1,13 @@
 //! The HTML report of a `linerate tunnels` run: the text report as the
 //! command printed it, then what a table cannot show well: tunnels up
 //! against time (the setup rate, and where it slowed or stalled), the
-//! setup-time histogram, the failures and the tunnels one by one.
+//! setup-time histogram (and with `--traffic` the time-to-first-packet
+//! one), the failures and the tunnels one by one.
 
 use crate::html::esc;
 use crate::svg::{self, Chart, Mark, Series, PALETTE};
 use linerate_results::report::{sig3, thousands};
-use linerate_results::tunnels::{tunnels_table, TunnelOutcome, TunnelsReport};
+use linerate_results::tunnels::{tunnels_table, SetupTimes, TunnelOutcome, TunnelsReport};
 use std::fmt::Write as _;
 
 /// Tunnels listed one by one at most; the rest are counted.
@@ -18,7 +19,25 @@ pub(crate) fn sections(h: &mut String, rep: &TunnelsReport) {
     let _ = writeln!(h, "<pre>{}</pre>", esc(&tunnels_table(rep)));
     if rep.established > 0 {
         h.push_str(&up_against_time(rep));
-        h.push_str(&setup_histogram(rep));
+        let setup: Vec<f64> = rep.tunnels.iter().filter_map(|t| t.setup_ms).collect();
+        h.push_str(&histogram(
+            "Setup time (IKE_SA_INIT sent to CHILD_SA installed)",
+            &setup,
+            rep.setup_ms.as_ref(),
+        ));
+    }
+    let ttfp: Vec<f64> = rep
+        .traffic
+        .iter()
+        .flat_map(|t| &t.tunnels)
+        .filter_map(|t| t.ttfp_ms)
+        .collect();
+    if !ttfp.is_empty() {
+        h.push_str(&histogram(
+            "Time to first packet (IKE_SA_INIT sent to the first test frame at port A)",
+            &ttfp,
+            rep.ttfp_ms.as_ref(),
+        ));
     }
     if !rep.failures.is_empty() {
         h.push_str("<h2>Failures</h2>\n<table>\n<tr><th>Reason</th><th>Tunnels</th><th>First peer</th><th>Its error</th></tr>\n");
@@ -100,9 +119,9 @@ fn up_against_time(rep: &TunnelsReport) -> String {
     })
 }
 
-/// The established tunnels' setup times in (at most) 30 equal bins.
-fn setup_histogram(rep: &TunnelsReport) -> String {
-    let times: Vec<f64> = rep.tunnels.iter().filter_map(|t| t.setup_ms).collect();
+/// `times` (ms) in (at most) 30 equal bins, with the p50 and p99 of
+/// their distribution marked.
+fn histogram(title: &str, times: &[f64], percentiles: Option<&SetupTimes>) -> String {
     let (lo, hi) = times
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &t| {
@@ -111,7 +130,7 @@ fn setup_histogram(rep: &TunnelsReport) -> String {
     let bins = times.len().clamp(1, 30);
     let width = ((hi - lo) / bins as f64).max(f64::EPSILON);
     let mut counts = vec![0u64; bins];
-    for t in &times {
+    for t in times {
         let i = (((t - lo) / width) as usize).min(bins - 1);
         counts[i] += 1;
     }
@@ -122,15 +141,12 @@ fn setup_histogram(rep: &TunnelsReport) -> String {
         .collect();
     let px = (600.0 / bins as f64 * 0.8).clamp(2.0, 40.0);
     let mut series = vec![Series {
-        name: format!(
-            "Tunnels per {} ms of setup time",
-            sig3(if hi > lo { width } else { 0.0 })
-        ),
+        name: format!("Tunnels per {} ms", sig3(if hi > lo { width } else { 0.0 })),
         color: PALETTE[0],
         mark: Mark::Span { width: px },
         points: bars,
     }];
-    if let Some(s) = &rep.setup_ms {
+    if let Some(s) = percentiles {
         for (name, at, color) in [("p50", s.p50, PALETTE[2]), ("p99", s.p99, PALETTE[1])] {
             series.push(Series {
                 name: format!("{name} {} ms", sig3(at)),
@@ -141,8 +157,8 @@ fn setup_histogram(rep: &TunnelsReport) -> String {
         }
     }
     svg::render(&Chart {
-        title: "Setup time (IKE_SA_INIT sent to CHILD_SA installed)".into(),
-        x_label: "Setup time [ms]".into(),
+        title: title.into(),
+        x_label: "Milliseconds".into(),
         y_label: "Tunnels".into(),
         x_categories: None,
         y_max: None,
@@ -153,19 +169,35 @@ fn setup_histogram(rep: &TunnelsReport) -> String {
 /// The tunnels one by one: peer, its network, when it started, its setup
 /// time or why it failed.
 fn tunnel_list(h: &mut String, rep: &TunnelsReport) {
+    let traffic = rep.traffic.as_ref().map(|t| &t.tunnels);
     let _ = writeln!(
         h,
-        "<h2>Tunnels</h2>\n<table>\n<tr><th>#</th><th>Peer</th><th>Its network</th><th>Started [ms]</th><th>Setup [ms]</th><th>Failed</th></tr>"
+        "<h2>Tunnels</h2>\n<table>\n<tr><th>#</th><th>Peer</th><th>Its network</th><th>Started [ms]</th><th>Setup [ms]</th>{}<th>Failed</th></tr>",
+        if traffic.is_some() {
+            "<th>First packet [ms]</th><th>Frames sent</th><th>Received</th>"
+        } else {
+            ""
+        }
     );
     for (i, t) in rep.tunnels.iter().take(LISTED).enumerate() {
+        let frames = traffic.map(|all| match all.iter().find(|f| f.peer == t.peer) {
+            Some(f) => format!(
+                "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>",
+                f.ttfp_ms.map(sig3).unwrap_or_else(|| "-".into()),
+                thousands(f.sent),
+                thousands(f.received)
+            ),
+            None => "<td>-</td><td>-</td><td>-</td>".to_string(),
+        });
         let _ = writeln!(
             h,
-            "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>{}<td>{}</td></tr>",
             i + 1,
             t.peer,
             esc(&t.remote_net),
             sig3(t.started_ms),
             t.setup_ms.map(sig3).unwrap_or_else(|| "-".into()),
+            frames.unwrap_or_default(),
             esc(t.error.as_deref().unwrap_or(""))
         );
     }
