@@ -91,6 +91,9 @@ pub enum EngineError {
     /// in the kernel.
     #[error("the {engine} engine builds and counts frames inside the kernel, where they cannot be encrypted or decrypted: use the af_xdp or af_packet engine")]
     TransformUnsupported { engine: String },
+    /// Per-tunnel counts asked of a port counted by the in-kernel counter.
+    #[error("port {port} is counted by the in-kernel counter, which counts streams, not tunnels: per-tunnel counts (--tunnels) need --receiver socket")]
+    TunnelsInKernel { port: String },
     #[error("interrupted")]
     Interrupted,
     #[error("a tester thread failed: {0}")]

@@ -41,6 +41,47 @@ pub struct StreamRange {
     /// `u64::MAX` when not known: a test frame numbered beyond it was
     /// damaged on the way and counts as errored, not as reordered.
     pub frames: u64,
+    /// `--tunnels`: count each received frame per tunnel too (None:
+    /// nothing per frame is spent on it).
+    pub tunnels: Option<RxTally>,
+}
+
+/// Counting a trial's received test frames tunnel by tunnel: the tunnel
+/// is `map.index` of the frame's address `field`; only streams
+/// `first .. first + streams` are counted (a drop test's second class is
+/// in no tunnel's share).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxTally {
+    pub map: crate::ipsec::TunnelMap,
+    pub field: linerate_wire::flows::Field,
+    pub streams: u16,
+}
+
+impl RxTally {
+    /// The tunnel of a received test frame (None: its address is in no
+    /// tunnel's slice, or it is not IPv4).
+    #[inline]
+    pub fn tunnel_of(&self, frame: &[u8]) -> Option<usize> {
+        self.map.index_of(ipv4_field(frame, self.field)?)
+    }
+}
+
+/// The IPv4 address `field` (SrcIp or DstIp) of an Ethernet frame, with
+/// or without an 802.1Q tag; None for another field or another protocol.
+#[inline]
+pub fn ipv4_field(frame: &[u8], field: linerate_wire::flows::Field) -> Option<u32> {
+    use linerate_wire::flows::Field;
+    let ip = match frame.get(12..14)? {
+        [0x81, 0x00] if frame.get(16..18)? == [0x08, 0x00] => 18,
+        [0x08, 0x00] => 14,
+        _ => return None,
+    };
+    let at = match field {
+        Field::SrcIp => ip + 12,
+        Field::DstIp => ip + 16,
+        _ => return None,
+    };
+    Some(u32::from_be_bytes(frame.get(at..at + 4)?.try_into().ok()?))
 }
 
 impl StreamRange {
@@ -87,6 +128,9 @@ pub struct Counted {
     pub latency_every: u32,
     /// What counted them.
     pub receiver: crate::ReceiverKind,
+    /// With [`StreamRange::tunnels`]: the distinct test frames counted as
+    /// received, tunnel by tunnel (index = tunnel); else empty.
+    pub tunnels: Vec<u64>,
 }
 
 /// The receive transform of clear test frames: none.
@@ -128,6 +172,7 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
     let mut stray = 0u64;
     let mut errored = 0u64;
     let mut distinct = 0u64;
+    let mut tunnels = vec![0u64; range.tunnels.map_or(0, |t| t.map.count as usize)];
     let mut replies: Vec<Vec<u8>> = Vec::new();
     let mut learned = host.gateway_mac;
     // Always announce ourselves once: the DUT learns our MAC from the request.
@@ -169,9 +214,20 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
                         errored += 1;
                         return;
                     }
+                    let before = streams[i].received();
                     if !streams[i].record(sig.seq, latency) {
                         // A number the trial never sent: damaged.
                         errored += 1;
+                        return;
+                    }
+                    // Per tunnel exactly where the stream counted it as
+                    // received (not a duplicate).
+                    if let Some(t) = &range.tunnels {
+                        if i < t.streams as usize && streams[i].received() != before {
+                            if let Some(n) = t.tunnel_of(frame).and_then(|k| tunnels.get_mut(k)) {
+                                *n += 1;
+                            }
+                        }
                     }
                     return;
                 }
@@ -211,5 +267,6 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
         ring_drops: rx.take_drops()?,
         latency_every: 1,
         receiver: crate::ReceiverKind::Socket,
+        tunnels,
     })
 }

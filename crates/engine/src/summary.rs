@@ -3,11 +3,13 @@
 //! ways one record of the two directions.
 
 use crate::generator::Sent;
+use crate::ipsec::TunnelMap;
 use crate::pacer::Pacer;
-use crate::receiver::Counted;
+use crate::receiver::{ipv4_field, Counted};
 use crate::stats::StreamStats;
 use crate::{accounting, xdp, EngineConfig};
-use linerate_results::{TrialResult, TrialSpec};
+use linerate_results::{TrialResult, TrialSpec, TunnelFrames};
+use linerate_wire::flows::{Field, Mode};
 use linerate_wire::FrameSet;
 
 /// Frames of traffic class `class` among those of generator threads that
@@ -96,22 +98,130 @@ pub(crate) fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult
 }
 
 /// Both directions' frames tunnel by tunnel: tunnel i's sums.
-fn sum_tunnels(
-    ab: &[linerate_results::TunnelFrames],
-    ba: &[linerate_results::TunnelFrames],
-) -> Vec<linerate_results::TunnelFrames> {
+fn sum_tunnels(ab: &[TunnelFrames], ba: &[TunnelFrames]) -> Vec<TunnelFrames> {
     (0..ab.len().max(ba.len()))
         .map(|i| {
             let (x, y) = (
                 ab.get(i).copied().unwrap_or_default(),
                 ba.get(i).copied().unwrap_or_default(),
             );
-            linerate_results::TunnelFrames {
+            TunnelFrames {
                 tx: x.tx + y.tx,
                 rx: x.rx + y.rx,
             }
         })
         .collect()
+}
+
+/// What one direction of a trial sent besides its frames: its flow
+/// ranges, and with `--tunnels` the map and the address naming a frame's
+/// tunnel.
+pub(crate) struct Direction<'a> {
+    pub flows: &'a linerate_wire::Flows,
+    pub tunnels: Option<(TunnelMap, Field)>,
+}
+
+/// The longest period the per-tunnel count of sent frames tallies once
+/// and multiplies; beyond it (or with a random range) it replays every frame.
+const MAX_PERIOD: u64 = 1 << 20;
+
+/// Frames sent per tunnel (index = tunnel): of generator threads that each
+/// sent frames `0 .. per_thread[k]` of their own sequence, the frames of
+/// class 0 whose address `field` is in tunnel `i`'s slice, replaying the
+/// value each frame was given (its flow range's, else its template's). Of
+/// those, the last `not_left` frames of class 0 (the last thread's first)
+/// did not leave the port and are not counted, as the trial's `tx_frames`
+/// does not count them. Exact: the sum over the tunnels is the frames of
+/// class 0 sent less `not_left`, when every frame is in a tunnel.
+pub(crate) fn tunnel_tx(
+    map: &TunnelMap,
+    field: Field,
+    flows: &linerate_wire::Flows,
+    frames: &FrameSet,
+    per_thread: &[u64],
+    not_left: u64,
+) -> Vec<u64> {
+    let mut out = vec![0u64; map.count as usize];
+    let range = flows.range(field).copied();
+    // Without a range on the field, every frame of a template carries its
+    // template's address.
+    let fixed: Vec<Option<usize>> = frames
+        .templates()
+        .iter()
+        .map(|t| ipv4_field(t.bytes(), field).and_then(|a| map.index_of(a)))
+        .collect();
+    let classes = frames.template_classes();
+    let tunnel = |n: u64| -> Option<usize> {
+        let k = frames.template_index(n);
+        if classes[k] != 0 {
+            return None;
+        }
+        match &range {
+            Some(r) => map.index_of(r.value(n) as u32),
+            None => fixed[k],
+        }
+    };
+    let count = |from: u64, to: u64, out: &mut [u64], by: u64| {
+        for n in from..to {
+            if let Some(i) = tunnel(n) {
+                out[i] += by;
+            }
+        }
+    };
+    // The values repeat: an inc/dec range every span / gcd(step, span)
+    // frames, the sizes every sequence's length.
+    let flow_period = match range {
+        None => Some(1),
+        Some(r) if r.mode == Mode::Random => None,
+        Some(r) => Some(r.span() / gcd(r.step % r.span(), r.span())),
+    };
+    let period = flow_period
+        .and_then(|p| lcm(p, frames.sequence().len() as u64))
+        .filter(|&p| p <= MAX_PERIOD);
+    let mut one_period: Option<Vec<u64>> = None;
+    for &sent in per_thread {
+        match period {
+            Some(p) if sent >= p => {
+                let per = one_period.get_or_insert_with(|| {
+                    let mut v = vec![0u64; out.len()];
+                    count(0, p, &mut v, 1);
+                    v
+                });
+                for (o, x) in out.iter_mut().zip(per.iter()) {
+                    *o += x * (sent / p);
+                }
+                count(0, sent % p, &mut out, 1);
+            }
+            _ => count(0, sent, &mut out, 1),
+        }
+    }
+    // The frames that did not leave: the last of class 0, from the end.
+    let mut left = not_left;
+    for &sent in per_thread.iter().rev() {
+        let mut n = sent;
+        while left > 0 && n > 0 {
+            n -= 1;
+            if classes[frames.template_index(n)] == 0 {
+                left -= 1;
+                if let Some(i) = tunnel(n) {
+                    out[i] -= 1;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+fn lcm(a: u64, b: u64) -> Option<u64> {
+    (a / gcd(a, b).max(1)).checked_mul(b)
 }
 
 /// Turns the counts of one trial into its result record. With two
@@ -124,6 +234,7 @@ pub(crate) fn summarize(
     sent: &Sent,
     counted: &Counted,
     cfg: &EngineConfig,
+    dir: &Direction,
     encap: linerate_wire::Encap,
     a_veth: accounting::SendingPort,
     around: Option<(&accounting::Counters, &accounting::Counters)>,
@@ -166,6 +277,19 @@ pub(crate) fn summarize(
     let (loss_where, not_left) = accounting::attribute(own, a_veth, around);
     let loss_where = loss_where.with_errored(errored);
     tx_frames = tx_frames.saturating_sub(not_left);
+    let tunnels = match dir.tunnels {
+        None => Vec::new(),
+        Some((map, field)) => {
+            let tx = tunnel_tx(&map, field, dir.flows, frames, &sent.per_thread, not_left);
+            tx.iter()
+                .enumerate()
+                .map(|(i, &tx)| TunnelFrames {
+                    tx,
+                    rx: counted.tunnels.get(i).copied().unwrap_or(0),
+                })
+                .collect()
+        }
+    };
     let duration_s = spec.duration.as_secs_f64();
     // Over the time the frames really took: a paused generator made the
     // trial longer, and the device saw the frames at that lower rate.
@@ -173,7 +297,7 @@ pub(crate) fn summarize(
     TrialResult {
         frame_size: spec.frame.frame(),
         mix: spec.mix.as_ref().map(linerate_results::MixInfo::of),
-        flows: cfg.flows.describe(),
+        flows: dir.flows.describe(),
         directions: Vec::new(),
         l3_length: spec.frame.l3(),
         duration_s,
@@ -211,6 +335,145 @@ pub(crate) fn summarize(
         esp: None,
         policy_drops,
         loss_where: Some(loss_where),
-        tunnels: Vec::new(),
+        tunnels,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_wire::flows::FieldRange;
+    use linerate_wire::{FlowSpec, FrameMix, FrameSize, FrameTemplate, Signature};
+    use std::net::Ipv4Addr;
+
+    const MAP: TunnelMap = TunnelMap {
+        first: Ipv4Addr::new(10, 1, 0, 0),
+        block: 256,
+        count: 7,
+    };
+
+    fn flow(src: Ipv4Addr, dst: Ipv4Addr) -> FlowSpec {
+        FlowSpec {
+            src_mac: linerate_wire::MacAddr([2, 0, 0, 0, 0, 1]),
+            dst_mac: linerate_wire::MacAddr([2, 0, 0, 0, 0, 2]),
+            src_ip: src.into(),
+            dst_ip: dst.into(),
+            src_port: 1,
+            dst_port: 2,
+            ttl: 64,
+            vlan: None,
+        }
+    }
+
+    fn flows(ranges: Vec<FieldRange>) -> linerate_wire::Flows {
+        linerate_wire::Flows {
+            ranges,
+            ..Default::default()
+        }
+    }
+
+    /// What the generator puts on the wire, frame by frame: each frame
+    /// built and rewritten as the generator does, its tunnel read back
+    /// from the bytes (class 0 only, the last `not_left` of them not).
+    fn built(
+        field: Field,
+        flows: &linerate_wire::Flows,
+        frames: &FrameSet,
+        per_thread: &[u64],
+        not_left: u64,
+    ) -> Vec<u64> {
+        let mut out = vec![0u64; MAP.count as usize];
+        let mut buf = vec![0u8; 2048];
+        let mut taken: Vec<(usize, Option<usize>)> = Vec::new();
+        for (k, &sent) in per_thread.iter().enumerate() {
+            for n in 0..sent {
+                let len = frames.get(n).write(
+                    &mut buf,
+                    Signature {
+                        stream: 1,
+                        seq: n as u32,
+                        tx_ts: 0,
+                    },
+                );
+                flows.apply(&mut buf[..len], n);
+                if frames.class_of(n) == 0 {
+                    taken.push((k, ipv4_field(&buf, field).and_then(|a| MAP.index_of(a))));
+                }
+            }
+        }
+        // Thread order is kept: the last not_left are the last thread's.
+        taken.truncate(taken.len() - not_left as usize);
+        for (_, t) in taken {
+            if let Some(i) = t {
+                out[i] += 1;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn frames_sent_per_tunnel_are_those_the_generator_built() {
+        let src = Ipv4Addr::new(198, 18, 0, 2);
+        let inside = Ipv4Addr::new(10, 1, 3, 9);
+        let single = FrameSet::single(FrameTemplate::new(
+            &flow(src, inside),
+            FrameSize::from_frame(64).unwrap(),
+        ));
+        let imix = FrameSet::new(&flow(src, inside), &FrameMix::parse("imix").unwrap());
+        let two = FrameSet::two_classes(
+            FrameSet::single(FrameTemplate::new(
+                &flow(src, inside),
+                FrameSize::from_frame(128).unwrap(),
+            )),
+            FrameSet::single(FrameTemplate::new(
+                &flow(Ipv4Addr::new(198, 18, 9, 9), inside),
+                FrameSize::from_frame(128).unwrap(),
+            )),
+        );
+        let random = FieldRange::parse("dst-ip=10.1.0.0..10.1.7.255/random").unwrap();
+        let partial = FieldRange::parse("dst-ip=10.1.0.200..10.1.2.100/step=3").unwrap();
+        let cases = [
+            ("spread", flows(vec![MAP.spread(Field::DstIp, 2)])),
+            // Half the random addresses are in no tunnel (past the 7th).
+            ("random", flows(vec![random])),
+            ("a range over parts of 3 tunnels", flows(vec![partial])),
+            ("no range: the template's address", flows(vec![])),
+        ];
+        for (what, flows) in &cases {
+            for (set, frames) in [("one size", &single), ("imix", &imix), ("drop test", &two)] {
+                for per_thread in [vec![0], vec![1], vec![10_000], vec![9_999, 10_003, 5]] {
+                    for not_left in [0, 1, 17] {
+                        let class0 = frames_of_class(frames, &per_thread, 0);
+                        if not_left > class0 {
+                            continue;
+                        }
+                        let got =
+                            tunnel_tx(&MAP, Field::DstIp, flows, frames, &per_thread, not_left);
+                        let want = built(Field::DstIp, flows, frames, &per_thread, not_left);
+                        assert_eq!(got, want, "{what}, {set}, {per_thread:?}, {not_left}");
+                    }
+                }
+            }
+        }
+        // The spread: every tunnel its share, exactly, summing to the frames.
+        let spread = flows(vec![MAP.spread(Field::SrcIp, 2)]);
+        let got = tunnel_tx(&MAP, Field::SrcIp, &spread, &single, &[10_000], 3);
+        // 10,000 = 7 x 1,428 + 4: frames 9,996 .. 9,999 go to tunnels 0 .. 3,
+        // and of those the last 3 (tunnels 1 .. 3) did not leave.
+        assert_eq!(got, vec![1429, 1428, 1428, 1428, 1428, 1428, 1428]);
+        assert_eq!(got.iter().sum::<u64>(), 10_000 - 3);
+        // The template's address in tunnel 3: all of them there.
+        let got = tunnel_tx(&MAP, Field::DstIp, &flows(vec![]), &single, &[500], 0);
+        assert_eq!(got, vec![0, 0, 0, 500, 0, 0, 0]);
+    }
+
+    #[test]
+    fn both_directions_sum_tunnel_by_tunnel() {
+        let t = |tx, rx| TunnelFrames { tx, rx };
+        assert_eq!(
+            sum_tunnels(&[t(1, 1), t(5, 4)], &[t(10, 9), t(20, 20)]),
+            vec![t(11, 10), t(25, 24)]
+        );
+        assert_eq!(sum_tunnels(&[], &[]), Vec::<TunnelFrames>::new());
     }
 }

@@ -9,11 +9,14 @@ use crate::backend::{Clock, SendJob, Transmitter};
 use crate::generator::Sent;
 use crate::host::HostConfig;
 use crate::pacer::Pacer;
-use crate::receiver::{Counted, ReceiverSignals, StreamRange};
-use crate::summary::{both_directions, frames_of_class, summarize};
-use crate::{cpu, Engine, EngineConfig, EngineError, Side, MAX_CATCH_UP_FRAMES};
+use crate::receiver::{Counted, ReceiverSignals, RxTally, StreamRange};
+use crate::summary::{both_directions, frames_of_class, summarize, Direction};
+use crate::{
+    cpu, Engine, EngineConfig, EngineError, ReceiverKind, Side, TunnelTally, MAX_CATCH_UP_FRAMES,
+};
 use linerate_port::PortInfo;
 use linerate_results::{TrialResult, TrialSpec};
+use linerate_wire::flows::Field;
 use linerate_wire::template::DEFAULT_UDP_PORT;
 use linerate_wire::{FlowSpec, FrameSet, FrameTemplate, MacAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -214,6 +217,27 @@ impl Engine {
         // Every stream's sequence numbers stay below its direction's
         // frames: one beyond them was damaged on the way.
         let frames = spec.map_or(u64::MAX, |s| Pacer::new(port_fps, s.duration).total());
+        // Per tunnel, the frames of class 0 (a drop test's dropped class
+        // is in no tunnel's share), by the address that names the tunnel.
+        let tally = |field| {
+            cfg.tunnels.map(|t| RxTally {
+                map: t.map,
+                field,
+                streams: threads,
+            })
+        };
+        if let (Some(_), Some(_)) = (spec, cfg.tunnels) {
+            // The in-kernel counter counts streams, not tunnels.
+            let counting = [(&self.b, true), (&self.a, bidir)];
+            if let Some((side, _)) = counting
+                .iter()
+                .find(|(side, counts)| *counts && side.port.rx.kind() == ReceiverKind::Kernel)
+            {
+                return Err(EngineError::TunnelsInKernel {
+                    port: side.port.info.ifname.clone(),
+                });
+            }
+        }
         let range = StreamRange {
             first: self.next_stream,
             count: threads * classes,
@@ -221,6 +245,7 @@ impl Engine {
             latency_every: latency_every(&self.b),
             check: cfg.frame_check,
             frames,
+            tunnels: tally(cfg.tunnels.map_or(Field::DstIp, |t| t.ab)),
         };
         let mut next = self.next_stream.wrapping_add(range.count);
         // Both directions at once: B sends streams of its own, counted at A.
@@ -228,10 +253,15 @@ impl Engine {
             let r = StreamRange {
                 first: next,
                 count: threads,
-                udp_port: DEFAULT_UDP_PORT,
+                udp_port: if cfg.flows_rev.range(Field::DstPort).is_some() {
+                    linerate_wire::classify::ANY_PORT
+                } else {
+                    DEFAULT_UDP_PORT
+                },
                 latency_every: latency_every(&self.a),
                 check: cfg.frame_check,
                 frames,
+                tunnels: tally(cfg.tunnels.map_or(Field::SrcIp, |t| t.ba)),
             };
             next = next.wrapping_add(threads);
             r
@@ -367,9 +397,10 @@ impl<'a> Trial<'a> {
         let before = self.acct.map(Accounting::read);
         let per_direction = self.per_direction(spec);
         let pacer = Pacer::new(per_direction, spec.duration);
-        let no_flows = linerate_wire::Flows {
+        // B -> A's own ranges, in the layout of B's frames.
+        let flows_rev = linerate_wire::Flows {
             encap: host_b.encap(),
-            ..linerate_wire::Flows::default()
+            ranges: cfg.flows_rev.ranges.clone(),
         };
         let tx_cpus = cfg.tx_cpus();
         let job = |frames, flows, stream, clock| SendJob {
@@ -390,9 +421,7 @@ impl<'a> Trial<'a> {
             clock,
         };
         let job_ab = job(&frames.ab, &cfg.flows, streams.range.first, clocks[1]);
-        // Flow ranges describe A -> B traffic (the CLI refuses them with
-        // --bidirectional).
-        let job_ba = job(&frames.ba, &no_flows, streams.range_rev.first, clocks[0]);
+        let job_ba = job(&frames.ba, &flows_rev, streams.range_rev.first, clocks[0]);
         let [tx_a, tx_b] = tx;
         let reverse = streams.bidir.then_some((tx_b, &job_ba));
         let (sent, sent_rev) = match run_generators(tx_a, &job_ab, reverse, cfg, self.interrupt) {
@@ -433,7 +462,14 @@ impl<'a> Trial<'a> {
             (Some(b), Some(a)) if counters_apply => Some((b, a)),
             _ => None,
         };
-        Ok(self.results(spec, &frames, (&sent, sent_rev.as_ref()), counted, around))
+        Ok(self.results(
+            spec,
+            &frames,
+            (&sent, sent_rev.as_ref()),
+            counted,
+            around,
+            &flows_rev,
+        ))
     }
 
     /// Each direction's rate: all of it one way, half each way.
@@ -450,6 +486,7 @@ impl<'a> Trial<'a> {
         (sent, sent_rev): (&Sent, Option<&Sent>),
         [counted_a, counted_b]: [Counted; 2],
         around: Option<(&Counters, &Counters)>,
+        flows_rev: &linerate_wire::Flows,
     ) -> TrialResult {
         let a_veth = self.acct.map_or(accounting::SendingPort::Nic, |a| a.a_veth);
         let encap = self.hosts[0].encap();
@@ -458,8 +495,13 @@ impl<'a> Trial<'a> {
             ..spec.clone()
         };
         let cfg = self.cfg;
+        let tally = |field: fn(&TunnelTally) -> Field| cfg.tunnels.map(|t| (t.map, field(&t)));
+        let ab_dir = Direction {
+            flows: &cfg.flows,
+            tunnels: tally(|t| t.ab),
+        };
         let mut ab = summarize(
-            &spec_dir, &frames.ab, sent, &counted_b, cfg, encap, a_veth, around,
+            &spec_dir, &frames.ab, sent, &counted_b, cfg, &ab_dir, encap, a_veth, around,
         );
         match sent_rev {
             None => {
@@ -469,8 +511,12 @@ impl<'a> Trial<'a> {
                 ab
             }
             Some(rev) => {
+                let ba_dir = Direction {
+                    flows: flows_rev,
+                    tunnels: tally(|t| t.ba),
+                };
                 let ba = summarize(
-                    &spec_dir, &frames.ba, rev, &counted_a, cfg, encap, a_veth, None,
+                    &spec_dir, &frames.ba, rev, &counted_a, cfg, &ba_dir, encap, a_veth, None,
                 );
                 both_directions(spec, ab, ba)
             }

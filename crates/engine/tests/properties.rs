@@ -7,11 +7,13 @@
 //! in CI; `PROPTEST_CASES=N` runs each one longer.
 
 use linerate_engine::host::{ArpAction, Ipv6Host};
-use linerate_engine::receiver::{receive, ReceiverSignals, StreamRange};
+use linerate_engine::ipsec::TunnelMap;
+use linerate_engine::receiver::{ipv4_field, receive, ReceiverSignals, RxTally, StreamRange};
 use linerate_engine::stats::StreamStats;
 use linerate_engine::{HostConfig, LatencySampling};
 use linerate_port::{PortError, RxQueue};
 use linerate_wire::arp::{arp_frame, ArpOp, ArpRepr};
+use linerate_wire::flows::Field;
 use linerate_wire::ndp::{self, NdpOp, NdpRepr};
 use linerate_wire::{classify, FlowSpec, FrameSize, FrameTemplate, MacAddr, Received, Signature};
 use proptest::prelude::*;
@@ -37,6 +39,12 @@ const GW: MacAddr = MacAddr([2, 0, 0, 0, 0, 0x9]);
 const IP: Ipv4Addr = Ipv4Addr::new(198, 19, 0, 2);
 const GATEWAY: Ipv4Addr = Ipv4Addr::new(198, 19, 0, 1);
 const IP6: Ipv6Addr = Ipv6Addr::new(0x2001, 2, 0, 1, 0, 0, 0, 2);
+/// Seven tunnels' slices, 256 addresses each.
+const MAP: TunnelMap = TunnelMap {
+    first: Ipv4Addr::new(10, 1, 0, 0),
+    block: 256,
+    count: 7,
+};
 const GATEWAY6: Ipv6Addr = Ipv6Addr::new(0x2001, 2, 0, 1, 0, 0, 0, 1);
 const PORT: u16 = 0x4C52;
 
@@ -360,13 +368,19 @@ impl RxQueue for Feed {
 /// control or random frame.
 #[derive(Debug, Clone)]
 enum Arrival {
-    Test { k: u16, seq: u32, size: u64 },
+    /// From tunnel `tunnel`'s slice (7: past the last tunnel's).
+    Test {
+        k: u16,
+        seq: u32,
+        size: u64,
+        tunnel: u32,
+    },
     Other(Vec<u8>),
 }
 
 fn arrival() -> impl Strategy<Value = Arrival> {
     prop_oneof![
-        3 => (0u16..6, 5000u32..5400, 64u64..=256).prop_map(|(k, seq, size)| Arrival::Test { k, seq, size }),
+        3 => (0u16..6, 5000u32..5400, 64u64..=256, 0u32..8).prop_map(|(k, seq, size, tunnel)| Arrival::Test { k, seq, size, tunnel }),
         1 => control_frame().prop_map(Arrival::Other),
     ]
 }
@@ -378,11 +392,15 @@ proptest! {
     /// streams and of others), ARP, ND and random bytes: counts each
     /// stream's distinct frames and duplicates exactly, counts test frames
     /// of other streams as stray, answers ARP requests for its addresses
-    /// only, and never panics.
+    /// only, and never panics. Per tunnel (by source address), it counts
+    /// each stream's distinct frames where the stream does (a duplicate,
+    /// a stray, a frame of a stream beyond the tallied ones or from no
+    /// tunnel's slice: none).
     #[test]
     fn the_receive_loop_counts_exactly_whatever_arrives(
         first in any::<u16>(),
         count in 1u16..4,
+        tallied in 0u16..4,
         arrivals in proptest::collection::vec(arrival(), 0..120),
     ) {
         let flow = FlowSpec {
@@ -401,7 +419,9 @@ proptest! {
         let (mut stray, mut requests) = (0u64, 0usize);
         for a in &arrivals {
             match a {
-                Arrival::Test { k, seq, size } => {
+                Arrival::Test { k, seq, size, tunnel } => {
+                    let src = u32::from(MAP.first) + tunnel * MAP.block + 2;
+                    let flow = FlowSpec { src_ip: Ipv4Addr::from(src).into(), ..flow.clone() };
                     let t = FrameTemplate::new(&flow, FrameSize::from_frame(*size).unwrap());
                     let sig = Signature { stream: first.wrapping_add(*k), seq: *seq, tx_ts: 0 };
                     let mut b = vec![0u8; t.len()];
@@ -438,8 +458,24 @@ proptest! {
             latency_every: 1,
             check: linerate_wire::FrameCheck::Headers,
             frames: u64::MAX,
+            tunnels: Some(RxTally { map: MAP, field: Field::SrcIp, streams: tallied }),
         };
+        // Each tallied stream's distinct frames, by the tunnel of the
+        // first arrival of each number.
+        let mut want = vec![0u64; MAP.count as usize];
+        let mut seen = HashSet::new();
+        for f in &feed.frames {
+            if let Received::Test { sig } = classify(f, PORT) {
+                let k = sig.stream.wrapping_sub(first);
+                if k < count && seen.insert((k, sig.seq)) && k < tallied {
+                    if let Some(i) = ipv4_field(f, Field::SrcIp).and_then(|a| MAP.index_of(a)) {
+                        want[i] += 1;
+                    }
+                }
+            }
+        }
         let counted = receive(&mut feed, ME, &h, range, &signals, || 0, &mut linerate_engine::receiver::AsSent).unwrap();
+        prop_assert_eq!(&counted.tunnels, &want);
         prop_assert_eq!(counted.stray, stray);
         for (stats, seqs) in counted.streams.iter().zip(&per_stream) {
             let distinct: HashSet<u32> = seqs.iter().copied().collect();
