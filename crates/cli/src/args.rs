@@ -186,6 +186,12 @@ pub struct PortArgs {
     pub encap: EncapArgs,
     #[command(flatten)]
     pub ipsec: ipsec::IpsecArgs,
+    /// With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side.
+    #[arg(long, value_name = "N[,N...]")]
+    pub tunnels: Option<String>,
+    /// With --tunnels: the peers' outer addresses, FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab's gateway routes to port B).
+    #[arg(long, value_name = "FIRST[-LAST]|CIDR")]
+    pub peer_addrs: Option<String>,
 }
 
 #[derive(Args, Debug)]

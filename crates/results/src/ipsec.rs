@@ -83,10 +83,42 @@ pub struct IpsecRun {
     /// largest size measured are not fixed (padding): see
     /// [`EspTrial`] and the `overhead` command for a size's.
     pub encapsulation: String,
+    /// `--tunnels N` above 1: the emulated peers and their tunnels (the
+    /// fields above are tunnel 0's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tunnels: Option<TunnelsRun>,
+}
+
+/// The tunnels of a `--tunnels N` run. Tunnel `i` is peer `first_peer + i`
+/// protecting slice `i` of `remote_net` (`/slice_prefix` each); its test
+/// frames use the slice's address `host_offset`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TunnelsRun {
+    pub count: usize,
+    /// The peers' outer addresses: `first_peer` upward, one per tunnel.
+    pub first_peer: Ipv4Addr,
+    pub last_peer: Ipv4Addr,
+    /// The network behind linerate, split into one slice per tunnel.
+    pub remote_net: String,
+    pub slice_prefix: u8,
+    pub host_offset: u32,
+    /// Per tunnel (index = tunnel): the SPI linerate sends on and the one
+    /// it receives on.
+    pub spi_out: Vec<u32>,
+    pub spi_in: Vec<u32>,
+    /// Milliseconds from the first IKE_SA_INIT until every tunnel was up.
+    pub setup_ms: u64,
+}
+
+impl TunnelsRun {
+    /// Tunnel `i`'s peer address.
+    pub fn peer(&self, i: usize) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(self.first_peer) + i as u32)
+    }
 }
 
 /// What linerate's ESP did during one trial (counts of this trial only).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EspTrial {
     /// Test frames linerate encrypted and sent to the gateway.
     pub encrypted: u64,
@@ -109,6 +141,10 @@ pub struct EspTrial {
     pub not_esp: u64,
     /// IKE messages and keepalives that arrived during the trial.
     pub ike: u64,
+    /// `--tunnels`: per tunnel (index = tunnel), `[encrypted, decrypted]`
+    /// by that tunnel's SAs; they sum to the totals above.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_tunnel: Vec<[u64; 2]>,
 }
 
 /// Bytes around an ESP packet on the wire: Ethernet (14), IPv4 (20), UDP
@@ -147,5 +183,129 @@ impl WanRate {
             frame_size,
             mbps_l2: fps * frame_size * 8.0 / 1e6,
         })
+    }
+}
+
+/// How a trial's test frames spread over the tunnels, and the tunnels that
+/// stand out: those that carried nothing, and those that lost clearly more
+/// than their share of the trial's loss.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TunnelSpread {
+    pub count: usize,
+    /// The fewest and the most frames one tunnel delivered (received).
+    pub min_rx: u64,
+    pub max_rx: u64,
+    /// Tunnels (index) that had frames sent and delivered none.
+    pub silent: Vec<usize>,
+    /// Tunnels (index) that lost clearly more than the others: with `r` the
+    /// median of the tunnels' loss ratios, a tunnel sent `tx` frames is
+    /// expected to lose `e = r * tx`; it is named when it lost more than `2e + 3 sqrt(e) + 2`
+    /// (far beyond a fair share's random spread). Silent tunnels are not
+    /// repeated here.
+    pub lossy: Vec<usize>,
+}
+
+impl TunnelSpread {
+    /// Of one trial's per-tunnel frames (`TrialResult::tunnels`); None when
+    /// the trial has none.
+    pub fn of(tunnels: &[crate::model::TunnelFrames]) -> Option<TunnelSpread> {
+        if tunnels.is_empty() {
+            return None;
+        }
+        let silent: Vec<usize> = (0..tunnels.len())
+            .filter(|&i| tunnels[i].tx > 0 && tunnels[i].rx == 0)
+            .collect();
+        // The others' usual loss: the median of their loss ratios.
+        let mut ratios: Vec<f64> = (0..tunnels.len())
+            .filter(|i| !silent.contains(i) && tunnels[*i].tx > 0)
+            .map(|i| tunnels[i].tx.saturating_sub(tunnels[i].rx) as f64 / tunnels[i].tx as f64)
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        let ratio = ratios.get(ratios.len() / 2).copied().unwrap_or(0.0);
+        let lossy = (0..tunnels.len())
+            .filter(|i| !silent.contains(i))
+            .filter(|&i| {
+                let t = tunnels[i];
+                let lost = t.tx.saturating_sub(t.rx) as f64;
+                let expected = ratio * t.tx as f64;
+                lost > 2.0 * expected + 3.0 * expected.sqrt() + 2.0
+            })
+            .collect();
+        Some(TunnelSpread {
+            count: tunnels.len(),
+            min_rx: tunnels.iter().map(|t| t.rx).min().unwrap_or(0),
+            max_rx: tunnels.iter().map(|t| t.rx).max().unwrap_or(0),
+            silent,
+            lossy,
+        })
+    }
+
+    /// The tunnels that stand out, in words (`None`: none does), naming at
+    /// most `most` of each kind by their number (1-based, as tables count).
+    pub fn outliers(&self, most: usize) -> Option<String> {
+        let list = |v: &[usize]| {
+            let mut s: Vec<String> = v.iter().take(most).map(|i| (i + 1).to_string()).collect();
+            if v.len() > most {
+                s.push(format!("... ({} in all)", v.len()));
+            }
+            s.join(", ")
+        };
+        let mut parts = Vec::new();
+        if !self.silent.is_empty() {
+            parts.push(format!("carried nothing: tunnel {}", list(&self.silent)));
+        }
+        if !self.lossy.is_empty() {
+            parts.push(format!(
+                "lost clearly more than the others: tunnel {}",
+                list(&self.lossy)
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TunnelFrames;
+
+    fn t(tx: u64, rx: u64) -> TunnelFrames {
+        TunnelFrames { tx, rx }
+    }
+
+    #[test]
+    fn an_even_spread_names_no_tunnel() {
+        let even = vec![t(1000, 1000); 10];
+        let s = TunnelSpread::of(&even).unwrap();
+        assert_eq!((s.min_rx, s.max_rx, s.count), (1000, 1000, 10));
+        assert_eq!(s.outliers(5), None);
+        // Loss spread evenly (1 % each, give or take) names none either.
+        let mut lossy = vec![t(1000, 990); 10];
+        lossy[3] = t(1000, 985);
+        assert_eq!(TunnelSpread::of(&lossy).unwrap().outliers(5), None);
+        assert!(TunnelSpread::of(&[]).is_none());
+    }
+
+    #[test]
+    fn a_silent_or_lossy_tunnel_is_named() {
+        let mut v = vec![t(1000, 1000); 10];
+        v[2] = t(1000, 0);
+        v[7] = t(1000, 900);
+        let s = TunnelSpread::of(&v).unwrap();
+        assert_eq!(s.silent, [2]);
+        assert_eq!(s.lossy, [7]);
+        assert_eq!((s.min_rx, s.max_rx), (0, 1000));
+        assert_eq!(
+            s.outliers(5).unwrap(),
+            "carried nothing: tunnel 3; lost clearly more than the others: tunnel 8"
+        );
+        let many: Vec<TunnelFrames> = (0..20)
+            .map(|i| t(100, if i < 8 { 0 } else { 100 }))
+            .collect();
+        let s = TunnelSpread::of(&many).unwrap();
+        assert_eq!(
+            s.outliers(3).unwrap(),
+            "carried nothing: tunnel 1, 2, 3, ... (8 in all)"
+        );
     }
 }

@@ -313,6 +313,9 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
     if let Some(s) = &report.scenario {
         let _ = writeln!(out, "Scenario {}: {}.", s.spec, s.data_path);
     }
+    if let Some(line) = tunnels_footer(report) {
+        out.push_str(&line);
+    }
     if let Some(p) = crate::PolicyDrops::sum(results.iter().flat_map(|r| &r.trials)) {
         let _ = writeln!(
             out,
@@ -542,6 +545,9 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
             );
         }
     }
+    if let Some(line) = tunnels_line(t) {
+        let _ = writeln!(out, "  tunnels     {line}");
+    }
     if let Some(c) = &t.dut_cpu {
         let _ = writeln!(
             out,
@@ -657,6 +663,77 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
         );
     }
     out
+}
+
+/// `--tunnels`: how the deciding trial of each size spread over the
+/// tunnels (fewest..most frames one delivered), and the tunnels that stand
+/// out; None without per-tunnel counts.
+fn tunnels_footer(report: &Rfc2544Report) -> Option<String> {
+    let mut cells = Vec::new();
+    let mut notes = Vec::new();
+    let mut count = 0;
+    for r in &report.results {
+        let Some(s) = compare_tunnels::deciding_trial(r, report.allowed_loss_ratio)
+            .and_then(|t| crate::ipsec::TunnelSpread::of(&t.tunnels))
+        else {
+            continue;
+        };
+        count = s.count;
+        let size = match &r.mix {
+            Some(m) => m.name.clone(),
+            None => format!("{} B", r.frame_size),
+        };
+        cells.push(format!(
+            "{size} {}..{}",
+            thousands(s.min_rx),
+            thousands(s.max_rx)
+        ));
+        if let Some(o) = s.outliers(10) {
+            notes.push(format!("  {size}: {o}\n"));
+        }
+    }
+    if cells.is_empty() {
+        return None;
+    }
+    let mut out = format!(
+        "Tunnels: {} peers, the frames spread evenly; frames one tunnel delivered in the deciding trial (fewest..most): {}.\n",
+        thousands(count as u64),
+        cells.join(", ")
+    );
+    if notes.is_empty() {
+        out.push_str("No tunnel carried nothing or lost clearly more than the others.\n");
+    } else {
+        out.push_str("Tunnels that stand out in the deciding trial:\n");
+        for n in notes {
+            out.push_str(&n);
+        }
+    }
+    Some(out)
+}
+
+/// A trial's per-tunnel counts in one line: how many tunnels, the fewest
+/// and most frames one delivered, and the tunnels that stand out (None
+/// without `--tunnels`).
+pub fn tunnels_line(t: &TrialResult) -> Option<String> {
+    let s = crate::ipsec::TunnelSpread::of(&t.tunnels)?;
+    let sent_min = t.tunnels.iter().map(|x| x.tx).min().unwrap_or(0);
+    let sent_max = t.tunnels.iter().map(|x| x.tx).max().unwrap_or(0);
+    let sent = if sent_min == sent_max {
+        format!("{} sent to each", thousands(sent_min))
+    } else {
+        format!("{} to {} sent", thousands(sent_min), thousands(sent_max))
+    };
+    let mut line = format!(
+        "{} tunnels: {} to {} frames received per tunnel ({sent})",
+        thousands(s.count as u64),
+        thousands(s.min_rx),
+        thousands(s.max_rx)
+    );
+    if let Some(o) = s.outliers(10) {
+        line.push_str("; ");
+        line.push_str(&o);
+    }
+    Some(line)
 }
 
 /// "Frames lost in all trials: N; 7 dropped at the DUT's input, ..." from
@@ -822,6 +899,7 @@ fn placement_sentence(p: &Placement) -> String {
 }
 
 pub mod compare;
+pub mod compare_tunnels;
 
 /// ", counted in the kernel" / ", counted through its socket" after an
 /// engine's name; nothing for records without a receiver.

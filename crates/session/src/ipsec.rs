@@ -15,16 +15,21 @@
 //! tear the tunnel down (the ESP counters then show unknown SPIs).
 
 use crate::error::{bail, err, Result};
-use crate::peers::ip_out as ip;
-use linerate_engine::ipsec::{EspCounts, EspReceive, EspSend, SharedCounts};
+use crate::peers::{ip_out as ip, PeerAddresses};
+use linerate_engine::ipsec::{EspCounts, EspReceive, EspSend, SharedCounts, TunnelMap};
 use linerate_engine::transform::{ReceiveTransform, SendTransform};
 use linerate_engine::HostConfig;
 use linerate_esp::{EspSuite, Inbound, Outbound};
-use linerate_ike::{Config, Identity, IkeProposals, Ports, Psk, Session, Sockets, TrafficSelector};
+use linerate_ike::{
+    Config, Fleet, FleetConfig, Identity, IkeProposals, Peer, Ports, Psk, Retransmit, Session,
+    Sockets, TrafficSelector,
+};
+use linerate_results::report::thousands;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
+use std::time::Instant;
 
-pub use linerate_results::ipsec::{Direction, EspTrial, IpsecRun};
+pub use linerate_results::ipsec::{Direction, EspTrial, IpsecRun, TunnelsRun};
 
 /// An IPv4 network, and the address in it a host uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +117,14 @@ pub struct IpsecPlan {
     pub direction: Direction,
     /// Where to write the negotiated keys for Wireshark (`--esp-keys`).
     pub esp_keys: Option<PathBuf>,
+    /// `--tunnels N`: how many peers linerate emulates on port B, each with
+    /// its own outer address, IKE SA, CHILD_SA and slice of `remote_net`.
+    /// 1: the one tunnel of `--ipsec`.
+    pub tunnels: usize,
+    /// `--peer-addrs`: the peers' outer addresses (FIRST, FIRST-LAST or a
+    /// network); None: from port B's address upward (in the lab: the
+    /// gateway's peer range).
+    pub peer_addrs: Option<String>,
 }
 
 impl IpsecPlan {
@@ -130,11 +143,56 @@ impl IpsecPlan {
     }
 }
 
-/// An established tunnel to the gateway: the IKE SA (deleted when this is
-/// dropped), the ESP keys until the engine takes them, and their counts.
+/// The tunnels of `--tunnels N`: tunnel `i` protects slice `i` of the
+/// network behind linerate (`first + i*block ..`, `block` addresses), and
+/// its test frames use the slice's address `first + i*block + host_offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slices {
+    pub first: Ipv4Addr,
+    pub block: u32,
+    pub count: u32,
+    pub host_offset: u32,
+}
+
+impl Slices {
+    /// The engine's map from an inner address to its tunnel.
+    pub fn map(&self) -> TunnelMap {
+        TunnelMap {
+            first: self.first,
+            block: self.block,
+            count: self.count,
+        }
+    }
+
+    /// The flow range that spreads frames evenly over the tunnels on
+    /// `field`: frame n carries tunnel (n mod count)'s test address.
+    pub fn spread(&self, field: linerate_wire::flows::Field) -> linerate_wire::flows::FieldRange {
+        self.map().spread(field, self.host_offset)
+    }
+
+    /// Tunnel `i`'s test address.
+    pub fn host(&self, i: usize) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(self.first) + i as u32 * self.block + self.host_offset)
+    }
+}
+
+/// The ESP keys until the engine takes them.
+enum Keys {
+    One(Outbound, Inbound),
+    /// Per tunnel: the outbound SA and its peer's address; the inbound SA.
+    Many(Vec<(Outbound, Ipv4Addr)>, Vec<Inbound>),
+}
+
+/// An established tunnel to the gateway, or N of them (`--tunnels`): the
+/// IKE SAs (deleted when this is dropped), the ESP keys until the engine
+/// takes them, and their counts.
 pub struct IpsecPeer {
     session: Option<Session>,
-    keys: Option<(Outbound, Inbound)>,
+    /// `--tunnels N`: every peer's IKE state, driven by one thread.
+    fleet: Option<Fleet>,
+    /// `--tunnels N`: the peers' addresses on port B (off during trials).
+    addresses: Option<PeerAddresses>,
+    keys: Option<Keys>,
     /// Port B's namespace and interface, where the outer address goes.
     netns: Option<String>,
     ifname: String,
@@ -142,8 +200,11 @@ pub struct IpsecPeer {
     address: Option<String>,
     pub counts: SharedCounts,
     pub record: IpsecRun,
-    /// The test frames' address behind linerate (in `remote_net`).
+    /// The test frames' address behind linerate (in `remote_net`); with
+    /// `--tunnels`, tunnel 0's.
     pub inner: Ipv4Addr,
+    /// `--tunnels N`: the slices of the tunnels.
+    pub slices: Option<Slices>,
 }
 
 impl IpsecPeer {
@@ -157,6 +218,9 @@ impl IpsecPeer {
         host_b: &HostConfig,
         lan: &HostConfig,
     ) -> Result<IpsecPeer> {
+        if plan.tunnels > 1 {
+            return Self::establish_many(plan, netns, ifname, host_b, lan);
+        }
         let Some(psk_file) = &plan.psk_file else {
             bail!(BadInput, "--ipsec needs --psk-file FILE: the pre-shared key, in a file only its owner can read");
         };
@@ -179,6 +243,9 @@ impl IpsecPeer {
         }
         let mut peer = IpsecPeer {
             session: None,
+            fleet: None,
+            addresses: None,
+            slices: None,
             keys: None,
             netns: netns.map(str::to_string),
             ifname: ifname.to_string(),
@@ -196,6 +263,7 @@ impl IpsecPeer {
                 spi_in: 0,
                 local_net: remote_net.to_string(),
                 remote_net: local_net.to_string(),
+                tunnels: None,
             },
             inner: remote_net.host(),
         };
@@ -240,24 +308,250 @@ impl IpsecPeer {
         peer.record.spi_out = child.outbound.spi;
         peer.record.spi_in = child.inbound.spi;
         peer.record.ike = session.ike_suite().to_string();
-        peer.keys = Some((outbound, inbound));
+        peer.keys = Some(Keys::One(outbound, inbound));
         peer.session = Some(session);
         // The kernel takes no part in the trials' ESP traffic.
         peer.address_off();
         Ok(peer)
     }
 
+    /// `--tunnels N`: N peers on port B, from its address upward (or
+    /// `--peer-addrs`), each with its own IKE SA and CHILD_SA for its own
+    /// slice of the network behind linerate, all brought up by one
+    /// [`Fleet`]. A tunnel that does not come up refuses the measurement
+    /// (those up are deleted).
+    fn establish_many(
+        plan: &IpsecPlan,
+        netns: Option<&str>,
+        ifname: &str,
+        host_b: &HostConfig,
+        lan: &HostConfig,
+    ) -> Result<IpsecPeer> {
+        let count = plan.tunnels;
+        let Some(psk_file) = &plan.psk_file else {
+            bail!(BadInput, "--ipsec needs --psk-file FILE: the pre-shared key, in a file only its owner can read");
+        };
+        let psk = Psk::read_file(psk_file).map_err(|e| err!(BadInput, "{e}"))?;
+        if plan.esp_keys.is_some() {
+            bail!(
+                BadInput,
+                "--esp-keys writes one tunnel's keys: leave it out with --tunnels above 1"
+            );
+        }
+        let esp = plan.esp.unwrap_or(EspSuite::Aes256Gcm16);
+        let gateway = plan.gateway.unwrap_or(host_b.gateway);
+        let Some(remote_net) = plan.remote_net else {
+            bail!(BadInput, "--ipsec needs --remote-net: the network linerate emulates behind itself, split into one slice per tunnel (e.g. 198.19.128.0/17)");
+        };
+        let local_net = plan.local_net.unwrap_or(Net {
+            address: lan.ip,
+            prefix_len: lan.prefix_len,
+        });
+        let outer = Net {
+            address: host_b.ip,
+            prefix_len: host_b.prefix_len,
+        };
+        if !outer.contains(gateway) {
+            bail!(BadInput, "the IPsec gateway {gateway} is not on port B's subnet {outer}: give the gateway's WAN address on that subnet (--gw-b or --ipsec-gateway)");
+        }
+        let prefix = crate::peers::slice_prefix(remote_net, count, "--remote-net")?;
+        let first_addr = plan
+            .peer_addrs
+            .clone()
+            .unwrap_or_else(|| host_b.ip.to_string());
+        let peers = crate::peers::peer_range(&first_addr, count, "--tunnels")?;
+        for p in [peers[0], peers[count - 1]] {
+            if remote_net.contains(p) {
+                bail!(BadInput, "--remote-net {remote_net} holds the peer address {p}: the network behind linerate must be another one than the peers' addresses");
+            }
+        }
+        if let Some(p) = peers.iter().find(|&&p| p == gateway) {
+            bail!(BadInput, "the peer addresses include the gateway's own address {p}: give --peer-addrs a range without it");
+        }
+        let (first, _) = remote_net.range();
+        let block = 1u32 << (32 - prefix as u32);
+        let slices = Slices {
+            first,
+            block,
+            count: count as u32,
+            host_offset: 2.min(block - 1),
+        };
+        let nets: Vec<Net> = (0..count)
+            .map(|i| crate::peers::slice(remote_net, prefix, i))
+            .collect();
+        let ike = plan.ike.clone().unwrap_or_default();
+        let addresses = PeerAddresses::add(netns, ifname, outer, &peers)?;
+        let config = FleetConfig {
+            gateway,
+            gateway_ports: Ports::default(),
+            local_ports: Ports::default(),
+            remote_id: plan.remote_id.clone(),
+            psk,
+            ike: ike.clone(),
+            esp,
+            remote_ts: local_net.selector(),
+            retransmit: Retransmit::default(),
+            force_encap: true,
+            peers: peers
+                .iter()
+                .zip(&nets)
+                .map(|(&local, &net)| Peer {
+                    local,
+                    local_id: plan.local_id.clone(),
+                    local_ts: net.selector(),
+                })
+                .collect(),
+            attempt_rate: None,
+            window: 64,
+        };
+        // Bound in port B's namespace; the sockets keep it.
+        let mut fleet = linerate_port::netns::maybe_in_netns(netns, || Ok(Fleet::bind(config)))
+            .map_err(|e| err!(Environment, "{e}"))?
+            .map_err(|e| err!(Environment, "IPsec: {e}"))?;
+        // Progress once a second when the setups take longer than that.
+        let begun = Instant::now();
+        let mut shown = begun;
+        let (mut up, mut down) = (0u64, 0u64);
+        let setups = fleet.bring_up(&mut |s| {
+            match s.outcome {
+                Ok(_) => up += 1,
+                Err(_) => down += 1,
+            }
+            if shown.elapsed() >= std::time::Duration::from_secs(1) {
+                shown = Instant::now();
+                errln!(
+                    "linerate: bringing up {} tunnels to {gateway}: {} up, {} failed after {} s",
+                    thousands(count as u64),
+                    thousands(up),
+                    thousands(down),
+                    begun.elapsed().as_secs()
+                );
+            }
+        });
+        let setup_ms = begun.elapsed().as_millis() as u64;
+        let failed: Vec<&linerate_ike::Setup> =
+            setups.iter().filter(|s| s.outcome.is_err()).collect();
+        let up = (0..count).filter(|&i| fleet.child(i).is_some()).count();
+        if !failed.is_empty() || up < count {
+            let mut reasons: Vec<(String, u64)> = Vec::new();
+            for s in &failed {
+                let Err(e) = &s.outcome else { continue };
+                let r = crate::peers::reason(e);
+                match reasons.iter_mut().find(|(n, _)| *n == r) {
+                    Some((_, c)) => *c += 1,
+                    None => reasons.push((r, 1)),
+                }
+            }
+            let named: Vec<String> = reasons
+                .iter()
+                .map(|(r, c)| format!("{} {r}", thousands(*c)))
+                .collect();
+            let example = failed
+                .first()
+                .and_then(|s| s.outcome.as_ref().err().map(|e| (s.peer, e.to_string())))
+                .map(|(p, e)| format!("; the first, {}: {e}", peers[p]))
+                .unwrap_or_default();
+            fleet.delete_all();
+            drop(fleet);
+            drop(addresses);
+            bail!(
+                Failed,
+                "{} of {} tunnels did not come up ({}){example}; the {} up were deleted and nothing was measured",
+                thousands((count - up) as u64),
+                thousands(count as u64),
+                named.join(", "),
+                thousands(up as u64)
+            );
+        }
+        let mut outbound = Vec::with_capacity(count);
+        let mut inbound = Vec::with_capacity(count);
+        let (mut spi_out, mut spi_in) = (Vec::with_capacity(count), Vec::with_capacity(count));
+        for (i, &p) in peers.iter().enumerate() {
+            let child = fleet.child(i).expect("every tunnel is up");
+            if !child.udp_encap {
+                bail!(Environment, "the gateway at {gateway} will not encapsulate ESP in UDP (no NAT traversal): linerate sends and receives ESP in UDP on port 4500 only; enable NAT traversal (strongSwan: encap = yes) on the gateway");
+            }
+            outbound.push((
+                Outbound::new(child.outbound.clone()).map_err(|e| err!(Failed, "{e}"))?,
+                p,
+            ));
+            inbound.push(Inbound::new(child.inbound.clone()).map_err(|e| err!(Failed, "{e}"))?);
+            spi_out.push(child.outbound.spi);
+            spi_in.push(child.inbound.spi);
+        }
+        let mut peer = IpsecPeer {
+            session: None,
+            fleet: Some(fleet),
+            addresses: Some(addresses),
+            keys: Some(Keys::Many(outbound, inbound)),
+            netns: netns.map(str::to_string),
+            ifname: ifname.to_string(),
+            address: None,
+            counts: SharedCounts::default(),
+            record: IpsecRun {
+                direction: plan.direction,
+                esp: esp.name().to_string(),
+                esp_label: esp.label().to_string(),
+                encapsulation: "ESP in UDP 4500 (RFC 3948), tunnel mode".to_string(),
+                ike: ike.to_string(),
+                gateway,
+                peer: peers[0],
+                spi_out: spi_out[0],
+                spi_in: spi_in[0],
+                local_net: nets[0].to_string(),
+                remote_net: local_net.to_string(),
+                tunnels: Some(TunnelsRun {
+                    count,
+                    first_peer: peers[0],
+                    last_peer: peers[count - 1],
+                    remote_net: remote_net.to_string(),
+                    slice_prefix: prefix,
+                    host_offset: slices.host_offset,
+                    spi_out,
+                    spi_in,
+                    setup_ms,
+                }),
+            },
+            inner: slices.host(0),
+            slices: Some(slices),
+        };
+        // The kernel takes no part in the trials' ESP traffic.
+        if let Some(a) = peer.addresses.as_mut() {
+            a.take_off();
+        }
+        Ok(peer)
+    }
+
     /// The engine's ESP transforms, once: the keys move into them.
-    pub fn transforms(&mut self) -> Option<(Box<dyn SendTransform>, Box<dyn ReceiveTransform>)> {
-        let (outbound, inbound) = self.keys.take()?;
-        let send = EspSend::new(
-            outbound,
-            self.record.peer,
-            self.record.gateway,
-            self.counts.clone(),
-        );
-        let receive = EspReceive::new(inbound, self.counts.clone());
-        Some((Box::new(send), Box::new(receive)))
+    pub fn transforms(
+        &mut self,
+    ) -> Result<Option<(Box<dyn SendTransform>, Box<dyn ReceiveTransform>)>> {
+        match self.keys.take() {
+            None => Ok(None),
+            Some(Keys::One(outbound, inbound)) => {
+                let send = EspSend::new(
+                    outbound,
+                    self.record.peer,
+                    self.record.gateway,
+                    self.counts.clone(),
+                );
+                let receive = EspReceive::new(inbound, self.counts.clone());
+                Ok(Some((Box::new(send), Box::new(receive))))
+            }
+            Some(Keys::Many(outbound, inbound)) => {
+                let Some(slices) = self.slices else {
+                    bail!(Failed, "many tunnels without their slices");
+                };
+                let send = EspSend::many(
+                    outbound,
+                    self.record.gateway,
+                    slices.map(),
+                    self.counts.clone(),
+                );
+                let receive = EspReceive::many(inbound, self.counts.clone());
+                Ok(Some((Box::new(send), Box::new(receive))))
+            }
+        }
     }
 
     /// What the SAs counted so far.
@@ -280,12 +574,46 @@ impl IpsecPeer {
             unknown_spi: after.unknown_spi - before.unknown_spi,
             not_esp: after.not_esp - before.not_esp,
             ike: after.ike - before.ike,
+            per_tunnel: if after.per_tunnel.len() > 1 {
+                after
+                    .per_tunnel
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| {
+                        let b = before.per_tunnel.get(i).copied().unwrap_or_default();
+                        [
+                            a.sent.packets - b.sent.packets,
+                            a.received.packets - b.received.packets,
+                        ]
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
         }
     }
 
     /// What the run notes say about the tunnel.
     pub fn note(&self) -> String {
         let r = &self.record;
+        if let Some(t) = &r.tunnels {
+            return format!(
+                "IPsec peer of {} ({} tunnels, up in {} ms): peers {} .. {}, each its own IKE SA ({}) and CHILD_SA (ESP {} in UDP 4500) for its /{} of {} <-> {}; tunnel 1's SPIs 0x{:08x} out, 0x{:08x} in; measures the gateway's {}",
+                r.gateway,
+                thousands(t.count as u64),
+                thousands(t.setup_ms),
+                t.first_peer,
+                t.last_peer,
+                r.ike,
+                r.esp,
+                t.slice_prefix,
+                t.remote_net,
+                r.remote_net,
+                r.spi_out,
+                r.spi_in,
+                r.direction.gateway_does()
+            );
+        }
         format!(
             "IPsec peer of {} (IKE {}): CHILD_SA ESP {} in UDP 4500, SPIs 0x{:08x} out, 0x{:08x} in, {} <-> {}; measures the gateway's {}",
             r.gateway,
@@ -343,6 +671,15 @@ impl Drop for IpsecPeer {
     /// Deletes the IKE SA (and with it the CHILD_SA) on the gateway: the
     /// address returns for the Delete and goes again.
     fn drop(&mut self) {
+        if let Some(mut fleet) = self.fleet.take() {
+            if let Some(a) = self.addresses.as_mut() {
+                a.put_back();
+            }
+            fleet.delete_all();
+            drop(fleet);
+            // The addresses go with `self.addresses`.
+            return;
+        }
         let Some(session) = self.session.take() else {
             self.address_off();
             return;

@@ -18,6 +18,11 @@ pub const MAX_TUNNELS: usize = 10_000;
 /// addresses of it (a network's own address and its broadcast address are
 /// skipped below /31).
 pub fn peer_addresses(text: &str, count: usize) -> Result<Vec<Ipv4Addr>> {
+    peer_range(text, count, "--count")
+}
+
+/// [`peer_addresses`] for `count` tunnels, which `count_option` asked for.
+pub fn peer_range(text: &str, count: usize, count_option: &str) -> Result<Vec<Ipv4Addr>> {
     let bad = || {
         err!(BadInput,
             "--peer-addrs {text} is not an address range: write FIRST (and upward), FIRST-LAST or a network ADDRESS/PREFIX, e.g. 198.19.0.10-198.19.0.200")
@@ -48,7 +53,7 @@ pub fn peer_addresses(text: &str, count: usize) -> Result<Vec<Ipv4Addr>> {
     let available = u64::from(last) - u64::from(first) + 1;
     if available < count as u64 {
         bail!(BadInput,
-            "--peer-addrs {text} holds {} addresses, fewer than the {} tunnels of --count: give a larger range or a smaller --count",
+            "--peer-addrs {text} holds {} addresses, fewer than the {} tunnels of {count_option}: give a larger range or a smaller {count_option}",
             thousands(available),
             thousands(count as u64)
         );
@@ -116,6 +121,8 @@ pub struct PeerAddresses {
     ifname: String,
     /// `ip addr` arguments (`ADDR/PREFIX`) added, in order.
     added: Vec<String>,
+    /// Taken off for now by [`PeerAddresses::take_off`].
+    off: bool,
 }
 
 impl PeerAddresses {
@@ -126,6 +133,7 @@ impl PeerAddresses {
             netns: netns.map(str::to_string),
             ifname: ifname.to_string(),
             added: Vec::new(),
+            off: false,
         };
         let present = ip_out(netns, &["-4", "-o", "addr", "show", "dev", ifname])
             .map_err(|e| err!(Environment, "port B {ifname}: {e}"))?;
@@ -156,8 +164,48 @@ impl PeerAddresses {
     }
 }
 
+impl PeerAddresses {
+    /// Takes the addresses off the port until [`PeerAddresses::put_back`]
+    /// (the kernel then takes no part in the ESP of the trials).
+    pub fn take_off(&mut self) {
+        if self.off {
+            return;
+        }
+        self.off = true;
+        let lines: String = self
+            .added
+            .iter()
+            .rev()
+            .map(|a| format!("addr del {a} dev {}\n", self.ifname))
+            .collect();
+        if let Err(e) = ip_batch(self.netns.as_deref(), &lines, true) {
+            errln!("linerate: warning: taking the peers' addresses off port B: {e}");
+        }
+    }
+
+    /// Puts the addresses [`PeerAddresses::take_off`] took back on (for
+    /// the Deletes at the end).
+    pub fn put_back(&mut self) {
+        if !self.off {
+            return;
+        }
+        self.off = false;
+        let lines: String = self
+            .added
+            .iter()
+            .map(|a| format!("addr add {a} dev {}\n", self.ifname))
+            .collect();
+        if let Err(e) = ip_batch(self.netns.as_deref(), &lines, true) {
+            errln!("linerate: warning: putting the peers' addresses back on port B: {e}");
+        }
+    }
+}
+
 impl Drop for PeerAddresses {
     fn drop(&mut self) {
+        if self.off {
+            return;
+        }
         let lines: String = self
             .added
             .iter()

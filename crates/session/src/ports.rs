@@ -208,7 +208,11 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
     let ((a, mut b, engine_name), engine_reason) =
         open_engine(plan.engine, &a, &b, &opts, plan.tx_threads, receiver)?;
     let direction = ipsec.as_ref().map(|p| p.record.direction);
-    if let Some((send, receive)) = ipsec.as_mut().and_then(|p| p.transforms()) {
+    let transforms = match ipsec.as_mut() {
+        Some(p) => p.transforms()?,
+        None => None,
+    };
+    if let Some((send, receive)) = transforms {
         use crate::ipsec::Direction;
         let (send, receive) = match direction {
             Some(Direction::Encrypt) => (None, Some(receive)),
@@ -243,8 +247,38 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         },
     };
     host_b.also_answers = destinations_to_answer(&plan.flows, &host_b)?;
+    // `--tunnels`: port B answers ARP for every peer, and the test frames
+    // are spread evenly over the tunnels' slices (the address behind
+    // linerate: the source of what port B sends, the destination of what
+    // it receives).
+    let mut flows = plan.flows.clone();
+    let mut flows_rev = linerate_wire::Flows {
+        encap: flows.encap,
+        ..linerate_wire::Flows::default()
+    };
+    let mut tunnels = None;
+    if let Some(p) = &ipsec {
+        if let (Some(slices), Some(t)) = (p.slices, &p.record.tunnels) {
+            use linerate_wire::flows::Field;
+            host_b.also_answers = Some((t.first_peer, t.last_peer));
+            // The engine's A is port B when decrypting (ports swapped).
+            let (ab, ba) = match direction {
+                Some(crate::ipsec::Direction::Decrypt) => (Field::SrcIp, Field::DstIp),
+                _ => (Field::DstIp, Field::SrcIp),
+            };
+            flows.ranges.push(slices.spread(ab));
+            if direction == Some(crate::ipsec::Direction::Both) {
+                flows_rev.ranges.push(slices.spread(ba));
+            }
+            tunnels = Some(linerate_engine::TunnelTally {
+                map: slices.map(),
+                ab,
+                ba,
+            });
+        }
+    }
     let cfg = EngineConfig {
-        flows: plan.flows.clone(),
+        flows,
         bidirectional: plan.bidirectional,
         drop_from: plan.drop_from,
         straggler_wait: plan.straggler_wait,
@@ -256,6 +290,8 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         tx_threads: plan.tx_threads,
         latency_sampling: plan.latency_every,
         frame_check: plan.frame_check,
+        tunnels,
+        flows_rev,
         ..EngineConfig::default()
     };
     if plan.latency_every != LatencySampling::Auto && !b.rx.kind().samples_latency() {

@@ -172,6 +172,8 @@ fn with_vpn_peer(
         remote_id: None,
         direction: Direction::Decrypt,
         esp_keys: None,
+        tunnels: 1,
+        peer_addrs: None,
     });
     if let Some(esp) = plan.esp.filter(|&e| e != peer.suite) {
         bail!(BadInput, "--esp {esp} is not the lab gateway's suite ({}): choose it with --scenario vpn-gateway:{esp}", peer.suite);
@@ -183,6 +185,16 @@ fn with_vpn_peer(
     plan.esp = Some(peer.suite);
     plan.gateway = plan.gateway.or(Some(peer.gateway));
     plan.psk_file = plan.psk_file.or_else(|| Some(peer.psk_file.clone()));
+    if plan.tunnels > 1 {
+        // Many peers: from the gateway's peer range (routed to port B),
+        // each protecting its slice of the networks it accepts for them.
+        plan.remote_net = plan
+            .remote_net
+            .or(Some(net(linerate_lab::scenario::VPN_TUNNEL_NETS)));
+        plan.peer_addrs = plan
+            .peer_addrs
+            .or_else(|| Some(linerate_lab::scenario::VPN_FIRST_PEER.to_string()));
+    }
     plan.remote_net = plan.remote_net.or(Some(Net {
         address: peer.inner_address,
         prefix_len: peer.remote_net.1,

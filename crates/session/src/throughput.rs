@@ -45,11 +45,24 @@ pub struct Rfc2544Plan {
     pub json: Option<PathBuf>,
     pub dut: DutPlan,
     pub record: RecordPlan,
+    /// `--tunnels 1,10,100`: one run per count, compared side by side
+    /// (empty: one run, with the count `bed.ipsec` holds).
+    pub tunnel_counts: Vec<usize>,
 }
 
 impl Rfc2544Plan {
     pub fn max_frame_len(&self) -> usize {
         crate::plan::max_frame_len(&self.frames)
+    }
+
+    /// This plan with `count` tunnels.
+    pub fn with_tunnels(&self, count: usize) -> Rfc2544Plan {
+        let mut plan = self.clone();
+        if let Some(ipsec) = plan.bed.ipsec.as_mut() {
+            ipsec.tunnels = count;
+        }
+        plan.tunnel_counts = Vec::new();
+        plan
     }
 }
 

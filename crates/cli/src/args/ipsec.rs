@@ -103,6 +103,8 @@ impl IpsecArgs {
             remote_id: self.ipsec_remote_id.as_deref().map(IpsecPlan::identity),
             direction,
             esp_keys: self.esp_keys.clone(),
+            tunnels: 1,
+            peer_addrs: None,
         })
     }
 

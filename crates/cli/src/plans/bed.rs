@@ -1,9 +1,12 @@
 //! The test bed ([`BedPlan`]) from the port options every packet command shares.
 
 use crate::args::PortArgs;
-use linerate_session::error::{bail, Result, ResultExt};
+use linerate_results::report::thousands;
+use linerate_session::error::{bail, err, Result, ResultExt};
+use linerate_session::peers::MAX_TUNNELS;
 use linerate_session::plan::{tester_ports, BedPlan, ExternalPort, Target};
 use linerate_session::ports;
+use linerate_wire::flows::Field;
 use linerate_wire::{Flows, IpVersion};
 
 impl PortArgs {
@@ -16,6 +19,43 @@ impl PortArgs {
     /// Like [`PortArgs::plan`]; with `scenario` (`--scenario`, which builds
     /// a lab of its own for each configuration) the target is always a lab.
     pub fn plan_with(&self, scenario: bool) -> Result<BedPlan> {
+        let (plan, counts) = self.plan_counts(scenario)?;
+        if counts.len() > 1 {
+            bail!(BadInput, "--tunnels {} is a list: one run per count is for rfc2544 and loss; give one count here", self.tunnels.as_deref().unwrap_or_default());
+        }
+        Ok(plan)
+    }
+
+    /// `--tunnels`: the counts given (empty: none given).
+    pub fn tunnel_counts(&self) -> Result<Vec<usize>> {
+        let Some(text) = &self.tunnels else {
+            return Ok(Vec::new());
+        };
+        let bad = || {
+            err!(BadInput,
+                "--tunnels {text} is not a tunnel count: give 1 to {} tunnels, or a list such as 1,10,100 (rfc2544 and loss)",
+                thousands(MAX_TUNNELS as u64))
+        };
+        let mut counts = Vec::new();
+        for part in text.split(',') {
+            let n: usize = part.trim().parse().map_err(|_| bad())?;
+            if !(1..=MAX_TUNNELS).contains(&n) {
+                return Err(bad());
+            }
+            if counts.contains(&n) {
+                bail!(
+                    BadInput,
+                    "--tunnels {text} names {n} twice: give each count once"
+                );
+            }
+            counts.push(n);
+        }
+        Ok(counts)
+    }
+
+    /// Like [`PortArgs::plan_with`], with the `--tunnels` counts (the plan
+    /// holds the first; empty without `--tunnels`).
+    pub fn plan_counts(&self, scenario: bool) -> Result<(BedPlan, Vec<usize>)> {
         ports::check_tx_threads(self.engine.into(), self.tx_threads)?;
         let straggler_wait = ports::parse_duration(&self.straggler_wait, "--straggler-wait")?;
         let encap = self.encap.encap()?;
@@ -59,7 +99,52 @@ impl PortArgs {
                 },
             }
         };
-        let ipsec = self.ipsec.plan(self.lab || scenario, scenario)?;
+        let mut ipsec = self.ipsec.plan(self.lab || scenario, scenario)?;
+        let counts = self.tunnel_counts()?;
+        if !counts.is_empty() || self.peer_addrs.is_some() {
+            let option = if counts.is_empty() {
+                "--peer-addrs"
+            } else {
+                "--tunnels"
+            };
+            if ipsec.is_none() && !scenario {
+                bail!(BadInput, "{option} applies with --ipsec: add --ipsec (port B is then the gateway's VPN peer) or leave it out");
+            }
+            if counts.iter().all(|&n| n == 1) && self.peer_addrs.is_some() {
+                bail!(BadInput, "--peer-addrs gives the addresses of many peers: use it with --tunnels above 1, or give the one peer's address with --ip-b");
+            }
+            // A scenario without --ipsec options: the scenario fills in the rest.
+            let p = match ipsec.take() {
+                Some(p) => p,
+                None => self.ipsec.values()?,
+            };
+            let many = counts.iter().any(|&n| n > 1);
+            if many && p.esp_keys.is_some() {
+                bail!(
+                    BadInput,
+                    "--esp-keys writes one tunnel's keys: leave it out with --tunnels above 1"
+                );
+            }
+            if many {
+                // The spread goes on the address behind linerate.
+                let (field, name) = match p.direction {
+                    linerate_session::ipsec::Direction::Decrypt => (Field::SrcIp, "src-ip"),
+                    _ => (Field::DstIp, "dst-ip"),
+                };
+                if flows.range(field).is_some() {
+                    bail!(BadInput, "--range {name}=... with --tunnels above 1: linerate spreads the test frames over the tunnels on {name} (each tunnel's address behind linerate); leave that --range out");
+                }
+                if let Some(net) = p.remote_net {
+                    let most = counts.iter().copied().max().unwrap_or(1);
+                    linerate_session::peers::slice_prefix(net, most, "--remote-net")?;
+                }
+            }
+            ipsec = Some(linerate_session::ipsec::IpsecPlan {
+                tunnels: counts.first().copied().unwrap_or(1),
+                peer_addrs: self.peer_addrs.clone(),
+                ..p
+            });
+        }
         if ipsec.is_some() {
             if !encap.is_default() {
                 bail!(
@@ -79,21 +164,24 @@ impl PortArgs {
             .as_deref()
             .map(linerate_wire::units::parse_line_speed)
             .transpose()?;
-        Ok(BedPlan {
-            target,
-            engine: self.engine.into(),
-            receiver: self.receiver.into(),
-            straggler_wait,
-            tx_threads: self.tx_threads,
-            latency_every: self.latency_every,
-            frame_check: self.frame_check,
-            flows,
-            bidirectional: self.bidirectional,
-            drop_from: self.drop_from,
-            encap,
-            line_speed_bps,
-            ipsec,
-        })
+        Ok((
+            BedPlan {
+                target,
+                engine: self.engine.into(),
+                receiver: self.receiver.into(),
+                straggler_wait,
+                tx_threads: self.tx_threads,
+                latency_every: self.latency_every,
+                frame_check: self.frame_check,
+                flows,
+                bidirectional: self.bidirectional,
+                drop_from: self.drop_from,
+                encap,
+                line_speed_bps,
+                ipsec,
+            },
+            counts,
+        ))
     }
 }
 

@@ -17,10 +17,8 @@ impl LossArgs {
     /// machine is touched.
     pub fn plan(&self) -> Result<LossPlan> {
         let args = self;
-        let bed = args
-            .ports
-            .plan_with(args.dut.scenario.is_some())?
-            .for_capture(args.record.pcap.is_some());
+        let (bed, tunnel_counts) = args.ports.plan_counts(args.dut.scenario.is_some())?;
+        let bed = bed.for_capture(args.record.pcap.is_some());
         let frames = args.frames.frames(&bed.encap)?;
         let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
         let loads: Vec<(String, Rate)> = match &args.loads {
@@ -62,6 +60,11 @@ impl LossArgs {
             None => Vec::new(),
         };
         Ok(LossPlan {
+            tunnel_counts: if tunnel_counts.len() > 1 {
+                tunnel_counts
+            } else {
+                Vec::new()
+            },
             bed,
             frames,
             duration,

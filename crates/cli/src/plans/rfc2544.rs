@@ -18,10 +18,11 @@ impl Rfc2544Args {
             Some(text) => Scenario::parse_list(text)?,
             None => Vec::new(),
         };
-        let bed = args
-            .ports
-            .plan_with(args.dut.scenario.is_some())?
-            .for_capture(args.record.pcap.is_some());
+        let (bed, tunnel_counts) = args.ports.plan_counts(args.dut.scenario.is_some())?;
+        let bed = bed.for_capture(args.record.pcap.is_some());
+        if tunnel_counts.len() > 1 && scenarios.len() > 1 {
+            linerate_session::error::bail!(BadInput, "--tunnels {} compares tunnel counts through one gateway: give one --scenario (vpn-gateway), not a list", args.ports.tunnels.as_deref().unwrap_or_default());
+        }
         let frames = args.frames.frames(&bed.encap)?;
         let trial_duration = if args.rfc2544_strict {
             STRICT_TRIAL
@@ -53,6 +54,11 @@ impl Rfc2544Args {
             json: args.json.clone(),
             dut: args.dut.plan(),
             record: args.record.plan(),
+            tunnel_counts: if tunnel_counts.len() > 1 {
+                tunnel_counts
+            } else {
+                Vec::new()
+            },
         })
     }
 }

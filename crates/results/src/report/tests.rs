@@ -556,3 +556,53 @@ fn a_tester_limited_goal_is_marked_and_explained() {
         "the mark is explained: {table}"
     );
 }
+
+/// A run of `tunnels` tunnels: each size's deciding trial (the second)
+/// spread over them, `silent` delivering nothing.
+fn tunnel_run(fps: &[(u16, f64)], tunnels: usize, silent: Option<usize>) -> Rfc2544Report {
+    let results = fps
+        .iter()
+        .map(|&(frame, f)| {
+            let mut r = result(frame, f, false);
+            if tunnels > 1 {
+                r.trials[1].tunnels = (0..tunnels)
+                    .map(|i| crate::model::TunnelFrames {
+                        tx: 100,
+                        rx: if Some(i) == silent { 0 } else { 100 },
+                    })
+                    .collect();
+            }
+            r
+        })
+        .collect();
+    report(results, None)
+}
+
+#[test]
+fn throughput_is_compared_over_tunnel_counts() {
+    let runs = vec![
+        (1, tunnel_run(&[(64, 10_000.0), (512, 8_000.0)], 1, None)),
+        (10, tunnel_run(&[(64, 9_900.0), (512, 8_000.0)], 10, None)),
+        (
+            100,
+            tunnel_run(&[(64, 9_000.0), (512, 7_200.0)], 100, Some(41)),
+        ),
+    ];
+    let t = compare_tunnels::by_tunnels(&runs);
+    assert!(t.starts_with("Frame rate with 1 / 10 / 100 tunnels"), "{t}");
+    assert!(t.contains("1 tunnel ") && t.contains("100 tunnels"), "{t}");
+    // 9,900 against 10,000: -1.0 %; 7,200 against 8,000: -10.0 %.
+    assert!(t.contains("-1.0 %") && t.contains("-10.0 %"), "{t}");
+    assert!(t.contains("100..100") && t.contains("0..100"), "{t}");
+    assert!(
+        t.contains("100 tunnels, 64 B: carried nothing: tunnel 42"),
+        "{t}"
+    );
+    let lines: Vec<&str> = t.lines().collect();
+    let header = lines.iter().find(|l| l.starts_with("Frame ")).unwrap();
+    let row = lines
+        .iter()
+        .find(|l| l.trim_start().starts_with("64 "))
+        .unwrap();
+    assert_eq!(row.len(), header.len(), "aligned:\n{t}");
+}

@@ -50,6 +50,9 @@ pub struct LossPlan {
     pub json: Option<PathBuf>,
     pub dut: DutPlan,
     pub record: RecordPlan,
+    /// `--tunnels 1,10,100`: rows of their own for each count (empty: the
+    /// count `bed.ipsec` holds, if any).
+    pub tunnel_counts: Vec<usize>,
 }
 
 impl LossPlan {
@@ -73,18 +76,45 @@ pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     } else {
         plan.scenarios.iter().map(Some).collect()
     };
+    // Each DUT configuration with each tunnel count (`--tunnels 1,10,100`).
+    let counts: Vec<Option<usize>> = if plan.tunnel_counts.len() > 1 {
+        plan.tunnel_counts.iter().copied().map(Some).collect()
+    } else {
+        vec![None]
+    };
+    let units: Vec<(Option<&Scenario>, Option<usize>)> = scenarios
+        .iter()
+        .flat_map(|sc| counts.iter().map(move |c| (*sc, *c)))
+        .collect();
     let json = plan.json.as_deref();
     let mut rep: Option<FrameLossReport> = None;
-    for (index, scenario) in scenarios.iter().enumerate() {
+    for (index, (scenario, count)) in units.iter().enumerate() {
         if interrupt.load(Ordering::Relaxed) {
             break;
         }
+        let mut unit_plan;
+        let plan = match count {
+            Some(n) => {
+                unit_plan = plan.clone();
+                if let Some(i) = unit_plan.bed.ipsec.as_mut() {
+                    i.tunnels = *n;
+                }
+                errln!(
+                    "linerate: {n} tunnel{} ({} of {} counts)",
+                    if *n == 1 { "" } else { "s" },
+                    index % counts.len() + 1,
+                    counts.len()
+                );
+                &unit_plan
+            }
+            None => &plan,
+        };
         // `applied` (XDP program, tunnel daemons) goes before the test bed,
         // which owns the scenario's lab.
         // Each DUT configuration is a run of its own in the results
         // database, with a capture file of its own when several are compared.
         let mut record = plan.record.clone();
-        if scenarios.len() > 1 {
+        if units.len() > 1 {
             record.pcap = record
                 .pcap
                 .as_deref()
@@ -107,6 +137,16 @@ pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         let row_name = match (scenario, &plan.label) {
             (Some(sc), _) => Some(sc.spec.clone()),
             (None, label) => label.clone(),
+        };
+        let row_name = match (count, row_name) {
+            (Some(n), name) => {
+                let t = format!("{n} tunnel{}", if *n == 1 { "" } else { "s" });
+                Some(match name {
+                    Some(name) => format!("{name}, {t}"),
+                    None => t,
+                })
+            }
+            (None, name) => name,
         };
         let rows = rows(&plan, &s)?;
         s.ready()?;

@@ -6,6 +6,7 @@
 
 use crate::error::Result;
 use crate::exit::Outcome;
+use crate::recorder::JsonWrap;
 use crate::scenario_bed::{numbered, outer_frame, prepare, record_of, traffic_checks};
 use crate::throughput::{measure, Extras, Rfc2544Plan};
 use linerate_lab::scenario::{Applied, Scenario};
@@ -17,6 +18,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 pub fn run(plan: Rfc2544Plan, interrupt: &AtomicBool) -> Result<Outcome> {
     linerate_lab::check_environment()?;
+    if plan.tunnel_counts.len() > 1 {
+        return by_tunnels(&plan, interrupt);
+    }
     let scenarios = &plan.scenarios;
     let comparison = scenarios.len() > 1;
     let mut reports: Vec<Rfc2544Report> = Vec::new();
@@ -26,7 +30,12 @@ pub fn run(plan: Rfc2544Plan, interrupt: &AtomicBool) -> Result<Outcome> {
             outcome = Outcome::Interrupted("results measured so far were kept".into());
             break;
         }
-        let (o, rep) = match run_one(&plan, scenario, i, interrupt, &reports, comparison) {
+        let before: Vec<serde_json::Value> = reports
+            .iter()
+            .map(|r| serde_json::to_value(r).expect("reports serialize"))
+            .collect();
+        let wrap: JsonWrap = Box::new(move |rep| json_file(&before, rep, comparison));
+        let (o, rep) = match run_one(&plan, scenario, i, interrupt, wrap, comparison) {
             Ok(done) => done,
             Err(e) => {
                 // What the scenarios before measured stays on screen (and
@@ -62,7 +71,7 @@ fn run_one(
     scenario: &Scenario,
     index: usize,
     interrupt: &AtomicBool,
-    earlier: &[Rfc2544Report],
+    wrap: JsonWrap,
     comparison: bool,
 ) -> Result<(Outcome, Rfc2544Report)> {
     let (applied, mut bed) = prepare(&plan.bed, plan.max_frame_len(), scenario, index)?;
@@ -79,14 +88,8 @@ fn run_one(
     if comparison {
         recording.pcap = recording.pcap.as_deref().map(|p| numbered(p, index + 1));
     }
-    let before: Vec<serde_json::Value> = earlier
-        .iter()
-        .map(|r| serde_json::to_value(r).expect("reports serialize"))
-        .collect();
-    let mut recorder = crate::recorder::Recorder::open(&recording)?.json_wrapped(
-        plan.json.as_deref(),
-        Box::new(move |rep| json_file(&before, rep, comparison)),
-    );
+    let mut recorder =
+        crate::recorder::Recorder::open(&recording)?.json_wrapped(plan.json.as_deref(), wrap);
     let (outcome, mut rep) = measure(plan, &mut bed, extras, &mut recorder, interrupt)?;
 
     // After traffic: did it really go through the scenario?
@@ -116,6 +119,52 @@ fn run_one(
     recorder.finish_as(matches!(outcome, Outcome::Interrupted(_)))?;
     drop(applied);
     Ok((outcome, rep))
+}
+
+/// `--tunnels 1,10,100` on one scenario (vpn-gateway): a fresh lab and
+/// gateway for each count, each printed as its own table, then the counts
+/// side by side (`report::compare_tunnels`).
+fn by_tunnels(plan: &Rfc2544Plan, interrupt: &AtomicBool) -> Result<Outcome> {
+    use crate::commands::rfc2544::{tunnel_runs_json, with_tunnel_run};
+    let scenario = &plan.scenarios[0];
+    let mut runs: Vec<(usize, Rfc2544Report)> = Vec::new();
+    let mut outcome = Outcome::Passed;
+    for (i, &count) in plan.tunnel_counts.iter().enumerate() {
+        if interrupt.load(Ordering::Relaxed) {
+            outcome = Outcome::Interrupted("results measured so far were kept".into());
+            break;
+        }
+        errln!(
+            "linerate: {count} tunnel{} ({} of {} counts)",
+            if count == 1 { "" } else { "s" },
+            i + 1,
+            plan.tunnel_counts.len()
+        );
+        let before = tunnel_runs_json(&runs);
+        let wrap: JsonWrap = Box::new(move |rep| with_tunnel_run(&before, count, rep));
+        let one = plan.with_tunnels(count);
+        let (o, rep) = match run_one(&one, scenario, i, interrupt, wrap, true) {
+            Ok(done) => done,
+            Err(e) => {
+                if !runs.is_empty() {
+                    outp!("{}", report::compare_tunnels::by_tunnels(&runs));
+                }
+                return Err(e);
+            }
+        };
+        outp!("{}", report::throughput_table(&rep));
+        outln!();
+        runs.push((count, rep));
+        if let Outcome::Interrupted(_) = o {
+            outcome = o;
+            break;
+        }
+    }
+    outp!("{}", report::compare_tunnels::by_tunnels(&runs));
+    if let (Some(path), Outcome::Passed) = (&plan.json, &outcome) {
+        errln!("linerate: every trial written to {}", path.display());
+    }
+    Ok(outcome)
 }
 
 /// The traffic checks, skipped (with a note) when no trial forwarded
