@@ -9,6 +9,7 @@ use crate::plan::BedPlan;
 use crate::ports;
 use linerate_lab::scenario::{Applied, IpsecSuite, Scenario, TunnelKind};
 use linerate_lab::Lab;
+use linerate_results::report::thousands;
 use linerate_results::scenario::ScenarioRecord;
 use linerate_wire::overhead::{Auth, Cipher, Encapsulation, WireguardPadding};
 
@@ -95,6 +96,50 @@ pub fn traffic_checks<'a>(
         ]);
     }
     Ok(applied.verify_traffic(lab)?)
+}
+
+/// `--tunnels N` in the lab: the gateway's own view instead of the
+/// scenario's one-tunnel checks (which follow 198.19.1.0/24): charon lists
+/// one installed CHILD_SA per tunnel with linerate's SPIs, and its counts
+/// against linerate's ESP counts so far. None: not many tunnels.
+pub fn tunnel_checks(
+    applied: &Applied,
+    peer: Option<&crate::ipsec::IpsecPeer>,
+) -> Result<Option<Vec<String>>> {
+    let Some((peer, t)) = peer.and_then(|p| p.record.tunnels.as_ref().map(|t| (p, t))) else {
+        return Ok(None);
+    };
+    let sas = applied.ipsec_sa_counters()?;
+    let ours: Vec<_> = sas
+        .iter()
+        .filter(|s| s.state == "INSTALLED" && t.spi_out.contains(&s.spi_in))
+        .collect();
+    let counts = peer.counts();
+    let sent: u64 = counts.sent.packets;
+    let received: u64 = counts.received.packets;
+    let (gw_in, gw_out): (u64, u64) = ours
+        .iter()
+        .fold((0, 0), |(i, o), s| (i + s.packets_in, o + s.packets_out));
+    let mut checks = vec![format!(
+        "charon lists {} installed CHILD_SAs with linerate's SPIs, of the {} tunnels",
+        thousands(ours.len() as u64),
+        thousands(t.count as u64)
+    )];
+    checks.push(format!(
+        "over the run charon decrypted {} ESP packets of the {} linerate sent, and encrypted {} of which linerate decrypted {}",
+        thousands(gw_in),
+        thousands(sent),
+        thousands(gw_out),
+        thousands(received)
+    ));
+    if ours.len() != t.count {
+        bail!(
+            Failed,
+            "the gateway does not list every tunnel: {}",
+            checks[0]
+        );
+    }
+    Ok(Some(checks))
 }
 
 /// The frame on the WAN link for an inner IP packet of `l3` bytes: the

@@ -34,8 +34,13 @@ pub fn by_tunnels(runs: &[(usize, Rfc2544Report)]) -> String {
         .unwrap_or_else(|| "RFC 2544 throughput".to_string());
     let _ = writeln!(
         out,
-        "Frame rate with {} tunnels   {what}, loss allowed {} %, trial {} s",
+        "Frame rate with {} tunnel{}   {what}, loss allowed {} %, trial {} s",
         counts.join(" / "),
+        if runs.len() == 1 && *first_count == 1 {
+            ""
+        } else {
+            "s"
+        },
         trim_number(first.allowed_loss_ratio * 100.0),
         trim_number(first.trial_duration_s),
     );

@@ -12,7 +12,7 @@ use crate::plan::BedPlan;
 use crate::plan::DutPlan;
 use crate::recorder::RecordPlan;
 use crate::recorder::Recorder;
-use crate::scenario_bed::{prepare, record_of, traffic_checks};
+use crate::scenario_bed::{prepare, record_of, traffic_checks, tunnel_checks};
 use crate::sizes::each_size;
 use linerate_lab::scenario::{Applied, Scenario};
 use linerate_method::frame_loss::{self, Load};
@@ -163,7 +163,10 @@ pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
             let done = rep.series[first_row..]
                 .iter()
                 .flat_map(|row| row.points.iter().map(|p| &p.trial));
-            record.traffic_checks = traffic_checks(a, lab, done)?;
+            record.traffic_checks = match tunnel_checks(a, s.bed.ipsec.as_ref())? {
+                Some(checks) => checks,
+                None => traffic_checks(a, lab, done)?,
+            };
             for row in &mut rep.series[first_row..] {
                 row.scenario = Some(record.clone());
             }

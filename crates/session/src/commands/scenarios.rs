@@ -7,7 +7,9 @@
 use crate::error::Result;
 use crate::exit::Outcome;
 use crate::recorder::JsonWrap;
-use crate::scenario_bed::{numbered, outer_frame, prepare, record_of, traffic_checks};
+use crate::scenario_bed::{
+    numbered, outer_frame, prepare, record_of, traffic_checks, tunnel_checks,
+};
 use crate::throughput::{measure, Extras, Rfc2544Plan};
 use linerate_lab::scenario::{Applied, Scenario};
 use linerate_lab::Lab;
@@ -97,7 +99,10 @@ fn run_one(
         .lab
         .as_ref()
         .expect("a scenario's test bed holds its lab");
-    record.traffic_checks = verify_traffic(&applied, lab, &rep)?;
+    record.traffic_checks = match tunnel_checks(&applied, bed.ipsec.as_ref())? {
+        Some(checks) => checks,
+        None => verify_traffic(&applied, lab, &rep)?,
+    };
     for check in &record.traffic_checks {
         errln!("linerate:   seen: {check}");
     }

@@ -1,0 +1,365 @@
+//! `--ipsec --tunnels N`: linerate emulates N VPN peers on port B of a
+//! gateway built by hand (not by linerate's lab code): `common::
+//! plain_router`'s namespaces with strongSwan's charon in the router
+//! namespace, one connection that takes any peer of 198.19.0.0/24 and any
+//! network of 198.19.128.0/17 behind it. Every peer has its own IKE SA and
+//! CHILD_SA for its own slice of 198.19.128.0/17; a trial's frames are
+//! spread evenly over the tunnels.
+//!
+//! - Decryption and encryption, TUNNELS tunnels each: every tunnel carries
+//!   its exact share, and linerate's per-tunnel counts (its ESP SAs' and
+//!   the test frames') agree with charon's own per CHILD_SA (its
+//!   `child-updown` events carry each CHILD_SA's final packets-in/out, as
+//!   in ipsec_peer.rs), with the router's LAN-side counters (an nftables
+//!   counter on ra) and its ipsec0 device; afterwards no SA is left on the
+//!   gateway and no address on port B.
+//! - A gateway that refuses some peers (its connection takes only the
+//!   first half of the addresses): the measurement is refused in one line
+//!   naming how many failed and why, exit 2, nothing left behind.
+//!
+//! Root only; needs strongSwan (scripts/setup.sh). Run with
+//! --test-threads=1.
+
+mod common;
+
+use common::strongswan::*;
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+const GATEWAY: &str = "198.19.0.1";
+const LAN: &str = "198.18.0.0/24";
+/// The network behind linerate, split into one slice per tunnel.
+const TUNNEL_NETS: &str = "198.19.128.0/17";
+/// Tunnels of each run: charon (user space, kernel-libipsec) sets up about
+/// 20 a second here with x25519.
+const TUNNELS: u64 = 100;
+/// Frames of a 1-s trial: 50 per tunnel.
+const FRAMES: u64 = 5000;
+const IKE: &str = "aes128-sha256-x25519";
+
+fn many_conn(peers: &str) -> Conn {
+    Conn {
+        name: "many".into(),
+        local_addr: GATEWAY.into(),
+        remote_addr: peers.into(),
+        proposals: "aes128-sha256-x25519, default".into(),
+        local_id: GATEWAY.into(),
+        remote_id: "%any".into(),
+        local_ts: LAN.into(),
+        remote_ts: TUNNEL_NETS.into(),
+        esp_proposals: "aes256gcm16".into(),
+    }
+}
+
+struct Bed {
+    charon: Charon,
+    _reaper: ProcessReaper,
+    t: String,
+    r: String,
+    psk: TempFile,
+    _guard: NetnsGuard,
+}
+
+impl Bed {
+    fn new(tag: &str, peers: &str) -> Bed {
+        let (t, r, guard) = plain_router(tag);
+        for ns in [&t, &r] {
+            sh(
+                "ip",
+                &[
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-qw",
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                ],
+            );
+        }
+        sh("ip", &["-n", &r, "link", "set", "lo", "up"]);
+        // The gateway's LAN side, counted: UDP test frames out of ra
+        // (decrypted) and into it (to be encrypted).
+        nft_load(
+            &r,
+            "table ip lan {\n  chain out {\n    type filter hook postrouting priority 0;\n    oifname \"ra\" meta l4proto udp counter\n  }\n  chain in {\n    type filter hook prerouting priority 0;\n    iifname \"ra\" meta l4proto udp counter\n  }\n}\n",
+        );
+        let key = linerate_helper::random_hex(16).unwrap();
+        let charon = Charon::start(&r, &[many_conn(peers)], &key);
+        let psk = TempFile::new("tunnels-psk");
+        std::fs::write(&psk.0, format!("{key}\n")).unwrap();
+        std::fs::set_permissions(&psk.0, std::fs::Permissions::from_mode(0o600)).unwrap();
+        Bed {
+            charon,
+            _reaper: ProcessReaper(vec![t.clone(), r.clone()]),
+            t,
+            r,
+            psk,
+            _guard: guard,
+        }
+    }
+
+    fn trial(&self, extra: &[&str]) -> Run {
+        let mut args = vec!["trial", "--no-db"];
+        args.extend_from_slice(&HOSTS);
+        args.extend_from_slice(&[
+            "--ipsec",
+            "--psk-file",
+            self.psk.arg(),
+            "--remote-net",
+            TUNNEL_NETS,
+            "--ike",
+            IKE,
+        ]);
+        args.extend_from_slice(extra);
+        linerate_in(&self.t, &args)
+    }
+
+    fn assert_nothing_left(&self, run: &Run) {
+        let addrs = sh("ip", &["-n", &self.t, "-4", "addr", "show", "dev", "tb"]);
+        assert!(
+            addrs.trim().is_empty(),
+            "port B kept addresses:\n{addrs}\n{}",
+            run.dump()
+        );
+        let left = wait_no_processes(std::slice::from_ref(&self.t), Duration::from_secs(3));
+        assert!(left.is_empty(), "processes left: {left:?}\n{}", run.dump());
+        let sas = self.charon.wait_no_sas();
+        assert!(
+            sas.is_empty(),
+            "the gateway kept {} IKE SAs (no Delete arrived)\n{}",
+            sas.len(),
+            run.dump()
+        );
+    }
+}
+
+/// Frames the gateway's kernel dropped on their way to or from charon (as
+/// in ipsec_peer.rs): then counts may differ by those, else exactly.
+fn gateway_drops(ns: &str) -> u64 {
+    let snmp = sh("ip", &["netns", "exec", ns, "cat", "/proc/net/snmp"]);
+    let udp: Vec<&str> = snmp.lines().filter(|l| l.starts_with("Udp:")).collect();
+    let (names, values) = (udp[0].split_whitespace(), udp[1].split_whitespace());
+    let rcvbuf = names
+        .zip(values)
+        .find(|(n, _)| *n == "RcvbufErrors")
+        .and_then(|(_, v)| v.parse::<u64>().ok())
+        .expect("Udp RcvbufErrors");
+    let out = sh("ip", &["-n", ns, "-s", "-j", "link", "show", "ipsec0"]);
+    let link: serde_json::Value = serde_json::from_str(&out).expect("ip -j");
+    rcvbuf + link[0]["stats64"]["tx"]["dropped"].as_u64().unwrap_or(0)
+}
+
+/// The tunnel of a CHILD_SA: its remote traffic selector is slice `i` of
+/// 198.19.128.0/17 (`/24` each for 100 tunnels: 128 slices).
+fn tunnel_of(child: &Vici, slice_bits: u32) -> usize {
+    let Some(Vici::List(ts)) = child.get("remote-ts") else {
+        panic!("no remote-ts in {child:?}")
+    };
+    let (addr, _) = ts[0].split_once('/').expect("a network");
+    let addr: std::net::Ipv4Addr = addr.parse().unwrap();
+    let first = u32::from(std::net::Ipv4Addr::new(198, 19, 128, 0));
+    ((u32::from(addr) - first) >> (32 - slice_bits)) as usize
+}
+
+/// One `trial --tunnels TUNNELS` in `direction`, checked tunnel by tunnel
+/// against charon.
+fn carry(bed: &Bed, direction: &str) {
+    let what = format!("--tunnels {TUNNELS} --direction {direction}");
+    let monitor = bed.charon.monitor();
+    let drops0 = gateway_drops(&bed.r);
+    let lan0 = nft_counters(&bed.r);
+    let (tun_rx0, tun_tx0) = link_packets(&bed.r, "ipsec0");
+    let json = TempFile::new("tunnels-trial");
+    let n = TUNNELS.to_string();
+    let run = bed.trial(&[
+        "--tunnels",
+        &n,
+        "--direction",
+        direction,
+        "--frame-size",
+        "128",
+        "--rate",
+        &format!("{FRAMES}fps"),
+        "--duration",
+        "1s",
+        "--json",
+        json.arg(),
+    ]);
+    let drops = gateway_drops(&bed.r) - drops0;
+    let v = json.json();
+    assert_eq!(
+        run.code,
+        if drops > 0 { 1 } else { 0 },
+        "{what}: {}\n",
+        run.dump()
+    );
+    assert_trial_consistent(&v);
+    assert_eq!(u(&v, "tx_frames"), FRAMES, "{what}: {v}");
+    assert_eq!(
+        u(&v, "lost_frames"),
+        drops,
+        "{what}: lost = the gateway's drops"
+    );
+    // Each tunnel its share.
+    let tunnels = v["tunnels"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: no per-tunnel counts: {v}"));
+    assert_eq!(tunnels.len() as u64, TUNNELS, "{what}");
+    let rx: Vec<u64> = tunnels.iter().map(|t| u(t, "rx")).collect();
+    for (i, t) in tunnels.iter().enumerate() {
+        assert_eq!(u(t, "tx"), FRAMES / TUNNELS, "{what}: tunnel {i}: {t}");
+    }
+    assert_eq!(rx.iter().sum::<u64>(), u(&v, "rx_frames"), "{what}");
+    let esp = v["esp"]["per_tunnel"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: no per-tunnel ESP counts: {}", v["esp"]));
+    assert_eq!(esp.len() as u64, TUNNELS, "{what}");
+    let esp: Vec<(u64, u64)> = esp
+        .iter()
+        .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
+        .collect();
+    // The stderr names each tunnel's spread.
+    assert!(
+        run.stdout.contains(&format!("{TUNNELS} tunnels")),
+        "{what}: no per-tunnel line:\n{}",
+        run.dump()
+    );
+
+    // charon's CHILD_SAs as they went down, one per tunnel.
+    let slice_bits = 17 + (TUNNELS as f64).log2().ceil() as u32;
+    let wanted = TUNNELS as usize;
+    let downs = || -> Vec<ChildEvent> {
+        monitor
+            .events()
+            .iter()
+            .flat_map(ChildEvent::of)
+            .filter(|c| !c.up)
+            .collect()
+    };
+    let start = std::time::Instant::now();
+    while downs().len() < wanted && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let downs = downs();
+    assert_eq!(downs.len(), wanted, "{what}: CHILD_SAs down");
+    let mut seen = vec![false; wanted];
+    let mut gw_out_all = Vec::new();
+    let listed: Vec<(usize, u64, u64)> = downs
+        .iter()
+        .map(|d| {
+            (
+                tunnel_of(&d.child, slice_bits),
+                d.child.number("packets-in"),
+                d.child.number("packets-out"),
+            )
+        })
+        .collect();
+    let _ = listed;
+    for d in &downs {
+        let i = tunnel_of(&d.child, slice_bits);
+        assert!(
+            i < wanted && !seen[i],
+            "{what}: CHILD_SA of tunnel {i} twice or beyond"
+        );
+        seen[i] = true;
+        let (gw_in, gw_out) = (d.child.number("packets-in"), d.child.number("packets-out"));
+        let peer = format!("198.19.0.{}", 2 + i);
+        assert_eq!(d.ike.text("remote-host"), peer, "{what}: tunnel {i}'s peer");
+        match direction {
+            "decrypt" => {
+                // linerate encrypted, the gateway decrypted, port A got.
+                assert_eq!(esp[i].0, FRAMES / TUNNELS, "{what}: tunnel {i}");
+                if drops == 0 {
+                    assert_eq!(gw_in, esp[i].0, "{what}: tunnel {i}: charon's packets-in");
+                }
+                assert_eq!(gw_in, rx[i], "{what}: tunnel {i}: received at port A");
+                assert_eq!(gw_out, 0, "{what}: tunnel {i}");
+            }
+            _ => {
+                // The gateway encrypted, linerate decrypted on this SA.
+                assert_eq!(esp[i].1, FRAMES / TUNNELS, "{what}: tunnel {i}");
+                assert_eq!(esp[i].1, rx[i], "{what}: tunnel {i}");
+                assert_eq!(gw_in, 0, "{what}: tunnel {i}");
+                gw_out_all.push((i, gw_out));
+            }
+        }
+    }
+    // The LAN side and the tunnel device count the same frames.
+    let lan1 = nft_counters(&bed.r);
+    let (lan_out, lan_in) = (lan1[0] - lan0[0], lan1[1] - lan0[1]);
+    if direction == "encrypt" {
+        // Before the trial the engine sends learning frames to the
+        // destinations of the spread (RFC 2544 section 23), which the
+        // gateway encrypts too: charon's packets-out of each CHILD_SA is
+        // the trial's frames of the tunnel (what linerate decrypted) and
+        // an equal share of those, exactly.
+        let learning = lan_in - FRAMES;
+        assert_eq!(
+            learning % TUNNELS,
+            0,
+            "{what}: learning frames spread evenly: {learning}"
+        );
+        for &(i, out) in &gw_out_all {
+            assert_eq!(
+                out,
+                esp[i].1 + learning / TUNNELS,
+                "{what}: tunnel {i}: charon's packets-out against linerate's decrypted and the learning frames ({learning} in all)"
+            );
+        }
+    }
+    let (tun_rx1, tun_tx1) = link_packets(&bed.r, "ipsec0");
+    let total_rx = u(&v, "rx_frames");
+    match direction {
+        "decrypt" => {
+            assert_eq!(lan_out, total_rx, "{what}: frames out of the LAN port");
+            assert_eq!(tun_rx1 - tun_rx0, total_rx, "{what}: ipsec0 rx");
+        }
+        _ => {
+            // Every frame into the LAN port was routed into ipsec0.
+            assert_eq!(tun_tx1 - tun_tx0, lan_in, "{what}: ipsec0 tx");
+            assert_eq!(total_rx, FRAMES - drops, "{what}");
+        }
+    }
+    bed.assert_nothing_left(&run);
+}
+
+#[test]
+fn every_tunnel_carries_its_share_and_the_gateway_counts_the_same() {
+    if !root_or_skip("every_tunnel_carries_its_share_and_the_gateway_counts_the_same") {
+        return;
+    }
+    let bed = Bed::new("tn", "198.19.0.0/24");
+    for direction in ["decrypt", "encrypt"] {
+        carry(&bed, direction);
+    }
+}
+
+/// A gateway that takes only some of the peers (198.19.0.0/27: .2 to .31
+/// of .2 to .41): the rest fail, the run is refused in one line
+/// naming how many and the gateway's answer, and nothing is left.
+#[test]
+fn tunnels_that_do_not_come_up_refuse_the_measurement() {
+    if !root_or_skip("tunnels_that_do_not_come_up_refuse_the_measurement") {
+        return;
+    }
+    let bed = Bed::new("tf", "198.19.0.0/27");
+    let run = bed.trial(&[
+        "--tunnels",
+        "40",
+        "--frame-size",
+        "128",
+        "--rate",
+        "1000fps",
+        "--duration",
+        "1s",
+    ]);
+    assert_bad_input(&run);
+    assert!(
+        run.stderr.contains("10 of 40 tunnels did not come up"),
+        "{}",
+        run.dump()
+    );
+    bed.assert_nothing_left(&run);
+}
