@@ -52,6 +52,8 @@ def trial(
     ipsec_remote_id: Optional[Value] = None,
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
+    tunnels: Optional[Value] = None,
+    peer_addrs: Optional[Value] = None,
     sizes: Optional[Sequence[Value]] = None,
     frame_size: Optional[Sequence[Value]] = None,
     l3_length: Optional[Sequence[Value]] = None,
@@ -110,6 +112,8 @@ def trial(
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
+        tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
+        peer_addrs: With --tunnels: the peers' outer addresses, FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab's gateway routes to port B)
         sizes: Frame sizes in bytes, FCS included (64..9018), e.g. 64,512,1518
         frame_size: Frame sizes in bytes, FCS included (64..9018), e.g. 64,512,1518
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
@@ -168,6 +172,8 @@ def rfc2544(
     ipsec_remote_id: Optional[Value] = None,
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
+    tunnels: Optional[Value] = None,
+    peer_addrs: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
     udp_payload: Optional[Sequence[Value]] = None,
     imix: Optional[Sequence[Value]] = None,
@@ -232,6 +238,8 @@ def rfc2544(
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
+        tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
+        peer_addrs: With --tunnels: the peers' outer addresses, FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab's gateway routes to port B)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
         imix: Frame-size mixes instead: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1); several as imix0,imix1,imix2 or by repeating --imix
@@ -296,6 +304,8 @@ def mlrsearch(
     ipsec_remote_id: Optional[Value] = None,
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
+    tunnels: Optional[Value] = None,
+    peer_addrs: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
     udp_payload: Optional[Sequence[Value]] = None,
     imix: Optional[Sequence[Value]] = None,
@@ -358,6 +368,8 @@ def mlrsearch(
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
+        tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
+        peer_addrs: With --tunnels: the peers' outer addresses, FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab's gateway routes to port B)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
         imix: Frame-size mixes instead: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1); several as imix0,imix1,imix2 or by repeating --imix
@@ -420,6 +432,8 @@ def loss(
     ipsec_remote_id: Optional[Value] = None,
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
+    tunnels: Optional[Value] = None,
+    peer_addrs: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
     udp_payload: Optional[Sequence[Value]] = None,
     imix: Optional[Sequence[Value]] = None,
@@ -485,6 +499,8 @@ def loss(
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
+        tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
+        peer_addrs: With --tunnels: the peers' outer addresses, FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab's gateway routes to port B)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
         imix: Frame-size mixes instead: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1); several as imix0,imix1,imix2 or by repeating --imix
@@ -550,6 +566,8 @@ def latency(
     ipsec_remote_id: Optional[Value] = None,
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
+    tunnels: Optional[Value] = None,
+    peer_addrs: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
     udp_payload: Optional[Sequence[Value]] = None,
     imix: Optional[Sequence[Value]] = None,
@@ -613,6 +631,8 @@ def latency(
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
+        tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
+        peer_addrs: With --tunnels: the peers' outer addresses, FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab's gateway routes to port B)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
         imix: Frame-size mixes instead: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1); several as imix0,imix1,imix2 or by repeating --imix
@@ -676,6 +696,8 @@ def back_to_back(
     ipsec_remote_id: Optional[Value] = None,
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
+    tunnels: Optional[Value] = None,
+    peer_addrs: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
     udp_payload: Optional[Sequence[Value]] = None,
     imix: Optional[Sequence[Value]] = None,
@@ -737,6 +759,8 @@ def back_to_back(
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
+        tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
+        peer_addrs: With --tunnels: the peers' outer addresses, FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab's gateway routes to port B)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
         udp_payload: UDP payload sizes instead of frame sizes (as LanTraffic and iperf count; 1472 is the largest unfragmented on a 1500-byte MTU)
         imix: Frame-size mixes instead: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1); several as imix0,imix1,imix2 or by repeating --imix
@@ -798,6 +822,8 @@ def cpu_target(
     ipsec_remote_id: Optional[Value] = None,
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
+    tunnels: Optional[Value] = None,
+    peer_addrs: Optional[Value] = None,
     target: Optional[Value] = None,
     tolerance: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
@@ -859,6 +885,8 @@ def cpu_target(
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
+        tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
+        peer_addrs: With --tunnels: the peers' outer addresses, FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab's gateway routes to port B)
         target: The DUT CPU load (total) to hold: 75% or 0.75 (N% is percent, a bare number a ratio)
         tolerance: How close to the target counts as reached, in percentage points
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
