@@ -1654,6 +1654,87 @@ fn ipsec_options_outside_their_mode() {
     mentions(&run, &["--ipsec", "IPv4"]);
 }
 
+/// `--tunnels` on a packet command: a count of 0, without --ipsec, with a
+/// --range on the field the tunnels are spread over, more tunnels than
+/// --remote-net can slice, a list where one run is made, --peer-addrs for
+/// one tunnel: each one line, before anything is touched.
+#[test]
+fn tunnels_on_packet_commands_are_checked() {
+    let ipsec = |extra: &[&'static str]| {
+        let mut v = vec!["--rate", "1000fps", "--frame-size", "128", "--ipsec"];
+        v.extend_from_slice(&["--psk-file", "/nonexistent/psk"]);
+        v.extend_from_slice(&["--remote-net", "198.19.128.0/17"]);
+        v.extend_from_slice(extra);
+        trial_args(&v)
+    };
+    let run = expect_error(None, &ipsec(&["--tunnels", "0"]));
+    mentions(&run, &["--tunnels 0", "1 to 10,000"]);
+    let run = expect_error(None, &trial_args(&["--rate", "1000fps", "--tunnels", "10"]));
+    mentions(&run, &["--tunnels", "--ipsec"]);
+    let run = expect_error(
+        None,
+        &ipsec(&[
+            "--tunnels",
+            "10",
+            "--range",
+            "src-ip=198.19.128.2..198.19.128.9",
+        ]),
+    );
+    mentions(
+        &run,
+        &["--range src-ip", "--tunnels", "leave that --range out"],
+    );
+    let run = expect_error(
+        None,
+        &ipsec(&[
+            "--tunnels",
+            "10",
+            "--direction",
+            "encrypt",
+            "--range",
+            "dst-ip=198.19.128.2..198.19.128.9",
+        ]),
+    );
+    mentions(&run, &["--range dst-ip"]);
+    let run = expect_error(
+        None,
+        &trial_args(&[
+            "--rate",
+            "1000fps",
+            "--ipsec",
+            "--psk-file",
+            "/nonexistent/psk",
+            "--remote-net",
+            "198.19.1.0/24",
+            "--tunnels",
+            "300",
+        ]),
+    );
+    mentions(
+        &run,
+        &[
+            "--remote-net 198.19.1.0/24",
+            "too few for 300 tunnels",
+            "/23",
+        ],
+    );
+    let run = expect_error(None, &ipsec(&["--tunnels", "1,10"]));
+    mentions(&run, &["--tunnels 1,10", "rfc2544 and loss"]);
+    let run = expect_error(None, &ipsec(&["--peer-addrs", "198.19.0.10-198.19.0.20"]));
+    mentions(&run, &["--peer-addrs", "--tunnels above 1"]);
+    let run = expect_error(
+        None,
+        &[
+            "rfc2544",
+            "--scenario",
+            "vpn-gateway,wan-lan",
+            "--tunnels",
+            "1,10",
+        ],
+    );
+    mentions(&run, &["--tunnels 1,10", "one --scenario"]);
+}
+
 // ---- linerate tunnels: refused when the plan is made, nothing touched ----
 
 /// `tunnels` on a port B that does not exist, with `extra` appended.
