@@ -363,3 +363,65 @@ fn tunnels_that_do_not_come_up_refuse_the_measurement() {
     );
     bed.assert_nothing_left(&run);
 }
+
+/// The lab's vpn-gateway with `rfc2544 --tunnels 1,10`: one run per count
+/// (1 tunnel from 198.19.0.2, 10 from 198.19.64.1 upward), each its own
+/// table, then the table by tunnel count; the JSON holds both runs, the
+/// 10-tunnel one with its peers, SPIs and per-tunnel counts of every trial
+/// summing to the trial's; no lab left.
+#[test]
+fn the_lab_gateway_is_compared_over_tunnel_counts() {
+    if !root_or_skip("the_lab_gateway_is_compared_over_tunnel_counts") {
+        return;
+    }
+    let before = netns_list();
+    let json = TempFile::new("tunnels-lab");
+    let run = linerate(&[
+        "rfc2544",
+        "--no-db",
+        "--scenario",
+        "vpn-gateway",
+        "--tunnels",
+        "1,10",
+        "--sizes",
+        "64",
+        "--trial-duration",
+        "1s",
+        "--resolution",
+        "5%",
+        "--max-rate",
+        "1%",
+        "--json",
+        json.arg(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.dump());
+    assert!(
+        run.stdout.contains("Frame rate with 1 / 10 tunnels"),
+        "{}",
+        run.dump()
+    );
+    assert!(run.stdout.contains("10 tunnels"), "{}", run.dump());
+    let v = json.json();
+    let runs = v["tunnels"].as_array().expect("tunnels runs");
+    assert_eq!(runs.len(), 2, "{v}");
+    assert_eq!(u(&runs[1], "count"), 10);
+    let ipsec = &runs[1]["report"]["ipsec"]["tunnels"];
+    assert_eq!(u(ipsec, "count"), 10, "{ipsec}");
+    assert_eq!(ipsec["first_peer"], "198.19.64.1", "{ipsec}");
+    assert_eq!(ipsec["spi_out"].as_array().map(Vec::len), Some(10));
+    for r in runs[1]["report"]["results"].as_array().unwrap() {
+        for t in r["trials"].as_array().unwrap() {
+            let per: Vec<(u64, u64)> = t["tunnels"]
+                .as_array()
+                .expect("per-tunnel counts")
+                .iter()
+                .map(|x| (u(x, "tx"), u(x, "rx")))
+                .collect();
+            assert_eq!(per.len(), 10);
+            assert_eq!(per.iter().map(|p| p.0).sum::<u64>(), u(t, "tx_frames"));
+            assert_eq!(per.iter().map(|p| p.1).sum::<u64>(), u(t, "rx_frames"));
+        }
+    }
+    let left = new_lr_netns(&before, &netns_list());
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
