@@ -176,9 +176,12 @@ impl Slices {
     }
 }
 
+/// Port B's ESP transforms: sending (encrypting) and receiving.
+pub type Transforms = (Box<dyn SendTransform>, Box<dyn ReceiveTransform>);
+
 /// The ESP keys until the engine takes them.
 enum Keys {
-    One(Outbound, Inbound),
+    One(Box<(Outbound, Inbound)>),
     /// Per tunnel: the outbound SA and its peer's address; the inbound SA.
     Many(Vec<(Outbound, Ipv4Addr)>, Vec<Inbound>),
 }
@@ -308,7 +311,7 @@ impl IpsecPeer {
         peer.record.spi_out = child.outbound.spi;
         peer.record.spi_in = child.inbound.spi;
         peer.record.ike = session.ike_suite().to_string();
-        peer.keys = Some(Keys::One(outbound, inbound));
+        peer.keys = Some(Keys::One(Box::new((outbound, inbound))));
         peer.session = Some(session);
         // The kernel takes no part in the trials' ESP traffic.
         peer.address_off();
@@ -523,12 +526,11 @@ impl IpsecPeer {
     }
 
     /// The engine's ESP transforms, once: the keys move into them.
-    pub fn transforms(
-        &mut self,
-    ) -> Result<Option<(Box<dyn SendTransform>, Box<dyn ReceiveTransform>)>> {
+    pub fn transforms(&mut self) -> Result<Option<Transforms>> {
         match self.keys.take() {
             None => Ok(None),
-            Some(Keys::One(outbound, inbound)) => {
+            Some(Keys::One(keys)) => {
+                let (outbound, inbound) = *keys;
                 let send = EspSend::new(
                     outbound,
                     self.record.peer,

@@ -121,7 +121,7 @@ pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
                 .map(|p| crate::scenario_bed::numbered(p, index + 1));
         }
         let mut recorder = Recorder::open(&record)?.json_file(json);
-        let (applied, mut s) = open(&plan, *scenario, index)?;
+        let (applied, mut s) = open(plan, *scenario, index)?;
         let rep = rep.get_or_insert_with(|| FrameLossReport {
             run: s.run.clone(),
             mode: mode.to_string(),
@@ -148,11 +148,11 @@ pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
             }
             (None, name) => name,
         };
-        let rows = rows(&plan, &s)?;
+        let rows = rows(plan, &s)?;
         s.ready()?;
         recorder.begin(s.record_info("loss", &plan.frames, plan.duration.as_secs_f64()))?;
         let first_row = rep.series.len();
-        let stopped = measure(rows, &plan, &mut s, &mut recorder, row_name, rep, interrupt);
+        let stopped = measure(rows, plan, &mut s, &mut recorder, row_name, rep, interrupt);
         if let (Some(sc), Some(a)) = (scenario, &applied) {
             // After traffic: did it really go through the configuration?
             let mut record = record_of(sc, a);
