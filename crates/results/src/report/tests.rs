@@ -599,7 +599,7 @@ fn throughput_is_compared_over_tunnel_counts() {
         "{t}"
     );
     let lines: Vec<&str> = t.lines().collect();
-    let header = lines.iter().find(|l| l.starts_with("Frame ")).unwrap();
+    let header = lines.iter().find(|l| l.starts_with("Frame  IP len")).unwrap();
     let row = lines
         .iter()
         .find(|l| l.trim_start().starts_with("64 "))
