@@ -599,7 +599,10 @@ fn throughput_is_compared_over_tunnel_counts() {
         "{t}"
     );
     let lines: Vec<&str> = t.lines().collect();
-    let header = lines.iter().find(|l| l.starts_with("Frame  IP len")).unwrap();
+    let header = lines
+        .iter()
+        .find(|l| l.starts_with("Frame  IP len"))
+        .unwrap();
     let row = lines
         .iter()
         .find(|l| l.trim_start().starts_with("64 "))
