@@ -146,7 +146,9 @@ impl Error {
                 | En::TooManyTxThreads { .. }
                 | En::DropTestBidirectional
                 | En::DropTestSourceRange
-                | En::DropTestFamily(_) => BadInput,
+                | En::DropTestFamily(_)
+                | En::TransformUnsupported { .. }
+                | En::TunnelsInKernel { .. } => BadInput,
                 #[allow(unreachable_patterns)]
                 _ => Failed,
             },
@@ -349,6 +351,9 @@ mod tests {
             Error::from(linerate_engine::EngineError::Interrupted).kind(),
             Kind::Failed
         );
+        // An option the engine cannot serve on that port: usage, exit 2.
+        let kernel = linerate_engine::EngineError::TunnelsInKernel { port: "b0".into() };
+        assert_eq!(Error::from(kernel).kind(), Kind::BadInput);
     }
 
     #[test]
