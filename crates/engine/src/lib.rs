@@ -364,13 +364,15 @@ impl Engine {
         let quiet = AtomicBool::new(false);
         self.run(None, &quiet)?;
         if let Some(r) = self.cfg.flows.range(linerate_wire::flows::Field::DstIp) {
-            // inc/dec visit every address once per span; random needs
+            // inc/dec visit each of their distinct addresses once per
+            // period (a step over a span visits fewer than the span: the
+            // spread over --tunnels one host per tunnel); random needs
             // more draws to hit them all. At least a second of it, so the
             // DUT's ARP requests (and its retries) are answered while the
             // receiver runs, not in the gap before the first trial.
-            let frames = match r.mode {
-                linerate_wire::flows::Mode::Random => 8 * r.span(),
-                _ => 2 * r.span(),
+            let frames = match r.period() {
+                None => 8 * r.span(),
+                Some(distinct) => 2 * distinct,
             }
             .clamp(10_000, 100_000);
             let fps = 10_000.0;

@@ -9,7 +9,7 @@ use crate::receiver::{ipv4_field, Counted};
 use crate::stats::StreamStats;
 use crate::{accounting, xdp, EngineConfig};
 use linerate_results::{TrialResult, TrialSpec, TunnelFrames};
-use linerate_wire::flows::{Field, Mode};
+use linerate_wire::flows::Field;
 use linerate_wire::FrameSet;
 
 /// Frames of traffic class `class` among those of generator threads that
@@ -172,8 +172,7 @@ pub(crate) fn tunnel_tx(
     // frames, the sizes every sequence's length.
     let flow_period = match range {
         None => Some(1),
-        Some(r) if r.mode == Mode::Random => None,
-        Some(r) => Some(r.span() / gcd(r.step % r.span(), r.span())),
+        Some(r) => r.period(),
     };
     let period = flow_period
         .and_then(|p| lcm(p, frames.sequence().len() as u64))
@@ -212,16 +211,8 @@ pub(crate) fn tunnel_tx(
     out
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
 fn lcm(a: u64, b: u64) -> Option<u64> {
-    (a / gcd(a, b).max(1)).checked_mul(b)
+    (a / linerate_wire::flows::gcd(a, b).max(1)).checked_mul(b)
 }
 
 /// Turns the counts of one trial into its result record. With two

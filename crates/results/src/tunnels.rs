@@ -88,7 +88,7 @@ impl SetupTimes {
 
 /// One tunnel's test frames (`--traffic`), in peer order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TunnelFrames {
+pub struct TunnelTraffic {
     pub peer: Ipv4Addr,
     /// Its IKE_SA_INIT sent to its first intact test frame at port A, in
     /// ms; None when none arrived (or it never came up).
@@ -135,7 +135,7 @@ pub struct TrafficRecord {
     /// ended ("up, no traffic through it").
     pub no_traffic: Vec<Ipv4Addr>,
     /// Every tunnel, in peer order.
-    pub tunnels: Vec<TunnelFrames>,
+    pub tunnels: Vec<TunnelTraffic>,
 }
 
 /// What the run asked for.
@@ -720,7 +720,7 @@ mod tests {
                 failed(3, 2.0, "no answer"),
             ],
         );
-        let frames = |n: u8, ttfp_ms, sent, received| TunnelFrames {
+        let frames = |n: u8, ttfp_ms, sent, received| TunnelTraffic {
             peer: Ipv4Addr::new(198, 19, 64, n),
             ttfp_ms,
             sent,

@@ -676,7 +676,7 @@ mod tests {
         let tunnels = rep
             .tunnels
             .iter()
-            .map(|t| linerate_results::tunnels::TunnelFrames {
+            .map(|t| linerate_results::tunnels::TunnelTraffic {
                 peer: t.peer,
                 ttfp_ms: t.setup_ms.map(|s| s + 7.0),
                 sent: 10,

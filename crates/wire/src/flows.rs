@@ -265,6 +265,17 @@ impl FieldRange {
         self.max - self.min + 1
     }
 
+    /// After how many frames the values repeat, which is also how many
+    /// distinct values an inc/dec range takes: span / gcd(step, span) (a
+    /// step of `block` over `count * block` addresses visits `count` of
+    /// them). None for a random range.
+    pub fn period(&self) -> Option<u64> {
+        match self.mode {
+            Mode::Random => None,
+            Mode::Inc | Mode::Dec => Some(self.span() / gcd(self.step % self.span(), self.span())),
+        }
+    }
+
     /// The field's value in frame `n`.
     #[inline]
     pub fn value(&self, n: u64) -> u64 {
@@ -278,6 +289,15 @@ impl FieldRange {
             }
             Mode::Random => self.min + splitmix64(n ^ (self.field as u64) << 56) % span,
         }
+    }
+}
+
+/// The greatest common divisor (gcd(a, 0) = a).
+pub fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 
@@ -396,6 +416,22 @@ fn patch_checksum(frame: &mut [u8], at: usize, delta: u32, udp: bool) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_step_visits_span_over_gcd_distinct_values() {
+        let r = |text: &str| FieldRange::parse(text).unwrap();
+        assert_eq!(r("dst-ip=198.19.0.2..198.19.0.254").period(), Some(253));
+        // 100 tunnels, one host in each /25: 100 distinct addresses.
+        let spread = r("src-ip=198.19.128.2..198.19.178.1/step=128");
+        assert_eq!(spread.span(), 12_800);
+        assert_eq!(spread.period(), Some(100));
+        let distinct: std::collections::BTreeSet<u64> =
+            (0..1000).map(|n| spread.value(n)).collect();
+        assert_eq!(distinct.len(), 100);
+        assert_eq!(r("src-port=1..10/step=10").period(), Some(1));
+        assert_eq!(r("src-port=1..10/random").period(), None);
+    }
+
     use super::*;
     use crate::classify::checksums_ok;
     use crate::template::{FlowSpec, FrameTemplate};

@@ -24,6 +24,7 @@
 //! each size is exact over every whole sequence, and off by less than one
 //! sequence in a trial that ends mid-sequence.
 
+use crate::flows::gcd;
 use crate::template::{FlowSpec, FrameTemplate};
 use crate::units::{FrameSize, Layer, UnitError, PREAMBLE_AND_GAP};
 use serde::{Deserialize, Serialize};
@@ -481,14 +482,6 @@ impl FrameSet {
             .iter()
             .max_by_key(|t| t.len())
             .expect("a frame set has a template")
-    }
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
     }
 }
 

@@ -27,8 +27,8 @@ use linerate_lab::scenario::{Applied, Scenario};
 use linerate_lab::Lab;
 use linerate_results::report::thousands;
 use linerate_results::tunnels::{
-    tunnels_table, HoldRecord, SetupCpu, TrafficRecord, TunnelFrames, TunnelOutcome, TunnelsReport,
-    TunnelsSettings,
+    tunnels_table, HoldRecord, SetupCpu, TrafficRecord, TunnelOutcome, TunnelTraffic,
+    TunnelsReport, TunnelsSettings,
 };
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -603,7 +603,7 @@ fn traffic_record(
                     .map(|sa| sa.packets_in)
                     .sum()
             });
-            TunnelFrames {
+            TunnelTraffic {
                 peer: o.peer,
                 ttfp_ms,
                 sent: c.sent,
