@@ -642,7 +642,12 @@ fn an_attached_lab_tells_its_own_ring_depth() {
     assert_eq!(second.placement().ring, 8192, "{:?}", second.placement());
     for (name, ring) in [(&shallow, 1024), (&deep, 8192)] {
         let again = Lab::attach(name).expect("attach");
-        assert_eq!(again.placement().ring, ring, "{name}: {:?}", again.placement());
+        assert_eq!(
+            again.placement().ring,
+            ring,
+            "{name}: {:?}",
+            again.placement()
+        );
     }
     drop((first, second));
 }
