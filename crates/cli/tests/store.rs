@@ -681,31 +681,23 @@ impl Drop for Tmpfs {
     }
 }
 
-/// The disk fills during a run and is still full at its end, so not even
-/// the run's end reaches the database: the run says the store is
-/// incomplete and names the --json file as the record (exit 2), and
-/// readers show the run as interrupted, never "process died" (the
-/// process did not die): the end is kept in an empty file beside the
-/// database, which needs no free block.
-#[test]
-fn a_disk_full_to_the_end_of_a_run_is_told_not_taken_for_a_death() {
-    if !root_or_skip("a_disk_full_to_the_end_of_a_run_is_told_not_taken_for_a_death") {
-        return;
-    }
-    let (ns, _guard) = back_to_back("fu", 1500);
-    let fs = Tmpfs::new("full", "1m");
-    let db = fs.0.join("full.sqlite").to_str().unwrap().to_string();
-    let dir = TempDir::new("full");
-    let json = dir.file("full.json");
-    let filler = std::thread::scope(|scope| {
+/// A 4-s trial at 1,000 frames/s stored in `db` (its JSON in `json`),
+/// with `fill` run once the run's row is stored (its trial has started),
+/// so that the trial's own row finds no room. Whether `fill` ran, and the
+/// run.
+fn trial_filling_its_db(
+    ns: &str,
+    db: &str,
+    json: &str,
+    fill: impl Fn() + Send + Sync,
+) -> (bool, Run) {
+    std::thread::scope(|scope| {
         let filler = scope.spawn(|| {
-            // Once the run's row is stored (its trial has started), the
-            // disk fills: the trial's own row finds no room.
             let start = Instant::now();
             while start.elapsed() < Duration::from_secs(15) {
-                let r = linerate(&["runs", "--db", &db]);
+                let r = linerate(&["runs", "--db", db]);
                 if r.stdout.contains("running") {
-                    fs.fill();
+                    fill();
                     return true;
                 }
                 std::thread::sleep(Duration::from_millis(100));
@@ -724,14 +716,32 @@ fn a_disk_full_to_the_end_of_a_run_is_told_not_taken_for_a_death() {
             "--straggler-wait",
             "200ms",
             "--db",
-            &db,
+            db,
             "--json",
-            &json,
+            json,
         ]);
-        let run = linerate_in(&ns, &args);
+        let run = linerate_in(ns, &args);
         (filler.join().unwrap(), run)
-    });
-    let (filled, run) = filler;
+    })
+}
+
+/// The disk fills during a run and is still full at its end, so not even
+/// the run's end reaches the database: the run says the store is
+/// incomplete and names the --json file as the record (exit 2), and
+/// readers show the run as interrupted, never "process died" (the
+/// process did not die): the end is kept in an empty file beside the
+/// database, which needs no free block.
+#[test]
+fn a_disk_full_to_the_end_of_a_run_is_told_not_taken_for_a_death() {
+    if !root_or_skip("a_disk_full_to_the_end_of_a_run_is_told_not_taken_for_a_death") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("fu", 1500);
+    let fs = Tmpfs::new("full", "1m");
+    let db = fs.0.join("full.sqlite").to_str().unwrap().to_string();
+    let dir = TempDir::new("full");
+    let json = dir.file("full.json");
+    let (filled, run) = trial_filling_its_db(&ns, &db, &json, || fs.fill());
     assert!(filled, "the run's row never appeared: {}", run.dump());
     assert_eq!(run.code, 2, "{}", run.dump());
     assert!(!run.stderr.contains("stored as run"), "{}", run.dump());
@@ -774,38 +784,9 @@ fn a_run_whose_end_cannot_be_recorded_says_so() {
     let db = fs.0.join("full.sqlite").to_str().unwrap().to_string();
     let dir = TempDir::new("inodes");
     let json = dir.file("inodes.json");
-    let (filled, run) = std::thread::scope(|scope| {
-        let filler = scope.spawn(|| {
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_secs(15) {
-                let r = linerate(&["runs", "--db", &db]);
-                if r.stdout.contains("running") {
-                    fs.fill();
-                    fs.use_up_inodes();
-                    return true;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            false
-        });
-        let mut args = vec!["trial"];
-        args.extend_from_slice(&B2B_HOSTS);
-        args.extend_from_slice(&[
-            "--frame-size",
-            "64",
-            "--rate",
-            "1000fps",
-            "--duration",
-            "4s",
-            "--straggler-wait",
-            "200ms",
-            "--db",
-            &db,
-            "--json",
-            &json,
-        ]);
-        let run = linerate_in(&ns, &args);
-        (filler.join().unwrap(), run)
+    let (filled, run) = trial_filling_its_db(&ns, &db, &json, || {
+        fs.fill();
+        fs.use_up_inodes();
     });
     assert!(filled, "the run's row never appeared: {}", run.dump());
     assert_eq!(run.code, 2, "{}", run.dump());

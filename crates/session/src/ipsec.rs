@@ -210,6 +210,50 @@ pub struct IpsecPeer {
     pub slices: Option<Slices>,
 }
 
+/// What one tunnel and many share of the plan, checked: the key read,
+/// the defaults filled in.
+struct Checked {
+    psk: Psk,
+    esp: EspSuite,
+    gateway: Ipv4Addr,
+    remote_net: Net,
+    local_net: Net,
+    /// Port B's address and subnet: linerate's (first) tunnel end.
+    outer: Net,
+}
+
+impl Checked {
+    /// `remote_net_is`: what `--remote-net` is for, in its refusal.
+    fn of(
+        plan: &IpsecPlan,
+        host_b: &HostConfig,
+        lan: &HostConfig,
+        remote_net_is: &str,
+    ) -> Result<Checked> {
+        let Some(psk_file) = &plan.psk_file else {
+            bail!(BadInput, "--ipsec needs --psk-file FILE: the pre-shared key, in a file only its owner can read");
+        };
+        let psk = Psk::read_file(psk_file).map_err(|e| err!(BadInput, "{e}"))?;
+        let Some(remote_net) = plan.remote_net else {
+            bail!(BadInput, "--ipsec needs --remote-net: the network linerate emulates behind itself, {remote_net_is}");
+        };
+        Ok(Checked {
+            psk,
+            esp: plan.esp.unwrap_or(EspSuite::Aes256Gcm16),
+            gateway: plan.gateway.unwrap_or(host_b.gateway),
+            remote_net,
+            local_net: plan.local_net.unwrap_or(Net {
+                address: lan.ip,
+                prefix_len: lan.prefix_len,
+            }),
+            outer: Net {
+                address: host_b.ip,
+                prefix_len: host_b.prefix_len,
+            },
+        })
+    }
+}
+
 impl IpsecPeer {
     /// Negotiates the tunnel from port B (`ifname` in `netns`, whose host
     /// is `host_b`) to the gateway; `lan` is port A's host, whose subnet
@@ -224,23 +268,19 @@ impl IpsecPeer {
         if plan.tunnels > 1 {
             return Self::establish_many(plan, netns, ifname, host_b, lan);
         }
-        let Some(psk_file) = &plan.psk_file else {
-            bail!(BadInput, "--ipsec needs --psk-file FILE: the pre-shared key, in a file only its owner can read");
-        };
-        let psk = Psk::read_file(psk_file).map_err(|e| err!(BadInput, "{e}"))?;
-        let esp = plan.esp.unwrap_or(EspSuite::Aes256Gcm16);
-        let gateway = plan.gateway.unwrap_or(host_b.gateway);
-        let Some(remote_net) = plan.remote_net else {
-            bail!(BadInput, "--ipsec needs --remote-net: the network linerate emulates behind itself, which the gateway's tunnel protects (e.g. 198.19.1.0/24)");
-        };
-        let local_net = plan.local_net.unwrap_or(Net {
-            address: lan.ip,
-            prefix_len: lan.prefix_len,
-        });
-        let outer = Net {
-            address: host_b.ip,
-            prefix_len: host_b.prefix_len,
-        };
+        let Checked {
+            psk,
+            esp,
+            gateway,
+            remote_net,
+            local_net,
+            outer,
+        } = Checked::of(
+            plan,
+            host_b,
+            lan,
+            "which the gateway's tunnel protects (e.g. 198.19.1.0/24)",
+        )?;
         if remote_net.contains(host_b.ip) {
             bail!(BadInput, "--remote-net {remote_net} holds port B's own address {}: the network behind linerate must be another one than its WAN subnet", host_b.ip);
         }
@@ -331,29 +371,25 @@ impl IpsecPeer {
         lan: &HostConfig,
     ) -> Result<IpsecPeer> {
         let count = plan.tunnels;
-        let Some(psk_file) = &plan.psk_file else {
-            bail!(BadInput, "--ipsec needs --psk-file FILE: the pre-shared key, in a file only its owner can read");
-        };
-        let psk = Psk::read_file(psk_file).map_err(|e| err!(BadInput, "{e}"))?;
         if plan.esp_keys.is_some() {
             bail!(
                 BadInput,
                 "--esp-keys writes one tunnel's keys: leave it out with --tunnels above 1"
             );
         }
-        let esp = plan.esp.unwrap_or(EspSuite::Aes256Gcm16);
-        let gateway = plan.gateway.unwrap_or(host_b.gateway);
-        let Some(remote_net) = plan.remote_net else {
-            bail!(BadInput, "--ipsec needs --remote-net: the network linerate emulates behind itself, split into one slice per tunnel (e.g. 198.19.128.0/17)");
-        };
-        let local_net = plan.local_net.unwrap_or(Net {
-            address: lan.ip,
-            prefix_len: lan.prefix_len,
-        });
-        let outer = Net {
-            address: host_b.ip,
-            prefix_len: host_b.prefix_len,
-        };
+        let Checked {
+            psk,
+            esp,
+            gateway,
+            remote_net,
+            local_net,
+            outer,
+        } = Checked::of(
+            plan,
+            host_b,
+            lan,
+            "split into one slice per tunnel (e.g. 198.19.128.0/17)",
+        )?;
         if !outer.contains(gateway) {
             bail!(BadInput, "the IPsec gateway {gateway} is not on port B's subnet {outer}: give the gateway's WAN address on that subnet (--gw-b or --ipsec-gateway)");
         }
