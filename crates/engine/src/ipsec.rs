@@ -17,6 +17,7 @@ use linerate_esp::{
     decapsulate, EspError, Framer, Inbound, InboundCounters, Outbound, OutboundCounters,
     OuterHeaders, Payload, NEXT_HEADER_IPV4,
 };
+use linerate_wire::flows::Field;
 use linerate_wire::MacAddr;
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
@@ -151,9 +152,6 @@ pub struct EspSend {
     failed: u64,
 }
 
-/// Where the inner IPv4 source address is in a frame as built.
-const INNER_SRC: usize = ETH_LEN + 12;
-
 impl EspSend {
     /// Encrypts with `sa` from `outer_src` (linerate's tunnel end) to
     /// `outer_dst` (the gateway's).
@@ -211,10 +209,8 @@ impl EspSend {
         let Some(map) = &self.map else {
             return Some(0);
         };
-        let src = buf
-            .get(INNER_SRC..INNER_SRC + 4)
-            .filter(|_| len >= INNER_SRC + 4)?;
-        let i = map.index_of(u32::from_be_bytes(src.try_into().ok()?))?;
+        let src = crate::receiver::ipv4_field(buf.get(..len)?, Field::SrcIp)?;
+        let i = map.index_of(src)?;
         (i < self.tunnels.len()).then_some(i)
     }
 
@@ -545,7 +541,7 @@ impl Drop for EspReceive {
 mod tests {
     use super::*;
     use linerate_esp::{EspSuite, SaKeys};
-    use linerate_wire::flows::{Field, FieldRange};
+    use linerate_wire::flows::FieldRange;
     use linerate_wire::{FlowSpec, FrameSize, FrameTemplate, Received, Signature};
 
     fn keys(suite: EspSuite) -> SaKeys {
