@@ -573,8 +573,22 @@ impl Fleet {
         stop: &AtomicBool,
         on_setup: &mut dyn FnMut(&Setup),
     ) -> Vec<Setup> {
+        self.bring_up_next_until(usize::MAX, stop, on_setup)
+    }
+
+    /// [`bring_up_until`](Self::bring_up_until) for the next `count` peers
+    /// not yet started (in peer order) only: a step of `linerate tunnels
+    /// --capacity`, the tunnels of earlier steps held (their gateway's
+    /// requests answered) meanwhile.
+    pub fn bring_up_next_until(
+        &mut self,
+        count: usize,
+        stop: &AtomicBool,
+        on_setup: &mut dyn FnMut(&Setup),
+    ) -> Vec<Setup> {
         let todo: Vec<usize> = (0..self.slots.len())
             .filter(|&i| self.slots[i].state == State::NotStarted)
+            .take(count)
             .collect();
         let first = Instant::now();
         let mut next = 0;
