@@ -295,6 +295,14 @@ impl Fleet {
         }
         let ike = wildcard_socket(config.local_ports.ike)?;
         let natt = wildcard_socket(config.local_ports.natt)?;
+        // The fleet never reads ESP: the peers' ESP is the data path's,
+        // and dropped in the kernel rather than queued here.
+        crate::esp_filter::ignore_esp(&natt).map_err(|e| {
+            IkeError::io(
+                format!("cannot filter ESP off UDP port {}", config.local_ports.natt),
+                e,
+            )
+        })?;
         let port = |s: &UdpSocket, or: u16| s.local_addr().map_or(or, |a| a.port());
         let local_ports = Ports {
             ike: port(&ike, config.local_ports.ike),
@@ -625,6 +633,11 @@ impl Fleet {
     /// The peer's CHILD_SA (the newest after a rekey), if it is up.
     pub fn child(&self, peer: usize) -> Option<&ChildSa> {
         self.slots.get(peer)?.machine.as_ref()?.child()
+    }
+
+    /// How many peers the fleet emulates (up or not).
+    pub fn peers(&self) -> usize {
+        self.peers.len()
     }
 
     /// How many tunnels are up now.

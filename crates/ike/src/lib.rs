@@ -32,6 +32,7 @@
 
 mod crypto;
 pub mod error;
+mod esp_filter;
 pub mod fleet;
 mod initiator;
 mod proposal;

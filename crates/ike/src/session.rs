@@ -629,6 +629,19 @@ impl Session {
         result
     }
 
+    /// From now on, ESP arriving on the session's port 4500 is dropped in
+    /// the kernel, before it reaches the socket: while the data path
+    /// carries the ESP, the thread that answers the gateway's IKE requests
+    /// is not woken by it. [`Session::recv_esp`] then receives nothing.
+    pub fn ignore_esp(&self) -> Result<(), IkeError> {
+        crate::esp_filter::ignore_esp(&self.transport.sockets.natt).map_err(|e| {
+            IkeError::io(
+                "cannot filter ESP off the IKE socket on port 4500".to_string(),
+                e,
+            )
+        })
+    }
+
     /// Sends one ESP packet (SPI first, as `linerate_esp::Outbound::seal`
     /// makes it) to the gateway in UDP from the session's port 4500: for
     /// functional checks and low rates, where the data path's own sender
