@@ -20,6 +20,7 @@ use linerate_esp::{
 use linerate_wire::flows::Field;
 use linerate_wire::MacAddr;
 use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The Ethernet header of the frames the engine builds (IPsec frames carry
@@ -77,12 +78,61 @@ impl TunnelMap {
     }
 }
 
-/// Counts of one tunnel's SAs.
+/// New SAs the IKE side hands to a running transform (a CHILD_SA rekey):
+/// the transform takes them at its next frame. Checking costs one relaxed
+/// atomic load per frame; pushing takes a mutex (rare).
+///
+/// One inbox per transform: [`EspSend::take_new_sas`] takes an inbox of
+/// [`Outbound`] SAs, [`EspReceive::take_new_sas`] one of [`Inbound`] SAs.
+/// The keeper of the IKE SAs keeps the other `Arc` and pushes each tunnel's
+/// new SA as soon as the CHILD_SA is rekeyed.
+pub struct SaInbox<T> {
+    /// Set (under the lock) when `sas` holds something; the only thing
+    /// the data path reads per frame.
+    pending: AtomicBool,
+    sas: Mutex<Vec<(usize, T)>>,
+}
+
+impl<T> SaInbox<T> {
+    pub fn new() -> Arc<SaInbox<T>> {
+        Arc::new(SaInbox {
+            pending: AtomicBool::new(false),
+            sas: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Tunnel `tunnel`'s new SA (index as in [`EspSend::many`] /
+    /// [`EspReceive::many`]; 0 with one tunnel). The transform takes it
+    /// before its next frame; an index out of range is ignored there (and
+    /// not counted in [`EspCounts::new_sas_taken`]).
+    pub fn push(&self, tunnel: usize, sa: T) {
+        let mut sas = self.sas.lock().unwrap_or_else(|e| e.into_inner());
+        sas.push((tunnel, sa));
+        self.pending.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether SAs wait: one relaxed load (the SAs themselves are read
+    /// under the mutex, which orders them).
+    #[inline(always)]
+    fn pending(&self) -> bool {
+        self.pending.load(Ordering::Relaxed)
+    }
+
+    /// The SAs pushed so far, oldest first; the inbox is empty after.
+    fn take(&self) -> Vec<(usize, T)> {
+        let mut sas = self.sas.lock().unwrap_or_else(|e| e.into_inner());
+        self.pending.store(false, Ordering::Relaxed);
+        std::mem::take(&mut *sas)
+    }
+}
+
+/// Counts of one tunnel's SAs (after a rekey, the sums over the tunnel's
+/// old SAs and its current ones).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TunnelEspCounts {
-    /// Frames encrypted on the tunnel's outbound SA.
+    /// Frames encrypted on the tunnel's outbound SA(s).
     pub sent: OutboundCounters,
-    /// What the tunnel's inbound SA accepted and refused.
+    /// What the tunnel's inbound SA(s) accepted and refused.
     pub received: InboundCounters,
 }
 
@@ -106,6 +156,9 @@ pub struct EspCounts {
     /// Per tunnel, index = tunnel (length 1 for the one-tunnel
     /// constructors, once a transform has published).
     pub per_tunnel: Vec<TunnelEspCounts>,
+    /// New SAs the transforms took from their inboxes (outbound +
+    /// inbound): a CHILD_SA rekey of every tunnel adds 2 per tunnel.
+    pub new_sas_taken: u64,
 }
 
 /// Counts shared between a port's transforms and whoever reports them.
@@ -131,6 +184,8 @@ fn add_inbound(a: &mut InboundCounters, b: &InboundCounters) {
 /// outer headers laid out for it.
 struct SendTunnel {
     sa: Outbound,
+    /// What the tunnel's SAs before `sa` sent (rekeyed away).
+    retired: OutboundCounters,
     outer_src: Ipv4Addr,
     /// The outer headers, laid out for the MACs of the frames seen last.
     framer: Option<([u8; 12], Framer)>,
@@ -144,6 +199,8 @@ pub struct EspSend {
     map: Option<TunnelMap>,
     outer_dst: Ipv4Addr,
     counts: SharedCounts,
+    /// Where new SAs come from (a rekey), if anywhere.
+    inbox: Option<Arc<SaInbox<Outbound>>>,
     /// Frames sealed, all tunnels (when to publish).
     sealed: u64,
     /// Frames the SA refused (never, when the engine's checks held) or
@@ -164,12 +221,14 @@ impl EspSend {
         EspSend {
             tunnels: vec![SendTunnel {
                 sa,
+                retired: OutboundCounters::default(),
                 outer_src,
                 framer: None,
             }],
             map: None,
             outer_dst,
             counts,
+            inbox: None,
             sealed: 0,
             failed: 0,
         }
@@ -190,6 +249,7 @@ impl EspSend {
                 .into_iter()
                 .map(|(sa, outer_src)| SendTunnel {
                     sa,
+                    retired: OutboundCounters::default(),
                     outer_src,
                     framer: None,
                 })
@@ -197,8 +257,47 @@ impl EspSend {
             map: Some(map),
             outer_dst: gateway,
             counts,
+            inbox: None,
             sealed: 0,
             failed: 0,
+        }
+    }
+
+    /// From the next frame after a push, the tunnel's frames are sealed
+    /// with the new outbound SA (its own sequence numbers from 1). The old
+    /// SA's counters stay in the tunnel's and the totals' sent counts
+    /// (counts never go backwards). An SA for a tunnel index out of range
+    /// is dropped (and not counted). The outer headers stay the tunnel's;
+    /// the new SA should have the old one's suite, or at least no larger
+    /// overhead ([`growth`](SendTransform::growth) was checked against the
+    /// frame size before the trial: a frame that no longer fits is sent as
+    /// an invalid frame, never in clear).
+    pub fn take_new_sas(mut self, inbox: Arc<SaInbox<Outbound>>) -> Self {
+        self.inbox = Some(inbox);
+        self
+    }
+
+    /// Replaces the SAs of the tunnels the inbox has new ones for.
+    #[cold]
+    #[inline(never)]
+    fn take_pending(&mut self) {
+        let Some(inbox) = &self.inbox else {
+            return;
+        };
+        let mut taken = 0;
+        for (i, sa) in inbox.take() {
+            let Some(t) = self.tunnels.get_mut(i) else {
+                continue;
+            };
+            let old = std::mem::replace(&mut t.sa, sa);
+            add_outbound(&mut t.retired, old.counters());
+            taken += 1;
+        }
+        if taken > 0 {
+            if let Ok(mut c) = self.counts.lock() {
+                c.new_sas_taken += taken;
+            }
+            self.publish();
         }
     }
 
@@ -258,7 +357,8 @@ impl EspSend {
                     .resize(self.tunnels.len(), TunnelEspCounts::default());
             }
             for (t, out) in self.tunnels.iter().zip(c.per_tunnel.iter_mut()) {
-                out.sent = *t.sa.counters();
+                out.sent = t.retired;
+                add_outbound(&mut out.sent, t.sa.counters());
                 add_outbound(&mut total, &out.sent);
             }
             c.sent = total;
@@ -268,6 +368,9 @@ impl EspSend {
 
 impl SendTransform for EspSend {
     fn apply(&mut self, buf: &mut [u8], len: usize) -> usize {
+        if self.inbox.as_ref().is_some_and(|i| i.pending()) {
+            self.take_pending();
+        }
         let sealed = match self.tunnel_of(buf, len) {
             Some(i) => self.seal(i, buf, len),
             None => Err(EspError::NotEsp("a source address in no tunnel")),
@@ -376,11 +479,20 @@ impl std::hash::Hasher for SpiHasher {
 type SpiIndex = std::collections::HashMap<u32, u32, std::hash::BuildHasherDefault<SpiHasher>>;
 
 /// Decrypts the frames of one inbound SA, or of one per tunnel chosen by
-/// SPI, before they are counted.
+/// SPI, before they are counted. After a rekey a tunnel has several
+/// inbound SAs, all accepted.
 pub struct EspReceive {
+    /// The first `tunnels` are the tunnels' first SAs (index = tunnel);
+    /// those taken from the inbox follow, in the order taken.
     sas: Vec<Inbound>,
+    /// The tunnel of each SA in `sas`.
+    tunnel_of: Vec<u32>,
+    /// How many tunnels (per_tunnel's length).
+    tunnels: usize,
     /// SPI -> index in `sas`; empty with one SA (it checks its SPI itself).
     by_spi: SpiIndex,
+    /// Where new SAs come from (a rekey), if anywhere.
+    inbox: Option<Arc<SaInbox<Inbound>>>,
     counts: SharedCounts,
     own: EspCounts,
     seen: u64,
@@ -390,7 +502,10 @@ impl EspReceive {
     pub fn new(sa: Inbound, counts: SharedCounts) -> Self {
         EspReceive {
             sas: vec![sa],
+            tunnel_of: vec![0],
+            tunnels: 1,
             by_spi: SpiIndex::default(),
+            inbox: None,
             counts,
             own: EspCounts::default(),
             seen: 0,
@@ -406,11 +521,59 @@ impl EspReceive {
             .map(|(i, sa)| (sa.spi(), i as u32))
             .collect();
         EspReceive {
+            tunnel_of: (0..sas.len() as u32).collect(),
+            tunnels: sas.len(),
             sas,
             by_spi,
+            inbox: None,
             counts,
             own: EspCounts::default(),
             seen: 0,
+        }
+    }
+
+    /// A pushed inbound SA is ADDED beside the tunnel's older ones (the
+    /// gateway may go on sending on an old SPI until it deletes it, and
+    /// frames sent on it just before the rekey are still in flight): every
+    /// SPI of the tunnel is accepted, chosen by SPI; the tunnel's received
+    /// counts are the sum over all its SAs. Works for the one-tunnel
+    /// constructor too (it then looks up by SPI). An SA for a tunnel index
+    /// out of range is dropped (and not counted); one whose SPI an older SA
+    /// has takes that SPI over (the older one's counts stay). Old SAs are
+    /// kept for the transform's life (a few hundred bytes each).
+    pub fn take_new_sas(mut self, inbox: Arc<SaInbox<Inbound>>) -> Self {
+        self.inbox = Some(inbox);
+        self
+    }
+
+    /// Adds the SAs the inbox has.
+    #[cold]
+    #[inline(never)]
+    fn take_pending(&mut self) {
+        let Some(inbox) = &self.inbox else {
+            return;
+        };
+        let mut taken = 0;
+        for (tunnel, sa) in inbox.take() {
+            if tunnel >= self.tunnels {
+                continue;
+            }
+            if self.by_spi.is_empty() {
+                // One SA checked its own SPI; from two on, the SPI chooses.
+                for (i, old) in self.sas.iter().enumerate() {
+                    self.by_spi.insert(old.spi(), i as u32);
+                }
+            }
+            self.by_spi.insert(sa.spi(), self.sas.len() as u32);
+            self.sas.push(sa);
+            self.tunnel_of.push(tunnel as u32);
+            taken += 1;
+        }
+        if taken > 0 {
+            if let Ok(mut c) = self.counts.lock() {
+                c.new_sas_taken += taken;
+            }
+            self.publish();
         }
     }
 
@@ -421,12 +584,17 @@ impl EspReceive {
         }
         self.own.received = total;
         if let Ok(mut c) = self.counts.lock() {
-            if c.per_tunnel.len() < self.sas.len() {
+            if c.per_tunnel.len() < self.tunnels {
                 c.per_tunnel
-                    .resize(self.sas.len(), TunnelEspCounts::default());
+                    .resize(self.tunnels, TunnelEspCounts::default());
             }
-            for (sa, out) in self.sas.iter().zip(c.per_tunnel.iter_mut()) {
-                out.received = *sa.counters();
+            for out in c.per_tunnel.iter_mut().take(self.tunnels) {
+                out.received = InboundCounters::default();
+            }
+            for (sa, &t) in self.sas.iter().zip(&self.tunnel_of) {
+                if let Some(out) = c.per_tunnel.get_mut(t as usize) {
+                    add_inbound(&mut out.received, sa.counters());
+                }
             }
             c.received = self.own.received;
             c.unknown_spi = self.own.unknown_spi;
@@ -498,6 +666,9 @@ impl EspReceive {
 
 impl ReceiveTransform for EspReceive {
     fn apply<'a>(&mut self, frame: &[u8], scratch: &'a mut [u8]) -> Arrived<'a> {
+        if self.inbox.as_ref().is_some_and(|i| i.pending()) {
+            self.take_pending();
+        }
         self.seen += 1;
         if self.seen % 1024 == 0 {
             self.publish();
@@ -522,7 +693,7 @@ impl ReceiveTransform for EspReceive {
             sas => describe_many(
                 sas.first().map(|sa| sa.suite().to_string()),
                 sas.iter().map(|sa| sa.spi()),
-                format!("{} tunnel(s)", sas.len()),
+                format!("{} tunnel(s)", self.tunnels),
             ),
         }
     }
@@ -835,6 +1006,226 @@ mod tests {
         assert_eq!(c.per_tunnel[0].sent, c.sent);
         assert_eq!(c.per_tunnel[0].received, c.received);
         assert_eq!(c.sent.packets, 1);
+    }
+
+    #[test]
+    fn an_inbox_hands_over_what_was_pushed_once_in_order() {
+        let inbox = SaInbox::<u32>::new();
+        assert!(!inbox.pending());
+        inbox.push(1, 10);
+        inbox.push(0, 20);
+        assert!(inbox.pending());
+        assert_eq!(inbox.take(), vec![(1, 10), (0, 20)]);
+        assert!(!inbox.pending());
+        assert!(inbox.take().is_empty());
+    }
+
+    /// Seals a frame from `src` numbered `seq`; returns the ESP frame and
+    /// the frame as built.
+    fn seal_one(send: &mut EspSend, src: Ipv4Addr, seq: u32) -> (Vec<u8>, Vec<u8>) {
+        let mut buf = vec![0u8; 2048];
+        let len = frame_from(&mut buf, src, seq);
+        let built = buf[..len].to_vec();
+        let sent = send.apply(&mut buf, len);
+        assert_eq!(sent, len + send.growth(len));
+        (buf[..sent].to_vec(), built)
+    }
+
+    fn opens(receive: &mut EspReceive, esp: &[u8], built: &[u8]) -> bool {
+        let mut scratch = vec![0u8; 4096];
+        matches!(receive.apply(esp, &mut scratch), Arrived::Inner(i) if i == built)
+    }
+
+    fn esp_spi(frame: &[u8]) -> u32 {
+        u32::from_be_bytes(frame[42..46].try_into().unwrap())
+    }
+
+    #[test]
+    fn one_tunnel_rekeyed_under_load_sends_on_the_new_sa_and_accepts_both() {
+        let suite = EspSuite::Aes128Gcm16;
+        let counts = SharedCounts::default();
+        let (old, new) = (0xc0ff_0001, 0xc0ff_0002);
+        let out_box = SaInbox::new();
+        let in_box = SaInbox::new();
+        let mut send = EspSend::new(
+            Outbound::new(keys_spi(suite, old)).unwrap(),
+            peer(0),
+            Ipv4Addr::new(198, 19, 0, 1),
+            counts.clone(),
+        )
+        .take_new_sas(out_box.clone());
+        let mut receive =
+            EspReceive::new(Inbound::new(keys_spi(suite, old)).unwrap(), counts.clone())
+                .take_new_sas(in_box.clone());
+        let src = Ipv4Addr::new(192, 0, 2, 9);
+        // Three frames on the old SA; the last one is still in flight
+        // when the SAs change.
+        for seq in 1..=2 {
+            let (esp, built) = seal_one(&mut send, src, seq);
+            assert_eq!(esp_spi(&esp), old);
+            assert!(opens(&mut receive, &esp, &built));
+        }
+        let late = seal_one(&mut send, src, 3);
+        out_box.push(0, Outbound::new(keys_spi(suite, new)).unwrap());
+        in_box.push(0, Inbound::new(keys_spi(suite, new)).unwrap());
+        // The next frames: the new SPI, its sequence numbers from 1, and
+        // opened with the new inbound SA (the old one has other keys).
+        for seq in 4..=8 {
+            let (esp, built) = seal_one(&mut send, src, seq);
+            assert_eq!(esp_spi(&esp), new, "frame {seq}");
+            assert_eq!(&esp[46..50], &(seq - 3).to_be_bytes(), "frame {seq}");
+            assert!(opens(&mut receive, &esp, &built), "frame {seq}");
+        }
+        // The frame sealed with the old SA arrives after the rekey.
+        assert_eq!(esp_spi(&late.0), old);
+        assert!(opens(&mut receive, &late.0, &late.1));
+        // A replay of it on the old SA is still caught by the old window.
+        assert!(!opens(&mut receive, &late.0, &late.1));
+        assert!(
+            receive.describe().contains("1 tunnel(s), 2 SPIs"),
+            "{}",
+            receive.describe()
+        );
+        assert!(
+            send.describe().contains(&format!("SPI 0x{new:08x}")),
+            "{}",
+            send.describe()
+        );
+        // frames_left is the new SA's.
+        assert_eq!(send.frames_left(), Some(u32::MAX as u64 - 5));
+        drop((send, receive));
+        let c = counts.lock().unwrap();
+        assert_eq!(c.new_sas_taken, 2);
+        assert_eq!(c.sent.packets, 8);
+        assert_eq!(c.received.packets, 8);
+        assert_eq!(c.received.replays, 1);
+        assert_eq!(c.unknown_spi, 0);
+        assert_eq!(c.per_tunnel.len(), 1);
+        assert_eq!(c.per_tunnel[0].sent, c.sent);
+        assert_eq!(c.per_tunnel[0].received, c.received);
+        // Bytes add up across the swap: 8 frames of one size.
+        assert_eq!(c.sent.esp_bytes, c.received.esp_bytes);
+        assert_eq!(c.sent.clear_bytes % 8, 0);
+    }
+
+    #[test]
+    fn many_tunnels_rekeyed_under_load_keep_exact_counts_per_tunnel() {
+        let suite = EspSuite::Aes256Sha256;
+        let counts = SharedCounts::default();
+        let n = MAP.count as usize;
+        let gateway = Ipv4Addr::new(198, 19, 0, 1);
+        let out_box = SaInbox::new();
+        let in_box = SaInbox::new();
+        let mut send = EspSend::many(
+            (0..n)
+                .map(|i| (Outbound::new(keys_spi(suite, spi(i))).unwrap(), peer(i)))
+                .collect(),
+            gateway,
+            MAP,
+            counts.clone(),
+        )
+        .take_new_sas(out_box.clone());
+        let mut receive = EspReceive::many(
+            (0..n)
+                .map(|i| Inbound::new(keys_spi(suite, spi(i))).unwrap())
+                .collect(),
+            counts.clone(),
+        )
+        .take_new_sas(in_box.clone());
+        let rekeyed = |i: usize| spi(i) + 0x0001_0000;
+        let mut seq = 0;
+        // Round 1: tunnel i sends i + 1 frames on its first SA.
+        for i in 0..n {
+            for _ in 0..=i {
+                seq += 1;
+                let (esp, built) = seal_one(&mut send, host(i), seq);
+                assert_eq!(esp_spi(&esp), spi(i));
+                assert!(opens(&mut receive, &esp, &built));
+            }
+        }
+        // What a report reads at the end of a trial, before the rekey.
+        send.trial_ends();
+        receive.trial_ends();
+        let before = counts.lock().unwrap().clone();
+        assert_eq!(before.per_tunnel.len(), n);
+        assert_eq!(before.sent.packets, 28);
+        // Tunnels 1, 3 and 5 are rekeyed; one SA for a tunnel that does
+        // not exist is ignored on both sides.
+        for i in [1, 3, 5] {
+            out_box.push(i, Outbound::new(keys_spi(suite, rekeyed(i))).unwrap());
+            in_box.push(i, Inbound::new(keys_spi(suite, rekeyed(i))).unwrap());
+        }
+        out_box.push(n, Outbound::new(keys_spi(suite, 0xdead_0001)).unwrap());
+        in_box.push(n, Inbound::new(keys_spi(suite, 0xdead_0001)).unwrap());
+        // Round 2: tunnel i sends 2 frames; the rekeyed ones on the new
+        // SPI, one more frame each of them on the old SPI (late).
+        for i in 0..n {
+            let re = [1, 3, 5].contains(&i);
+            for _ in 0..2 {
+                seq += 1;
+                let (esp, built) = seal_one(&mut send, host(i), seq);
+                assert_eq!(esp_spi(&esp), if re { rekeyed(i) } else { spi(i) });
+                assert!(opens(&mut receive, &esp, &built), "tunnel {i}");
+            }
+        }
+        assert!(
+            receive.describe().contains("7 tunnel(s), 10 SPIs"),
+            "{}",
+            receive.describe()
+        );
+        // Old-SPI frames, in flight across the rekey: built by an SA with
+        // the old keys that continues where the first one stopped.
+        for i in [1, 3, 5] {
+            let mut old = Outbound::new(keys_spi(suite, spi(i))).unwrap();
+            let mut buf = vec![0u8; 2048];
+            let len = frame_from(&mut buf, host(i), 9999);
+            let inner = buf[ETH_LEN..len].to_vec();
+            let headers = OuterHeaders::esp_in_udp(
+                MacAddr([2, 0, 0, 0, 0, 2]),
+                MacAddr([2, 0, 0, 0, 0, 1]),
+                gateway,
+                peer(i),
+            );
+            let framer = Framer::new(&headers);
+            let mut frame = vec![0u8; 2048];
+            // Past the i + 1 sequence numbers the tunnel used in round 1.
+            let mut flen = 0;
+            for _ in 0..=i + 1 {
+                flen = framer
+                    .seal(&mut old, &inner, NEXT_HEADER_IPV4, &mut frame)
+                    .unwrap();
+            }
+            assert_eq!(esp_spi(&frame[..flen]), spi(i));
+            let mut scratch = vec![0u8; 4096];
+            assert!(
+                matches!(
+                    receive.apply(&frame[..flen], &mut scratch),
+                    Arrived::Inner(_)
+                ),
+                "tunnel {i}'s old SPI"
+            );
+        }
+        drop((send, receive));
+        let c = counts.lock().unwrap();
+        assert_eq!(c.new_sas_taken, 6);
+        assert_eq!(c.unknown_spi, 0);
+        assert_eq!(c.per_tunnel.len(), n);
+        for (i, t) in c.per_tunnel.iter().enumerate() {
+            let re = u64::from([1, 3, 5].contains(&i));
+            assert_eq!(t.sent.packets, i as u64 + 1 + 2, "tunnel {i}");
+            assert_eq!(t.received.packets, i as u64 + 1 + 2 + re, "tunnel {i}");
+            // Never backwards across the swap.
+            let b = before.per_tunnel[i];
+            assert!(t.sent.packets >= b.sent.packets && t.sent.esp_bytes >= b.sent.esp_bytes);
+            assert!(t.received.packets >= b.received.packets);
+        }
+        let sum = |f: fn(&TunnelEspCounts) -> u64| c.per_tunnel.iter().map(f).sum::<u64>();
+        assert_eq!(c.sent.packets, sum(|t| t.sent.packets));
+        assert_eq!(c.sent.esp_bytes, sum(|t| t.sent.esp_bytes));
+        assert_eq!(c.received.packets, sum(|t| t.received.packets));
+        assert_eq!(c.received.esp_bytes, sum(|t| t.received.esp_bytes));
+        assert_eq!(c.sent.packets, 28 + 14);
+        assert_eq!(c.received.packets, 28 + 14 + 3);
     }
 
     fn classify_test(frame: &[u8]) -> Option<Signature> {
