@@ -11,17 +11,20 @@
 //!
 //! Only receivers that see the frames in user space can sample them (the
 //! socket engines af_packet and af_xdp); the xdp engine counts test frames
-//! in the kernel and hands none up. One capture at a time per process,
-//! installed by a run before its first trial and removed when the run
-//! drops its [`Installed`] (a run after it, e.g. the next scenario or the
-//! next call from Python, installs its own); the receive loop offers it each
-//! frame. Without a capture an offer costs one atomic load.
+//! in the kernel and hands none up. A capture belongs to one run: the run
+//! creates it and installs it in its engine's [`CaptureSlot`] (port B's)
+//! before its first trial, and it leaves the slot when the run drops its
+//! [`Installed`] (a run after it on the same engine, e.g. the next call
+//! from Python, installs its own). Nothing of it is process-wide: runs on
+//! other engines, in other threads, capture to their own files at the same
+//! time. Each trial, port B's receive loop is handed the slot's [`Tap`]
+//! once and offers it every frame; without a capture that costs one
+//! branch per frame.
 
-use linerate_wire::MacAddr;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Bytes of a frame kept at most (pcap's customary snap length).
@@ -34,8 +37,9 @@ pub const MAX_GAPS: usize = 10;
 /// The frames before a gap, and how many after one are still due.
 #[derive(Default)]
 struct AroundLoss {
-    /// The last test frames seen (arrival time, bytes), oldest first.
-    recent: std::collections::VecDeque<(u64, Vec<u8>)>,
+    /// The last test frames seen (arrival time, length on the wire, the
+    /// bytes the port handed up), oldest first.
+    recent: std::collections::VecDeque<(u64, usize, Vec<u8>)>,
     /// The last test frame's stream and sequence number.
     last: Option<(u16, u32)>,
     /// Frames after a gap still to write.
@@ -80,22 +84,60 @@ impl Capture {
     }
 }
 
-/// The installed capture, bound to the receiving port's MAC.
+/// A capture in use: the file, and what it took of the current trial.
 struct Active {
     capture: Capture,
-    port: MacAddr,
     taken: AtomicUsize,
     written: AtomicU64,
     around: Mutex<AroundLoss>,
 }
 
-/// Set while a capture is installed: the receive loop's one check.
-static INSTALLED: AtomicBool = AtomicBool::new(false);
-static ACTIVE: Mutex<Option<Arc<Active>>> = Mutex::new(None);
+/// Where a port's receive loop finds the capture of the run using the
+/// port: the engine holds one for port B, a run puts its capture in before
+/// its first trial ([`install`](Self::install)) and takes it out when it
+/// ends. Every engine has its own, so two runs in one process (two
+/// threads) capture apart, each only its own port's frames, whatever the
+/// ports' MACs.
+#[derive(Clone, Default)]
+pub struct CaptureSlot(Arc<Mutex<Option<Arc<Active>>>>);
 
-/// A capture in use; dropping it flushes the file and removes the capture.
+impl CaptureSlot {
+    /// Samples the frames this slot's port receives from its next trial
+    /// on, until the returned [`Installed`] is dropped; None while another
+    /// capture is in the slot (one run's at a time).
+    pub fn install(&self, capture: Capture) -> Option<Installed> {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_some() {
+            return None;
+        }
+        let active = Arc::new(Active {
+            capture,
+            taken: AtomicUsize::new(0),
+            written: AtomicU64::new(0),
+            around: Mutex::new(AroundLoss::default()),
+        });
+        *slot = Some(active.clone());
+        Some(Installed {
+            active,
+            slot: self.clone(),
+        })
+    }
+
+    /// The capture a trial starting now writes to (read once per trial:
+    /// the receive loop then tests an `Option` per frame, nothing shared).
+    pub fn tap(&self) -> Option<Tap> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .map(Tap)
+    }
+}
+
+/// A capture in use; dropping it flushes the file and empties its slot.
 pub struct Installed {
     active: Arc<Active>,
+    slot: CaptureSlot,
 }
 
 impl Installed {
@@ -113,47 +155,11 @@ impl Installed {
 impl Drop for Installed {
     fn drop(&mut self) {
         flush_out(&self.active);
-        let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
-        if active
-            .as_ref()
-            .is_some_and(|a| Arc::ptr_eq(a, &self.active))
-        {
-            *active = None;
-            INSTALLED.store(false, Ordering::Release);
+        let mut slot = self.slot.0.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.as_ref().is_some_and(|a| Arc::ptr_eq(a, &self.active)) {
+            *slot = None;
         }
     }
-}
-
-/// Samples the frames port `port` (by its MAC) receives from now on, until
-/// the returned [`Installed`] is dropped; None while another capture is
-/// installed (one at a time).
-pub fn install(capture: Capture, port: MacAddr) -> Option<Installed> {
-    let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
-    if active.is_some() {
-        return None;
-    }
-    let installed = Arc::new(Active {
-        capture,
-        port,
-        taken: AtomicUsize::new(0),
-        written: AtomicU64::new(0),
-        around: Mutex::new(AroundLoss::default()),
-    });
-    *active = Some(installed.clone());
-    INSTALLED.store(true, Ordering::Release);
-    Some(Installed { active: installed })
-}
-
-fn active_for(port: MacAddr) -> Option<Arc<Active>> {
-    if !INSTALLED.load(Ordering::Acquire) {
-        return None;
-    }
-    ACTIVE
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .filter(|a| a.port == port)
-        .cloned()
 }
 
 fn flush_out(a: &Active) {
@@ -165,27 +171,38 @@ fn flush_out(a: &Active) {
         .flush();
 }
 
-/// A trial's receive loop on `port` starts: its first frames are sampled.
-pub(crate) fn trial_starts(port: MacAddr) {
-    if let Some(a) = active_for(port) {
-        a.taken.store(0, Ordering::Relaxed);
-        *a.around.lock().unwrap_or_else(|e| e.into_inner()) = AroundLoss::default();
+/// The capture one trial's receive loop writes to (from
+/// [`CaptureSlot::tap`]; the engine hands it to port B's receiver in
+/// [`ReceiverSignals::capture`](crate::receiver::ReceiverSignals::capture)).
+#[derive(Clone)]
+pub struct Tap(Arc<Active>);
+
+impl Tap {
+    /// The trial's receive loop starts: its first frames are sampled.
+    pub(crate) fn trial_starts(&self) {
+        self.0.taken.store(0, Ordering::Relaxed);
+        *self.0.around.lock().unwrap_or_else(|e| e.into_inner()) = AroundLoss::default();
+    }
+
+    /// A frame of `wire_len` bytes arrived at `arrival_ns` (CLOCK_REALTIME);
+    /// `frame` is what the port handed up of it (its first bytes only
+    /// when the port snaps frames short, as af_packet does past 192).
+    #[inline]
+    pub(crate) fn offer(&self, frame: &[u8], wire_len: usize, arrival_ns: u64) {
+        offer_to(&self.0, frame, wire_len, arrival_ns);
+    }
+
+    /// The trial's receive loop ended: what it sampled reaches the file.
+    pub(crate) fn trial_ends(&self) {
+        flush_out(&self.0);
     }
 }
 
-/// A frame arrived on `port` at `arrival_ns` (CLOCK_REALTIME).
-#[inline]
-pub(crate) fn offer(port: MacAddr, frame: &[u8], arrival_ns: u64) {
-    if let Some(a) = active_for(port) {
-        offer_to(&a, frame, arrival_ns);
-    }
-}
-
-fn offer_to(a: &Active, frame: &[u8], arrival_ns: u64) {
+fn offer_to(a: &Active, frame: &[u8], wire_len: usize, arrival_ns: u64) {
     let first = a.taken.load(Ordering::Relaxed) < a.capture.limit;
     if first {
         a.taken.fetch_add(1, Ordering::Relaxed);
-        write(a, frame, arrival_ns);
+        write(a, frame, wire_len, arrival_ns);
     }
     let Some((stream, seq)) = stream_and_seq(frame) else {
         return;
@@ -200,17 +217,17 @@ fn offer_to(a: &Active, frame: &[u8], arrival_ns: u64) {
     }
     if around.after > 0 {
         around.after -= 1;
-        write(a, frame, arrival_ns);
+        write(a, frame, wire_len, arrival_ns);
         return;
     }
     if gap && around.gaps < MAX_GAPS {
         around.gaps += 1;
         around.after = AROUND - 1;
-        for (t, f) in &around.recent {
-            write(a, f, *t);
+        for (t, len, f) in &around.recent {
+            write(a, f, *len, *t);
         }
         around.recent.clear();
-        write(a, frame, arrival_ns);
+        write(a, frame, wire_len, arrival_ns);
         return;
     }
     if around.gaps < MAX_GAPS {
@@ -219,37 +236,32 @@ fn offer_to(a: &Active, frame: &[u8], arrival_ns: u64) {
             around
                 .recent
                 .pop_front()
-                .map(|(_, b)| b)
+                .map(|(_, _, b)| b)
                 .unwrap_or_default()
         } else {
             Vec::new()
         };
         buf.clear();
         buf.extend_from_slice(frame);
-        around.recent.push_back((arrival_ns, buf));
+        around.recent.push_back((arrival_ns, wire_len, buf));
     }
 }
 
-/// Appends one frame record.
-fn write(a: &Active, frame: &[u8], arrival_ns: u64) {
+/// Appends one frame record: what the port handed up of a frame of
+/// `wire_len` bytes (the record's original length; Wireshark shows a frame
+/// snapped short as such).
+fn write(a: &Active, frame: &[u8], wire_len: usize, arrival_ns: u64) {
     let kept = frame.len().min(SNAPLEN as usize);
     let mut out = a.capture.out.lock().unwrap_or_else(|e| e.into_inner());
     let record = [
         ((arrival_ns / 1_000_000_000) as u32).to_ne_bytes(),
         ((arrival_ns % 1_000_000_000) as u32).to_ne_bytes(),
         (kept as u32).to_ne_bytes(),
-        (frame.len() as u32).to_ne_bytes(),
+        (wire_len.max(frame.len()) as u32).to_ne_bytes(),
     ];
     // A full disk must not stop the measurement: the frame is skipped.
     if out.write_all(record.as_flattened()).is_ok() && out.write_all(&frame[..kept]).is_ok() {
         a.written.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// A trial's receive loop on `port` ended: what it sampled reaches the file.
-pub(crate) fn trial_ends(port: MacAddr) {
-    if let Some(a) = active_for(port) {
-        flush_out(&a);
     }
 }
 
@@ -261,31 +273,36 @@ mod tests {
     fn writes_a_pcap_wireshark_reads() {
         let path = std::env::temp_dir().join(format!("lr-capture-{}.pcap", std::process::id()));
         let capture = Capture::create(&path, 2).unwrap();
-        let port = MacAddr([2, 0, 0, 0, 0, 9]);
-        let installed = install(capture, port).expect("no capture installed yet");
-        trial_starts(port);
+        let (slot, other) = (CaptureSlot::default(), CaptureSlot::default());
+        assert!(slot.tap().is_none(), "an empty slot hands out no tap");
+        let installed = slot.install(capture).expect("the slot is empty");
+        assert!(other.tap().is_none(), "another port's slot: not sampled");
         let frame = [0xabu8; 60];
-        offer(MacAddr([2, 0, 0, 0, 0, 1]), &frame, 5); // another port: not sampled
-        offer(port, &frame, 1_700_000_000_123_456_789);
-        offer(port, &frame[..42], 1_700_000_001_000_000_000);
-        offer(port, &frame, 1_700_000_002_000_000_000); // past the limit
-        trial_ends(port);
-        trial_starts(port);
-        offer(port, &frame, 1_700_000_003_000_000_000);
-        trial_ends(port);
+        let tap = slot.tap().expect("installed");
+        tap.trial_starts();
+        tap.offer(&frame, 60, 1_700_000_000_123_456_789);
+        // Snapped short by the port: 42 bytes kept of 252.
+        tap.offer(&frame[..42], 252, 1_700_000_001_000_000_000);
+        tap.offer(&frame, 60, 1_700_000_002_000_000_000); // past the limit
+        tap.trial_ends();
+        let tap = slot.tap().expect("installed");
+        tap.trial_starts();
+        tap.offer(&frame, 60, 1_700_000_003_000_000_000);
+        tap.trial_ends();
         assert_eq!(installed.frames_written(), 3);
-        // One capture at a time; once dropped, the next run installs its own
-        // and the first file gets nothing more.
+        // One run's capture per slot; once dropped, the next run installs
+        // its own and the first file gets nothing more.
         let second_path = path.with_extension("second.pcap");
         let refused = Capture::create(&second_path, 2).unwrap();
-        assert!(install(refused, port).is_none(), "two captures at once");
+        assert!(slot.install(refused).is_none(), "two captures in one slot");
         drop(installed);
-        offer(port, &frame, 1_700_000_004_000_000_000); // none installed: not sampled
+        assert!(slot.tap().is_none(), "dropped: the slot is empty again");
         let second = Capture::create(&second_path, 2).unwrap();
-        let installed = install(second, port).expect("the first was removed");
-        trial_starts(port);
-        offer(port, &frame, 1_700_000_005_000_000_000);
-        trial_ends(port);
+        let installed = slot.install(second).expect("the first was removed");
+        let tap = slot.tap().expect("installed");
+        tap.trial_starts();
+        tap.offer(&frame, 60, 1_700_000_005_000_000_000);
+        tap.trial_ends();
         assert_eq!(installed.frames_written(), 1);
         drop(installed);
         assert_eq!(std::fs::read(&second_path).unwrap().len(), 24 + 16 + 60);
@@ -300,6 +317,8 @@ mod tests {
             (word(24), word(28), word(32), word(36)),
             (1_700_000_000, 123_456_789, 60, 60)
         );
+        // Second record: 42 bytes kept, 252 on the wire.
+        assert_eq!((word(24 + 16 + 60 + 8), word(24 + 16 + 60 + 12)), (42, 252));
         assert_eq!(bytes.len(), 24 + 3 * 16 + 60 + 42 + 60);
         std::fs::remove_file(&path).unwrap();
     }
@@ -307,7 +326,7 @@ mod tests {
     /// A test frame of stream 7 with sequence number `seq`: tagged IPv6
     /// for odd numbers, plain IPv4 for even ones (both layouts are seen).
     fn test_frame(seq: u32) -> Vec<u8> {
-        use linerate_wire::{FlowSpec, FrameSize, FrameTemplate, Signature, VlanTag};
+        use linerate_wire::{FlowSpec, FrameSize, FrameTemplate, MacAddr, Signature, VlanTag};
         let v6 = seq % 2 == 1;
         let flow = FlowSpec {
             src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
@@ -343,11 +362,9 @@ mod tests {
 
     #[test]
     fn frames_around_a_gap_are_written_once() {
-        // Its own state, not the process-wide capture the other test installs.
         let path = std::env::temp_dir().join(format!("lr-around-{}.pcap", std::process::id()));
         let a = Active {
             capture: Capture::create(&path, 2).unwrap(),
-            port: MacAddr([2, 0, 0, 0, 0, 8]),
             taken: AtomicUsize::new(0),
             written: AtomicU64::new(0),
             around: Mutex::new(AroundLoss::default()),
@@ -356,7 +373,8 @@ mod tests {
         let mut seqs: Vec<u32> = (0..20).filter(|s| *s != 12 && *s != 13).collect();
         seqs.push(40); // and a second gap
         for seq in seqs {
-            offer_to(&a, &test_frame(seq), seq as u64);
+            let f = test_frame(seq);
+            offer_to(&a, &f, f.len(), seq as u64);
         }
         a.capture.out.lock().unwrap().flush().unwrap();
         // The sequence numbers of the frames in the file, in order.
@@ -377,5 +395,58 @@ mod tests {
             vec![0, 1, 8, 9, 10, 11, 14, 15, 16, 17, 18, 19, 40]
         );
         std::fs::remove_file(&path).unwrap();
+    }
+
+    /// No state is shared between captures: two runs' slots (ports that
+    /// may have the same MAC: nothing here knows one) written from two
+    /// threads at once each get all of their own frames and none of the
+    /// other's, told apart by their sizes.
+    #[test]
+    fn two_captures_at_once_keep_their_own_frames() {
+        let dir = std::env::temp_dir();
+        let paths: Vec<_> = (0..2)
+            .map(|k| dir.join(format!("lr-two-{}-{k}.pcap", std::process::id())))
+            .collect();
+        let slots = [CaptureSlot::default(), CaptureSlot::default()];
+        let installed: Vec<Installed> = slots
+            .iter()
+            .zip(&paths)
+            .map(|(slot, path)| {
+                let capture = Capture::create(path, 1000).unwrap();
+                slot.install(capture)
+                    .expect("each slot takes its own capture")
+            })
+            .collect();
+        let sizes = [60usize, 124];
+        std::thread::scope(|scope| {
+            for (slot, size) in slots.iter().zip(sizes) {
+                scope.spawn(move || {
+                    let tap = slot.tap().expect("installed");
+                    tap.trial_starts();
+                    for n in 0..500u64 {
+                        tap.offer(&vec![size as u8; size], size, n);
+                    }
+                    tap.trial_ends();
+                });
+            }
+        });
+        for ((installed, path), size) in installed.into_iter().zip(&paths).zip(sizes) {
+            assert_eq!(installed.frames_written(), 500);
+            drop(installed);
+            let bytes = std::fs::read(path).unwrap();
+            let mut at = 24;
+            let mut frames = 0;
+            while at < bytes.len() {
+                let kept = u32::from_ne_bytes(bytes[at + 8..at + 12].try_into().unwrap());
+                assert_eq!(kept as usize, size, "a frame of the other capture's size");
+                assert!(bytes[at + 16..at + 16 + size]
+                    .iter()
+                    .all(|b| *b == size as u8));
+                at += 16 + size;
+                frames += 1;
+            }
+            assert_eq!(frames, 500);
+            std::fs::remove_file(path).unwrap();
+        }
     }
 }

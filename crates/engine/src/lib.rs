@@ -258,6 +258,8 @@ pub struct Engine {
     next_stream: u16,
     /// How lost frames are attributed (read once, at the first trial).
     accounting: Option<accounting::Accounting>,
+    /// Port B's capture (`--pcap`), put in by the run using this engine.
+    capture: capture::CaptureSlot,
 }
 
 impl Engine {
@@ -279,6 +281,7 @@ impl Engine {
             cfg,
             next_stream: 1,
             accounting: None,
+            capture: capture::CaptureSlot::default(),
         }
     }
 
@@ -294,6 +297,11 @@ impl Engine {
     /// How port B counts the test frames.
     pub fn receiver(&self) -> ReceiverKind {
         self.b.port.rx.kind()
+    }
+    /// Where a run puts its capture of the frames port B receives: every
+    /// trial from then on offers them to it, this engine's only.
+    pub fn capture_slot(&self) -> capture::CaptureSlot {
+        self.capture.clone()
     }
 
     /// Makes the trials drop tests (see [`EngineConfig::drop_from`]),

@@ -105,6 +105,10 @@ pub struct ReceiverSignals {
     /// Distinct test frames received so far (for ending the straggler wait early).
     pub received: AtomicU64,
     pub gateway_mac: Mutex<Option<MacAddr>>,
+    /// `--pcap`: the run's capture, offered every frame this receiver gets
+    /// (None: nothing is sampled, and a frame costs one branch for it).
+    /// The engine sets port B's from its [`CaptureSlot`](crate::capture::CaptureSlot).
+    pub capture: Option<crate::capture::Tap>,
 }
 
 impl ReceiverSignals {
@@ -164,7 +168,10 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
     transform: &mut X,
 ) -> Result<Counted, PortError> {
     rx.take_drops()?; // start the trial's count of ring drops at zero
-    crate::capture::trial_starts(mac);
+    let capture = signals.capture.as_ref();
+    if let Some(c) = capture {
+        c.trial_starts();
+    }
     signals.ready.store(true, Ordering::Release);
     let mut streams: Vec<StreamStats> = (0..range.count)
         .map(|_| StreamStats::sending(range.frames))
@@ -187,7 +194,9 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
             last_request = Instant::now();
         }
         rx.recv(POLL, |frame, wire_len, arrival_ns| {
-            crate::capture::offer(mac, frame, arrival_ns);
+            if let Some(c) = capture {
+                c.offer(frame, wire_len, arrival_ns);
+            }
             let (frame, wire_len) = match transform.apply(frame, &mut scratch) {
                 Arrived::AsIs => (frame, wire_len),
                 Arrived::Inner(inner) => (inner, inner.len()),
@@ -258,7 +267,9 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
             signals.received.store(distinct, Ordering::Release);
         }
     }
-    crate::capture::trial_ends(mac);
+    if let Some(c) = capture {
+        c.trial_ends();
+    }
     transform.trial_ends();
     Ok(Counted {
         streams,

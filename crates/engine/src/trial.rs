@@ -110,6 +110,7 @@ impl Engine {
             b,
             cfg,
             accounting,
+            capture,
             ..
         } = self;
         let clocks = [a.port.rx.clock(), b.port.rx.clock()];
@@ -121,7 +122,14 @@ impl Engine {
             hosts: [&a.host, &b.host],
             interrupt,
         };
-        let signals = [ReceiverSignals::default(), ReceiverSignals::default()];
+        // Port B's frames go to the run's capture, if it has one.
+        let signals = [
+            ReceiverSignals::default(),
+            ReceiverSignals {
+                capture: capture.tap(),
+                ..ReceiverSignals::default()
+            },
+        ];
         std::thread::scope(|scope| {
             let rx = Receivers {
                 a: trial.spawn_receiver(

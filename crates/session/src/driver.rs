@@ -130,7 +130,7 @@ impl Session {
             sizes: frames.iter().map(|f| f.largest().frame()).collect(),
             trial_s,
             resolution: 0.0,
-            port_b_mac: self.bed.engine.port_b().mac,
+            capture_at: self.bed.engine.capture_slot(),
         }
     }
 }

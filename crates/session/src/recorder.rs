@@ -9,13 +9,12 @@
 use crate::error::{bail, err, Result};
 use crate::events::EventSink;
 use crate::progress::ProgressView;
-use linerate_engine::capture::{self, Capture};
+use linerate_engine::capture::{self, Capture, CaptureSlot};
 use linerate_engine::ReceiverKind;
 use linerate_method::spec::Step;
 use linerate_method::Progress;
 use linerate_results::{Rfc2544Report, ThroughputResult, TrialResult};
 use linerate_store::{Dut, NewRun, RunStatus, Store};
-use linerate_wire::MacAddr;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -36,8 +35,10 @@ pub struct RunInfo<'a> {
     pub sizes: Vec<u16>,
     pub trial_s: f64,
     pub resolution: f64,
-    /// The receiving port (B), whose frames `--pcap` samples.
-    pub port_b_mac: MacAddr,
+    /// Where `--pcap`'s capture goes: the slot of the run's receiving
+    /// port (B), [`Engine::capture_slot`](linerate_engine::Engine::capture_slot);
+    /// a command with no test frames gives an empty one of its own.
+    pub capture_at: CaptureSlot,
 }
 
 /// Where a run is stored and reported, and what it says about the DUT:
@@ -91,9 +92,9 @@ pub struct Recorder {
     run_id: Option<i64>,
     events: Option<EventSink>,
     progress: Option<ProgressView>,
-    /// `--pcap`: created and bound to port B at begin.
+    /// `--pcap`: created at begin and put in port B's slot.
     capture: Option<Capture>,
-    /// The capture while the run uses it (removed when the run ends).
+    /// The capture while the run uses it (out of the slot when the run ends).
     installed: Option<capture::Installed>,
     /// `--json`: the command's report, rewritten as the run goes on.
     json: Option<PathBuf>,
@@ -209,10 +210,10 @@ impl Recorder {
         }
         self.create_files()?;
         if let Some(c) = self.capture.take() {
-            self.installed = Some(capture::install(c, info.port_b_mac).ok_or_else(|| {
+            self.installed = Some(info.capture_at.install(c).ok_or_else(|| {
                 err!(
                     Environment,
-                    "--pcap: another run in this process is capturing; one capture at a time"
+                    "--pcap: another run on this test bed is capturing port B's frames; one capture per run"
                 )
             })?);
         }

@@ -160,7 +160,7 @@ pub fn measure(
         sizes: plans.iter().map(|p| p.0.largest().frame()).collect(),
         trial_s: trial_duration.as_secs_f64(),
         resolution,
-        port_b_mac: bed.engine.port_b().mac,
+        capture_at: bed.engine.capture_slot(),
     })?;
 
     let measured = each_size(

@@ -101,7 +101,7 @@ pub fn run(plan: CpuTargetPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         sizes: frames.iter().map(|f| f.frame()).collect(),
         trial_s: duration.as_secs_f64(),
         resolution: 0.0,
-        port_b_mac: bed.engine.port_b().mac,
+        capture_at: bed.engine.capture_slot(),
     })?;
     let mut report = CpuTargetReport {
         run: crate::driver::run_info(&bed, description),

@@ -55,7 +55,7 @@ impl StackPath {
             sizes: Vec::new(),
             trial_s: duration.as_secs_f64(),
             resolution: 0.0,
-            port_b_mac: linerate_wire::MacAddr::ZERO,
+            capture_at: Default::default(),
         }
     }
 

@@ -89,7 +89,7 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         sizes: vec![frame.frame()],
         trial_s: duration.as_secs_f64(),
         resolution: 0.0,
-        port_b_mac: bed.engine.port_b().mac,
+        capture_at: bed.engine.capture_slot(),
     })?;
     recorder.single_trial_started(&frames, fps, line_fps);
     let esp_before = bed.ipsec.as_ref().map(|p| p.counts());

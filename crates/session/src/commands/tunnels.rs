@@ -293,7 +293,7 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         sizes: Vec::new(),
         trial_s: plan.hold.as_secs_f64(),
         resolution: 0.0,
-        port_b_mac: linerate_wire::MacAddr::ZERO,
+        capture_at: Default::default(),
     })?;
     let verbose = recorder.verbose();
     if verbose {
