@@ -251,6 +251,58 @@ def test_two_threads_run_on_two_labs_at_once(no_leftovers):
         assert [d["result"]["frame_size"] for d in done] == [size], heard[size]
 
 
+def pcap_records(path):
+    """The original lengths of the frames in a pcap file (nanosecond
+    timestamps, Ethernet: as linerate writes it)."""
+    import struct
+
+    data = path.read_bytes()
+    magic, _, _, _, _, _, link = struct.unpack("=IHHiIII", data[:24])
+    assert (magic, link) == (0xA1B23C4D, 1), (hex(magic), link)
+    lengths, at = [], 24
+    while at < len(data):
+        _, _, kept, orig = struct.unpack("=IIII", data[at:at + 16])
+        lengths.append(orig)
+        at += 16 + kept
+    assert at == len(data), f"{path}: a record cut short"
+    return lengths
+
+
+def test_two_threads_capture_to_their_own_pcaps_at_once(no_leftovers, tmp_path):
+    # The capture belongs to the run, not the process: two runs at once on
+    # two labs each write their own file, holding their own frames only
+    # (128- and 256-byte test frames, 124 and 252 bytes as received), each
+    # its first pcap_frames frames of the trial and those around losses.
+    import threading
+
+    results, errors = {}, []
+
+    def one(size):
+        try:
+            results[size] = linerate.trial(
+                lab=True, engine="af_packet", frame_size=size, rate="5000fps", duration="3s",
+                pcap=str(tmp_path / f"{size}.pcap"), pcap_frames=50, no_db=True, quiet=True,
+            )
+        except Exception as e:  # reported below, with the other thread's outcome
+            errors.append(f"{size}: {e!r}")
+
+    threads = [threading.Thread(target=one, args=(size,)) for size in (128, 256)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for size, other in ((128, 256), (256, 128)):
+        assert results[size]["rx_frames"] == 15000, results[size]
+        lengths = pcap_records(tmp_path / f"{size}.pcap")
+        assert len(lengths) >= 50, (size, lengths)
+        if results[size]["lost_frames"] == 0:
+            assert len(lengths) == 50, (size, lengths)
+        # Test frames of this run's size (and ARP), none of the other's.
+        assert other - 4 not in lengths, (size, lengths)
+        assert lengths.count(size - 4) >= 40, (size, lengths)
+
+
 def test_tunnels_with_traffic_returns_each_tunnels_time_to_first_packet(no_leftovers):
     report = linerate.tunnels(
         lab=True, scenario="vpn-gateway", count=5, traffic=True, traffic_rate="20/s",
