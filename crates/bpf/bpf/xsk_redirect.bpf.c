@@ -3,8 +3,24 @@
  * queues (no entry) go on to the stack as if nothing were attached.
  *
  * The flags argument of bpf_redirect_map (XDP_PASS) is the action taken
- * when the lookup finds no socket, so no separate lookup is needed. */
+ * when the lookup finds no socket, so no separate lookup is needed.
+ *
+ * With pass_ike set (user space sets it before loading; linerate does on
+ * the port of an IPsec peer), IKE goes to the kernel instead, so an IKE
+ * daemon's UDP sockets in the port's namespace get it while the trial's ESP
+ * goes to the socket: IPv4 (untagged or behind one 802.1Q tag) UDP to port
+ * 500; UDP to port 4500 whose first 4 payload bytes are zero (the non-ESP
+ * marker of RFC 3948); NAT keepalives (UDP 4500, one payload byte 0xff).
+ * ESP in UDP 4500 (a non-zero SPI where the marker would be) and everything
+ * else go to the socket. Without the flag the verifier sees the constant 0
+ * and drops the check: the program is the one-liner it was. */
 #include "common.h"
+
+#define IKE_PORT 500
+#define NAT_T_PORT 4500
+
+/* Read-only data, written by the loader before the program is loaded. */
+const volatile __u32 pass_ike = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -15,9 +31,70 @@ struct {
 	__type(value, __u32);
 } xsks_map SEC(".maps");
 
+struct lr_vlan_hdr {
+	__be16 tci;
+	__be16 proto;
+};
+
+/* Whether the frame is IKE or a NAT keepalive (see the top). Every read is
+ * checked against data_end first; anything short or odd is not IKE. */
+static __always_inline int is_ike(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	if ((void *)(eth + 1) > end)
+		return 0;
+	__be16 proto = eth->h_proto;
+	void *l3 = eth + 1;
+	if (proto == bpf_htons(ETH_P_8021Q)) {
+		struct lr_vlan_hdr *vlan = l3;
+		if ((void *)(vlan + 1) > end)
+			return 0;
+		proto = vlan->proto;
+		l3 = vlan + 1;
+	}
+	if (proto != bpf_htons(ETH_P_IP))
+		return 0;
+	struct iphdr *ip = l3;
+	if ((void *)(ip + 1) > end)
+		return 0;
+	if (ip->protocol != IPPROTO_UDP)
+		return 0;
+	/* A fragment other than the first carries no UDP header. */
+	if (ip->frag_off & bpf_htons(0x1fff))
+		return 0;
+	__u32 ihl = ip->ihl;
+	if (ihl < 5)
+		return 0;
+	struct udphdr *udp = l3 + ihl * 4;
+	if ((void *)(udp + 1) > end)
+		return 0;
+	if (udp->dest == bpf_htons(IKE_PORT))
+		return 1;
+	if (udp->dest != bpf_htons(NAT_T_PORT))
+		return 0;
+	/* UDP's own length: the frame may be padded to 60 bytes. */
+	__u16 payload = bpf_ntohs(udp->len);
+	if (payload < sizeof(*udp))
+		return 0;
+	payload -= sizeof(*udp);
+	__u8 *p = (void *)(udp + 1);
+	if (payload == 1) {
+		if ((void *)(p + 1) > end)
+			return 0;
+		return p[0] == 0xff;
+	}
+	if (payload < 4 || (void *)(p + 4) > end)
+		return 0;
+	return (p[0] | p[1] | p[2] | p[3]) == 0;
+}
+
 SEC("xdp")
 int xsk_redirect(struct xdp_md *ctx)
 {
+	if (pass_ike && is_ike(ctx))
+		return XDP_PASS;
 	return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
 }
 

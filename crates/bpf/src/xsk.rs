@@ -9,6 +9,15 @@
 //! detaches the program: it is attached through a BPF link, which the kernel
 //! removes when its last file descriptor closes, so a crashed linerate
 //! leaves no program behind on the interface either.
+//!
+//! [`XskRedirect::load_with`]`(true)` loads it so that IKE goes to the
+//! kernel instead of the socket (the port of an IPsec peer whose IKE daemon
+//! has UDP sockets on ports 500 and 4500 in the port's namespace): IPv4,
+//! untagged or behind one 802.1Q tag, UDP to port 500; UDP to port 4500
+//! whose first 4 payload bytes are zero (the non-ESP marker of RFC 3948);
+//! NAT keepalives (UDP 4500, one payload byte 0xff). ESP in UDP 4500 and
+//! everything else still go to the socket. The flag is read-only data set
+//! before the program is loaded: without it the verifier removes the check.
 
 use crate::{bpf_object, BpfError};
 use libbpf_rs::libbpf_sys;
@@ -52,9 +61,18 @@ pub struct XskRedirect {
 }
 
 impl XskRedirect {
-    /// Loads the embedded program and its map into the kernel (not attached yet).
+    /// Loads the embedded program and its map into the kernel (not attached
+    /// yet); every frame of a queue with a socket goes to the socket.
     pub fn load() -> Result<XskRedirect, BpfError> {
-        let obj = crate::load(PROGRAM, bpf_object!("xsk_redirect"), |_| Ok(()))?;
+        XskRedirect::load_with(false)
+    }
+
+    /// [`load`](Self::load), but with `pass_ike` IKE and NAT keepalives go
+    /// to the kernel (see the module's doc).
+    pub fn load_with(pass_ike: bool) -> Result<XskRedirect, BpfError> {
+        let obj = crate::load(PROGRAM, bpf_object!("xsk_redirect"), |open| {
+            set_pass_ike(open, pass_ike)
+        })?;
         Ok(XskRedirect { link: None, obj })
     }
 
@@ -129,6 +147,30 @@ impl XskRedirect {
     }
 }
 
+/// Writes `pass_ike` into the object's read-only data (its only variable,
+/// a `__u32` at offset 0) before it is loaded.
+fn set_pass_ike(open: &mut libbpf_rs::OpenObject, pass_ike: bool) -> Result<(), libbpf_rs::Error> {
+    let mut rodata = open
+        .maps_mut()
+        .find(|m| m.name().to_string_lossy().ends_with(".rodata"))
+        .ok_or_else(|| layout_error("no .rodata map"))?;
+    let data = rodata
+        .initial_value_mut()
+        .ok_or_else(|| layout_error(".rodata has no initial value"))?;
+    let Some(flag) = data.get_mut(..4) else {
+        return Err(layout_error(".rodata is shorter than pass_ike"));
+    };
+    flag.copy_from_slice(&u32::from(pass_ike).to_ne_bytes());
+    Ok(())
+}
+
+/// The embedded object is not laid out as this file expects: a build bug.
+fn layout_error(what: &str) -> libbpf_rs::Error {
+    libbpf_rs::Error::from(std::io::Error::other(format!(
+        "xsk_redirect.bpf.o: {what} (pass_ike)"
+    )))
+}
+
 /// `bpf_link_create(prog, ifindex, BPF_XDP, flags)`: a link attachment in
 /// the given XDP mode.
 pub(crate) fn link_create(
@@ -177,5 +219,20 @@ mod tests {
             .insert(MAX_QUEUES, std::io::stdin().as_fd())
             .expect_err("queue 64 is outside the map");
         assert!(err.to_string().contains("xsks_map"), "{err}");
+        // With the IKE check: the verifier takes its bounds checks.
+        // The flag the kernel holds is the one asked for, both ways.
+        for pass_ike in [false, true] {
+            let prog = XskRedirect::load_with(pass_ike).expect("loading the program as root");
+            let rodata = prog
+                .obj
+                .maps()
+                .find(|m| m.name().to_string_lossy().ends_with(".rodata"))
+                .expect("a .rodata map");
+            let v = rodata
+                .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+                .unwrap()
+                .expect("one entry");
+            assert_eq!(v, u32::from(pass_ike).to_ne_bytes(), "pass_ike {pass_ike}");
+        }
     }
 }

@@ -433,3 +433,344 @@ fn tx_rate_64_bytes_to_a_kernel_receiver() {
     );
     assert!(sent > 0);
 }
+
+/// Two namespaces joined by a veth pair: `xa` in `a` (the AF_XDP port,
+/// 198.18.0.2/24; on VLAN 100 when tagged), `xb` in `b` (the sender of raw
+/// frames). Dropping it deletes both namespaces, and with them the pair,
+/// also when a test panics.
+struct NetnsPair {
+    a: String,
+    b: String,
+    /// Tagged: the program that untags VLAN 100 on xa's ingress (after
+    /// XDP), as a VLAN subinterface would on kernels that have them (this
+    /// one may not: CONFIG_VLAN_8021Q).
+    _vlan: Option<linerate_bpf::vlan_port::VlanPort>,
+}
+
+/// The VLAN of the tagged runs.
+const VLAN: u16 = 100;
+
+impl NetnsPair {
+    fn new(tag: &str, tagged: bool) -> NetnsPair {
+        let base = format!("lrxsk-{}-{tag}", std::process::id());
+        let mut pair = NetnsPair {
+            a: format!("{base}-a"),
+            b: format!("{base}-b"),
+            _vlan: None,
+        };
+        // The guard exists before the first namespace: a failing step
+        // still deletes whatever was made (deleting a missing one is a no-op).
+        for n in [&pair.a, &pair.b] {
+            run(&["ip", "netns", "add", n]);
+            run(&[
+                "ip",
+                "netns",
+                "exec",
+                n,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1",
+            ]);
+        }
+        let (a, b) = (pair.a.as_str(), pair.b.as_str());
+        run(&[
+            "ip", "-n", a, "link", "add", "xa", "mtu", "1500", "type", "veth", "peer", "name",
+            "xb", "mtu", "1500", "netns", b,
+        ]);
+        run(&["ip", "-n", a, "addr", "add", "198.18.0.2/24", "dev", "xa"]);
+        run(&["ip", "-n", a, "link", "set", "xa", "up"]);
+        run(&["ip", "-n", b, "link", "set", "xb", "up"]);
+        if tagged {
+            let ifindex: i32 =
+                output(&["ip", "netns", "exec", a, "cat", "/sys/class/net/xa/ifindex"])
+                    .parse()
+                    .expect("xa's ifindex");
+            let mut vlan =
+                linerate_bpf::vlan_port::VlanPort::load(VLAN).expect("loading vlan_port");
+            linerate_port::netns::in_netns(a, || {
+                vlan.attach(ifindex, "xa")
+                    .map_err(|e| linerate_port::PortError::Unsupported(e.to_string()))
+            })
+            .expect("attaching vlan_port to xa");
+            pair._vlan = Some(vlan);
+        }
+        pair
+    }
+}
+
+impl Drop for NetnsPair {
+    fn drop(&mut self) {
+        for n in [&self.a, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
+/// An Ethernet frame from `src` to `dst` (tagged with VLAN `vlan` when
+/// given): IPv4 198.18.0.1 -> 198.18.0.2 (with 4 bytes of IP options when
+/// `options`), UDP to `port` carrying `payload`, padded to 60 bytes.
+fn udp_frame(
+    (dst, src): (MacAddr, MacAddr),
+    vlan: Option<u16>,
+    port: u16,
+    payload: &[u8],
+    options: bool,
+) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst.0);
+    f.extend_from_slice(&src.0);
+    if let Some(id) = vlan {
+        f.extend_from_slice(&[0x81, 0x00]);
+        f.extend_from_slice(&id.to_be_bytes());
+    }
+    f.extend_from_slice(&[0x08, 0x00]);
+    let ip_at = f.len();
+    let ihl = if options { 6 } else { 5 };
+    let total = (ihl * 4 + 8 + payload.len()) as u16;
+    f.extend_from_slice(&[0x40 | ihl as u8, 0]);
+    f.extend_from_slice(&total.to_be_bytes());
+    f.extend_from_slice(&[0, 1, 0x40, 0, 64, 17, 0, 0]);
+    f.extend_from_slice(&[198, 18, 0, 1, 198, 18, 0, 2]);
+    if options {
+        // NOP, NOP, NOP, end of options.
+        f.extend_from_slice(&[1, 1, 1, 0]);
+    }
+    let mut sum = 0u32;
+    for w in f[ip_at..].chunks(2) {
+        sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    f[ip_at + 10..ip_at + 12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    // UDP: source port = destination port (as IKE does), no checksum.
+    f.extend_from_slice(&port.to_be_bytes());
+    f.extend_from_slice(&port.to_be_bytes());
+    f.extend_from_slice(&(8 + payload.len() as u16).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.extend_from_slice(payload);
+    if f.len() < 60 {
+        f.resize(60, 0);
+    }
+    f
+}
+
+/// Where a frame should end up with pass_ike on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Goes {
+    /// The kernel's UDP socket on this port.
+    Kernel(u16),
+    Xsk,
+}
+
+/// A frame to send: what it is, its bytes, the UDP payload, where it goes.
+type IkeCase = (&'static str, Vec<u8>, Vec<u8>, Goes);
+
+fn ike_frames(macs: (MacAddr, MacAddr), vlan: Option<u16>) -> Vec<IkeCase> {
+    // An IKE header's start: the initiator's SPI (non-zero).
+    let ike = |tag: u8| {
+        let mut p = vec![0x5e, 0xc1, 0x7a, tag, 1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0];
+        p.extend_from_slice(&[0x21, 0x20, 0x22, 0x08]);
+        p
+    };
+    let marked = |tag: u8| [&[0u8; 4][..], &ike(tag)].concat();
+    let esp = |tag: u8| vec![0xc0, 0xff, 0xee, tag, 0, 0, 0, 1, 0xaa, 0xbb, 0xcc, 0xdd];
+    let case = |name, port, payload: Vec<u8>, options, goes| {
+        let frame = udp_frame(macs, vlan, port, &payload, options);
+        (name, frame, payload, goes)
+    };
+    vec![
+        case("IKE on 500", 500, ike(1), false, Goes::Kernel(500)),
+        case(
+            "IKE on 4500 behind the non-ESP marker",
+            4500,
+            marked(2),
+            false,
+            Goes::Kernel(4500),
+        ),
+        case("NAT keepalive", 4500, vec![0xff], false, Goes::Kernel(4500)),
+        case(
+            "IKE on 500 behind IP options",
+            500,
+            ike(3),
+            true,
+            Goes::Kernel(500),
+        ),
+        case(
+            "IKE on 4500 behind IP options",
+            4500,
+            marked(4),
+            true,
+            Goes::Kernel(4500),
+        ),
+        case("ESP in UDP 4500", 4500, esp(5), false, Goes::Xsk),
+        case(
+            "ESP in UDP 4500 behind IP options",
+            4500,
+            esp(6),
+            true,
+            Goes::Xsk,
+        ),
+        // Zero, but 2 bytes of payload: neither a marker nor a keepalive.
+        case("2 zero bytes to 4500", 4500, vec![0, 0], false, Goes::Xsk),
+        case("one byte 0xfe to 4500", 4500, vec![0xfe], false, Goes::Xsk),
+        case("UDP to port 9", 9, ike(7), false, Goes::Xsk),
+        case("UDP to port 501", 501, ike(8), false, Goes::Xsk),
+    ]
+}
+
+/// What one run saw: per frame, its name, whether it reached the AF_XDP
+/// socket and where it should have gone with pass_ike; what the kernel's
+/// UDP sockets received (port, payload).
+type IkeRun = (Vec<(&'static str, bool, Goes)>, Vec<(u16, Vec<u8>)>);
+
+/// Opens xa with `pass_ike`, sends every frame of [`ike_frames`] from xb
+/// and reports where each went.
+fn send_ike_frames(pair: &NetnsPair, pass_ike: bool, vlan: Option<u16>) -> IkeRun {
+    let opts = AfXdpOptions {
+        pass_ike,
+        ..AfXdpOptions::default()
+    };
+    let a = AfXdpPort::open("xa", Some(&pair.a), &opts).expect("open xa");
+    let b = AfXdpPort::open("xb", Some(&pair.b), &AfXdpOptions::default()).expect("open xb");
+    eprintln!(
+        "pass_ike {pass_ike}, VLAN {vlan:?}: xa bind mode {}, XDP {}",
+        a.mode().as_str(),
+        a.attach_mode().as_str()
+    );
+    let frames = ike_frames((a.info().mac, b.info().mac), vlan);
+    let sockets: Vec<(u16, std::net::UdpSocket)> = [500u16, 4500]
+        .into_iter()
+        .map(|port| {
+            let s = linerate_port::netns::in_netns(&pair.a, || {
+                std::net::UdpSocket::bind(("0.0.0.0", port))
+                    .map_err(|e| linerate_port::PortError::io("binding a UDP socket", "xa", e))
+            })
+            .expect("a UDP socket in xa's namespace");
+            s.set_nonblocking(true).unwrap();
+            (port, s)
+        })
+        .collect();
+    let (_ta, mut rx_a, _) = a.split();
+    let (mut tx_b, _rb, _) = b.split();
+    let n = tx_b
+        .queue(frames.len(), |i, buf| {
+            let f = &frames[i].1;
+            buf[..f.len()].copy_from_slice(f);
+            f.len()
+        })
+        .unwrap();
+    assert_eq!(n, frames.len());
+    tx_b.flush().unwrap();
+    assert_eq!(tx_b.drain(Duration::from_secs(5)).unwrap(), 0);
+
+    let mut at_xsk: Vec<Vec<u8>> = Vec::new();
+    let mut kernel: Vec<(u16, Vec<u8>)> = Vec::new();
+    let mut collect = |at_xsk: &mut Vec<Vec<u8>>, kernel: &mut Vec<(u16, Vec<u8>)>| {
+        rx_a.recv(Duration::from_millis(10), |f, _, _| at_xsk.push(f.to_vec()))
+            .unwrap();
+        for (port, s) in &sockets {
+            let mut buf = [0u8; 2048];
+            while let Ok(n) = s.recv(&mut buf) {
+                kernel.push((*port, buf[..n].to_vec()));
+            }
+        }
+    };
+    let want_xsk = if pass_ike {
+        frames.iter().filter(|f| f.3 == Goes::Xsk).count()
+    } else {
+        frames.len()
+    };
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until
+        && (at_xsk.len() < want_xsk || kernel.len() < frames.len() - want_xsk)
+    {
+        collect(&mut at_xsk, &mut kernel);
+    }
+    // A little longer: a frame in both places, or twice, would show.
+    let until = Instant::now() + Duration::from_millis(200);
+    while Instant::now() < until {
+        collect(&mut at_xsk, &mut kernel);
+    }
+    let seen = frames
+        .iter()
+        .map(|(name, bytes, _, goes)| {
+            let times = at_xsk.iter().filter(|f| *f == bytes).count();
+            assert!(times <= 1, "{name} reached the AF_XDP socket {times} times");
+            (*name, times == 1, *goes)
+        })
+        .collect();
+    let strays: Vec<_> = at_xsk
+        .iter()
+        .filter(|f| !frames.iter().any(|c| c.1 == **f))
+        .collect();
+    if !strays.is_empty() {
+        eprintln!("other frames at the AF_XDP socket: {strays:02x?}");
+    }
+    eprintln!("the kernel's UDP sockets received: {kernel:02x?}");
+    (seen, kernel)
+}
+
+fn check_pass_ike(tag: &str, vlan: Option<u16>) {
+    let pair = NetnsPair::new(tag, vlan.is_some());
+    let (seen, kernel) = send_ike_frames(&pair, true, vlan);
+    for (name, at_xsk, goes) in &seen {
+        assert_eq!(
+            *at_xsk,
+            *goes == Goes::Xsk,
+            "{name} (VLAN {vlan:?}): at the AF_XDP socket {at_xsk}, expected {goes:?}"
+        );
+    }
+    // Each IKE frame reached the UDP socket of its port, once, and nothing
+    // else reached either.
+    let mut expected: Vec<(u16, Vec<u8>)> = ike_frames((MacAddr([0; 6]), MacAddr([0; 6])), vlan)
+        .into_iter()
+        .filter_map(|(_, _, payload, goes)| match goes {
+            Goes::Kernel(port) => Some((port, payload)),
+            Goes::Xsk => None,
+        })
+        .collect();
+    let mut got = kernel;
+    expected.sort();
+    got.sort();
+    assert_eq!(
+        got, expected,
+        "what the kernel's UDP sockets received (VLAN {vlan:?})"
+    );
+}
+
+fn check_no_pass_ike(tag: &str, vlan: Option<u16>) {
+    let pair = NetnsPair::new(tag, vlan.is_some());
+    let (seen, kernel) = send_ike_frames(&pair, false, vlan);
+    for (name, at_xsk, _) in &seen {
+        assert!(
+            *at_xsk,
+            "{name} (VLAN {vlan:?}) did not reach the AF_XDP socket"
+        );
+    }
+    assert!(
+        kernel.is_empty(),
+        "the kernel's UDP sockets received {kernel:02x?}"
+    );
+}
+
+#[test]
+fn with_pass_ike_ike_reaches_the_kernel_and_esp_the_socket() {
+    if !is_root() {
+        skip("(needs root): af_xdp pass_ike test");
+        return;
+    }
+    check_pass_ike("ike", None);
+    check_pass_ike("ikev", Some(VLAN));
+}
+
+#[test]
+fn without_pass_ike_every_frame_reaches_the_socket() {
+    if !is_root() {
+        skip("(needs root): af_xdp pass_ike off test");
+        return;
+    }
+    check_no_pass_ike("noike", None);
+    check_no_pass_ike("noikev", Some(VLAN));
+}

@@ -22,6 +22,9 @@
 //!   headroom: 1792 bytes with 2048-byte frames, 3840 with 4096 (chosen when
 //!   `max_frame_len` needs it). Jumbo frames would need multi-buffer
 //!   AF_XDP; [`PortInfo::max_frame_len`] reports the limit.
+//! - With [`AfXdpOptions::pass_ike`], IKE (UDP 500, UDP 4500 with the
+//!   non-ESP marker, NAT keepalives) goes to the kernel stack instead of
+//!   the socket; ESP in UDP 4500 still comes to the socket.
 //! - Frames get no kernel timestamp: [`RxQueue::recv`](crate::RxQueue::recv)
 //!   stamps each batch (at most 64 frames) when it is picked up.
 
@@ -97,6 +100,15 @@ pub struct AfXdpOptions {
     /// Attach the redirect program in generic mode only: the port
     /// receives through a CPU's backlog (see `AfPacketOptions::generic_xdp`).
     pub generic_xdp: bool,
+    /// Pass IKE to the kernel instead of the AF_XDP socket: IPv4 (also
+    /// behind one 802.1Q tag) UDP to port 500, and UDP to port 4500 whose
+    /// first 4 payload bytes are zero (the non-ESP marker of RFC 3948) and
+    /// NAT keepalives (one byte 0xff). ESP in UDP 4500 still goes to the
+    /// socket. For the port of an IPsec peer whose IKE daemon has UDP
+    /// sockets in the port's namespace: it goes on answering the gateway
+    /// (rekeys, DPD) while the trial's ESP takes the fast path. Off: every
+    /// frame of the queue goes to the socket.
+    pub pass_ike: bool,
 }
 
 impl Default for AfXdpOptions {
@@ -111,6 +123,7 @@ impl Default for AfXdpOptions {
             tx_frames: 4096,
             rx_frames: 8192,
             generic_xdp: false,
+            pass_ike: false,
         }
     }
 }
@@ -262,7 +275,7 @@ fn open_here(
 
     // Load and attach only now: nothing is steered to the socket before it
     // is bound and in the map (until then frames go to the stack).
-    let mut redirect = XskRedirect::load().map_err(bpf_error)?;
+    let mut redirect = XskRedirect::load_with(opts.pass_ike).map_err(bpf_error)?;
     redirect
         .attach(facts.ifindex, ifname, opts.generic_xdp)
         .map_err(bpf_error)?;
