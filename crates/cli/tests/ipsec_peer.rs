@@ -800,3 +800,145 @@ fn the_keys_are_written_for_wireshark_and_for_its_owner_only() {
     );
     bed.assert_nothing_left(&run);
 }
+
+/// `--rekey 2s` during a 10-s trial, each direction, with the af_xdp and
+/// the af_packet engine: linerate rekeys the CHILD_SA every 2 s while the
+/// frames run, the data path moves to each new SA, and the trial counts
+/// what was lost around the rekeys.
+/// - charon saw the rekeys: its CHILD_SA when linerate's Delete took it
+///   down carries the SPIs of linerate's last rekey, not the first ones;
+/// - every rekey linerate started ended (none failed), and each new SA
+///   was taken by the data path;
+/// - the frames: every frame sent is received or lost, and the gateway's
+///   own count agrees: ipsec0 (which carries every CHILD_SA's clear
+///   packets, old and new) passed exactly the frames linerate received on
+///   the clear side; on the encrypted side linerate received every frame
+///   charon encrypted but those that arrived for an SA being replaced;
+/// - the report gives the frames lost and the time blocked per rekey.
+#[test]
+fn a_rekey_every_2s_moves_the_data_path_to_the_new_sas_and_counts_the_loss() {
+    if !root_or_skip("a_rekey_every_2s_moves_the_data_path_to_the_new_sas_and_counts_the_loss") {
+        return;
+    }
+    let bed = Bed::new("rk", Some(&[gw_conn()]));
+    let charon = bed.charon();
+    for (direction, engine) in [
+        ("decrypt", "af_xdp"),
+        ("encrypt", "af_xdp"),
+        ("decrypt", "af_packet"),
+        ("encrypt", "af_packet"),
+    ] {
+        let what = format!("--rekey 2s --direction {direction} --engine {engine}");
+        let monitor = charon.monitor();
+        let (tun_rx0, tun_tx0) = link_packets(&bed.r, "ipsec0");
+        let gw_drops0 = gateway_drops(&bed.r);
+        let json = TempFile::new("ipsec-rekey");
+        let run = bed.trial(&[
+            "--direction",
+            direction,
+            "--engine",
+            engine,
+            "--frame-size",
+            "128",
+            "--rate",
+            "2000fps",
+            "--duration",
+            "10s",
+            "--rekey",
+            "2s",
+            "--json",
+            json.arg(),
+        ]);
+        let v = json.json();
+        assert_trial_consistent(&v);
+        let (tx, rx) = (u(&v, "tx_frames"), u(&v, "rx_frames"));
+        assert_eq!(tx, 20_000, "{what}: {}", run.dump());
+        let esp = &v["esp"];
+        let rekeys = &esp["rekeys"];
+        assert!(
+            rekeys.is_object(),
+            "{what}: no rekeys in the record: {}",
+            run.dump()
+        );
+        // Rekeys at 2, 4, 6 and 8 s end within the 10-s trial (the one at
+        // 10 s may end after it).
+        let done = u(rekeys, "done");
+        assert!((4..=5).contains(&done), "{what}: {done} rekeys: {rekeys}");
+        assert_eq!(u(rekeys, "failed"), 0, "{what}: {rekeys}");
+        assert_eq!(u(rekeys, "by_gateway"), 0, "{what}: {rekeys}");
+        let list = rekeys["list"].as_array().expect("the rekeys listed");
+        assert_eq!(list.len() as u64, done, "{what}: {rekeys}");
+        // Each rekey a new pair of SPIs.
+        let mut seen = std::collections::HashSet::new();
+        for r in list {
+            assert!(
+                seen.insert(u(r, "spi_out")),
+                "{what}: an SPI twice: {rekeys}"
+            );
+            assert!(r["took_ms"].as_f64().unwrap() > 0.0, "{what}: {r}");
+        }
+        // Decrypt: only the sender takes new SAs; encrypt: only the
+        // receiver, at the next frame that arrives after the rekey.
+        assert!(
+            u(rekeys, "sas_taken") >= done.saturating_sub(1) && u(rekeys, "sas_taken") <= done,
+            "{what}: {rekeys}"
+        );
+        assert!(
+            run.stdout.contains("frames lost per rekey")
+                && run.stdout.contains("ms blocked per rekey"),
+            "{what}: no per-rekey line: {}",
+            run.dump()
+        );
+
+        // The CHILD_SA charon took down at the end is the last rekey's.
+        let down = monitor
+            .wait_for(Duration::from_secs(5), |e| {
+                ChildEvent::of(e).iter().any(|c| !c.up)
+            })
+            .unwrap_or_else(|| panic!("{what}: no child-updown down: {:?}", monitor.events()));
+        let child = ChildEvent::of(&down).remove(0).child;
+        let last = list.last().unwrap();
+        assert_eq!(
+            child.text("spi-in"),
+            format!("{:08x}", u(last, "spi_out")),
+            "{what}: charon's last CHILD_SA is not linerate's last rekey's: {child:?}\n{rekeys}"
+        );
+
+        // The gateway's count of the clear side, across all its CHILD_SAs.
+        let gw_drops = gateway_drops(&bed.r) - gw_drops0;
+        let (tun_rx1, tun_tx1) = link_packets(&bed.r, "ipsec0");
+        let (tun_rx, tun_tx) = (tun_rx1 - tun_rx0, tun_tx1 - tun_tx0);
+        if direction == "decrypt" {
+            assert_eq!(
+                tun_rx, rx,
+                "{what}: ipsec0 gave the router {tun_rx} decrypted packets, port A received {rx}: {}",
+                run.dump()
+            );
+            // Lost: sent on an SA the gateway had already deleted, or
+            // dropped by its kernel.
+            assert!(tx - rx >= gw_drops, "{what}");
+        } else {
+            assert_eq!(
+                tun_tx,
+                tx - gw_drops,
+                "{what}: routed into ipsec0: {}",
+                run.dump()
+            );
+            let unknown = u(esp, "unknown_spi");
+            assert!(
+                rx + unknown <= tun_tx,
+                "{what}: rx {rx} + unknown SPI {unknown} > {tun_tx} encrypted"
+            );
+        }
+        for key in ["icv_failures", "replays", "malformed", "not_esp"] {
+            assert_eq!(u(esp, key), 0, "{what}: {key}: {esp}");
+        }
+        eprintln!(
+            "{what}: {done} rekeys, {} lost of {tx} ({} unknown SPI), mean {:.1} ms",
+            tx - rx,
+            u(esp, "unknown_spi"),
+            rekeys["mean_ms"].as_f64().unwrap()
+        );
+        bed.assert_nothing_left(&run);
+    }
+}

@@ -118,7 +118,7 @@ impl TunnelsRun {
 }
 
 /// What linerate's ESP did during one trial (counts of this trial only).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EspTrial {
     /// Test frames linerate encrypted and sent to the gateway.
     pub encrypted: u64,
@@ -145,6 +145,82 @@ pub struct EspTrial {
     /// by that tunnel's SAs; they sum to the totals above.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_tunnel: Vec<[u64; 2]>,
+    /// CHILD_SA rekeys that ended during the trial (`--rekey`, or the
+    /// gateway's own); None: none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rekeys: Option<TrialRekeys>,
+}
+
+/// The CHILD_SA rekeys that ended during one trial.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrialRekeys {
+    /// Rekeys linerate started (`--rekey`) that the gateway answered.
+    pub done: u64,
+    /// Rekeys the gateway started; linerate answered and moved to the new
+    /// keys.
+    pub by_gateway: u64,
+    /// Rekeys linerate started that failed (no answer, or refused): the
+    /// tunnel stayed on its old CHILD_SA.
+    pub failed: u64,
+    /// linerate's rekeys, CREATE_CHILD_SA request to the gateway's
+    /// answer, milliseconds.
+    pub mean_ms: f64,
+    pub max_ms: f64,
+    /// Tunnels the gateway deleted during the trial.
+    pub tunnels_deleted: u64,
+    /// New SAs the data path took during the trial (outbound and inbound:
+    /// two per completed rekey when the trial sends both ways).
+    pub sas_taken: u64,
+    /// The first rekeys (at most 100), in the order they ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub list: Vec<RekeyRecord>,
+}
+
+impl TrialRekeys {
+    /// Rekeys that completed, whoever started them.
+    pub fn completed(&self) -> u64 {
+        self.done + self.by_gateway
+    }
+
+    /// Frames lost per completed rekey, and the time each rekey blocked
+    /// its tunnel: lost frames per rekey over the tunnel's offered rate
+    /// (`offered_fps` / `tunnels`), as FD.io CSIT's "effective blocked
+    /// time". Assumes the trial loses nothing without rekeys (a rate
+    /// below the gateway's throughput). None without a completed rekey.
+    pub fn per_rekey(&self, lost: u64, offered_fps: f64, tunnels: usize) -> Option<(f64, f64)> {
+        let n = self.completed();
+        if n == 0 {
+            return None;
+        }
+        let lost_each = lost as f64 / n as f64;
+        let tunnel_fps = offered_fps / tunnels.max(1) as f64;
+        let blocked_ms = if tunnel_fps > 0.0 {
+            lost_each / tunnel_fps * 1e3
+        } else {
+            0.0
+        };
+        Some((lost_each, blocked_ms))
+    }
+}
+
+/// One rekey that ended during a trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RekeyRecord {
+    pub tunnel: usize,
+    /// When it ended, milliseconds after the trial's counts were first read.
+    pub at_ms: f64,
+    /// linerate's request to the gateway's answer; None: the gateway
+    /// started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub took_ms: Option<f64>,
+    /// The new CHILD_SA's SPIs (linerate sends on `spi_out`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spi_out: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spi_in: Option<u32>,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 /// Bytes around an ESP packet on the wire: Ethernet (14), IPv4 (20), UDP

@@ -545,6 +545,9 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
             );
         }
     }
+    for line in rekeys_lines(t) {
+        let _ = writeln!(out, "{line}");
+    }
     if let Some(line) = tunnels_line(t) {
         let _ = writeln!(out, "  tunnels     {line}");
     }
@@ -714,6 +717,40 @@ fn tunnels_footer(report: &Rfc2544Report) -> Option<String> {
 /// A trial's per-tunnel counts in one line: how many tunnels, the fewest
 /// and most frames one delivered, and the tunnels that stand out (None
 /// without `--tunnels`).
+/// The trial's CHILD_SA rekeys: how many, how long they took, and the
+/// frames lost and time blocked per rekey.
+pub fn rekeys_lines(t: &TrialResult) -> Vec<String> {
+    let Some(r) = t.esp.as_ref().and_then(|e| e.rekeys.as_ref()) else {
+        return Vec::new();
+    };
+    let mut lines = vec![format!(
+        "  rekeys      {:>15} by linerate (answered in {:.1} ms mean, {:.1} ms max), {} by the gateway, {} failed; {} new SAs taken by the data path",
+        thousands(r.done),
+        r.mean_ms,
+        r.max_ms,
+        thousands(r.by_gateway),
+        thousands(r.failed),
+        thousands(r.sas_taken)
+    )];
+    let tunnels = t.tunnels.len().max(1);
+    if let Some((lost, blocked_ms)) = r.per_rekey(
+        t.tx_frames.saturating_sub(t.rx_frames),
+        t.offered_fps,
+        tunnels,
+    ) {
+        lines.push(format!(
+            "              {lost:.1} frames lost per rekey, {blocked_ms:.2} ms blocked per rekey (frames sent and not received / the tunnel's offered rate; all of the trial's loss counted as the rekeys')"
+        ));
+    }
+    if r.tunnels_deleted > 0 {
+        lines.push(format!(
+            "              {} tunnel(s) deleted by the gateway during the trial",
+            thousands(r.tunnels_deleted)
+        ));
+    }
+    lines
+}
+
 pub fn tunnels_line(t: &TrialResult) -> Option<String> {
     let s = crate::ipsec::TunnelSpread::of(&t.tunnels)?;
     let sent_min = t.tunnels.iter().map(|x| x.tx).min().unwrap_or(0);

@@ -5,18 +5,20 @@
 //! encryption and decryption throughput, as an IXIA that is a VPN peer
 //! measures it.
 //!
-//! IKE runs over the kernel's UDP stack in port B's namespace, before the
-//! engine opens the ports: linerate's outer address is put on port B for
-//! the negotiation (when the port does not have it already) and taken off
-//! again, so that during the trials the kernel takes no part in the ESP
-//! traffic. At the end the address returns for the IKE SA's Delete.
-//! While the address is off, the gateway's liveness checks are not
-//! answered: a gateway with dead peer detection shorter than the run may
-//! tear the tunnel down (the ESP counters then show unknown SPIs).
+//! IKE runs over the kernel's UDP stack in port B's namespace: linerate's
+//! outer address (or its peers' addresses, `--tunnels`) is put on port B
+//! for the run (when the port does not have it already). While the trials
+//! run, the keeper thread (`ike_keeper`) answers the gateway's requests
+//! (liveness checks, its rekeys), rekeys every `--rekey` period, and hands
+//! each new CHILD_SA's keys to the engine's transforms. The ESP that shares
+//! port 4500 with IKE is the engine's: a socket filter keeps it off the
+//! IKE socket, and the AF_XDP engine passes only IKE to the kernel. At the
+//! end the IKE SAs are deleted and the addresses taken off.
 
 use crate::error::{bail, err, Result};
+use crate::ike_keeper::{Handoff, Keeper, Peers, RekeyLog};
 use crate::peers::{ip_out as ip, PeerAddresses};
-use linerate_engine::ipsec::{EspCounts, EspReceive, EspSend, SharedCounts, TunnelMap};
+use linerate_engine::ipsec::{EspCounts, EspReceive, EspSend, SaInbox, SharedCounts, TunnelMap};
 use linerate_engine::transform::{ReceiveTransform, SendTransform};
 use linerate_engine::HostConfig;
 use linerate_esp::{EspSuite, Inbound, Outbound};
@@ -27,9 +29,12 @@ use linerate_ike::{
 use linerate_results::report::thousands;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-pub use linerate_results::ipsec::{Direction, EspTrial, IpsecRun, TunnelsRun};
+pub use linerate_results::ipsec::{
+    Direction, EspTrial, IpsecRun, RekeyRecord, TrialRekeys, TunnelsRun,
+};
 
 /// An IPv4 network, and the address in it a host uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +130,10 @@ pub struct IpsecPlan {
     /// network); None: from port B's address upward (in the lab: the
     /// gateway's peer range).
     pub peer_addrs: Option<String>,
+    /// `--rekey T`: each tunnel's CHILD_SA is rekeyed every T while the
+    /// run lasts (spread evenly over the tunnels); None: only when the
+    /// gateway asks.
+    pub rekey: Option<std::time::Duration>,
 }
 
 impl IpsecPlan {
@@ -208,6 +217,26 @@ pub struct IpsecPeer {
     pub inner: Ipv4Addr,
     /// `--tunnels N`: the slices of the tunnels.
     pub slices: Option<Slices>,
+    /// From the first trial on: the thread that answers the gateway,
+    /// rekeys (`--rekey`) and hands new keys to the data path; it holds
+    /// the session or fleet until the run ends.
+    keeper: Option<Keeper>,
+    rekey: Option<std::time::Duration>,
+    /// `--esp-keys`: where the keys of later CHILD_SAs are added too.
+    esp_keys: Option<std::path::PathBuf>,
+}
+
+/// What the tunnels did so far: the data path's ESP counts and the IKE
+/// side's rekeys (see [`IpsecPeer::trial`]).
+#[derive(Debug, Clone)]
+pub struct PeerCounts {
+    pub esp: EspCounts,
+    /// When it was read.
+    at: Instant,
+    /// How many rekeys and deleted tunnels the keeper's log held then.
+    rekeys: usize,
+    deleted: usize,
+    log: Option<Arc<Mutex<RekeyLog>>>,
 }
 
 /// What one tunnel and many share of the plan, checked: the key read,
@@ -309,6 +338,9 @@ impl IpsecPeer {
                 tunnels: None,
             },
             inner: remote_net.host(),
+            keeper: None,
+            rekey: plan.rekey,
+            esp_keys: plan.esp_keys.clone(),
         };
         peer.address_on(outer, gateway)?;
         let mut config = Config::new(
@@ -351,10 +383,15 @@ impl IpsecPeer {
         peer.record.spi_out = child.outbound.spi;
         peer.record.spi_in = child.inbound.spi;
         peer.record.ike = session.ike_suite().to_string();
+        // The address stays on port B while the trials run: the gateway's
+        // requests (liveness checks, its rekeys) and the answers to
+        // linerate's rekeys reach the keeper; the ESP they share port
+        // 4500 with is filtered off its socket in the kernel.
+        session
+            .ignore_esp()
+            .map_err(|e| err!(Environment, "IPsec: {e}"))?;
         peer.keys = Some(Keys::One(Box::new((outbound, inbound))));
         peer.session = Some(session);
-        // The kernel takes no part in the trials' ESP traffic.
-        peer.address_off();
         Ok(peer)
     }
 
@@ -518,7 +555,7 @@ impl IpsecPeer {
             spi_out.push(child.outbound.spi);
             spi_in.push(child.inbound.spi);
         }
-        let mut peer = IpsecPeer {
+        let peer = IpsecPeer {
             session: None,
             fleet: Some(fleet),
             addresses: Some(addresses),
@@ -553,16 +590,47 @@ impl IpsecPeer {
             },
             inner: slices.host(0),
             slices: Some(slices),
+            keeper: None,
+            rekey: plan.rekey,
+            esp_keys: None,
         };
-        // The kernel takes no part in the trials' ESP traffic.
-        if let Some(a) = peer.addresses.as_mut() {
-            a.take_off();
-        }
+        // The peers' addresses stay on port B while the trials run, for
+        // the keeper's IKE (the fleet's socket filters the ESP off).
         Ok(peer)
     }
 
-    /// The engine's ESP transforms, once: the keys move into them.
+    /// The engine's ESP transforms, once: the keys move into them, and
+    /// the keeper starts, which hands them the keys of every later
+    /// CHILD_SA.
     pub fn transforms(&mut self) -> Result<Option<Transforms>> {
+        let transforms = self.first_transforms()?;
+        let Some((send, receive)) = transforms else {
+            return Ok(None);
+        };
+        let (new_out, new_in) = (SaInbox::new(), SaInbox::new());
+        let send = send.take_new_sas(new_out.clone());
+        let receive = receive.take_new_sas(new_in.clone());
+        let peers = match (self.session.take(), self.fleet.take()) {
+            (Some(s), _) => Some(Peers::One(Box::new(s))),
+            (None, Some(f)) => Some(Peers::Many(Box::new(f))),
+            (None, None) => None,
+        };
+        if let Some(peers) = peers {
+            let handoff = Handoff {
+                outbound: new_out,
+                inbound: new_in,
+                esp_keys: self
+                    .esp_keys
+                    .clone()
+                    .map(|p| (p, self.record.peer, self.record.gateway)),
+            };
+            self.keeper = Some(Keeper::start(peers, handoff, self.rekey));
+        }
+        Ok(Some((Box::new(send), Box::new(receive))))
+    }
+
+    /// The ESP transforms of the tunnels' first CHILD_SAs.
+    fn first_transforms(&mut self) -> Result<Option<(EspSend, EspReceive)>> {
         match self.keys.take() {
             None => Ok(None),
             Some(Keys::One(keys)) => {
@@ -574,7 +642,7 @@ impl IpsecPeer {
                     self.counts.clone(),
                 );
                 let receive = EspReceive::new(inbound, self.counts.clone());
-                Ok(Some((Box::new(send), Box::new(receive))))
+                Ok(Some((send, receive)))
             }
             Some(Keys::Many(outbound, inbound)) => {
                 let Some(slices) = self.slices else {
@@ -587,18 +655,48 @@ impl IpsecPeer {
                     self.counts.clone(),
                 );
                 let receive = EspReceive::many(inbound, self.counts.clone());
-                Ok(Some((Box::new(send), Box::new(receive))))
+                Ok(Some((send, receive)))
             }
         }
     }
 
-    /// What the SAs counted so far.
-    pub fn counts(&self) -> EspCounts {
-        self.counts.lock().map(|c| c.clone()).unwrap_or_default()
+    /// What the SAs counted so far, and how many rekeys ended.
+    pub fn counts(&self) -> PeerCounts {
+        let log = self.keeper.as_ref().map(|k| k.log.clone());
+        let (rekeys, deleted) = log.as_ref().map_or((0, 0), |l| {
+            let l = l.lock().unwrap_or_else(|p| p.into_inner());
+            (l.rekeys.len(), l.deleted.len())
+        });
+        PeerCounts {
+            esp: self.counts.lock().map(|c| c.clone()).unwrap_or_default(),
+            at: Instant::now(),
+            rekeys,
+            deleted,
+            log,
+        }
+    }
+
+    /// Each tunnel's SPIs now (out, in): the first CHILD_SA's, or the
+    /// newest after rekeys.
+    pub fn current_spis(&self) -> Vec<(u32, u32)> {
+        if let Some(k) = &self.keeper {
+            return k.log.lock().unwrap_or_else(|p| p.into_inner()).spis.clone();
+        }
+        match &self.record.tunnels {
+            Some(t) => t
+                .spi_out
+                .iter()
+                .copied()
+                .zip(t.spi_in.iter().copied())
+                .collect(),
+            None => vec![(self.record.spi_out, self.record.spi_in)],
+        }
     }
 
     /// What the SAs did between two readings of [`counts`](Self::counts).
-    pub fn trial(before: &EspCounts, after: &EspCounts) -> EspTrial {
+    pub fn trial(before: &PeerCounts, after: &PeerCounts) -> EspTrial {
+        let rekeys = trial_rekeys(before, after);
+        let (before, after) = (&before.esp, &after.esp);
         let (s0, s1, r0, r1) = (&before.sent, &after.sent, &before.received, &after.received);
         EspTrial {
             encrypted: s1.packets - s0.packets,
@@ -628,6 +726,7 @@ impl IpsecPeer {
             } else {
                 Vec::new()
             },
+            rekeys,
         }
     }
 
@@ -650,7 +749,7 @@ impl IpsecPeer {
                 r.spi_out,
                 r.spi_in,
                 r.direction.gateway_does()
-            );
+            ) + &self.rekey_note();
         }
         format!(
             "IPsec peer of {} (IKE {}): CHILD_SA ESP {} in UDP 4500, SPIs 0x{:08x} out, 0x{:08x} in, {} <-> {}; measures the gateway's {}",
@@ -662,7 +761,18 @@ impl IpsecPeer {
             r.local_net,
             r.remote_net,
             r.direction.gateway_does()
-        )
+        ) + &self.rekey_note()
+    }
+
+    /// "; CHILD_SA rekeyed every 2 s", with `--rekey`.
+    fn rekey_note(&self) -> String {
+        match self.rekey {
+            Some(every) => format!(
+                "; each CHILD_SA rekeyed every {} (--rekey)",
+                humantime::format_duration(every)
+            ),
+            None => String::new(),
+        }
     }
 
     /// Puts linerate's outer address on port B (and a route to an
@@ -706,34 +816,82 @@ impl IpsecPeer {
 }
 
 impl Drop for IpsecPeer {
-    /// Deletes the IKE SA (and with it the CHILD_SA) on the gateway: the
-    /// address returns for the Delete and goes again.
+    /// Deletes the IKE SAs (and with them the CHILD_SAs) on the gateway,
+    /// then takes linerate's addresses off port B.
     fn drop(&mut self) {
+        // The keeper hands the session or fleet back for the Deletes.
+        match self.keeper.take().and_then(Keeper::stop) {
+            Some(Peers::One(s)) => self.session = Some(*s),
+            Some(Peers::Many(f)) => self.fleet = Some(*f),
+            None => {}
+        }
         if let Some(mut fleet) = self.fleet.take() {
-            if let Some(a) = self.addresses.as_mut() {
-                a.put_back();
-            }
             fleet.delete_all();
             drop(fleet);
-            // The addresses go with `self.addresses`.
+            // The peers' addresses go only after their Deletes left.
+            drop(self.addresses.take());
             return;
         }
-        let Some(session) = self.session.take() else {
-            self.address_off();
-            return;
-        };
-        if let Some(addr) = &self.address {
-            let _ = ip(
-                self.netns.as_deref(),
-                &["addr", "add", addr, "dev", &self.ifname],
-            );
-            // The kernel takes an address it just got as tentative only
-            // for IPv6; IPv4 sends at once.
+        if let Some(session) = self.session.take() {
+            // Its Drop sends the Delete; the address stays until it left.
+            drop(session);
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        drop(session);
-        std::thread::sleep(std::time::Duration::from_millis(20));
         self.address_off();
     }
+}
+
+/// Rekeys listed in a trial's record at most (the counts cover all).
+const REKEYS_LISTED: usize = 100;
+
+/// The rekeys that ended between two readings: None when none did and
+/// none was due.
+fn trial_rekeys(before: &PeerCounts, after: &PeerCounts) -> Option<TrialRekeys> {
+    let log = after.log.as_ref()?;
+    let log = log.lock().unwrap_or_else(|p| p.into_inner());
+    let ended = log
+        .rekeys
+        .get(before.rekeys..after.rekeys)
+        .unwrap_or_default();
+    let deleted = after.deleted.saturating_sub(before.deleted) as u64;
+    let sas_taken = after.esp.new_sas_taken - before.esp.new_sas_taken;
+    if ended.is_empty() && deleted == 0 && sas_taken == 0 {
+        return None;
+    }
+    let took: Vec<f64> = ended
+        .iter()
+        .filter(|r| r.failed.is_none())
+        .filter_map(|r| r.took.map(|d| d.as_secs_f64() * 1e3))
+        .collect();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    Some(TrialRekeys {
+        done: took.len() as u64,
+        by_gateway: ended
+            .iter()
+            .filter(|r| r.failed.is_none() && r.took.is_none())
+            .count() as u64,
+        failed: ended.iter().filter(|r| r.failed.is_some()).count() as u64,
+        mean_ms: if took.is_empty() {
+            0.0
+        } else {
+            took.iter().sum::<f64>() / took.len() as f64
+        },
+        max_ms: took.iter().copied().fold(0.0, f64::max),
+        tunnels_deleted: deleted,
+        sas_taken,
+        list: ended
+            .iter()
+            .take(REKEYS_LISTED)
+            .map(|r| RekeyRecord {
+                tunnel: r.tunnel,
+                at_ms: ms(r.at.saturating_duration_since(before.at)),
+                took_ms: r.took.map(ms),
+                spi_out: r.spis.map(|s| s.0),
+                spi_in: r.spis.map(|s| s.1),
+                failed: r.failed.clone(),
+            })
+            .collect(),
+    })
 }
 
 /// Writes `text` (keys) to `path`, readable by its owner only, whatever

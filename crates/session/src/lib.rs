@@ -21,6 +21,7 @@ pub mod dut_cpu;
 pub mod error;
 mod events;
 pub mod exit;
+pub mod ike_keeper;
 pub mod ipsec;
 pub mod outputs;
 pub mod peers;

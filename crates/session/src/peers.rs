@@ -121,8 +121,6 @@ pub struct PeerAddresses {
     ifname: String,
     /// `ip addr` arguments (`ADDR/PREFIX`) added, in order.
     added: Vec<String>,
-    /// Taken off for now by [`PeerAddresses::take_off`].
-    off: bool,
 }
 
 impl PeerAddresses {
@@ -133,7 +131,6 @@ impl PeerAddresses {
             netns: netns.map(str::to_string),
             ifname: ifname.to_string(),
             added: Vec::new(),
-            off: false,
         };
         let present = ip_out(netns, &["-4", "-o", "addr", "show", "dev", ifname])
             .map_err(|e| err!(Environment, "port B {ifname}: {e}"))?;
@@ -164,48 +161,8 @@ impl PeerAddresses {
     }
 }
 
-impl PeerAddresses {
-    /// Takes the addresses off the port until [`PeerAddresses::put_back`]
-    /// (the kernel then takes no part in the ESP of the trials).
-    pub fn take_off(&mut self) {
-        if self.off {
-            return;
-        }
-        self.off = true;
-        let lines: String = self
-            .added
-            .iter()
-            .rev()
-            .map(|a| format!("addr del {a} dev {}\n", self.ifname))
-            .collect();
-        if let Err(e) = ip_batch(self.netns.as_deref(), &lines, true) {
-            errln!("linerate: warning: taking the peers' addresses off port B: {e}");
-        }
-    }
-
-    /// Puts the addresses [`PeerAddresses::take_off`] took back on (for
-    /// the Deletes at the end).
-    pub fn put_back(&mut self) {
-        if !self.off {
-            return;
-        }
-        self.off = false;
-        let lines: String = self
-            .added
-            .iter()
-            .map(|a| format!("addr add {a} dev {}\n", self.ifname))
-            .collect();
-        if let Err(e) = ip_batch(self.netns.as_deref(), &lines, true) {
-            errln!("linerate: warning: putting the peers' addresses back on port B: {e}");
-        }
-    }
-}
-
 impl Drop for PeerAddresses {
     fn drop(&mut self) {
-        if self.off {
-            return;
-        }
         let lines: String = self
             .added
             .iter()

@@ -205,8 +205,15 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         .as_ref()
         .is_some_and(|p| p.ring.is_some_and(|r| r > linerate_lab::VETH_RING));
     opts.generic_xdp = deep;
-    let ((a, mut b, engine_name), engine_reason) =
-        open_engine(plan.engine, &a, &b, &opts, plan.tx_threads, receiver)?;
+    let ((a, mut b, engine_name), engine_reason) = open_engine(
+        plan.engine,
+        &a,
+        &b,
+        &opts,
+        plan.tx_threads,
+        receiver,
+        ipsec.is_some(),
+    )?;
     let direction = ipsec.as_ref().map(|p| p.record.direction);
     let transforms = match ipsec.as_mut() {
         Some(p) => p.transforms()?,
@@ -431,7 +438,9 @@ impl ReceiverChoice {
 /// Port B counts as `receiver` says. Returns the ports, the engine's name
 /// and notes on the choices (why `auto` took the engine, how an af_xdp
 /// socket is bound, why the counter did not attach).
-/// With `tx_threads` above 1 only the xdp engine will do.
+/// With `tx_threads` above 1 only the xdp engine will do. `ike_on_b`:
+/// port B is an IPsec peer, whose IKE the kernel must still receive
+/// while the engine takes the ESP.
 pub fn open_engine(
     choice: EngineChoice,
     a: &PortName,
@@ -439,6 +448,7 @@ pub fn open_engine(
     opts: &AfPacketOptions,
     tx_threads: u16,
     receiver: ReceiverChoice,
+    ike_on_b: bool,
 ) -> Result<(Ports, Option<String>)> {
     check_tx_threads(choice, tx_threads)?;
     let socket = receiver == ReceiverChoice::Socket;
@@ -462,7 +472,7 @@ pub fn open_engine(
         EngineChoice::AfPacket => (open_af_packet(a, opts)?, "af_packet", None),
         EngineChoice::Xdp => return open_xdp(a, b, opts, receiver),
         EngineChoice::AfXdp => {
-            let (port, note) = open_af_xdp(a, opts)?;
+            let (port, note) = open_af_xdp(a, opts, false)?;
             (port, "af_xdp", Some(note))
         }
         EngineChoice::Auto => {
@@ -489,7 +499,7 @@ pub fn open_engine(
             (port, name, Some(why))
         }
     };
-    let (ports, note) = with_receiver(port_a, name, b, opts, receiver, auto)?;
+    let (ports, note) = with_receiver(port_a, name, b, opts, receiver, auto, ike_on_b)?;
     Ok((ports, join_notes(why, note)))
 }
 
@@ -513,6 +523,7 @@ fn with_receiver(
     opts: &AfPacketOptions,
     receiver: ReceiverChoice,
     auto: bool,
+    ike_on_b: bool,
 ) -> Result<(Ports, Option<String>)> {
     let mut note = None;
     if receiver != ReceiverChoice::Socket {
@@ -532,7 +543,7 @@ fn with_receiver(
     }
     // (The xdp engine never gets here: see open_engine.)
     let port_b = match engine {
-        "af_xdp" => match open_af_xdp(b, opts) {
+        "af_xdp" => match open_af_xdp(b, opts, ike_on_b) {
             Ok((port, mode)) => {
                 note = join_notes(Some(mode), note);
                 port
@@ -565,7 +576,7 @@ fn auto_socket(
     opts: &AfPacketOptions,
     mut passed_over: Vec<String>,
 ) -> Result<(TesterPort, &'static str, String)> {
-    match open_af_xdp(a, opts) {
+    match open_af_xdp(a, opts, false) {
         Ok((port, note)) => {
             passed_over.push(note);
             return Ok((port, "af_xdp", passed_over.join("; ")));
@@ -581,10 +592,16 @@ fn auto_socket(
 
 /// An AF_XDP socket on a port (copy mode on veth, zero-copy where the
 /// driver offers it), and a note on how it is bound.
-fn open_af_xdp(p: &PortName, opts: &AfPacketOptions) -> Result<(TesterPort, String)> {
+/// `pass_ike`: IKE goes on to the kernel (an IPsec peer's port B).
+fn open_af_xdp(
+    p: &PortName,
+    opts: &AfPacketOptions,
+    pass_ike: bool,
+) -> Result<(TesterPort, String)> {
     let xdp_opts = AfXdpOptions {
         max_frame_len: opts.max_frame_len,
         generic_xdp: opts.generic_xdp,
+        pass_ike,
         ..AfXdpOptions::default()
     };
     let port = AfXdpPort::open(&p.0, p.1.as_deref(), &xdp_opts)?;
@@ -635,7 +652,7 @@ fn open_xdp(
         rx: Box::new(QueueRx::new(rx_a, info_a.max_frame_len)),
         info: info_a,
     };
-    let (mut ports, note) = with_receiver(port_a, "xdp", b, opts, receiver, false)?;
+    let (mut ports, note) = with_receiver(port_a, "xdp", b, opts, receiver, false, false)?;
     let attached = ports
         .0
         .tx

@@ -110,11 +110,18 @@ pub fn tunnel_checks(
         return Ok(None);
     };
     let sas = applied.ipsec_sa_counters()?;
+    // The tunnels' SPIs now: a rekey (--rekey, or the gateway's) replaced
+    // the first ones, and charon's counters start again with each CHILD_SA.
+    let spis: std::collections::HashSet<u32> = peer
+        .current_spis()
+        .into_iter()
+        .map(|(out, _)| out)
+        .collect();
     let ours: Vec<_> = sas
         .iter()
-        .filter(|s| s.state == "INSTALLED" && t.spi_out.contains(&s.spi_in))
+        .filter(|s| s.state == "INSTALLED" && spis.contains(&s.spi_in))
         .collect();
-    let counts = peer.counts();
+    let counts = peer.counts().esp;
     let sent: u64 = counts.sent.packets;
     let received: u64 = counts.received.packets;
     let (gw_in, gw_out): (u64, u64) = ours
@@ -125,9 +132,15 @@ pub fn tunnel_checks(
         thousands(ours.len() as u64),
         thousands(t.count as u64)
     )];
+    let rekeyed = counts.new_sas_taken > 0;
     checks.push(format!(
-        "over the run charon decrypted {} ESP packets of the {} linerate sent, and encrypted {} of which linerate decrypted {}",
+        "over the run charon decrypted {} ESP packets {}of the {} linerate sent, and encrypted {} of which linerate decrypted {}",
         thousands(gw_in),
+        if rekeyed {
+            "(on the CHILD_SAs installed now: rekeys replaced the earlier ones) "
+        } else {
+            ""
+        },
         thousands(sent),
         thousands(gw_out),
         thousands(received)
@@ -219,6 +232,7 @@ fn with_vpn_peer(
         esp_keys: None,
         tunnels: 1,
         peer_addrs: None,
+        rekey: None,
     });
     if let Some(esp) = plan.esp.filter(|&e| e != peer.suite) {
         bail!(BadInput, "--esp {esp} is not the lab gateway's suite ({}): choose it with --scenario vpn-gateway:{esp}", peer.suite);

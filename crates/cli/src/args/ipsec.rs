@@ -41,6 +41,9 @@ pub struct IpsecArgs {
     /// Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate).
     #[arg(long, value_name = "encrypt|decrypt|both")]
     pub direction: Option<String>,
+    /// Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way.
+    #[arg(long, value_name = "DURATION")]
+    pub rekey: Option<String>,
 }
 
 impl IpsecArgs {
@@ -105,6 +108,7 @@ impl IpsecArgs {
             esp_keys: self.esp_keys.clone(),
             tunnels: 1,
             peer_addrs: None,
+            rekey: self.rekey.as_deref().map(rekey_period).transpose()?,
         })
     }
 
@@ -121,9 +125,23 @@ impl IpsecArgs {
             (self.ipsec_remote_id.is_some(), "--ipsec-remote-id"),
             (self.direction.is_some(), "--direction"),
             (self.esp_keys.is_some(), "--esp-keys"),
+            (self.rekey.is_some(), "--rekey"),
         ]
         .into_iter()
         .filter_map(|(given, name)| given.then_some(name))
         .collect()
     }
+}
+
+/// `--rekey`: a period of 200 ms or more (a rekey is a round trip with the
+/// gateway; one period must leave room for it).
+fn rekey_period(text: &str) -> Result<std::time::Duration> {
+    let d = linerate_session::ports::parse_duration(text, "--rekey")?;
+    if d < std::time::Duration::from_millis(200) {
+        bail!(
+            BadInput,
+            "--rekey {text} is shorter than a rekey takes to answer: give 200ms or more (e.g. 2s)"
+        );
+    }
+    Ok(d)
 }

@@ -113,7 +113,7 @@ pub fn run(plan: CalibratePlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let mut table = Vec::new();
     for name in &engines {
         let (pa, pb, engine_name) =
-            match ports::open_engine(*name, &a, &b, &opts, tx_threads, receiver) {
+            match ports::open_engine(*name, &a, &b, &opts, tx_threads, receiver, false) {
                 Ok((ports, _)) => ports,
                 Err(e) => {
                     errln!(

@@ -1,0 +1,318 @@
+//! While a run lasts, one thread keeps linerate's side of its IPsec
+//! tunnels alive: it answers the gateway's requests (liveness checks, the
+//! rekeys the gateway starts), rekeys every tunnel's CHILD_SA every
+//! `--rekey` period when asked, and hands each new CHILD_SA's keys to the
+//! data path, whose transforms take them at their next frame.
+//!
+//! Without it, a tunnel the gateway rekeys in a long run would carry the
+//! test frames on keys the gateway has deleted: every frame lost, and
+//! blamed on the gateway.
+//!
+//! Rekeys linerate starts are spread evenly over the period: with N
+//! tunnels and `--rekey T`, tunnel i is first rekeyed at (i + 1) T / N
+//! after the start, then every T, so the gateway sees N / T rekeys per
+//! second, not N at once.
+
+use crate::peers::reason;
+use linerate_engine::ipsec::SaInbox;
+use linerate_esp::{Inbound, Outbound};
+use linerate_ike::{ChildSa, Event, Fleet, IkeError, Session};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The IKE side of the run's tunnels: one session, or a fleet of peers.
+pub enum Peers {
+    One(Box<Session>),
+    Many(Box<Fleet>),
+}
+
+/// How long the thread waits at most before it looks at its stop flag.
+const STOP_CHECK: Duration = Duration::from_millis(50);
+
+/// What happened to one tunnel's IKE side, as the thread saw it.
+enum Outcome {
+    Rekeyed,
+    RekeyFailed(String),
+    /// The gateway deleted the CHILD_SA or the IKE SA.
+    Deleted(String),
+}
+
+impl Peers {
+    fn count(&self) -> usize {
+        match self {
+            Peers::One(_) => 1,
+            Peers::Many(f) => f.peers(),
+        }
+    }
+
+    /// Answers the gateway for up to `timeout` and returns what ended.
+    fn poll(&mut self, timeout: Duration, gone: &mut bool) -> Vec<(usize, Outcome)> {
+        match self {
+            Peers::One(s) => {
+                if *gone {
+                    // The IKE SA is deleted: nothing is left to answer.
+                    std::thread::sleep(timeout);
+                    return Vec::new();
+                }
+                match s.poll(timeout) {
+                    Ok(Some(Event::ChildRekeyed)) => vec![(0, Outcome::Rekeyed)],
+                    Ok(Some(Event::ChildDeleted)) => {
+                        vec![(
+                            0,
+                            Outcome::Deleted("the gateway deleted the CHILD_SA".into()),
+                        )]
+                    }
+                    Ok(Some(Event::IkeDeleted)) => {
+                        *gone = true;
+                        vec![(0, Outcome::Deleted("the gateway deleted the IKE SA".into()))]
+                    }
+                    Ok(_) => Vec::new(),
+                    Err(e @ IkeError::Deleted { .. }) => {
+                        *gone = true;
+                        vec![(0, Outcome::Deleted(reason(&e)))]
+                    }
+                    Err(e) => vec![(0, Outcome::RekeyFailed(reason(&e)))],
+                }
+            }
+            Peers::Many(f) => f
+                .poll(timeout)
+                .into_iter()
+                .filter_map(|e| {
+                    let outcome = match e.event {
+                        Event::ChildRekeyed => Outcome::Rekeyed,
+                        Event::RekeyFailed => Outcome::RekeyFailed("no answer, or refused".into()),
+                        Event::ChildDeleted => {
+                            Outcome::Deleted("the gateway deleted the CHILD_SA".into())
+                        }
+                        Event::IkeDeleted => {
+                            Outcome::Deleted("the gateway deleted the IKE SA".into())
+                        }
+                        _ => return None,
+                    };
+                    Some((e.peer, outcome))
+                })
+                .collect(),
+        }
+    }
+
+    fn child(&self, tunnel: usize) -> Option<&ChildSa> {
+        match self {
+            Peers::One(s) => Some(s.child()),
+            Peers::Many(f) => f.child(tunnel),
+        }
+    }
+
+    fn rekey(&mut self, tunnel: usize) -> Result<(), IkeError> {
+        match self {
+            Peers::One(s) => s.rekey_child(),
+            Peers::Many(f) => f.rekey_child(tunnel),
+        }
+    }
+}
+
+/// One finished CHILD_SA rekey.
+#[derive(Debug, Clone)]
+pub struct Rekey {
+    pub tunnel: usize,
+    /// When it ended (the answer, or the failure).
+    pub at: Instant,
+    /// From linerate's CREATE_CHILD_SA request to the gateway's answer;
+    /// None: the gateway started it (linerate answered at once).
+    pub took: Option<Duration>,
+    /// The new CHILD_SA's SPIs (linerate sends on the first); None when
+    /// it failed.
+    pub spis: Option<(u32, u32)>,
+    /// Why it failed.
+    pub failed: Option<String>,
+}
+
+/// Everything the thread did, readable while it runs.
+#[derive(Debug, Default)]
+pub struct RekeyLog {
+    /// Finished rekeys, oldest first.
+    pub rekeys: Vec<Rekey>,
+    /// Tunnels the gateway took down while the run went on.
+    pub deleted: Vec<(usize, String)>,
+    /// Each tunnel's SPIs now (out, in).
+    pub spis: Vec<(u32, u32)>,
+}
+
+/// Where new keys go: the data path's inboxes, and with `--esp-keys` the
+/// file Wireshark reads (one tunnel: its peer and gateway addresses).
+pub struct Handoff {
+    pub outbound: Arc<SaInbox<Outbound>>,
+    pub inbound: Arc<SaInbox<Inbound>>,
+    pub esp_keys: Option<(PathBuf, Ipv4Addr, Ipv4Addr)>,
+}
+
+/// The running thread.
+pub struct Keeper {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Peers>>,
+    pub log: Arc<Mutex<RekeyLog>>,
+}
+
+impl Keeper {
+    /// Starts the thread over `peers`; `every`: rekey each tunnel's
+    /// CHILD_SA that often.
+    pub fn start(peers: Peers, handoff: Handoff, every: Option<Duration>) -> Keeper {
+        let stop = Arc::new(AtomicBool::new(false));
+        let n = peers.count();
+        let spis = (0..n)
+            .map(|i| {
+                peers
+                    .child(i)
+                    .map_or((0, 0), |c| (c.outbound.spi, c.inbound.spi))
+            })
+            .collect();
+        let log = Arc::new(Mutex::new(RekeyLog {
+            spis,
+            ..RekeyLog::default()
+        }));
+        let thread = {
+            let (stop, log) = (stop.clone(), log.clone());
+            std::thread::Builder::new()
+                .name("ike-keeper".into())
+                .spawn(move || keep(peers, handoff, every, &stop, &log))
+                .expect("a thread starts")
+        };
+        Keeper {
+            stop,
+            thread: Some(thread),
+            log,
+        }
+    }
+
+    /// Stops the thread and hands the IKE side back (for the Deletes).
+    pub fn stop(mut self) -> Option<Peers> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.take()?.join().ok()
+    }
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The thread: answer, rekey on schedule, hand keys over, until `stop`.
+fn keep(
+    mut peers: Peers,
+    handoff: Handoff,
+    every: Option<Duration>,
+    stop: &AtomicBool,
+    log: &Mutex<RekeyLog>,
+) -> Peers {
+    let n = peers.count();
+    let start = Instant::now();
+    let mut due: BinaryHeap<Reverse<(Instant, usize)>> = BinaryHeap::new();
+    if let Some(every) = every {
+        for i in 0..n {
+            due.push(Reverse((
+                start + every.mul_f64((i + 1) as f64 / n as f64),
+                i,
+            )));
+        }
+    }
+    // When linerate asked for each tunnel's pending rekey.
+    let mut asked: Vec<Option<Instant>> = vec![None; n];
+    let mut gone = false;
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        let wake = due.peek().map_or(now + STOP_CHECK, |Reverse((t, _))| {
+            (*t).min(now + STOP_CHECK)
+        });
+        for (tunnel, outcome) in peers.poll(wake.saturating_duration_since(now), &mut gone) {
+            let took = asked
+                .get_mut(tunnel)
+                .and_then(Option::take)
+                .map(|t| t.elapsed());
+            let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+            match outcome {
+                Outcome::Rekeyed => {
+                    let spis = hand_over(&peers, tunnel, &handoff);
+                    if let (Some(s), Some(slot)) = (spis, log.spis.get_mut(tunnel)) {
+                        *slot = s;
+                    }
+                    log.rekeys.push(Rekey {
+                        tunnel,
+                        at: Instant::now(),
+                        took,
+                        spis,
+                        failed: spis
+                            .is_none()
+                            .then(|| "its keys did not fit the data path".into()),
+                    });
+                }
+                Outcome::RekeyFailed(why) => log.rekeys.push(Rekey {
+                    tunnel,
+                    at: Instant::now(),
+                    took,
+                    spis: None,
+                    failed: Some(why),
+                }),
+                Outcome::Deleted(why) => log.deleted.push((tunnel, why)),
+            }
+        }
+        while let Some(&Reverse((t, i))) = due.peek() {
+            if t > Instant::now() {
+                break;
+            }
+            due.pop();
+            if let Some(every) = every {
+                due.push(Reverse((t + every, i)));
+            }
+            // One rekey at a time per tunnel: a slow answer skips a turn.
+            if asked[i].is_some() {
+                continue;
+            }
+            match peers.rekey(i) {
+                Ok(()) => asked[i] = Some(Instant::now()),
+                Err(e) => {
+                    let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+                    log.rekeys.push(Rekey {
+                        tunnel: i,
+                        at: Instant::now(),
+                        took: None,
+                        spis: None,
+                        failed: Some(reason(&e)),
+                    });
+                }
+            }
+        }
+    }
+    peers
+}
+
+/// Gives tunnel `tunnel`'s new CHILD_SA to the data path; its SPIs.
+fn hand_over(peers: &Peers, tunnel: usize, handoff: &Handoff) -> Option<(u32, u32)> {
+    let child = peers.child(tunnel)?;
+    let outbound = Outbound::new(child.outbound.clone()).ok()?;
+    let inbound = Inbound::new(child.inbound.clone()).ok()?;
+    // Inbound first: the gateway may use the new SA as soon as it
+    // answered; linerate's own frames move to it right after.
+    handoff.inbound.push(tunnel, inbound);
+    handoff.outbound.push(tunnel, outbound);
+    if let Some((path, peer, gateway)) = &handoff.esp_keys {
+        let lines = format!(
+            "{}\n{}\n",
+            child.outbound.wireshark_esp_sa(*peer, *gateway),
+            child.inbound.wireshark_esp_sa(*gateway, *peer)
+        );
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(path) {
+            let _ = f.write_all(lines.as_bytes());
+        }
+    }
+    Some((child.outbound.spi, child.inbound.spi))
+}
