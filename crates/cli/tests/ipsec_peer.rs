@@ -942,3 +942,115 @@ fn a_rekey_every_2s_moves_the_data_path_to_the_new_sas_and_counts_the_loss() {
         bed.assert_nothing_left(&run);
     }
 }
+
+/// The gateway's own rekeys and liveness checks while the frames run
+/// (each direction): charon checks every second that linerate is alive
+/// (`dpd_delay = 1s`) and is told to rekey the CHILD_SA twice during an
+/// 8-s trial (`swanctl --rekey`). linerate answers both, the data path
+/// moves to the gateway's new SAs, and nothing is lost: every frame sent
+/// is received (but those the gateway's kernel dropped, counted there),
+/// ipsec0 agrees, the tunnel is never torn down, and the CHILD_SA charon
+/// takes down at the end has the SPIs of its last rekey.
+#[test]
+fn the_gateways_rekeys_and_liveness_checks_are_answered_while_the_frames_run() {
+    if !root_or_skip("the_gateways_rekeys_and_liveness_checks_are_answered_while_the_frames_run") {
+        return;
+    }
+    let bed = Bed::new("gr", Some(&[gw_conn()]));
+    let charon = bed.charon();
+    // The same connection with dead peer detection every second.
+    let conf = TempFile::new("swanctl-dpd");
+    let text = swanctl_conf(&[gw_conn()], &bed.key).replacen(
+        "version = 2\n",
+        "version = 2\n    dpd_delay = 1s\n",
+        1,
+    );
+    std::fs::write(&conf.0, text).unwrap();
+    std::fs::set_permissions(&conf.0, std::fs::Permissions::from_mode(0o600)).unwrap();
+    charon.swanctl(&["--load-all", "--file", conf.arg()]);
+    for direction in ["decrypt", "encrypt"] {
+        let what = format!("the gateway rekeying, --direction {direction}");
+        let monitor = charon.monitor();
+        let (tun_rx0, tun_tx0) = link_packets(&bed.r, "ipsec0");
+        let gw_drops0 = gateway_drops(&bed.r);
+        let json = TempFile::new("ipsec-gw-rekey");
+        let (run, rekeyed) = std::thread::scope(|s| {
+            // charon rekeys at 3 s and 5.5 s of the run (IKE takes a few
+            // hundred ms before the trial starts).
+            let rekeys = s.spawn(|| {
+                let mut done = 0;
+                for wait in [3000, 2500] {
+                    std::thread::sleep(Duration::from_millis(wait));
+                    charon.swanctl(&["--rekey", "--child", "lan"]);
+                    done += 1;
+                }
+                done
+            });
+            let run = bed.trial(&[
+                "--direction",
+                direction,
+                "--frame-size",
+                "128",
+                "--rate",
+                "2000fps",
+                "--duration",
+                "8s",
+                "--json",
+                json.arg(),
+            ]);
+            (run, rekeys.join().unwrap())
+        });
+        assert_eq!(rekeyed, 2);
+        let v = json.json();
+        assert_trial_consistent(&v);
+        let (tx, rx) = (u(&v, "tx_frames"), u(&v, "rx_frames"));
+        assert_eq!(tx, 16_000, "{what}: {}", run.dump());
+        let rekeys = &v["esp"]["rekeys"];
+        assert!(rekeys.is_object(), "{what}: no rekeys recorded: {}", run.dump());
+        assert_eq!(
+            (u(rekeys, "by_gateway"), u(rekeys, "done"), u(rekeys, "failed")),
+            (2, 0, 0),
+            "{what}: {rekeys}\ncharon's log:\n{}",
+            charon.log()
+        );
+        assert_eq!(u(rekeys, "tunnels_deleted"), 0, "{what}: {rekeys}");
+        let gw_drops = gateway_drops(&bed.r) - gw_drops0;
+        assert_eq!(
+            tx - rx,
+            gw_drops,
+            "{what}: frames lost other than the gateway's kernel's drops: {}\ncharon's log:\n{}",
+            run.dump(),
+            charon.log()
+        );
+        let (tun_rx1, tun_tx1) = link_packets(&bed.r, "ipsec0");
+        match direction {
+            "decrypt" => assert_eq!(tun_rx1 - tun_rx0, rx, "{what}: ipsec0 rx"),
+            _ => assert_eq!(tun_tx1 - tun_tx0 - gw_drops, rx, "{what}: ipsec0 tx"),
+        }
+        let down = monitor
+            .wait_for(Duration::from_secs(5), |e| {
+                ChildEvent::of(e).iter().any(|c| !c.up)
+            })
+            .unwrap_or_else(|| panic!("{what}: no child-updown down: {:?}", monitor.events()));
+        let child = ChildEvent::of(&down).remove(0).child;
+        let last = rekeys["list"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(
+            child.text("spi-in"),
+            format!("{:08x}", u(&last, "spi_out")),
+            "{what}: {child:?}\n{rekeys}"
+        );
+        // charon checked linerate's liveness and got its answers: no
+        // tunnel was given up.
+        let log = charon.log();
+        assert!(
+            !log.contains("giving up"),
+            "{what}: charon gave up on linerate:\n{log}"
+        );
+        bed.assert_nothing_left(&run);
+    }
+    assert!(
+        charon.log().contains("DPD"),
+        "charon never checked linerate's liveness (dpd_delay = 1s):\n{}",
+        charon.log()
+    );
+}

@@ -723,11 +723,18 @@ pub fn rekeys_lines(t: &TrialResult) -> Vec<String> {
     let Some(r) = t.esp.as_ref().and_then(|e| e.rekeys.as_ref()) else {
         return Vec::new();
     };
+    let answered = if r.done > 0 {
+        format!(
+            ", answered in {:.1} ms mean, {:.1} ms max",
+            r.mean_ms, r.max_ms
+        )
+    } else {
+        String::new()
+    };
     let mut lines = vec![format!(
-        "  rekeys      {:>15} by linerate (answered in {:.1} ms mean, {:.1} ms max), {} by the gateway, {} failed; {} new SAs taken by the data path",
+        "  rekeys      {:>15} completed ({} by linerate{answered}; {} by the gateway), {} failed; {} new SAs taken by the data path",
+        thousands(r.completed()),
         thousands(r.done),
-        r.mean_ms,
-        r.max_ms,
         thousands(r.by_gateway),
         thousands(r.failed),
         thousands(r.sas_taken)
