@@ -860,10 +860,10 @@ fn a_rekey_every_2s_moves_the_data_path_to_the_new_sas_and_counts_the_loss() {
             "{what}: no rekeys in the record: {}",
             run.dump()
         );
-        // Rekeys at 2, 4, 6 and 8 s end within the 10-s trial (the one at
-        // 10 s may end after it).
+        // One every 2 s from the keeper's start, shortly before the trial:
+        // 4 to 6 end within the 10-s trial.
         let done = u(rekeys, "done");
-        assert!((4..=5).contains(&done), "{what}: {done} rekeys: {rekeys}");
+        assert!((4..=6).contains(&done), "{what}: {done} rekeys: {rekeys}");
         assert_eq!(u(rekeys, "failed"), 0, "{what}: {rekeys}");
         assert_eq!(u(rekeys, "by_gateway"), 0, "{what}: {rekeys}");
         let list = rekeys["list"].as_array().expect("the rekeys listed");
@@ -1006,9 +1006,17 @@ fn the_gateways_rekeys_and_liveness_checks_are_answered_while_the_frames_run() {
         let (tx, rx) = (u(&v, "tx_frames"), u(&v, "rx_frames"));
         assert_eq!(tx, 16_000, "{what}: {}", run.dump());
         let rekeys = &v["esp"]["rekeys"];
-        assert!(rekeys.is_object(), "{what}: no rekeys recorded: {}", run.dump());
+        assert!(
+            rekeys.is_object(),
+            "{what}: no rekeys recorded: {}",
+            run.dump()
+        );
         assert_eq!(
-            (u(rekeys, "by_gateway"), u(rekeys, "done"), u(rekeys, "failed")),
+            (
+                u(rekeys, "by_gateway"),
+                u(rekeys, "done"),
+                u(rekeys, "failed")
+            ),
             (2, 0, 0),
             "{what}: {rekeys}\ncharon's log:\n{}",
             charon.log()

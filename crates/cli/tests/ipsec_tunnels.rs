@@ -425,3 +425,113 @@ fn the_lab_gateway_is_compared_over_tunnel_counts() {
     let left = new_lr_netns(&before, &netns_list());
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// `--tunnels 10 --rekey 2s` in a 10-s trial, each direction: every
+/// tunnel's CHILD_SA is rekeyed about every 2 s (50 rekeys spread over the
+/// trial, none failed), each tunnel keeps its exact share of the frames
+/// across its rekeys, nothing is lost but what the gateway's kernel
+/// dropped, the LAN side's counter and ipsec0 agree with linerate, and the
+/// CHILD_SA charon takes down at the end of each tunnel is that tunnel's
+/// last rekey's.
+#[test]
+fn every_tunnel_is_rekeyed_under_load_and_keeps_its_share() {
+    if !root_or_skip("every_tunnel_is_rekeyed_under_load_and_keeps_its_share") {
+        return;
+    }
+    const N: u64 = 10;
+    const FRAMES: u64 = 20_000;
+    let bed = Bed::new("tr", "198.19.0.0/24");
+    for direction in ["decrypt", "encrypt"] {
+        let what = format!("--tunnels {N} --rekey 2s --direction {direction}");
+        let monitor = bed.charon.monitor();
+        let drops0 = gateway_drops(&bed.r);
+        let lan0 = nft_counters(&bed.r);
+        let (tun_rx0, _) = link_packets(&bed.r, "ipsec0");
+        let json = TempFile::new("tunnels-rekey");
+        let run = bed.trial(&[
+            "--tunnels",
+            &N.to_string(),
+            "--rekey",
+            "2s",
+            "--direction",
+            direction,
+            "--frame-size",
+            "128",
+            "--rate",
+            "2000fps",
+            "--duration",
+            "10s",
+            "--json",
+            json.arg(),
+        ]);
+        let drops = gateway_drops(&bed.r) - drops0;
+        let v = json.json();
+        assert_trial_consistent(&v);
+        assert_eq!(u(&v, "tx_frames"), FRAMES, "{what}: {}", run.dump());
+        assert_eq!(u(&v, "lost_frames"), drops, "{what}: {}", run.dump());
+        let rekeys = &v["esp"]["rekeys"];
+        let done = u(rekeys, "done");
+        // The keeper starts before the trial (its first rekeys are spread
+        // from then on), so a tunnel's 5th or 6th may fall in the trial.
+        assert!(
+            (4 * N..=6 * N).contains(&done) && u(rekeys, "failed") == 0,
+            "{what}: {rekeys}"
+        );
+        // Every tunnel was rekeyed, each 4 to 6 times.
+        let list = rekeys["list"].as_array().expect("rekeys listed");
+        assert_eq!(list.len() as u64, done, "{what}");
+        let mut per_tunnel = vec![0u64; N as usize];
+        let mut last_spi = vec![0u64; N as usize];
+        for r in list {
+            let i = u(r, "tunnel") as usize;
+            per_tunnel[i] += 1;
+            last_spi[i] = u(r, "spi_out");
+        }
+        assert!(
+            per_tunnel.iter().all(|&c| (4..=6).contains(&c)),
+            "{what}: rekeys per tunnel {per_tunnel:?}"
+        );
+        // Each tunnel its exact share across its rekeys.
+        let tunnels = v["tunnels"].as_array().expect("per-tunnel counts");
+        for (i, t) in tunnels.iter().enumerate() {
+            assert_eq!(u(t, "tx"), FRAMES / N, "{what}: tunnel {i}: {t}");
+        }
+        let rx: u64 = tunnels.iter().map(|t| u(t, "rx")).sum();
+        assert_eq!(rx, u(&v, "rx_frames"), "{what}");
+
+        // charon's last CHILD_SA of each tunnel is its last rekey's.
+        let slice_bits = 17 + (N as f64).log2().ceil() as u32;
+        let start = std::time::Instant::now();
+        let downs = loop {
+            let downs: Vec<ChildEvent> = monitor
+                .events()
+                .iter()
+                .flat_map(ChildEvent::of)
+                .filter(|c| !c.up)
+                .collect();
+            if downs.len() >= N as usize || start.elapsed() > Duration::from_secs(10) {
+                break downs;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(downs.len() as u64, N, "{what}: CHILD_SAs down at the end");
+        for d in &downs {
+            let i = tunnel_of(&d.child, slice_bits);
+            assert_eq!(
+                d.child.text("spi-in"),
+                format!("{:08x}", last_spi[i]),
+                "{what}: tunnel {i}'s CHILD_SA at the end is not its last rekey's"
+            );
+        }
+        // The gateway's own counts of the clear side.
+        let lan1 = nft_counters(&bed.r);
+        let (tun_rx1, _) = link_packets(&bed.r, "ipsec0");
+        if direction == "decrypt" {
+            assert_eq!(lan1[0] - lan0[0], rx, "{what}: frames out of the LAN port");
+            assert_eq!(tun_rx1 - tun_rx0, rx, "{what}: ipsec0 rx");
+        } else {
+            assert_eq!(rx, FRAMES - drops, "{what}");
+        }
+        bed.assert_nothing_left(&run);
+    }
+}
