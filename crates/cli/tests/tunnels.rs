@@ -12,6 +12,13 @@
 //!   gateway's answer named, exit 1 (a partial result).
 //! - 200 tunnels through the lab: exit 0, the gateway's own count agrees,
 //!   no namespace left.
+//! - `--capacity`: a charon that holds at most 50 IKE SAs
+//!   (`charon.ikesa_limit = 50`), stepped 20 at a time to 100 with
+//!   traffic: held 40, most up 50 (as many as `swanctl --list-sas` lists
+//!   at the peak), step 3's 10 failures named; a router that drops the
+//!   decrypted frames of tunnels 41 to 60: step 3 degrades, 20 silent
+//!   tunnels named; the lab's gateway stepped 100 at a time to 300 holds
+//!   all 300 (exit 0).
 //!
 //! Root only; needs strongSwan (scripts/setup.sh). Run with
 //! --test-threads=1.
@@ -58,6 +65,12 @@ struct Bed {
 
 impl Bed {
     fn new(tag: &str, remote_addrs: &str) -> Bed {
+        Bed::with_settings(tag, remote_addrs, "")
+    }
+
+    /// A bed whose charon has `settings` too (strongswan.conf's charon
+    /// section).
+    fn with_settings(tag: &str, remote_addrs: &str, settings: &str) -> Bed {
         let (t, r, guard) = plain_router(tag);
         for ns in [&t, &r] {
             sh(
@@ -78,7 +91,7 @@ impl Bed {
         let psk = TempFile::new("tunnels-psk");
         std::fs::write(&psk.0, format!("{key}\n")).unwrap();
         std::fs::set_permissions(&psk.0, std::fs::Permissions::from_mode(0o600)).unwrap();
-        let charon = Charon::start(&r, &[many_conn(remote_addrs)], &key);
+        let charon = Charon::start_with(&r, &[many_conn(remote_addrs)], &key, settings);
         Bed {
             charon,
             _reaper: ProcessReaper(vec![t.clone(), r]),
@@ -595,4 +608,227 @@ fn traffic_without_port_a_is_refused_in_one_line() {
         assert_bad_input(&run);
         assert!(run.stderr.contains(says), "{extra:?}: {}", run.dump());
     }
+}
+
+/// `--traffic` through the hand-built gateway's LAN side: port A is `ta`.
+const PORT_A: [&str; 7] = [
+    "--traffic",
+    "--port-a",
+    "ta",
+    "--ip-a",
+    "198.18.0.2/24",
+    "--gw-a",
+    "198.18.0.1",
+];
+
+/// The IKE SAs `swanctl --list-sas` lists ESTABLISHED and the CHILD_SAs
+/// it lists INSTALLED.
+fn listed_by_swanctl(charon: &Charon) -> (usize, usize) {
+    let out = charon.swanctl(&["--list-sas"]);
+    let ike = out
+        .lines()
+        .filter(|l| l.contains(", ESTABLISHED, "))
+        .count();
+    let child = out.lines().filter(|l| l.contains(", INSTALLED, ")).count();
+    (ike, child)
+}
+
+/// Runs linerate in the bed's tester namespace and meanwhile asks charon
+/// (`swanctl --list-sas`, every 100 ms) how many IKE SAs and CHILD_SAs
+/// it has; the run and the most it listed at once.
+fn run_watching_the_gateway(bed: &Bed, args: &[&str]) -> (Run, (usize, usize)) {
+    std::thread::scope(|s| {
+        let linerate = s.spawn(|| linerate_in(&bed.t, args));
+        let mut peak = (0, 0);
+        while !linerate.is_finished() {
+            let (ike, child) = listed_by_swanctl(&bed.charon);
+            peak = (peak.0.max(ike), peak.1.max(child));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        (linerate.join().unwrap(), peak)
+    })
+}
+
+fn steps_of(capacity: &Value) -> &Vec<Value> {
+    capacity["steps"].as_array().expect("capacity steps")
+}
+
+/// A charon that holds at most 50 IKE SAs (`charon.ikesa_limit = 50`),
+/// stepped 20 at a time up to 100 with traffic through every tunnel: steps
+/// 1 and 2 hold (20 and 40 up, every tunnel delivering), step 3 brings 10
+/// more up and 10 fail, so the largest count held is 40 and the most up
+/// at once 50, which is also the most charon itself listed.
+#[test]
+fn capacity_stops_where_the_gateway_takes_no_more_tunnels() {
+    if !root_or_skip("capacity_stops_where_the_gateway_takes_no_more_tunnels") {
+        return;
+    }
+    let bed = Bed::with_settings("tc", "198.19.0.0/24", "  ikesa_limit = 50");
+    let json = TempFile::new("tunnels-capacity");
+    let mut extra = vec!["--capacity", "--step", "20", "--traffic-rate", "20/s"];
+    extra.extend(PORT_A);
+    let args = bed.args("100", &json, &extra);
+    let (run, peak) = run_watching_the_gateway(&bed, &args);
+    // Stopped by the gateway: a result, exit 1.
+    assert_eq!(run.code, 1, "{}\n{}", run.dump(), bed.charon.log());
+    let report = json.json();
+    let c = &report["capacity"];
+    assert_eq!(u(c, "held"), 40, "{c}\n{}", run.dump());
+    assert_eq!(u(c, "most_up"), 50, "{c}");
+    assert_eq!(c["stopped_because"], "setups-failed", "{c}");
+    assert_eq!(u(c, "stopped_at_step"), 3, "{c}");
+    // charon's own count at its peak is linerate's most up.
+    assert_eq!(peak, (50, 50), "swanctl --list-sas at the peak\n{c}");
+    let steps = steps_of(c);
+    assert_eq!(steps.len(), 3, "{c}");
+    for (i, s) in steps.iter().enumerate() {
+        let want = if i < 2 { 20 } else { 10 };
+        assert_eq!(u(s, "established"), want, "{s}");
+        assert_eq!(u(s, "target"), 20 * (i as u64 + 1), "{s}");
+        assert_eq!(u(s, "up_after_hold"), [20, 40, 50][i], "{s}");
+        assert_eq!(u(s, "deleted_by_gateway"), 0, "{s}");
+        let t = &s["traffic"];
+        // Every tunnel up through the window, 20 frames/s for 2 s each.
+        assert_eq!(u(t, "tunnels"), [20, 40, 50][i], "{s}");
+        assert!(u(t, "sent") >= u(t, "tunnels") * 30, "{s}");
+        assert_eq!(u(t, "silent"), 0, "{s}");
+        assert!(f(t, "loss_pct") <= 1.0, "{s}");
+        assert!(f(s, "tunnels_per_s") > 0.0, "{s}");
+    }
+    assert_eq!(steps[0]["verdict"], "held");
+    assert_eq!(steps[1]["verdict"], "held");
+    assert_eq!(steps[2]["verdict"], "failed");
+    assert_eq!(u(&steps[2], "failed"), 10);
+    // charon drops the IKE_SA_INITs over its limit without a word.
+    let failures = steps[2]["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0]["reason"], "no answer", "{failures:?}");
+    assert_eq!(u(&failures[0], "count"), 10);
+    // The peers of steps never run were not attempted.
+    assert_eq!(u(&report, "attempted"), 60, "{}", run.dump());
+    assert_eq!(u(&report, "established"), 50);
+    assert!(
+        run.stdout
+            .contains("Largest count held        40   (most up at once: 50)"),
+        "{}",
+        run.dump()
+    );
+    let line = run.stderr.lines().last().unwrap_or_default();
+    assert!(
+        line.contains("largest count held 40 tunnels (most up at once 50)")
+            && line.contains("10 no answer"),
+        "{}",
+        run.dump()
+    );
+    bed.assert_nothing_left(&run);
+}
+
+/// A router that drops the decrypted frames of tunnels 41 to 60 (their
+/// slices' sources, 198.19.208.0-198.19.247.255, in its forward hook):
+/// stepped 20 at a time to 60, steps 1 and 2 hold and step 3 brings its
+/// 20 tunnels up but they deliver nothing: traffic degraded, held 40,
+/// most up 60, the silent tunnels counted and the first named.
+#[test]
+fn capacity_stops_where_traffic_through_the_tunnels_degrades() {
+    if !root_or_skip("capacity_stops_where_traffic_through_the_tunnels_degrades") {
+        return;
+    }
+    let bed = Bed::new("td", "198.19.0.0/24");
+    let r = format!("{}-r", bed.t.strip_suffix("-t").expect("lr-<u>-t"));
+    nft_load(
+        &r,
+        "table inet lrcap {\n  chain drops {\n    type filter hook forward priority 0;\n    ip saddr 198.19.208.0-198.19.247.255 counter drop\n  }\n}\n",
+    );
+    let json = TempFile::new("tunnels-degrade");
+    let mut extra = vec!["--capacity", "--step", "20", "--traffic-rate", "20/s"];
+    extra.extend(PORT_A);
+    let run = linerate_in(&bed.t, &bed.args("60", &json, &extra));
+    assert_eq!(run.code, 1, "{}", run.dump());
+    let report = json.json();
+    let c = &report["capacity"];
+    assert_eq!(u(c, "held"), 40, "{c}");
+    assert_eq!(u(c, "most_up"), 60, "{c}");
+    assert_eq!(c["stopped_because"], "traffic-degraded", "{c}");
+    let steps = steps_of(c);
+    assert_eq!(steps.len(), 3, "{c}");
+    let last = &steps[2];
+    assert_eq!(last["verdict"], "degraded", "{last}");
+    assert_eq!((u(last, "established"), u(last, "failed")), (20, 0));
+    let t = &last["traffic"];
+    assert_eq!(u(t, "tunnels"), 60, "{t}");
+    assert_eq!(u(t, "silent"), 20, "{t}");
+    assert_eq!(t["silent_peers"][0], "198.19.0.42", "{t}");
+    // A third of the window's frames, those of the 20 silent tunnels.
+    let loss = f(t, "loss_pct");
+    assert!((30.0..=37.0).contains(&loss), "{t}");
+    // The router dropped them: its counter has at least the window's loss.
+    let dropped = nft_counters(&r);
+    assert!(dropped[0] >= u(t, "lost"), "{dropped:?} {t}");
+    for s in &steps[..2] {
+        assert_eq!(s["verdict"], "held", "{s}");
+        assert_eq!(u(&s["traffic"], "silent"), 0, "{s}");
+    }
+    assert!(
+        run.stdout
+            .contains("20 tunnels delivered nothing (first 198.19.0.42)"),
+        "{}",
+        run.dump()
+    );
+    bed.assert_nothing_left(&run);
+}
+
+/// The lab's gateway (no limit of its own) stepped 100 at a time to 300:
+/// every step holds, exit 0, the gateway's count after each step's
+/// setups agrees, stored and shown again.
+#[test]
+fn capacity_through_the_lab_gateway_reaches_its_ceiling() {
+    if !root_or_skip("capacity_through_the_lab_gateway_reaches_its_ceiling") {
+        return;
+    }
+    let json = TempFile::new("tunnels-lab-capacity");
+    let db = TempFile::new("tunnels-capacity-db");
+    let run = linerate(&[
+        "tunnels",
+        "--lab",
+        "--scenario",
+        "vpn-gateway",
+        "--capacity",
+        "--step",
+        "100",
+        "--count",
+        "300",
+        "--db",
+        db.arg(),
+        "--json",
+        json.arg(),
+    ]);
+    let own = netns_with_prefix(&format!("lr-tun{}-", run.pid));
+    assert!(own.is_empty(), "left behind: {own:?}\n{}", run.dump());
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let report = json.json();
+    let c = &report["capacity"];
+    assert_eq!((u(c, "held"), u(c, "most_up")), (300, 300), "{c}");
+    assert_eq!(c["stopped_because"], "ceiling", "{c}");
+    let steps = steps_of(c);
+    assert_eq!(steps.len(), 3);
+    for (i, s) in steps.iter().enumerate() {
+        let up = 100 * (i as u64 + 1);
+        assert_eq!(s["verdict"], "held", "{s}");
+        assert_eq!(u(s, "up_after_hold"), up, "{s}");
+        assert_eq!(u(s, "gateway_children"), up, "{s}");
+    }
+    let checks = report["gateway_checks"].to_string();
+    assert!(
+        checks.contains("after each step's setups charon lists as many"),
+        "{checks}"
+    );
+    assert!(checks.contains("lists no CHILD_SA"), "{checks}");
+    let shown = shown_last(&db);
+    assert!(shown.contains("Largest count held       300"), "{shown}");
+    let runs = linerate(&["runs", "--db", db.arg()]);
+    assert!(
+        runs.stdout.contains("capacity: 300 tunnels held"),
+        "{}",
+        runs.dump()
+    );
 }

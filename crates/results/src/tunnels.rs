@@ -257,9 +257,12 @@ pub struct TunnelsReport {
     /// `--traffic`: every tunnel's test frames.
     #[serde(default)]
     pub traffic: Option<TrafficRecord>,
+    /// `--capacity`: the steps, the largest count held and why it stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityRecord>,
     /// Stopped by a signal before the hold ended.
     pub interrupted: bool,
-    /// Every tunnel in peer order.
+    /// Every tunnel in peer order (with `--capacity`, those attempted).
     pub tunnels: Vec<TunnelOutcome>,
 }
 
@@ -270,30 +273,8 @@ impl TunnelsReport {
         let setup: Vec<f64> = tunnels.iter().filter_map(|t| t.setup_ms).collect();
         let established = setup.len() as u64;
         let attempted = tunnels.len() as u64;
-        let mut failures: Vec<FailureGroup> = Vec::new();
-        for t in tunnels.iter().filter(|t| t.setup_ms.is_none()) {
-            let reason = t.reason.clone().unwrap_or_else(|| "unknown".into());
-            match failures.iter_mut().find(|g| g.reason == reason) {
-                Some(g) => g.count += 1,
-                None => failures.push(FailureGroup {
-                    reason,
-                    count: 1,
-                    first_peer: t.peer,
-                    example: t.error.clone().unwrap_or_default(),
-                }),
-            }
-        }
-        // The commonest first; equal counts in the order first seen.
-        failures.sort_by_key(|g| std::cmp::Reverse(g.count));
-        let first = tunnels
-            .iter()
-            .map(|t| t.started_ms)
-            .fold(f64::INFINITY, f64::min);
-        let last_up = tunnels
-            .iter()
-            .filter_map(TunnelOutcome::up_at_ms)
-            .fold(f64::NEG_INFINITY, f64::max);
-        let span_s = (established > 0).then(|| (last_up - first) / 1000.0);
+        let failures = failure_groups(&tunnels);
+        let span_s = setup_span_s(&tunnels);
         TunnelsReport {
             test: "tunnels".into(),
             settings,
@@ -310,6 +291,7 @@ impl TunnelsReport {
             cpu: None,
             ttfp_ms: None,
             traffic: None,
+            capacity: None,
             interrupted: false,
             tunnels,
         }
@@ -343,7 +325,20 @@ impl TunnelsReport {
 
     /// One line for `linerate runs` and progress.
     pub fn summary(&self) -> String {
-        let mut s = format!(
+        let mut s = match &self.capacity {
+            Some(c) => format!(
+                "capacity: {} tunnels held (most up {}, stopped: {}); ",
+                thousands(c.held),
+                thousands(c.most_up),
+                match c.stopped_at_step {
+                    Some(step) => format!("step {step}, {}", c.stopped_because.name()),
+                    None => c.stopped_because.name().into(),
+                }
+            ),
+            None => String::new(),
+        };
+        let _ = write!(
+            s,
             "{} of {} tunnels up",
             thousands(self.established),
             thousands(self.attempted)
@@ -376,6 +371,500 @@ impl TunnelsReport {
     }
 }
 
+/// The failures of `tunnels` by reason, the commonest first (equal counts
+/// in the order first seen).
+fn failure_groups(tunnels: &[TunnelOutcome]) -> Vec<FailureGroup> {
+    let mut failures: Vec<FailureGroup> = Vec::new();
+    for t in tunnels.iter().filter(|t| t.setup_ms.is_none()) {
+        let reason = t.reason.clone().unwrap_or_else(|| "unknown".into());
+        match failures.iter_mut().find(|g| g.reason == reason) {
+            Some(g) => g.count += 1,
+            None => failures.push(FailureGroup {
+                reason,
+                count: 1,
+                first_peer: t.peer,
+                example: t.error.clone().unwrap_or_default(),
+            }),
+        }
+    }
+    failures.sort_by_key(|g| std::cmp::Reverse(g.count));
+    failures
+}
+
+/// From the first IKE_SA_INIT of `tunnels` to the last CHILD_SA installed,
+/// in s; None when none was established.
+fn setup_span_s(tunnels: &[TunnelOutcome]) -> Option<f64> {
+    let first = tunnels
+        .iter()
+        .map(|t| t.started_ms)
+        .fold(f64::INFINITY, f64::min);
+    let last_up = tunnels
+        .iter()
+        .filter_map(TunnelOutcome::up_at_ms)
+        .fold(f64::NEG_INFINITY, f64::max);
+    tunnels
+        .iter()
+        .any(|t| t.setup_ms.is_some())
+        .then(|| (last_up - first) / 1000.0)
+}
+
+/// `--capacity`: how a step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepVerdict {
+    /// Every setup of the step succeeded, no tunnel was deleted by the
+    /// gateway and (with `--traffic`) every held tunnel delivered with the
+    /// loss at most the threshold: the tunnels up after it are held.
+    Held,
+    /// A setup of the step failed (the gateway's notify, or no answer).
+    Failed,
+    /// The gateway deleted tunnels it had accepted (this step's or
+    /// earlier ones).
+    Deleted,
+    /// `--traffic`: a held tunnel delivered nothing in the step's window,
+    /// or the window's loss was above the threshold.
+    Degraded,
+    /// A signal ended the step before it was judged.
+    Interrupted,
+}
+
+impl StepVerdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            StepVerdict::Held => "held",
+            StepVerdict::Failed => "setups failed",
+            StepVerdict::Deleted => "deleted by the gateway",
+            StepVerdict::Degraded => "traffic degraded",
+            StepVerdict::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// One tunnel's frames in a step's traffic window: those sent in the
+/// window (the kernel took them) and how many of exactly those arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowCount {
+    pub peer: Ipv4Addr,
+    pub sent: u64,
+    pub received: u64,
+}
+
+/// Silent or lossy tunnels named at most, per step.
+const NAMED: usize = 10;
+
+/// `--capacity --traffic`: the frames of every tunnel held through one
+/// step's window (sent from its start to its end, each counted at port A
+/// by its sequence number, whenever it arrived before the count).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepTraffic {
+    /// The window's length, s.
+    pub window_s: f64,
+    /// Tunnels up through the window whose frames were counted.
+    pub tunnels: u64,
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    /// lost / sent, %.
+    pub loss_pct: f64,
+    /// Tunnels that sent in the window and delivered none of it: how
+    /// many, and the first few.
+    pub silent: u64,
+    pub silent_peers: Vec<Ipv4Addr>,
+    /// The tunnel that lost the largest share of its window's frames, and
+    /// that share (%); None when none lost any.
+    pub worst_peer: Option<Ipv4Addr>,
+    pub worst_loss_pct: f64,
+    /// Frames the kernel refused at port B in the window (not sent, not
+    /// counted as lost: the tester's side).
+    pub refused: u64,
+}
+
+impl StepTraffic {
+    pub fn of(window_s: f64, counts: &[WindowCount], refused: u64) -> StepTraffic {
+        let sent: u64 = counts.iter().map(|c| c.sent).sum();
+        // A frame counted twice is counted once (the receiver's bitmap),
+        // so received <= sent per tunnel.
+        let received: u64 = counts.iter().map(|c| c.received.min(c.sent)).sum();
+        let lost = sent - received;
+        let silent: Vec<Ipv4Addr> = counts
+            .iter()
+            .filter(|c| c.sent > 0 && c.received == 0)
+            .map(|c| c.peer)
+            .collect();
+        let share = |c: &WindowCount| {
+            if c.sent == 0 {
+                0.0
+            } else {
+                100.0 * (c.sent - c.received.min(c.sent)) as f64 / c.sent as f64
+            }
+        };
+        let worst = counts
+            .iter()
+            .filter(|c| c.received < c.sent)
+            .max_by(|a, b| share(a).total_cmp(&share(b)));
+        StepTraffic {
+            window_s,
+            tunnels: counts.len() as u64,
+            sent,
+            received,
+            lost,
+            loss_pct: if sent > 0 {
+                100.0 * lost as f64 / sent as f64
+            } else {
+                0.0
+            },
+            silent: silent.len() as u64,
+            silent_peers: silent.into_iter().take(NAMED).collect(),
+            worst_peer: worst.map(|c| c.peer),
+            worst_loss_pct: worst.map_or(0.0, share),
+            refused,
+        }
+    }
+
+    /// The degradation rule: a tunnel held through the window that
+    /// delivered none of its frames, or the window's loss over all held
+    /// tunnels above `max_loss_pct`; or nothing sent at all.
+    pub fn degraded(&self, max_loss_pct: f64) -> bool {
+        self.silent > 0 || self.loss_pct > max_loss_pct || (self.tunnels > 0 && self.sent == 0)
+    }
+}
+
+/// What the session measured in one step (besides the outcomes of its
+/// setups, which are the report's tunnels `first..first + attempted`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepMeasured {
+    /// Index of the step's first peer in the report's tunnels.
+    pub first: usize,
+    pub attempted: usize,
+    /// Tunnels up at once right after the step's setups ended, and at the
+    /// end of its hold.
+    pub up_after_setups: u64,
+    pub up_after_hold: u64,
+    /// Distinct tunnels the gateway deleted during the step.
+    pub deleted_by_gateway: u64,
+    /// The gateway's own count of installed CHILD_SAs after the setups,
+    /// where linerate can ask (the lab's charon).
+    pub gateway_children: Option<u64>,
+    pub hold_s: f64,
+    pub traffic: Option<StepTraffic>,
+    pub interrupted: bool,
+}
+
+impl StepMeasured {
+    /// The step's verdict by the rule, with `failed` of its setups failed:
+    /// failed setups first, then tunnels deleted by the gateway, then
+    /// (with `--traffic`) degradation.
+    pub fn verdict(&self, failed: u64, max_loss_pct: f64) -> StepVerdict {
+        if self.interrupted {
+            StepVerdict::Interrupted
+        } else if failed > 0 {
+            StepVerdict::Failed
+        } else if self.deleted_by_gateway > 0 {
+            StepVerdict::Deleted
+        } else if self
+            .traffic
+            .as_ref()
+            .is_some_and(|t| t.degraded(max_loss_pct))
+        {
+            StepVerdict::Degraded
+        } else {
+            StepVerdict::Held
+        }
+    }
+}
+
+/// One step of `--capacity`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityStep {
+    /// 1, 2, ...
+    pub step: u64,
+    /// The tunnels the run aimed to have up after the step (step × N, or
+    /// the ceiling).
+    pub target: u64,
+    /// Setups of this step: attempted, established, failed, by reason.
+    pub attempted: u64,
+    pub established: u64,
+    pub failed: u64,
+    pub failures: Vec<FailureGroup>,
+    /// This step's established ÷ its first IKE_SA_INIT to its last
+    /// CHILD_SA installed.
+    pub tunnels_per_s: Option<f64>,
+    pub setup_ms: Option<SetupTimes>,
+    /// Tunnels up at once after the step's setups and at the end of its
+    /// hold (all steps' tunnels).
+    pub up_after_setups: u64,
+    pub up_after_hold: u64,
+    pub deleted_by_gateway: u64,
+    #[serde(default)]
+    pub gateway_children: Option<u64>,
+    pub hold_s: f64,
+    #[serde(default)]
+    pub traffic: Option<StepTraffic>,
+    pub verdict: StepVerdict,
+}
+
+impl CapacityStep {
+    /// The step from its setups' outcomes and what was measured: the
+    /// verdict by the rule (failed setups first, then deletions, then
+    /// traffic).
+    pub fn new(
+        step: u64,
+        target: u64,
+        outcomes: &[TunnelOutcome],
+        m: &StepMeasured,
+        max_loss_pct: f64,
+    ) -> CapacityStep {
+        let setup: Vec<f64> = outcomes.iter().filter_map(|t| t.setup_ms).collect();
+        let established = setup.len() as u64;
+        let failed = outcomes.len() as u64 - established;
+        let verdict = m.verdict(failed, max_loss_pct);
+        CapacityStep {
+            step,
+            target,
+            attempted: outcomes.len() as u64,
+            established,
+            failed,
+            failures: failure_groups(outcomes),
+            tunnels_per_s: setup_span_s(outcomes)
+                .filter(|s| *s > 0.0)
+                .map(|s| established as f64 / s),
+            setup_ms: SetupTimes::of(&setup),
+            up_after_setups: m.up_after_setups,
+            up_after_hold: m.up_after_hold,
+            deleted_by_gateway: m.deleted_by_gateway,
+            gateway_children: m.gateway_children,
+            hold_s: m.hold_s,
+            traffic: m.traffic.clone(),
+            verdict,
+        }
+    }
+
+    /// What went wrong, in a few words ("10 no answer", "3 silent
+    /// tunnels, loss 0.4 %"); empty when held.
+    pub fn why(&self, max_loss_pct: f64) -> String {
+        match self.verdict {
+            StepVerdict::Held => String::new(),
+            StepVerdict::Interrupted => "interrupted".into(),
+            StepVerdict::Failed => {
+                let parts: Vec<String> = self
+                    .failures
+                    .iter()
+                    .map(|g| format!("{} {}", thousands(g.count), g.reason))
+                    .collect();
+                format!("{} failed: {}", thousands(self.failed), parts.join(", "))
+            }
+            StepVerdict::Deleted => format!(
+                "the gateway deleted {} tunnels",
+                thousands(self.deleted_by_gateway)
+            ),
+            StepVerdict::Degraded => {
+                let t = self.traffic.as_ref();
+                let mut parts = Vec::new();
+                if let Some(t) = t.filter(|t| t.silent > 0) {
+                    parts.push(format!(
+                        "{} tunnels delivered nothing (first {})",
+                        thousands(t.silent),
+                        t.silent_peers
+                            .first()
+                            .map_or(String::new(), |p| p.to_string())
+                    ));
+                }
+                if let Some(t) = t.filter(|t| t.loss_pct > max_loss_pct) {
+                    parts.push(format!(
+                        "loss {} % above {} %",
+                        sig3(t.loss_pct),
+                        sig3(max_loss_pct)
+                    ));
+                }
+                if parts.is_empty() {
+                    parts.push("no test frame sent in the window".into());
+                }
+                parts.join(", ")
+            }
+        }
+    }
+}
+
+/// Why `--capacity` stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CapacityStop {
+    /// Every step held up to the ceiling (`--count`).
+    Ceiling,
+    /// A step failed or degraded (its verdict says how).
+    SetupsFailed,
+    DeletedByGateway,
+    TrafficDegraded,
+    Interrupted,
+}
+
+impl CapacityStop {
+    pub fn name(self) -> &'static str {
+        match self {
+            CapacityStop::Ceiling => "ceiling reached",
+            CapacityStop::SetupsFailed => "setups failed",
+            CapacityStop::DeletedByGateway => "deleted by the gateway",
+            CapacityStop::TrafficDegraded => "traffic degraded",
+            CapacityStop::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// `linerate tunnels --capacity`: tunnels brought up `step` at a time,
+/// every earlier one held, until a step fails or degrades or the ceiling
+/// is reached.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityRecord {
+    /// Tunnels added per step, and the ceiling (`--count`).
+    pub step: u64,
+    pub ceiling: u64,
+    /// `--traffic`: the largest loss (%) of a step's window that still
+    /// holds; None without traffic.
+    pub max_loss_pct: Option<f64>,
+    /// The largest count held: the tunnels up after the last step that
+    /// held (no failed setup, no tunnel deleted by the gateway, traffic
+    /// not degraded), before the first one that did not; 0 when the first
+    /// step did not hold.
+    pub held: u64,
+    /// The most tunnels up at once at any point measured (after a step's
+    /// setups or at the end of its hold), the failing step's included.
+    pub most_up: u64,
+    pub stopped_because: CapacityStop,
+    /// The step that stopped it, and what happened there, in words.
+    pub stopped_at_step: Option<u64>,
+    pub stop_detail: String,
+    pub steps: Vec<CapacityStep>,
+}
+
+impl CapacityRecord {
+    /// The record of the steps run, in order (the run stops at the first
+    /// that does not hold).
+    pub fn new(
+        step: u64,
+        ceiling: u64,
+        max_loss_pct: Option<f64>,
+        steps: Vec<CapacityStep>,
+    ) -> CapacityRecord {
+        let good = steps
+            .iter()
+            .take_while(|s| s.verdict == StepVerdict::Held)
+            .count();
+        let held = good.checked_sub(1).map_or(0, |i| steps[i].up_after_hold);
+        let most_up = steps
+            .iter()
+            .map(|s| s.up_after_setups.max(s.up_after_hold))
+            .max()
+            .unwrap_or(0);
+        let loss = max_loss_pct.unwrap_or(0.0);
+        let (stopped_because, stopped_at_step, stop_detail) = match steps.get(good) {
+            None => (
+                CapacityStop::Ceiling,
+                None,
+                format!(
+                    "the ceiling of {} tunnels was reached with every step held",
+                    thousands(ceiling)
+                ),
+            ),
+            Some(s) => (
+                match s.verdict {
+                    StepVerdict::Failed => CapacityStop::SetupsFailed,
+                    StepVerdict::Deleted => CapacityStop::DeletedByGateway,
+                    StepVerdict::Degraded => CapacityStop::TrafficDegraded,
+                    _ => CapacityStop::Interrupted,
+                },
+                Some(s.step),
+                format!(
+                    "step {} (to {} tunnels): {}",
+                    s.step,
+                    thousands(s.target),
+                    s.why(loss)
+                ),
+            ),
+        };
+        // A ceiling reached with the last step short of it (interrupted
+        // before) is not a ceiling.
+        let stopped_because = if stopped_because == CapacityStop::Ceiling
+            && steps.last().map_or(0, |s| s.target) < ceiling
+        {
+            CapacityStop::Interrupted
+        } else {
+            stopped_because
+        };
+        CapacityRecord {
+            step,
+            ceiling,
+            max_loss_pct,
+            held,
+            most_up,
+            stopped_because,
+            stopped_at_step,
+            stop_detail,
+            steps,
+        }
+    }
+}
+
+/// `--capacity`'s lines of the table.
+fn capacity_lines(out: &mut String, c: &CapacityRecord) {
+    let rule = match c.max_loss_pct {
+        Some(l) => format!(
+            "a setup failing, a tunnel deleted by the gateway, a held tunnel delivering nothing in the step's traffic window, or the window's loss above {} %",
+            sig3(l)
+        ),
+        None => "a setup failing or a tunnel deleted by the gateway".into(),
+    };
+    let _ = writeln!(
+        out,
+        "  Capacity: {} tunnels per step up to {}, earlier ones held; a step fails on {rule}",
+        thousands(c.step),
+        thousands(c.ceiling)
+    );
+    let traffic = c.steps.iter().any(|s| s.traffic.is_some());
+    let gateway = c.steps.iter().any(|s| s.gateway_children.is_some());
+    let _ = writeln!(
+        out,
+        "    Step   Up after   Established   Failed   Tunnels/s   Setup p50 [ms]{}{}   Result",
+        if traffic { "   Loss [%]" } else { "" },
+        if gateway { "   Gateway SAs" } else { "" }
+    );
+    for s in &c.steps {
+        let loss = match (&s.traffic, traffic) {
+            (Some(t), _) => format!("   {:>8}", sig3(t.loss_pct)),
+            (None, true) => format!("   {:>8}", "-"),
+            _ => String::new(),
+        };
+        let gw = match (s.gateway_children, gateway) {
+            (Some(g), _) => format!("   {:>11}", thousands(g)),
+            (None, true) => format!("   {:>11}", "-"),
+            _ => String::new(),
+        };
+        let why = s.why(c.max_loss_pct.unwrap_or(0.0));
+        let _ = writeln!(
+            out,
+            "    {:>4}   {:>8}   {:>11}   {:>6}   {:>9}   {:>14}{loss}{gw}   {}{}",
+            s.step,
+            thousands(s.up_after_hold),
+            thousands(s.established),
+            thousands(s.failed),
+            s.tunnels_per_s.map_or("-".into(), sig3),
+            s.setup_ms.as_ref().map_or("-".into(), |t| sig3(t.p50)),
+            s.verdict.name(),
+            if why.is_empty() || s.verdict == StepVerdict::Interrupted {
+                String::new()
+            } else {
+                format!(" ({why})")
+            }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  Largest count held  {:>8}   (most up at once: {})",
+        thousands(c.held),
+        thousands(c.most_up)
+    );
+    let _ = writeln!(out, "  Stopped: {}", c.stop_detail);
+}
+
 /// The report as a table.
 pub fn tunnels_table(r: &TunnelsReport) -> String {
     let s = &r.settings;
@@ -386,7 +875,12 @@ pub fn tunnels_table(r: &TunnelsReport) -> String {
     };
     let _ = writeln!(
         out,
-        "IPsec tunnel setup rate: {} peers ({} .. {}) of the gateway {}, IKE {}, ESP {}; window {}, {}",
+        "IPsec tunnel {}: {} peers ({} .. {}) of the gateway {}, IKE {}, ESP {}; window {}, {}",
+        if r.capacity.is_some() {
+            "capacity"
+        } else {
+            "setup rate"
+        },
         thousands(r.attempted),
         s.first_peer,
         s.last_peer,
@@ -414,6 +908,9 @@ pub fn tunnels_table(r: &TunnelsReport) -> String {
                 sig3(span)
             );
         }
+        _ if r.capacity.is_some() => {
+            let _ = writeln!(out, "  Tunnels/s     {:>10}   (per step, below)", "-");
+        }
         _ => {
             let _ = writeln!(out, "  Tunnels/s     {:>10}", "-");
         }
@@ -436,6 +933,9 @@ pub fn tunnels_table(r: &TunnelsReport) -> String {
     }
     if let Some(t) = &r.traffic {
         traffic_lines(&mut out, r, t);
+    }
+    if let Some(c) = &r.capacity {
+        capacity_lines(&mut out, c);
     }
     if !r.failures.is_empty() {
         let _ = writeln!(out, "  Failed, by the gateway's answer:");
@@ -766,6 +1266,172 @@ mod tests {
         assert_eq!(v["traffic"]["tunnels"][0]["ttfp_ms"], 14.5);
         let back: TunnelsReport = serde_json::from_value(v).unwrap();
         assert_eq!(back, r);
+    }
+
+    fn measured(first: usize, attempted: usize, up: u64) -> StepMeasured {
+        StepMeasured {
+            first,
+            attempted,
+            up_after_setups: up,
+            up_after_hold: up,
+            deleted_by_gateway: 0,
+            gateway_children: None,
+            hold_s: 2.0,
+            traffic: None,
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn capacity_holds_the_count_of_the_last_step_before_the_first_failure() {
+        // Steps of 2 to a ceiling of 6: the third brings one more up and
+        // one fails: held 4, most up 5.
+        let tunnels = [
+            up(1, 0.0, 10.0),
+            up(2, 1.0, 10.0),
+            up(3, 100.0, 20.0),
+            up(4, 101.0, 30.0),
+            up(5, 200.0, 10.0),
+            failed(6, 200.0, "no answer"),
+        ];
+        let steps: Vec<CapacityStep> = [measured(0, 2, 2), measured(2, 2, 4), measured(4, 2, 5)]
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                CapacityStep::new(
+                    i as u64 + 1,
+                    (m.first + m.attempted) as u64,
+                    &tunnels[m.first..m.first + m.attempted],
+                    m,
+                    1.0,
+                )
+            })
+            .collect();
+        // Its first IKE_SA_INIT at 100 ms, its last CHILD_SA at 131 ms.
+        assert_eq!(steps[1].tunnels_per_s, Some(2.0 / 0.031));
+        let c = CapacityRecord::new(2, 6, None, steps);
+        assert_eq!((c.held, c.most_up), (4, 5));
+        assert_eq!(c.stopped_because, CapacityStop::SetupsFailed);
+        assert_eq!(c.stopped_at_step, Some(3));
+        assert_eq!(
+            c.stop_detail,
+            "step 3 (to 6 tunnels): 1 failed: 1 no answer"
+        );
+        let mut r = TunnelsReport::new(settings(), tunnels.to_vec());
+        r.capacity = Some(c);
+        let table = tunnels_table(&r);
+        assert!(table.starts_with("IPsec tunnel capacity:"), "{table}");
+        assert!(
+            table.contains("Largest count held         4   (most up at once: 5)"),
+            "{table}"
+        );
+        assert!(
+            table.contains("setups failed (1 failed: 1 no answer)"),
+            "{table}"
+        );
+        assert!(r.summary().starts_with(
+            "capacity: 4 tunnels held (most up 5, stopped: step 3, setups failed); 5 of 6 tunnels up"
+        ));
+        let v = serde_json::to_value(&r).unwrap();
+        for key in ["held", "most_up", "stopped_because", "steps"] {
+            assert!(v["capacity"].get(key).is_some(), "{key}: {v}");
+        }
+        assert_eq!(v["capacity"]["stopped_because"], "setups-failed");
+        assert_eq!(v["capacity"]["steps"][2]["verdict"], "failed");
+        let back: TunnelsReport = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
+        // A report stored before --capacity reads back without it.
+        let mut old =
+            serde_json::to_value(TunnelsReport::new(settings(), tunnels.to_vec())).unwrap();
+        old.as_object_mut().unwrap().remove("capacity");
+        assert_eq!(
+            serde_json::from_value::<TunnelsReport>(old)
+                .unwrap()
+                .capacity,
+            None
+        );
+    }
+
+    #[test]
+    fn every_step_held_is_the_ceiling_and_the_first_step_failing_holds_none() {
+        let tunnels = [up(1, 0.0, 10.0), up(2, 1.0, 10.0)];
+        let steps = vec![
+            CapacityStep::new(1, 1, &tunnels[..1], &measured(0, 1, 1), 1.0),
+            CapacityStep::new(2, 2, &tunnels[1..], &measured(1, 1, 2), 1.0),
+        ];
+        let c = CapacityRecord::new(1, 2, None, steps);
+        assert_eq!(
+            (c.held, c.most_up, c.stopped_because),
+            (2, 2, CapacityStop::Ceiling)
+        );
+        assert_eq!(c.stopped_at_step, None);
+        // A gateway that deletes a tunnel in the first step.
+        let mut m = measured(0, 1, 1);
+        m.deleted_by_gateway = 1;
+        m.up_after_hold = 0;
+        let c = CapacityRecord::new(
+            1,
+            2,
+            None,
+            vec![CapacityStep::new(1, 1, &tunnels[..1], &m, 1.0)],
+        );
+        assert_eq!((c.held, c.most_up), (0, 1));
+        assert_eq!(c.stopped_because, CapacityStop::DeletedByGateway);
+        assert!(
+            c.stop_detail.contains("the gateway deleted 1 tunnels"),
+            "{}",
+            c.stop_detail
+        );
+        // Interrupted before the ceiling.
+        let c = CapacityRecord::new(
+            1,
+            2,
+            None,
+            vec![CapacityStep::new(
+                1,
+                1,
+                &tunnels[..1],
+                &measured(0, 1, 1),
+                1.0,
+            )],
+        );
+        assert_eq!(c.stopped_because, CapacityStop::Interrupted);
+    }
+
+    #[test]
+    fn a_silent_tunnel_or_loss_above_the_threshold_degrades_a_step() {
+        let peer = |n: u8| Ipv4Addr::new(198, 19, 0, n);
+        let count = |n: u8, sent, received| WindowCount {
+            peer: peer(n),
+            sent,
+            received,
+        };
+        // 3 tunnels, 100 frames each: one lost 1, none silent: 0.33 %.
+        let t = StepTraffic::of(
+            2.0,
+            &[count(1, 100, 100), count(2, 100, 99), count(3, 100, 100)],
+            0,
+        );
+        assert_eq!((t.sent, t.received, t.lost, t.silent), (300, 299, 1, 0));
+        assert_eq!((t.worst_peer, t.worst_loss_pct), (Some(peer(2)), 1.0));
+        assert!(!t.degraded(1.0));
+        assert!(t.degraded(0.1));
+        // One tunnel delivered none of its frames: degraded at any
+        // threshold, and named.
+        let t = StepTraffic::of(2.0, &[count(1, 1000, 1000), count(2, 2, 0)], 0);
+        assert!(t.loss_pct < 1.0 && t.degraded(1.0));
+        assert_eq!(t.silent_peers, [peer(2)]);
+        let mut m = measured(0, 2, 2);
+        m.traffic = Some(t);
+        assert_eq!(m.verdict(0, 1.0), StepVerdict::Degraded);
+        // Failed setups come first.
+        assert_eq!(m.verdict(1, 1.0), StepVerdict::Failed);
+        let tunnels = [up(1, 0.0, 1.0), up(2, 0.0, 1.0)];
+        let s = CapacityStep::new(1, 2, &tunnels, &m, 1.0);
+        assert_eq!(s.why(1.0), "1 tunnels delivered nothing (first 198.19.0.2)");
+        // Nothing sent at all through tunnels that are up.
+        let t = StepTraffic::of(2.0, &[count(1, 0, 0)], 0);
+        assert!(t.degraded(1.0));
     }
 
     #[test]

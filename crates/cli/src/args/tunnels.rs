@@ -57,16 +57,25 @@ pub struct TunnelsArgs {
     pub traffic_rate: Option<String>,
     #[command(flatten)]
     pub ipsec: IpsecArgs,
-    /// How many tunnels (peers): 1..10000.
+    /// How many tunnels (peers): 1..10000. With --capacity the ceiling (default 10000).
     #[arg(long, value_name = "N")]
-    pub count: u64,
+    pub count: Option<u64>,
+    /// Capacity: bring the tunnels up --step at a time, holding every earlier one, until a step's setups fail, the gateway deletes tunnels, or (with --traffic) a held tunnel delivers nothing or the step's loss is above --max-loss; reports the largest count held. Exit 1 when it stopped so, 0 when --count was reached.
+    #[arg(long)]
+    pub capacity: bool,
+    /// With --capacity: tunnels added per step (default 100, or --count if fewer).
+    #[arg(long, value_name = "N")]
+    pub step: Option<u64>,
+    /// With --capacity --traffic: the largest loss of a step's traffic window (all held tunnels' frames) that still holds, in %, e.g. 1 (default 1).
+    #[arg(long, value_name = "PCT", allow_hyphen_values = true)]
+    pub max_loss: Option<String>,
     /// New handshakes (IKE_SA_INIT sent) per second, e.g. 50/s. Default: as fast as the gateway answers, --window in flight.
     #[arg(long, value_name = "R/s", allow_hyphen_values = true)]
     pub rate: Option<String>,
     /// Handshakes in flight at most.
     #[arg(long, value_name = "W", default_value_t = 64)]
     pub window: u64,
-    /// How long the tunnels stay up (answering the gateway) after the last setup before linerate deletes them all, e.g. 10s. Default: 0s, or 2s with --traffic.
+    /// How long the tunnels stay up (answering the gateway) after the last setup before linerate deletes them all, e.g. 10s. Default: 0s, or 2s with --traffic. With --capacity: each step's hold (and traffic window), default 2s.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub hold: Option<String>,
     /// The peers' outer addresses: FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab routes to port B). They must be on port B's subnet, or in the lab's peer range.

@@ -5,7 +5,9 @@ use crate::args::tunnels::TunnelsArgs;
 use linerate_lab::scenario::{
     Scenario, VPN_FIRST_PEER, VPN_LAN, VPN_PEERS, VPN_REMOTE_NET, VPN_TUNNEL_NETS,
 };
-use linerate_session::commands::tunnels::{PortA, TrafficPlan, TunnelsPlan, TunnelsTarget};
+use linerate_session::commands::tunnels::{
+    CapacityPlan, PortA, TrafficPlan, TunnelsPlan, TunnelsTarget,
+};
 use linerate_session::error::{bail, err, Result};
 use linerate_session::ipsec::Net;
 use linerate_session::outputs::Outputs;
@@ -55,15 +57,76 @@ impl TunnelsArgs {
         }
     }
 
-    pub fn plan(&self) -> Result<TunnelsPlan> {
-        let count = self.count as usize;
-        if count == 0 || count > MAX_TUNNELS {
+    /// `--capacity`, `--step` and `--max-loss`, checked against the
+    /// count (the ceiling), the hold and the traffic.
+    fn capacity(
+        &self,
+        count: usize,
+        hold: std::time::Duration,
+        traffic_rate: f64,
+    ) -> Result<Option<CapacityPlan>> {
+        if !self.capacity {
+            for (given, option) in [
+                (self.step.is_some(), "--step"),
+                (self.max_loss.is_some(), "--max-loss"),
+            ] {
+                if given {
+                    bail!(BadInput, "{option} is for --capacity (tunnels brought up a step at a time): add --capacity, or leave {option} out");
+                }
+            }
+            return Ok(None);
+        }
+        // The default step never goes past the ceiling; a step given does
+        // not either.
+        let step = self.step.unwrap_or(100.min(count as u64));
+        if step == 0 {
             bail!(
                 BadInput,
-                "--count {}: linerate tunnels brings up 1 to 10,000 tunnels; give a count in that range",
-                self.count
+                "--step 0: each step adds at least one tunnel; give --step 1 or more (default 100)"
             );
         }
+        if step > count as u64 {
+            bail!(BadInput, "--step {step} is above --count {count} (the ceiling): give a step of at most {count}, or a larger --count");
+        }
+        let max_loss_pct = match &self.max_loss {
+            None => 1.0,
+            Some(_) if !self.traffic => bail!(
+                BadInput,
+                "--max-loss judges the frames of --traffic: add --traffic, or leave --max-loss out"
+            ),
+            Some(text) => match text.trim().trim_end_matches('%').trim().parse::<f64>() {
+                Ok(p) if (0.0..100.0).contains(&p) => p,
+                _ => bail!(
+                    BadInput,
+                    "--max-loss {text}: give a loss in %, at least 0 and below 100, e.g. 1"
+                ),
+            },
+        };
+        if self.traffic && hold.as_secs_f64() * traffic_rate < 2.0 {
+            bail!(BadInput, "--hold {} s at --traffic-rate {traffic_rate}/s gives each tunnel fewer than 2 frames per step's window: give a longer --hold or a higher --traffic-rate", hold.as_secs_f64());
+        }
+        Ok(Some(CapacityPlan {
+            step: step as usize,
+            max_loss_pct,
+        }))
+    }
+
+    pub fn plan(&self) -> Result<TunnelsPlan> {
+        let count = match self.count {
+            Some(n) => n,
+            None if self.capacity => MAX_TUNNELS as u64,
+            None => bail!(
+                BadInput,
+                "linerate tunnels needs --count N: how many tunnels (1 to 10,000)"
+            ),
+        };
+        if count == 0 || count > MAX_TUNNELS as u64 {
+            bail!(
+                BadInput,
+                "--count {count}: linerate tunnels brings up 1 to 10,000 tunnels; give a count in that range"
+            );
+        }
+        let count = count as usize;
         let rate = self.rate.as_deref().map(parse_rate).transpose()?;
         if self.window == 0 || self.window > MAX_TUNNELS as u64 {
             bail!(
@@ -74,10 +137,11 @@ impl TunnelsArgs {
         }
         let hold = match &self.hold {
             Some(text) => ports::parse_duration(text, "--hold")?,
-            None if self.traffic => std::time::Duration::from_secs(2),
+            None if self.traffic || self.capacity => std::time::Duration::from_secs(2),
             None => std::time::Duration::ZERO,
         };
         let traffic_rate = self.traffic_rate()?;
+        let capacity = self.capacity(count, hold, traffic_rate)?;
         if !self.traffic {
             for (given, option) in [
                 (self.port_a.is_some(), "--port-a"),
@@ -268,6 +332,7 @@ impl TunnelsArgs {
             window: self.window as usize,
             hold,
             traffic,
+            capacity,
             json: self.json.clone(),
             record: self.record.plan(),
         })
@@ -343,6 +408,26 @@ mod tests {
     }
 
     #[test]
+    fn capacity_steps_up_to_the_count_or_the_largest_count() {
+        let p = plan("--lab --scenario vpn-gateway --capacity --count 300").unwrap();
+        let c = p.capacity.unwrap();
+        assert_eq!((c.step, c.max_loss_pct), (100, 1.0));
+        assert_eq!(p.peers.len(), 300);
+        assert_eq!(p.hold, std::time::Duration::from_secs(2));
+        // No --count: the ceiling is the most linerate tunnels brings up.
+        let p = plan("--lab --scenario vpn-gateway --capacity --step 500").unwrap();
+        assert_eq!(p.peers.len(), MAX_TUNNELS);
+        assert_eq!(p.capacity.unwrap().step, 500);
+        let p = plan("--lab --scenario vpn-gateway --capacity --step 20 --count 100 --traffic --max-loss 0.5% --hold 3s").unwrap();
+        assert_eq!(p.capacity.unwrap().max_loss_pct, 0.5);
+        assert_eq!(p.hold, std::time::Duration::from_secs(3));
+        assert!(plan("--lab --scenario vpn-gateway --count 5")
+            .unwrap()
+            .capacity
+            .is_none());
+    }
+
+    #[test]
     fn bad_input_is_refused_in_one_line() {
         for (args, says) in [
             ("--lab --scenario vpn-gateway --count 0", "1 to 10,000"),
@@ -380,6 +465,17 @@ mod tests {
             ("--lab --scenario vpn-gateway --count 2 --traffic --traffic-rate lots", "not a frame rate"),
             (&format!("{PORT} --count 2 --traffic --port-a pa --ip-a 10.0.0.2/24 --gw-a 10.0.0.1"), "outside the gateway's LAN"),
             (&format!("{PORT} --count 2 --traffic --port-a pb --ip-a 192.168.0.2/24 --gw-a 192.168.0.1"), "two interfaces"),
+            ("--lab --scenario vpn-gateway", "needs --count N"),
+            ("--lab --scenario vpn-gateway --capacity --step 0 --count 10", "--step 0"),
+            ("--lab --scenario vpn-gateway --capacity --step 20 --count 10", "above --count 10"),
+            ("--lab --scenario vpn-gateway --capacity --count 20000", "1 to 10,000"),
+            ("--lab --scenario vpn-gateway --step 5 --count 10", "--step is for --capacity"),
+            ("--lab --scenario vpn-gateway --max-loss 1 --count 10", "--max-loss is for --capacity"),
+            ("--lab --scenario vpn-gateway --capacity --max-loss 1 --count 10", "add --traffic"),
+            ("--lab --scenario vpn-gateway --capacity --traffic --max-loss 100 --count 10", "below 100"),
+            ("--lab --scenario vpn-gateway --capacity --traffic --max-loss some --count 10", "--max-loss some"),
+            ("--lab --scenario vpn-gateway --capacity --traffic --hold 1s --count 10", "fewer than 2 frames"),
+            (&format!("{PORT} --capacity --step 10"), "outside port B's subnet"),
         ] {
             let e = plan(args).unwrap_err();
             assert_eq!(e.kind(), linerate_session::Kind::BadInput, "{args}: {e:?}");

@@ -109,6 +109,12 @@ impl Charon {
     /// Starts charon in `ns` and loads `conns` with key `psk`. A missing
     /// strongSwan is a failure that names scripts/setup.sh (never a skip).
     pub fn start(ns: &str, conns: &[Conn], psk: &str) -> Charon {
+        Charon::start_with(ns, conns, psk, "")
+    }
+
+    /// [`start`](Self::start) with more of charon's settings, lines of
+    /// strongswan.conf's `charon` section (e.g. `ikesa_limit = 50`).
+    pub fn start_with(ns: &str, conns: &[Conn], psk: &str, settings: &str) -> Charon {
         let charon = first_existing(&CHARON).unwrap_or_else(|| {
             panic!("strongSwan's charon is missing ({}): run scripts/setup.sh (it installs strongswan-charon, strongswan-swanctl, libcharon-extra-plugins)", CHARON.join(" or "))
         });
@@ -119,7 +125,7 @@ impl Charon {
             .unwrap_or_else(|| panic!("swanctl is missing: run scripts/setup.sh"));
         let dir = PrivateDir::new(&format!("ipsec-test-{ns}")).unwrap();
         let conf = format!(
-            "charon {{\n  load = {PLUGINS}\n  install_virtual_ip = no\n  filelog {{\n    test {{\n      path = /run/charon.log\n      default = 1\n      flush_line = yes\n    }}\n  }}\n  plugins {{\n    vici {{\n      socket = unix:///run/charon.vici\n    }}\n  }}\n}}\n"
+            "charon {{\n  load = {PLUGINS}\n  install_virtual_ip = no\n{settings}\n  filelog {{\n    test {{\n      path = /run/charon.log\n      default = 1\n      flush_line = yes\n    }}\n  }}\n  plugins {{\n    vici {{\n      socket = unix:///run/charon.vici\n    }}\n  }}\n}}\n"
         );
         dir.write("strongswan.conf", conf.as_bytes()).unwrap();
         let conf_file = dir

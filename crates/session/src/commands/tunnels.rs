@@ -12,8 +12,11 @@
 //! the deletes; the kernel's UDP stack carries IKE. With `--traffic`
 //! each tunnel also sends test frames from the moment it is up until the
 //! hold ends, and port A times each tunnel's first frame through the
-//! gateway (time to first packet; [`traffic`]).
+//! gateway (time to first packet; [`traffic`]). With `--capacity` the
+//! tunnels come up a step at a time until the gateway stops taking more
+//! ([`capacity`]).
 
+mod capacity;
 mod traffic;
 
 use crate::error::{bail, err, Result};
@@ -21,14 +24,15 @@ use crate::exit::Outcome;
 use crate::ipsec::{IpsecPlan, Net};
 use crate::peers::{reason, selector, slice, PeerAddresses};
 use crate::recorder::{RecordPlan, Recorder, RunInfo};
+pub use capacity::CapacityPlan;
 use linerate_esp::EspSuite;
 use linerate_ike::{Fleet, FleetConfig, IkeProposals, Peer, Ports, Psk, Retransmit, Setup};
 use linerate_lab::scenario::{Applied, Scenario};
 use linerate_lab::Lab;
 use linerate_results::report::thousands;
 use linerate_results::tunnels::{
-    tunnels_table, HoldRecord, SetupCpu, TrafficRecord, TunnelOutcome, TunnelTraffic,
-    TunnelsReport, TunnelsSettings,
+    tunnels_table, CapacityRecord, CapacityStep, CapacityStop, HoldRecord, SetupCpu, StepMeasured,
+    TrafficRecord, TunnelOutcome, TunnelTraffic, TunnelsReport, TunnelsSettings,
 };
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -79,6 +83,9 @@ pub struct TunnelsPlan {
     pub hold: Duration,
     /// `--traffic`: test frames through every tunnel as soon as it is up.
     pub traffic: Option<TrafficPlan>,
+    /// `--capacity`: the peers come up a step at a time (the count is the
+    /// ceiling), each step held for `hold`.
+    pub capacity: Option<CapacityPlan>,
     pub json: Option<PathBuf>,
     pub record: RecordPlan,
 }
@@ -378,7 +385,28 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
             .filter(|_| !gateway_pids.is_empty())
     };
     let cpu_before = (cpu_seconds("self"), gateway_cpu());
-    let setups = fleet.bring_up_until(interrupt, &mut on_setup);
+    let (setups, steps) = match &plan.capacity {
+        None => (fleet.bring_up_until(interrupt, &mut on_setup), None),
+        Some(c) => {
+            let children = || {
+                bed.applied
+                    .as_ref()
+                    .and_then(|a| gateway_children(a).ok())
+                    .map(|l| l.len() as u64)
+            };
+            let env = capacity::StepsEnv {
+                plan: c,
+                peers: &plan.peers,
+                hold: plan.hold,
+                traffic: traffic.as_ref(),
+                gateway_children: &children,
+                interrupt,
+                verbose,
+            };
+            let steps = capacity::run_steps(&mut fleet, &env, &mut on_setup);
+            (steps.setups, Some(steps.measured))
+        }
+    };
     let wall_s = begun.elapsed().as_secs_f64();
     let cpu_after = (cpu_seconds("self"), gateway_cpu());
     let stopped = interrupt.load(Ordering::Relaxed);
@@ -388,10 +416,24 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
             *t = Some(s.started);
         }
     }
-    let outcomes = outcomes(&plan, &slices, &setups, stopped);
+    let mut outcomes = outcomes(&plan, &slices, &setups, stopped);
     drop(setups);
+    if let Some(steps) = &steps {
+        // The peers of steps never run were not attempted.
+        outcomes.truncate(steps.iter().map(|m| m.attempted).sum());
+    }
     let mut report = TunnelsReport::new(settings, outcomes);
     report.gateway_note = bed.note.clone();
+    if let (Some(steps), Some(c)) = (&steps, &plan.capacity) {
+        report.capacity = Some(capacity_record(&report, steps, c, count));
+        // Setups spread over steps with holds between: the rate is each
+        // step's.
+        report.tunnels_per_s = None;
+        report.setup_span_s = None;
+        if let Some(check) = capacity_gateway_check(steps) {
+            report.gateway_checks.push(check);
+        }
+    }
     if let (Some(t0), Some(t1)) = (cpu_before.0, cpu_after.0) {
         let gateway = match (cpu_before.1, cpu_after.1) {
             (Some(g0), Some(g1)) => Some(g1 - g0),
@@ -406,7 +448,7 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let mut mismatch = None;
     // (Not after a signal: handshakes abandoned half-way may have left the
     // gateway a CHILD_SA linerate never installed.)
-    if let (Some(applied), false) = (&bed.applied, stopped) {
+    if let (Some(applied), false, None) = (&bed.applied, stopped, &plan.capacity) {
         let mut listed = gateway_children(applied)?;
         listed.sort();
         let mut ours: Vec<String> = report
@@ -434,8 +476,9 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         }
     }
 
-    // Held up, the gateway's requests answered.
-    if !plan.hold.is_zero() && report.established > 0 {
+    // Held up, the gateway's requests answered (with --capacity, after
+    // each step).
+    if !plan.hold.is_zero() && report.established > 0 && plan.capacity.is_none() {
         let start = Instant::now();
         let mut hold = HoldRecord::default();
         while start.elapsed() < plan.hold && !interrupt.load(Ordering::Relaxed) {
@@ -525,6 +568,11 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     }
     recorder.finish(linerate_store::RunStatus::Complete)?;
     drop(bed);
+    if let Some(c) = &report.capacity {
+        if report.established > 0 || c.steps.is_empty() {
+            return Ok(capacity_outcome(c, mismatch));
+        }
+    }
     if report.established == 0 {
         let g = &report.failures[0];
         bail!(
@@ -565,6 +613,93 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         )));
     }
     Ok(Outcome::Passed)
+}
+
+/// `--capacity`'s record: each step from its setups' outcomes (the
+/// report's tunnels, in step order) and what was measured.
+fn capacity_record(
+    report: &TunnelsReport,
+    steps: &[StepMeasured],
+    plan: &CapacityPlan,
+    ceiling: usize,
+) -> CapacityRecord {
+    let record = steps
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let end = (m.first + m.attempted).min(report.tunnels.len());
+            let outcomes = &report.tunnels[m.first.min(end)..end];
+            CapacityStep::new(
+                i as u64 + 1,
+                (m.first + m.attempted) as u64,
+                outcomes,
+                m,
+                plan.max_loss_pct,
+            )
+        })
+        .collect();
+    let traffic = steps.iter().any(|m| m.traffic.is_some());
+    CapacityRecord::new(
+        plan.step as u64,
+        ceiling as u64,
+        traffic.then_some(plan.max_loss_pct),
+        record,
+    )
+}
+
+/// The gateway's count of installed CHILD_SAs after each step's setups
+/// against linerate's tunnels up then (the lab's charon).
+fn capacity_gateway_check(steps: &[StepMeasured]) -> Option<String> {
+    let listed: Vec<(usize, u64, u64)> = steps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| m.gateway_children.map(|g| (i + 1, g, m.up_after_setups)))
+        .collect();
+    if listed.is_empty() {
+        return None;
+    }
+    let odd: Vec<String> = listed
+        .iter()
+        .filter(|(_, g, up)| g != up)
+        .map(|(i, g, up)| {
+            format!(
+                "step {i}: charon {} where linerate has {}",
+                thousands(*g),
+                thousands(*up)
+            )
+        })
+        .collect();
+    Some(if odd.is_empty() {
+        format!(
+            "after each step's setups charon lists as many installed CHILD_SAs as linerate has tunnels up (vici list-sas; {} after the last step)",
+            thousands(listed[listed.len() - 1].1)
+        )
+    } else {
+        format!(
+            "charon's installed CHILD_SAs after the setups differ from linerate's tunnels up: {}",
+            odd.join("; ")
+        )
+    })
+}
+
+/// The exit of a `--capacity` run: 0 when the ceiling was reached with
+/// every step held (and the gateway agrees), 1 (a result, not an error)
+/// when it stopped at a step that failed or degraded.
+fn capacity_outcome(c: &CapacityRecord, mismatch: Option<String>) -> Outcome {
+    let head = format!(
+        "largest count held {} tunnels (most up at once {})",
+        thousands(c.held),
+        thousands(c.most_up)
+    );
+    if c.stopped_because != CapacityStop::Ceiling {
+        return Outcome::ThresholdFailed(format!("capacity: {head}; stopped at {}", c.stop_detail));
+    }
+    match mismatch {
+        Some(why) => Outcome::ThresholdFailed(format!(
+            "capacity: {head}; the gateway does not agree: {why}"
+        )),
+        None => Outcome::Passed,
+    }
 }
 
 /// `--traffic`'s record from what the threads counted: each tunnel's time

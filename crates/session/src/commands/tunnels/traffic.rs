@@ -100,8 +100,26 @@ pub fn slice_host(net: Net) -> Ipv4Addr {
     }
 }
 
+/// What both threads share for `--capacity`'s traffic windows: each
+/// tunnel's next sequence number and frames refused so far, in one word
+/// (the sender's: seq << 32 | refused, read together), and the sequence
+/// numbers that arrived (the receiver's, a bit each).
+struct Shared {
+    progress: Vec<AtomicU64>,
+    seen: Mutex<Vec<Vec<u64>>>,
+}
+
+/// Where every tunnel's frames stood at one moment: a traffic window's
+/// start or end.
+#[derive(Debug, Clone)]
+pub struct Mark {
+    next_seq: Vec<u64>,
+    refused: Vec<u64>,
+}
+
 /// The running traffic: the sender and the receiver.
 pub struct Traffic {
+    shared: Arc<Shared>,
     up: Sender<UpTunnel>,
     stop_send: Arc<AtomicBool>,
     stop_receive: Arc<AtomicBool>,
@@ -157,23 +175,30 @@ impl Traffic {
         let received = Arc::new(AtomicU64::new(0));
         let (up, up_rx) = channel();
         let sources = side.sources.clone();
+        let shared = Arc::new(Shared {
+            progress: (0..count).map(|_| AtomicU64::new(0)).collect(),
+            seen: Mutex::new(vec![Vec::new(); count]),
+        });
         let receiver = {
             let stop = Arc::clone(&stop_receive);
             let received = Arc::clone(&received);
+            let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name("tunnels-rx".into())
-                .spawn(move || receive(rx, info.mac, host, sources, stop, received))
+                .spawn(move || receive(rx, info.mac, host, sources, stop, received, shared))
                 .map_err(|e| err!(Environment, "cannot start the receiver thread: {e}"))?
         };
         let sender = {
             let stop = Arc::clone(&stop_send);
             let dst = port_a.host.address;
+            let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name("tunnels-tx".into())
-                .spawn(move || send(socket, side, dst, up_rx, stop, count))
+                .spawn(move || send(socket, side, dst, up_rx, stop, count, shared))
                 .map_err(|e| err!(Environment, "cannot start the sender thread: {e}"))?
         };
         Ok(Traffic {
+            shared,
             up,
             stop_send,
             stop_receive,
@@ -187,6 +212,46 @@ impl Traffic {
     pub fn tunnel_up(&self, tunnel: UpTunnel) {
         // A sender that ended early says why at `finish`.
         let _ = self.up.send(tunnel);
+    }
+
+    /// Where every tunnel's frames stand now (a window's start or end).
+    pub fn mark(&self) -> Mark {
+        let words: Vec<u64> = self
+            .shared
+            .progress
+            .iter()
+            .map(|a| a.load(Ordering::Acquire))
+            .collect();
+        Mark {
+            next_seq: words.iter().map(|w| w >> 32).collect(),
+            refused: words.iter().map(|w| w & 0xffff_ffff).collect(),
+        }
+    }
+
+    /// For each tunnel of `tunnels`: the frames it sent between `from` and
+    /// `to` (the kernel took them) and how many of exactly those have
+    /// arrived at port A so far (by sequence number, each once); and the
+    /// frames refused by port B's queue in the window, all tunnels.
+    pub fn window(&self, from: &Mark, to: &Mark, tunnels: &[usize]) -> (Vec<(u64, u64)>, u64) {
+        let seen = self.shared.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut refused_all = 0;
+        let counts = tunnels
+            .iter()
+            .map(|&i| {
+                let (a, b) = (from.next_seq[i], to.next_seq[i].max(from.next_seq[i]));
+                let refused = to.refused[i].saturating_sub(from.refused[i]);
+                refused_all += refused;
+                let bits = &seen[i];
+                let received = (a..b)
+                    .filter(|&seq| {
+                        let (word, bit) = ((seq / 64) as usize, seq % 64);
+                        bits.get(word).is_some_and(|w| w & (1 << bit) != 0)
+                    })
+                    .count() as u64;
+                ((b - a).saturating_sub(refused), received)
+            })
+            .collect();
+        (counts, refused_all)
     }
 
     /// Stops sending, waits until port A has had what was in flight
@@ -337,6 +402,7 @@ fn send(
     up: Receiver<UpTunnel>,
     stop: Arc<AtomicBool>,
     count: usize,
+    shared: Arc<Shared>,
 ) -> Result<Vec<(u64, u64)>> {
     let interval = Duration::from_secs_f64(1.0 / side.rate);
     let frame = FrameSize::from_frame(TRAFFIC_FRAME).expect("a valid frame size");
@@ -423,6 +489,10 @@ fn send(
             } else {
                 s.refused += 1;
             }
+            shared.progress[i].store(
+                u64::from(s.seq) << 32 | (s.refused & 0xffff_ffff),
+                Ordering::Release,
+            );
             // The next one a period on; a sender that fell a period behind
             // skips the slots it missed rather than bursting.
             let next = at + interval;
@@ -443,17 +513,19 @@ fn receive(
     sources: Vec<Ipv4Addr>,
     stop: Arc<AtomicBool>,
     received: Arc<AtomicU64>,
+    shared: Arc<Shared>,
 ) -> Result<TrafficCounts> {
     let count = sources.len();
     let mut counts = TrafficCounts {
         tunnels: vec![TunnelTraffic::default(); count],
         ..TrafficCounts::default()
     };
-    // Each tunnel's sequence numbers seen, a bit each.
-    let mut seen: Vec<Vec<u64>> = vec![Vec::new(); count];
     let mut replies: Vec<Vec<u8>> = Vec::new();
     let dst = host.ip;
     while !stop.load(Ordering::Relaxed) {
+        // Each tunnel's sequence numbers seen, a bit each; `window` reads
+        // them between two waits.
+        let mut seen = shared.seen.lock().unwrap_or_else(|e| e.into_inner());
         rx.recv(
             Duration::from_millis(20),
             |frame, wire_len, arrival_ns| match classify(frame, DEFAULT_UDP_PORT) {
@@ -494,6 +566,7 @@ fn receive(
             },
         )
         .map_err(|e| err!(Environment, "port A: {e}"))?;
+        drop(seen);
         for reply in replies.drain(..) {
             if rx.send_control(&reply).is_ok() {
                 counts.arp_replies += 1;
