@@ -30,13 +30,16 @@ use pacer::Pacer;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+/// What went wrong, in the library's terms: the engine's settings and the
+/// trial's values, never a command-line option (the session names the
+/// option that sets each for its user).
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error(transparent)]
     Port(#[from] PortError),
     #[error(transparent)]
     Bpf(#[from] linerate_bpf::BpfError),
-    #[error("gateway {gateway} did not answer {resolution} on port {port} within {secs} s: check the DUT's address and cabling, or give its MAC with --gw-mac")]
+    #[error("gateway {gateway} did not answer {resolution} on port {port} within {secs} s: check the DUT's address and cabling, or give its MAC")]
     ArpTimeout {
         port: String,
         gateway: std::net::IpAddr,
@@ -52,16 +55,16 @@ pub enum EngineError {
         problem: String,
         what: String,
     },
-    #[error("a {frame}-byte frame cannot carry {encap} test frames: the smallest is {min} bytes; use --frame-size {min} or larger")]
+    #[error("a {frame}-byte frame cannot carry {encap} test frames: the smallest is {min} bytes")]
     FrameTooSmall { frame: u16, encap: String, min: u16 },
-    #[error("a {frame}-byte frame does not fit port {port} (MTU {mtu}, frames up to {max} bytes with FCS): use a smaller --frame-size or raise the MTU")]
+    #[error("a {frame}-byte frame does not fit port {port} (MTU {mtu}, frames up to {max} bytes with FCS): use a smaller frame or raise the MTU")]
     FrameTooLarge {
         frame: u16,
         port: String,
         mtu: u32,
         max: usize,
     },
-    #[error("the {engine} engine carries frames up to {max} bytes (with FCS), not {frame}: use --engine af_packet for larger frames")]
+    #[error("the {engine} engine carries frames up to {max} bytes (with FCS), not {frame}: use the af_packet engine for larger frames")]
     FrameTooLargeForEngine {
         frame: u16,
         engine: String,
@@ -69,15 +72,15 @@ pub enum EngineError {
     },
     #[error("a trial of {duration_s} s at {fps} frames/s holds no frame: use a longer duration or a higher rate")]
     EmptyTrial { duration_s: f64, fps: f64 },
-    #[error("--tx-threads above 1 needs --engine xdp")]
+    #[error("more than one generator thread needs the xdp engine")]
     TxThreads,
-    #[error("--tx-threads {asked} is more than the {max} streams the receiver counts per trial: use at most {max}")]
+    #[error("{asked} generator threads are more than the {max} streams the receiver counts per trial: use at most {max}")]
     TooManyTxThreads { asked: u16, max: u16 },
-    #[error("a drop test sends from port A only: leave out --bidirectional")]
+    #[error("a drop test sends from port A only, not in both directions")]
     DropTestBidirectional,
-    #[error("--range src-ip rewrites the source address that marks a drop test's dropped half: vary another field (dst-ip, ports)")]
+    #[error("a source-address flow range rewrites the source address that marks a drop test's dropped half: vary another field (dst-ip, ports)")]
     DropTestSourceRange,
-    #[error("--drop-from {0} is not of the test frames' IP version: give an address of the same version as port A's")]
+    #[error("the drop test's source {0} is not of the test frames' IP version: give an address of the same version as port A's")]
     DropTestFamily(std::net::IpAddr),
     /// A port's transform cannot carry the whole trial.
     #[error("port {port} can send {left} more frames with {transform}, and the trial needs {frames}: shorten the trial or renegotiate the security association")]
@@ -92,7 +95,7 @@ pub enum EngineError {
     #[error("the {engine} engine builds and counts frames inside the kernel, where they cannot be encrypted or decrypted: use the af_xdp or af_packet engine")]
     TransformUnsupported { engine: String },
     /// Per-tunnel counts asked of a port counted by the in-kernel counter.
-    #[error("port {port} is counted by the in-kernel counter, which counts streams, not tunnels: per-tunnel counts (--tunnels) need --receiver socket")]
+    #[error("port {port} is counted by the in-kernel counter, which counts streams, not tunnels: per-tunnel counts need the socket receiver")]
     TunnelsInKernel { port: String },
     #[error("interrupted")]
     Interrupted,

@@ -192,8 +192,8 @@ fn ipv6_and_vlan_frames_resolve_by_ndp_and_count_exactly() {
                 ..spec(1000.0, 200)
             };
             let err = e.run_trial(&small, &AtomicBool::new(false)).unwrap_err();
-            let fix = format!("--frame-size {}", encap.min_frame());
-            assert!(err.to_string().contains(&fix), "{err}");
+            let smallest = format!("the smallest is {} bytes", encap.min_frame());
+            assert!(err.to_string().contains(&smallest), "{err}");
         }
         let s = TrialSpec {
             frame: FrameSize::from_frame_in(encap.min_frame() as u64, &encap).unwrap(),

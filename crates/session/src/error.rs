@@ -49,7 +49,9 @@ pub enum Error {
     Port(#[from] linerate_port::PortError),
     #[error("{0}")]
     Bpf(#[from] linerate_bpf::BpfError),
-    #[error("{0}")]
+    /// The engine's error, worded with the options that set what it
+    /// names ([`engine_message`]); the engine's own text is its source.
+    #[error("{}", engine_message(.0))]
     Engine(#[from] linerate_engine::EngineError),
     #[error("{0}")]
     Store(#[from] linerate_store::StoreError),
@@ -175,6 +177,44 @@ impl Error {
             Error::Json(_) => Failed,
             Error::Value(_) => BadInput,
         }
+    }
+}
+
+/// The engine's error as its user reads it: the engine speaks of its
+/// settings and the trial's values (a frame size, the xdp engine, a drop
+/// test's source); here they are the options that set them. One line,
+/// the problem and the fix, as every error of this crate.
+pub fn engine_message(e: &linerate_engine::EngineError) -> String {
+    use linerate_engine::EngineError as En;
+    match e {
+        En::ArpTimeout { .. } => format!("{e} with --gw-mac"),
+        En::FrameTooSmall { min, .. } => format!("{e}; use --frame-size {min} or larger"),
+        En::FrameTooLarge {
+            frame,
+            port,
+            mtu,
+            max,
+        } => format!(
+            "a {frame}-byte frame does not fit port {port} (MTU {mtu}, frames up to {max} bytes with FCS): use a smaller --frame-size or raise the MTU"
+        ),
+        En::FrameTooLargeForEngine { frame, engine, max } => format!(
+            "the {engine} engine carries frames up to {max} bytes (with FCS), not {frame}: use --engine af_packet for larger frames"
+        ),
+        En::TxThreads => "--tx-threads above 1 needs --engine xdp".to_string(),
+        En::TooManyTxThreads { asked, max } => format!(
+            "--tx-threads {asked} is more than the {max} streams the receiver counts per trial: use at most {max}"
+        ),
+        En::DropTestBidirectional => {
+            "a drop test sends from port A only: leave out --bidirectional".to_string()
+        }
+        En::DropTestSourceRange => "--range src-ip rewrites the source address that marks a drop test's dropped half: vary another field (dst-ip, ports)".to_string(),
+        En::DropTestFamily(source) => format!(
+            "--drop-from {source} is not of the test frames' IP version: give an address of the same version as port A's"
+        ),
+        En::TunnelsInKernel { port } => format!(
+            "port {port} is counted by the in-kernel counter, which counts streams, not tunnels: per-tunnel counts (--tunnels) need --receiver socket"
+        ),
+        other => other.to_string(),
     }
 }
 
@@ -317,6 +357,86 @@ mod tests {
             .context("reading a");
         assert_eq!(one_line(&e), "reading a: gone");
         assert_eq!(e.kind(), Kind::Environment);
+    }
+
+    #[test]
+    fn engine_errors_name_the_options_here_and_none_in_the_engine() {
+        use linerate_engine::EngineError as En;
+        let v4: std::net::IpAddr = "198.18.0.1".parse().unwrap();
+        let cases = [
+            (
+                En::ArpTimeout {
+                    port: "a0".into(),
+                    gateway: v4,
+                    resolution: "ARP",
+                    secs: 3,
+                },
+                "gateway 198.18.0.1 did not answer ARP on port a0 within 3 s: check the DUT's address and cabling, or give its MAC with --gw-mac",
+            ),
+            (
+                En::FrameTooSmall {
+                    frame: 64,
+                    encap: "IPv6".into(),
+                    min: 78,
+                },
+                "a 64-byte frame cannot carry IPv6 test frames: the smallest is 78 bytes; use --frame-size 78 or larger",
+            ),
+            (
+                En::FrameTooLarge {
+                    frame: 9000,
+                    port: "b0".into(),
+                    mtu: 1500,
+                    max: 1518,
+                },
+                "a 9000-byte frame does not fit port b0 (MTU 1500, frames up to 1518 bytes with FCS): use a smaller --frame-size or raise the MTU",
+            ),
+            (
+                En::FrameTooLargeForEngine {
+                    frame: 9000,
+                    engine: "af_xdp".into(),
+                    max: 3818,
+                },
+                "the af_xdp engine carries frames up to 3818 bytes (with FCS), not 9000: use --engine af_packet for larger frames",
+            ),
+            (En::TxThreads, "--tx-threads above 1 needs --engine xdp"),
+            (
+                En::TooManyTxThreads { asked: 9, max: 8 },
+                "--tx-threads 9 is more than the 8 streams the receiver counts per trial: use at most 8",
+            ),
+            (
+                En::DropTestBidirectional,
+                "a drop test sends from port A only: leave out --bidirectional",
+            ),
+            (
+                En::DropTestSourceRange,
+                "--range src-ip rewrites the source address that marks a drop test's dropped half: vary another field (dst-ip, ports)",
+            ),
+            (
+                En::DropTestFamily(v4),
+                "--drop-from 198.18.0.1 is not of the test frames' IP version: give an address of the same version as port A's",
+            ),
+            (
+                En::TunnelsInKernel { port: "b0".into() },
+                "port b0 is counted by the in-kernel counter, which counts streams, not tunnels: per-tunnel counts (--tunnels) need --receiver socket",
+            ),
+        ];
+        for (engine, user) in cases {
+            let own = engine.to_string();
+            assert!(!own.contains("--"), "the engine names an option: {own}");
+            let kind = match engine {
+                En::ArpTimeout { .. } => Kind::Environment,
+                _ => Kind::BadInput,
+            };
+            let e = Error::from(engine);
+            assert_eq!(e.kind(), kind, "{own}");
+            // Said once, in the options' words.
+            assert_eq!(one_line(&e), user);
+            assert_eq!(one_line(&e.context("test 1")), format!("test 1: {user}"));
+        }
+        // The engine's error stays the source a caller can downcast to.
+        let e = Error::from(En::TxThreads);
+        let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<En>());
+        assert!(matches!(source, Some(En::TxThreads)));
     }
 
     #[test]

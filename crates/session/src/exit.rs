@@ -19,10 +19,20 @@ fn chain(e: &Error) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> 
 }
 
 /// The error and its causes on one line, each cause once: a cause whose
-/// text an earlier part already holds is left out.
+/// text an earlier part already holds is left out, and so is the engine's
+/// error under [`Error::Engine`], which says it again in the options' words.
 pub fn one_line(e: &Error) -> String {
     let mut parts: Vec<String> = Vec::new();
+    let mut reworded = false;
     for cause in chain(e) {
+        if std::mem::take(&mut reworded) {
+            continue;
+        }
+        // A context's source is its boxed error.
+        let here = cause
+            .downcast_ref::<Error>()
+            .or_else(|| cause.downcast_ref::<Box<Error>>().map(|b| &**b));
+        reworded = matches!(here, Some(Error::Engine(_)));
         let s = cause.to_string();
         if !parts.iter().any(|p| p.contains(&s)) {
             parts.push(s);
