@@ -316,6 +316,9 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
     if let Some(line) = tunnels_footer(report) {
         out.push_str(&line);
     }
+    if let Some(text) = rekeys_footer(results.iter().flat_map(|r| &r.trials)) {
+        out.push_str(&text);
+    }
     if let Some(p) = crate::PolicyDrops::sum(results.iter().flat_map(|r| &r.trials)) {
         let _ = writeln!(
             out,
@@ -714,9 +717,6 @@ fn tunnels_footer(report: &Rfc2544Report) -> Option<String> {
     Some(out)
 }
 
-/// A trial's per-tunnel counts in one line: how many tunnels, the fewest
-/// and most frames one delivered, and the tunnels that stand out (None
-/// without `--tunnels`).
 /// The trial's CHILD_SA rekeys: how many, how long they took, and the
 /// frames lost and time blocked per rekey.
 pub fn rekeys_lines(t: &TrialResult) -> Vec<String> {
@@ -732,8 +732,9 @@ pub fn rekeys_lines(t: &TrialResult) -> Vec<String> {
         String::new()
     };
     let mut lines = vec![format!(
-        "  rekeys      {:>15} completed ({} by linerate{answered}; {} by the gateway), {} failed; {} new SAs taken by the data path",
+        "  rekeys      {:>15} completed, {:.1} per second ({} by linerate{answered}; {} by the gateway), {} failed; {} new SAs taken by the data path",
         thousands(r.completed()),
+        r.completed() as f64 / t.duration_s.max(f64::MIN_POSITIVE),
         thousands(r.done),
         thousands(r.by_gateway),
         thousands(r.failed),
@@ -758,6 +759,56 @@ pub fn rekeys_lines(t: &TrialResult) -> Vec<String> {
     lines
 }
 
+/// The CHILD_SA rekeys of a run's trials (`--rekey`, or the gateway's):
+/// per trial that had any, how many completed and the frames lost and time
+/// blocked per rekey; None when no trial had a rekey.
+pub fn rekeys_footer<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) -> Option<String> {
+    const LISTED: usize = 20;
+    let mut lines = Vec::new();
+    let (mut completed, mut failed, mut trials_with) = (0u64, 0u64, 0usize);
+    for t in trials {
+        let Some(r) = t.esp.as_ref().and_then(|e| e.rekeys.as_ref()) else {
+            continue;
+        };
+        trials_with += 1;
+        completed += r.completed();
+        failed += r.failed;
+        let lost = t.tx_frames.saturating_sub(t.rx_frames);
+        if let (Some((each, blocked)), true) = (
+            r.per_rekey(lost, t.offered_fps, t.tunnels.len().max(1)),
+            lines.len() < LISTED,
+        ) {
+            lines.push(format!(
+                "  {} B at {} frames/s: {} rekeys, {each:.1} frames lost and {blocked:.2} ms blocked per rekey\n",
+                t.frame_size,
+                thousands_f64(t.offered_fps),
+                thousands(r.completed())
+            ));
+        }
+    }
+    if trials_with == 0 {
+        return None;
+    }
+    let mut out = format!(
+        "CHILD_SA rekeys during the trials: {} completed, {} failed. Per trial, frames lost per rekey and the time each rekey blocked its tunnel (lost frames / the tunnel's offered rate; a trial's whole loss is counted as its rekeys'):\n",
+        thousands(completed),
+        thousands(failed)
+    );
+    for l in lines {
+        out.push_str(&l);
+    }
+    if trials_with > LISTED {
+        let _ = writeln!(
+            out,
+            "  (the first {LISTED} trials; each trial's record has its own: esp.rekeys)"
+        );
+    }
+    Some(out)
+}
+
+/// A trial's per-tunnel counts in one line: how many tunnels, the fewest
+/// and most frames one delivered, and the tunnels that stand out (None
+/// without `--tunnels`).
 pub fn tunnels_line(t: &TrialResult) -> Option<String> {
     let s = crate::ipsec::TunnelSpread::of(&t.tunnels)?;
     let sent_min = t.tunnels.iter().map(|x| x.tx).min().unwrap_or(0);

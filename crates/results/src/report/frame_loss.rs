@@ -114,6 +114,14 @@ pub fn frame_loss_table(report: &FrameLossReport) -> String {
             maxes.join(", ")
         );
     }
+    if let Some(text) = crate::report::rekeys_footer(
+        report
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| &p.trial)),
+    ) {
+        out.push_str(&text);
+    }
     if any_short {
         let _ = writeln!(
             out,

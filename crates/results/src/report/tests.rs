@@ -609,3 +609,48 @@ fn throughput_is_compared_over_tunnel_counts() {
         .unwrap();
     assert_eq!(row.len(), header.len(), "aligned:\n{t}");
 }
+
+/// Loss per rekey over the tunnel's share of the offered rate: 100 frames
+/// lost in 5 rekeys is 20 each; at 10,000 frames/s over 10 tunnels (1,000
+/// each) that is 20 ms blocked per rekey.
+#[test]
+fn a_rekey_blocks_its_tunnel_for_its_lost_frames_over_the_tunnels_rate() {
+    let r = crate::ipsec::TrialRekeys {
+        done: 4,
+        by_gateway: 1,
+        failed: 2,
+        ..Default::default()
+    };
+    let (each, blocked_ms) = r.per_rekey(100, 10_000.0, 10).unwrap();
+    assert_eq!((each, blocked_ms), (20.0, 20.0));
+    assert!(crate::ipsec::TrialRekeys::default()
+        .per_rekey(100, 10_000.0, 1)
+        .is_none());
+}
+
+/// The rekeys footer sums the trials that had rekeys, and is left out
+/// without any.
+#[test]
+fn the_rekeys_footer_lists_each_trial_with_rekeys() {
+    let plain = trial(64, 1000.0, 1990, false);
+    assert!(rekeys_footer([&plain]).is_none());
+    let mut rekeyed = trial(128, 1000.0, 1990, false);
+    rekeyed.esp = Some(crate::ipsec::EspTrial {
+        rekeys: Some(crate::ipsec::TrialRekeys {
+            done: 2,
+            failed: 1,
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let text = rekeys_footer([&plain, &rekeyed]).unwrap();
+    assert!(text.contains("2 completed, 1 failed"), "{text}");
+    // 10 frames lost (2,000 sent, 1,990 received) in 2 rekeys at 1,000
+    // frames/s on one tunnel: 5 frames and 5 ms each.
+    assert!(
+        text.contains(
+            "128 B at 1,000 frames/s: 2 rekeys, 5.0 frames lost and 5.00 ms blocked per rekey"
+        ),
+        "{text}"
+    );
+}
