@@ -1652,6 +1652,20 @@ fn ipsec_options_outside_their_mode() {
         &trial_args(&["--rate", "1000fps", "--ipsec", "--vlan", "100"]),
     );
     mentions(&run, &["--ipsec", "IPv4"]);
+    // --rekey: only with --ipsec, a duration, and not shorter than a
+    // rekey takes.
+    let run = expect_error(None, &trial_args(&["--rate", "1000fps", "--rekey", "2s"]));
+    mentions(&run, &["--rekey", "--ipsec"]);
+    let run = expect_error(
+        None,
+        &trial_args(&["--rate", "1000fps", "--ipsec", "--rekey", "often"]),
+    );
+    mentions(&run, &["--rekey 'often'", "2s"]);
+    let run = expect_error(
+        None,
+        &trial_args(&["--rate", "1000fps", "--ipsec", "--rekey", "50ms"]),
+    );
+    mentions(&run, &["--rekey 50ms", "200ms or more"]);
 }
 
 /// `--tunnels` on a packet command: a count of 0, without --ipsec, with a
