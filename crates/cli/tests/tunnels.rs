@@ -669,6 +669,8 @@ fn capacity_stops_where_the_gateway_takes_no_more_tunnels() {
     extra.extend(PORT_A);
     let args = bed.args("100", &json, &extra);
     let (run, peak) = run_watching_the_gateway(&bed, &args);
+    // The report, for --nocapture (docs/IPSEC.md shows one).
+    println!("linerate {}\n{}{}", args.join(" "), run.stdout, run.stderr);
     // Stopped by the gateway: a result, exit 1.
     assert_eq!(run.code, 1, "{}\n{}", run.dump(), bed.charon.log());
     let report = json.json();
@@ -831,4 +833,34 @@ fn capacity_through_the_lab_gateway_reaches_its_ceiling() {
         "{}",
         runs.dump()
     );
+}
+
+/// `--capacity`'s bad combinations: one line each, exit 2, nothing
+/// touched (no root needed).
+#[test]
+fn capacity_bad_combinations_are_refused_in_one_line() {
+    let lab = ["tunnels", "--no-db", "--lab", "--scenario", "vpn-gateway"];
+    for (extra, says) in [
+        (&["--capacity", "--step", "0", "--count", "100"][..], "--step 0"),
+        (
+            &["--capacity", "--step", "200", "--count", "100"][..],
+            "--step 200 is above --count 100",
+        ),
+        (&["--step", "20", "--count", "100"][..], "--step is for --capacity"),
+        (
+            &["--capacity", "--max-loss", "1", "--count", "100"][..],
+            "add --traffic",
+        ),
+        (
+            &["--capacity", "--traffic", "--hold", "1s", "--count", "100"][..],
+            "fewer than 2 frames",
+        ),
+        (&[][..], "needs --count N"),
+    ] {
+        let mut args = lab.to_vec();
+        args.extend_from_slice(extra);
+        let run = linerate(&args);
+        assert_bad_input(&run);
+        assert!(run.stderr.contains(says), "{extra:?}: {}", run.dump());
+    }
 }

@@ -881,7 +881,10 @@ pub fn tunnels_table(r: &TunnelsReport) -> String {
         } else {
             "setup rate"
         },
-        thousands(r.attempted),
+        match &r.capacity {
+            Some(c) => format!("up to {}", thousands(c.ceiling)),
+            None => thousands(r.attempted),
+        },
         s.first_peer,
         s.last_peer,
         s.gateway,
@@ -972,8 +975,13 @@ pub fn tunnels_table(r: &TunnelsReport) -> String {
         };
         let _ = writeln!(
             out,
-            "  CPU over the {} s of setups: linerate {} s ({:.0} % of one core, {} ms per tunnel){gateway}",
+            "  CPU over the {} s of {}: linerate {} s ({:.0} % of one core, {} ms per tunnel){gateway}",
             sig3(c.wall_s),
+            if r.capacity.is_some() {
+                "steps (setups and holds)"
+            } else {
+                "setups"
+            },
             sig3(c.tester_s),
             100.0 * c.tester_busy,
             sig3(c.tester_ms_per_tunnel)
