@@ -841,12 +841,18 @@ fn capacity_through_the_lab_gateway_reaches_its_ceiling() {
 fn capacity_bad_combinations_are_refused_in_one_line() {
     let lab = ["tunnels", "--no-db", "--lab", "--scenario", "vpn-gateway"];
     for (extra, says) in [
-        (&["--capacity", "--step", "0", "--count", "100"][..], "--step 0"),
+        (
+            &["--capacity", "--step", "0", "--count", "100"][..],
+            "--step 0",
+        ),
         (
             &["--capacity", "--step", "200", "--count", "100"][..],
             "--step 200 is above --count 100",
         ),
-        (&["--step", "20", "--count", "100"][..], "--step is for --capacity"),
+        (
+            &["--step", "20", "--count", "100"][..],
+            "--step is for --capacity",
+        ),
         (
             &["--capacity", "--max-loss", "1", "--count", "100"][..],
             "add --traffic",
