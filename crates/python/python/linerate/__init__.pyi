@@ -52,6 +52,7 @@ def trial(
     ipsec_remote_id: Optional[Value] = None,
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
+    rekey: Optional[Value] = None,
     tunnels: Optional[Value] = None,
     peer_addrs: Optional[Value] = None,
     sizes: Optional[Sequence[Value]] = None,
@@ -112,6 +113,7 @@ def trial(
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
+        rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
         tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
         peer_addrs: With --tunnels: the peers' outer addresses, FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab's gateway routes to port B)
         sizes: Frame sizes in bytes, FCS included (64..9018), e.g. 64,512,1518
@@ -172,6 +174,7 @@ def rfc2544(
     ipsec_remote_id: Optional[Value] = None,
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
+    rekey: Optional[Value] = None,
     tunnels: Optional[Value] = None,
     peer_addrs: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
@@ -238,6 +241,7 @@ def rfc2544(
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
+        rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
         tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
         peer_addrs: With --tunnels: the peers' outer addresses, FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab's gateway routes to port B)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
@@ -304,6 +308,7 @@ def mlrsearch(
     ipsec_remote_id: Optional[Value] = None,
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
+    rekey: Optional[Value] = None,
     tunnels: Optional[Value] = None,
     peer_addrs: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
@@ -368,6 +373,7 @@ def mlrsearch(
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
+        rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
         tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
         peer_addrs: With --tunnels: the peers' outer addresses, FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab's gateway routes to port B)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
@@ -432,6 +438,7 @@ def loss(
     ipsec_remote_id: Optional[Value] = None,
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
+    rekey: Optional[Value] = None,
     tunnels: Optional[Value] = None,
     peer_addrs: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
@@ -499,6 +506,7 @@ def loss(
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
+        rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
         tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
         peer_addrs: With --tunnels: the peers' outer addresses, FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab's gateway routes to port B)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
@@ -566,6 +574,7 @@ def latency(
     ipsec_remote_id: Optional[Value] = None,
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
+    rekey: Optional[Value] = None,
     tunnels: Optional[Value] = None,
     peer_addrs: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
@@ -631,6 +640,7 @@ def latency(
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
+        rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
         tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
         peer_addrs: With --tunnels: the peers' outer addresses, FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab's gateway routes to port B)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
@@ -696,6 +706,7 @@ def back_to_back(
     ipsec_remote_id: Optional[Value] = None,
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
+    rekey: Optional[Value] = None,
     tunnels: Optional[Value] = None,
     peer_addrs: Optional[Value] = None,
     l3_length: Optional[Sequence[Value]] = None,
@@ -759,6 +770,7 @@ def back_to_back(
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
+        rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
         tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
         peer_addrs: With --tunnels: the peers' outer addresses, FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab's gateway routes to port B)
         l3_length: IP packet lengths instead of frame sizes (40..9000, as the Cisco report counts)
@@ -822,6 +834,7 @@ def cpu_target(
     ipsec_remote_id: Optional[Value] = None,
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
+    rekey: Optional[Value] = None,
     tunnels: Optional[Value] = None,
     peer_addrs: Optional[Value] = None,
     target: Optional[Value] = None,
@@ -885,6 +898,7 @@ def cpu_target(
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
+        rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
         tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
         peer_addrs: With --tunnels: the peers' outer addresses, FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab's gateway routes to port B)
         target: The DUT CPU load (total) to hold: 75% or 0.75 (N% is percent, a bare number a ratio)
@@ -1063,7 +1077,11 @@ def tunnels(
     ike: Optional[Value] = None,
     esp: Optional[Value] = None,
     ipsec_remote_id: Optional[Value] = None,
+    rekey: Optional[Value] = None,
     count: Optional[Value] = None,
+    capacity: bool = False,
+    step: Optional[Value] = None,
+    max_loss: Optional[Value] = None,
     rate: Optional[Value] = None,
     window: Optional[Value] = None,
     hold: Optional[Value] = None,
@@ -1099,10 +1117,14 @@ def tunnels(
         ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
         esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_remote_id: The identity the gateway must show
-        count: How many tunnels (peers): 1..10000
+        rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
+        count: How many tunnels (peers): 1..10000. With --capacity the ceiling (default 10000)
+        capacity: Capacity: bring the tunnels up --step at a time, holding every earlier one, until a step's setups fail, the gateway deletes tunnels, or (with --traffic) a held tunnel delivers nothing or the step's loss is above --max-loss; reports the largest count held. Exit 1 when it stopped so, 0 when --count was reached
+        step: With --capacity: tunnels added per step (default 100, or --count if fewer)
+        max_loss: With --capacity --traffic: the largest loss of a step's traffic window (all held tunnels' frames) that still holds, in %, e.g. 1 (default 1)
         rate: New handshakes (IKE_SA_INIT sent) per second, e.g. 50/s. Default: as fast as the gateway answers, --window in flight
         window: Handshakes in flight at most
-        hold: How long the tunnels stay up (answering the gateway) after the last setup before linerate deletes them all, e.g. 10s. Default: 0s, or 2s with --traffic
+        hold: How long the tunnels stay up (answering the gateway) after the last setup before linerate deletes them all, e.g. 10s. Default: 0s, or 2s with --traffic. With --capacity: each step's hold (and traffic window), default 2s
         peer_addrs: The peers' outer addresses: FIRST (and upward), FIRST-LAST or ADDRESS/PREFIX. Default: from --ip-b upward (in the lab: 198.19.64.1 upward, which the lab routes to port B). They must be on port B's subnet, or in the lab's peer range
         json: Write the report, with every tunnel's setup time or error, as JSON to FILE
         db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
