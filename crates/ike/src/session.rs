@@ -226,6 +226,12 @@ pub enum Event {
     /// A rekey that linerate started failed (no answer, or refused); the
     /// old CHILD_SA stays. [`Session::poll`] returns the error itself.
     RekeyFailed,
+    /// The gateway deleted the CHILD_SA a rekey replaced: it has the new
+    /// one installed both ways. After a rekey the gateway started, this is
+    /// when linerate may send on the new SA (RFC 7296 §2.8: until then the
+    /// gateway, which installs its new inbound SA only once it has
+    /// linerate's answer, may not know the new SPI yet).
+    RekeyedChildDeleted,
 }
 
 /// The socket side of a session: which socket IKE is on, and what

@@ -805,6 +805,9 @@ impl Tunnel {
                                     spi_size: 4,
                                     spis: vec![old.inbound.spi.to_be_bytes().to_vec()],
                                 }));
+                                if event != Event::ChildDeleted {
+                                    event = Event::RekeyedChildDeleted;
+                                }
                             } else {
                                 self.old_child = Some(old);
                             }

@@ -41,6 +41,8 @@ enum Outcome {
     RekeyFailed(String),
     /// The gateway deleted the CHILD_SA or the IKE SA.
     Deleted(String),
+    /// The gateway deleted the CHILD_SA a rekey replaced.
+    OldDeleted,
 }
 
 impl Peers {
@@ -62,6 +64,7 @@ impl Peers {
                 }
                 match s.poll(timeout) {
                     Ok(Some(Event::ChildRekeyed)) => vec![(0, Outcome::Rekeyed)],
+                    Ok(Some(Event::RekeyedChildDeleted)) => vec![(0, Outcome::OldDeleted)],
                     Ok(Some(Event::ChildDeleted)) => {
                         vec![(
                             0,
@@ -86,6 +89,7 @@ impl Peers {
                 .filter_map(|e| {
                     let outcome = match e.event {
                         Event::ChildRekeyed => Outcome::Rekeyed,
+                        Event::RekeyedChildDeleted => Outcome::OldDeleted,
                         Event::RekeyFailed => Outcome::RekeyFailed("no answer, or refused".into()),
                         Event::ChildDeleted => {
                             Outcome::Deleted("the gateway deleted the CHILD_SA".into())
@@ -132,15 +136,66 @@ pub struct Rekey {
     pub failed: Option<String>,
 }
 
-/// Everything the thread did, readable while it runs.
+/// Everything the thread did, readable while it runs: running totals
+/// (exact however long the run) and the latest rekeys themselves.
 #[derive(Debug, Default)]
 pub struct RekeyLog {
-    /// Finished rekeys, oldest first.
-    pub rekeys: Vec<Rekey>,
+    pub totals: RekeyTotals,
+    /// The latest finished rekeys, oldest first: at most [`KEPT`]; the
+    /// first is the `dropped`th rekey of the run.
+    pub rekeys: std::collections::VecDeque<Rekey>,
+    pub dropped: usize,
     /// Tunnels the gateway took down while the run went on.
     pub deleted: Vec<(usize, String)>,
     /// Each tunnel's SPIs now (out, in).
     pub spis: Vec<(u32, u32)>,
+}
+
+/// Rekeys kept in the log (a 1,000-tunnel run rekeyed every 2 s makes
+/// 30,000 a minute).
+pub const KEPT: usize = 100_000;
+
+/// Counts since the thread started.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RekeyTotals {
+    /// Rekeys linerate started that the gateway answered, and their
+    /// request-to-answer times summed.
+    pub done: u64,
+    pub took_s: f64,
+    /// Rekeys the gateway started.
+    pub by_gateway: u64,
+    pub failed: u64,
+}
+
+impl RekeyLog {
+    /// How many rekeys ended since the start.
+    pub fn ended(&self) -> usize {
+        self.dropped + self.rekeys.len()
+    }
+
+    /// The rekeys that ended `from`..`to` (counted from the start) and
+    /// are still kept.
+    pub fn between(&self, from: usize, to: usize) -> impl Iterator<Item = &Rekey> {
+        let skip = from.saturating_sub(self.dropped);
+        let take = to.saturating_sub(self.dropped).saturating_sub(skip);
+        self.rekeys.iter().skip(skip).take(take)
+    }
+
+    fn push(&mut self, r: Rekey) {
+        match (&r.failed, r.took) {
+            (Some(_), _) => self.totals.failed += 1,
+            (None, Some(took)) => {
+                self.totals.done += 1;
+                self.totals.took_s += took.as_secs_f64();
+            }
+            (None, None) => self.totals.by_gateway += 1,
+        }
+        if self.rekeys.len() == KEPT {
+            self.rekeys.pop_front();
+            self.dropped += 1;
+        }
+        self.rekeys.push_back(r);
+    }
 }
 
 /// Where new keys go: the data path's inboxes, and with `--esp-keys` the
@@ -226,6 +281,11 @@ fn keep(
     }
     // When linerate asked for each tunnel's pending rekey.
     let mut asked: Vec<Option<Instant>> = vec![None; n];
+    // After a rekey the gateway started: the new outbound SA, held back
+    // until the gateway deletes the old CHILD_SA (it installs its new
+    // inbound SA only once it has linerate's answer), or until the time
+    // given, for a gateway that keeps the old one.
+    let mut held: Vec<Option<(Outbound, Instant)>> = (0..n).map(|_| None).collect();
     let mut gone = false;
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
@@ -239,12 +299,18 @@ fn keep(
                 .map(|t| t.elapsed());
             let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
             match outcome {
+                Outcome::OldDeleted => {
+                    if let Some((sa, _)) = held.get_mut(tunnel).and_then(Option::take) {
+                        handoff.outbound.push(tunnel, sa);
+                    }
+                }
                 Outcome::Rekeyed => {
-                    let spis = hand_over(&peers, tunnel, &handoff);
+                    let hold = took.is_none().then(|| held.get_mut(tunnel)).flatten();
+                    let spis = hand_over(&peers, tunnel, &handoff, hold);
                     if let (Some(s), Some(slot)) = (spis, log.spis.get_mut(tunnel)) {
                         *slot = s;
                     }
-                    log.rekeys.push(Rekey {
+                    log.push(Rekey {
                         tunnel,
                         at: Instant::now(),
                         took,
@@ -254,7 +320,13 @@ fn keep(
                             .then(|| "its keys did not fit the data path".into()),
                     });
                 }
-                Outcome::RekeyFailed(why) => log.rekeys.push(Rekey {
+                // An error while no rekey was asked (the socket's): not
+                // a rekey's; wait a little rather than spin on it.
+                Outcome::RekeyFailed(_) if took.is_none() => {
+                    drop(log);
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Outcome::RekeyFailed(why) => log.push(Rekey {
                     tunnel,
                     at: Instant::now(),
                     took,
@@ -262,6 +334,16 @@ fn keep(
                     failed: Some(why),
                 }),
                 Outcome::Deleted(why) => log.deleted.push((tunnel, why)),
+            }
+        }
+        for (tunnel, slot) in held.iter_mut().enumerate() {
+            if slot
+                .as_ref()
+                .is_some_and(|(_, until)| *until <= Instant::now())
+            {
+                if let Some((sa, _)) = slot.take() {
+                    handoff.outbound.push(tunnel, sa);
+                }
             }
         }
         while let Some(&Reverse((t, i))) = due.peek() {
@@ -280,7 +362,7 @@ fn keep(
                 Ok(()) => asked[i] = Some(Instant::now()),
                 Err(e) => {
                     let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
-                    log.rekeys.push(Rekey {
+                    log.push(Rekey {
                         tunnel: i,
                         at: Instant::now(),
                         took: None,
@@ -294,15 +376,29 @@ fn keep(
     peers
 }
 
-/// Gives tunnel `tunnel`'s new CHILD_SA to the data path; its SPIs.
-fn hand_over(peers: &Peers, tunnel: usize, handoff: &Handoff) -> Option<(u32, u32)> {
+/// How long a new outbound SA is held back at most after a rekey the
+/// gateway started, waiting for its Delete of the old CHILD_SA.
+const HOLD_AT_MOST: Duration = Duration::from_secs(1);
+
+/// Gives tunnel `tunnel`'s new CHILD_SA to the data path: the inbound SA
+/// at once, the outbound one too or, with `hold`, kept there until the
+/// gateway deleted the old CHILD_SA. Its SPIs.
+fn hand_over(
+    peers: &Peers,
+    tunnel: usize,
+    handoff: &Handoff,
+    hold: Option<&mut Option<(Outbound, Instant)>>,
+) -> Option<(u32, u32)> {
     let child = peers.child(tunnel)?;
     let outbound = Outbound::new(child.outbound.clone()).ok()?;
     let inbound = Inbound::new(child.inbound.clone()).ok()?;
-    // Inbound first: the gateway may use the new SA as soon as it
-    // answered; linerate's own frames move to it right after.
+    // Inbound first: the gateway may use the new SA as soon as it has
+    // linerate's answer (or sent its own).
     handoff.inbound.push(tunnel, inbound);
-    handoff.outbound.push(tunnel, outbound);
+    match hold {
+        Some(slot) => *slot = Some((outbound, Instant::now() + HOLD_AT_MOST)),
+        None => handoff.outbound.push(tunnel, outbound),
+    }
     if let Some((path, peer, gateway)) = &handoff.esp_keys {
         let lines = format!(
             "{}\n{}\n",
@@ -315,4 +411,45 @@ fn hand_over(peers: &Peers, tunnel: usize, handoff: &Handoff) -> Option<(u32, u3
         }
     }
     Some((child.outbound.spi, child.inbound.spi))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rekey(tunnel: usize, took: Option<u64>, failed: bool) -> Rekey {
+        Rekey {
+            tunnel,
+            at: Instant::now(),
+            took: took.map(Duration::from_millis),
+            spis: (!failed).then_some((tunnel as u32, 0)),
+            failed: failed.then(|| "no answer".into()),
+        }
+    }
+
+    /// The totals tell linerate's rekeys, the gateway's and failures
+    /// apart, and `between` finds the rekeys of a window by their place
+    /// since the start, also once older ones were dropped.
+    #[test]
+    fn the_log_counts_each_kind_and_finds_a_windows_rekeys() {
+        let mut log = RekeyLog::default();
+        log.push(rekey(0, Some(2), false));
+        log.push(rekey(1, None, false));
+        log.push(rekey(2, Some(4), true));
+        log.push(rekey(3, Some(6), false));
+        let t = log.totals;
+        assert_eq!((t.done, t.by_gateway, t.failed), (2, 1, 1));
+        assert!((t.took_s - 0.008).abs() < 1e-9);
+        assert_eq!(log.ended(), 4);
+        let window: Vec<usize> = log.between(1, 3).map(|r| r.tunnel).collect();
+        assert_eq!(window, [1, 2]);
+        // The two oldest dropped: the window 1..3 keeps only its second.
+        log.rekeys.drain(..2);
+        log.dropped = 2;
+        assert_eq!(log.ended(), 4);
+        let window: Vec<usize> = log.between(1, 3).map(|r| r.tunnel).collect();
+        assert_eq!(window, [2]);
+        let window: Vec<usize> = log.between(2, 4).map(|r| r.tunnel).collect();
+        assert_eq!(window, [2, 3]);
+    }
 }

@@ -16,7 +16,7 @@
 //! end the IKE SAs are deleted and the addresses taken off.
 
 use crate::error::{bail, err, Result};
-use crate::ike_keeper::{Handoff, Keeper, Peers, RekeyLog};
+use crate::ike_keeper::{Handoff, Keeper, Peers, RekeyLog, RekeyTotals};
 use crate::peers::{ip_out as ip, PeerAddresses};
 use linerate_engine::ipsec::{EspCounts, EspReceive, EspSend, SaInbox, SharedCounts, TunnelMap};
 use linerate_engine::transform::{ReceiveTransform, SendTransform};
@@ -233,8 +233,10 @@ pub struct PeerCounts {
     pub esp: EspCounts,
     /// When it was read.
     at: Instant,
-    /// How many rekeys and deleted tunnels the keeper's log held then.
+    /// How many rekeys had ended then, their totals, and how many tunnels
+    /// the gateway had deleted.
     rekeys: usize,
+    totals: RekeyTotals,
     deleted: usize,
     log: Option<Arc<Mutex<RekeyLog>>>,
 }
@@ -663,14 +665,15 @@ impl IpsecPeer {
     /// What the SAs counted so far, and how many rekeys ended.
     pub fn counts(&self) -> PeerCounts {
         let log = self.keeper.as_ref().map(|k| k.log.clone());
-        let (rekeys, deleted) = log.as_ref().map_or((0, 0), |l| {
+        let (rekeys, totals, deleted) = log.as_ref().map_or((0, RekeyTotals::default(), 0), |l| {
             let l = l.lock().unwrap_or_else(|p| p.into_inner());
-            (l.rekeys.len(), l.deleted.len())
+            (l.ended(), l.totals, l.deleted.len())
         });
         PeerCounts {
             esp: self.counts.lock().map(|c| c.clone()).unwrap_or_default(),
             at: Instant::now(),
             rekeys,
+            totals,
             deleted,
             log,
         }
@@ -849,34 +852,32 @@ const REKEYS_LISTED: usize = 100;
 fn trial_rekeys(before: &PeerCounts, after: &PeerCounts) -> Option<TrialRekeys> {
     let log = after.log.as_ref()?;
     let log = log.lock().unwrap_or_else(|p| p.into_inner());
-    let ended = log
-        .rekeys
-        .get(before.rekeys..after.rekeys)
-        .unwrap_or_default();
+    let (t0, t1) = (&before.totals, &after.totals);
+    let done = t1.done - t0.done;
+    let by_gateway = t1.by_gateway - t0.by_gateway;
+    let failed = t1.failed - t0.failed;
     let deleted = after.deleted.saturating_sub(before.deleted) as u64;
     let sas_taken = after.esp.new_sas_taken - before.esp.new_sas_taken;
-    if ended.is_empty() && deleted == 0 && sas_taken == 0 {
+    if done + by_gateway + failed + deleted + sas_taken == 0 {
         return None;
     }
-    let took: Vec<f64> = ended
-        .iter()
-        .filter(|r| r.failed.is_none())
-        .filter_map(|r| r.took.map(|d| d.as_secs_f64() * 1e3))
-        .collect();
+    let ended: Vec<&crate::ike_keeper::Rekey> = log.between(before.rekeys, after.rekeys).collect();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     Some(TrialRekeys {
-        done: took.len() as u64,
-        by_gateway: ended
-            .iter()
-            .filter(|r| r.failed.is_none() && r.took.is_none())
-            .count() as u64,
-        failed: ended.iter().filter(|r| r.failed.is_some()).count() as u64,
-        mean_ms: if took.is_empty() {
+        done,
+        by_gateway,
+        failed,
+        mean_ms: if done == 0 {
             0.0
         } else {
-            took.iter().sum::<f64>() / took.len() as f64
+            (t1.took_s - t0.took_s) * 1e3 / done as f64
         },
-        max_ms: took.iter().copied().fold(0.0, f64::max),
+        // Over the rekeys still kept (all but in runs of over 100,000).
+        max_ms: ended
+            .iter()
+            .filter(|r| r.failed.is_none())
+            .filter_map(|r| r.took.map(ms))
+            .fold(0.0, f64::max),
         tunnels_deleted: deleted,
         sas_taken,
         list: ended
