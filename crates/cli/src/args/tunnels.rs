@@ -14,6 +14,7 @@ use std::path::PathBuf;
     mut_arg("ipsec", |a| a.hide(true)),
     mut_arg("direction", |a| a.hide(true)),
     mut_arg("esp_keys", |a| a.hide(true)),
+    mut_arg("rekey", |a| a.hide(true)),
     mut_arg("pcap", |a| a.hide(true)),
     mut_arg("pcap_frames", |a| a.hide(true)),
     mut_arg("remote_net", |a| a.help("The network behind linerate, split into one equal slice per tunnel (each tunnel's own traffic selector): 200 tunnels in a /17 get a /25 each. In the lab: 198.19.128.0/17")),

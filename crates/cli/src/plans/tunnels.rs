@@ -153,6 +153,9 @@ impl TunnelsArgs {
                 }
             }
         }
+        if self.ipsec.rekey.is_some() {
+            bail!(BadInput, "--rekey rekeys tunnels under test frames, and linerate tunnels sends none of a packet command's: measure rekeys under load with trial (or loss, rfc2544) --ipsec --tunnels N --rekey 2s");
+        }
         for (given, option) in [
             (self.ipsec.direction.is_some(), "--direction"),
             (self.ipsec.esp_keys.is_some(), "--esp-keys"),
@@ -444,6 +447,7 @@ mod tests {
             ("--scenario vpn-gateway --count 2 --remote-net 10.0.0.0/8", "outside"),
             ("--scenario vpn-gateway --count 300 --remote-net 198.19.1.0/24", "too few for 300"),
             ("--scenario vpn-gateway --count 2 --direction encrypt", "--direction"),
+            ("--scenario vpn-gateway --count 2 --rekey 2s", "--tunnels N --rekey"),
             ("--scenario vpn-gateway --count 2 --hold soon", "--hold"),
             ("--count 2", "--port-b"),
             (&format!("{PORT} --count 300"), "203.0.114.0 is outside port B's subnet"),

@@ -1077,7 +1077,6 @@ def tunnels(
     ike: Optional[Value] = None,
     esp: Optional[Value] = None,
     ipsec_remote_id: Optional[Value] = None,
-    rekey: Optional[Value] = None,
     count: Optional[Value] = None,
     capacity: bool = False,
     step: Optional[Value] = None,
@@ -1117,7 +1116,6 @@ def tunnels(
         ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
         esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_remote_id: The identity the gateway must show
-        rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
         count: How many tunnels (peers): 1..10000. With --capacity the ceiling (default 10000)
         capacity: Capacity: bring the tunnels up --step at a time, holding every earlier one, until a step's setups fail, the gateway deletes tunnels, or (with --traffic) a held tunnel delivers nothing or the step's loss is above --max-loss; reports the largest count held. Exit 1 when it stopped so, 0 when --count was reached
         step: With --capacity: tunnels added per step (default 100, or --count if fewer)
