@@ -293,10 +293,15 @@ fn keep(
             (*t).min(now + STOP_CHECK)
         });
         for (tunnel, outcome) in peers.poll(wake.saturating_duration_since(now), &mut gone) {
-            let took = asked
-                .get_mut(tunnel)
-                .and_then(Option::take)
-                .map(|t| t.elapsed());
+            // A rekey's end ends linerate's request for the tunnel, if it
+            // made one; nothing else does.
+            let took = match outcome {
+                Outcome::Rekeyed | Outcome::RekeyFailed(_) => asked
+                    .get_mut(tunnel)
+                    .and_then(Option::take)
+                    .map(|t| t.elapsed()),
+                _ => None,
+            };
             let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
             match outcome {
                 Outcome::OldDeleted => {

@@ -133,7 +133,7 @@ pub struct IpsecPlan {
     /// `--rekey T`: each tunnel's CHILD_SA is rekeyed every T while the
     /// run lasts (spread evenly over the tunnels); None: only when the
     /// gateway asks.
-    pub rekey: Option<std::time::Duration>,
+    pub rekey: Option<Duration>,
 }
 
 impl IpsecPlan {
@@ -221,9 +221,9 @@ pub struct IpsecPeer {
     /// rekeys (`--rekey`) and hands new keys to the data path; it holds
     /// the session or fleet until the run ends.
     keeper: Option<Keeper>,
-    rekey: Option<std::time::Duration>,
+    rekey: Option<Duration>,
     /// `--esp-keys`: where the keys of later CHILD_SAs are added too.
-    esp_keys: Option<std::path::PathBuf>,
+    esp_keys: Option<PathBuf>,
 }
 
 /// What the tunnels did so far: the data path's ESP counts and the IKE
