@@ -14,6 +14,7 @@ pub mod ipsec;
 pub mod latency_sampling;
 pub mod pacer;
 pub mod receiver;
+pub mod recovery;
 pub mod stats;
 mod summary;
 pub mod transform;
@@ -178,6 +179,9 @@ pub struct EngineConfig {
     /// Flow ranges of the B -> A direction of a bidirectional trial
     /// (`flows` are A -> B's); empty: one flow.
     pub flows_rev: linerate_wire::Flows,
+    /// Before each trial, wait until the DUT has stopped forwarding
+    /// earlier frames (see [`recovery`]); None: start at once.
+    pub recovery: Option<recovery::QuietRule>,
 }
 
 /// Which address of a test frame names its tunnel, per direction of the
@@ -243,6 +247,7 @@ impl Default for EngineConfig {
             dut_counters: true,
             tunnels: None,
             flows_rev: linerate_wire::Flows::default(),
+            recovery: Some(recovery::QuietRule::default()),
         }
     }
 }
@@ -263,6 +268,9 @@ pub struct Engine {
     accounting: Option<accounting::Accounting>,
     /// Port B's capture (`--pcap`), put in by the run using this engine.
     capture: capture::CaptureSlot,
+    /// Both ports' frame counters when the last trial (or ARP) ended:
+    /// where the next trial's recovery check starts watching.
+    last_end: Option<recovery::Mark>,
 }
 
 impl Engine {
@@ -285,6 +293,7 @@ impl Engine {
             next_stream: 1,
             accounting: None,
             capture: capture::CaptureSlot::default(),
+            last_end: None,
         }
     }
 

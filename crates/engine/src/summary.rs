@@ -81,6 +81,7 @@ pub(crate) fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult
         esp: None,
         policy_drops: None,
         tunnels: sum_tunnels(&ab.tunnels, &ba.tunnels),
+        recovery: None,
         loss_where: match (ab.loss_where, ba.loss_where) {
             (Some(x), Some(y)) => Some(x.combine(y)),
             _ => None,
@@ -327,6 +328,7 @@ pub(crate) fn summarize(
         policy_drops,
         loss_where: Some(loss_where),
         tunnels,
+        recovery: None,
     }
 }
 

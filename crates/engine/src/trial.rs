@@ -1,5 +1,6 @@
-//! One trial, phase by phase: plan the streams, start the receivers, wait
-//! for both gateways, build the frame sets, run the generators, wait for
+//! One trial, phase by phase: plan the streams, wait for the DUT to stop
+//! forwarding earlier frames (`recovery`), start the receivers, wait for
+//! both gateways, build the frame sets, run the generators, wait for
 //! stragglers, read the counts. [`Engine::run`] reads as that list; each
 //! phase is a function here, and those that decide by time are given their
 //! deadline.
@@ -12,7 +13,8 @@ use crate::pacer::Pacer;
 use crate::receiver::{Counted, ReceiverSignals, RxTally, StreamRange};
 use crate::summary::{both_directions, frames_of_class, summarize, Direction};
 use crate::{
-    cpu, Engine, EngineConfig, EngineError, ReceiverKind, Side, TunnelTally, MAX_CATCH_UP_FRAMES,
+    cpu, recovery, Engine, EngineConfig, EngineError, ReceiverKind, Side, TunnelTally,
+    MAX_CATCH_UP_FRAMES,
 };
 use linerate_port::PortInfo;
 use linerate_results::{TrialResult, TrialSpec};
@@ -105,6 +107,41 @@ impl Engine {
             self.check_transforms(spec)?;
             self.discover_accounting();
         }
+        let recovered = match (spec, self.cfg.recovery) {
+            (Some(_), Some(rule)) => self.wait_for_recovery(rule, interrupt)?,
+            _ => None,
+        };
+        let result = self.run_phases(spec, streams, interrupt);
+        // The next trial's check watches from here (after the straggler
+        // wait): the time between trials counts towards its quiet interval.
+        self.last_end = recovery::mark([&self.a.port.info, &self.b.port.info]);
+        result.map(|r| {
+            r.map(|mut r| {
+                r.recovery = recovered;
+                r
+            })
+        })
+    }
+
+    /// Waits until the DUT has stopped forwarding earlier frames (the
+    /// previous trial's backlog, or traffic of something else), up to the
+    /// rule's limit: what it waited, or None for ports without counters.
+    fn wait_for_recovery(
+        &mut self,
+        rule: recovery::QuietRule,
+        interrupt: &AtomicBool,
+    ) -> Result<Option<linerate_results::Recovery>, EngineError> {
+        let ports = [&self.a.port.info, &self.b.port.info];
+        recovery::wait_until_quiet(rule, ports, self.last_end.take(), interrupt)
+    }
+
+    /// The phases of [`Engine::run`] from the receivers' start on.
+    fn run_phases(
+        &mut self,
+        spec: Option<&TrialSpec>,
+        streams: Streams,
+        interrupt: &AtomicBool,
+    ) -> Result<Option<TrialResult>, EngineError> {
         let Engine {
             a,
             b,

@@ -189,6 +189,7 @@ impl SimulatedDut {
             policy_drops: None,
             loss_where: None,
             tunnels: Vec::new(),
+            recovery: None,
             frame_size: spec.frame.frame(),
             mix: spec.mix.as_ref().map(linerate_results::MixInfo::of),
             flows: Vec::new(),

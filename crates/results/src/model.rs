@@ -233,6 +233,44 @@ pub struct TrialResult {
     /// entry of `directions` has its own). Empty without `--tunnels`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tunnels: Vec<TunnelFrames>,
+    /// The check before the trial that the DUT had stopped forwarding the
+    /// previous trial's frames (or anything else): how long the trial
+    /// waited for that. None when no check ran (an in-memory port, the
+    /// check turned off, records from before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
+}
+
+/// The wait before a trial for the DUT to go quiet (see
+/// [`TrialResult::recovery`]): the tester ports' received-frame counters
+/// had to rise by no more than a few frames (background ARP, NDP, IKE)
+/// over a quiet interval before the trial started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// Seconds the DUT went on sending after the check began, until the
+    /// quiet interval that ended the wait began: 0 when it was quiet at
+    /// once. The trial started one quiet interval later.
+    pub waited_s: f64,
+    /// Frames the tester ports received from the end of the previous
+    /// trial (or, before a run's first trial, from the check's start)
+    /// until the DUT went quiet: what it was still forwarding.
+    pub frames: u64,
+    /// The DUT was still sending when the limit ran out, and the trial
+    /// started anyway: its result may count frames of the earlier traffic
+    /// as stray and lose its own behind them.
+    pub limit_reached: bool,
+    /// The quiet interval, seconds, and the most frames a tester port
+    /// could receive in it and still count as quiet.
+    pub quiet_s: f64,
+    pub quiet_frames: u64,
+}
+
+impl Recovery {
+    /// Whether the trial had to wait for the DUT (the DUT was still
+    /// forwarding when the check began), or started with it still sending.
+    pub fn waited(&self) -> bool {
+        self.waited_s > 0.0 || self.limit_reached
+    }
 }
 
 /// One tunnel's test frames in a trial (see [`TrialResult::tunnels`]).

@@ -13,6 +13,7 @@ pub fn trial(size: u16, fps: f64, loss_ratio: f64) -> TrialResult {
         policy_drops: None,
         loss_where: None,
         tunnels: Vec::new(),
+        recovery: None,
         frame_size: size,
         mix: None,
         flows: Vec::new(),

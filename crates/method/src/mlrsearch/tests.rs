@@ -8,6 +8,7 @@ fn trial(duration_s: f64, loss_ratio: f64) -> TrialResult {
         policy_drops: None,
         loss_where: None,
         tunnels: Vec::new(),
+        recovery: None,
         mix: None,
         flows: Vec::new(),
         directions: Vec::new(),

@@ -189,6 +189,7 @@ mod tests {
             policy_drops: None,
             loss_where: None,
             tunnels: Vec::new(),
+            recovery: None,
             frame_size: 64,
             mix: None,
             flows: Vec::new(),

@@ -14,6 +14,7 @@ fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialRes
         policy_drops: None,
         loss_where: None,
         tunnels: Vec::new(),
+        recovery: None,
         frame_size: frame,
         mix: None,
         flows: Vec::new(),
