@@ -319,6 +319,9 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
     if let Some(text) = rekeys_footer(results.iter().flat_map(|r| &r.trials)) {
         out.push_str(&text);
     }
+    if let Some(text) = recovery_footer(results.iter().flat_map(|r| &r.trials)) {
+        out.push_str(&text);
+    }
     if let Some(p) = crate::PolicyDrops::sum(results.iter().flat_map(|r| &r.trials)) {
         let _ = writeln!(
             out,
@@ -551,6 +554,9 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
     for line in rekeys_lines(t) {
         let _ = writeln!(out, "{line}");
     }
+    if let Some(note) = t.recovery.as_ref().and_then(recovery_note) {
+        let _ = writeln!(out, "  note        {note}");
+    }
     if let Some(line) = tunnels_line(t) {
         let _ = writeln!(out, "  tunnels     {line}");
     }
@@ -757,6 +763,76 @@ pub fn rekeys_lines(t: &TrialResult) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// What the check before a trial waited for, in words: None when the DUT
+/// was quiet at once. When the limit ran out the trial started with the DUT
+/// still sending, and says its result may be poisoned.
+pub fn recovery_note(r: &crate::Recovery) -> Option<String> {
+    if r.limit_reached {
+        return Some(format!(
+            "the DUT was still forwarding earlier frames when the recovery limit ran out after {:.1} s ({} frames arrived meanwhile): the trial started anyway, its result may be poisoned (its frames queued behind that backlog)",
+            r.waited_s,
+            thousands(r.frames)
+        ));
+    }
+    r.waited().then(|| {
+        format!(
+            "waited {:.1} s for the DUT to stop forwarding earlier frames before the trial ({} frames arrived meanwhile)",
+            r.waited_s,
+            thousands(r.frames)
+        )
+    })
+}
+
+/// The trials that had to wait for the DUT to stop forwarding earlier
+/// frames (the previous trial's backlog) before they started, one line
+/// each; None when none had to.
+pub fn recovery_footer<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) -> Option<String> {
+    const LISTED: usize = 20;
+    let (mut lines, mut waited, mut poisoned) = (Vec::new(), 0usize, 0usize);
+    for t in trials {
+        let Some(r) = t.recovery.filter(|r| r.waited()) else {
+            continue;
+        };
+        waited += 1;
+        poisoned += usize::from(r.limit_reached);
+        if lines.len() < LISTED {
+            let how = if r.limit_reached {
+                "still sending when the limit ran out: the result may be poisoned"
+            } else {
+                "then quiet"
+            };
+            lines.push(format!(
+                "  {} B at {} frames/s: waited {:.1} s ({} frames arrived), {how}\n",
+                t.frame_size,
+                thousands_f64(t.intended_fps),
+                r.waited_s,
+                thousands(r.frames)
+            ));
+        }
+    }
+    if waited == 0 {
+        return None;
+    }
+    let mut out = format!(
+        "Before {waited} trial(s) the DUT was still forwarding earlier frames (the previous trial's backlog), and linerate waited for it to go quiet{}:\n",
+        if poisoned > 0 {
+            format!("; {poisoned} started with it still sending")
+        } else {
+            String::new()
+        }
+    );
+    for l in lines {
+        out.push_str(&l);
+    }
+    if waited > LISTED {
+        let _ = writeln!(
+            out,
+            "  (the first {LISTED} trials; each trial's record has its own: recovery)"
+        );
+    }
+    Some(out)
 }
 
 /// The CHILD_SA rekeys of a run's trials (`--rekey`, or the gateway's):

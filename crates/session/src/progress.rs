@@ -394,11 +394,28 @@ fn done_text(result: &TrialResult, passed: Option<bool>) -> String {
         String::new()
     };
     format!(
-        "{verdict}: tx {} rx {} loss {:.4} %{short}",
+        "{verdict}: tx {} rx {} loss {:.4} %{short}{}",
         thousands(result.tx_frames),
         thousands(result.rx_frames),
         100.0 * result.loss_ratio,
+        recovery_text(result)
     )
+}
+
+/// `  (waited 4.2 s first for the DUT to stop forwarding earlier frames)`,
+/// when the trial had to wait for the DUT before it started.
+fn recovery_text(result: &TrialResult) -> String {
+    match result.recovery.filter(|r| r.waited()) {
+        Some(r) if r.limit_reached => format!(
+            "  (the DUT was still forwarding earlier frames after {:.1} s: result may be poisoned)",
+            r.waited_s
+        ),
+        Some(r) => format!(
+            "  (waited {:.1} s first for the DUT to stop forwarding earlier frames)",
+            r.waited_s
+        ),
+        None => String::new(),
+    }
 }
 
 /// Progress on stderr, one line per trial; stdout is kept for the table.
@@ -427,10 +444,11 @@ pub(crate) fn show_step(step: &Step, line_rate_fps: f64) {
                 ""
             };
             errln!(
-                "{verdict}: tx {} rx {} loss {:.4} %{short}",
+                "{verdict}: tx {} rx {} loss {:.4} %{short}{}",
                 thousands(result.tx_frames),
                 thousands(result.rx_frames),
                 100.0 * result.loss_ratio,
+                recovery_text(result)
             );
         }
     }
@@ -458,6 +476,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(done_text(&t, Some(true)), "pass: tx 10 rx 10 loss 0.0000 %");
+        // A wait for the DUT before the trial is said beside the verdict.
+        let mut w = t.clone();
+        w.recovery = Some(linerate_results::Recovery {
+            waited_s: 4.24,
+            ..Default::default()
+        });
+        assert!(
+            done_text(&w, Some(true))
+                .ends_with("(waited 4.2 s first for the DUT to stop forwarding earlier frames)"),
+            "{}",
+            done_text(&w, Some(true))
+        );
         t.generator_paused_ns = Some(50_000_000);
         let line = done_text(&t, Some(false));
         assert!(

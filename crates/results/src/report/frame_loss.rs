@@ -122,6 +122,14 @@ pub fn frame_loss_table(report: &FrameLossReport) -> String {
     ) {
         out.push_str(&text);
     }
+    if let Some(text) = crate::report::recovery_footer(
+        report
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| &p.trial)),
+    ) {
+        out.push_str(&text);
+    }
     if any_short {
         let _ = writeln!(
             out,

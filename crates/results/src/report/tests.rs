@@ -655,3 +655,52 @@ fn the_rekeys_footer_lists_each_trial_with_rekeys() {
         "{text}"
     );
 }
+
+/// A trial that waited for the DUT to go quiet says so in one line, and the
+/// tables list it under them; a quiet start says nothing.
+#[test]
+fn a_wait_for_the_dut_to_recover_is_said_and_a_run_out_limit_marked() {
+    let quiet = crate::Recovery {
+        quiet_s: 0.1,
+        quiet_frames: 10,
+        ..Default::default()
+    };
+    let mut plain = trial(64, 1000.0, 2000, false);
+    plain.recovery = Some(quiet);
+    assert!(recovery_note(&quiet).is_none());
+    assert!(recovery_footer([&plain]).is_none());
+    assert!(!trial_summary(&plain, 0).contains("forwarding earlier frames"));
+    let mut waited = trial(64, 20_000.0, 40_000, false);
+    waited.recovery = Some(crate::Recovery {
+        waited_s: 4.24,
+        frames: 123_456,
+        ..quiet
+    });
+    let summary = trial_summary(&waited, 0);
+    assert!(
+        summary.contains("  note        waited 4.2 s for the DUT to stop forwarding earlier frames before the trial (123,456 frames arrived meanwhile)"),
+        "{summary}"
+    );
+    let mut poisoned = trial(64, 30_000.0, 60_000, false);
+    poisoned.recovery = Some(crate::Recovery {
+        waited_s: 30.0,
+        frames: 9_000_000,
+        limit_reached: true,
+        ..quiet
+    });
+    let note = recovery_note(poisoned.recovery.as_ref().unwrap()).unwrap();
+    assert!(
+        note.contains("after 30.0 s") && note.contains("may be poisoned"),
+        "{note}"
+    );
+    let text = recovery_footer([&plain, &waited, &poisoned]).unwrap();
+    assert!(text.starts_with("Before 2 trial(s)"), "{text}");
+    assert!(text.contains("1 started with it still sending"), "{text}");
+    assert!(
+        text.contains(
+            "  64 B at 20,000 frames/s: waited 4.2 s (123,456 frames arrived), then quiet"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("64 B at 30,000 frames/s: waited 30.0 s (9,000,000 frames arrived), still sending when the limit ran out: the result may be poisoned"), "{text}");
+}
