@@ -164,6 +164,9 @@ pub struct PortArgs {
     /// After sending, wait this long for frames still in flight (RFC 2544: 2 s).
     #[arg(long, allow_hyphen_values = true, default_value = "2s")]
     pub straggler_wait: String,
+    /// Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic).
+    #[arg(long, allow_hyphen_values = true, default_value = "30s")]
+    pub recovery_limit: String,
     /// Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
     pub tx_threads: u16,

@@ -43,6 +43,9 @@ pub struct BedPlan {
     pub receiver: ReceiverChoice,
     /// How long port B keeps counting after the last frame is sent.
     pub straggler_wait: Duration,
+    /// The longest wait before a trial for the DUT to stop forwarding
+    /// earlier frames (`linerate_engine::recovery`); zero: no check.
+    pub recovery_limit: Duration,
     /// Generator threads (xdp engine only).
     pub tx_threads: u16,
     pub latency_every: LatencySampling,

@@ -289,6 +289,10 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         bidirectional: plan.bidirectional,
         drop_from: plan.drop_from,
         straggler_wait: plan.straggler_wait,
+        recovery: (!plan.recovery_limit.is_zero()).then(|| linerate_engine::recovery::QuietRule {
+            limit: plan.recovery_limit,
+            ..Default::default()
+        }),
         tester_cpus: placement
             .as_ref()
             .map(|p| p.tester_cpus.clone())

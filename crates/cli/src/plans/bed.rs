@@ -159,6 +159,7 @@ impl PortArgs {
                 bail!(BadInput, "--ipsec decrypts the gateway's ESP frames in user space, where the in-kernel counter cannot count them: leave out --receiver kernel");
             }
         }
+        let recovery_limit = ports::parse_duration(&self.recovery_limit, "--recovery-limit")?;
         let line_speed_bps = self
             .line_speed
             .as_deref()
@@ -170,6 +171,7 @@ impl PortArgs {
                 engine: self.engine.into(),
                 receiver: self.receiver.into(),
                 straggler_wait,
+                recovery_limit,
                 tx_threads: self.tx_threads,
                 latency_every: self.latency_every,
                 frame_check: self.frame_check,
