@@ -33,6 +33,7 @@ def trial(
     engine: Optional[Value] = None,
     receiver: Optional[Value] = None,
     straggler_wait: Optional[Value] = None,
+    recovery_limit: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
     frame_check: Optional[Value] = None,
@@ -94,6 +95,7 @@ def trial(
         engine: Packet I/O engine: xdp (frames made and counted in the kernel), af_xdp, af_packet, or auto (the fastest that works on these ports)
         receiver: How port B counts the test frames: kernel (linerate's XDP counter counts and drops them at the port's XDP hook, the cheapest way to receive), socket (every frame goes up to linerate through the engine's own socket; needed for --pcap), or auto (kernel where the counter attaches, else socket)
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
+        recovery_limit: Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic)
         tx_threads: Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
         frame_check: How deep every received test frame is checked before it counts: headers (the frame's length against its IP length, the UDP length, the IPv4 header checksum; a few ns a frame) or payload (also the UDP checksum over the whole frame, which finds any damaged bit; costs more as frames grow). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
@@ -155,6 +157,7 @@ def rfc2544(
     engine: Optional[Value] = None,
     receiver: Optional[Value] = None,
     straggler_wait: Optional[Value] = None,
+    recovery_limit: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
     frame_check: Optional[Value] = None,
@@ -222,6 +225,7 @@ def rfc2544(
         engine: Packet I/O engine: xdp (frames made and counted in the kernel), af_xdp, af_packet, or auto (the fastest that works on these ports)
         receiver: How port B counts the test frames: kernel (linerate's XDP counter counts and drops them at the port's XDP hook, the cheapest way to receive), socket (every frame goes up to linerate through the engine's own socket; needed for --pcap), or auto (kernel where the counter attaches, else socket)
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
+        recovery_limit: Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic)
         tx_threads: Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
         frame_check: How deep every received test frame is checked before it counts: headers (the frame's length against its IP length, the UDP length, the IPv4 header checksum; a few ns a frame) or payload (also the UDP checksum over the whole frame, which finds any damaged bit; costs more as frames grow). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
@@ -289,6 +293,7 @@ def mlrsearch(
     engine: Optional[Value] = None,
     receiver: Optional[Value] = None,
     straggler_wait: Optional[Value] = None,
+    recovery_limit: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
     frame_check: Optional[Value] = None,
@@ -354,6 +359,7 @@ def mlrsearch(
         engine: Packet I/O engine: xdp (frames made and counted in the kernel), af_xdp, af_packet, or auto (the fastest that works on these ports)
         receiver: How port B counts the test frames: kernel (linerate's XDP counter counts and drops them at the port's XDP hook, the cheapest way to receive), socket (every frame goes up to linerate through the engine's own socket; needed for --pcap), or auto (kernel where the counter attaches, else socket)
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
+        recovery_limit: Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic)
         tx_threads: Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
         frame_check: How deep every received test frame is checked before it counts: headers (the frame's length against its IP length, the UDP length, the IPv4 header checksum; a few ns a frame) or payload (also the UDP checksum over the whole frame, which finds any damaged bit; costs more as frames grow). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
@@ -419,6 +425,7 @@ def loss(
     engine: Optional[Value] = None,
     receiver: Optional[Value] = None,
     straggler_wait: Optional[Value] = None,
+    recovery_limit: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
     frame_check: Optional[Value] = None,
@@ -487,6 +494,7 @@ def loss(
         engine: Packet I/O engine: xdp (frames made and counted in the kernel), af_xdp, af_packet, or auto (the fastest that works on these ports)
         receiver: How port B counts the test frames: kernel (linerate's XDP counter counts and drops them at the port's XDP hook, the cheapest way to receive), socket (every frame goes up to linerate through the engine's own socket; needed for --pcap), or auto (kernel where the counter attaches, else socket)
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
+        recovery_limit: Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic)
         tx_threads: Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
         frame_check: How deep every received test frame is checked before it counts: headers (the frame's length against its IP length, the UDP length, the IPv4 header checksum; a few ns a frame) or payload (also the UDP checksum over the whole frame, which finds any damaged bit; costs more as frames grow). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
@@ -555,6 +563,7 @@ def latency(
     engine: Optional[Value] = None,
     receiver: Optional[Value] = None,
     straggler_wait: Optional[Value] = None,
+    recovery_limit: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
     frame_check: Optional[Value] = None,
@@ -621,6 +630,7 @@ def latency(
         engine: Packet I/O engine: xdp (frames made and counted in the kernel), af_xdp, af_packet, or auto (the fastest that works on these ports)
         receiver: How port B counts the test frames: kernel (linerate's XDP counter counts and drops them at the port's XDP hook, the cheapest way to receive), socket (every frame goes up to linerate through the engine's own socket; needed for --pcap), or auto (kernel where the counter attaches, else socket)
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
+        recovery_limit: Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic)
         tx_threads: Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
         frame_check: How deep every received test frame is checked before it counts: headers (the frame's length against its IP length, the UDP length, the IPv4 header checksum; a few ns a frame) or payload (also the UDP checksum over the whole frame, which finds any damaged bit; costs more as frames grow). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
@@ -687,6 +697,7 @@ def back_to_back(
     engine: Optional[Value] = None,
     receiver: Optional[Value] = None,
     straggler_wait: Optional[Value] = None,
+    recovery_limit: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
     frame_check: Optional[Value] = None,
@@ -751,6 +762,7 @@ def back_to_back(
         engine: Packet I/O engine: xdp (frames made and counted in the kernel), af_xdp, af_packet, or auto (the fastest that works on these ports)
         receiver: How port B counts the test frames: kernel (linerate's XDP counter counts and drops them at the port's XDP hook, the cheapest way to receive), socket (every frame goes up to linerate through the engine's own socket; needed for --pcap), or auto (kernel where the counter attaches, else socket)
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
+        recovery_limit: Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic)
         tx_threads: Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
         frame_check: How deep every received test frame is checked before it counts: headers (the frame's length against its IP length, the UDP length, the IPv4 header checksum; a few ns a frame) or payload (also the UDP checksum over the whole frame, which finds any damaged bit; costs more as frames grow). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
@@ -815,6 +827,7 @@ def cpu_target(
     engine: Optional[Value] = None,
     receiver: Optional[Value] = None,
     straggler_wait: Optional[Value] = None,
+    recovery_limit: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
     frame_check: Optional[Value] = None,
@@ -879,6 +892,7 @@ def cpu_target(
         engine: Packet I/O engine: xdp (frames made and counted in the kernel), af_xdp, af_packet, or auto (the fastest that works on these ports)
         receiver: How port B counts the test frames: kernel (linerate's XDP counter counts and drops them at the port's XDP hook, the cheapest way to receive), socket (every frame goes up to linerate through the engine's own socket; needed for --pcap), or auto (kernel where the counter attaches, else socket)
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
+        recovery_limit: Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic)
         tx_threads: Generator threads (xdp engine only), each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
         frame_check: How deep every received test frame is checked before it counts: headers (the frame's length against its IP length, the UDP length, the IPv4 header checksum; a few ns a frame) or payload (also the UDP checksum over the whole frame, which finds any damaged bit; costs more as frames grow). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
