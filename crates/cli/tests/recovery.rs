@@ -29,12 +29,9 @@ fn shaper(r: &str) -> (u64, u64, u64) {
     (n("packets"), n("drops"), n("qlen"))
 }
 
-#[test]
-fn a_trial_after_an_overload_waits_for_the_dut_to_drain_and_loses_nothing() {
-    if !root_or_skip("a_trial_after_an_overload_waits_for_the_dut_to_drain_and_loses_nothing") {
-        return;
-    }
-    let (t, r, _guard) = plain_router("rc");
+/// A router (plain `ip`) whose egress towards port B is the shaper.
+fn shaped_router(tag: &str) -> (String, String, NetnsGuard) {
+    let (t, r, guard) = plain_router(tag);
     sh(
         "tc",
         &[
@@ -42,11 +39,15 @@ fn a_trial_after_an_overload_waits_for_the_dut_to_drain_and_loses_nothing() {
             "limit", "3000000",
         ],
     );
-    let before = shaper(&r);
+    (t, r, guard)
+}
+
+/// `linerate loss` in tester namespace `t` with two 1-s trials of
+/// 1518-byte frames: 3,000 frames/s, seven times the shaped rate (the
+/// queue fills), then 200 frames/s, half of it, which the DUT forwards in
+/// full once it has drained. The run and both trials' records.
+fn overload_then_light(t: &str, extra: &[&str]) -> (Run, Value, Value) {
     let json = TempFile::new("recovery");
-    // 3,000 frames/s for 1 s, seven times the shaped rate: the queue
-    // fills; then 200 frames/s, half of it, which the DUT forwards in full
-    // once it has drained.
     let mut args = vec![
         "loss",
         "--no-db",
@@ -62,34 +63,46 @@ fn a_trial_after_an_overload_waits_for_the_dut_to_drain_and_loses_nothing() {
         json.arg(),
     ];
     args.extend_from_slice(&HOSTS);
-    let started = std::time::Instant::now();
-    let run = linerate_in(&t, &args);
-    let took = started.elapsed().as_secs_f64();
+    args.extend_from_slice(extra);
+    let run = linerate_in(t, &args);
     assert_eq!(run.code, 0, "{}", run.dump());
     let report = json.json();
     let points = report["series"][0]["points"]
         .as_array()
         .unwrap_or_else(|| panic!("no points: {report}"));
     assert_eq!(points.len(), 2, "{report}");
-    let (over, after) = (&points[0]["trial"], &points[1]["trial"]);
+    let trial = |i: usize| points[i]["trial"].clone();
+    (run, trial(0), trial(1))
+}
+
+#[test]
+fn a_trial_after_an_overload_waits_for_the_dut_to_drain_and_loses_nothing() {
+    if !root_or_skip("a_trial_after_an_overload_waits_for_the_dut_to_drain_and_loses_nothing") {
+        return;
+    }
+    let (t, r, _guard) = shaped_router("rc");
+    let before = shaper(&r);
+    let started = std::time::Instant::now();
+    let (run, over, after) = overload_then_light(&t, &[]);
+    let took = started.elapsed().as_secs_f64();
     let recovery = |t: &Value| t["recovery"].clone();
 
     // The first trial found the DUT quiet: checked, nothing waited.
-    let r1 = recovery(over);
+    let r1 = recovery(&over);
     assert_eq!(r1["waited_s"].as_f64(), Some(0.0), "{over}");
     assert_eq!(r1["limit_reached"], false, "{over}");
     // It overloaded the shaper: its queue overflowed.
-    assert!(u(over, "lost_frames") > 0, "{over}");
+    assert!(u(&over, "lost_frames") > 0, "{over}");
 
     // The second waited for the backlog to drain, then lost nothing.
-    let r2 = recovery(after);
+    let r2 = recovery(&after);
     let (waited, drained) = (f(&r2, "waited_s"), u(&r2, "frames"));
     assert_eq!(r2["limit_reached"], false, "{after}");
     assert!(waited > 0.0, "{after}");
-    assert_eq!(u(after, "tx_frames"), 200, "{after}");
-    assert_eq!(u(after, "lost_frames"), 0, "{after}");
-    assert_eq!(u(after, "rx_frames"), 200, "{after}");
-    assert_eq!(u(after, "stray_frames"), 0, "{after}");
+    assert_eq!(u(&after, "tx_frames"), 200, "{after}");
+    assert_eq!(u(&after, "lost_frames"), 0, "{after}");
+    assert_eq!(u(&after, "rx_frames"), 200, "{after}");
+    assert_eq!(u(&after, "stray_frames"), 0, "{after}");
 
     // The DUT's own counters: every frame that entered the shaper left it
     // or was dropped, none is left, and what it sent is the two trials'
@@ -99,25 +112,25 @@ fn a_trial_after_an_overload_waits_for_the_dut_to_drain_and_loses_nothing() {
     let sent = end.0 - before.0;
     let dropped = end.1 - before.1;
     assert_eq!(end.2, 0, "the shaper still holds frames");
-    let tx = u(over, "tx_frames") + u(after, "tx_frames");
+    let tx = u(&over, "tx_frames") + u(&after, "tx_frames");
     assert!(
         (sent + dropped).abs_diff(tx) <= 10,
         "shaper sent {sent} and dropped {dropped}, linerate sent {tx}"
     );
     // Trial 1's frames: received, dropped by the shaper, or drained late.
-    let first = dropped + u(over, "rx_frames") + drained;
+    let first = dropped + u(&over, "rx_frames") + drained;
     assert!(
-        u(over, "tx_frames").abs_diff(first) <= 10,
+        u(&over, "tx_frames").abs_diff(first) <= 10,
         "trial 1 sent {}; received {}, the shaper dropped {dropped}, {drained} drained later",
-        u(over, "tx_frames"),
-        u(over, "rx_frames")
+        u(&over, "tx_frames"),
+        u(&over, "rx_frames")
     );
-    let accounted = u(over, "rx_frames") + drained + u(after, "rx_frames");
+    let accounted = u(&over, "rx_frames") + drained + u(&after, "rx_frames");
     assert!(
         sent.abs_diff(accounted) <= 20,
         "the shaper sent {sent}; received in trial 1 {}, drained before trial 2 {drained}, received in trial 2 {}",
-        u(over, "rx_frames"),
-        u(after, "rx_frames")
+        u(&over, "rx_frames"),
+        u(&after, "rx_frames")
     );
 
     // The backlog drained at the shaped rate while the check waited, and
@@ -161,4 +174,92 @@ fn a_trial_after_an_overload_waits_for_the_dut_to_drain_and_loses_nothing() {
         "{}",
         run.dump()
     );
+}
+
+/// The same two trials with the check off: the light trial's frames queue
+/// behind the backlog and most are lost, the backlog's frames arrive during
+/// it as strays. What the check prevents, shown.
+#[test]
+fn without_the_check_the_light_trial_is_lost_behind_the_backlog() {
+    if !root_or_skip("without_the_check_the_light_trial_is_lost_behind_the_backlog") {
+        return;
+    }
+    let (t, _r, _guard) = shaped_router("rn");
+    let (run, over, after) = overload_then_light(&t, &["--recovery-limit", "0"]);
+    assert!(over["recovery"].is_null(), "{over}");
+    assert!(after["recovery"].is_null(), "{after}");
+    // ~1,570 frames (3.8 s) were queued when the light trial began: its
+    // 200 frames leave the shaper after its straggler wait has ended.
+    assert!(u(&after, "lost_frames") >= 150, "{after}");
+    assert!(u(&after, "stray_frames") >= 400, "{after}");
+    assert!(
+        !run.stdout.contains("forwarding earlier frames"),
+        "{}",
+        run.dump()
+    );
+}
+
+/// A limit shorter than the drain: the trial starts with the DUT still
+/// sending, and is marked so.
+#[test]
+fn a_limit_that_runs_out_marks_the_trial() {
+    if !root_or_skip("a_limit_that_runs_out_marks_the_trial") {
+        return;
+    }
+    let (t, _r, _guard) = shaped_router("rl");
+    let (run, _over, after) = overload_then_light(&t, &["--recovery-limit", "1s"]);
+    let r2 = &after["recovery"];
+    assert_eq!(r2["limit_reached"], true, "{after}");
+    let waited = f(r2, "waited_s");
+    assert!((1.0..1.2).contains(&waited), "{after}");
+    // It drained at the shaped rate meanwhile (counted from the previous
+    // trial's end, the limit from the check's start).
+    assert!(
+        u(r2, "frames") as f64 >= 0.8 * SHAPED_FPS * waited,
+        "{after}"
+    );
+    assert!(
+        run.stdout.contains("1518 B at 200 frames/s: waited 1.0 s")
+            && run
+                .stdout
+                .contains("still sending when the limit ran out: the result may be poisoned"),
+        "{}",
+        run.dump()
+    );
+    assert!(
+        run.stderr.contains(
+            "(the DUT was still forwarding earlier frames after 1.0 s: result may be poisoned)"
+        ),
+        "{}",
+        run.dump()
+    );
+}
+
+/// A limit that is no duration is refused in one line before anything runs.
+#[test]
+fn a_bad_recovery_limit_is_refused() {
+    for bad in ["soon", "-1s"] {
+        let run = linerate(&[
+            "loss",
+            "--no-db",
+            "--loads",
+            "1000fps",
+            "--recovery-limit",
+            bad,
+            "--port-a",
+            "xx0",
+            "--port-b",
+            "xx1",
+            "--ip-a",
+            "198.18.0.2/24",
+            "--gw-a",
+            "198.18.0.1",
+            "--ip-b",
+            "198.19.0.2/24",
+            "--gw-b",
+            "198.19.0.1",
+        ]);
+        assert_bad_input(&run);
+        assert!(run.stderr.contains("--recovery-limit"), "{}", run.dump());
+    }
 }
