@@ -57,6 +57,8 @@ struct count_config {
 	__u32 generation; /* changes every trial */
 	__u32 lat_mask;	  /* latency of frames with (seq & lat_mask) == 0 */
 	__u64 sent_below; /* every stream's sequence numbers sent are below this */
+	__u64 not_before; /* the trial's start, CLOCK_MONOTONIC ns */
+	__u64 interval;	  /* frame n of a stream left >= not_before + n * interval */
 };
 
 struct stream_state {
@@ -337,14 +339,6 @@ int lr_count(struct xdp_md *ctx)
 		count(&stray);
 		return XDP_DROP;
 	}
-	/* Latency modulo 2^32 ns, as elapsed32 in crates/wire. A timestamp in
-	 * the future (a negative latency) is damage: checked on the frames
-	 * whose latency is measured, since only they read the clock. */
-	__u32 lat = (__u32)now - bpf_ntohl(sig->tx_ts);
-	if (!(seq32 & cfg->lat_mask) && lat > 0x7fffffff) {
-		count(&errored);
-		return XDP_DROP;
-	}
 	struct stream_state *st = bpf_map_lookup_elem(&streams, &idx);
 	if (!st)
 		return XDP_DROP;
@@ -356,6 +350,22 @@ int lr_count(struct xdp_md *ctx)
 	if (seq >= cfg->sent_below) {
 		count(&errored);
 		return XDP_DROP;
+	}
+	/* Latency modulo 2^32 ns, as elapsed32 in crates/wire. Frame seq left
+	 * no earlier than not_before + seq * interval (the generators never
+	 * send early); a latency longer than the time since then means a
+	 * timestamp in the future: damage (plausible_latency in crates/wire
+	 * signature.rs). A frame the DUT held for seconds is late, not
+	 * damaged. Checked on the frames whose latency is measured, since
+	 * only they read the clock. User space keeps not_before + seq *
+	 * interval below 2^64 (XdpCounter::start_trial). */
+	__u32 lat = (__u32)now - bpf_ntohl(sig->tx_ts);
+	if (!(seq32 & cfg->lat_mask)) {
+		__u64 earliest = cfg->not_before + seq * cfg->interval;
+		if (now < earliest || lat > now - earliest) {
+			count(&errored);
+			return XDP_DROP;
+		}
 	}
 	__u32 slot_key = idx * LR_WINDOW + (seq & (LR_WINDOW - 1));
 	__u64 *slot = bpf_map_lookup_elem(&window, &slot_key);

@@ -38,8 +38,12 @@ struct CountConfig {
     lat_mask: u32,
     /// Every stream's sequence numbers sent are below this.
     sent_below: u64,
+    /// The trial's start, CLOCK_MONOTONIC ns.
+    not_before: u64,
+    /// Frame n of a stream left no earlier than `not_before + n * interval`.
+    interval: u64,
 }
-const _: () = assert!(std::mem::size_of::<CountConfig>() == 24);
+const _: () = assert!(std::mem::size_of::<CountConfig>() == 40);
 
 /// One stream's counts as the program kept them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +97,22 @@ pub struct XdpCounter {
     lat_mask: u32,
     check: FrameCheck,
     sent_below: u64,
+    sent_from: SentFrom,
+}
+
+/// When a trial's frames can have left, in CLOCK_MONOTONIC (the clock
+/// `bpf_ktime_get_ns` reads): frame `n` of a stream no earlier than
+/// `not_before_ns + n * interval_ns`. A frame whose latency is longer
+/// than the time since then carries a timestamp in the future and counts
+/// as errored; one the DUT held, even for seconds, counts as received
+/// (`plausible_latency` in `linerate_wire::signature`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SentFrom {
+    /// The trial's start: no frame left before it.
+    pub not_before_ns: u64,
+    /// The smallest interval between two frames of one stream, whole ns
+    /// rounded down; 0: not known (the trial's start alone bounds).
+    pub interval_ns: u64,
 }
 
 /// What the program did with one frame ([`XdpCounter::verdict`]).
@@ -144,6 +164,7 @@ impl XdpCounter {
             lat_mask: 0,
             check: FrameCheck::default(),
             sent_below: u64::MAX,
+            sent_from: SentFrom::default(),
         })
     }
 
@@ -190,7 +211,10 @@ impl XdpCounter {
     /// multiple of `latency_every` (a power of two; 1: every frame).
     /// Each test frame is checked as deep as `check` says; a damaged one
     /// counts as errored, as does one numbered at or beyond `frames` (the
-    /// most any stream sends; `u64::MAX`: not known).
+    /// most any stream sends; `u64::MAX`: not known), and one whose
+    /// timestamp is in the future by `sent_from` (checked on the frames
+    /// whose latency is measured).
+    #[allow(clippy::too_many_arguments)]
     pub fn start_trial(
         &mut self,
         first: u16,
@@ -199,6 +223,7 @@ impl XdpCounter {
         latency_every: u32,
         check: FrameCheck,
         frames: u64,
+        sent_from: SentFrom,
     ) -> Result<(), BpfError> {
         assert!(
             latency_every.is_power_of_two(),
@@ -207,6 +232,14 @@ impl XdpCounter {
         self.lat_mask = latency_every - 1;
         self.check = check;
         self.sent_below = frames;
+        // The program computes not_before + seq * interval for seq below
+        // frames without overflow checks: keep it below 2^64 (a bound
+        // user space saturates instead; equal whenever this changes nothing).
+        let room = (u64::MAX - sent_from.not_before_ns) / frames.max(1);
+        self.sent_from = SentFrom {
+            interval_ns: sent_from.interval_ns.min(room),
+            ..sent_from
+        };
         let count = count.min(self.max_streams);
         let map_err = |source| BpfError::Map {
             what: "preparing the XDP counter for a trial",
@@ -305,6 +338,8 @@ impl XdpCounter {
             generation: self.generation,
             lat_mask: self.lat_mask,
             sent_below: self.sent_below,
+            not_before: self.sent_from.not_before_ns,
+            interval: self.sent_from.interval_ns,
         };
         self.map("count_config")
             .update(&0u32.to_ne_bytes(), as_bytes(&cfg), MapFlags::ANY)

@@ -11,7 +11,7 @@
 //! and random bytes shaped like the headers the classifier reads. Bounded
 //! case count so it runs in CI; `PROPTEST_CASES=N` runs it longer.
 
-use linerate_bpf::counter::{Verdict, XdpCounter};
+use linerate_bpf::counter::{SentFrom, Verdict, XdpCounter};
 use linerate_wire::classify::ANY_PORT;
 use linerate_wire::integrity::intact;
 use linerate_wire::template::DEFAULT_UDP_PORT;
@@ -126,7 +126,7 @@ fn the_kernel_counter_takes_and_checks_exactly_the_frames_user_space_does() {
             // frames' timestamps are random, and user space cannot know
             // the kernel's clock.
             counter
-                .start_trial(7, 4, port, 1 << 31, check, u64::MAX)
+                .start_trial(7, 4, port, 1 << 31, check, u64::MAX, SentFrom::default())
                 .unwrap();
             let counter = &counter;
             let result = runner.run(&frames, |f| {
@@ -172,19 +172,17 @@ fn a_sequence_number_beyond_the_trial_is_errored_and_moves_nothing() {
     }
     let mut counter = XdpCounter::load(1).expect("the XDP counter loads (as root)");
     counter
-        .start_trial(7, 1, DEFAULT_UDP_PORT, 1 << 31, FrameCheck::Headers, 100)
+        .start_trial(
+            7,
+            1,
+            DEFAULT_UDP_PORT,
+            1 << 31,
+            FrameCheck::Headers,
+            100,
+            SentFrom::default(),
+        )
         .unwrap();
-    let flow = FlowSpec {
-        src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
-        dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
-        src_ip: Ipv4Addr::new(198, 18, 0, 2).into(),
-        dst_ip: Ipv4Addr::new(198, 19, 0, 2).into(),
-        src_port: DEFAULT_UDP_PORT,
-        dst_port: DEFAULT_UDP_PORT,
-        ttl: 64,
-        vlan: None,
-    };
-    let t = FrameTemplate::new(&flow, FrameSize::from_frame_in(128, &flow.encap()).unwrap());
+    let t = template_128();
     let frame = |seq: u32| {
         let mut f = vec![0u8; t.len()];
         // Timestamps are only read on numbers that are multiples of 2^31.
@@ -208,4 +206,125 @@ fn a_sequence_number_beyond_the_trial_is_errored_and_moves_nothing() {
     assert_eq!(counts.errored, 2);
     let s = &counts.streams[0];
     assert_eq!((s.received, s.reordered, s.duplicated), (3, 0, 0), "{s:?}");
+}
+
+/// A 128-byte IPv4 test frame's template, stream 7's port.
+fn template_128() -> FrameTemplate {
+    let flow = FlowSpec {
+        src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+        dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+        src_ip: Ipv4Addr::new(198, 18, 0, 2).into(),
+        dst_ip: Ipv4Addr::new(198, 19, 0, 2).into(),
+        src_port: DEFAULT_UDP_PORT,
+        dst_port: DEFAULT_UDP_PORT,
+        ttl: 64,
+        vlan: None,
+    };
+    FrameTemplate::new(&flow, FrameSize::from_frame_in(128, &flow.encap()).unwrap())
+}
+
+/// CLOCK_MONOTONIC now, the clock of bpf_ktime_get_ns, in ns.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The timestamp rules of user space (`plausible_latency`), in the kernel:
+/// a frame held 3 s is late, not damaged; a stamp in the future, one
+/// before the trial began and one before the schedule let its frame
+/// leave are damaged. Every case but the last is 100 ms or more from its
+/// bound, so the kernel's clock reading a few microseconds after user
+/// space's decides the same; the last is on its bound in both clocks.
+#[test]
+fn a_late_frame_is_counted_and_a_future_timestamp_is_errored_as_in_user_space() {
+    use linerate_wire::signature::{earliest_send_ns, plausible_latency};
+    if !linerate_bpf::root_or_skip("the XDP counter's timestamp rules") {
+        return;
+    }
+    const S: u64 = 1_000_000_000;
+    let mut counter = XdpCounter::load(1).expect("the XDP counter loads (as root)");
+    let t = template_128();
+    let frame = |seq: u32, tx_ts: u64| {
+        let mut f = vec![0u8; t.len()];
+        let sig = Signature {
+            stream: 7,
+            seq,
+            tx_ts: tx_ts as u32,
+        };
+        t.write(&mut f, sig);
+        f
+    };
+    // (trial started this long ago, interval, seq, stamp this long ago
+    // (negative: in the future), what it is)
+    use Verdict::*;
+    let cases: [(u64, u64, u32, i64, Verdict); 7] = [
+        // Held 3 s, sent 1 s into a trial 10 s old: late. (Before, any
+        // latency above 2^31 ns counted as a future stamp.)
+        (10 * S, 1_000_000, 1000, 3 * S as i64, Counted),
+        // The trial's last frame (it left 1 ms ago at the earliest),
+        // stamped 1 s in the future: damaged.
+        (10 * S, 1_000_000, 9999, -(S as i64), Errored),
+        // Frame 9,500 at 1,000 frames/s left 9.5 s into a 10-s-old trial:
+        // it cannot have taken 2 s.
+        (10 * S, 1_000_000, 9500, 2 * S as i64, Errored),
+        // Frame 9,000 can have taken 0.9 s.
+        (10 * S, 1_000_000, 9000, 9 * S as i64 / 10, Counted),
+        // No schedule known: the trial's start alone bounds. A trial 2 s
+        // old: 2.5 s is impossible, 1.5 s is not.
+        (2 * S, 0, 5, 5 * S as i64 / 2, Errored),
+        (2 * S, 0, 6, 3 * S as i64 / 2, Counted),
+        // Stamped the instant the trial began, as its bound allows exactly.
+        (0, 0, 7, 0, Counted),
+    ];
+    let mut want_errored = 0;
+    let mut max_latency = 0;
+    for (i, (age, interval, seq, ago, want)) in cases.into_iter().enumerate() {
+        let now = monotonic_ns();
+        let sent_from = SentFrom {
+            not_before_ns: now - age,
+            interval_ns: interval,
+        };
+        // A fresh trial for each case: its first frame, nothing to extend.
+        counter
+            .start_trial(
+                7,
+                1,
+                DEFAULT_UDP_PORT,
+                1,
+                FrameCheck::Headers,
+                100_000,
+                sent_from,
+            )
+            .unwrap();
+        let tx_ts = now.wrapping_add_signed(-ago);
+        let earliest = earliest_send_ns(sent_from.not_before_ns, interval, seq as u64);
+        let user = match plausible_latency(tx_ts as u32, now, earliest) {
+            Some(_) => Counted,
+            None => Errored,
+        };
+        assert_eq!(user, want, "case {i} in user space");
+        let kernel = counter.verdict(&frame(seq, tx_ts)).unwrap();
+        assert_eq!(kernel, want, "case {i} in the kernel");
+        let counts = counter.read().unwrap();
+        if want == Errored {
+            want_errored += 1;
+            assert_eq!((counts.errored, counts.streams[0].received), (1, 0));
+        } else {
+            let s = &counts.streams[0];
+            assert_eq!((counts.errored, s.received, s.latency_count), (0, 1, 1));
+            // The latency is the hold, a few microseconds more.
+            assert!(
+                s.latency_max_ns >= ago as u64 && s.latency_max_ns < ago as u64 + S / 10,
+                "case {i}: {s:?}"
+            );
+            max_latency = max_latency.max(s.latency_max_ns);
+        }
+    }
+    assert_eq!(want_errored, 3);
+    assert!(max_latency >= 3 * S, "the 3-s hold measured as such");
 }

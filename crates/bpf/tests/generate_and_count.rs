@@ -3,7 +3,7 @@
 //! the generator stamps is counted once, none twice, none out of order.
 //! Needs root.
 
-use linerate_bpf::counter::XdpCounter;
+use linerate_bpf::counter::{SentFrom, XdpCounter};
 use linerate_bpf::generator::{GenProgress, GenTrial, Stopper, XdpGenerator};
 use linerate_wire::template::DEFAULT_UDP_PORT;
 use linerate_wire::{FlowSpec, FrameCheck, FrameSet, FrameSize, FrameTemplate, MacAddr};
@@ -112,6 +112,17 @@ fn send_all(generator: &XdpGenerator, ifindex: u32, frames: u64) -> GenProgress 
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Pins the calling thread to CPU `k` modulo the CPUs there are.
+/// CLOCK_MONOTONIC now, the clock of bpf_ktime_get_ns, in ns.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 fn pin_to(k: usize) {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut set = nix::sched::CpuSet::new();
@@ -150,6 +161,13 @@ fn every_generated_frame_is_counted_once() {
                 FrameSize::from_frame(size as u64).unwrap(),
             ));
             let stream = size + every as u16; // any id; a fresh one per trial
+
+            // Frame n leaves no earlier than n intervals after now: a
+            // stamp earlier than that would be errored.
+            let sent_from = SentFrom {
+                not_before_ns: monotonic_ns(),
+                interval_ns: (1e9 / fps) as u64,
+            };
             counter
                 .start_trial(
                     stream,
@@ -157,7 +175,8 @@ fn every_generated_frame_is_counted_once() {
                     DEFAULT_UDP_PORT,
                     every,
                     FrameCheck::Payload,
-                    u64::MAX,
+                    frames,
+                    sent_from,
                 )
                 .unwrap();
             generator
@@ -232,8 +251,21 @@ fn two_generators_send_two_exact_streams() {
             FrameSize::from_frame(64).unwrap(),
         ));
         let (first, shares) = (40u16, [50_001u64, 50_000]);
+        // Each generator's own interval bounds its stream's stamps.
+        let sent_from = SentFrom {
+            not_before_ns: monotonic_ns(),
+            interval_ns: 20_000,
+        };
         counter
-            .start_trial(first, 2, DEFAULT_UDP_PORT, 1, FrameCheck::Payload, u64::MAX)
+            .start_trial(
+                first,
+                2,
+                DEFAULT_UDP_PORT,
+                1,
+                FrameCheck::Payload,
+                50_001,
+                sent_from,
+            )
             .unwrap();
         let mut generators: Vec<XdpGenerator> = (0..2)
             .map(|_| XdpGenerator::load().expect("load generator"))

@@ -161,6 +161,11 @@ fn damaged(r: &str) -> u64 {
 /// One trial through a router that damages frames in `mode`; returns the
 /// result and what the program damaged.
 fn run(tag: &str, mode: u32, extra: &[&str]) -> (Value, u64) {
+    run_for(tag, mode, "1s", extra)
+}
+
+/// [`run`] for `duration` (at 20,000 frames/s).
+fn run_for(tag: &str, mode: u32, duration: &str, extra: &[&str]) -> (Value, u64) {
     let (t, r, _guard) = plain_router(tag);
     let dir = TempFile::new(&format!("damage{tag}"));
     attach(&r, &compile(mode, &dir));
@@ -177,7 +182,7 @@ fn run(tag: &str, mode: u32, extra: &[&str]) -> (Value, u64) {
         "--rate",
         "20000fps",
         "--duration",
-        "1s",
+        duration,
         "--json",
         json.arg(),
     ];
@@ -195,10 +200,15 @@ fn run(tag: &str, mode: u32, extra: &[&str]) -> (Value, u64) {
 /// The damaged frames, and only they, are errored and lost.
 fn assert_errored(v: &Value, damaged: u64) {
     // Frames 7, 263, ... of 20,000: 79 of them.
-    assert_eq!(damaged, 79, "the program damaged {damaged}: {v}");
-    assert_eq!(u(v, "tx_frames"), 20_000, "{v}");
+    assert_errored_of(v, damaged, 20_000, 79)
+}
+
+/// [`assert_errored`] of a trial of `sent` frames, `want` of them damaged.
+fn assert_errored_of(v: &Value, damaged: u64, sent: u64, want: u64) {
+    assert_eq!(damaged, want, "the program damaged {damaged}: {v}");
+    assert_eq!(u(v, "tx_frames"), sent, "{v}");
     assert_eq!(u(v, "errored_frames"), damaged, "{v}");
-    assert_eq!(u(v, "rx_frames"), 20_000 - damaged, "{v}");
+    assert_eq!(u(v, "rx_frames"), sent - damaged, "{v}");
     assert_eq!(u(v, "lost_frames"), damaged, "{v}");
     assert_eq!(v["loss_where"]["errored"].as_u64(), Some(damaged), "{v}");
     assert_eq!((u(v, "reordered"), u(v, "duplicated")), (0, 0), "{v}");
@@ -239,6 +249,124 @@ fn a_timestamp_in_the_future_is_errored_and_kept_out_of_latency() {
         assert_errored(&v, n);
         // No negative latency was counted as 0 or 1 ns.
         assert!(u(&v["latency_ns"], "min") > 1_000, "{v}");
+    }
+}
+
+/// In a trial longer than the timestamp's 4.29-s wrap, a stamp 1 s in
+/// the future is still told from a late frame, with the default check
+/// (the UDP checksum, which covers the stamp, not read): frame n left no
+/// earlier than n intervals into the trial, so it cannot have taken the
+/// 3.29 s its stamp reads. With the trial's start alone as the bound,
+/// the frames damaged after the first 3.29 s counted as received with
+/// a 3.29-s latency.
+#[test]
+fn a_timestamp_in_the_future_is_errored_late_in_a_trial_longer_than_its_wrap() {
+    if !root_or_skip("a_timestamp_in_the_future_is_errored_late_in_a_trial_longer_than_its_wrap") {
+        return;
+    }
+    for receiver in ["kernel", "socket"] {
+        let (v, n) = run_for("dw", 2, "5s", &["--receiver", receiver]);
+        assert_eq!(v["frame_check"], "headers", "{v}");
+        // Frames 7, 263, ... of 100,000: 391 of them.
+        assert_errored_of(&v, n, 100_000, 391);
+        assert!(u(&v["latency_ns"], "max") < 1_000_000_000, "{v}");
+    }
+}
+
+/// Frames a slow-draining DUT holds for more than 2.15 s are late, not
+/// damaged: received, with their latency. Before, any latency above 2^31
+/// ns (2.15 s) was taken for a timestamp in the future and the frame
+/// counted as errored. The DUT: the hand-built router shaping UDP (the
+/// test frames; ARP goes by) on its egress towards port B to about half
+/// the offered rate, with a queue deep enough to hold every frame (htb, a
+/// bfifo): 6,000 frames offered over 3 s drain in about 6 s, the last ones
+/// held about 3 s. The straggler wait lets them in. The router's own count
+/// of what its queue passed on must match what linerate received.
+#[test]
+fn a_frame_the_dut_holds_for_seconds_is_received_late_not_damaged() {
+    if !root_or_skip("a_frame_the_dut_holds_for_seconds_is_received_late_not_damaged") {
+        return;
+    }
+    for receiver in ["kernel", "socket"] {
+        let (t, r, _guard) = plain_router("hold");
+        let tc = |args: &[&str]| {
+            let mut full = vec!["netns", "exec", &r, "tc"];
+            full.extend_from_slice(args);
+            sh("ip", &full)
+        };
+        tc(&[
+            "qdisc", "add", "dev", "rb", "root", "handle", "1:", "htb", "default", "20",
+        ]);
+        // 2,000 frames/s of 124 bytes (no FCS) are 1.98 Mbit/s.
+        tc(&[
+            "class", "add", "dev", "rb", "parent", "1:", "classid", "1:10", "htb", "rate", "1mbit",
+            "burst", "2k", "quantum", "1600",
+        ]);
+        tc(&[
+            "class", "add", "dev", "rb", "parent", "1:", "classid", "1:20", "htb", "rate", "1gbit",
+            "quantum", "60000",
+        ]);
+        tc(&[
+            "qdisc", "add", "dev", "rb", "parent", "1:10", "handle", "10:", "bfifo", "limit",
+            "4000000",
+        ]);
+        tc(&[
+            "filter", "add", "dev", "rb", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+            "match", "ip", "protocol", "17", "0xff", "flowid", "1:10",
+        ]);
+        let json = TempFile::new("hold");
+        let mut args = vec![
+            "trial",
+            "--no-db",
+            "--loss",
+            "99%",
+            "--straggler-wait",
+            "6s",
+            "--frame-size",
+            "128",
+            "--rate",
+            "2000fps",
+            "--duration",
+            "3s",
+            "--receiver",
+            receiver,
+            "--json",
+            json.arg(),
+        ];
+        args.extend_from_slice(&HOSTS);
+        let out = linerate_in(&t, &args);
+        assert_eq!(out.code, 0, "{}", out.dump());
+        let v = json.json();
+        assert_trial_consistent(&v);
+        // What the DUT's queue passed on: its own count.
+        let stats: Value =
+            serde_json::from_str(&tc(&["-s", "-j", "qdisc", "show", "dev", "rb"])).unwrap();
+        let queue = stats
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["kind"] == "bfifo")
+            .unwrap_or_else(|| panic!("the bfifo on rb: {stats}"));
+        assert_eq!(u(queue, "drops"), 0, "{queue}");
+        assert_eq!(
+            u(queue, "packets"),
+            6000,
+            "the queue passed every test frame: {queue}"
+        );
+        assert_eq!(u(&v, "tx_frames"), 6000, "{v}");
+        assert_eq!(u(&v, "rx_frames"), 6000, "{receiver}: {v}");
+        assert_eq!(
+            (u(&v, "errored_frames"), u(&v, "lost_frames")),
+            (0, 0),
+            "{receiver}: {v}"
+        );
+        // Held well past 2^31 ns, and below the stamp's 4.29-s wrap.
+        let l = &v["latency_ns"];
+        eprintln!("{receiver}: rx {} of 6000, latency {l}", u(&v, "rx_frames"));
+        assert!(
+            u(l, "max") > 2_500_000_000 && u(l, "max") < 4_000_000_000,
+            "{receiver}: {v}"
+        );
     }
 }
 

@@ -7,7 +7,7 @@ use crate::stats::StreamStats;
 use crate::transform::{Arrived, ReceiveTransform};
 use linerate_port::{PortError, RxQueue};
 use linerate_wire::integrity::intact;
-use linerate_wire::signature::elapsed32;
+use linerate_wire::signature::{earliest_send_ns, plausible_latency};
 use linerate_wire::{classify, FrameCheck, MacAddr, Received};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -41,6 +41,14 @@ pub struct StreamRange {
     /// `u64::MAX` when not known: a test frame numbered beyond it was
     /// damaged on the way and counts as errored, not as reordered.
     pub frames: u64,
+    /// The trial's start in the receiver's clock, read before any of its
+    /// generators started: no frame of the trial left before it.
+    pub not_before_ns: u64,
+    /// The smallest interval between two frames of one stream, in whole ns
+    /// rounded down (0: not known): frame `n` of a stream left no earlier
+    /// than `not_before_ns + n * interval_ns`. With it, a frame's latency
+    /// is judged possible or not ([`plausible_latency`]).
+    pub interval_ns: u64,
     /// `--tunnels`: count each received frame per tunnel too (None:
     /// nothing per frame is spent on it).
     pub tunnels: Option<RxTally>,
@@ -216,13 +224,16 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
                         stray += 1;
                         return;
                     };
-                    // A timestamp in the future (latency wrapped negative)
-                    // was damaged on the way: the sender stamps before it sends.
-                    let latency = elapsed32(sig.tx_ts, arrival_ns);
-                    if latency > u32::MAX as u64 / 2 {
+                    // A latency longer than the time since the frame could
+                    // have left means a timestamp in the future: damaged on
+                    // the way (the sender stamps its schedule, never sends
+                    // early). A frame the DUT held, even for seconds, is late.
+                    let seq = streams[i].extended(sig.seq);
+                    let earliest = earliest_send_ns(range.not_before_ns, range.interval_ns, seq);
+                    let Some(latency) = plausible_latency(sig.tx_ts, arrival_ns, earliest) else {
                         errored += 1;
                         return;
-                    }
+                    };
                     let before = streams[i].received();
                     if !streams[i].record(sig.seq, latency) {
                         // A number the trial never sent: damaged.
@@ -280,4 +291,184 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
         receiver: crate::ReceiverKind::Socket,
         tunnels,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_wire::{FlowSpec, FrameSize, FrameTemplate, Signature};
+    use std::net::Ipv4Addr;
+
+    const S: u64 = 1_000_000_000;
+    const PORT: u16 = linerate_wire::template::DEFAULT_UDP_PORT;
+
+    /// Hands the receive loop its frames, each with its arrival time, then stops it.
+    struct Feed<'a> {
+        frames: Vec<(Vec<u8>, u64)>,
+        signals: &'a ReceiverSignals,
+    }
+
+    impl RxQueue for Feed<'_> {
+        fn recv<F: FnMut(&[u8], usize, u64)>(
+            &mut self,
+            _: Duration,
+            mut f: F,
+        ) -> Result<usize, PortError> {
+            let frames = std::mem::take(&mut self.frames);
+            for (frame, at) in &frames {
+                f(frame, frame.len(), *at);
+            }
+            self.signals.stop.store(true, Ordering::Relaxed);
+            Ok(frames.len())
+        }
+        fn send_control(&mut self, _: &[u8]) -> Result<(), PortError> {
+            Ok(())
+        }
+        fn take_drops(&mut self) -> Result<u64, PortError> {
+            Ok(0)
+        }
+    }
+
+    /// A test frame of `stream` numbered `seq`, stamped `tx_ns` (low 32 bits).
+    fn frame(stream: u16, seq: u32, tx_ns: u64) -> Vec<u8> {
+        let flow = FlowSpec {
+            src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+            dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+            src_ip: Ipv4Addr::new(198, 18, 0, 2).into(),
+            dst_ip: Ipv4Addr::new(198, 19, 0, 2).into(),
+            src_port: PORT,
+            dst_port: PORT,
+            ttl: 64,
+            vlan: None,
+        };
+        let t = FrameTemplate::new(&flow, FrameSize::from_frame(128).unwrap());
+        let mut b = vec![0u8; t.len()];
+        let sig = Signature {
+            stream,
+            seq,
+            tx_ts: tx_ns as u32,
+        };
+        t.write(&mut b, sig);
+        b
+    }
+
+    /// Counts `frames` (frame, arrival) as a trial of stream 7 that began
+    /// at `start`, `interval` ns between a stream's frames.
+    fn count(start: u64, interval: u64, frames: Vec<(Vec<u8>, u64)>) -> Counted {
+        let host = HostConfig {
+            ip: Ipv4Addr::new(198, 19, 0, 2),
+            prefix_len: 24,
+            gateway: Ipv4Addr::new(198, 19, 0, 1),
+            gateway_mac: Some(MacAddr([2, 0, 0, 0, 0, 9])),
+            also_answers: None,
+            inner: None,
+            ipv6: None,
+            vlan: None,
+        };
+        let range = StreamRange {
+            first: 7,
+            count: 1,
+            udp_port: PORT,
+            latency_every: 1,
+            check: FrameCheck::Headers,
+            frames: 100_000,
+            not_before_ns: start,
+            interval_ns: interval,
+            tunnels: None,
+        };
+        let signals = ReceiverSignals::default();
+        let mut feed = Feed {
+            frames,
+            signals: &signals,
+        };
+        let mac = MacAddr([2, 0, 0, 0, 0, 2]);
+        receive(&mut feed, mac, &host, range, &signals, || 0, &mut AsSent).unwrap()
+    }
+
+    #[test]
+    fn a_frame_held_for_seconds_is_received_late_not_damaged() {
+        // Sent 1 s into a trial, held 3 s (above 2^31 ns, which before
+        // counted as a timestamp in the future), and 4 s: both are late.
+        let start = 100 * S;
+        let c = count(
+            start,
+            1_000_000,
+            vec![
+                (frame(7, 1000, start + S), start + 4 * S),
+                (frame(7, 1001, start + S + 1_000_000), start + 5 * S),
+            ],
+        );
+        assert_eq!((c.errored, c.streams[0].received()), (0, 2));
+        let l = c.streams[0].latency(1).unwrap();
+        // The histogram keeps 3 significant digits.
+        assert!(l.min.abs_diff(3 * S) <= 3 * S / 1000, "{l:?}");
+        assert!(l.max.abs_diff(4 * S - 1_000_000) <= 4 * S / 1000, "{l:?}");
+    }
+
+    #[test]
+    fn a_timestamp_in_the_future_is_damaged() {
+        // 1 s ahead of a frame that took 10 us: its latency reads 3.29 s,
+        // yet the trial is 1.5 s old.
+        let start = 100 * S;
+        let sent = start + S / 2;
+        let c = count(
+            start,
+            0,
+            vec![
+                (frame(7, 0, sent + S), sent + 10_000),
+                (frame(7, 1, sent), sent + 10_000),
+            ],
+        );
+        assert_eq!((c.errored, c.streams[0].received()), (1, 1));
+        let l = c.streams[0].latency(1).unwrap();
+        assert_eq!((l.samples, l.min), (1, 10_000));
+    }
+
+    #[test]
+    fn a_frame_cannot_have_left_before_the_trial_began() {
+        // A trial 2 s old: a latency of 2.5 s is impossible, 1.5 s is not.
+        let start = 100 * S;
+        let now = start + 2 * S;
+        let c = count(
+            start,
+            0,
+            vec![
+                (frame(7, 5, now - 5 * S / 2), now),
+                (frame(7, 6, now - 3 * S / 2), now),
+            ],
+        );
+        assert_eq!((c.errored, c.streams[0].received()), (1, 1));
+        // Arrived before the trial began: nothing of it can have been sent.
+        let c = count(start, 0, vec![(frame(7, 1, start - 10), start - 5)]);
+        assert_eq!((c.errored, c.streams[0].received()), (1, 0));
+    }
+
+    #[test]
+    fn a_frame_cannot_have_left_before_its_place_in_the_schedule() {
+        // 1,000 frames/s, 10 s in: frame 9,500 left 9.5 s in at the
+        // earliest, so it cannot have taken 2 s; frame 9,000 can take 0.9 s.
+        let start = 100 * S;
+        let now = start + 10 * S;
+        let c = count(
+            start,
+            1_000_000,
+            vec![
+                (frame(7, 9000, now - 9 * S / 10), now),
+                (frame(7, 9500, now - 2 * S), now),
+            ],
+        );
+        assert_eq!((c.errored, c.streams[0].received()), (1, 1));
+        // Without the schedule, the trial's start alone lets 2 s pass.
+        let c = count(start, 0, vec![(frame(7, 9500, now - 2 * S), now)]);
+        assert_eq!((c.errored, c.streams[0].received()), (0, 1));
+    }
+
+    #[test]
+    fn an_earlier_trials_straggler_stays_stray() {
+        // Stream 6 is no stream of this trial: stray, whatever its stamp
+        // (here from before the trial began).
+        let start = 100 * S;
+        let c = count(start, 0, vec![(frame(6, 1, start - S), start + S)]);
+        assert_eq!((c.stray, c.errored, c.streams[0].received()), (1, 0, 0));
+    }
 }

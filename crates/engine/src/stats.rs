@@ -74,6 +74,16 @@ impl StreamStats {
         self.reordered
     }
 
+    /// The 64-bit sequence number a 32-bit one stands for, against the
+    /// highest seen (what [`record`](Self::record) counts it as).
+    #[inline]
+    pub fn extended(&self, seq32: u32) -> u64 {
+        match self.highest {
+            None => seq32 as u64,
+            Some(h) => extend_seq(h, seq32),
+        }
+    }
+
     #[inline]
     fn bit(&mut self, seq: u64) -> (&mut u64, u64) {
         let i = (seq % WINDOW) as usize;
@@ -86,10 +96,7 @@ impl StreamStats {
     /// errored).
     #[inline]
     pub fn record(&mut self, seq32: u32, latency_ns: u64) -> bool {
-        let seq = match self.highest {
-            None => seq32 as u64,
-            Some(h) => extend_seq(h, seq32),
-        };
+        let seq = self.extended(seq32);
         if seq >= self.sent_below {
             return false;
         }

@@ -283,6 +283,15 @@ impl Engine {
                 });
             }
         }
+        // No frame of the trial leaves before now, nor frame n of a stream
+        // before n intervals later (the pacer never sends early): what
+        // tells a late frame from a timestamp in the future.
+        let interval_ns = if port_fps > 0.0 {
+            (1e9 / port_fps) as u64
+        } else {
+            0
+        };
+        let not_before = |side: &Side| side.port.rx.clock().now_ns();
         let range = StreamRange {
             first: self.next_stream,
             count: threads * classes,
@@ -290,6 +299,8 @@ impl Engine {
             latency_every: latency_every(&self.b),
             check: cfg.frame_check,
             frames,
+            not_before_ns: not_before(&self.b),
+            interval_ns,
             tunnels: tally(cfg.tunnels.map_or(Field::DstIp, |t| t.ab)),
         };
         let mut next = self.next_stream.wrapping_add(range.count);
@@ -306,6 +317,8 @@ impl Engine {
                 latency_every: latency_every(&self.a),
                 check: cfg.frame_check,
                 frames,
+                not_before_ns: not_before(&self.a),
+                interval_ns,
                 tunnels: tally(cfg.tunnels.map_or(Field::SrcIp, |t| t.ba)),
             };
             next = next.wrapping_add(threads);

@@ -394,6 +394,10 @@ impl<R: RxQueue> Receiver for XdpReceiver<R> {
             range.latency_every,
             range.check,
             range.frames,
+            linerate_bpf::counter::SentFrom {
+                not_before_ns: range.not_before_ns,
+                interval_ns: range.interval_ns,
+            },
         )?;
         let counter = &self.counter;
         // The counter counts in the kernel; its socket sees only ARP.

@@ -458,6 +458,8 @@ proptest! {
             latency_every: 1,
             check: linerate_wire::FrameCheck::Headers,
             frames: u64::MAX,
+            not_before_ns: 0,
+            interval_ns: 0,
             tunnels: Some(RxTally { map: MAP, field: Field::SrcIp, streams: tallied }),
         };
         // Each tallied stream's distinct frames, by the tunnel of the

@@ -19,6 +19,34 @@
 //!   orders of magnitude smaller, and frames held that long count as lost
 //!   once the trial's drain time ends anyway.
 //!
+//! # A late frame or a damaged timestamp?
+//!
+//! A 32-bit stamp alone cannot tell a frame held 3 s from one whose stamp
+//! was moved 1.29 s into the future: both read 3 s. What tells them apart
+//! is when the frame could have left ([`plausible_latency`]). The
+//! generators stamp frame `n` of a stream with its scheduled send time
+//! and never send a frame before it, so frame `n` left no earlier than
+//! the trial's start plus `n` times the smallest interval between a
+//! stream's frames ([`earliest_send_ns`]). A latency longer than the time
+//! since then is impossible: the stamp lies in the future (or the past)
+//! and the frame was damaged. So:
+//!
+//! * a frame the DUT held for any time up to 4.29 s is a late frame with
+//!   its true latency, however long the trial;
+//! * a stamp moved `d` into the future is caught whenever `d` exceeds the
+//!   frame's latency and is below 4.29 s minus the sender's slack (how far
+//!   behind its schedule the frame left, a pause of the generator
+//!   included); a stamp moved `d` into the past is caught when `d` exceeds
+//!   that slack. Smaller moves read as a shorter (longer) latency: no
+//!   receiver can tell them from one;
+//! * a frame whose earliest send time lies more than 4.29 s before its
+//!   arrival cannot be judged (every 32-bit reading is possible): it
+//!   counts with the latency it reads, modulo 4.29 s. With a known
+//!   schedule this only happens to a frame held more than 4.29 s.
+//!
+//! With the payload check (`--frame-check payload`) the UDP checksum also
+//! covers `tx_ts`, so a damaged stamp fails that check first.
+//!
 //! The magic lets the receiver tell our frames from other UDP traffic to the
 //! same port without checksums in the hot path.
 
@@ -113,6 +141,27 @@ pub fn elapsed32(tx_ts: u32, rx_ns: u64) -> u64 {
     (rx_ns as u32).wrapping_sub(tx_ts) as u64
 }
 
+/// The earliest frame number `seq` of a stream can have left: the
+/// trial's start `not_before_ns` plus `seq` times `interval_ns`, the
+/// smallest interval between two frames of one stream (0: not known).
+/// Saturates instead of overflowing.
+#[inline]
+pub fn earliest_send_ns(not_before_ns: u64, interval_ns: u64, seq: u64) -> u64 {
+    not_before_ns.saturating_add(seq.saturating_mul(interval_ns))
+}
+
+/// The latency of a frame stamped `tx_ts` that arrived at `rx_ns`, if it
+/// is possible for a frame that left no earlier than `earliest_ns`
+/// ([`earliest_send_ns`]): at most the time since then. None when it is
+/// longer, or the frame arrived before it could have left: the timestamp
+/// is in the future, so the frame was damaged. Every clock here is the
+/// receiver's, in ns.
+#[inline]
+pub fn plausible_latency(tx_ts: u32, rx_ns: u64, earliest_ns: u64) -> Option<u64> {
+    let latency = elapsed32(tx_ts, rx_ns);
+    (latency <= rx_ns.checked_sub(earliest_ns)?).then_some(latency)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,5 +236,49 @@ mod tests {
         // Transmitted just before the 32-bit clock wrapped.
         assert_eq!(elapsed32(u32::MAX - 9, (1u64 << 32) + 10), 20);
         assert_eq!(elapsed32(0, 5 * (1u64 << 32) + 7), 7);
+    }
+
+    #[test]
+    fn a_frame_held_longer_than_half_the_wrap_is_late_not_damaged() {
+        const S: u64 = 1_000_000_000;
+        let start = 1000 * S;
+        // Sent 0.5 s into the trial, held 3 s by the DUT: elapsed32 is
+        // above 2^31 ns, yet it left 3.5 s ago at the earliest.
+        let sent = start + S / 2;
+        let rx = sent + 3 * S;
+        assert_eq!(plausible_latency(sent as u32, rx, start), Some(3 * S));
+        // The same reading with a trial that began only 2 s ago: damaged.
+        assert_eq!(plausible_latency(sent as u32, rx, rx - 2 * S), None);
+        // A stamp 1 s in the future of a frame that took 10 us.
+        let rx = sent + 10_000;
+        assert_eq!(plausible_latency((sent + S) as u32, rx, start), None);
+        // Exactly the time since the earliest send is possible, 1 ns more not.
+        assert_eq!(plausible_latency(start as u32, start + 7, start), Some(7));
+        assert_eq!(
+            plausible_latency((start - 1) as u32, start + 7, start),
+            None
+        );
+        // Arrived before it could have left.
+        assert_eq!(plausible_latency(start as u32, start - 1, start), None);
+    }
+
+    #[test]
+    fn the_schedule_bounds_each_frames_send_time() {
+        const S: u64 = 1_000_000_000;
+        let start = 50 * S;
+        // 1,000 frames/s: frame 9,000 left 9 s into the trial at the
+        // earliest. A trial 10 s old: its stamp reads at most 1 s.
+        let earliest = earliest_send_ns(start, 1_000_000, 9000);
+        assert_eq!(earliest, start + 9 * S);
+        let rx = start + 10 * S;
+        assert_eq!(plausible_latency((rx - S) as u32, rx, earliest), Some(S));
+        // A stamp moved 2 s into the future reads 4.29 - 1 s: caught by
+        // the schedule, not by the trial's start alone.
+        let moved = (rx - S + 2 * S) as u32;
+        assert_eq!(plausible_latency(moved, rx, earliest), None);
+        assert!(plausible_latency(moved, rx, start).is_some());
+        // No interval known: the trial's start alone.
+        assert_eq!(earliest_send_ns(start, 0, 9000), start);
+        assert_eq!(earliest_send_ns(u64::MAX - 1, 2, u64::MAX), u64::MAX);
     }
 }
