@@ -102,15 +102,16 @@ impl Engine {
         spec: Option<&TrialSpec>,
         interrupt: &AtomicBool,
     ) -> Result<Option<TrialResult>, EngineError> {
+        // First, as the streams' plan marks the time no frame leaves before.
+        let recovered = match (spec, self.cfg.recovery) {
+            (Some(_), Some(rule)) => self.wait_for_recovery(rule, interrupt)?,
+            _ => None,
+        };
         let streams = self.plan_streams(spec)?;
         if let Some(spec) = spec {
             self.check_transforms(spec)?;
             self.discover_accounting();
         }
-        let recovered = match (spec, self.cfg.recovery) {
-            (Some(_), Some(rule)) => self.wait_for_recovery(rule, interrupt)?,
-            _ => None,
-        };
         let result = self.run_phases(spec, streams, interrupt);
         // The next trial's check watches from here (after the straggler
         // wait): the time between trials counts towards its quiet interval.
