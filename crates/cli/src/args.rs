@@ -128,7 +128,7 @@ pub struct PortArgs {
     #[arg(long, requires = "lab")]
     pub lab_name: Option<String>,
     /// Ring depth of a lab this run builds for itself (see 'lab up --ring'; default 4096); a lab already up keeps its own.
-    #[arg(long, conflicts_with_all = ["port_a", "port_b", "lab_name"], value_parser = ring_depth())]
+    #[arg(long, conflicts_with = "lab_name", value_parser = ring_depth())]
     pub lab_ring: Option<u32>,
     /// Tester port A (sends), e.g. enp1s0f0.
     #[arg(long, requires_all = ["port_b", "ip_a", "gw_a", "ip_b", "gw_b"])]
@@ -210,9 +210,9 @@ pub struct Rfc2544Args {
     /// After each frame size's search, MLRsearch (RFC 9971) too: the NDR (loss 0 %) and PDR (loss 0.5 %) conditional throughputs, exceed ratio 50 % over two trials of --trial-duration, printed beneath the zero-loss throughput; the zero-loss search's trials count too, so it adds a few trials per size. They repeat better than it on a DUT that stalls now and then.
     #[arg(long)]
     pub mlrsearch: bool,
-    /// How long each trial sends.
-    #[arg(long, allow_hyphen_values = true, default_value = "2s")]
-    pub trial_duration: String,
+    /// How long each trial sends (default 2s).
+    #[arg(long, allow_hyphen_values = true)]
+    pub trial_duration: Option<String>,
     /// Stop the search when the bracket is this narrow, relative to its top: 1% or 0.01 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "1%")]
     pub resolution: String,
@@ -222,7 +222,7 @@ pub struct Rfc2544Args {
     /// Highest rate tried (default: line rate), e.g. 50%, 2Mpps, 5Gbps.
     #[arg(long)]
     pub max_rate: Option<String>,
-    /// RFC 2544 to the letter: 60 s trials.
+    /// RFC 2544 to the letter: 60 s trials (instead of --trial-duration).
     #[arg(long)]
     pub rfc2544_strict: bool,
     /// Write every trial and the results as JSON to FILE (rewritten after each trial).
@@ -291,10 +291,9 @@ pub struct DutCpuArgs {
 }
 
 impl DutArgs {
-    /// The options as values.
+    /// The options as values (`--scenario` is parsed by the command's plan).
     pub fn plan(&self) -> DutPlan {
         DutPlan {
-            scenario: self.scenario.clone(),
             cpu: self.cpu.plan(),
         }
     }
@@ -329,13 +328,13 @@ pub struct LatencyArgs {
     /// Trials per load (RFC 2544: 20), combined as the RFC averages them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
-    /// Trial duration of the throughput search run first.
-    #[arg(long, allow_hyphen_values = true, default_value = "2s")]
-    pub search_duration: String,
-    /// Resolution of the throughput search: 1% or 0.01 (N% is percent, a bare number a ratio).
-    #[arg(long, default_value = "1%")]
-    pub resolution: String,
-    /// Highest rate the throughput search tries (default: line rate).
+    /// Trial duration of the throughput search run first (default 2s; no search with --rate).
+    #[arg(long, allow_hyphen_values = true)]
+    pub search_duration: Option<String>,
+    /// Resolution of the throughput search: 1% or 0.01 (N% is percent, a bare number a ratio; default 1%; no search with --rate).
+    #[arg(long)]
+    pub resolution: Option<String>,
+    /// Highest rate the throughput search tries (default: line rate; no search with --rate).
     #[arg(long)]
     pub max_rate: Option<String>,
     /// Write the results with every trial as JSON to FILE.
@@ -372,9 +371,9 @@ pub struct OverheadArgs {
     /// AH with this integrity algorithm: md5, sha1, sha256, sha512.
     #[arg(long)]
     pub ah: Option<String>,
-    /// IPsec mode.
-    #[arg(long, default_value = "tunnel", value_parser = ["tunnel", "transport"])]
-    pub mode: String,
+    /// IPsec mode of --esp or --ah: tunnel (the default) or transport.
+    #[arg(long, value_parser = ["tunnel", "transport"])]
+    pub mode: Option<String>,
     /// IPsec NAT traversal (UDP encapsulation, RFC 3948).
     #[arg(long)]
     pub nat_t: bool,

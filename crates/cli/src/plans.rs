@@ -15,6 +15,7 @@ mod stack;
 mod tcp;
 mod trial;
 mod tunnels;
+mod unused;
 
 /// The command `line` parses into; clap's rejection as bad input (the
 /// plans' unit tests).

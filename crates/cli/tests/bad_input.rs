@@ -1109,7 +1109,10 @@ const COMMANDS: &[Cmd] = &[
         writes: "--json",
         record: true,
         over_line: Some(("--rate", "101%")),
-        share: Some(("--resolution", "0", "above 0")),
+        // --resolution is the search's, and --rate runs none (refused as
+        // out of its mode): shares_out_of_range_are_refused_before_any_lab
+        // checks it without --rate.
+        share: None,
         duration: "--trial-duration",
         tcp_port: false,
     },
@@ -1129,14 +1132,9 @@ const COMMANDS: &[Cmd] = &[
     },
     Cmd {
         name: "back-to-back",
-        base: &[
-            "--throughput",
-            "1000fps",
-            "--repeat",
-            "1",
-            "--trial-duration",
-            "1s",
-        ],
+        // No --throughput: --trial-duration is its search's (a throughput
+        // given runs none, and --trial-duration is then refused).
+        base: &["--repeat", "1", "--trial-duration", "1s"],
         frames: Some("--sizes"),
         hosts: true,
         gw_mac: true,
@@ -1668,6 +1666,237 @@ fn ipsec_options_outside_their_mode() {
     mentions(&run, &["--rekey 50ms", "200ms or more"]);
 }
 
+/// An option that means nothing in the mode the other options chose is
+/// refused in one line that names it (and the option that chose the
+/// mode), before anything is touched: one case per rule, over every
+/// command that has the option.
+#[test]
+fn options_out_of_their_mode_are_refused_by_every_command() {
+    let ports = |cmd: &'static [&'static str], extra: &[&'static str]| {
+        let mut v = cmd.to_vec();
+        v.extend_from_slice(&["--port-a", "nosuch0", "--port-b", "nosuch1"]);
+        v.extend_from_slice(&HOSTS[4..]);
+        v.extend_from_slice(extra);
+        v
+    };
+    let packet: [&'static [&'static str]; 7] = [
+        &["trial", "--rate", "1000fps", "--frame-size", "64"],
+        &["rfc2544"],
+        &["loss", "--loads", "10%"],
+        &["latency", "--rate", "10%"],
+        &["mlrsearch"],
+        &["back-to-back"],
+        &["cpu-target"],
+    ];
+    let mut cases: Vec<(Vec<&str>, Vec<&str>)> = Vec::new();
+    for cmd in packet {
+        // Lab-building options without a lab.
+        cases.push((
+            ports(cmd, &["--lab-ring", "512"]),
+            vec!["--lab-ring", "--lab"],
+        ));
+        // IPsec options without --ipsec.
+        cases.push((
+            ports(cmd, &["--local-net", "198.18.0.0/24"]),
+            vec!["--local-net", "--ipsec"],
+        ));
+        cases.push((
+            ports(cmd, &["--peer-addrs", "198.19.0.10"]),
+            vec!["--peer-addrs", "--ipsec"],
+        ));
+        // A gateway you name, in the lab.
+        let mut lab = cmd.to_vec();
+        lab.extend_from_slice(&["--lab", "--ipsec", "--ipsec-gateway", "198.19.0.1"]);
+        cases.push((lab, vec!["--ipsec-gateway", "--lab"]));
+        // The in-kernel counter's sampling with a socket receiver.
+        let mut socket = cmd.to_vec();
+        socket.extend_from_slice(&["--lab", "--engine", "af_packet", "--receiver", "socket"]);
+        socket.extend_from_slice(&["--latency-every", "4"]);
+        cases.push((socket, vec!["--latency-every", "--receiver socket"]));
+    }
+    for cmd in ["rfc2544", "loss", "cpu-target"] {
+        // IPsec options on a scenario that makes no VPN gateway.
+        let mut v = vec![cmd, "--scenario", "acl:1", "--ipsec"];
+        if cmd == "loss" {
+            v.extend_from_slice(&["--loads", "10%"]);
+        }
+        cases.push((v, vec!["--ipsec", "--scenario acl:1", "vpn-gateway"]));
+    }
+    for (args, words) in [
+        (
+            &[
+                "rfc2544",
+                "--lab",
+                "--rfc2544-strict",
+                "--trial-duration",
+                "5s",
+            ][..],
+            &["--trial-duration", "--rfc2544-strict"][..],
+        ),
+        (
+            &[
+                "latency",
+                "--lab",
+                "--rate",
+                "10%",
+                "--search-duration",
+                "1s",
+            ],
+            &["--search-duration", "--rate"],
+        ),
+        (
+            &["latency", "--lab", "--rate", "10%", "--resolution", "2%"],
+            &["--resolution", "--rate"],
+        ),
+        (
+            &["latency", "--lab", "--rate", "10%", "--max-rate", "50%"],
+            &["--max-rate", "--rate"],
+        ),
+        (
+            &[
+                "back-to-back",
+                "--lab",
+                "--throughput",
+                "1000fps",
+                "--trial-duration",
+                "1s",
+            ],
+            &["--trial-duration", "--throughput"],
+        ),
+        (
+            &["loss", "--lab", "--loads", "10%", "--step", "5%"],
+            &["--step", "--rfc2544"],
+        ),
+        (
+            &["loss", "--lab", "--loads", "10%", "--max-rate", "50%"],
+            &["--max-rate", "--rfc2544"],
+        ),
+        (
+            &[
+                "loss",
+                "--scenario",
+                "acl:1,acl:2",
+                "--loads",
+                "10%",
+                "--label",
+                "x",
+            ],
+            &["--label", "--scenario"],
+        ),
+        (
+            &["tcp", "--lab", "--ip-b", "198.19.0.2/24"],
+            &["--ip-b", "--lab"],
+        ),
+        (
+            &["http", "--lab", "--gw-a", "198.18.0.1"],
+            &["--gw-a", "--lab"],
+        ),
+        (
+            &["overhead", "--frame-size", "64", "--mode", "transport"],
+            &["--mode", "--esp or --ah"],
+        ),
+        (
+            &[
+                "tunnels",
+                "--lab",
+                "--scenario",
+                "vpn-gateway",
+                "--count",
+                "5",
+                "--ipsec",
+            ],
+            &["--ipsec", "implied"],
+        ),
+        (
+            &[
+                "tunnels",
+                "--lab",
+                "--scenario",
+                "vpn-gateway",
+                "--count",
+                "5",
+                "--ipsec-gateway",
+                "198.19.0.1",
+            ],
+            &["--ipsec-gateway", "--lab"],
+        ),
+        (
+            &[
+                "tunnels",
+                "--lab",
+                "--scenario",
+                "vpn-gateway",
+                "--count",
+                "5",
+                "--step",
+                "2",
+            ],
+            &["--step", "--capacity"],
+        ),
+        (
+            &[
+                "tunnels",
+                "--lab",
+                "--scenario",
+                "vpn-gateway",
+                "--count",
+                "5",
+                "--max-loss",
+                "2",
+            ],
+            &["--max-loss", "--capacity"],
+        ),
+        (
+            &[
+                "tunnels",
+                "--lab",
+                "--scenario",
+                "vpn-gateway",
+                "--count",
+                "5",
+                "--traffic-rate",
+                "5/s",
+            ],
+            &["--traffic-rate", "--traffic"],
+        ),
+    ] {
+        cases.push((args.to_vec(), words.to_vec()));
+    }
+    for (args, words) in cases {
+        let run = expect_error(None, &args);
+        mentions(&run, &words);
+    }
+    // What clap says exactly: a lab of one's own naming is up already (its
+    // rings are its own), and --table-from measures nothing.
+    expect_usage_error(
+        &[
+            "trial",
+            "--lab",
+            "--lab-name",
+            "x",
+            "--lab-ring",
+            "512",
+            "--rate",
+            "1%",
+            "--frame-size",
+            "64",
+        ],
+        &["--lab-name", "--lab-ring"],
+    );
+    for (cmd, option, value) in [
+        ("tcp", "--streams", "3"),
+        ("tcp", "--lab", ""),
+        ("http", "--server", "nginx"),
+        ("http", "--no-db", ""),
+    ] {
+        let mut args = vec![cmd, "--table-from", "/nonexistent/t.json", option];
+        if !value.is_empty() {
+            args.push(value);
+        }
+        expect_usage_error(&args, &[option, "--table-from"]);
+    }
+}
+
 /// `--tunnels` on a packet command: a count of 0, without --ipsec, with a
 /// --range on the field the tunnels are spread over, more tunnels than
 /// --remote-net can slice, a list where one run is made, --peer-addrs for
@@ -1741,7 +1970,7 @@ fn tunnels_on_packet_commands_are_checked() {
         &[
             "rfc2544",
             "--scenario",
-            "vpn-gateway,wan-lan",
+            "vpn-gateway,vpn-gateway:aes128gcm16",
             "--tunnels",
             "1,10",
         ],

@@ -110,6 +110,14 @@ pub enum ScenarioError {
     Conflict { spec: String, reason: String },
 }
 
+/// The canonical text of the scenario (lower case, no spaces), as
+/// `--scenario` takes it back.
+impl std::fmt::Display for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.spec)
+    }
+}
+
 impl Scenario {
     /// Parses `--scenario`: a comma-separated list of scenarios, each
     /// parts joined with `+`. Several scenarios make a comparison.

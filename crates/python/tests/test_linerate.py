@@ -317,3 +317,12 @@ def test_tunnels_with_traffic_returns_each_tunnels_time_to_first_packet(no_lefto
         assert f["ttfp_ms"] >= tunnel["setup_ms"]
         assert 0 < f["received"] <= f["gateway_decrypted"] <= f["sent"]
     assert report["traffic"]["no_traffic"] == []
+
+
+def test_an_option_out_of_its_mode_names_the_keywords(no_leftovers):
+    # --rate skips latency's throughput search: its options mean nothing.
+    with pytest.raises(linerate.BadInput) as e:
+        linerate.latency(lab=True, rate="10%", search_duration="1s", no_db=True)
+    message = str(e.value)
+    assert message.startswith("search_duration") and "rate=" in message, message
+    assert "\n" not in message and "--" not in message, message

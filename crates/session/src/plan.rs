@@ -86,12 +86,22 @@ pub struct ExternalPort {
     pub host: HostConfig,
 }
 
-/// The device under test: a lab scenario to build (`--scenario`, one or
-/// several separated by ',') and where its CPU load comes from.
+/// The device under test: where its CPU load comes from. (The lab
+/// scenarios to build, `--scenario`, are parsed into the command's plan:
+/// [`scenario_list`] gives back their text.)
 #[derive(Debug, Clone, Default)]
 pub struct DutPlan {
-    pub scenario: Option<String>,
     pub cpu: DutCpuPlan,
+}
+
+/// `scenarios` as `--scenario` takes them: each one's canonical text,
+/// separated by ','.
+pub fn scenario_list(scenarios: &[linerate_lab::scenario::Scenario]) -> String {
+    scenarios
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 impl BedPlan {

@@ -49,6 +49,30 @@ pub struct StackPortArgs {
     pub connect_timeout: String,
 }
 
+/// What `--table-from` (measure nothing, lay out earlier runs) refuses
+/// beside the command's own options: where and how to measure, and where
+/// to store a run.
+const TABLE_CONFLICTS: [&str; 18] = [
+    "lab",
+    "lab_name",
+    "port_a",
+    "port_b",
+    "ip_a",
+    "gw_a",
+    "ip_b",
+    "gw_b",
+    "ipv6",
+    "connect_to",
+    "line_speed",
+    "label",
+    "connect_timeout",
+    "db",
+    "no_db",
+    "dut_name",
+    "dut_firmware",
+    "events",
+];
+
 #[derive(Args, Debug)]
 pub struct TcpArgs {
     #[command(flatten)]
@@ -71,8 +95,10 @@ pub struct TcpArgs {
     /// Write the record as JSON to FILE.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Measure nothing: lay out earlier runs' --json files (one per scenario, labelled with --label) as LANCOM Table 14.
-    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    /// Measure nothing: lay out earlier runs' --json files (one per scenario, labelled with --label when each was measured) as LANCOM Table 14; no other option but --quiet applies.
+    #[arg(long, value_delimiter = ',', num_args = 1..,
+          conflicts_with_all = ["streams", "direction", "window", "duration", "port", "json"],
+          conflicts_with_all = TABLE_CONFLICTS)]
     pub table_from: Vec<PathBuf>,
     #[command(flatten)]
     pub record: crate::args::record::RecordArgs,
@@ -103,8 +129,10 @@ pub struct HttpArgs {
     /// Write the record as JSON to FILE.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Measure nothing: lay out earlier runs' --json files (one per scenario) as LANCOM Table 15.
-    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    /// Measure nothing: lay out earlier runs' --json files (one per scenario) as LANCOM Table 15; no other option but --quiet applies.
+    #[arg(long, value_delimiter = ',', num_args = 1..,
+          conflicts_with_all = ["clients", "object_size", "direction", "duration", "port", "server", "json"],
+          conflicts_with_all = TABLE_CONFLICTS)]
     pub table_from: Vec<PathBuf>,
     #[command(flatten)]
     pub record: crate::args::record::RecordArgs,

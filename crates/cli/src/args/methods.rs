@@ -26,16 +26,16 @@ pub struct LossArgs {
     /// RFC 2544 section 26.3: from 100 % of the maximum rate down in steps of --step until two successive trials lose nothing.
     #[arg(long)]
     pub rfc2544: bool,
-    /// Step of the --rfc2544 mode, a share of the maximum rate (at most 10 %): 10% or 0.1 (N% is percent, a bare number a ratio).
-    #[arg(long, default_value = "10%", requires = "rfc2544")]
-    pub step: String,
+    /// Step of the --rfc2544 mode, a share of the maximum rate (at most 10 %): 10% or 0.1 (N% is percent, a bare number a ratio; default 10%).
+    #[arg(long)]
+    pub step: Option<String>,
     /// The rate 100 % means in the --rfc2544 mode (default: line rate), e.g. 2Mpps, 50%.
-    #[arg(long, requires = "rfc2544")]
+    #[arg(long)]
     pub max_rate: Option<String>,
     /// How long each trial sends.
     #[arg(long, allow_hyphen_values = true, default_value = "2s")]
     pub trial_duration: String,
-    /// Name of the table's row: the DUT or its configuration (e.g. "Linux, 50 rules"); the frame size is added when several are measured.
+    /// Name of the table's row: the DUT or its configuration (e.g. "Linux, 50 rules"); the frame size is added when several are measured. With --scenario the rows are named after the scenarios.
     #[arg(long)]
     pub label: Option<String>,
     /// Write every trial and the table's data as JSON to FILE (rewritten after each trial).
@@ -112,9 +112,9 @@ pub struct BackToBackArgs {
     /// The device's throughput for the corrected buffer time (RFC 9004), e.g. 100000fps; default: an RFC 2544 throughput search is run first.
     #[arg(long)]
     pub throughput: Option<String>,
-    /// Trial duration of that throughput search.
-    #[arg(long, allow_hyphen_values = true, default_value = "2s")]
-    pub trial_duration: String,
+    /// Trial duration of that throughput search (default 2s; no search with --throughput).
+    #[arg(long, allow_hyphen_values = true)]
+    pub trial_duration: Option<String>,
     /// Write every trial and the results as JSON to FILE (rewritten after each trial).
     #[arg(long)]
     pub json: Option<PathBuf>,

@@ -18,7 +18,16 @@ impl BackToBackArgs {
         let bed = args.ports.plan()?.for_capture(args.record.pcap.is_some());
         let frames = args.frames.frames(&bed.encap)?;
         let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
-        let trial_duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
+        super::unused::refuse(&[super::unused::Rule::new(
+            "--trial-duration",
+            args.trial_duration.is_some(),
+            args.throughput.is_none(),
+            "is for the throughput search run first, and --throughput gives the throughput instead: leave one of them out",
+        )])?;
+        let trial_duration = parse_trial_duration(
+            args.trial_duration.as_deref().unwrap_or("2s"),
+            "--trial-duration",
+        )?;
         let max_rate = parse_optional_rate(args.max_rate.as_deref(), "--max-rate")?;
         let throughput = parse_optional_rate(args.throughput.as_deref(), "--throughput")?;
         if args.repeat == 0 {
@@ -78,7 +87,7 @@ mod tests {
     fn a_back_to_back_plan_holds_every_value_checked() {
         let p = plan(
             "--sizes 64,128 --max-rate 50% --max-burst 500ms --repeat 3 --resolution 2% \
-             --throughput 100kfps --trial-duration 3s",
+             --throughput 100kfps",
         )
         .unwrap();
         assert_eq!(p.frames.len(), 2);
@@ -87,8 +96,11 @@ mod tests {
         assert_eq!(p.repeat, 3);
         assert!((p.resolution - 0.02).abs() < 1e-12);
         assert_eq!(p.throughput.as_ref().map(|r| r.0.as_str()), Some("100kfps"));
-        assert_eq!(p.trial_duration, Duration::from_secs(3));
         assert!(p.bed.is_lab());
+        // The search's trial duration, when a search runs.
+        let searched = plan("--trial-duration 3s").unwrap();
+        assert_eq!(searched.trial_duration, Duration::from_secs(3));
+        assert_eq!(plan("").unwrap().trial_duration, Duration::from_secs(2));
         let cfg = p.config(1000.0);
         assert_eq!((cfg.max_burst, cfg.repeat), (500, 3));
         assert_eq!(
@@ -99,6 +111,10 @@ mod tests {
             ("--max-rate fast", "--max-rate"),
             ("--throughput fast", "--throughput"),
             ("--trial-duration 1ms", "--trial-duration"),
+            (
+                "--throughput 100kfps --trial-duration 3s",
+                "--trial-duration is for the throughput search",
+            ),
             ("--resolution 0", "--resolution"),
             ("--repeat 0", "--repeat 0"),
             ("--max-burst lots", "--max-burst 'lots'"),

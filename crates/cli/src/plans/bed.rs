@@ -1,6 +1,8 @@
 //! The test bed ([`BedPlan`]) from the port options every packet command shares.
 
+use super::unused::{self, Rule};
 use crate::args::PortArgs;
+use linerate_lab::scenario::Scenario;
 use linerate_results::report::thousands;
 use linerate_session::error::{bail, err, Result, ResultExt};
 use linerate_session::peers::MAX_TUNNELS;
@@ -13,13 +15,14 @@ impl PortArgs {
     /// The test bed these options describe, every value checked; nothing
     /// on the machine is touched.
     pub fn plan(&self) -> Result<BedPlan> {
-        self.plan_with(false)
+        self.plan_with(&[])
     }
 
-    /// Like [`PortArgs::plan`]; with `scenario` (`--scenario`, which builds
-    /// a lab of its own for each configuration) the target is always a lab.
-    pub fn plan_with(&self, scenario: bool) -> Result<BedPlan> {
-        let (plan, counts) = self.plan_counts(scenario)?;
+    /// Like [`PortArgs::plan`]; with `scenarios` (`--scenario`, which
+    /// builds a lab of its own for each configuration) the target is
+    /// always a lab.
+    pub fn plan_with(&self, scenarios: &[Scenario]) -> Result<BedPlan> {
+        let (plan, counts) = self.plan_counts(scenarios)?;
         if counts.len() > 1 {
             bail!(BadInput, "--tunnels {} is a list: one run per count is for rfc2544 and loss; give one count here", self.tunnels.as_deref().unwrap_or_default());
         }
@@ -55,7 +58,9 @@ impl PortArgs {
 
     /// Like [`PortArgs::plan_with`], with the `--tunnels` counts (the plan
     /// holds the first; empty without `--tunnels`).
-    pub fn plan_counts(&self, scenario: bool) -> Result<(BedPlan, Vec<usize>)> {
+    pub fn plan_counts(&self, scenarios: &[Scenario]) -> Result<(BedPlan, Vec<usize>)> {
+        let scenario = !scenarios.is_empty();
+        unused::refuse(&self.rules(scenarios))?;
         ports::check_tx_threads(self.engine.into(), self.tx_threads)?;
         let straggler_wait = ports::parse_duration(&self.straggler_wait, "--straggler-wait")?;
         let encap = self.encap.encap()?;
@@ -70,16 +75,6 @@ impl PortArgs {
         if scenario && !encap.is_default() {
             // Scenarios configure the DUT for untagged IPv4 (NAT, ACLs, routes, tunnels).
             bail!(BadInput, "--scenario configures the lab DUT for untagged IPv4 and cannot test {encap} frames: run the scenario without --ipv6/--vlan");
-        }
-        if self.lab || scenario {
-            refuse_in_lab(&[
-                (self.ip_a.is_some(), "--ip-a"),
-                (self.gw_a.is_some(), "--gw-a"),
-                (self.ip_b.is_some(), "--ip-b"),
-                (self.gw_b.is_some(), "--gw-b"),
-                (self.gw_mac_a.is_some(), "--gw-mac-a"),
-                (self.gw_mac_b.is_some(), "--gw-mac-b"),
-            ])?;
         }
         let target = if self.lab || scenario {
             Target::Lab {
@@ -102,14 +97,6 @@ impl PortArgs {
         let mut ipsec = self.ipsec.plan(self.lab || scenario, scenario)?;
         let counts = self.tunnel_counts()?;
         if !counts.is_empty() || self.peer_addrs.is_some() {
-            let option = if counts.is_empty() {
-                "--peer-addrs"
-            } else {
-                "--tunnels"
-            };
-            if ipsec.is_none() && !scenario {
-                bail!(BadInput, "{option} applies with --ipsec: add --ipsec (port B is then the gateway's VPN peer) or leave it out");
-            }
             if counts.iter().all(|&n| n == 1) && self.peer_addrs.is_some() {
                 bail!(BadInput, "--peer-addrs gives the addresses of many peers: use it with --tunnels above 1, or give the one peer's address with --ip-b");
             }
@@ -187,14 +174,85 @@ impl PortArgs {
     }
 }
 
-/// Options that describe ports the user names mean nothing in the lab,
-/// whose hosts and router have addresses of their own: the first given is
-/// refused in one line rather than silently ignored.
-pub(crate) fn refuse_in_lab(given: &[(bool, &str)]) -> Result<()> {
-    if let Some((_, option)) = given.iter().find(|(given, _)| *given) {
-        bail!(BadInput, "{option} is for ports you name (--port-a/--port-b); the lab's hosts and router have their own addresses: leave {option} out with --lab or --scenario");
+impl PortArgs {
+    /// The options whose meaning depends on the mode (see [`unused`]):
+    /// the lab (`--lab`, or `--scenario`'s labs) or ports the user names;
+    /// IPsec or not; the receiver.
+    fn rules(&self, scenarios: &[Scenario]) -> Vec<Rule> {
+        let scenario = !scenarios.is_empty();
+        let lab = self.lab || scenario;
+        let mut rules: Vec<Rule> = [
+            ("--ip-a", self.ip_a.is_some()),
+            ("--gw-a", self.gw_a.is_some()),
+            ("--ip-b", self.ip_b.is_some()),
+            ("--gw-b", self.gw_b.is_some()),
+            ("--gw-mac-a", self.gw_mac_a.is_some()),
+            ("--gw-mac-b", self.gw_mac_b.is_some()),
+        ]
+        .into_iter()
+        .map(|(option, given)| in_named_ports(option, given, lab))
+        .collect();
+        rules.push(Rule::new(
+            "--lab-ring",
+            self.lab_ring.is_some(),
+            lab,
+            "is the ring depth of a lab this run builds: add --lab (or --scenario), or leave --lab-ring out",
+        ));
+        // The IPsec options: with --ipsec, or with scenarios that each make
+        // the DUT a VPN gateway (which fills in what they do not say).
+        let mut ipsec_options = self.ipsec.given();
+        if self.tunnels.is_some() {
+            ipsec_options.push("--tunnels");
+        }
+        if self.peer_addrs.is_some() {
+            ipsec_options.push("--peer-addrs");
+        }
+        if scenario {
+            let gateways = scenarios.iter().all(|s| s.vpn_gateway().is_some());
+            let list = scenarios_text(scenarios);
+            if self.ipsec.ipsec {
+                ipsec_options.insert(0, "--ipsec");
+            }
+            for option in ipsec_options {
+                rules.push(Rule::new(option, true, gateways, format!(
+                    "is for a VPN gateway, and --scenario {list} is not one in every lab it builds: use --scenario vpn-gateway[:SUITE], or leave {option} out"
+                )));
+            }
+        } else {
+            for option in ipsec_options {
+                rules.push(Rule::new(option, true, self.ipsec.ipsec, format!(
+                    "applies with --ipsec: add --ipsec (port B is then the gateway's VPN peer) or leave {option} out"
+                )));
+            }
+        }
+        rules.push(Rule::new(
+            "--ipsec-gateway",
+            self.ipsec.ipsec_gateway.is_some(),
+            !lab,
+            "is the IKE address of a gateway you name; the lab's VPN gateway has its own: leave --ipsec-gateway out with --lab or --scenario",
+        ));
+        rules.push(Rule::new(
+            "--latency-every",
+            self.latency_every != linerate_engine::LatencySampling::Auto,
+            self.receiver != crate::args::Receiver::Socket,
+            "sets how often the in-kernel counter reads the clock, and --receiver socket measures every frame: leave --latency-every out, or count with --receiver kernel",
+        ));
+        rules
     }
-    Ok(())
+}
+
+/// An option that describes a port the user names: it means nothing in
+/// the lab, whose hosts and router have addresses of their own.
+pub(crate) fn in_named_ports(option: &'static str, given: bool, lab: bool) -> Rule {
+    Rule::new(option, given, !lab, format!(
+        "is for ports you name (--port-a/--port-b); the lab's hosts and router have their own addresses: leave {option} out with --lab or --scenario"
+    ))
+}
+
+/// `scenarios` as `--scenario` writes them: the canonical text, ','
+/// between them.
+pub(crate) fn scenarios_text(scenarios: &[Scenario]) -> String {
+    linerate_session::plan::scenario_list(scenarios)
 }
 
 #[cfg(test)]
@@ -238,15 +296,29 @@ mod tests {
             unreachable!()
         };
         assert!(r.ports.plan().is_err());
-        assert!(r.ports.plan_with(true).unwrap().is_lab());
+        let acl = Scenario::parse_list("acl:1").unwrap();
+        assert!(r.ports.plan_with(&acl).unwrap().is_lab());
         // Scenarios configure the DUT for untagged IPv4.
         let args = "linerate rfc2544 --scenario acl:1 --ipv6".split_whitespace();
         let Command::Rfc2544(r) = Cli::try_parse_from(args).unwrap().command else {
             unreachable!()
         };
-        let e = r.ports.plan_with(true).unwrap_err();
+        let e = r.ports.plan_with(&acl).unwrap_err();
         assert_eq!(e.kind(), linerate_session::Kind::BadInput);
         assert!(e.to_string().contains("untagged IPv4"), "{e}");
+        // IPsec options need every scenario to be a VPN gateway.
+        let args = "linerate rfc2544 --scenario x --psk-file /k".split_whitespace();
+        let Command::Rfc2544(r) = Cli::try_parse_from(args).unwrap().command else {
+            unreachable!()
+        };
+        let vpn = Scenario::parse_list("vpn-gateway").unwrap();
+        assert!(r.ports.plan_with(&vpn).unwrap().ipsec.is_some());
+        let mixed = Scenario::parse_list("vpn-gateway,acl:1").unwrap();
+        let e = r.ports.plan_with(&mixed).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--psk-file is for a VPN gateway, and --scenario vpn-gateway,acl:1"),
+            "{e}"
+        );
 
         let lab = bed("--lab --lab-name x").unwrap();
         assert!(lab.is_lab());
@@ -268,6 +340,16 @@ mod tests {
             (&format!("{EXTERNAL} --range nonsense"), "--range"),
             ("--lab --tx-threads 2 --engine af_packet", "--tx-threads"),
             ("--lab --vlan 5000", "5000"),
+            // Options out of their mode.
+            ("--lab --gw-mac-a 02:00:00:00:00:01", "--gw-mac-a is for ports you name"),
+            ("--lab-ring 512", "--lab-ring is the ring depth of a lab this run builds"),
+            (&format!("{EXTERNAL} --psk-file /x"), "--psk-file applies with --ipsec"),
+            (&format!("{EXTERNAL} --tunnels 2"), "--tunnels applies with --ipsec"),
+            ("--lab --ipsec --ipsec-gateway 198.19.0.1", "--ipsec-gateway is the IKE address of a gateway you name"),
+            (
+                "--lab --engine af_packet --receiver socket --latency-every 4",
+                "--latency-every sets how often the in-kernel counter",
+            ),
         ] {
             let e = bed(args).unwrap_err();
             assert_eq!(e.kind(), linerate_session::Kind::BadInput, "{args}: {e:?}");

@@ -15,9 +15,22 @@ impl CpuTargetArgs {
     /// the machine is touched.
     pub fn plan(&self) -> Result<CpuTargetPlan> {
         let args = self;
+        let scenario = match &args.dut.scenario {
+            Some(text) => {
+                let mut list = Scenario::parse_list(text)?;
+                if list.len() != 1 {
+                    bail!(
+                        BadInput,
+                        "cpu-target runs one --scenario at a time: run it once per scenario"
+                    );
+                }
+                list.pop()
+            }
+            None => None,
+        };
         let bed = args
             .ports
-            .plan_with(args.dut.scenario.is_some())?
+            .plan_with(scenario.as_slice())?
             .for_capture(args.record.pcap.is_some());
         let target = parse_target(&args.target)?;
         let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
@@ -46,19 +59,6 @@ impl CpuTargetArgs {
             .json(args.json.as_deref())
             .record(&args.record.plan())
             .check()?;
-        let scenario = match &args.dut.scenario {
-            Some(text) => {
-                let mut list = Scenario::parse_list(text)?;
-                if list.len() != 1 {
-                    bail!(
-                        BadInput,
-                        "cpu-target runs one --scenario at a time: run it once per scenario"
-                    );
-                }
-                list.pop()
-            }
-            None => None,
-        };
         Ok(CpuTargetPlan {
             bed,
             config,

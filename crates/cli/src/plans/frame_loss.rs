@@ -1,5 +1,6 @@
 //! `LossPlan` from the command line's options.
 
+use super::unused::Rule;
 use crate::args::methods::LossArgs;
 use linerate_lab::scenario::Scenario;
 use linerate_method::frame_loss::RFC2544_MAX_STEP;
@@ -17,7 +18,11 @@ impl LossArgs {
     /// machine is touched.
     pub fn plan(&self) -> Result<LossPlan> {
         let args = self;
-        let (bed, tunnel_counts) = args.ports.plan_counts(args.dut.scenario.is_some())?;
+        let scenarios = match &args.dut.scenario {
+            Some(text) => Scenario::parse_list(text)?,
+            None => Vec::new(),
+        };
+        let (bed, tunnel_counts) = args.ports.plan_counts(&scenarios)?;
         let bed = bed.for_capture(args.record.pcap.is_some());
         let frames = args.frames.frames(&bed.encap)?;
         let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
@@ -34,9 +39,18 @@ impl LossArgs {
                 "no load given: use --loads 0.5Mpps,1Mpps,... (or fps, %, Mbps), or --rfc2544"
             );
         }
-        let step = parse_share(&args.step, "--step", Zero::Refused)?;
+        let rfc2544_only = |option: &str| {
+            format!("is for --rfc2544 (from 100 % of the maximum rate down), and --loads gives the loads: use --rfc2544 instead of --loads, or leave {option} out")
+        };
+        super::unused::refuse(&[
+            Rule::new("--step", args.step.is_some(), args.rfc2544, rfc2544_only("--step")),
+            Rule::new("--max-rate", args.max_rate.is_some(), args.rfc2544, rfc2544_only("--max-rate")),
+            Rule::new("--label", args.label.is_some(), scenarios.is_empty(), "names the rows of the DUT as it is, and with --scenario each row is named after its scenario: leave --label out"),
+        ])?;
+        let step_text = args.step.as_deref().unwrap_or("10%");
+        let step = parse_share(step_text, "--step", Zero::Refused)?;
         if args.rfc2544 && !(step > 0.0 && step <= RFC2544_MAX_STEP + 1e-12) {
-            bail!(BadInput, "--step {} is out of range: RFC 2544 section 26.3 asks for steps of at most 10 % of the maximum rate", args.step);
+            bail!(BadInput, "--step {step_text} is out of range: RFC 2544 section 26.3 asks for steps of at most 10 % of the maximum rate");
         }
         let max_rate = parse_optional_rate(args.max_rate.as_deref(), "--max-rate")?;
         let stop_above_loss = args
@@ -55,10 +69,6 @@ impl LossArgs {
             .check()?;
         let mode = if args.rfc2544 { "rfc2544" } else { "sweep" };
         let earlier = earlier_rows(&args.rows_from, mode)?;
-        let scenarios = match &args.dut.scenario {
-            Some(text) => Scenario::parse_list(text)?,
-            None => Vec::new(),
-        };
         Ok(LossPlan {
             tunnel_counts: if tunnel_counts.len() > 1 {
                 tunnel_counts

@@ -12,6 +12,12 @@ impl OverheadArgs {
     /// Every value of `args` checked.
     pub fn plan(&self) -> Result<OverheadPlan> {
         let args = self;
+        super::unused::refuse(&[super::unused::Rule::new(
+            "--mode",
+            args.mode.is_some(),
+            args.esp.is_some() || args.ah.is_some(),
+            "is the mode of IPsec (--esp or --ah), and none is given: add --esp or --ah, or leave --mode out",
+        )])?;
         let encapsulation = encapsulation(args)?;
         if !(args.fps.is_finite() && args.fps > 0.0) {
             bail!(
@@ -105,7 +111,7 @@ fn encapsulation(args: &OverheadArgs) -> Result<Encapsulation> {
     Ok(Encapsulation {
         esp,
         ah,
-        mode: if args.mode == "transport" {
+        mode: if args.mode.as_deref() == Some("transport") {
             Mode::Transport
         } else {
             Mode::Tunnel
@@ -122,6 +128,11 @@ fn encapsulation(args: &OverheadArgs) -> Result<Encapsulation> {
 
 /// The cipher and integrity of an ESP proposal; the key length changes
 /// no size.
+/// `--mode`, tunnel unless given.
+fn mode_text(args: &OverheadArgs) -> &str {
+    args.mode.as_deref().unwrap_or("tunnel")
+}
+
 fn suite_parts(suite: linerate_ike::EspSuite) -> (Cipher, Auth) {
     use linerate_ike::EspSuite::*;
     match suite {
@@ -137,14 +148,14 @@ fn describe(args: &OverheadArgs) -> String {
     if let Some(c) = &args.esp {
         if Cipher::parse(c).is_none() {
             // A proposal: it names its integrity.
-            parts.push(format!("ESP {c} ({})", args.mode));
+            parts.push(format!("ESP {c} ({})", mode_text(args)));
         } else {
             let auth = args.auth.as_deref().unwrap_or("none");
-            parts.push(format!("ESP {c}/{auth} ({})", args.mode));
+            parts.push(format!("ESP {c}/{auth} ({})", mode_text(args)));
         }
     }
     if let Some(a) = &args.ah {
-        parts.push(format!("AH {a} ({})", args.mode));
+        parts.push(format!("AH {a} ({})", mode_text(args)));
     }
     match args.wireguard.as_deref() {
         Some("unpadded") => parts.push("WireGuard (unpadded)".to_string()),

@@ -1,5 +1,6 @@
 //! `Rfc2544Plan` from the command line's options.
 
+use super::unused::Rule;
 use crate::args::Rfc2544Args;
 use linerate_lab::scenario::Scenario;
 use linerate_session::commands::rfc2544::STRICT_TRIAL;
@@ -18,16 +19,25 @@ impl Rfc2544Args {
             Some(text) => Scenario::parse_list(text)?,
             None => Vec::new(),
         };
-        let (bed, tunnel_counts) = args.ports.plan_counts(args.dut.scenario.is_some())?;
+        let (bed, tunnel_counts) = args.ports.plan_counts(&scenarios)?;
         let bed = bed.for_capture(args.record.pcap.is_some());
         if tunnel_counts.len() > 1 && scenarios.len() > 1 {
             linerate_session::error::bail!(BadInput, "--tunnels {} compares tunnel counts through one gateway: give one --scenario (vpn-gateway), not a list", args.ports.tunnels.as_deref().unwrap_or_default());
         }
         let frames = args.frames.frames(&bed.encap)?;
+        super::unused::refuse(&[Rule::new(
+            "--trial-duration",
+            args.trial_duration.is_some(),
+            !args.rfc2544_strict,
+            "sets how long each trial sends, and --rfc2544-strict sends RFC 2544's 60 s trials: leave one of them out",
+        )])?;
         let trial_duration = if args.rfc2544_strict {
             STRICT_TRIAL
         } else {
-            parse_trial_duration(&args.trial_duration, "--trial-duration")?
+            parse_trial_duration(
+                args.trial_duration.as_deref().unwrap_or("2s"),
+                "--trial-duration",
+            )?
         };
         let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
         let allowed_loss = parse_share(&args.loss, "--loss", Zero::Allowed)?;
@@ -105,8 +115,12 @@ mod tests {
             linerate_results::calibration::Calibration::default()
         );
 
-        let strict = plan("--lab --rfc2544-strict --trial-duration 3s").unwrap();
+        let strict = plan("--lab --rfc2544-strict").unwrap();
         assert_eq!(strict.trial_duration, STRICT_TRIAL);
+        assert_eq!(
+            plan("--lab").unwrap().trial_duration,
+            Duration::from_secs(2)
+        );
 
         let s = plan("--scenario lan-lan,wan-lan").unwrap();
         assert_eq!(s.scenarios.len(), 2);
@@ -118,6 +132,10 @@ mod tests {
             ("--lab --max-rate fast", "--max-rate"),
             ("--lab --frame-size 20", "20"),
             ("--scenario no-such-thing", "no-such-thing"),
+            (
+                "--lab --rfc2544-strict --trial-duration 3s",
+                "--trial-duration sets how long",
+            ),
         ] {
             let e = plan(args).unwrap_err();
             assert_eq!(e.kind(), linerate_session::Kind::BadInput, "{args}: {e:?}");

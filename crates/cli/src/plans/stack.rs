@@ -17,14 +17,15 @@ impl StackPortArgs {
             .as_deref()
             .map(|t| parse_ip(t, "--connect-to"))
             .transpose()?;
-        if args.lab {
-            super::bed::refuse_in_lab(&[
-                (args.ip_a.is_some(), "--ip-a"),
-                (args.gw_a.is_some(), "--gw-a"),
-                (args.ip_b.is_some(), "--ip-b"),
-                (args.gw_b.is_some(), "--gw-b"),
-            ])?;
-        }
+        super::unused::refuse(
+            &[
+                ("--ip-a", args.ip_a.is_some()),
+                ("--gw-a", args.gw_a.is_some()),
+                ("--ip-b", args.ip_b.is_some()),
+                ("--gw-b", args.gw_b.is_some()),
+            ]
+            .map(|(option, given)| super::bed::in_named_ports(option, given, args.lab)),
+        )?;
         let (target, ipv6) = if args.lab {
             let target = StackTarget::Lab {
                 name: args.lab_name.clone(),

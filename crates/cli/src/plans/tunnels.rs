@@ -1,6 +1,7 @@
 //! `TunnelsPlan` from `linerate tunnels`' options: every value checked,
 //! nothing on the machine touched.
 
+use super::unused::{self, Rule};
 use crate::args::tunnels::TunnelsArgs;
 use linerate_lab::scenario::{
     Scenario, VPN_FIRST_PEER, VPN_LAN, VPN_PEERS, VPN_REMOTE_NET, VPN_TUNNEL_NETS,
@@ -66,14 +67,6 @@ impl TunnelsArgs {
         traffic_rate: f64,
     ) -> Result<Option<CapacityPlan>> {
         if !self.capacity {
-            for (given, option) in [
-                (self.step.is_some(), "--step"),
-                (self.max_loss.is_some(), "--max-loss"),
-            ] {
-                if given {
-                    bail!(BadInput, "{option} is for --capacity (tunnels brought up a step at a time): add --capacity, or leave {option} out");
-                }
-            }
             return Ok(None);
         }
         // The default step never goes past the ceiling; a step given does
@@ -111,6 +104,35 @@ impl TunnelsArgs {
         }))
     }
 
+    /// The options that belong to one of the command's modes (see
+    /// [`unused`]): --capacity, --traffic, the lab or a gateway you name;
+    /// and the packet commands' options, which mean nothing here.
+    fn rules(&self) -> Vec<Rule> {
+        let capacity = |option: &str| {
+            format!("is for --capacity (tunnels brought up a step at a time): add --capacity, or leave {option} out")
+        };
+        let traffic = |option: &str| {
+            format!("is for --traffic (test frames through the tunnels): add --traffic, or leave {option} out")
+        };
+        let frames = |option: &str| {
+            format!("is for the packet commands' test frames, and linerate tunnels sends none (it sets tunnels up and deletes them): leave {option} out")
+        };
+        let lab = self.lab || self.scenario.is_some();
+        vec![
+            Rule::new("--step", self.step.is_some(), self.capacity, capacity("--step")),
+            Rule::new("--max-loss", self.max_loss.is_some(), self.capacity, capacity("--max-loss")),
+            Rule::new("--port-a", self.port_a.is_some(), self.traffic, traffic("--port-a")),
+            Rule::new("--gw-a", self.gw_a.is_some(), self.traffic, traffic("--gw-a")),
+            Rule::new("--traffic-rate", self.traffic_rate.is_some(), self.traffic, traffic("--traffic-rate")),
+            Rule::new("--rekey", self.ipsec.rekey.is_some(), false, "rekeys tunnels under test frames, and linerate tunnels sends none of a packet command's: measure rekeys under load with trial (or loss, rfc2544) --ipsec --tunnels N --rekey 2s"),
+            Rule::new("--direction", self.ipsec.direction.is_some(), false, frames("--direction")),
+            Rule::new("--esp-keys", self.ipsec.esp_keys.is_some(), false, frames("--esp-keys")),
+            Rule::new("--pcap", self.record.pcap.is_some(), false, frames("--pcap")),
+            Rule::new("--ipsec", self.ipsec.ipsec, false, "is implied: every peer linerate tunnels emulates is an IPsec peer; leave --ipsec out"),
+            Rule::new("--ipsec-gateway", self.ipsec.ipsec_gateway.is_some(), !lab, "is the IKE address of a gateway you name; the lab's VPN gateway has its own: leave --ipsec-gateway out with --lab or --scenario"),
+        ]
+    }
+
     pub fn plan(&self) -> Result<TunnelsPlan> {
         let count = match self.count {
             Some(n) => n,
@@ -140,31 +162,9 @@ impl TunnelsArgs {
             None if self.traffic || self.capacity => std::time::Duration::from_secs(2),
             None => std::time::Duration::ZERO,
         };
+        unused::refuse(&self.rules())?;
         let traffic_rate = self.traffic_rate()?;
         let capacity = self.capacity(count, hold, traffic_rate)?;
-        if !self.traffic {
-            for (given, option) in [
-                (self.port_a.is_some(), "--port-a"),
-                (self.gw_a.is_some(), "--gw-a"),
-                (self.traffic_rate.is_some(), "--traffic-rate"),
-            ] {
-                if given {
-                    bail!(BadInput, "{option} is for --traffic (test frames through the tunnels): add --traffic, or leave {option} out");
-                }
-            }
-        }
-        if self.ipsec.rekey.is_some() {
-            bail!(BadInput, "--rekey rekeys tunnels under test frames, and linerate tunnels sends none of a packet command's: measure rekeys under load with trial (or loss, rfc2544) --ipsec --tunnels N --rekey 2s");
-        }
-        for (given, option) in [
-            (self.ipsec.direction.is_some(), "--direction"),
-            (self.ipsec.esp_keys.is_some(), "--esp-keys"),
-            (self.record.pcap.is_some(), "--pcap"),
-        ] {
-            if given {
-                bail!(BadInput, "{option} is for the packet commands' test frames, and linerate tunnels sends none (it sets tunnels up and deletes them): leave {option} out");
-            }
-        }
         let ipsec = self.ipsec.values()?;
         Outputs::new()
             .json(self.json.as_deref())

@@ -253,11 +253,11 @@ def rfc2544(
         imix: Frame-size mixes instead: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1); several as imix0,imix1,imix2 or by repeating --imix
         all_layers: Show the throughput at every layer: Mbps at L1, L2, L3 and L4 (UDP payload) and the link usage as LanTraffic computes it
         mlrsearch: After each frame size's search, MLRsearch (RFC 9971) too: the NDR (loss 0 %) and PDR (loss 0.5 %) conditional throughputs, exceed ratio 50 % over two trials of --trial-duration, printed beneath the zero-loss throughput; the zero-loss search's trials count too, so it adds a few trials per size. They repeat better than it on a DUT that stalls now and then
-        trial_duration: How long each trial sends
+        trial_duration: How long each trial sends (default 2s)
         resolution: Stop the search when the bracket is this narrow, relative to its top: 1% or 0.01 (N% is percent, a bare number a ratio)
         loss: Loss a trial may have and still pass (RFC 2544: 0): 0.1% or 0.001 (N% is percent, a bare number a ratio)
         max_rate: Highest rate tried (default: line rate), e.g. 50%, 2Mpps, 5Gbps
-        rfc2544_strict: RFC 2544 to the letter: 60 s trials
+        rfc2544_strict: RFC 2544 to the letter: 60 s trials (instead of --trial-duration)
         json: Write every trial and the results as JSON to FILE (rewritten after each trial)
         calibration: Calibration file ('linerate calibrate'): results within 5 % of the stored tester ceiling are marked tester-limited. Default: ~/.local/share/linerate/calibration.json
         scenario: Lab DUT configuration, e.g. lan-lan, wan-lan, acl:12, firewall:50, routes:900000, tunnel:vxlan, xdp-router; parts joined with '+' (wan-lan+acl:12); several separated by ',' are compared side by side. Builds a fresh lab for each
@@ -523,10 +523,10 @@ def loss(
         loads: Offered loads, one trial each, in the order given: 0.45Mpps,1Mpps or 100000fps or 10%,50% (of line rate) or 1Gbps
         rates: Offered loads, one trial each, in the order given: 0.45Mpps,1Mpps or 100000fps or 10%,50% (of line rate) or 1Gbps
         rfc2544: RFC 2544 section 26.3: from 100 % of the maximum rate down in steps of --step until two successive trials lose nothing
-        step: Step of the --rfc2544 mode, a share of the maximum rate (at most 10 %): 10% or 0.1 (N% is percent, a bare number a ratio)
+        step: Step of the --rfc2544 mode, a share of the maximum rate (at most 10 %): 10% or 0.1 (N% is percent, a bare number a ratio; default 10%)
         max_rate: The rate 100 % means in the --rfc2544 mode (default: line rate), e.g. 2Mpps, 50%
         trial_duration: How long each trial sends
-        label: Name of the table's row: the DUT or its configuration (e.g. "Linux, 50 rules"); the frame size is added when several are measured
+        label: Name of the table's row: the DUT or its configuration (e.g. "Linux, 50 rules"); the frame size is added when several are measured. With --scenario the rows are named after the scenarios
         json: Write every trial and the table's data as JSON to FILE (rewritten after each trial)
         rows_from: Print the rows of earlier 'loss --json' files above this run's (other DUTs or configurations, as the 100GE report compares routers)
         stop_at_loss: In a sweep, a row stops after a load that lost more than this (50% or 0.5; N% is percent, a bare number a ratio), as the 100GE report leaves higher loads untested (default: every load runs)
@@ -660,9 +660,9 @@ def latency(
         rate: Measure at shares of this rate instead of searching the throughput first (e.g. 100kfps, 50%, 1Gbps)
         trial_duration: How long each latency trial sends (RFC 2544 asks for at least 120 s)
         repeat: Trials per load (RFC 2544: 20), combined as the RFC averages them
-        search_duration: Trial duration of the throughput search run first
-        resolution: Resolution of the throughput search: 1% or 0.01 (N% is percent, a bare number a ratio)
-        max_rate: Highest rate the throughput search tries (default: line rate)
+        search_duration: Trial duration of the throughput search run first (default 2s; no search with --rate)
+        resolution: Resolution of the throughput search: 1% or 0.01 (N% is percent, a bare number a ratio; default 1%; no search with --rate)
+        max_rate: Highest rate the throughput search tries (default: line rate; no search with --rate)
         json: Write the results with every trial as JSON to FILE
         calibration: Calibration file with the tester's own latency (default: ~/.local/share/linerate/calibration.json)
         dut_cpu_cmd: External DUT: a command printing its CPU load in percent (e.g. "ssh r1 ..."), run towards the end of each trial
@@ -793,7 +793,7 @@ def back_to_back(
         repeat: Repetitions of the search for the longest burst (RFC 2544: at least 50)
         resolution: Stop each repetition when the bracket is this narrow, relative to the failing burst (at least 1 frame): 1% or 0.01 (N% is percent, a bare number a ratio)
         throughput: The device's throughput for the corrected buffer time (RFC 9004), e.g. 100000fps; default: an RFC 2544 throughput search is run first
-        trial_duration: Trial duration of that throughput search
+        trial_duration: Trial duration of that throughput search (default 2s; no search with --throughput)
         json: Write every trial and the results as JSON to FILE (rewritten after each trial)
         dut_cpu_cmd: External DUT: a command printing its CPU load in percent (e.g. "ssh r1 ..."), run towards the end of each trial
         dut_snmp: External DUT: its CPU load from SNMP (HOST-RESOURCES-MIB hrProcessorLoad, via snmpwalk), as COMMUNITY@HOST
@@ -994,7 +994,7 @@ def tcp(
         duration: How long each direction measures
         port: TCP port the server listens on
         json: Write the record as JSON to FILE
-        table_from: Measure nothing: lay out earlier runs' --json files (one per scenario, labelled with --label) as LANCOM Table 14
+        table_from: Measure nothing: lay out earlier runs' --json files (one per scenario, labelled with --label when each was measured) as LANCOM Table 14; no other option but --quiet applies
         db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
         no_db: Do not store this run in the results database
         dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF" (one line, at most 200 characters)
@@ -1062,7 +1062,7 @@ def http(
         port: TCP port the server listens on
         server: The server: linerate's own (hyper), or nginx (must be installed) run in side B's namespace
         json: Write the record as JSON to FILE
-        table_from: Measure nothing: lay out earlier runs' --json files (one per scenario) as LANCOM Table 15
+        table_from: Measure nothing: lay out earlier runs' --json files (one per scenario) as LANCOM Table 15; no other option but --quiet applies
         db: Results database: every trial is stored the moment it ends. Default: ~/.local/share/linerate/results.sqlite
         no_db: Do not store this run in the results database
         dut_name: The device under test, as reports should name it, e.g. "LANCOM 1900EF" (one line, at most 200 characters)

@@ -131,7 +131,8 @@ pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
             series: Vec::new(),
             interrupted: None,
         });
-        if let Some(list) = &plan.dut.scenario {
+        if !plan.scenarios.is_empty() {
+            let list = crate::plan::scenario_list(&plan.scenarios);
             rep.run.description = format!("lab Linux router in each DUT configuration of {list}");
         }
         let row_name = match (scenario, &plan.label) {
