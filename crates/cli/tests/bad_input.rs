@@ -1897,6 +1897,41 @@ fn options_out_of_their_mode_are_refused_by_every_command() {
     }
 }
 
+/// `--lab-ring` is the depth of a lab the run builds: with the lab
+/// 'default' up (which `--lab` then uses, with its own rings) it is refused
+/// in one line, before anything is touched (issue 23). The lab is played
+/// by a namespace of its name in a mount namespace of the test's own
+/// (`unshare -m`, a private /run/netns), so no other run sees a lab
+/// 'default', and nothing is left when the shell ends.
+#[test]
+fn lab_ring_is_refused_when_the_default_lab_is_up() {
+    if !root_or_skip("lab_ring_is_refused_when_the_default_lab_is_up") {
+        return;
+    }
+    let before = netns_list();
+    let script = format!(
+        "mount --make-rprivate / && mount -t tmpfs tmpfs /run/netns && \
+         ip netns add lr-default-a && \
+         exec {LINERATE} trial --lab --lab-ring 512 --rate 1% --frame-size 64 --no-db"
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output()
+        .expect("unshare runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    for w in [
+        "linerate: error: --lab-ring",
+        "lab 'default' is up",
+        "lab up --ring N",
+    ] {
+        assert!(lines[0].contains(w), "'{w}' not in {stderr}");
+    }
+    assert!(new_lr_netns(&before, &netns_list()).is_empty());
+}
+
 /// `--tunnels` on a packet command: a count of 0, without --ipsec, with a
 /// --range on the field the tunnels are spread over, more tunnels than
 /// --remote-net can slice, a list where one run is made, --peer-addrs for
