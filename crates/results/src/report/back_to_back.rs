@@ -151,6 +151,13 @@ pub fn back_to_back_table(report: &BackToBackReport) -> String {
     if results.iter().any(limited) {
         out.push_str("(*) tester-limited: a burst was not sent in full at the burst rate; the figure may not be the device's.\n");
     }
+    if let Some(text) = crate::report::recovery_footer(
+        results
+            .iter()
+            .flat_map(|r| r.repetitions.iter().flat_map(|b| &b.trials)),
+    ) {
+        out.push_str(&text);
+    }
     out.push_str(&footer(&report.run));
     out
 }

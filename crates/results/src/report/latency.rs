@@ -171,6 +171,14 @@ pub fn latency_table(report: &LatencyReport) -> String {
             }
         }
     }
+    if let Some(text) = super::recovery_footer(
+        report
+            .results
+            .iter()
+            .flat_map(|r| r.points.iter().flat_map(|p| &p.trials)),
+    ) {
+        out.push_str(&text);
+    }
     let mut engine = format!(
         "Engine {}.   Line speed {}.",
         report.run.engine,

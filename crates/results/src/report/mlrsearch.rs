@@ -127,6 +127,9 @@ pub fn mlrsearch_table(report: &MlrSearchReport) -> String {
     if limited {
         out.push_str("(*) tester-limited: the tester could not offer the upper bound's rate in full; the device may forward more.\n");
     }
+    if let Some(text) = crate::report::recovery_footer(results.iter().flat_map(|r| &r.trials)) {
+        out.push_str(&text);
+    }
     out.push_str(&footer(&report.run));
     out
 }
