@@ -1722,6 +1722,18 @@ fn options_out_of_their_mode_are_refused_by_every_command() {
         }
         cases.push((v, vec!["--ipsec", "--scenario acl:1", "vpn-gateway"]));
     }
+    // The lab of a vpn-gateway scenario makes port B an IPsec peer, which
+    // linerate serves in user space: no xdp engine, no in-kernel counter.
+    for (option, value) in [
+        ("--engine", "xdp"),
+        ("--receiver", "kernel"),
+        ("--tx-threads", "2"),
+    ] {
+        cases.push((
+            vec!["rfc2544", "--scenario", "vpn-gateway", option, value],
+            vec![option, "--scenario vpn-gateway", "user space"],
+        ));
+    }
     for (args, words) in [
         (
             &[

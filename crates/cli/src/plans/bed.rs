@@ -132,19 +132,43 @@ impl PortArgs {
                 ..p
             });
         }
-        if ipsec.is_some() {
-            if !encap.is_default() {
-                bail!(
-                    BadInput,
-                    "--ipsec tests untagged IPv4 through the tunnel: leave out --ipv6 and --vlan"
-                );
-            }
-            if self.engine == crate::args::EngineName::Xdp {
-                bail!(BadInput, "--ipsec encrypts and decrypts every frame in user space, and the xdp engine builds and counts frames in the kernel: use --engine af_xdp or af_packet (or auto)");
-            }
-            if self.receiver == crate::args::Receiver::Kernel {
-                bail!(BadInput, "--ipsec decrypts the gateway's ESP frames in user space, where the in-kernel counter cannot count them: leave out --receiver kernel");
-            }
+        if ipsec.is_some() && !encap.is_default() {
+            bail!(
+                BadInput,
+                "--ipsec tests untagged IPv4 through the tunnel: leave out --ipv6 and --vlan"
+            );
+        }
+        // Port B is an IPsec peer with --ipsec, and in the lab of a
+        // vpn-gateway scenario: linerate encrypts and decrypts in user space.
+        let peer = if ipsec.is_some() {
+            Some("--ipsec".to_string())
+        } else {
+            scenarios
+                .iter()
+                .find(|s| s.vpn_gateway().is_some())
+                .map(|s| format!("--scenario {s} (port B the gateway's IPsec peer)"))
+        };
+        if let Some(peer) = peer {
+            unused::refuse(&[
+                Rule::new(
+                    "--engine xdp",
+                    self.engine == crate::args::EngineName::Xdp,
+                    false,
+                    format!("builds and counts frames in the kernel, and {peer} encrypts and decrypts every frame in user space: use --engine af_xdp or af_packet (or auto)"),
+                ),
+                Rule::new(
+                    "--tx-threads",
+                    self.tx_threads > 1,
+                    false,
+                    format!("above 1 needs the xdp engine, and {peer} encrypts and decrypts every frame in user space: leave --tx-threads out"),
+                ),
+                Rule::new(
+                    "--receiver kernel",
+                    self.receiver == crate::args::Receiver::Kernel,
+                    false,
+                    format!("counts in the kernel, and with {peer} linerate decrypts the gateway's ESP frames in user space, where the in-kernel counter cannot count them: leave out --receiver kernel"),
+                ),
+            ])?;
         }
         let recovery_limit = ports::parse_duration(&self.recovery_limit, "--recovery-limit")?;
         let line_speed_bps = self
@@ -313,6 +337,17 @@ mod tests {
         };
         let vpn = Scenario::parse_list("vpn-gateway").unwrap();
         assert!(r.ports.plan_with(&vpn).unwrap().ipsec.is_some());
+        // The lab of a vpn-gateway scenario makes port B an IPsec peer.
+        let args = "linerate rfc2544 --scenario x --engine xdp".split_whitespace();
+        let Command::Rfc2544(x) = Cli::try_parse_from(args).unwrap().command else {
+            unreachable!()
+        };
+        let e = x.ports.plan_with(&vpn).unwrap_err().to_string();
+        assert!(
+            e.contains("--scenario vpn-gateway (port B the gateway's IPsec peer)"),
+            "{e}"
+        );
+        assert!(x.ports.plan_with(&acl).is_ok());
         let mixed = Scenario::parse_list("vpn-gateway,acl:1").unwrap();
         let e = r.ports.plan_with(&mixed).unwrap_err().to_string();
         assert!(
@@ -349,6 +384,14 @@ mod tests {
             (
                 "--lab --engine af_packet --receiver socket --latency-every 4",
                 "--latency-every sets how often the in-kernel counter",
+            ),
+            (
+                &format!("{EXTERNAL} --ipsec --engine xdp"),
+                "--engine xdp builds and counts frames in the kernel, and --ipsec",
+            ),
+            (
+                &format!("{EXTERNAL} --ipsec --receiver kernel"),
+                "--receiver kernel counts in the kernel",
             ),
         ] {
             let e = bed(args).unwrap_err();
