@@ -10,7 +10,9 @@
  * (crates/engine/src/stats.rs): 32-bit sequence numbers are extended to 64
  * bits against the highest seen; within a window of LR_WINDOW numbers below
  * the highest, a repeat is a duplicate and an older number is reordered;
- * anything older than the window is counted as reordered.
+ * anything older than the window is counted as reordered. Each frame's
+ * number is also compared with the one after the previous frame's: a jump
+ * forward is a small or big sequence error, one back a reverse error.
  *
  * Latency is measured on the frames whose 32-bit sequence number has no
  * bit of lat_mask set: every frame (mask 0), or every 2nd, 4th, ... frame
@@ -38,6 +40,9 @@
 #define LR_SUB_BITS 7
 #define LR_SUB (1u << LR_SUB_BITS)
 #define LR_BUCKETS ((32 - LR_SUB_BITS + 1) * LR_SUB)
+/* Sequence errors: a jump forward over this many numbers or more is big
+ * (BIG_GAP in crates/engine/src/stats.rs). */
+#define LR_SEQ_BIG 1000
 #define LR_GEN_SHIFT 40 /* slot = generation << 40 | (extended seq + 1) */
 /* The frame checks of crates/wire integrity.rs. */
 #define LR_CHECK_HEADERS 0 /* lengths and the IPv4 header checksum */
@@ -70,6 +75,10 @@ struct stream_state {
 	__u64 lat_min;
 	__u64 lat_max;
 	__u64 lat_count; /* frames whose latency was measured */
+	__u64 expected;	 /* the number after the previous frame's (0 at first) */
+	__u64 seq_small; /* jumps forward over fewer than LR_SEQ_BIG numbers */
+	__u64 seq_big;	 /* jumps forward over LR_SEQ_BIG numbers or more */
+	__u64 seq_reverse; /* numbers below the expected one */
 	__u64 hist[LR_BUCKETS];
 };
 
@@ -367,6 +376,17 @@ int lr_count(struct xdp_md *ctx)
 			return XDP_DROP;
 		}
 	}
+	/* Sequence errors against the previous frame's number, duplicates
+	 * included (StreamStats::record). */
+	if (seq != st->expected) {
+		if (seq < st->expected)
+			st->seq_reverse++;
+		else if (seq - st->expected >= LR_SEQ_BIG)
+			st->seq_big++;
+		else
+			st->seq_small++;
+	}
+	st->expected = seq + 1;
 	__u32 slot_key = idx * LR_WINDOW + (seq & (LR_WINDOW - 1));
 	__u64 *slot = bpf_map_lookup_elem(&window, &slot_key);
 	if (!slot)

@@ -23,7 +23,10 @@ const SUB: u64 = 1 << SUB_BITS;
 /// Histogram buckets per stream (`LR_BUCKETS`).
 pub const BUCKETS: usize = ((32 - SUB_BITS + 1) as usize) << SUB_BITS;
 /// Fields of `struct stream_state` before the histogram.
-const HEADER_WORDS: usize = 8;
+const HEADER_WORDS: usize = 12;
+/// A jump forward over this many sequence numbers or more is a big
+/// sequence error (`LR_SEQ_BIG` in the program).
+pub const BIG_GAP: u64 = 1000;
 
 /// Mirrors `struct count_config`.
 #[repr(C)]
@@ -58,6 +61,9 @@ pub struct KernelStream {
     /// stream's every n-th: see [`XdpCounter::start_trial`]); the sum,
     /// extremes and histogram are theirs.
     pub latency_count: u64,
+    /// Sequence errors against the previous frame's number: jumps forward
+    /// over fewer than [`BIG_GAP`] numbers, over more, and back.
+    pub seq_errors: [u64; 3],
     /// [`BUCKETS`] counts; bucket `i` holds values in [`bucket_range`]`(i)`.
     pub histogram: Vec<u64>,
 }
@@ -284,6 +290,8 @@ impl XdpCounter {
                 latency_min_ns: w[5],
                 latency_max_ns: w[6],
                 latency_count: w[7],
+                // w[8]: the expected number, internal.
+                seq_errors: [w[9], w[10], w[11]],
                 histogram: w[HEADER_WORDS..].to_vec(),
             });
         }

@@ -206,6 +206,48 @@ fn a_sequence_number_beyond_the_trial_is_errored_and_moves_nothing() {
     assert_eq!(counts.errored, 2);
     let s = &counts.streams[0];
     assert_eq!((s.received, s.reordered, s.duplicated), (3, 0, 0), "{s:?}");
+    // 1 skips 0, 99 skips 3..=98; the refused numbers are not compared.
+    assert_eq!(s.seq_errors, [2, 0, 0], "{s:?}");
+}
+
+/// Sequence errors in the kernel as in user space (the same numbers as
+/// the unit test of `StreamStats` in crates/engine/src/stats.rs): each
+/// frame against the number after the previous frame's.
+#[test]
+fn sequence_errors_are_counted_against_the_previous_frame_as_in_user_space() {
+    if !linerate_bpf::root_or_skip("the XDP counter's sequence errors") {
+        return;
+    }
+    let mut counter = XdpCounter::load(1).expect("the XDP counter loads (as root)");
+    counter
+        .start_trial(
+            7,
+            1,
+            DEFAULT_UDP_PORT,
+            1 << 31,
+            FrameCheck::Headers,
+            10_000,
+            SentFrom::default(),
+        )
+        .unwrap();
+    let t = template_128();
+    for seq in [0, 1, 2, 3, 5, 4, 5, 6, 1006, 2007] {
+        let mut f = vec![0u8; t.len()];
+        let sig = Signature {
+            stream: 7,
+            seq,
+            tx_ts: 0,
+        };
+        t.write(&mut f, sig);
+        assert_eq!(counter.verdict(&f).unwrap(), Verdict::Counted);
+    }
+    let counts = counter.read().unwrap();
+    let s = &counts.streams[0];
+    // 5 skips 4 and 1,006 skips 999 (small), 2,007 skips 1,000 (big),
+    // 4 comes back (reverse).
+    assert_eq!(s.seq_errors, [2, 1, 1], "{s:?}");
+    assert_eq!((s.received, s.duplicated, s.reordered), (9, 1, 1), "{s:?}");
+    assert_eq!(linerate_bpf::counter::BIG_GAP, 1000);
 }
 
 /// A 128-byte IPv4 test frame's template, stream 7's port.

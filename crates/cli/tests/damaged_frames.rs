@@ -35,6 +35,21 @@ int damage(struct __sk_buff *skb)
 {
 	__u16 magic;
 	__u8 seq_low;
+#if MODE == 5 /* dropped: frames whose low byte is 7, and 10,000 ..= 11,999 */
+	__u32 seq;
+	if (skb->protocol != bpf_htons(ETH_P_IP) ||
+	    bpf_skb_load_bytes(skb, IP + 28, &magic, 2) || magic != bpf_htons(0x4C52) ||
+	    bpf_skb_load_bytes(skb, IP + 32, &seq, 4))
+		return TC_ACT_OK;
+	seq = bpf_ntohl(seq);
+	if ((seq & 0xff) != 7 && (seq < 10000 || seq >= 12000))
+		return TC_ACT_OK;
+	__u32 key = 0;
+	__u64 *dropped = bpf_map_lookup_elem(&lr_damaged, &key);
+	if (dropped)
+		__sync_fetch_and_add(dropped, 1);
+	return TC_ACT_SHOT;
+#endif
 	if (skb->protocol != bpf_htons(ETH_P_IP) ||
 	    bpf_skb_load_bytes(skb, IP + 28, &magic, 2) || magic != bpf_htons(0x4C52) ||
 	    bpf_skb_load_bytes(skb, IP + 35, &seq_low, 1) || seq_low != 7)
@@ -365,6 +380,32 @@ fn a_frame_the_dut_holds_for_seconds_is_received_late_not_damaged() {
         eprintln!("{receiver}: rx {} of 6000, latency {l}", u(&v, "rx_frames"));
         assert!(
             u(l, "max") > 2_500_000_000 && u(l, "max") < 4_000_000_000,
+            "{receiver}: {v}"
+        );
+    }
+}
+
+/// Sequence errors against the DUT's own count of what it dropped: one
+/// frame in 256 (a gap of one number each: a small error) and the 2,000
+/// frames 10,000 ..= 11,999 (one jump over 2,000 numbers: a big error, the
+/// threshold being 1,000). 7 of the single frames fall in the burst:
+/// 72 small errors, 1 big, none reverse; nothing reordered.
+#[test]
+fn dropped_frames_are_small_and_big_sequence_errors_by_either_receiver() {
+    if !root_or_skip("dropped_frames_are_small_and_big_sequence_errors_by_either_receiver") {
+        return;
+    }
+    for receiver in ["kernel", "socket"] {
+        let (v, n) = run("dd", 5, &["--receiver", receiver]);
+        assert_eq!(n, 79 + 2000 - 7, "the program dropped {n}: {v}");
+        assert_eq!(u(&v, "tx_frames"), 20_000, "{v}");
+        assert_eq!(u(&v, "lost_frames"), n, "{receiver}: {v}");
+        assert_eq!(u(&v, "rx_frames"), 20_000 - n, "{receiver}: {v}");
+        assert_eq!(u(&v, "errored_frames"), 0, "{receiver}: {v}");
+        assert_eq!((u(&v, "reordered"), u(&v, "duplicated")), (0, 0), "{v}");
+        assert_eq!(
+            v["sequence_errors"],
+            serde_json::json!({"small": 72, "big": 1, "reverse": 0, "threshold": 1000}),
             "{receiver}: {v}"
         );
     }

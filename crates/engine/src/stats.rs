@@ -15,11 +15,14 @@
 //! frames after it are judged against the numbers really sent.
 
 use hdrhistogram::Histogram;
-use linerate_results::LatencySummary;
+use linerate_results::{LatencySummary, SequenceErrors};
 use linerate_wire::signature::extend_seq;
 
 /// Sequence numbers remembered below the highest one seen (128 KiB of bits).
 pub const WINDOW: u64 = 1 << 20;
+/// A jump forward over this many numbers or more is a big sequence error
+/// ([`SequenceErrors`]); the in-kernel counter's `LR_SEQ_BIG`.
+pub const BIG_GAP: u64 = 1000;
 const WORDS: usize = (WINDOW / 64) as usize;
 
 pub struct StreamStats {
@@ -27,6 +30,10 @@ pub struct StreamStats {
     duplicated: u64,
     reordered: u64,
     highest: Option<u64>,
+    /// The number after the previous frame's (0 before the first).
+    expected: u64,
+    /// Jumps forward over fewer than [`BIG_GAP`] numbers, over more, back.
+    seq_errors: [u64; 3],
     /// Sequence numbers sent on this stream are below this.
     sent_below: u64,
     seen: Box<[u64; WORDS]>,
@@ -41,6 +48,8 @@ impl Default for StreamStats {
             duplicated: 0,
             reordered: 0,
             highest: None,
+            expected: 0,
+            seq_errors: [0; 3],
             sent_below: u64::MAX,
             seen: vec![0u64; WORDS]
                 .into_boxed_slice()
@@ -73,6 +82,16 @@ impl StreamStats {
     pub fn reordered(&self) -> u64 {
         self.reordered
     }
+    /// Sequence errors against the previous frame's number ([`SequenceErrors`]).
+    pub fn sequence_errors(&self) -> SequenceErrors {
+        let [small, big, reverse] = self.seq_errors;
+        SequenceErrors {
+            small,
+            big,
+            reverse,
+            threshold: BIG_GAP,
+        }
+    }
 
     /// The 64-bit sequence number a 32-bit one stands for, against the
     /// highest seen (what [`record`](Self::record) counts it as).
@@ -100,6 +119,16 @@ impl StreamStats {
         if seq >= self.sent_below {
             return false;
         }
+        // Against the previous frame's number, duplicates included.
+        if seq != self.expected {
+            let kind = match seq.checked_sub(self.expected) {
+                None => 2,
+                Some(skipped) if skipped >= BIG_GAP => 1,
+                Some(_) => 0,
+            };
+            self.seq_errors[kind] += 1;
+        }
+        self.expected = seq + 1;
         match self.highest {
             Some(h) if seq <= h => {
                 if h - seq >= WINDOW {
@@ -138,7 +167,8 @@ impl StreamStats {
     }
 
     /// Counts kept elsewhere (by the XDP counter): distinct, duplicated and
-    /// reordered frames, the exact latency sum, min and max, and a
+    /// reordered frames, the sequence errors (small, big, reverse), the
+    /// exact latency sum, min and max, and a
     /// histogram as (lowest value, highest value, count) buckets. Each
     /// bucket's frames are recorded at its midpoint, clamped to [min, max],
     /// so the percentiles carry the bucket's precision; min and max stay exact.
@@ -146,6 +176,7 @@ impl StreamStats {
         received: u64,
         duplicated: u64,
         reordered: u64,
+        seq_errors: [u64; 3],
         latency_sum: u64,
         (min, max): (u64, u64),
         buckets: impl Iterator<Item = (u64, u64, u64)>,
@@ -154,6 +185,7 @@ impl StreamStats {
             received,
             duplicated,
             reordered,
+            seq_errors,
             latency_sum: latency_sum as u128,
             ..StreamStats::default()
         };
@@ -177,6 +209,9 @@ impl StreamStats {
         self.received += other.received;
         self.duplicated += other.duplicated;
         self.reordered += other.reordered;
+        for (mine, theirs) in self.seq_errors.iter_mut().zip(other.seq_errors) {
+            *mine += theirs;
+        }
         self.latency_sum += other.latency_sum;
         self.latency
             .add(&other.latency)
@@ -296,6 +331,69 @@ mod tests {
             assert!(s.record(seq, 1));
         }
         assert_eq!(s.reordered(), 2);
+    }
+
+    fn errors(s: &StreamStats) -> (u64, u64, u64) {
+        let e = s.sequence_errors();
+        (e.small, e.big, e.reverse)
+    }
+
+    #[test]
+    fn sequence_errors_compare_each_frame_with_the_previous_one() {
+        let mut s = StreamStats::sending(10_000);
+        // 0..=3 in order; 5 skips 4 (small); 4 comes back (reverse); 5
+        // again (a duplicate: in sequence after 4); 6, then 1,006 skips
+        // 999 numbers (small), 2,007 skips 1,000 (big).
+        for seq in [0, 1, 2, 3, 5, 4, 5, 6, 1006, 2007] {
+            assert!(s.record(seq, 1));
+        }
+        assert_eq!(errors(&s), (2, 1, 1));
+        assert_eq!(s.sequence_errors().threshold, BIG_GAP);
+        assert_eq!((s.duplicated(), s.reordered()), (1, 1));
+        // A stream that does not start at 0 jumped from the start.
+        let mut s = StreamStats::sending(10_000);
+        s.record(3, 1);
+        assert_eq!(errors(&s), (1, 0, 0));
+        // Refused numbers (never sent) are not compared.
+        let mut s = StreamStats::sending(10);
+        for seq in [0, 1, 50, 2] {
+            s.record(seq, 1);
+        }
+        assert_eq!(errors(&s), (0, 0, 0));
+    }
+
+    #[test]
+    fn one_wild_number_within_the_sent_ones_costs_two_sequence_errors() {
+        // Frame 100's number damaged to 900 (within the 1,000 sent, so
+        // not refused): RFC 4737 counts the 799 frames after it below
+        // 900 as reordered; the sequence errors, the jump to it and back.
+        let mut s = StreamStats::sending(1000);
+        for seq in 0..1000u32 {
+            s.record(if seq == 100 { 900 } else { seq }, 1);
+        }
+        assert_eq!(s.reordered(), 799);
+        assert_eq!(s.duplicated(), 1, "the real 900");
+        assert_eq!(errors(&s), (1, 0, 1));
+        // Beyond the big-gap threshold, the jump there is big.
+        let mut s = StreamStats::sending(5000);
+        for seq in 0..5000u32 {
+            s.record(if seq == 100 { 4000 } else { seq }, 1);
+        }
+        assert_eq!(errors(&s), (0, 1, 1));
+    }
+
+    #[test]
+    fn merged_streams_add_their_sequence_errors() {
+        let mut a = StreamStats::sending(100);
+        let mut b = StreamStats::sending(100);
+        for seq in [0, 2, 1] {
+            a.record(seq, 1);
+        }
+        b.record(50, 1);
+        a.merge(&b);
+        assert_eq!(errors(&a), (2, 0, 1));
+        let k = StreamStats::from_counts(1, 0, 0, [4, 5, 6], 1, (1, 1), std::iter::empty());
+        assert_eq!(errors(&k), (4, 5, 6));
     }
 
     #[test]

@@ -67,6 +67,10 @@ pub(crate) fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult
         },
         reordered: ab.reordered + ba.reordered,
         duplicated: ab.duplicated + ba.duplicated,
+        sequence_errors: match (ab.sequence_errors, ba.sequence_errors) {
+            (Some(x), Some(y)) => Some(x.combine(y)),
+            (x, y) => x.or(y),
+        },
         latency_ns,
         generator_short: ab.generator_short || ba.generator_short,
         generator_max_stall_ns: ab.generator_max_stall_ns.max(ba.generator_max_stall_ns),
@@ -310,6 +314,7 @@ pub(crate) fn summarize(
         },
         reordered: legit.reordered(),
         duplicated: legit.duplicated(),
+        sequence_errors: Some(legit.sequence_errors()),
         latency_ns: legit.latency(counted.latency_every),
         generator_short: sent.handed < total,
         generator_max_stall_ns: Some(sent.max_stall.as_nanos() as u64),

@@ -345,6 +345,9 @@ fn run_one(
     Ok((generator.progress()?, tally?))
 }
 
+// The kernel counts sequence errors under user space's threshold.
+const _: () = assert!(crate::stats::BIG_GAP == linerate_bpf::counter::BIG_GAP);
+
 /// Counts with the in-kernel counter; a packet socket behind it handles
 /// ARP (the counter passes every frame that is not a test frame).
 pub struct XdpReceiver<R> {
@@ -417,6 +420,7 @@ impl<R: RxQueue> Receiver for XdpReceiver<R> {
                 k.received,
                 k.duplicated,
                 k.reordered,
+                k.seq_errors,
                 k.latency_sum_ns,
                 (k.latency_min_ns, k.latency_max_ns),
                 k.histogram.iter().enumerate().map(|(i, &n)| {

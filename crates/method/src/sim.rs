@@ -209,6 +209,7 @@ impl SimulatedDut {
             },
             reordered: 0,
             duplicated: 0,
+            sequence_errors: None,
             latency_ns: (rx > 0).then_some(LatencySummary {
                 min: 10_000,
                 avg: 12_000,

@@ -18,6 +18,42 @@ pub struct TrialSpec {
     pub duration: Duration,
 }
 
+/// Sequence errors as hardware testers count them: every received frame
+/// of a stream (duplicates too; damaged frames never) is compared with the
+/// number that follows the previous frame's (the expected number; 0 for a
+/// stream's first frame). A frame on it is in sequence; one above it is a
+/// jump forward over numbers not (yet) seen: `small` when it skips fewer
+/// than `threshold` numbers, `big` when it skips `threshold` or more; one
+/// below it is `reverse` (a late frame or a duplicate). Unlike `reordered`
+/// (RFC 4737: every frame below the highest number seen), one wild number
+/// costs two errors (the jump to it and the jump back), not a count of
+/// every frame after it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SequenceErrors {
+    pub small: u64,
+    pub big: u64,
+    pub reverse: u64,
+    /// Numbers skipped from which a jump forward is big.
+    pub threshold: u64,
+}
+
+impl SequenceErrors {
+    /// Every kind of error summed.
+    pub fn total(&self) -> u64 {
+        self.small + self.big + self.reverse
+    }
+
+    /// Two sets of counts (two directions, streams) under one threshold.
+    pub fn combine(self, other: SequenceErrors) -> SequenceErrors {
+        SequenceErrors {
+            small: self.small + other.small,
+            big: self.big + other.big,
+            reverse: self.reverse + other.reverse,
+            threshold: self.threshold.max(other.threshold),
+        }
+    }
+}
+
 /// Latency summary in nanoseconds, measured from each frame's scheduled
 /// send time to its arrival at the receiving port.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -151,6 +187,11 @@ pub struct TrialResult {
     pub reordered: u64,
     /// Frames whose sequence number had already been received.
     pub duplicated: u64,
+    /// Each frame's sequence number against the previous frame's of its
+    /// stream: the jumps forward (small, big) and back. None in records
+    /// from before they were counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_errors: Option<SequenceErrors>,
     /// None when no frame was received.
     pub latency_ns: Option<LatencySummary>,
     /// The generator could not send at the intended rate (offered < intended):

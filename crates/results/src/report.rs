@@ -514,6 +514,16 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
     }
     let _ = writeln!(out, "  reordered   {:>15} frames", thousands(t.reordered));
     let _ = writeln!(out, "  duplicated  {:>15} frames", thousands(t.duplicated));
+    if let Some(e) = t.sequence_errors.filter(|e| e.total() > 0) {
+        let _ = writeln!(
+            out,
+            "  seq errors  {:>15} small, {} big (a jump over {} or more numbers), {} reverse",
+            thousands(e.small),
+            thousands(e.big),
+            thousands(e.threshold),
+            thousands(e.reverse)
+        );
+    }
     if t.errored_frames > 0 {
         let _ = writeln!(
             out,

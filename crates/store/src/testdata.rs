@@ -31,6 +31,7 @@ pub fn trial(size: u16, fps: f64, loss_ratio: f64) -> TrialResult {
         loss_ratio: lost as f64 / intended as f64,
         reordered: 0,
         duplicated: 0,
+        sequence_errors: None,
         latency_ns: Some(LatencySummary {
             min: 8_000,
             avg: 20_000 + size as u64 * 10,

@@ -26,6 +26,7 @@ fn trial(duration_s: f64, loss_ratio: f64) -> TrialResult {
         loss_ratio,
         reordered: 0,
         duplicated: 0,
+        sequence_errors: None,
         latency_ns: None,
         generator_short: false,
         generator_max_stall_ns: None,

@@ -215,6 +215,7 @@ mod tests {
             loss_ratio: loss,
             reordered: 0,
             duplicated: 0,
+            sequence_errors: None,
             latency_ns: None,
             generator_short: offered < intended,
             generator_max_stall_ns: None,

@@ -30,6 +30,7 @@ fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialRes
         loss_ratio: lost as f64 / intended_frames as f64,
         reordered: 3,
         duplicated: 1,
+        sequence_errors: None,
         latency_ns: Some(LatencySummary {
             min: 8_200,
             avg: 15_049,
@@ -703,4 +704,36 @@ fn a_wait_for_the_dut_to_recover_is_said_and_a_run_out_limit_marked() {
         "{text}"
     );
     assert!(text.contains("64 B at 30,000 frames/s: waited 30.0 s (9,000,000 frames arrived), still sending when the limit ran out: the result may be poisoned"), "{text}");
+}
+
+#[test]
+fn trial_summary_shows_sequence_errors_when_there_are_any() {
+    let mut t = trial(64, 1000.0, 2000, false);
+    let line = |t: &TrialResult| {
+        trial_summary(t, 10_000_000_000)
+            .lines()
+            .find(|l| l.contains("seq errors"))
+            .map(str::to_string)
+    };
+    assert_eq!(line(&t), None, "not counted: no line");
+    t.sequence_errors = Some(crate::SequenceErrors {
+        threshold: 1000,
+        ..Default::default()
+    });
+    assert_eq!(line(&t), None, "none: no line");
+    t.sequence_errors = Some(crate::SequenceErrors {
+        small: 1234,
+        big: 1,
+        reverse: 2,
+        threshold: 1000,
+    });
+    assert_eq!(
+        line(&t).unwrap(),
+        "  seq errors            1,234 small, 1 big (a jump over 1,000 or more numbers), 2 reverse"
+    );
+    let json = serde_json::to_value(&t).unwrap();
+    assert_eq!(
+        json["sequence_errors"],
+        serde_json::json!({"small": 1234, "big": 1, "reverse": 2, "threshold": 1000})
+    );
 }
