@@ -13,7 +13,9 @@
 //! (a VPN gateway in user space, a shaper) is waited for, up to
 //! [`QuietRule::limit`]; a quiet one costs at most one interval, and less
 //! when the time between trials already covers it (the window starts at
-//! the end of the previous trial's straggler wait).
+//! the end of the previous trial's straggler wait), and nothing after a
+//! trial that received every frame it sent (one reading then shows
+//! whether anything arrived since).
 
 use crate::accounting::link_counters;
 use crate::EngineError;
@@ -74,6 +76,10 @@ pub struct QuietWatch<const N: usize> {
     first: [u64; N],
     /// Where the running quiet window began: its time and counts.
     window: (Duration, [u64; N]),
+    /// Every frame the previous trial sent had arrived when it ended: the
+    /// DUT holds none of it, so a first reading without frames since is
+    /// quiet at once, without a whole interval.
+    drained: bool,
 }
 
 impl<const N: usize> QuietWatch<N> {
@@ -85,7 +91,13 @@ impl<const N: usize> QuietWatch<N> {
             since,
             first: counts,
             window: (Duration::ZERO, counts),
+            drained: false,
         }
+    }
+
+    /// The previous trial received every frame it sent (see `drained`).
+    pub fn drained(self, drained: bool) -> Self {
+        QuietWatch { drained, ..self }
     }
 
     /// A reading `at` into the check.
@@ -112,7 +124,8 @@ impl<const N: usize> QuietWatch<N> {
                 quiet_frames: self.rule.max_frames,
             })
         };
-        if t.saturating_sub(self.window.0) >= self.rule.interval {
+        let drained = std::mem::take(&mut self.drained) && !busy;
+        if drained || t.saturating_sub(self.window.0) >= self.rule.interval {
             return done(
                 false,
                 self.window.0.saturating_sub(self.since),
@@ -132,6 +145,15 @@ impl<const N: usize> QuietWatch<N> {
 pub struct Mark {
     at: Instant,
     counts: [u64; 2],
+    /// Every frame the trial sent had arrived (see [`QuietWatch`]).
+    drained: bool,
+}
+
+impl Mark {
+    /// The mark of a trial whose every frame had arrived (or not).
+    pub fn drained(self, drained: bool) -> Mark {
+        Mark { drained, ..self }
+    }
 }
 
 /// Frames tester port `info` has received (the kernel's rx_packets and
@@ -146,6 +168,7 @@ pub fn mark(ports: [&PortInfo; 2]) -> Option<Mark> {
     Some(Mark {
         counts: [port_frames(ports[0])?, port_frames(ports[1])?],
         at: Instant::now(),
+        drained: false,
     })
 }
 
@@ -167,7 +190,8 @@ pub fn wait_until_quiet(
         rule,
         start.saturating_duration_since(first.at),
         first.counts,
-    );
+    )
+    .drained(first.drained);
     loop {
         if interrupt.load(Ordering::Relaxed) {
             return Err(EngineError::Interrupted);
@@ -228,6 +252,25 @@ mod tests {
         // No previous trial: a whole interval from the check's start.
         let r = run(rule, Duration::ZERO, [0, 0], |_| [0, 3]);
         assert_eq!((r.waited_s, r.limit_reached), (0.0, false));
+    }
+
+    #[test]
+    fn after_a_trial_that_received_every_frame_one_quiet_reading_is_enough() {
+        let rule = QuietRule::default();
+        // Ended 5 ms ago with every frame in, 3 frames since: at once.
+        let mut w = QuietWatch::new(rule, ms(5), [5, 7]).drained(true);
+        let Verdict::Done(r) = w.sample(ms(0), [5, 10]) else {
+            panic!("nothing of the trial is left in the DUT")
+        };
+        assert_eq!((r.waited_s, r.frames, r.limit_reached), (0.0, 0, false));
+        // Frames arriving all the same (something else): a whole interval.
+        let mut w = QuietWatch::new(rule, ms(5), [5, 7]).drained(true);
+        assert_eq!(w.sample(ms(0), [5, 500]), Verdict::Wait);
+        assert_eq!(w.sample(ms(10), [5, 500]), Verdict::Wait);
+        let Verdict::Done(r) = w.sample(ms(100), [5, 500]) else {
+            panic!("quiet for 100 ms")
+        };
+        assert_eq!((r.waited_s, r.frames), (0.0, 493));
     }
 
     #[test]

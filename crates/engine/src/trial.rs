@@ -115,7 +115,10 @@ impl Engine {
         let result = self.run_phases(spec, streams, interrupt);
         // The next trial's check watches from here (after the straggler
         // wait): the time between trials counts towards its quiet interval.
-        self.last_end = recovery::mark([&self.a.port.info, &self.b.port.info]);
+        // Nothing of a trial whose every frame arrived is left in the DUT.
+        let drained = matches!(&result, Ok(Some(r)) if r.rx_frames >= r.tx_frames);
+        self.last_end =
+            recovery::mark([&self.a.port.info, &self.b.port.info]).map(|m| m.drained(drained));
         result.map(|r| {
             r.map(|mut r| {
                 r.recovery = recovered;
