@@ -1808,6 +1808,25 @@ fn options_out_of_their_mode_are_refused_by_every_command() {
             &["--mode", "--esp or --ah"],
         ),
         (
+            &["calibrate", "--engine", "xdp", "--receiver", "socket"],
+            &["--receiver socket", "xdp engine"],
+        ),
+        (
+            &[
+                "trial",
+                "--lab",
+                "--rate",
+                "1%",
+                "--frame-size",
+                "64",
+                "--engine",
+                "xdp",
+                "--receiver",
+                "socket",
+            ],
+            &["--receiver socket", "xdp engine"],
+        ),
+        (
             &[
                 "tunnels",
                 "--lab",

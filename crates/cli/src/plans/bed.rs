@@ -256,6 +256,12 @@ impl PortArgs {
             "is the IKE address of a gateway you name; the lab's VPN gateway has its own: leave --ipsec-gateway out with --lab or --scenario",
         ));
         rules.push(Rule::new(
+            "--receiver socket",
+            self.receiver == crate::args::Receiver::Socket,
+            self.engine != crate::args::EngineName::Xdp,
+            "hands every frame up to linerate, and the xdp engine counts test frames in the kernel and hands none up: use --engine af_xdp or af_packet with --receiver socket",
+        ));
+        rules.push(Rule::new(
             "--latency-every",
             self.latency_every != linerate_engine::LatencySampling::Auto,
             self.receiver != crate::args::Receiver::Socket,
@@ -384,6 +390,10 @@ mod tests {
             (
                 "--lab --engine af_packet --receiver socket --latency-every 4",
                 "--latency-every sets how often the in-kernel counter",
+            ),
+            (
+                "--lab --engine xdp --receiver socket",
+                "--receiver socket hands every frame up",
             ),
             (
                 &format!("{EXTERNAL} --ipsec --engine xdp"),

@@ -19,6 +19,16 @@ impl CalibrateArgs {
                 bail!(BadInput, "--tx-threads above 1 needs --engine xdp (calibrate only that engine: --engine xdp)");
             }
         }
+        let only_xdp = args
+            .engine
+            .iter()
+            .all(|&e| e == crate::args::EngineName::Xdp);
+        super::unused::refuse(&[super::unused::Rule::new(
+            "--receiver socket",
+            args.receiver == crate::args::Receiver::Socket,
+            !only_xdp,
+            "hands every frame up to linerate, and the xdp engine counts test frames in the kernel and hands none up: calibrate af_xdp or af_packet (--engine) with --receiver socket",
+        )])?;
         let frames = args
             .frames
             .sizes_only("calibrate", &linerate_wire::Encap::default())?;
@@ -112,12 +122,12 @@ mod tests {
         };
         let p = plan(
             "--engine xdp --tx-threads 2 --sizes 64,128 --trial-duration 3s --resolution 0.5% \
-             --straggler-wait 100ms --port-a p0 --port-b p1 --line-speed 1G --receiver socket",
+             --straggler-wait 100ms --port-a p0 --port-b p1 --line-speed 1G --receiver kernel",
         )
         .unwrap();
         assert_eq!(p.engines, [linerate_session::plan::EngineChoice::Xdp]);
         assert_eq!(p.tx_threads, 2);
-        assert_eq!(p.receiver, linerate_session::plan::ReceiverChoice::Socket);
+        assert_eq!(p.receiver, linerate_session::plan::ReceiverChoice::Kernel);
         assert_eq!(
             p.frames.iter().map(|f| f.frame()).collect::<Vec<_>>(),
             [64, 128]
@@ -132,6 +142,7 @@ mod tests {
         assert!(plan("").unwrap().ports.is_none());
         for (args, says) in [
             ("--engine af_packet --tx-threads 2", "--tx-threads"),
+            ("--engine xdp --receiver socket", "--receiver socket hands every frame"),
             ("--sizes 20", "20"),
             ("--trial-duration 1ms", "--trial-duration"),
             ("--resolution 0", "--resolution"),
