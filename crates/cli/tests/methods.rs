@@ -555,15 +555,7 @@ fn loss_mlrsearch_and_back_to_back_runs_are_stored_with_every_trial() {
     let (lab, _guard) = lab_up("rec");
     let db = TempFile::new("recdb");
     let events = TempFile::new("recev");
-    let common = [
-        "--sizes",
-        "128",
-        "--trial-duration",
-        "1s",
-        "-q",
-        "--db",
-        db.arg(),
-    ];
+    let common = ["--sizes", "128", "-q", "--db", db.arg()];
     let runs: [(&str, Vec<&str>); 3] = [
         ("loss", vec!["--loads", "5kpps,10kpps"]),
         ("mlrsearch", vec!["--max-rate", "10kpps"]),
@@ -586,6 +578,10 @@ fn loss_mlrsearch_and_back_to_back_runs_are_stored_with_every_trial() {
         let mut args = vec![*cmd, "--lab", "--lab-name", &lab, "--json", json.arg()];
         args.extend_from_slice(&common);
         args.extend_from_slice(extra);
+        // back-to-back's --throughput replaces the search --trial-duration is for.
+        if *cmd != "back-to-back" {
+            args.extend(["--trial-duration", "1s"]);
+        }
         if i == 0 {
             args.extend(["--events", events.arg()]);
         }
@@ -649,7 +645,7 @@ fn every_method_command_captures_the_test_frames() {
         return;
     }
     let (lab, _guard) = lab_up("pcap");
-    let common = ["--sizes", "128", "--trial-duration", "1s", "-q", "--no-db"];
+    let common = ["--sizes", "128", "-q", "--no-db"];
     let runs: [(&str, Vec<&str>); 4] = [
         ("loss", vec!["--loads", "5kpps"]),
         ("mlrsearch", vec!["--max-rate", "5kpps"]),
@@ -673,6 +669,10 @@ fn every_method_command_captures_the_test_frames() {
         let mut args = vec![cmd, "--lab", "--lab-name", &lab, "--pcap", pcap.arg()];
         args.extend_from_slice(&common);
         args.extend_from_slice(&extra);
+        // back-to-back's --throughput replaces the search --trial-duration is for.
+        if cmd != "back-to-back" {
+            args.extend(["--trial-duration", "1s"]);
+        }
         let run = linerate(&args);
         assert_eq!(run.code, 0, "{cmd}: {}", run.dump());
         let bytes = std::fs::read(&pcap.0).expect("pcap written");

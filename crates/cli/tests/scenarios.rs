@@ -310,7 +310,9 @@ fn every_packet_command_records_an_external_duts_cpu() {
         let mut args = command.to_vec();
         args.extend_from_slice(&B2B_HOSTS);
         args.extend_from_slice(&["--sizes", "64", "--straggler-wait", "200ms"]);
-        if command[0] != "trial" {
+        // trial has --duration; back-to-back's --throughput replaces the
+        // search --trial-duration is for.
+        if command[0] != "trial" && command[0] != "back-to-back" {
             args.extend_from_slice(&["--trial-duration", "300ms"]);
         }
         args.extend_from_slice(&["--dut-cpu-cmd", "echo 42", "--json", json.arg()]);

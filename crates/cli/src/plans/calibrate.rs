@@ -142,7 +142,10 @@ mod tests {
         assert!(plan("").unwrap().ports.is_none());
         for (args, says) in [
             ("--engine af_packet --tx-threads 2", "--tx-threads"),
-            ("--engine xdp --receiver socket", "--receiver socket hands every frame"),
+            (
+                "--engine xdp --receiver socket",
+                "--receiver socket hands every frame",
+            ),
             ("--sizes 20", "20"),
             ("--trial-duration 1ms", "--trial-duration"),
             ("--resolution 0", "--resolution"),
