@@ -775,6 +775,17 @@ pub fn rekeys_lines(t: &TrialResult) -> Vec<String> {
     lines
 }
 
+/// How long a trial waited for the DUT to recover: in ms below 0.1 s, so
+/// a wait of one poll does not read as "0.0 s" beside the frames that
+/// arrived meanwhile.
+pub fn recovery_wait(waited_s: f64) -> String {
+    if waited_s < 0.1 {
+        format!("{:.0} ms", waited_s * 1000.0)
+    } else {
+        format!("{waited_s:.1} s")
+    }
+}
+
 /// What the check before a trial waited for, in words: None when the DUT
 /// was quiet at once. When the limit ran out the trial started with the DUT
 /// still sending, and says its result may be poisoned.
@@ -788,8 +799,8 @@ pub fn recovery_note(r: &crate::Recovery) -> Option<String> {
     }
     r.waited().then(|| {
         format!(
-            "waited {:.1} s for the DUT to stop forwarding earlier frames before the trial ({} frames arrived meanwhile)",
-            r.waited_s,
+            "waited {} for the DUT to stop forwarding earlier frames before the trial ({} frames arrived meanwhile)",
+            recovery_wait(r.waited_s),
             thousands(r.frames)
         )
     })
@@ -814,10 +825,10 @@ pub fn recovery_footer<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) ->
                 "then quiet"
             };
             lines.push(format!(
-                "  {} B at {} frames/s: waited {:.1} s ({} frames arrived), {how}\n",
+                "  {} B at {} frames/s: waited {} ({} frames arrived), {how}\n",
                 t.frame_size,
                 thousands_f64(t.intended_fps),
-                r.waited_s,
+                recovery_wait(r.waited_s),
                 thousands(r.frames)
             ));
         }

@@ -10,7 +10,7 @@
 
 use linerate_method::spec::Step;
 use linerate_method::{relative_width, Progress};
-use linerate_results::report::thousands;
+use linerate_results::report::{recovery_wait, thousands};
 use linerate_results::TrialResult;
 use linerate_wire::{FrameMix, FrameSize};
 use std::io::{IsTerminal, Write};
@@ -411,8 +411,8 @@ fn recovery_text(result: &TrialResult) -> String {
             r.waited_s
         ),
         Some(r) => format!(
-            "  (waited {:.1} s first for the DUT to stop forwarding earlier frames)",
-            r.waited_s
+            "  (waited {} first for the DUT to stop forwarding earlier frames)",
+            recovery_wait(r.waited_s)
         ),
         None => String::new(),
     }

@@ -707,6 +707,14 @@ fn a_wait_for_the_dut_to_recover_is_said_and_a_run_out_limit_marked() {
 }
 
 #[test]
+fn a_short_recovery_wait_reads_in_ms_not_as_zero_seconds() {
+    assert_eq!(recovery_wait(0.01), "10 ms");
+    assert_eq!(recovery_wait(0.0994), "99 ms");
+    assert_eq!(recovery_wait(0.1), "0.1 s");
+    assert_eq!(recovery_wait(4.2), "4.2 s");
+}
+
+#[test]
 fn trial_summary_shows_sequence_errors_when_there_are_any() {
     let mut t = trial(64, 1000.0, 2000, false);
     let line = |t: &TrialResult| {
