@@ -32,6 +32,21 @@ fn shaper(r: &str) -> (u64, u64, u64) {
 /// A router (plain `ip`) whose egress towards port B is the shaper.
 fn shaped_router(tag: &str) -> (String, String, NetnsGuard) {
     let (t, r, guard) = plain_router(tag);
+    // IPv6 off on the shaped port: its router solicitations, MLD reports
+    // and DAD come at times of the kernel's choosing and would pass the
+    // shaper beside the test frames, whose count the test compares with
+    // the shaper's own (ARP alone stays within the allowance).
+    sh(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            &r,
+            "sysctl",
+            "-qw",
+            "net.ipv6.conf.rb.disable_ipv6=1",
+        ],
+    );
     sh(
         "tc",
         &[
@@ -118,9 +133,12 @@ fn a_trial_after_an_overload_waits_for_the_dut_to_drain_and_loses_nothing() {
         "shaper sent {sent} and dropped {dropped}, linerate sent {tx}"
     );
     // Trial 1's frames: received, dropped by the shaper, or drained late.
+    // `drained` leaves out the last quiet interval's frames (at most 10,
+    // the quiet rule's allowance) and any that arrived between the
+    // receiver's stop and the check's first reading: 20 in all.
     let first = dropped + u(&over, "rx_frames") + drained;
     assert!(
-        u(&over, "tx_frames").abs_diff(first) <= 10,
+        u(&over, "tx_frames").abs_diff(first) <= 20,
         "trial 1 sent {}; received {}, the shaper dropped {dropped}, {drained} drained later",
         u(&over, "tx_frames"),
         u(&over, "rx_frames")
