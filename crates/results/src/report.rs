@@ -806,11 +806,29 @@ pub fn recovery_note(r: &crate::Recovery) -> Option<String> {
     })
 }
 
+/// How many trials a footer lists, one line each.
+const FOOTER_LISTED: usize = 20;
+
+/// The end of a footer that lists trials: its lines (the caller keeps at
+/// most [`FOOTER_LISTED`]), then, when more trials than that had one, a note
+/// that these are the first and which field of each trial's record holds
+/// the rest.
+fn push_listed(out: &mut String, lines: &[String], trials: usize, field: &str) {
+    for l in lines {
+        out.push_str(l);
+    }
+    if trials > FOOTER_LISTED {
+        let _ = writeln!(
+            out,
+            "  (the first {FOOTER_LISTED} trials; each trial's record has its own: {field})"
+        );
+    }
+}
+
 /// The trials that had to wait for the DUT to stop forwarding earlier
 /// frames (the previous trial's backlog) before they started, one line
 /// each; None when none had to.
 pub fn recovery_footer<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) -> Option<String> {
-    const LISTED: usize = 20;
     let (mut lines, mut waited, mut poisoned) = (Vec::new(), 0usize, 0usize);
     for t in trials {
         let Some(r) = t.recovery.filter(|r| r.waited()) else {
@@ -818,7 +836,7 @@ pub fn recovery_footer<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) ->
         };
         waited += 1;
         poisoned += usize::from(r.limit_reached);
-        if lines.len() < LISTED {
+        if lines.len() < FOOTER_LISTED {
             let how = if r.limit_reached {
                 "still sending when the limit ran out: the result may be poisoned"
             } else {
@@ -844,15 +862,7 @@ pub fn recovery_footer<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) ->
             String::new()
         }
     );
-    for l in lines {
-        out.push_str(&l);
-    }
-    if waited > LISTED {
-        let _ = writeln!(
-            out,
-            "  (the first {LISTED} trials; each trial's record has its own: recovery)"
-        );
-    }
+    push_listed(&mut out, &lines, waited, "recovery");
     Some(out)
 }
 
@@ -860,7 +870,6 @@ pub fn recovery_footer<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) ->
 /// per trial that had any, how many completed and the frames lost and time
 /// blocked per rekey; None when no trial had a rekey.
 pub fn rekeys_footer<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) -> Option<String> {
-    const LISTED: usize = 20;
     let mut lines = Vec::new();
     let (mut completed, mut failed, mut trials_with) = (0u64, 0u64, 0usize);
     for t in trials {
@@ -873,7 +882,7 @@ pub fn rekeys_footer<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) -> O
         let lost = t.tx_frames.saturating_sub(t.rx_frames);
         if let (Some((each, blocked)), true) = (
             r.per_rekey(lost, t.offered_fps, t.tunnels.len().max(1)),
-            lines.len() < LISTED,
+            lines.len() < FOOTER_LISTED,
         ) {
             lines.push(format!(
                 "  {} B at {} frames/s: {} rekeys, {each:.1} frames lost and {blocked:.2} ms blocked per rekey\n",
@@ -891,15 +900,7 @@ pub fn rekeys_footer<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) -> O
         thousands(completed),
         thousands(failed)
     );
-    for l in lines {
-        out.push_str(&l);
-    }
-    if trials_with > LISTED {
-        let _ = writeln!(
-            out,
-            "  (the first {LISTED} trials; each trial's record has its own: esp.rekeys)"
-        );
-    }
+    push_listed(&mut out, &lines, trials_with, "esp.rekeys");
     Some(out)
 }
 
@@ -1133,3 +1134,29 @@ fn capitalize(s: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod push_listed_tests {
+    use super::{push_listed, FOOTER_LISTED};
+
+    /// The lines come out as given, and the note about the first trials
+    /// only when more trials than were listed had a line.
+    #[test]
+    fn the_listed_tail_notes_the_first_trials_only_when_there_were_more() {
+        let lines: Vec<String> = (0..FOOTER_LISTED)
+            .map(|i| format!("  line {i}\n"))
+            .collect();
+        let mut all = String::from("head\n");
+        push_listed(&mut all, &lines, FOOTER_LISTED, "recovery");
+        assert_eq!(all, format!("head\n{}", lines.concat()));
+        let mut more = String::from("head\n");
+        push_listed(&mut more, &lines, FOOTER_LISTED + 1, "esp.rekeys");
+        assert_eq!(
+            more,
+            format!(
+                "head\n{}  (the first 20 trials; each trial's record has its own: esp.rekeys)\n",
+                lines.concat()
+            )
+        );
+    }
+}
