@@ -3,13 +3,13 @@
 //! the engine ready on them.
 
 use crate::error::{bail, err, Result, ResultExt};
-use crate::plan::{BedPlan, Target};
+use crate::plan::BedPlan;
 use linerate_bpf::generator::MAX_FRAME_LEN as XDP_MAX_FRAME_LEN;
 use linerate_engine::backend::{NotDelivered, QueueRx, QueueTx};
 use linerate_engine::host::Ipv6Host;
 use linerate_engine::xdp::{XdpReceiver, XdpTransmitter};
-use linerate_engine::{Engine, EngineConfig, HostConfig, LatencySampling, TesterPort};
-use linerate_lab::layout::{RoutedLayout, LAB_IPV6, LAB_IPV6_PREFIX};
+use linerate_engine::{Engine, HostConfig, LatencySampling, TesterPort};
+use linerate_lab::layout::RoutedLayout;
 use linerate_lab::Lab;
 use linerate_port::af_packet::{AfPacketOptions, AfPacketPort};
 use linerate_port::af_xdp::{AfXdpOptions, AfXdpPort};
@@ -107,75 +107,18 @@ pub fn open(plan: &BedPlan, max_frame_len: usize) -> Result<TestBed> {
 /// Like [`open`], on `lab` when one is given (a lab a scenario configured):
 /// the test bed then owns it and removes it when dropped.
 pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Result<TestBed> {
-    let mut opts = AfPacketOptions {
-        max_frame_len,
-        ..AfPacketOptions::default()
-    };
-    if plan.frame_check == linerate_wire::FrameCheck::Payload || plan.ipsec.is_some() {
-        // The UDP checksum covers the whole frame, and an ESP frame is
-        // verified and decrypted whole: copy all of it up.
-        opts.rx_snaplen = u16::MAX as u32;
-    }
-    let encap = plan.encap;
+    let mut opts = bed::rx_options(plan, max_frame_len);
     if !nix::unistd::geteuid().is_root() {
         bail!(Environment, "not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
     }
-    let mut routed = None;
-    let mut port_locks = Vec::new();
-    let (a, host_a, b, mut host_b, lab, placement) = match (&plan.target, given) {
-        (Target::External { a: pa, b: pb }, None) => {
-            let a = (pa.ifname.clone(), None);
-            let b = (pb.ifname.clone(), None);
-            port_locks = lock_ports(&a, &b)?;
-            (a, pa.host.clone(), b, pb.host.clone(), None, None)
-        }
-        (target, given) => {
-            let lab = match (given, target) {
-                (Some(lab), _) => lab,
-                (None, Target::Lab { name, ring }) => lab_for_run(name.as_deref(), *ring)?,
-                (None, Target::External { .. }) => lab_for_run(None, None)?,
-            };
-            let (pa, pb) = (lab.port_a().clone(), lab.port_b().clone());
-            let a = (pa.ifname.clone(), Some(pa.netns.clone()));
-            let b = (pb.ifname.clone(), Some(pb.netns.clone()));
-            let host = |p: &linerate_lab::LabPort, side: usize| HostConfig {
-                ip: p.ip,
-                prefix_len: p.prefix_len,
-                gateway: p.gateway,
-                gateway_mac: None,
-                also_answers: None,
-                inner: None,
-                ipv6: (encap.ip == IpVersion::V6).then(|| Ipv6Host {
-                    ip: LAB_IPV6[side].0,
-                    prefix_len: LAB_IPV6_PREFIX,
-                    gateway: LAB_IPV6[side].1,
-                }),
-                vlan: encap.vlan,
-            };
-            let (ha, hb) = (host(&pa, 0), host(&pb, 1));
-            if !encap.is_default() {
-                routed = Some(
-                    lab.route_layout(encap.ip == IpVersion::V6, encap.vlan.map(|v| v.id))
-                        .context("preparing the lab router for IPv6/VLAN")?,
-                );
-                if let Some(r) = &routed {
-                    errln!(
-                        "linerate: {encap} test frames: the lab router routes them on {} for this run",
-                        r.describe()
-                    );
-                }
-            }
-            let pl = lab.placement();
-            let placement = Placement {
-                tester_cpus: pl.tester_cpus.clone(),
-                dut_cpus: pl.dut_cpus.clone(),
-                shared_core: pl.shared_core,
-                note: pl.note.clone(),
-                ring: Some(pl.ring),
-            };
-            (a, ha, b, hb, Some(lab), Some(placement))
-        }
-    };
+    let bed::Attached {
+        a,
+        host_a,
+        b,
+        mut host_b,
+        placement,
+        held,
+    } = bed::attach(plan, given)?;
     let (a_name, b_name) = (a.0.clone(), b.0.clone());
     // IPsec is negotiated before the engine opens the ports: a socket
     // engine's XDP program on port B would take the gateway's answers.
@@ -215,96 +158,13 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         ipsec.is_some(),
     )?;
     let direction = ipsec.as_ref().map(|p| p.record.direction);
-    let transforms = match ipsec.as_mut() {
-        Some(p) => p.transforms()?,
-        None => None,
-    };
-    if let Some((send, receive)) = transforms {
-        use crate::ipsec::Direction;
-        let (send, receive) = match direction {
-            Some(Direction::Encrypt) => (None, Some(receive)),
-            Some(Direction::Decrypt) => (Some(send), None),
-            _ => (Some(send), Some(receive)),
-        };
-        b.set_transforms(send, receive, engine_name)?;
-    }
-    // In the lab, the tester ports' receive work leaves the DUT's CPU (a
-    // deep lab's ports have no NAPI: their backlog is on the tester's CPU).
+    bed::install_transforms(ipsec.as_mut(), &mut b, engine_name)?;
     if let Some(p) = placement.as_ref().filter(|p| !p.shared_core && !deep) {
-        for info in [&a.info, &b.info] {
-            if let Some(ns) = &info.netns {
-                if let Err(why) = linerate_lab::tester_receive(ns, &info.ifname, &p.tester_cpus) {
-                    errln!(
-                        "linerate: note: {}'s receive stays where the kernel runs it: {why}",
-                        info.ifname
-                    );
-                }
-            }
-        }
+        bed::move_tester_receive(p, [&a, &b]);
     }
-
-    let (line_bps, line_speed_source) = match plan.line_speed_bps {
-        Some(bps) => (bps, "given with --line-speed".to_string()),
-        None => match a.info.speed_bps {
-            Some(bps) => (bps, format!("reported by {}", a.info.ifname)),
-            None => (
-                DEFAULT_LINE_BPS,
-                "not reported by the link; 10G assumed (set --line-speed)".to_string(),
-            ),
-        },
-    };
-    host_b.also_answers = destinations_to_answer(&plan.flows, &host_b)?;
-    // `--tunnels`: port B answers ARP for every peer, and the test frames
-    // are spread evenly over the tunnels' slices (the address behind
-    // linerate: the source of what port B sends, the destination of what
-    // it receives).
-    let mut flows = plan.flows.clone();
-    let mut flows_rev = linerate_wire::Flows {
-        encap: flows.encap,
-        ..linerate_wire::Flows::default()
-    };
-    let mut tunnels = None;
-    if let Some(p) = &ipsec {
-        if let (Some(slices), Some(t)) = (p.slices, &p.record.tunnels) {
-            use linerate_wire::flows::Field;
-            host_b.also_answers = Some((t.first_peer, t.last_peer));
-            // The engine's A is port B when decrypting (ports swapped).
-            let (ab, ba) = match direction {
-                Some(crate::ipsec::Direction::Decrypt) => (Field::SrcIp, Field::DstIp),
-                _ => (Field::DstIp, Field::SrcIp),
-            };
-            flows.ranges.push(slices.spread(ab));
-            if direction == Some(crate::ipsec::Direction::Both) {
-                flows_rev.ranges.push(slices.spread(ba));
-            }
-            tunnels = Some(linerate_engine::TunnelTally {
-                map: slices.map(),
-                ab,
-                ba,
-            });
-        }
-    }
-    let cfg = EngineConfig {
-        flows,
-        bidirectional: plan.bidirectional,
-        drop_from: plan.drop_from,
-        straggler_wait: plan.straggler_wait,
-        recovery: (!plan.recovery_limit.is_zero()).then(|| linerate_engine::recovery::QuietRule {
-            limit: plan.recovery_limit,
-            ..Default::default()
-        }),
-        tester_cpus: placement
-            .as_ref()
-            .map(|p| p.tester_cpus.clone())
-            .unwrap_or_default(),
-        name: engine_name.into(),
-        tx_threads: plan.tx_threads,
-        latency_sampling: plan.latency_every,
-        frame_check: plan.frame_check,
-        tunnels,
-        flows_rev,
-        ..EngineConfig::default()
-    };
+    let (line_bps, line_speed_source) = bed::line_speed(plan.line_speed_bps, &a.info);
+    let flows = bed::tunnel_flows(plan, ipsec.as_ref(), &mut host_b)?;
+    let cfg = bed::engine_config(plan, flows, placement.as_ref(), engine_name, direction);
     if plan.latency_every != LatencySampling::Auto && !b.rx.kind().samples_latency() {
         errln!(
             "linerate: note: --latency-every {} applies to the in-kernel counter; port B counts through its socket and measures every frame's latency",
@@ -315,18 +175,14 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         errln!("linerate: note: {note}");
     }
     // Decryption: linerate's port B encrypts, the frames go B -> A.
-    let decrypt = direction == Some(crate::ipsec::Direction::Decrypt);
-    let cfg = EngineConfig {
-        bidirectional: cfg.bidirectional || direction == Some(crate::ipsec::Direction::Both),
-        // ESP in and clear out (or back) are different packets to the
-        // gateway's kernel: its counters do not follow the test frames.
-        dut_counters: ipsec.is_none(),
-        ..cfg
-    };
-    let engine = if decrypt {
+    let engine = if direction == Some(crate::ipsec::Direction::Decrypt) {
         Engine::new(b, host_b, a, host_a, cfg)
     } else {
         Engine::new(a, host_a, b, host_b, cfg)
+    };
+    let setup_key = match &held.lab {
+        Some(_) => "lab".to_string(),
+        None => format!("ports {}->{}", a_name, b_name),
     };
     Ok(TestBed {
         engine,
@@ -336,15 +192,15 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         engine_reason,
         placement,
         bidirectional: plan.bidirectional,
-        routed,
-        setup: if lab.is_some() { "lab" } else { "external" },
-        setup_key: if lab.is_some() {
-            "lab".to_string()
+        routed: held.routed,
+        setup: if held.lab.is_some() {
+            "lab"
         } else {
-            format!("ports {}->{}", a_name, b_name)
+            "external"
         },
-        lab,
-        port_locks,
+        setup_key,
+        lab: held.lab,
+        port_locks: held.port_locks,
     })
 }
 
@@ -1018,6 +874,8 @@ pub fn parse_share(text: &str, option: &str, zero: Zero) -> Result<f64> {
     }
     Ok(ratio)
 }
+
+mod bed;
 
 #[cfg(test)]
 mod properties;
