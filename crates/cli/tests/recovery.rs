@@ -36,17 +36,7 @@ fn shaped_router(tag: &str) -> (String, String, NetnsGuard) {
     // and DAD come at times of the kernel's choosing and would pass the
     // shaper beside the test frames, whose count the test compares with
     // the shaper's own (ARP alone stays within the allowance).
-    sh(
-        "ip",
-        &[
-            "netns",
-            "exec",
-            &r,
-            "sysctl",
-            "-qw",
-            "net.ipv6.conf.rb.disable_ipv6=1",
-        ],
-    );
+    sysctl(&r, "net.ipv6.conf.rb.disable_ipv6=1");
     sh(
         "tc",
         &[

@@ -110,6 +110,11 @@ pub fn sh(program: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Sets one sysctl (`key=value`) in namespace `ns`, panicking on failure.
+pub fn sysctl(ns: &str, key_value: &str) {
+    sh("ip", &["netns", "exec", ns, "sysctl", "-qw", key_value]);
+}
+
 /// Runs `program args` with `input` on stdin, panicking on failure.
 pub fn sh_stdin(program: &str, args: &[&str], input: &str) -> String {
     let mut child = Command::new(program)
@@ -483,17 +488,7 @@ pub fn plain_router(tag: &str) -> (String, String, NetnsGuard) {
         sh("ip", &["-n", &t, "link", "set", tp, "up"]);
         sh("ip", &["-n", &r, "link", "set", rp, "up"]);
     }
-    sh(
-        "ip",
-        &[
-            "netns",
-            "exec",
-            &r,
-            "sysctl",
-            "-qw",
-            "net.ipv4.ip_forward=1",
-        ],
-    );
+    sysctl(&r, "net.ipv4.ip_forward=1");
     sh(
         "ip",
         &["-n", &r, "addr", "add", "198.18.0.1/24", "dev", "ra"],
