@@ -404,20 +404,76 @@ fn send(
     count: usize,
     shared: Arc<Shared>,
 ) -> Result<Vec<(u64, u64)>> {
-    let interval = Duration::from_secs_f64(1.0 / side.rate);
-    let frame = FrameSize::from_frame(TRAFFIC_FRAME).expect("a valid frame size");
-    let mut streams: Vec<Option<Stream>> = (0..count).map(|_| None).collect();
-    let mut templates: Vec<Option<FrameTemplate>> = (0..count).map(|_| None).collect();
-    let mut due: BinaryHeap<Reverse<(Instant, usize)>> = BinaryHeap::new();
-    let mut gateway_mac = None;
-    let mut buf = vec![0u8; 2048];
-    let counts: Arc<Mutex<EspCounts>> = Arc::default();
+    let mut sender = Pacer::new(socket, side, dst, count, shared);
     while !stop.load(Ordering::Relaxed) {
         // Tunnels just up send their first frame now.
-        let wait = due
+        let Some(arrived) = sender.arrivals(&up, Instant::now()) else {
+            break;
+        };
+        for t in arrived {
+            if let Some(i) = sender.start_tunnel(t)? {
+                sender.due.push(Reverse((Instant::now(), i)));
+            }
+        }
+        sender.send_due(Instant::now(), &stop);
+    }
+    Ok(sender.totals())
+}
+
+/// The sender thread's state: every tunnel's stream and frame, and when
+/// each sends next. Split from [`send`]'s loop so that each step (wait for
+/// tunnels, start one, send what is due) reads on its own.
+struct Pacer {
+    socket: PacketSocket,
+    side: SendSide,
+    dst: Ipv4Addr,
+    count: usize,
+    shared: Arc<Shared>,
+    interval: Duration,
+    frame: FrameSize,
+    streams: Vec<Option<Stream>>,
+    templates: Vec<Option<FrameTemplate>>,
+    due: BinaryHeap<Reverse<(Instant, usize)>>,
+    gateway_mac: Option<MacAddr>,
+    buf: Vec<u8>,
+    counts: Arc<Mutex<EspCounts>>,
+}
+
+impl Pacer {
+    /// Nothing sending yet: no tunnel is up.
+    fn new(
+        socket: PacketSocket,
+        side: SendSide,
+        dst: Ipv4Addr,
+        count: usize,
+        shared: Arc<Shared>,
+    ) -> Pacer {
+        Pacer {
+            interval: Duration::from_secs_f64(1.0 / side.rate),
+            frame: FrameSize::from_frame(TRAFFIC_FRAME).expect("a valid frame size"),
+            streams: (0..count).map(|_| None).collect(),
+            templates: (0..count).map(|_| None).collect(),
+            due: BinaryHeap::new(),
+            gateway_mac: None,
+            buf: vec![0u8; 2048],
+            counts: Arc::default(),
+            socket,
+            side,
+            dst,
+            count,
+            shared,
+        }
+    }
+
+    /// Waits (until the next frame is due at `now`'s reading, 20 ms at
+    /// most) for tunnels handed over, and takes every one waiting. None:
+    /// the fleet side hung up and no tunnel is sending, so the thread ends.
+    fn arrivals(&self, up: &Receiver<UpTunnel>, now: Instant) -> Option<Vec<UpTunnel>> {
+        let wait = self
+            .due
             .peek()
             .map_or(Duration::from_millis(20), |Reverse((at, _))| {
-                at.saturating_duration_since(Instant::now())
+                at.saturating_duration_since(now)
             })
             .min(Duration::from_millis(20));
         let first = if wait.is_zero() {
@@ -428,52 +484,68 @@ fn send(
         let mut arrived: Vec<UpTunnel> = Vec::new();
         match first {
             Ok(t) => arrived.push(t),
-            Err(RecvTimeoutError::Disconnected) if due.is_empty() => break,
+            Err(RecvTimeoutError::Disconnected) if self.due.is_empty() => return None,
             Err(_) => {}
         }
         arrived.extend(up.try_iter());
-        for t in arrived {
-            if t.index >= count {
-                continue;
-            }
-            let mac = match gateway_mac {
-                Some(m) => m,
-                None => {
-                    let m = neighbour_mac(side.netns.as_deref(), &side.ifname, side.gateway)?;
-                    gateway_mac = Some(m);
-                    m
-                }
-            };
-            let sa = Outbound::new(t.keys).map_err(|e| err!(Failed, "tunnel {}: {e}", t.index))?;
-            templates[t.index] = Some(FrameTemplate::new(
-                &FlowSpec {
-                    src_mac: socket.mac,
-                    dst_mac: mac,
-                    src_ip: IpAddr::V4(side.sources[t.index]),
-                    dst_ip: IpAddr::V4(dst),
-                    src_port: DEFAULT_UDP_PORT,
-                    dst_port: DEFAULT_UDP_PORT,
-                    ttl: 64,
-                    vlan: None,
-                },
-                frame,
-            ));
-            streams[t.index] = Some(Stream {
-                esp: EspSend::new(sa, side.peers[t.index], side.gateway, Arc::clone(&counts)),
-                seq: 0,
-                sent: 0,
-                refused: 0,
-            });
-            due.push(Reverse((Instant::now(), t.index)));
+        Some(arrived)
+    }
+
+    /// Sets up tunnel `t`'s stream (its ESP SA and frame template; the
+    /// gateway's MAC looked up on the first). Its index, for the caller to
+    /// schedule its first frame; None for an index out of range.
+    fn start_tunnel(&mut self, t: UpTunnel) -> Result<Option<usize>> {
+        if t.index >= self.count {
+            return Ok(None);
         }
-        // Every frame that is due.
-        let now = Instant::now();
-        while let Some(&Reverse((at, i))) = due.peek() {
+        let side = &self.side;
+        let mac = match self.gateway_mac {
+            Some(m) => m,
+            None => {
+                let m = neighbour_mac(side.netns.as_deref(), &side.ifname, side.gateway)?;
+                self.gateway_mac = Some(m);
+                m
+            }
+        };
+        let sa = Outbound::new(t.keys).map_err(|e| err!(Failed, "tunnel {}: {e}", t.index))?;
+        self.templates[t.index] = Some(FrameTemplate::new(
+            &FlowSpec {
+                src_mac: self.socket.mac,
+                dst_mac: mac,
+                src_ip: IpAddr::V4(side.sources[t.index]),
+                dst_ip: IpAddr::V4(self.dst),
+                src_port: DEFAULT_UDP_PORT,
+                dst_port: DEFAULT_UDP_PORT,
+                ttl: 64,
+                vlan: None,
+            },
+            self.frame,
+        ));
+        self.streams[t.index] = Some(Stream {
+            esp: EspSend::new(
+                sa,
+                side.peers[t.index],
+                side.gateway,
+                Arc::clone(&self.counts),
+            ),
+            seq: 0,
+            sent: 0,
+            refused: 0,
+        });
+        Ok(Some(t.index))
+    }
+
+    /// Sends every frame due by `now` (until `stop`), and schedules each
+    /// tunnel's next a period on; a sender that fell a period behind skips
+    /// the slots it missed rather than bursting.
+    fn send_due(&mut self, now: Instant, stop: &AtomicBool) {
+        while let Some(&Reverse((at, i))) = self.due.peek() {
             if at > now || stop.load(Ordering::Relaxed) {
                 break;
             }
-            due.pop();
-            let (Some(s), Some(template)) = (streams[i].as_mut(), templates[i].as_ref()) else {
+            self.due.pop();
+            let (Some(s), Some(template)) = (self.streams[i].as_mut(), self.templates[i].as_ref())
+            else {
                 continue;
             };
             let sig = Signature {
@@ -481,28 +553,31 @@ fn send(
                 seq: s.seq,
                 tx_ts: linerate_port::realtime_ns() as u32,
             };
-            let len = template.write(&mut buf, sig);
-            let len = s.esp.apply(&mut buf, len);
+            let len = template.write(&mut self.buf, sig);
+            let len = s.esp.apply(&mut self.buf, len);
             s.seq = s.seq.wrapping_add(1);
-            if socket.send(&buf[..len]) {
+            if self.socket.send(&self.buf[..len]) {
                 s.sent += 1;
             } else {
                 s.refused += 1;
             }
-            shared.progress[i].store(
+            self.shared.progress[i].store(
                 u64::from(s.seq) << 32 | (s.refused & 0xffff_ffff),
                 Ordering::Release,
             );
-            // The next one a period on; a sender that fell a period behind
-            // skips the slots it missed rather than bursting.
-            let next = at + interval;
-            due.push(Reverse((if next < now { now } else { next }, i)));
+            let next = at + self.interval;
+            self.due
+                .push(Reverse((if next < now { now } else { next }, i)));
         }
     }
-    Ok(streams
-        .into_iter()
-        .map(|s| s.map_or((0, 0), |s| (s.sent, s.refused)))
-        .collect())
+
+    /// Each tunnel's (taken, refused): what [`send`] returns.
+    fn totals(self) -> Vec<(u64, u64)> {
+        self.streams
+            .into_iter()
+            .map(|s| s.map_or((0, 0), |s| (s.sent, s.refused)))
+            .collect()
+    }
 }
 
 /// The receiver: port A's frames until `stop`; ARP answered.
