@@ -214,6 +214,12 @@ impl Scenario {
         })
     }
 
+    /// The source address whose frames a `drop-test` scenario's DUT drops
+    /// by policy ([`DROP_SOURCE`]); `None` for other scenarios.
+    pub fn drop_from(&self) -> Option<std::net::Ipv4Addr> {
+        self.parts.contains(&Part::DropTest).then_some(DROP_SOURCE)
+    }
+
     /// The tunnel of this scenario, if any.
     pub fn tunnel(&self) -> Option<TunnelKind> {
         self.parts.iter().find_map(|p| match p {

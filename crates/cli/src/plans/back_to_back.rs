@@ -15,7 +15,7 @@ impl BackToBackArgs {
     /// open.
     pub fn plan(&self) -> Result<BackToBackPlan> {
         let args = self;
-        let bed = args.ports.plan()?.for_capture(args.record.pcap.is_some());
+        let bed = super::bed::with_capture(args.ports.plan()?, args.record.pcap.is_some())?;
         let frames = args.frames.frames(&bed.encap)?;
         let resolution = parse_share(&args.resolution, "--resolution", Zero::Refused)?;
         super::unused::refuse(&[super::unused::Rule::new(

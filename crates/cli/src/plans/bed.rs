@@ -249,6 +249,15 @@ impl PortArgs {
                 )));
             }
         }
+        // A drop test's lab drops everything from its own source address.
+        if let Some(source) = scenarios.iter().find_map(|s| s.drop_from()) {
+            rules.push(Rule::new(
+                "--drop-from",
+                self.drop_from.is_some_and(|d| d != std::net::IpAddr::V4(source)),
+                false,
+                format!("gives another source than --scenario drop-test, which drops frames from {source}: leave out --drop-from"),
+            ));
+        }
         rules.push(Rule::new(
             "--ipsec-gateway",
             self.ipsec.ipsec_gateway.is_some(),
@@ -269,6 +278,36 @@ impl PortArgs {
         ));
         rules
     }
+}
+
+/// `--pcap` writes port B's frames to a file, so it needs them in user
+/// space: `--receiver auto` then counts through the engine's socket
+/// ([`BedPlan::for_capture`]), and what counts in the kernel, or samples
+/// the kernel's clock, means nothing with it. Refused here, before a lab is
+/// built or a port opened, rather than when the ports open.
+pub(crate) fn with_capture(bed: BedPlan, pcap: bool) -> Result<BedPlan> {
+    use linerate_session::plan::{EngineChoice, ReceiverChoice};
+    unused::refuse(&[
+        Rule::new(
+            "--pcap",
+            pcap,
+            bed.engine != EngineChoice::Xdp,
+            "needs port B's frames in user space, and the xdp engine counts them in the kernel and hands none up: use --engine af_xdp or af_packet (or auto), or leave --pcap out",
+        ),
+        Rule::new(
+            "--pcap",
+            pcap,
+            bed.receiver != ReceiverChoice::Kernel,
+            "needs port B's frames in user space, and --receiver kernel counts them in the kernel and hands none up: use --receiver socket (or auto), or leave --pcap out",
+        ),
+        Rule::new(
+            "--latency-every",
+            pcap && bed.latency_every != linerate_engine::LatencySampling::Auto,
+            false,
+            "sets how often the in-kernel counter reads the clock, and with --pcap port B counts through its socket, which measures every frame: leave --latency-every out",
+        ),
+    ])?;
+    Ok(bed.for_capture(pcap))
 }
 
 /// An option that describes a port the user names: it means nothing in
@@ -412,10 +451,41 @@ mod tests {
     }
 
     #[test]
+    fn a_drop_test_scenario_refuses_another_drop_source_before_its_lab() {
+        let plan = |args: &str| {
+            let argv = format!("linerate rfc2544 --sizes 64 {args}");
+            let Command::Rfc2544(r) = crate::plans::parse(&argv).unwrap() else {
+                unreachable!()
+            };
+            r.plan()
+        };
+        let e = plan("--scenario lan-lan,drop-test --drop-from 198.18.0.9").unwrap_err();
+        assert_eq!(e.to_string(), "--drop-from gives another source than --scenario drop-test, which drops frames from 198.18.0.200: leave out --drop-from");
+        assert!(plan("--scenario drop-test --drop-from 198.18.0.200").is_ok());
+        assert!(plan("--scenario lan-lan --drop-from 198.18.0.9").is_ok());
+    }
+
+    #[test]
     fn a_capture_counts_through_the_socket_unless_told_otherwise() {
-        let p = bed("--lab").unwrap().for_capture(true);
+        let p = with_capture(bed("--lab").unwrap(), true).unwrap();
         assert_eq!(p.receiver, linerate_session::plan::ReceiverChoice::Socket);
-        let p = bed("--lab --receiver kernel").unwrap().for_capture(true);
+        let p = with_capture(bed("--lab --receiver kernel").unwrap(), false).unwrap();
         assert_eq!(p.receiver, linerate_session::plan::ReceiverChoice::Kernel);
+        // What cannot capture is refused before anything is built.
+        for (args, refused) in [
+            (
+                "--lab --receiver kernel",
+                "--pcap needs port B's frames in user space, and --receiver kernel",
+            ),
+            (
+                "--lab --engine xdp",
+                "--pcap needs port B's frames in user space, and the xdp engine",
+            ),
+            ("--lab --latency-every 4", "--latency-every sets how often"),
+        ] {
+            let e = with_capture(bed(args).unwrap(), true).unwrap_err();
+            assert!(e.to_string().starts_with(refused), "{args}: {e}");
+            assert!(with_capture(bed(args).unwrap(), false).is_ok(), "{args}");
+        }
     }
 }

@@ -28,10 +28,8 @@ impl CpuTargetArgs {
             }
             None => None,
         };
-        let bed = args
-            .ports
-            .plan_with(scenario.as_slice())?
-            .for_capture(args.record.pcap.is_some());
+        let bed = args.ports.plan_with(scenario.as_slice())?;
+        let bed = super::bed::with_capture(bed, args.record.pcap.is_some())?;
         let target = parse_target(&args.target)?;
         let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
         let config = CpuTargetConfig {

@@ -23,7 +23,7 @@ impl LossArgs {
             None => Vec::new(),
         };
         let (bed, tunnel_counts) = args.ports.plan_counts(&scenarios)?;
-        let bed = bed.for_capture(args.record.pcap.is_some());
+        let bed = super::bed::with_capture(bed, args.record.pcap.is_some())?;
         let frames = args.frames.frames(&bed.encap)?;
         let duration = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
         let loads: Vec<(String, Rate)> = match &args.loads {

@@ -13,7 +13,7 @@ impl LatencyArgs {
     /// calibration file read); nothing on the machine is touched.
     pub fn plan(&self) -> Result<LatencyPlan> {
         let args = self;
-        let bed = args.ports.plan()?.for_capture(args.record.pcap.is_some());
+        let bed = super::bed::with_capture(args.ports.plan()?, args.record.pcap.is_some())?;
         let frames = args.frames.frames(&bed.encap)?;
         let loads =
             parse_loads(&args.loads).map_err(|e| linerate_session::err!(BadInput, "{e}"))?;

@@ -11,7 +11,7 @@ impl MlrsearchArgs {
     /// included); nothing on the machine is touched.
     pub fn plan(&self) -> Result<MlrsearchPlan> {
         let args = self;
-        let bed = args.ports.plan()?.for_capture(args.record.pcap.is_some());
+        let bed = super::bed::with_capture(args.ports.plan()?, args.record.pcap.is_some())?;
         let frames = args.frames.frames(&bed.encap)?;
         let final_trial = parse_trial_duration(&args.trial_duration, "--trial-duration")?;
         let initial_trial = args

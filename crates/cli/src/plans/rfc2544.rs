@@ -20,7 +20,7 @@ impl Rfc2544Args {
             None => Vec::new(),
         };
         let (bed, tunnel_counts) = args.ports.plan_counts(&scenarios)?;
-        let bed = bed.for_capture(args.record.pcap.is_some());
+        let bed = super::bed::with_capture(bed, args.record.pcap.is_some())?;
         if tunnel_counts.len() > 1 && scenarios.len() > 1 {
             linerate_session::error::bail!(BadInput, "--tunnels {} compares tunnel counts through one gateway: give one --scenario (vpn-gateway), not a list", args.ports.tunnels.as_deref().unwrap_or_default());
         }

@@ -12,7 +12,7 @@ impl TrialArgs {
     /// the machine is touched.
     pub fn plan(&self) -> Result<TrialPlan> {
         let args = self;
-        let bed = args.ports.plan()?.for_capture(args.record.pcap.is_some());
+        let bed = super::bed::with_capture(args.ports.plan()?, args.record.pcap.is_some())?;
         let frames = args.frames.single("trial", &bed.encap)?;
         let rate = Rate::parse(&args.rate).context("--rate")?;
         let duration = parse_trial_duration(&args.duration, "--duration")?;
