@@ -51,7 +51,7 @@ pub fn to_json(run: &StoredRun) -> Value {
 const RESULT_COLUMNS: &str = "run,frame_size,l3_length,throughput_fps,throughput_mbps_l1,throughput_mbps_l2,throughput_mbps_l3,throughput_mbps_l4,line_rate_fps,share_of_line,tester_limited,trials";
 
 /// Header of the per-trial CSV.
-const TRIAL_COLUMNS: &str = "run,search_no,trial_no,frame_size,l3_length,duration_s,intended_fps,offered_fps,intended_frames,tx_frames,rx_frames,lost_frames,loss_ratio,passed,reordered,duplicated,latency_min_ns,latency_avg_ns,latency_max_ns,latency_p50_ns,latency_p90_ns,latency_p99_ns,latency_p999_ns,generator_short,tester_rx_drops,stray_frames,engine";
+const TRIAL_COLUMNS: &str = "run,search_no,trial_no,frame_size,l3_length,duration_s,intended_fps,offered_fps,intended_frames,tx_frames,rx_frames,lost_frames,loss_ratio,passed,reordered,duplicated,latency_min_ns,latency_avg_ns,latency_max_ns,latency_p50_ns,latency_p90_ns,latency_p99_ns,latency_p999_ns,generator_short,tester_rx_drops,stray_frames,engine,seq_small,seq_big,seq_reverse,recovery_waited_s,recovery_frames,recovery_limit_reached";
 
 /// One row per finished frame size (the throughput table, unrounded).
 pub fn results_csv(run: &StoredRun) -> String {
@@ -83,7 +83,9 @@ pub fn results_csv(run: &StoredRun) -> String {
     out
 }
 
-/// One row per trial, every count as measured.
+/// One row per trial, every count as measured. A measurement the trial
+/// did not make (latency, sequence errors, the recovery check) leaves its
+/// columns empty.
 pub fn trials_csv(run: &StoredRun) -> String {
     let mut out = format!("{TRIAL_COLUMNS}\n");
     for t in &run.trials {
@@ -94,9 +96,18 @@ pub fn trials_csv(run: &StoredRun) -> String {
                 .map(|l| f(l).to_string())
                 .unwrap_or_default()
         };
+        let seq = |f: fn(&linerate_results::SequenceErrors) -> u64| {
+            r.sequence_errors
+                .as_ref()
+                .map(|s| f(s).to_string())
+                .unwrap_or_default()
+        };
+        let recovery = |f: fn(&linerate_results::Recovery) -> String| {
+            r.recovery.as_ref().map(f).unwrap_or_default()
+        };
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             run.id,
             t.search_no,
             t.trial_no,
@@ -124,6 +135,12 @@ pub fn trials_csv(run: &StoredRun) -> String {
             r.tester_rx_drops,
             r.stray_frames,
             csv_field(&r.engine),
+            seq(|s| s.small),
+            seq(|s| s.big),
+            seq(|s| s.reverse),
+            recovery(|r| r.waited_s.to_string()),
+            recovery(|r| r.frames.to_string()),
+            recovery(|r| r.limit_reached.to_string()),
         );
     }
     out
@@ -188,6 +205,49 @@ mod tests {
         doc["run"]["status"] = "done".into();
         let v = violations(&doc);
         assert_eq!(v.lines().count(), 3, "{v}");
+    }
+
+    /// A trial's sequence errors and recovery check fill their columns;
+    /// a trial without them leaves them empty.
+    #[test]
+    fn trial_rows_carry_sequence_errors_and_the_recovery_check() {
+        let mut run = crate::testdata::run(7, "x", "1");
+        run.trials[1].result.sequence_errors = Some(linerate_results::SequenceErrors {
+            small: 3,
+            big: 1,
+            reverse: 2,
+            threshold: 1000,
+        });
+        run.trials[1].result.recovery = Some(linerate_results::Recovery {
+            waited_s: 4.25,
+            frames: 1981,
+            limit_reached: true,
+            quiet_s: 0.1,
+            quiet_frames: 10,
+        });
+        let csv = trials_csv(&run);
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        let cell = |row: &[&str], name: &str| {
+            let i = header
+                .iter()
+                .position(|h| *h == name)
+                .unwrap_or_else(|| panic!("no column {name}"));
+            row[i].to_string()
+        };
+        let names = [
+            "seq_small",
+            "seq_big",
+            "seq_reverse",
+            "recovery_waited_s",
+            "recovery_frames",
+            "recovery_limit_reached",
+        ];
+        let got: Vec<String> = names.iter().map(|n| cell(&rows[1], n)).collect();
+        assert_eq!(got, ["3", "1", "2", "4.25", "1981", "true"], "{csv}");
+        let empty: Vec<String> = names.iter().map(|n| cell(&rows[0], n)).collect();
+        assert!(empty.iter().all(String::is_empty), "{csv}");
     }
 
     #[test]
