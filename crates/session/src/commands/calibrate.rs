@@ -46,47 +46,123 @@ pub struct CalibratePlan {
     pub tx_threads: u16,
 }
 
-pub fn run(plan: CalibratePlan, interrupt: &AtomicBool) -> Result<Outcome> {
-    let CalibratePlan {
-        engines,
-        receiver,
-        frames,
-        trial_duration,
-        resolution,
-        straggler_wait,
-        ports: named_ports,
-        line_speed_bps,
-        calibration_path: path,
-        mut stored,
-        tx_threads,
-    } = plan;
+pub fn run(mut plan: CalibratePlan, interrupt: &AtomicBool) -> Result<Outcome> {
     if !nix::unistd::geteuid().is_root() {
         bail!(Environment, "not running as root: linerate opens packet sockets and builds namespaces; run it with sudo");
     }
-
     // The wire lives until the end of the run; its Drop removes it (also
     // on error, and after SIGINT/SIGTERM stop the running trial).
-    let wire;
-    // Other runs keep off the named ports until this one ends.
-    let _port_locks;
-    let (a, b, setup): (PortName, PortName, String) = match &named_ports {
+    let bed = back_to_back(plan.ports.as_ref())?;
+    let opts = AfPacketOptions {
+        max_frame_len: plan
+            .frames
+            .iter()
+            .map(|f| f.buffer_len())
+            .max()
+            .unwrap_or(0),
+        ..AfPacketOptions::default()
+    };
+    errln!(
+        "linerate: calibrating {} back to back ({}), trials of {}",
+        plan.engines
+            .iter()
+            .map(|e| e.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        bed.setup,
+        humantime::format_duration(plan.trial_duration)
+    );
+
+    let mut table = Vec::new();
+    for &choice in &plan.engines {
+        let Some((mut engine, line_bps)) = open_calibrated(&plan, choice, &bed, &opts)? else {
+            continue;
+        };
+        for &frame in &plan.frames {
+            if let Err(e) = engine.check_frame(frame) {
+                errln!(
+                    "linerate: {} {}-byte frames skipped: {e}",
+                    engine.config().name,
+                    frame.frame()
+                );
+                continue;
+            }
+            let Some(result) = measure_ceiling(&plan, &mut engine, frame, line_bps, interrupt)?
+            else {
+                outp!("{}", calibration_table(&table));
+                return Ok(Outcome::Interrupted(format!(
+                    "ceilings measured so far are stored in {}",
+                    plan.calibration_path.display()
+                )));
+            };
+            let entry = calibration_entry(&bed.setup, &engine, frame, &result, SystemTime::now());
+            plan.stored.record(entry.clone());
+            plan.stored.save(&plan.calibration_path)?;
+            table.push((entry, result.throughput_mbps_l2));
+        }
+    }
+    if table.is_empty() {
+        bail!(Environment, "no engine could be calibrated here (see the reasons above): check root, the kernel's BPF/XDP support, and the interface names");
+    }
+    outp!("{}", calibration_table(&table));
+    errln!(
+        "linerate: ceilings stored in {}",
+        plan.calibration_path.display()
+    );
+    Ok(Outcome::Passed)
+}
+
+/// The two ports calibrated against each other and what holds them for
+/// the run: the named ports (locked, so other runs keep off them until
+/// this one ends) or a veth pair in a namespace made now (its Drop
+/// removes it, also on error and after a signal stopped the trial).
+struct BackToBack {
+    a: PortName,
+    b: PortName,
+    /// The key the ceilings are stored under: "lab" or "ports A->B".
+    setup: String,
+    _wire: Option<Wire>,
+    _port_locks: Vec<linerate_lab::LabLock>,
+}
+
+/// Finds or makes the back-to-back ports: the named pair, checked by
+/// name first (a wrong name is one error, not every engine skipped for
+/// it), else a veth pair in a temporary namespace.
+fn back_to_back(named_ports: Option<&(String, String)>) -> Result<BackToBack> {
+    match named_ports {
         Some((pa, pb)) => {
-            // A wrong name is one error, not every engine skipped for it.
             for name in [pa, pb] {
                 linerate_port::link::ifindex(name)?;
             }
             let (a, b) = ((pa.clone(), None), (pb.clone(), None));
-            _port_locks = ports::lock_ports(&a, &b)?;
-            (a, b, format!("ports {pa}->{pb}"))
+            let port_locks = ports::lock_ports(&a, &b)?;
+            Ok(BackToBack {
+                a,
+                b,
+                setup: format!("ports {pa}->{pb}"),
+                _wire: None,
+                _port_locks: port_locks,
+            })
         }
         None => {
             linerate_lab::check_environment()?;
-            wire = Wire::up(&linerate_lab::temporary_name())?;
+            let wire = Wire::up(&linerate_lab::temporary_name())?;
             let ns = Some(wire.netns().to_string());
-            (("a0".into(), ns.clone()), ("b0".into(), ns), "lab".into())
+            Ok(BackToBack {
+                a: ("a0".into(), ns.clone()),
+                b: ("b0".into(), ns),
+                setup: "lab".into(),
+                _wire: Some(wire),
+                _port_locks: Vec::new(),
+            })
         }
-    };
-    let host = |ip, gateway| HostConfig {
+    }
+}
+
+/// A back-to-back port's addresses: the wire's /24, the other port as
+/// the gateway.
+fn wire_host(ip: std::net::Ipv4Addr, gateway: std::net::Ipv4Addr) -> HostConfig {
+    HostConfig {
         ip,
         prefix_len: 24,
         gateway,
@@ -95,107 +171,110 @@ pub fn run(plan: CalibratePlan, interrupt: &AtomicBool) -> Result<Outcome> {
         inner: None,
         ipv6: None,
         vlan: None,
-    };
-    let opts = AfPacketOptions {
-        max_frame_len: frames.iter().map(|f| f.buffer_len()).max().unwrap_or(0),
-        ..AfPacketOptions::default()
-    };
-    errln!(
-        "linerate: calibrating {} back to back ({setup}), trials of {}",
-        engines
-            .iter()
-            .map(|e| e.name())
-            .collect::<Vec<_>>()
-            .join(", "),
-        humantime::format_duration(trial_duration)
-    );
+    }
+}
 
-    let mut table = Vec::new();
-    for name in &engines {
-        let (pa, pb, engine_name) =
-            match ports::open_engine(*name, &a, &b, &opts, tx_threads, receiver, false) {
-                Ok((ports, _)) => ports,
-                Err(e) => {
-                    errln!(
-                        "linerate: {} skipped: {}",
-                        name.name(),
-                        crate::exit::one_line(&e)
-                    );
-                    continue;
-                }
-            };
-        let line_bps = line_speed_bps.unwrap_or(pa.info.speed_bps.unwrap_or(10_000_000_000));
-        let cfg = EngineConfig {
-            straggler_wait,
-            tester_cpus: linerate_lab::tester_cpus(),
-            name: engine_name.into(),
-            tx_threads,
-            ..EngineConfig::default()
-        };
-        if let Some(note) = cfg.tx_placement_note() {
-            errln!("linerate: note: {note}");
+/// One engine on the back-to-back ports, resolved and ready, with the
+/// line speed its frames are offered against. None: this engine cannot
+/// run here (said on stderr), and the calibration goes on without it.
+fn open_calibrated(
+    plan: &CalibratePlan,
+    choice: EngineChoice,
+    bed: &BackToBack,
+    opts: &AfPacketOptions,
+) -> Result<Option<(Engine, u64)>> {
+    let opened = ports::open_engine(
+        choice,
+        &bed.a,
+        &bed.b,
+        opts,
+        plan.tx_threads,
+        plan.receiver,
+        false,
+    );
+    let (pa, pb, engine_name) = match opened {
+        Ok((ports, _)) => ports,
+        Err(e) => {
+            errln!(
+                "linerate: {} skipped: {}",
+                choice.name(),
+                crate::exit::one_line(&e)
+            );
+            return Ok(None);
         }
-        let mut engine = Engine::new(
-            pa,
-            host(WIRE_IP_A, WIRE_IP_B),
-            pb,
-            host(WIRE_IP_B, WIRE_IP_A),
-            cfg,
-        );
-        engine.resolve()?;
-        for &frame in &frames {
-            if let Err(e) = engine.check_frame(frame) {
-                errln!(
-                    "linerate: {engine_name} {}-byte frames skipped: {e}",
-                    frame.frame()
-                );
-                continue;
-            }
-            let line_fps = frame.line_rate_fps(line_bps);
-            let mut cfg = ThroughputConfig::new(line_fps, trial_duration);
-            cfg.resolution = resolution;
-            cfg.validate()?;
-            let mut runner = EngineRunner {
-                engine: &mut engine,
-                interrupt,
-                cpu: None,
-                ipsec: None,
-            };
-            let mut show = |p: Progress| progress::show(&p, line_fps);
-            let result = match find_throughput(&mut runner, frame, &cfg, line_fps, &mut show) {
-                Ok(r) => r,
-                Err(EngineError::Interrupted) => {
-                    outp!("{}", calibration_table(&table));
-                    return Ok(Outcome::Interrupted(format!(
-                        "ceilings measured so far are stored in {}",
-                        path.display()
-                    )));
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let entry = CalibrationEntry {
-                setup: setup.clone(),
-                engine: engine_name.to_string(),
-                receiver: engine.receiver().as_str().to_string(),
-                frame_size: frame.frame(),
-                ceiling_fps: result.throughput_fps,
-                latency_ns: best_pass(&result).and_then(|t| t.latency_ns),
-                measured_at: SystemTime::now()
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs()),
-                linerate_version: env!("CARGO_PKG_VERSION").to_string(),
-            };
-            stored.record(entry.clone());
-            stored.save(&path)?;
-            table.push((entry, result.throughput_mbps_l2));
-        }
+    };
+    let line_bps = plan
+        .line_speed_bps
+        .unwrap_or(pa.info.speed_bps.unwrap_or(10_000_000_000));
+    let cfg = EngineConfig {
+        straggler_wait: plan.straggler_wait,
+        tester_cpus: linerate_lab::tester_cpus(),
+        name: engine_name.into(),
+        tx_threads: plan.tx_threads,
+        ..EngineConfig::default()
+    };
+    if let Some(note) = cfg.tx_placement_note() {
+        errln!("linerate: note: {note}");
     }
-    if table.is_empty() {
-        bail!(Environment, "no engine could be calibrated here (see the reasons above): check root, the kernel's BPF/XDP support, and the interface names");
+    let mut engine = Engine::new(
+        pa,
+        wire_host(WIRE_IP_A, WIRE_IP_B),
+        pb,
+        wire_host(WIRE_IP_B, WIRE_IP_A),
+        cfg,
+    );
+    engine.resolve()?;
+    Ok(Some((engine, line_bps)))
+}
+
+/// The RFC 2544 search up to line rate for one frame size: the tester's
+/// ceiling. None: a signal stopped it (the caller keeps what it has).
+fn measure_ceiling(
+    plan: &CalibratePlan,
+    engine: &mut Engine,
+    frame: FrameSize,
+    line_bps: u64,
+    interrupt: &AtomicBool,
+) -> Result<Option<ThroughputResult>> {
+    let line_fps = frame.line_rate_fps(line_bps);
+    let mut cfg = ThroughputConfig::new(line_fps, plan.trial_duration);
+    cfg.resolution = plan.resolution;
+    cfg.validate()?;
+    let mut runner = EngineRunner {
+        engine,
+        interrupt,
+        cpu: None,
+        ipsec: None,
+    };
+    let mut show = |p: Progress| progress::show(&p, line_fps);
+    match find_throughput(&mut runner, frame, &cfg, line_fps, &mut show) {
+        Ok(r) => Ok(Some(r)),
+        Err(EngineError::Interrupted) => Ok(None),
+        Err(e) => Err(e.into()),
     }
-    outp!("{}", calibration_table(&table));
-    errln!("linerate: ceilings stored in {}", path.display());
-    Ok(Outcome::Passed)
+}
+
+/// The stored ceiling of one engine, receiver and frame size, with the
+/// tester's latency at it; `now` is when it was measured.
+fn calibration_entry(
+    setup: &str,
+    engine: &Engine,
+    frame: FrameSize,
+    result: &ThroughputResult,
+    now: SystemTime,
+) -> CalibrationEntry {
+    CalibrationEntry {
+        setup: setup.to_string(),
+        engine: engine.config().name.clone(),
+        receiver: engine.receiver().as_str().to_string(),
+        frame_size: frame.frame(),
+        ceiling_fps: result.throughput_fps,
+        latency_ns: best_pass(result).and_then(|t| t.latency_ns),
+        measured_at: now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        linerate_version: env!("CARGO_PKG_VERSION").to_string(),
+    }
 }
 
 /// The passing trial at the highest rate: the tester's latency at its ceiling.
