@@ -161,93 +161,104 @@ fn the_kernel_counter_takes_and_checks_exactly_the_frames_user_space_does() {
     }
 }
 
-/// A sequence number the trial never sent (at or beyond the frames a
-/// stream sends) is damage in the kernel as in user space
-/// (`StreamStats::record`): errored, and it moves nothing, so the frames
-/// after it are not counted reordered against it.
-#[test]
-fn a_sequence_number_beyond_the_trial_is_errored_and_moves_nothing() {
-    if !linerate_bpf::root_or_skip("the XDP counter's sequence bound") {
-        return;
-    }
-    let mut counter = XdpCounter::load(1).expect("the XDP counter loads (as root)");
-    counter
-        .start_trial(
-            7,
-            1,
-            DEFAULT_UDP_PORT,
-            1 << 31,
-            FrameCheck::Headers,
-            100,
-            SentFrom::default(),
-        )
-        .unwrap();
-    let t = template_128();
-    let frame = |seq: u32| {
-        let mut f = vec![0u8; t.len()];
-        // Timestamps are only read on numbers that are multiples of 2^31.
-        t.write(
-            &mut f,
-            Signature {
-                stream: 7,
-                seq,
-                tx_ts: 0,
-            },
-        );
-        f
-    };
-    let verdicts: Vec<Verdict> = [1, 100, 0x5a00_0002, 2, 99]
-        .into_iter()
-        .map(|seq| counter.verdict(&frame(seq)).unwrap())
-        .collect();
-    use Verdict::*;
-    assert_eq!(verdicts, [Counted, Errored, Errored, Counted, Counted]);
-    let counts = counter.read().unwrap();
-    assert_eq!(counts.errored, 2);
-    let s = &counts.streams[0];
-    assert_eq!((s.received, s.reordered, s.duplicated), (3, 0, 0), "{s:?}");
-    // 1 skips 0, 99 skips 3..=98; the refused numbers are not compared.
-    assert_eq!(s.seq_errors, [2, 0, 0], "{s:?}");
+/// One trial of stream 7 in the kernel counter: the frames it is given
+/// and what it must make of them.
+struct SeqCase {
+    name: &'static str,
+    /// Frames the stream sends (a number at or beyond is damage).
+    sent: u64,
+    /// The sequence numbers received, in order.
+    seqs: &'static [u32],
+    /// The counter's verdict on each.
+    verdicts: &'static [Verdict],
+    /// Frames counted as errored.
+    errored: u64,
+    /// The stream's (received, reordered, duplicated).
+    counts: (u64, u64, u64),
+    /// The stream's sequence errors: small, big, reverse.
+    seq_errors: [u64; 3],
 }
 
-/// Sequence errors in the kernel as in user space (the same numbers as
-/// the unit test of `StreamStats` in crates/engine/src/stats.rs): each
-/// frame against the number after the previous frame's.
+/// Sequence numbers in the kernel as in user space (`StreamStats::record`,
+/// whose unit test in crates/engine/src/stats.rs has the same numbers):
+/// each frame against the number after the previous frame's, and a number
+/// the trial never sent is damage that moves nothing.
 #[test]
-fn sequence_errors_are_counted_against_the_previous_frame_as_in_user_space() {
-    if !linerate_bpf::root_or_skip("the XDP counter's sequence errors") {
+fn sequence_numbers_are_judged_as_in_user_space() {
+    if !linerate_bpf::root_or_skip("the XDP counter's sequence numbers") {
         return;
     }
-    let mut counter = XdpCounter::load(1).expect("the XDP counter loads (as root)");
-    counter
-        .start_trial(
-            7,
-            1,
-            DEFAULT_UDP_PORT,
-            1 << 31,
-            FrameCheck::Headers,
-            10_000,
-            SentFrom::default(),
-        )
-        .unwrap();
-    let t = template_128();
-    for seq in [0, 1, 2, 3, 5, 4, 5, 6, 1006, 2007] {
-        let mut f = vec![0u8; t.len()];
-        let sig = Signature {
-            stream: 7,
-            seq,
-            tx_ts: 0,
-        };
-        t.write(&mut f, sig);
-        assert_eq!(counter.verdict(&f).unwrap(), Verdict::Counted);
-    }
-    let counts = counter.read().unwrap();
-    let s = &counts.streams[0];
-    // 5 skips 4 and 1,006 skips 999 (small), 2,007 skips 1,000 (big),
-    // 4 comes back (reverse).
-    assert_eq!(s.seq_errors, [2, 1, 1], "{s:?}");
-    assert_eq!((s.received, s.duplicated, s.reordered), (9, 1, 1), "{s:?}");
+    use Verdict::*;
+    let cases = [
+        // A sequence number the trial never sent (at or beyond the frames
+        // a stream sends) is errored, and it moves nothing, so the frames
+        // after it are not counted reordered against it. 1 skips 0, 99
+        // skips 3..=98; the refused numbers are not compared.
+        SeqCase {
+            name: "a sequence number beyond the trial",
+            sent: 100,
+            seqs: &[1, 100, 0x5a00_0002, 2, 99],
+            verdicts: &[Counted, Errored, Errored, Counted, Counted],
+            errored: 2,
+            counts: (3, 0, 0),
+            seq_errors: [2, 0, 0],
+        },
+        // 5 skips 4 and 1,006 skips 999 (small), 2,007 skips 1,000 (big),
+        // 4 comes back (reverse).
+        SeqCase {
+            name: "sequence errors against the previous frame",
+            sent: 10_000,
+            seqs: &[0, 1, 2, 3, 5, 4, 5, 6, 1006, 2007],
+            verdicts: &[Counted; 10],
+            errored: 0,
+            counts: (9, 1, 1),
+            seq_errors: [2, 1, 1],
+        },
+    ];
     assert_eq!(linerate_bpf::counter::BIG_GAP, 1000);
+    let t = template_128();
+    for c in &cases {
+        let name = c.name;
+        let mut counter = XdpCounter::load(1).expect("the XDP counter loads (as root)");
+        counter
+            .start_trial(
+                7,
+                1,
+                DEFAULT_UDP_PORT,
+                1 << 31,
+                FrameCheck::Headers,
+                c.sent,
+                SentFrom::default(),
+            )
+            .unwrap();
+        let verdicts: Vec<Verdict> = c
+            .seqs
+            .iter()
+            .map(|&seq| {
+                let mut f = vec![0u8; t.len()];
+                // Timestamps are only read on numbers that are multiples of 2^31.
+                t.write(
+                    &mut f,
+                    Signature {
+                        stream: 7,
+                        seq,
+                        tx_ts: 0,
+                    },
+                );
+                counter.verdict(&f).unwrap()
+            })
+            .collect();
+        assert_eq!(verdicts, c.verdicts, "{name}");
+        let counts = counter.read().unwrap();
+        assert_eq!(counts.errored, c.errored, "{name}");
+        let s = &counts.streams[0];
+        assert_eq!(
+            (s.received, s.reordered, s.duplicated),
+            c.counts,
+            "{name}: {s:?}"
+        );
+        assert_eq!(s.seq_errors, c.seq_errors, "{name}: {s:?}");
+    }
 }
 
 /// A 128-byte IPv4 test frame's template, stream 7's port.
