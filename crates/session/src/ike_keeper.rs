@@ -262,109 +262,161 @@ impl Drop for Keeper {
 
 /// The thread: answer, rekey on schedule, hand keys over, until `stop`.
 fn keep(
-    mut peers: Peers,
+    peers: Peers,
     handoff: Handoff,
     every: Option<Duration>,
     stop: &AtomicBool,
     log: &Mutex<RekeyLog>,
 ) -> Peers {
-    let n = peers.count();
-    let start = Instant::now();
-    let mut due: BinaryHeap<Reverse<(Instant, usize)>> = BinaryHeap::new();
-    if let Some(every) = every {
-        for i in 0..n {
-            due.push(Reverse((
-                start + every.mul_f64((i + 1) as f64 / n as f64),
-                i,
-            )));
-        }
-    }
-    // When linerate asked for each tunnel's pending rekey.
-    let mut asked: Vec<Option<Instant>> = vec![None; n];
-    // After a rekey the gateway started: the new outbound SA, held back
-    // until the gateway deletes the old CHILD_SA (it installs its new
-    // inbound SA only once it has linerate's answer), or until the time
-    // given, for a gateway that keeps the old one.
-    let mut held: Vec<Option<(Outbound, Instant)>> = (0..n).map(|_| None).collect();
-    let mut gone = false;
+    let mut keeping = Keeping::new(peers, handoff, every, Instant::now());
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
-        let wake = due.peek().map_or(now + STOP_CHECK, |Reverse((t, _))| {
+        let timeout = keeping.wake(now).saturating_duration_since(now);
+        for (tunnel, outcome) in keeping.peers.poll(timeout, &mut keeping.gone) {
+            keeping.ended(tunnel, outcome, log);
+        }
+        let now = Instant::now();
+        keeping.release_held(now);
+        keeping.rekey_due(now, log);
+    }
+    keeping.peers
+}
+
+/// What [`keep`]'s loop carries from one turn to the next, so that each
+/// phase of a turn (answer, release held keys, start due rekeys) is its
+/// own method.
+struct Keeping {
+    peers: Peers,
+    handoff: Handoff,
+    every: Option<Duration>,
+    /// Each tunnel's next rekey, soonest first.
+    due: BinaryHeap<Reverse<(Instant, usize)>>,
+    /// When linerate asked for each tunnel's pending rekey.
+    asked: Vec<Option<Instant>>,
+    /// After a rekey the gateway started: the new outbound SA, held back
+    /// until the gateway deletes the old CHILD_SA (it installs its new
+    /// inbound SA only once it has linerate's answer), or until the time
+    /// given, for a gateway that keeps the old one.
+    held: Vec<Option<(Outbound, Instant)>>,
+    /// The one session's IKE SA is deleted.
+    gone: bool,
+}
+
+impl Keeping {
+    /// Schedules the rekeys (with `every`) from `start`: tunnel i first at
+    /// (i + 1) `every` / N, so they spread evenly over the period.
+    fn new(peers: Peers, handoff: Handoff, every: Option<Duration>, start: Instant) -> Keeping {
+        let n = peers.count();
+        let mut due: BinaryHeap<Reverse<(Instant, usize)>> = BinaryHeap::new();
+        if let Some(every) = every {
+            for i in 0..n {
+                due.push(Reverse((
+                    start + every.mul_f64((i + 1) as f64 / n as f64),
+                    i,
+                )));
+            }
+        }
+        Keeping {
+            peers,
+            handoff,
+            every,
+            due,
+            asked: vec![None; n],
+            held: (0..n).map(|_| None).collect(),
+            gone: false,
+        }
+    }
+
+    /// When the next turn is due, read at `now`: the next rekey, or the
+    /// stop check's period at the latest.
+    fn wake(&self, now: Instant) -> Instant {
+        self.due.peek().map_or(now + STOP_CHECK, |Reverse((t, _))| {
             (*t).min(now + STOP_CHECK)
-        });
-        for (tunnel, outcome) in peers.poll(wake.saturating_duration_since(now), &mut gone) {
-            // A rekey's end ends linerate's request for the tunnel, if it
-            // made one; nothing else does.
-            let took = match outcome {
-                Outcome::Rekeyed | Outcome::RekeyFailed(_) => asked
-                    .get_mut(tunnel)
-                    .and_then(Option::take)
-                    .map(|t| t.elapsed()),
-                _ => None,
-            };
-            let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
-            match outcome {
-                Outcome::OldDeleted => {
-                    if let Some((sa, _)) = held.get_mut(tunnel).and_then(Option::take) {
-                        handoff.outbound.push(tunnel, sa);
-                    }
+        })
+    }
+
+    /// Acts on what ended for `tunnel`: new keys handed over (or held),
+    /// the rekey or the gateway's delete logged.
+    fn ended(&mut self, tunnel: usize, outcome: Outcome, log: &Mutex<RekeyLog>) {
+        // A rekey's end ends linerate's request for the tunnel, if it
+        // made one; nothing else does.
+        let took = match outcome {
+            Outcome::Rekeyed | Outcome::RekeyFailed(_) => self
+                .asked
+                .get_mut(tunnel)
+                .and_then(Option::take)
+                .map(|t| t.elapsed()),
+            _ => None,
+        };
+        let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+        match outcome {
+            Outcome::OldDeleted => {
+                if let Some((sa, _)) = self.held.get_mut(tunnel).and_then(Option::take) {
+                    self.handoff.outbound.push(tunnel, sa);
                 }
-                Outcome::Rekeyed => {
-                    let hold = took.is_none().then(|| held.get_mut(tunnel)).flatten();
-                    let spis = hand_over(&peers, tunnel, &handoff, hold);
-                    if let (Some(s), Some(slot)) = (spis, log.spis.get_mut(tunnel)) {
-                        *slot = s;
-                    }
-                    log.push(Rekey {
-                        tunnel,
-                        at: Instant::now(),
-                        took,
-                        spis,
-                        failed: spis
-                            .is_none()
-                            .then(|| "its keys did not fit the data path".into()),
-                    });
+            }
+            Outcome::Rekeyed => {
+                let hold = took.is_none().then(|| self.held.get_mut(tunnel)).flatten();
+                let spis = hand_over(&self.peers, tunnel, &self.handoff, hold);
+                if let (Some(s), Some(slot)) = (spis, log.spis.get_mut(tunnel)) {
+                    *slot = s;
                 }
-                // An error while no rekey was asked (the socket's): not
-                // a rekey's; wait a little rather than spin on it.
-                Outcome::RekeyFailed(_) if took.is_none() => {
-                    drop(log);
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Outcome::RekeyFailed(why) => log.push(Rekey {
+                log.push(Rekey {
                     tunnel,
                     at: Instant::now(),
                     took,
-                    spis: None,
-                    failed: Some(why),
-                }),
-                Outcome::Deleted(why) => log.deleted.push((tunnel, why)),
+                    spis,
+                    failed: spis
+                        .is_none()
+                        .then(|| "its keys did not fit the data path".into()),
+                });
             }
+            // An error while no rekey was asked (the socket's): not
+            // a rekey's; wait a little rather than spin on it.
+            Outcome::RekeyFailed(_) if took.is_none() => {
+                drop(log);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Outcome::RekeyFailed(why) => log.push(Rekey {
+                tunnel,
+                at: Instant::now(),
+                took,
+                spis: None,
+                failed: Some(why),
+            }),
+            Outcome::Deleted(why) => log.deleted.push((tunnel, why)),
         }
-        for (tunnel, slot) in held.iter_mut().enumerate() {
-            if slot
-                .as_ref()
-                .is_some_and(|(_, until)| *until <= Instant::now())
-            {
+    }
+
+    /// Hands the data path the outbound SAs held past their time by `now`
+    /// (a gateway that keeps the old CHILD_SA).
+    fn release_held(&mut self, now: Instant) {
+        for (tunnel, slot) in self.held.iter_mut().enumerate() {
+            if slot.as_ref().is_some_and(|(_, until)| *until <= now) {
                 if let Some((sa, _)) = slot.take() {
-                    handoff.outbound.push(tunnel, sa);
+                    self.handoff.outbound.push(tunnel, sa);
                 }
             }
         }
-        while let Some(&Reverse((t, i))) = due.peek() {
-            if t > Instant::now() {
+    }
+
+    /// Asks for every rekey due by `now` and schedules each tunnel's next;
+    /// a request that cannot be sent is logged as a failed rekey.
+    fn rekey_due(&mut self, now: Instant, log: &Mutex<RekeyLog>) {
+        while let Some(&Reverse((t, i))) = self.due.peek() {
+            if t > now {
                 break;
             }
-            due.pop();
-            if let Some(every) = every {
-                due.push(Reverse((t + every, i)));
+            self.due.pop();
+            if let Some(every) = self.every {
+                self.due.push(Reverse((t + every, i)));
             }
             // One rekey at a time per tunnel: a slow answer skips a turn.
-            if asked[i].is_some() {
+            if self.asked[i].is_some() {
                 continue;
             }
-            match peers.rekey(i) {
-                Ok(()) => asked[i] = Some(Instant::now()),
+            match self.peers.rekey(i) {
+                Ok(()) => self.asked[i] = Some(Instant::now()),
                 Err(e) => {
                     let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
                     log.push(Rekey {
@@ -378,7 +430,6 @@ fn keep(
             }
         }
     }
-    peers
 }
 
 /// How long a new outbound SA is held back at most after a rekey the
