@@ -15,6 +15,8 @@
 //! IKE socket, and the AF_XDP engine passes only IKE to the kernel. At the
 //! end the IKE SAs are deleted and the addresses taken off.
 
+mod many;
+
 use crate::error::{bail, err, Result};
 use crate::ike_keeper::{Handoff, Keeper, Peers, RekeyLog, RekeyTotals};
 use crate::peers::{ip_out as ip, PeerAddresses};
@@ -23,8 +25,7 @@ use linerate_engine::transform::{ReceiveTransform, SendTransform};
 use linerate_engine::HostConfig;
 use linerate_esp::{EspSuite, Inbound, Outbound};
 use linerate_ike::{
-    Config, Fleet, FleetConfig, Identity, IkeProposals, Peer, Ports, Psk, Retransmit, Session,
-    Sockets, TrafficSelector,
+    Config, Fleet, Identity, IkeProposals, Ports, Psk, Session, Sockets, TrafficSelector,
 };
 use linerate_results::report::thousands;
 use std::net::Ipv4Addr;
@@ -185,6 +186,44 @@ impl Slices {
     }
 }
 
+/// Negotiates one tunnel's IKE SA and CHILD_SA from port B's address,
+/// over sockets bound in port B's namespace (a socket keeps the namespace
+/// it was made in).
+fn connect_one(
+    plan: &IpsecPlan,
+    netns: Option<&str>,
+    host_b: &HostConfig,
+    checked: Checked,
+) -> Result<Session> {
+    let Checked {
+        psk,
+        esp,
+        gateway,
+        remote_net,
+        local_net,
+        ..
+    } = checked;
+    let mut config = Config::new(
+        host_b.ip,
+        gateway,
+        psk,
+        remote_net.selector(),
+        local_net.selector(),
+    );
+    if let Some(ike) = &plan.ike {
+        config.ike = ike.clone();
+    }
+    config.esp = esp;
+    config.local_id = plan.local_id.clone();
+    config.remote_id = plan.remote_id.clone();
+    let sockets = linerate_port::netns::maybe_in_netns(netns, || {
+        Ok(Sockets::bind(host_b.ip, Ports::default()))
+    })
+    .map_err(|e| err!(Environment, "{e}"))?
+    .map_err(|e| err!(Environment, "IPsec: {e}"))?;
+    Session::connect_with(config, sockets).map_err(|e| err!(Failed, "IPsec: {e}"))
+}
+
 /// Port B's ESP transforms: sending (encrypting) and receiving.
 pub type Transforms = (Box<dyn SendTransform>, Box<dyn ReceiveTransform>);
 
@@ -299,23 +338,34 @@ impl IpsecPeer {
         if plan.tunnels > 1 {
             return Self::establish_many(plan, netns, ifname, host_b, lan);
         }
-        let Checked {
-            psk,
-            esp,
-            gateway,
-            remote_net,
-            local_net,
-            outer,
-        } = Checked::of(
+        let checked = Checked::of(
             plan,
             host_b,
             lan,
             "which the gateway's tunnel protects (e.g. 198.19.1.0/24)",
         )?;
+        let remote_net = checked.remote_net;
         if remote_net.contains(host_b.ip) {
             bail!(BadInput, "--remote-net {remote_net} holds port B's own address {}: the network behind linerate must be another one than its WAN subnet", host_b.ip);
         }
-        let mut peer = IpsecPeer {
+        let mut peer = Self::of_one(plan, netns, ifname, host_b, &checked);
+        peer.address_on(checked.outer, checked.gateway)?;
+        let session = connect_one(plan, netns, host_b, checked)?;
+        peer.take_first_child(session, plan, host_b)?;
+        Ok(peer)
+    }
+
+    /// The peer of one tunnel before it is negotiated: the run's record
+    /// without the SPIs and the IKE suite, no keys yet.
+    fn of_one(
+        plan: &IpsecPlan,
+        netns: Option<&str>,
+        ifname: &str,
+        host_b: &HostConfig,
+        checked: &Checked,
+    ) -> IpsecPeer {
+        let esp = checked.esp;
+        IpsecPeer {
             session: None,
             fleet: None,
             addresses: None,
@@ -331,42 +381,32 @@ impl IpsecPeer {
                 esp_label: esp.label().to_string(),
                 encapsulation: "ESP in UDP 4500 (RFC 3948), tunnel mode".to_string(),
                 ike: String::new(),
-                gateway,
+                gateway: checked.gateway,
                 peer: host_b.ip,
                 spi_out: 0,
                 spi_in: 0,
-                local_net: remote_net.to_string(),
-                remote_net: local_net.to_string(),
+                local_net: checked.remote_net.to_string(),
+                remote_net: checked.local_net.to_string(),
                 tunnels: None,
             },
-            inner: remote_net.host(),
+            inner: checked.remote_net.host(),
             keeper: None,
             rekey: plan.rekey,
             esp_keys: plan.esp_keys.clone(),
-        };
-        peer.address_on(outer, gateway)?;
-        let mut config = Config::new(
-            host_b.ip,
-            gateway,
-            psk,
-            remote_net.selector(),
-            local_net.selector(),
-        );
-        if let Some(ike) = &plan.ike {
-            config.ike = ike.clone();
         }
-        config.esp = esp;
-        config.local_id = plan.local_id.clone();
-        config.remote_id = plan.remote_id.clone();
-        // Bound in port B's namespace; a socket keeps the namespace it
-        // was made in.
-        let sockets = linerate_port::netns::maybe_in_netns(netns, || {
-            Ok(Sockets::bind(host_b.ip, Ports::default()))
-        })
-        .map_err(|e| err!(Environment, "{e}"))?
-        .map_err(|e| err!(Environment, "IPsec: {e}"))?;
-        let session =
-            Session::connect_with(config, sockets).map_err(|e| err!(Failed, "IPsec: {e}"))?;
+    }
+
+    /// Takes the negotiated CHILD_SA of one tunnel: refuses a gateway that
+    /// does not encapsulate ESP in UDP, makes the data path's SAs, writes
+    /// `--esp-keys`, records the SPIs and suite, and keeps the session
+    /// (its socket filtering the ESP off).
+    fn take_first_child(
+        &mut self,
+        session: Session,
+        plan: &IpsecPlan,
+        host_b: &HostConfig,
+    ) -> Result<()> {
+        let gateway = self.record.gateway;
         let child = session.child();
         if !child.udp_encap {
             bail!(Environment, "the gateway at {gateway} will not encapsulate ESP in UDP (no NAT traversal): linerate sends and receives ESP in UDP on port 4500 only; enable NAT traversal (strongSwan: encap = yes) on the gateway");
@@ -382,9 +422,9 @@ impl IpsecPeer {
             write_private(path, &lines)
                 .map_err(|e| err!(Environment, "--esp-keys {}: {e}", path.display()))?;
         }
-        peer.record.spi_out = child.outbound.spi;
-        peer.record.spi_in = child.inbound.spi;
-        peer.record.ike = session.ike_suite().to_string();
+        self.record.spi_out = child.outbound.spi;
+        self.record.spi_in = child.inbound.spi;
+        self.record.ike = session.ike_suite().to_string();
         // The address stays on port B while the trials run: the gateway's
         // requests (liveness checks, its rekeys) and the answers to
         // linerate's rekeys reach the keeper; the ESP they share port
@@ -392,213 +432,9 @@ impl IpsecPeer {
         session
             .ignore_esp()
             .map_err(|e| err!(Environment, "IPsec: {e}"))?;
-        peer.keys = Some(Keys::One(Box::new((outbound, inbound))));
-        peer.session = Some(session);
-        Ok(peer)
-    }
-
-    /// `--tunnels N`: N peers on port B, from its address upward (or
-    /// `--peer-addrs`), each with its own IKE SA and CHILD_SA for its own
-    /// slice of the network behind linerate, all brought up by one
-    /// [`Fleet`]. A tunnel that does not come up refuses the measurement
-    /// (those up are deleted).
-    fn establish_many(
-        plan: &IpsecPlan,
-        netns: Option<&str>,
-        ifname: &str,
-        host_b: &HostConfig,
-        lan: &HostConfig,
-    ) -> Result<IpsecPeer> {
-        let count = plan.tunnels;
-        if plan.esp_keys.is_some() {
-            bail!(
-                BadInput,
-                "--esp-keys writes one tunnel's keys: leave it out with --tunnels above 1"
-            );
-        }
-        let Checked {
-            psk,
-            esp,
-            gateway,
-            remote_net,
-            local_net,
-            outer,
-        } = Checked::of(
-            plan,
-            host_b,
-            lan,
-            "split into one slice per tunnel (e.g. 198.19.128.0/17)",
-        )?;
-        if !outer.contains(gateway) {
-            bail!(BadInput, "the IPsec gateway {gateway} is not on port B's subnet {outer}: give the gateway's WAN address on that subnet (--gw-b or --ipsec-gateway)");
-        }
-        let prefix = crate::peers::slice_prefix(remote_net, count, "--remote-net")?;
-        let first_addr = plan
-            .peer_addrs
-            .clone()
-            .unwrap_or_else(|| host_b.ip.to_string());
-        let peers = crate::peers::peer_range(&first_addr, count, "--tunnels")?;
-        for p in [peers[0], peers[count - 1]] {
-            if remote_net.contains(p) {
-                bail!(BadInput, "--remote-net {remote_net} holds the peer address {p}: the network behind linerate must be another one than the peers' addresses");
-            }
-        }
-        if let Some(p) = peers.iter().find(|&&p| p == gateway) {
-            bail!(BadInput, "the peer addresses include the gateway's own address {p}: give --peer-addrs a range without it");
-        }
-        let (first, _) = remote_net.range();
-        let block = 1u32 << (32 - prefix as u32);
-        let slices = Slices {
-            first,
-            block,
-            count: count as u32,
-            host_offset: 2.min(block - 1),
-        };
-        let nets: Vec<Net> = (0..count)
-            .map(|i| crate::peers::slice(remote_net, prefix, i))
-            .collect();
-        let ike = plan.ike.clone().unwrap_or_default();
-        let addresses = PeerAddresses::add(netns, ifname, outer, &peers)?;
-        let config = FleetConfig {
-            gateway,
-            gateway_ports: Ports::default(),
-            local_ports: Ports::default(),
-            remote_id: plan.remote_id.clone(),
-            psk,
-            ike: ike.clone(),
-            esp,
-            remote_ts: local_net.selector(),
-            retransmit: Retransmit::default(),
-            force_encap: true,
-            peers: peers
-                .iter()
-                .zip(&nets)
-                .map(|(&local, &net)| Peer {
-                    local,
-                    local_id: plan.local_id.clone(),
-                    local_ts: net.selector(),
-                })
-                .collect(),
-            attempt_rate: None,
-            window: 64,
-        };
-        // Bound in port B's namespace; the sockets keep it.
-        let mut fleet = linerate_port::netns::maybe_in_netns(netns, || Ok(Fleet::bind(config)))
-            .map_err(|e| err!(Environment, "{e}"))?
-            .map_err(|e| err!(Environment, "IPsec: {e}"))?;
-        // Progress once a second when the setups take longer than that.
-        let begun = Instant::now();
-        let mut shown = begun;
-        let (mut up, mut down) = (0u64, 0u64);
-        let setups = fleet.bring_up(&mut |s| {
-            match s.outcome {
-                Ok(_) => up += 1,
-                Err(_) => down += 1,
-            }
-            if shown.elapsed() >= std::time::Duration::from_secs(1) {
-                shown = Instant::now();
-                errln!(
-                    "linerate: bringing up {} tunnels to {gateway}: {} up, {} failed after {} s",
-                    thousands(count as u64),
-                    thousands(up),
-                    thousands(down),
-                    begun.elapsed().as_secs()
-                );
-            }
-        });
-        let setup_ms = begun.elapsed().as_millis() as u64;
-        let failed: Vec<&linerate_ike::Setup> =
-            setups.iter().filter(|s| s.outcome.is_err()).collect();
-        let up = (0..count).filter(|&i| fleet.child(i).is_some()).count();
-        if !failed.is_empty() || up < count {
-            let mut reasons: Vec<(String, u64)> = Vec::new();
-            for s in &failed {
-                let Err(e) = &s.outcome else { continue };
-                let r = crate::peers::reason(e);
-                match reasons.iter_mut().find(|(n, _)| *n == r) {
-                    Some((_, c)) => *c += 1,
-                    None => reasons.push((r, 1)),
-                }
-            }
-            let named: Vec<String> = reasons
-                .iter()
-                .map(|(r, c)| format!("{} {r}", thousands(*c)))
-                .collect();
-            let example = failed
-                .first()
-                .and_then(|s| s.outcome.as_ref().err().map(|e| (s.peer, e.to_string())))
-                .map(|(p, e)| format!("; the first, {}: {e}", peers[p]))
-                .unwrap_or_default();
-            fleet.delete_all();
-            drop(fleet);
-            drop(addresses);
-            bail!(
-                Failed,
-                "{} of {} tunnels did not come up ({}){example}; the {} up were deleted and nothing was measured",
-                thousands((count - up) as u64),
-                thousands(count as u64),
-                named.join(", "),
-                thousands(up as u64)
-            );
-        }
-        let mut outbound = Vec::with_capacity(count);
-        let mut inbound = Vec::with_capacity(count);
-        let (mut spi_out, mut spi_in) = (Vec::with_capacity(count), Vec::with_capacity(count));
-        for (i, &p) in peers.iter().enumerate() {
-            let child = fleet.child(i).expect("every tunnel is up");
-            if !child.udp_encap {
-                bail!(Environment, "the gateway at {gateway} will not encapsulate ESP in UDP (no NAT traversal): linerate sends and receives ESP in UDP on port 4500 only; enable NAT traversal (strongSwan: encap = yes) on the gateway");
-            }
-            outbound.push((
-                Outbound::new(child.outbound.clone()).map_err(|e| err!(Failed, "{e}"))?,
-                p,
-            ));
-            inbound.push(Inbound::new(child.inbound.clone()).map_err(|e| err!(Failed, "{e}"))?);
-            spi_out.push(child.outbound.spi);
-            spi_in.push(child.inbound.spi);
-        }
-        let peer = IpsecPeer {
-            session: None,
-            fleet: Some(fleet),
-            addresses: Some(addresses),
-            keys: Some(Keys::Many(outbound, inbound)),
-            netns: netns.map(str::to_string),
-            ifname: ifname.to_string(),
-            address: None,
-            counts: SharedCounts::default(),
-            record: IpsecRun {
-                direction: plan.direction,
-                esp: esp.name().to_string(),
-                esp_label: esp.label().to_string(),
-                encapsulation: "ESP in UDP 4500 (RFC 3948), tunnel mode".to_string(),
-                ike: ike.to_string(),
-                gateway,
-                peer: peers[0],
-                spi_out: spi_out[0],
-                spi_in: spi_in[0],
-                local_net: nets[0].to_string(),
-                remote_net: local_net.to_string(),
-                tunnels: Some(TunnelsRun {
-                    count,
-                    first_peer: peers[0],
-                    last_peer: peers[count - 1],
-                    remote_net: remote_net.to_string(),
-                    slice_prefix: prefix,
-                    host_offset: slices.host_offset,
-                    spi_out,
-                    spi_in,
-                    setup_ms,
-                }),
-            },
-            inner: slices.host(0),
-            slices: Some(slices),
-            keeper: None,
-            rekey: plan.rekey,
-            esp_keys: None,
-        };
-        // The peers' addresses stay on port B while the trials run, for
-        // the keeper's IKE (the fleet's socket filters the ESP off).
-        Ok(peer)
+        self.keys = Some(Keys::One(Box::new((outbound, inbound))));
+        self.session = Some(session);
+        Ok(())
     }
 
     /// The engine's ESP transforms, once: the keys move into them, and

@@ -1,0 +1,330 @@
+//! `--tunnels N` (`IpsecPeer::establish_many`) in its phases: the peers
+//! and slices checked, the fleet bound and brought up, a tunnel that did
+//! not come up refused, every tunnel's first keys taken, the peer made.
+
+use super::{Checked, IpsecPeer, IpsecPlan, IpsecRun, Keys, Net, Slices, TunnelsRun};
+use crate::error::{bail, err, Error, Result};
+use crate::peers::PeerAddresses;
+use linerate_engine::ipsec::SharedCounts;
+use linerate_engine::HostConfig;
+use linerate_esp::{EspSuite, Inbound, Outbound};
+use linerate_ike::{Fleet, FleetConfig, IkeProposals, Peer, Ports, Psk, Retransmit, Setup};
+use linerate_results::report::thousands;
+use std::net::Ipv4Addr;
+use std::time::Instant;
+
+/// Where the N tunnels go, checked before anything is touched: the
+/// gateway, the networks, the peers' addresses and their slices.
+struct Layout {
+    esp: EspSuite,
+    gateway: Ipv4Addr,
+    remote_net: Net,
+    local_net: Net,
+    /// Port B's address and subnet, where the peers' addresses go.
+    outer: Net,
+    ike: IkeProposals,
+    peers: Vec<Ipv4Addr>,
+    /// The slices' prefix length, the slices, and each one's network.
+    prefix: u8,
+    slices: Slices,
+    nets: Vec<Net>,
+}
+
+impl Layout {
+    /// Checks the plan for N tunnels (the refusals in their order) and
+    /// lays the peers and slices out; the key, read, comes back beside.
+    fn of(plan: &IpsecPlan, host_b: &HostConfig, lan: &HostConfig) -> Result<(Layout, Psk)> {
+        let count = plan.tunnels;
+        if plan.esp_keys.is_some() {
+            bail!(
+                BadInput,
+                "--esp-keys writes one tunnel's keys: leave it out with --tunnels above 1"
+            );
+        }
+        let Checked {
+            psk,
+            esp,
+            gateway,
+            remote_net,
+            local_net,
+            outer,
+        } = Checked::of(
+            plan,
+            host_b,
+            lan,
+            "split into one slice per tunnel (e.g. 198.19.128.0/17)",
+        )?;
+        if !outer.contains(gateway) {
+            bail!(BadInput, "the IPsec gateway {gateway} is not on port B's subnet {outer}: give the gateway's WAN address on that subnet (--gw-b or --ipsec-gateway)");
+        }
+        let prefix = crate::peers::slice_prefix(remote_net, count, "--remote-net")?;
+        let first_addr = plan
+            .peer_addrs
+            .clone()
+            .unwrap_or_else(|| host_b.ip.to_string());
+        let peers = crate::peers::peer_range(&first_addr, count, "--tunnels")?;
+        for p in [peers[0], peers[count - 1]] {
+            if remote_net.contains(p) {
+                bail!(BadInput, "--remote-net {remote_net} holds the peer address {p}: the network behind linerate must be another one than the peers' addresses");
+            }
+        }
+        if let Some(p) = peers.iter().find(|&&p| p == gateway) {
+            bail!(BadInput, "the peer addresses include the gateway's own address {p}: give --peer-addrs a range without it");
+        }
+        let (first, _) = remote_net.range();
+        let block = 1u32 << (32 - prefix as u32);
+        let slices = Slices {
+            first,
+            block,
+            count: count as u32,
+            host_offset: 2.min(block - 1),
+        };
+        let nets: Vec<Net> = (0..count)
+            .map(|i| crate::peers::slice(remote_net, prefix, i))
+            .collect();
+        let layout = Layout {
+            esp,
+            gateway,
+            remote_net,
+            local_net,
+            outer,
+            ike: plan.ike.clone().unwrap_or_default(),
+            peers,
+            prefix,
+            slices,
+            nets,
+        };
+        Ok((layout, psk))
+    }
+
+    /// Binds the fleet of peers in port B's namespace (the sockets keep
+    /// it), one peer per address, each for its own slice.
+    fn bind_fleet(&self, plan: &IpsecPlan, netns: Option<&str>, psk: Psk) -> Result<Fleet> {
+        let config = FleetConfig {
+            gateway: self.gateway,
+            gateway_ports: Ports::default(),
+            local_ports: Ports::default(),
+            remote_id: plan.remote_id.clone(),
+            psk,
+            ike: self.ike.clone(),
+            esp: self.esp,
+            remote_ts: self.local_net.selector(),
+            retransmit: Retransmit::default(),
+            force_encap: true,
+            peers: self
+                .peers
+                .iter()
+                .zip(&self.nets)
+                .map(|(&local, &net)| Peer {
+                    local,
+                    local_id: plan.local_id.clone(),
+                    local_ts: net.selector(),
+                })
+                .collect(),
+            attempt_rate: None,
+            window: 64,
+        };
+        linerate_port::netns::maybe_in_netns(netns, || Ok(Fleet::bind(config)))
+            .map_err(|e| err!(Environment, "{e}"))?
+            .map_err(|e| err!(Environment, "IPsec: {e}"))
+    }
+
+    /// Why the measurement is refused when a tunnel did not come up: the
+    /// failures counted by reason, and the first one's error. None: all
+    /// are up.
+    fn refusal(&self, setups: &[Setup], fleet: &Fleet) -> Option<Error> {
+        let count = self.peers.len();
+        let failed: Vec<&Setup> = setups.iter().filter(|s| s.outcome.is_err()).collect();
+        let up = (0..count).filter(|&i| fleet.child(i).is_some()).count();
+        if failed.is_empty() && up >= count {
+            return None;
+        }
+        let mut reasons: Vec<(String, u64)> = Vec::new();
+        for s in &failed {
+            let Err(e) = &s.outcome else { continue };
+            let r = crate::peers::reason(e);
+            match reasons.iter_mut().find(|(n, _)| *n == r) {
+                Some((_, c)) => *c += 1,
+                None => reasons.push((r, 1)),
+            }
+        }
+        let named: Vec<String> = reasons
+            .iter()
+            .map(|(r, c)| format!("{} {r}", thousands(*c)))
+            .collect();
+        let example = failed
+            .first()
+            .and_then(|s| s.outcome.as_ref().err().map(|e| (s.peer, e.to_string())))
+            .map(|(p, e)| format!("; the first, {}: {e}", self.peers[p]))
+            .unwrap_or_default();
+        Some(err!(
+            Failed,
+            "{} of {} tunnels did not come up ({}){example}; the {} up were deleted and nothing was measured",
+            thousands((count - up) as u64),
+            thousands(count as u64),
+            named.join(", "),
+            thousands(up as u64)
+        ))
+    }
+}
+
+/// Brings every peer's tunnel up, with progress once a second when the
+/// setups take longer than that. The setups, and how long they took (ms).
+fn bring_up(fleet: &mut Fleet, count: usize, gateway: Ipv4Addr) -> (Vec<Setup>, u64) {
+    let begun = Instant::now();
+    let mut shown = begun;
+    let (mut up, mut down) = (0u64, 0u64);
+    let setups = fleet.bring_up(&mut |s| {
+        match s.outcome {
+            Ok(_) => up += 1,
+            Err(_) => down += 1,
+        }
+        if shown.elapsed() >= std::time::Duration::from_secs(1) {
+            shown = Instant::now();
+            errln!(
+                "linerate: bringing up {} tunnels to {gateway}: {} up, {} failed after {} s",
+                thousands(count as u64),
+                thousands(up),
+                thousands(down),
+                begun.elapsed().as_secs()
+            );
+        }
+    });
+    (setups, begun.elapsed().as_millis() as u64)
+}
+
+/// Every tunnel's first CHILD_SA, made into the data path's SAs, and
+/// their SPIs.
+struct FirstKeys {
+    outbound: Vec<(Outbound, Ipv4Addr)>,
+    inbound: Vec<Inbound>,
+    spi_out: Vec<u32>,
+    spi_in: Vec<u32>,
+}
+
+impl FirstKeys {
+    /// Takes the keys of every tunnel (all up); refuses a gateway that
+    /// does not encapsulate ESP in UDP.
+    fn of(fleet: &Fleet, peers: &[Ipv4Addr], gateway: Ipv4Addr) -> Result<FirstKeys> {
+        let count = peers.len();
+        let mut outbound = Vec::with_capacity(count);
+        let mut inbound = Vec::with_capacity(count);
+        let (mut spi_out, mut spi_in) = (Vec::with_capacity(count), Vec::with_capacity(count));
+        for (i, &p) in peers.iter().enumerate() {
+            let child = fleet.child(i).expect("every tunnel is up");
+            if !child.udp_encap {
+                bail!(Environment, "the gateway at {gateway} will not encapsulate ESP in UDP (no NAT traversal): linerate sends and receives ESP in UDP on port 4500 only; enable NAT traversal (strongSwan: encap = yes) on the gateway");
+            }
+            outbound.push((
+                Outbound::new(child.outbound.clone()).map_err(|e| err!(Failed, "{e}"))?,
+                p,
+            ));
+            inbound.push(Inbound::new(child.inbound.clone()).map_err(|e| err!(Failed, "{e}"))?);
+            spi_out.push(child.outbound.spi);
+            spi_in.push(child.inbound.spi);
+        }
+        Ok(FirstKeys {
+            outbound,
+            inbound,
+            spi_out,
+            spi_in,
+        })
+    }
+}
+
+impl IpsecPeer {
+    /// `--tunnels N`: N peers on port B, from its address upward (or
+    /// `--peer-addrs`), each with its own IKE SA and CHILD_SA for its own
+    /// slice of the network behind linerate, all brought up by one
+    /// [`Fleet`]. A tunnel that does not come up refuses the measurement
+    /// (those up are deleted).
+    pub(super) fn establish_many(
+        plan: &IpsecPlan,
+        netns: Option<&str>,
+        ifname: &str,
+        host_b: &HostConfig,
+        lan: &HostConfig,
+    ) -> Result<IpsecPeer> {
+        let (layout, psk) = Layout::of(plan, host_b, lan)?;
+        let addresses = PeerAddresses::add(netns, ifname, layout.outer, &layout.peers)?;
+        let mut fleet = layout.bind_fleet(plan, netns, psk)?;
+        let (setups, setup_ms) = bring_up(&mut fleet, plan.tunnels, layout.gateway);
+        if let Some(refused) = layout.refusal(&setups, &fleet) {
+            fleet.delete_all();
+            drop(fleet);
+            drop(addresses);
+            return Err(refused);
+        }
+        let keys = FirstKeys::of(&fleet, &layout.peers, layout.gateway)?;
+        let mut peer = Self::of_many(plan, netns, ifname, layout, keys, setup_ms);
+        // The peers' addresses stay on port B while the trials run, for
+        // the keeper's IKE (the fleet's socket filters the ESP off).
+        peer.fleet = Some(fleet);
+        peer.addresses = Some(addresses);
+        Ok(peer)
+    }
+
+    /// The peer of N tunnels up, from their layout and first keys (its
+    /// fleet and addresses still to be given).
+    fn of_many(
+        plan: &IpsecPlan,
+        netns: Option<&str>,
+        ifname: &str,
+        layout: Layout,
+        keys: FirstKeys,
+        setup_ms: u64,
+    ) -> IpsecPeer {
+        let Layout {
+            esp,
+            gateway,
+            remote_net,
+            local_net,
+            ike,
+            peers,
+            prefix,
+            slices,
+            nets,
+            ..
+        } = layout;
+        let count = peers.len();
+        IpsecPeer {
+            session: None,
+            fleet: None,
+            addresses: None,
+            keys: Some(Keys::Many(keys.outbound, keys.inbound)),
+            netns: netns.map(str::to_string),
+            ifname: ifname.to_string(),
+            address: None,
+            counts: SharedCounts::default(),
+            record: IpsecRun {
+                direction: plan.direction,
+                esp: esp.name().to_string(),
+                esp_label: esp.label().to_string(),
+                encapsulation: "ESP in UDP 4500 (RFC 3948), tunnel mode".to_string(),
+                ike: ike.to_string(),
+                gateway,
+                peer: peers[0],
+                spi_out: keys.spi_out[0],
+                spi_in: keys.spi_in[0],
+                local_net: nets[0].to_string(),
+                remote_net: local_net.to_string(),
+                tunnels: Some(TunnelsRun {
+                    count,
+                    first_peer: peers[0],
+                    last_peer: peers[count - 1],
+                    remote_net: remote_net.to_string(),
+                    slice_prefix: prefix,
+                    host_offset: slices.host_offset,
+                    spi_out: keys.spi_out,
+                    spi_in: keys.spi_in,
+                    setup_ms,
+                }),
+            },
+            inner: slices.host(0),
+            slices: Some(slices),
+            keeper: None,
+            rekey: plan.rekey,
+            esp_keys: None,
+        }
+    }
+}
