@@ -17,28 +17,29 @@
 //! ([`capacity`]).
 
 mod capacity;
+mod phases;
 mod traffic;
 
 use crate::error::{bail, err, Result};
 use crate::exit::Outcome;
 use crate::ipsec::{IpsecPlan, Net};
-use crate::peers::{reason, selector, slice, PeerAddresses};
-use crate::recorder::{RecordPlan, Recorder, RunInfo};
+use crate::peers::{reason, slice, PeerAddresses};
+use crate::recorder::{RecordPlan, Recorder};
 pub use capacity::CapacityPlan;
 use linerate_esp::EspSuite;
-use linerate_ike::{Fleet, FleetConfig, IkeProposals, Peer, Ports, Psk, Retransmit, Setup};
+use linerate_ike::{IkeProposals, Psk, Setup};
 use linerate_lab::scenario::{Applied, Scenario};
 use linerate_lab::Lab;
 use linerate_results::report::thousands;
 use linerate_results::tunnels::{
-    tunnels_table, CapacityRecord, CapacityStep, CapacityStop, HoldRecord, SetupCpu, StepMeasured,
-    TrafficRecord, TunnelOutcome, TunnelTraffic, TunnelsReport, TunnelsSettings,
+    tunnels_table, CapacityRecord, CapacityStep, CapacityStop, StepMeasured, TrafficRecord,
+    TunnelOutcome, TunnelTraffic, TunnelsReport,
 };
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use traffic::{slice_host, SendSide, Traffic, TrafficCounts, UpTunnel};
+use traffic::TrafficCounts;
 pub use traffic::{PortA, TRAFFIC_FRAME};
 
 /// Where the peers are emulated.
@@ -230,6 +231,9 @@ fn open_bed(plan: &TunnelsPlan) -> Result<Bed> {
     }
 }
 
+/// `linerate tunnels`: the run, phase by phase ([`phases`]). The bed,
+/// the peers' addresses, the fleet and the traffic are held here, so
+/// that an error anywhere releases them in the reverse order.
 pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let mut recorder = Recorder::open(&plan.record)?.json_file(plan.json.as_deref());
     // An external port's key is read before anything is touched.
@@ -241,319 +245,57 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let bed = open_bed(&plan)?;
     let psk = Psk::read_file(&bed.psk_file).map_err(|e| err!(BadInput, "{e}"))?;
     let ike = bed.ike.clone().unwrap_or_default();
-    let count = plan.peers.len();
-    let slices: Vec<Net> = (0..count)
+    let slices: Vec<Net> = (0..plan.peers.len())
         .map(|i| slice(plan.remote_net, plan.slice_prefix, i))
         .collect();
-    let settings = TunnelsSettings {
-        gateway: bed.gateway,
-        ike: ike.to_string(),
-        esp: bed.esp.name().to_string(),
-        local_net: plan.local_net.to_string(),
-        remote_net: plan.remote_net.to_string(),
-        slice_prefix: plan.slice_prefix,
-        first_peer: plan.peers[0],
-        last_peer: plan.peers[count - 1],
-        attempt_rate: plan.rate,
-        window: plan.window,
-        hold_s: plan.hold.as_secs_f64(),
-    };
-
+    let settings = phases::settings(&plan, &bed, &ike);
     let addresses = PeerAddresses::add(bed.netns.as_deref(), &bed.ifname, bed.host_b, &plan.peers)?;
-    let config = FleetConfig {
-        gateway: bed.gateway,
-        gateway_ports: Ports::default(),
-        local_ports: Ports::default(),
-        remote_id: plan.ipsec.remote_id.clone(),
-        psk,
-        ike,
-        esp: bed.esp,
-        remote_ts: selector(plan.local_net),
-        retransmit: Retransmit::default(),
-        force_encap: true,
-        peers: plan
-            .peers
-            .iter()
-            .zip(&slices)
-            .map(|(&local, &net)| Peer {
-                local,
-                local_id: plan.ipsec.local_id.clone(),
-                local_ts: selector(net),
-            })
-            .collect(),
-        attempt_rate: plan.rate,
-        window: plan.window,
-    };
-    // Bound in port B's namespace; the sockets keep it.
-    let mut fleet =
-        linerate_port::netns::maybe_in_netns(bed.netns.as_deref(), || Ok(Fleet::bind(config)))
-            .map_err(|e| err!(Environment, "{e}"))?
-            .map_err(|e| err!(Environment, "IPsec: {e}"))?;
-
-    recorder.begin(RunInfo {
-        command: "tunnels",
-        engine: "linerate-ike",
-        receiver: linerate_engine::ReceiverKind::Socket,
-        line_speed_bps: 0,
-        scenario: &bed.description,
-        report: None,
-        sizes: Vec::new(),
-        trial_s: plan.hold.as_secs_f64(),
-        resolution: 0.0,
-        capture_at: Default::default(),
-    })?;
+    let mut fleet = phases::bind_fleet(&plan, &bed, &slices, psk, ike)?;
+    phases::begin(&mut recorder, &plan, &bed)?;
     let verbose = recorder.verbose();
-    if verbose {
-        errln!(
-            "linerate: bringing up {} tunnels to {} from {} .. {} ({}, window {})",
-            thousands(count as u64),
-            bed.gateway,
-            plan.peers[0],
-            plan.peers[count - 1],
-            plan.rate
-                .map_or("as fast as the gateway answers".into(), |r| format!(
-                    "{r} attempts/s"
-                )),
-            plan.window
-        );
-    }
-    let traffic = match (&plan.traffic, &bed.port_a) {
-        (Some(t), Some(port_a)) => {
-            let side = SendSide {
-                netns: bed.netns.clone(),
-                ifname: bed.ifname.clone(),
-                gateway: bed.gateway,
-                peers: plan.peers.clone(),
-                sources: slices.iter().map(|&n| slice_host(n)).collect(),
-                rate: t.rate,
-            };
-            let running = Traffic::start(port_a, side)?;
-            if verbose {
-                errln!(
-                    "linerate: --traffic: each tunnel sends {} frames/s of {TRAFFIC_FRAME} bytes from its CHILD_SA installed; port A {} ({}) counts them",
-                    t.rate,
-                    port_a.ifname,
-                    port_a.host.address
-                );
-            }
-            Some(running)
-        }
-        (Some(_), None) => bail!(
-            BadInput,
-            "--traffic needs port A: --port-a IF --ip-a ADDR/LEN --gw-a ADDR"
-        ),
-        _ => None,
-    };
-    // The two clocks side by side: port A stamps arrivals in CLOCK_REALTIME,
-    // the fleet its IKE_SA_INITs in Instant.
-    let anchor = (Instant::now(), linerate_port::realtime_ns());
-    let begun = Instant::now();
-    let mut last_shown = Instant::now();
-    let (mut up, mut down) = (0u64, 0u64);
-    let mut on_setup = |s: &Setup| {
-        match s.outcome {
-            Ok(_) => up += 1,
-            Err(_) => down += 1,
-        }
-        if let (Some(t), Some(child)) = (&traffic, &s.child) {
-            t.tunnel_up(UpTunnel {
-                index: s.peer,
-                keys: child.outbound.clone(),
-            });
-        }
-        if verbose && last_shown.elapsed() >= Duration::from_secs(1) {
-            last_shown = Instant::now();
-            errln!(
-                "linerate: {} s: {} up, {} failed, {} to go",
-                begun.elapsed().as_secs(),
-                thousands(up),
-                thousands(down),
-                thousands(count as u64 - up - down)
-            );
-        }
-    };
-    let gateway_pids: Vec<u32> = bed
-        .applied
-        .as_ref()
-        .map(Applied::data_path_pids)
-        .unwrap_or_default();
-    let gateway_cpu = || -> Option<f64> {
-        gateway_pids
-            .iter()
-            .map(|p| cpu_seconds(&p.to_string()))
-            .sum::<Option<f64>>()
-            .filter(|_| !gateway_pids.is_empty())
-    };
-    let cpu_before = (cpu_seconds("self"), gateway_cpu());
-    let (setups, steps) = match &plan.capacity {
-        None => (fleet.bring_up_until(interrupt, &mut on_setup), None),
-        Some(c) => {
-            let children = || {
-                bed.applied
-                    .as_ref()
-                    .and_then(|a| gateway_children(a).ok())
-                    .map(|l| l.len() as u64)
-            };
-            let env = capacity::StepsEnv {
-                plan: c,
-                peers: &plan.peers,
-                hold: plan.hold,
-                traffic: traffic.as_ref(),
-                gateway_children: &children,
-                interrupt,
-                verbose,
-            };
-            let steps = capacity::run_steps(&mut fleet, &env, &mut on_setup);
-            (steps.setups, Some(steps.measured))
-        }
-    };
-    let wall_s = begun.elapsed().as_secs_f64();
-    let cpu_after = (cpu_seconds("self"), gateway_cpu());
+    let traffic = phases::start_traffic(&plan, &bed, &slices, verbose)?;
+    let brought = phases::bring_up(
+        &plan,
+        &bed,
+        &mut fleet,
+        traffic.as_ref(),
+        interrupt,
+        verbose,
+    );
+    let anchor = brought.anchor;
     let stopped = interrupt.load(Ordering::Relaxed);
-    let mut started: Vec<Option<Instant>> = vec![None; count];
-    for s in &setups {
-        if let Some(t) = started.get_mut(s.peer) {
-            *t = Some(s.started);
-        }
-    }
-    let mut outcomes = outcomes(&plan, &slices, &setups, stopped);
-    drop(setups);
-    if let Some(steps) = &steps {
-        // The peers of steps never run were not attempted.
-        outcomes.truncate(steps.iter().map(|m| m.attempted).sum());
-    }
-    let mut report = TunnelsReport::new(settings, outcomes);
-    report.gateway_note = bed.note.clone();
-    if let (Some(steps), Some(c)) = (&steps, &plan.capacity) {
-        report.capacity = Some(capacity_record(&report, steps, c, count));
-        // Setups spread over steps with holds between: the rate is each
-        // step's.
-        report.tunnels_per_s = None;
-        report.setup_span_s = None;
-        if let Some(check) = capacity_gateway_check(steps) {
-            report.gateway_checks.push(check);
-        }
-    }
-    if let (Some(t0), Some(t1)) = (cpu_before.0, cpu_after.0) {
-        let gateway = match (cpu_before.1, cpu_after.1) {
-            (Some(g0), Some(g1)) => Some(g1 - g0),
-            _ => None,
-        };
-        report.cpu = Some(SetupCpu::new(wall_s, t1 - t0, gateway, report.attempted));
-    }
+    let (mut report, started) =
+        phases::setups_report(&plan, &bed, &slices, settings, brought, stopped);
     recorder.save_partial(&report);
 
-    // The gateway's own view: one installed CHILD_SA per tunnel, for the
-    // tunnel's own network.
     let mut mismatch = None;
     // (Not after a signal: handshakes abandoned half-way may have left the
     // gateway a CHILD_SA linerate never installed.)
     if let (Some(applied), false, None) = (&bed.applied, stopped, &plan.capacity) {
-        let mut listed = gateway_children(applied)?;
-        listed.sort();
-        let mut ours: Vec<String> = report
-            .tunnels
-            .iter()
-            .filter(|t| t.setup_ms.is_some())
-            .map(|t| t.remote_net.clone())
-            .collect();
-        ours.sort();
-        if listed == ours {
-            report.gateway_checks.push(format!(
-                "after the setups charon lists {} installed CHILD_SAs (vici list-sas), one for each established tunnel's network",
-                thousands(listed.len() as u64)
-            ));
-        } else {
-            let missing = ours.iter().filter(|n| !listed.contains(n)).count();
-            let extra = listed.iter().filter(|n| !ours.contains(n)).count();
-            let text = format!(
-                "after the setups charon lists {} installed CHILD_SAs where linerate has {} tunnels up: {missing} of linerate's missing, {extra} others",
-                thousands(listed.len() as u64),
-                thousands(ours.len() as u64)
-            );
-            report.gateway_checks.push(text.clone());
-            mismatch = Some(text);
-        }
+        mismatch = phases::setups_gateway_check(applied, &mut report)?;
     }
-
     // Held up, the gateway's requests answered (with --capacity, after
     // each step).
     if !plan.hold.is_zero() && report.established > 0 && plan.capacity.is_none() {
-        let start = Instant::now();
-        let mut hold = HoldRecord::default();
-        while start.elapsed() < plan.hold && !interrupt.load(Ordering::Relaxed) {
-            let left = plan.hold.saturating_sub(start.elapsed());
-            for e in fleet.poll(left.min(Duration::from_millis(100))) {
-                use linerate_ike::Event;
-                match e.event {
-                    Event::LivenessCheck => hold.liveness_checks += 1,
-                    Event::ChildDeleted | Event::IkeDeleted => hold.deleted_by_gateway += 1,
-                    _ => hold.other_requests += 1,
-                }
-            }
-        }
-        hold.seconds = start.elapsed().as_secs_f64();
-        hold.up_at_end = fleet.established() as u64;
-        report.hold = Some(hold);
+        report.hold = Some(phases::hold(
+            &mut fleet,
+            plan.hold,
+            interrupt,
+            Instant::now(),
+        ));
     }
     report.interrupted = interrupt.load(Ordering::Relaxed);
     if let (Some(running), Some(t)) = (traffic, &plan.traffic) {
-        let counts = running.finish()?;
-        // charon's own count per CHILD_SA, before the deletes take them.
-        let decrypted = match &bed.applied {
-            Some(applied) => Some(applied.ipsec_sa_counters()?),
-            None => None,
-        };
-        let port_a = bed.port_a.as_ref().expect("traffic has port A");
-        let record = traffic_record(
-            &report,
-            &counts,
-            &started,
-            anchor,
-            decrypted.as_deref(),
-            t.rate,
-            format!("{} {}", port_a.ifname, port_a.host.address),
-        );
-        report.set_traffic(record);
-        if let Some(check) = decrypted
-            .as_ref()
-            .and(report.traffic.as_ref())
-            .and_then(gateway_traffic_check)
-        {
-            if check.1 && mismatch.is_none() {
-                mismatch = Some(check.0.clone());
-            }
-            report.gateway_checks.push(check.0);
-        }
+        let odd = phases::finish_traffic(running, t, &bed, &mut report, &started, anchor)?;
+        mismatch = mismatch.or(odd);
     }
     let was_up = fleet.established();
     fleet.delete_all();
     drop(fleet);
     if let Some(applied) = &bed.applied {
-        // charon removes an IKE SA when it answers the Delete.
         let deadline = Instant::now() + Duration::from_secs(5);
-        let left = loop {
-            let left = gateway_children(applied)?.len();
-            if left == 0 || Instant::now() > deadline {
-                break left;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        report.gateway_checks.push(if left == 0 {
-            format!(
-                "after linerate deleted its {} tunnels charon lists no CHILD_SA",
-                thousands(was_up as u64)
-            )
-        } else {
-            format!(
-                "after linerate deleted its {} tunnels charon still lists {} CHILD_SAs",
-                thousands(was_up as u64),
-                thousands(left as u64)
-            )
-        });
-        if left > 0 && mismatch.is_none() {
-            mismatch = report.gateway_checks.last().cloned();
-        }
+        let odd = phases::deletes_gateway_check(applied, &mut report, was_up, deadline)?;
+        mismatch = mismatch.or(odd);
     }
     drop(addresses);
 
@@ -568,51 +310,7 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     }
     recorder.finish(linerate_store::RunStatus::Complete)?;
     drop(bed);
-    if let Some(c) = &report.capacity {
-        if report.established > 0 || c.steps.is_empty() {
-            return Ok(capacity_outcome(c, mismatch));
-        }
-    }
-    if report.established == 0 {
-        let g = &report.failures[0];
-        bail!(
-            Failed,
-            "no tunnel came up: {} of {} failed with {} (the first, {}: {})",
-            thousands(g.count),
-            thousands(report.attempted),
-            g.reason,
-            g.first_peer,
-            g.example
-        );
-    }
-    if report.failed > 0 {
-        let reasons: Vec<String> = report
-            .failures
-            .iter()
-            .map(|g| format!("{} {}", thousands(g.count), g.reason))
-            .collect();
-        return Ok(Outcome::ThresholdFailed(format!(
-            "{} of {} tunnels failed ({}); {} established",
-            thousands(report.failed),
-            thousands(report.attempted),
-            reasons.join(", "),
-            thousands(report.established)
-        )));
-    }
-    if let Some(why) = mismatch {
-        return Ok(Outcome::ThresholdFailed(format!(
-            "the gateway does not agree: {why}"
-        )));
-    }
-    if let Some(t) = report.traffic.as_ref().filter(|t| !t.no_traffic.is_empty()) {
-        return Ok(Outcome::ThresholdFailed(format!(
-            "{} of {} tunnels up carried no test frame to port A before the hold ended (the first: {}); give a longer --hold, or see the gateway",
-            thousands(t.no_traffic.len() as u64),
-            thousands(report.established),
-            t.no_traffic[0]
-        )));
-    }
-    Ok(Outcome::Passed)
+    phases::verdict(&report, mismatch)
 }
 
 /// `--capacity`'s record: each step from its setups' outcomes (the
@@ -851,6 +549,7 @@ fn outcomes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linerate_results::tunnels::TunnelsSettings;
 
     fn net(text: &str) -> Net {
         Net::parse(text, "--remote-net").unwrap()
