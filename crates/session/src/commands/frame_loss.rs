@@ -67,110 +67,40 @@ impl LossPlan {
 }
 
 pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
-    let mode = plan.mode();
     let earlier = &plan.earlier;
-    // The DUT configurations compared, one lab each; None: the lab or the
-    // external DUT as it is.
-    let scenarios: Vec<Option<&Scenario>> = if plan.scenarios.is_empty() {
-        vec![None]
-    } else {
-        plan.scenarios.iter().map(Some).collect()
-    };
-    // Each DUT configuration with each tunnel count (`--tunnels 1,10,100`).
-    let counts: Vec<Option<usize>> = if plan.tunnel_counts.len() > 1 {
-        plan.tunnel_counts.iter().copied().map(Some).collect()
-    } else {
-        vec![None]
-    };
-    let units: Vec<(Option<&Scenario>, Option<usize>)> = scenarios
-        .iter()
-        .flat_map(|sc| counts.iter().map(move |c| (*sc, *c)))
-        .collect();
+    let units = units(&plan);
     let json = plan.json.as_deref();
     let mut rep: Option<FrameLossReport> = None;
-    for (index, (scenario, count)) in units.iter().enumerate() {
+    for (index, unit) in units.iter().enumerate() {
         if interrupt.load(Ordering::Relaxed) {
             break;
         }
-        let mut unit_plan;
-        let plan = match count {
+        let unit_plan;
+        let plan = match unit.count {
             Some(n) => {
-                unit_plan = plan.clone();
-                if let Some(i) = unit_plan.bed.ipsec.as_mut() {
-                    i.tunnels = *n;
-                }
-                errln!(
-                    "linerate: {n} tunnel{} ({} of {} counts)",
-                    if *n == 1 { "" } else { "s" },
-                    index % counts.len() + 1,
-                    counts.len()
-                );
+                unit_plan = with_tunnels(&plan, n, index);
                 &unit_plan
             }
             None => &plan,
         };
         // `applied` (XDP program, tunnel daemons) goes before the test bed,
         // which owns the scenario's lab.
-        // Each DUT configuration is a run of its own in the results
-        // database, with a capture file of its own when several are compared.
-        let mut record = plan.record.clone();
-        if units.len() > 1 {
-            record.pcap = record
-                .pcap
-                .as_deref()
-                .map(|p| crate::scenario_bed::numbered(p, index + 1));
-        }
+        let record = unit_record(plan, units.len(), index);
         let mut recorder = Recorder::open(&record)?.json_file(json);
-        let (applied, mut s) = open(plan, *scenario, index)?;
-        let rep = rep.get_or_insert_with(|| FrameLossReport {
-            run: s.run.clone(),
-            mode: mode.to_string(),
-            step: plan.rfc2544_step,
-            trial_duration_s: plan.duration.as_secs_f64(),
-            stop_above_loss_ratio: plan.stop_above_loss,
-            series: Vec::new(),
-            interrupted: None,
-        });
+        let (applied, mut s) = open(plan, unit.scenario, index)?;
+        let rep = rep.get_or_insert_with(|| new_report(plan, &s));
         if !plan.scenarios.is_empty() {
             let list = crate::plan::scenario_list(&plan.scenarios);
             rep.run.description = format!("lab Linux router in each DUT configuration of {list}");
         }
-        let row_name = match (scenario, &plan.label) {
-            (Some(sc), _) => Some(sc.spec.clone()),
-            (None, label) => label.clone(),
-        };
-        let row_name = match (count, row_name) {
-            (Some(n), name) => {
-                let t = format!("{n} tunnel{}", if *n == 1 { "" } else { "s" });
-                Some(match name {
-                    Some(name) => format!("{name}, {t}"),
-                    None => t,
-                })
-            }
-            (None, name) => name,
-        };
+        let row_name = row_name(unit.scenario, plan.label.as_ref(), unit.count);
         let rows = rows(plan, &s)?;
         s.ready()?;
         recorder.begin(s.record_info("loss", &plan.frames, plan.duration.as_secs_f64()))?;
         let first_row = rep.series.len();
         let stopped = measure(rows, plan, &mut s, &mut recorder, row_name, rep, interrupt);
-        if let (Some(sc), Some(a)) = (scenario, &applied) {
-            // After traffic: did it really go through the configuration?
-            let mut record = record_of(sc, a);
-            let lab =
-                s.bed.lab.as_ref().ok_or_else(|| {
-                    crate::error::err!(Failed, "a scenario's test bed holds its lab")
-                })?;
-            let done = rep.series[first_row..]
-                .iter()
-                .flat_map(|row| row.points.iter().map(|p| &p.trial));
-            record.traffic_checks = match tunnel_checks(a, s.bed.ipsec.as_ref())? {
-                Some(checks) => checks,
-                None => traffic_checks(a, lab, done)?,
-            };
-            for row in &mut rep.series[first_row..] {
-                row.scenario = Some(record.clone());
-            }
+        if let (Some(sc), Some(a)) = (unit.scenario, &applied) {
+            check_scenario(sc, a, &s, &mut rep.series[first_row..])?;
         }
         drop(applied);
         if let Err(e) = stopped {
@@ -194,6 +124,127 @@ pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         ));
     }
     Ok(Outcome::Passed)
+}
+
+/// One group of rows: a DUT configuration (None: the lab or the external
+/// DUT as it is) with a tunnel count (None: the count the plan holds).
+struct Unit<'p> {
+    scenario: Option<&'p Scenario>,
+    count: Option<usize>,
+}
+
+/// The groups of rows a run measures: each DUT configuration compared
+/// with each tunnel count of `--tunnels 1,10,100`, configurations outer.
+fn units(plan: &LossPlan) -> Vec<Unit<'_>> {
+    let scenarios: Vec<Option<&Scenario>> = if plan.scenarios.is_empty() {
+        vec![None]
+    } else {
+        plan.scenarios.iter().map(Some).collect()
+    };
+    let counts: Vec<Option<usize>> = if plan.tunnel_counts.len() > 1 {
+        plan.tunnel_counts.iter().copied().map(Some).collect()
+    } else {
+        vec![None]
+    };
+    scenarios
+        .iter()
+        .flat_map(|sc| {
+            counts.iter().map(move |c| Unit {
+                scenario: *sc,
+                count: *c,
+            })
+        })
+        .collect()
+}
+
+/// The plan with `n` tunnels, for the `index`th group of rows (said on
+/// stderr, with its place among the counts).
+fn with_tunnels(plan: &LossPlan, n: usize, index: usize) -> LossPlan {
+    let mut unit_plan = plan.clone();
+    if let Some(i) = unit_plan.bed.ipsec.as_mut() {
+        i.tunnels = n;
+    }
+    let counts = plan.tunnel_counts.len();
+    errln!(
+        "linerate: {n} tunnel{} ({} of {} counts)",
+        if n == 1 { "" } else { "s" },
+        index % counts + 1,
+        counts
+    );
+    unit_plan
+}
+
+/// Each DUT configuration is a run of its own in the results database,
+/// with a capture file of its own when several groups are measured.
+fn unit_record(plan: &LossPlan, units: usize, index: usize) -> RecordPlan {
+    let mut record = plan.record.clone();
+    if units > 1 {
+        record.pcap = record
+            .pcap
+            .as_deref()
+            .map(|p| crate::scenario_bed::numbered(p, index + 1));
+    }
+    record
+}
+
+/// The report's header, from the first group's session: every group's
+/// rows join it.
+fn new_report(plan: &LossPlan, s: &Session) -> FrameLossReport {
+    FrameLossReport {
+        run: s.run.clone(),
+        mode: plan.mode().to_string(),
+        step: plan.rfc2544_step,
+        trial_duration_s: plan.duration.as_secs_f64(),
+        stop_above_loss_ratio: plan.stop_above_loss,
+        series: Vec::new(),
+        interrupted: None,
+    }
+}
+
+/// The name a group's rows carry: the configuration's spec (else
+/// `--label`), with the tunnel count when several are compared.
+fn row_name(
+    scenario: Option<&Scenario>,
+    label: Option<&String>,
+    count: Option<usize>,
+) -> Option<String> {
+    let name = match scenario {
+        Some(sc) => Some(sc.spec.clone()),
+        None => label.cloned(),
+    };
+    match count {
+        Some(n) => {
+            let t = format!("{n} tunnel{}", if n == 1 { "" } else { "s" });
+            Some(match name {
+                Some(name) => format!("{name}, {t}"),
+                None => t,
+            })
+        }
+        None => name,
+    }
+}
+
+/// After traffic: did it really go through the configuration? The
+/// checks (the tunnels' own counters, else the lab's traffic checks over
+/// the group's trials) are recorded on each of the group's rows.
+fn check_scenario(sc: &Scenario, a: &Applied, s: &Session, group: &mut [LossSeries]) -> Result<()> {
+    let mut record = record_of(sc, a);
+    let lab = s
+        .bed
+        .lab
+        .as_ref()
+        .ok_or_else(|| crate::error::err!(Failed, "a scenario's test bed holds its lab"))?;
+    let done = group
+        .iter()
+        .flat_map(|row| row.points.iter().map(|p| &p.trial));
+    record.traffic_checks = match tunnel_checks(a, s.bed.ipsec.as_ref())? {
+        Some(checks) => checks,
+        None => traffic_checks(a, lab, done)?,
+    };
+    for row in group {
+        row.scenario = Some(record.clone());
+    }
+    Ok(())
 }
 
 /// The test bed of one row group: a fresh lab configured as `scenario`
