@@ -9,19 +9,29 @@ use std::time::Duration;
 
 /// Runs linerate with `args` (inside `ns` if given) and checks the common
 /// contract: exit 2, one `linerate: error:` line, no panic, no new `lr-`
-/// namespace (also none named after the run's pid). Returns the run.
+/// namespace (also none named after the run's pid). Returns the run; a
+/// failure names the command line.
 fn expect_error(ns: Option<&str>, args: &[&str]) -> Run {
+    expect_error_of(&format!("linerate {}", args.join(" ")), ns, args)
+}
+
+/// [`expect_error`] for one of several cases: a failure names `case`.
+fn expect_error_of(case: &str, ns: Option<&str>, args: &[&str]) -> Run {
     let before = netns_list();
     let run = match ns {
         Some(ns) => linerate_in(ns, args),
         None => linerate(args),
     };
-    assert_bad_input(&run);
+    assert_bad_input_of(case, &run);
     let after = netns_list();
     let new = new_lr_netns(&before, &after);
-    assert!(new.is_empty(), "left behind: {new:?}\n{}", run.dump());
+    assert!(
+        new.is_empty(),
+        "{case}: left behind: {new:?}\n{}",
+        run.dump()
+    );
     let own = netns_with_prefix(&format!("lr-run{}-", run.pid));
-    assert!(own.is_empty(), "left behind: {own:?}");
+    assert!(own.is_empty(), "{case}: left behind: {own:?}");
     run
 }
 
@@ -40,39 +50,58 @@ fn mentions(run: &Run, words: &[&str]) {
     }
 }
 
+/// One case of bad input: its name, the command line, the words its one
+/// line of error must hold.
+type Refusal<'a> = (&'a str, Vec<&'a str>, &'a [&'a str]);
+
+/// `args` (outside any namespace) are refused as [`expect_error`] checks,
+/// in a line holding every word of `words`; a failure names `case`.
+fn refuses(case: &str, args: &[&str], words: &[&str]) {
+    let run = expect_error_of(case, None, args);
+    for w in words {
+        assert!(
+            run.stderr.contains(w),
+            "{case}: '{w}' not in:\n{}",
+            run.dump()
+        );
+    }
+}
+
+/// Every case refused ([`refuses`]), one after the other.
+fn expect_refusals(cases: &[Refusal]) {
+    for (case, args, words) in cases {
+        refuses(case, args, words);
+    }
+}
+
 // ---- argument checks (no root needed: they come before any socket) ----
 
+/// Values out of their range, or not understood: refused in one line that
+/// names the value (and the range).
 #[test]
-fn frame_size_below_minimum() {
-    let run = expect_error(
-        None,
-        &trial_args(&["--frame-size", "60", "--rate", "1000fps"]),
-    );
-    mentions(&run, &["60", "64..9018"]);
-}
-
-#[test]
-fn frame_size_above_maximum() {
-    let run = expect_error(
-        None,
-        &trial_args(&["--frame-size", "9019", "--rate", "1000fps"]),
-    );
-    mentions(&run, &["9019", "64..9018"]);
-}
-
-#[test]
-fn l3_length_below_minimum() {
-    let run = expect_error(
-        None,
-        &trial_args(&["--l3-length", "39", "--rate", "1000fps"]),
-    );
-    mentions(&run, &["39", "40..9000"]);
-}
-
-#[test]
-fn malformed_rate() {
-    let run = expect_error(None, &trial_args(&["--frame-size", "64", "--rate", "fast"]));
-    mentions(&run, &["--rate", "fast"]);
+fn trial_values_out_of_range_are_refused() {
+    expect_refusals(&[
+        (
+            "a frame size below the minimum",
+            trial_args(&["--frame-size", "60", "--rate", "1000fps"]),
+            &["60", "64..9018"],
+        ),
+        (
+            "a frame size above the maximum",
+            trial_args(&["--frame-size", "9019", "--rate", "1000fps"]),
+            &["9019", "64..9018"],
+        ),
+        (
+            "an L3 length below the minimum",
+            trial_args(&["--l3-length", "39", "--rate", "1000fps"]),
+            &["39", "40..9000"],
+        ),
+        (
+            "a malformed rate",
+            trial_args(&["--frame-size", "64", "--rate", "fast"]),
+            &["--rate", "fast"],
+        ),
+    ]);
 }
 
 /// A usage error of clap's (its own lines of usage): exit 2, no panic, the
@@ -107,73 +136,63 @@ fn unknown_frame_check() {
     );
 }
 
+/// Durations not above 0 and a resolution above 100 %, refused in one
+/// line naming the option. The rfc2544 cases use --lab with a lab name
+/// that does not exist: were the check late, linerate would build a lab
+/// first (the namespace check would see it).
 #[test]
-fn zero_trial_duration() {
-    // --lab with a lab name that does not exist: were the check late,
-    // linerate would build a lab first (the namespace check would see it).
+fn bad_durations_and_resolution_are_refused() {
     let lab = unique("z");
-    let run = expect_error(
-        None,
-        &[
+    let on_lab = |option: &'static str, value: &'static str| {
+        vec![
             "rfc2544",
             "--lab",
             "--lab-name",
-            &lab,
-            "--trial-duration",
-            "0s",
-        ],
-    );
-    mentions(&run, &["--trial-duration"]);
-    let run = expect_error(
-        None,
-        &trial_args(&[
+            lab.as_str(),
+            option,
+            value,
+        ]
+    };
+    let trial = |duration: &'static str| {
+        trial_args(&[
             "--frame-size",
             "64",
             "--rate",
             "1000fps",
             "--duration",
-            "0s",
-        ]),
-    );
-    mentions(&run, &["--duration"]);
+            duration,
+        ])
+    };
     // Negative: the option's own one-line error (before, clap took "-1"
     // for an option: "unexpected argument '-1' found" and its usage).
-    for (option, value) in [("--trial-duration", "-1"), ("--straggler-wait", "-2s")] {
-        let run = expect_error(
-            None,
-            &["rfc2544", "--lab", "--lab-name", &lab, option, value],
-        );
-        mentions(&run, &[option, value, "negative"]);
-    }
-    let run = expect_error(
-        None,
-        &trial_args(&[
-            "--frame-size",
-            "64",
-            "--rate",
-            "1000fps",
-            "--duration",
-            "-1",
-        ]),
-    );
-    mentions(&run, &["--duration '-1' is negative"]);
-}
-
-#[test]
-fn resolution_out_of_range() {
-    let lab = unique("z");
-    let run = expect_error(
-        None,
-        &[
-            "rfc2544",
-            "--lab",
-            "--lab-name",
-            &lab,
-            "--resolution",
-            "200%",
-        ],
-    );
-    mentions(&run, &["--resolution", "200%"]);
+    expect_refusals(&[
+        (
+            "rfc2544 --trial-duration 0s",
+            on_lab("--trial-duration", "0s"),
+            &["--trial-duration"],
+        ),
+        ("trial --duration 0s", trial("0s"), &["--duration"]),
+        (
+            "rfc2544 --trial-duration -1",
+            on_lab("--trial-duration", "-1"),
+            &["--trial-duration", "-1", "negative"],
+        ),
+        (
+            "rfc2544 --straggler-wait -2s",
+            on_lab("--straggler-wait", "-2s"),
+            &["--straggler-wait", "-2s", "negative"],
+        ),
+        (
+            "trial --duration -1",
+            trial("-1"),
+            &["--duration '-1' is negative"],
+        ),
+        (
+            "rfc2544 --resolution 200%",
+            on_lab("--resolution", "200%"),
+            &["--resolution", "200%"],
+        ),
+    ]);
 }
 
 /// Every option taking a percentage or a ratio follows one rule (`N%` is
@@ -223,8 +242,11 @@ fn shares_out_of_range_are_refused_before_any_lab() {
     ] {
         let args = on_lab(cmd, &[option, value]);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let run = expect_error(None, &args);
-        mentions(&run, &[option, value, says]);
+        refuses(
+            &format!("{} {option} {value}", cmd.join(" ")),
+            &args,
+            &[option, value, says],
+        );
     }
     // calibrate builds its own wire: the check comes first there too.
     let run = expect_error(None, &["calibrate", "--resolution", "0"]);
@@ -338,17 +360,24 @@ fn xdp_engine_cannot_count_through_a_socket() {
         return;
     }
     let pcap = TempFile::new("refused");
-    for extra in [
-        &["--receiver", "socket"][..],
-        &["--pcap", pcap.arg(), "--no-db"],
-    ] {
+    let xdp = |extra: &[&'static str]| {
         let mut args = vec!["--engine", "xdp", "--frame-size", "64", "--rate", "1000fps"];
         args.extend_from_slice(extra);
-        let run = expect_error(None, &trial_args(&args));
-        mentions(
-            &run,
-            &["counts test frames in the kernel", "--engine af_xdp"],
-        );
+        args
+    };
+    for (case, args, words) in [
+        (
+            "--engine xdp --receiver socket",
+            xdp(&["--receiver", "socket"]),
+            &["counts test frames in the kernel", "--engine af_xdp"][..],
+        ),
+        (
+            "--engine xdp --pcap",
+            [xdp(&[]), vec!["--pcap", pcap.arg(), "--no-db"]].concat(),
+            &["--pcap", "counts them in the kernel", "--engine af_xdp"],
+        ),
+    ] {
+        refuses(case, &trial_args(&args), words);
     }
 }
 
@@ -387,11 +416,18 @@ fn bad_lab_name() {
     if !root_or_skip("bad_lab_name") {
         return;
     }
-    let run = expect_error(None, &["lab", "up", "--lab-name", "Bad Name!"]);
-    mentions(&run, &["Bad Name!", "a-z"]);
-    // A name too long for the 12-character rule.
-    let run = expect_error(None, &["lab", "up", "--lab-name", "abcdefghijklm"]);
-    mentions(&run, &["abcdefghijklm"]);
+    expect_refusals(&[
+        (
+            "a name with a space and a '!'",
+            vec!["lab", "up", "--lab-name", "Bad Name!"],
+            &["Bad Name!", "a-z"],
+        ),
+        (
+            "a name too long for the 12-character rule",
+            vec!["lab", "up", "--lab-name", "abcdefghijklm"],
+            &["abcdefghijklm"],
+        ),
+    ]);
 }
 
 #[test]
@@ -642,8 +678,8 @@ fn a_closed_pipe_ends_linerate_quietly() {
 fn port_zero_is_bad_input() {
     let lab = unique("z");
     for cmd in ["tcp", "http"] {
-        let run = expect_error(
-            None,
+        refuses(
+            &format!("{cmd} --port 0"),
             &[
                 cmd,
                 "--lab",
@@ -654,8 +690,8 @@ fn port_zero_is_bad_input() {
                 "--port",
                 "0",
             ],
+            &["--port 0", "1..65535"],
         );
-        mentions(&run, &["--port 0", "1..65535"]);
     }
 }
 
@@ -673,11 +709,11 @@ fn non_unicast_gateway_mac_is_refused() {
         ("--gw-mac-b", "01:00:5e:00:00:01"),
         ("--gw-mac-a", "00:00:00:00:00:00"),
     ] {
-        let run = expect_error(
-            None,
+        refuses(
+            &format!("{option} {mac}"),
             &trial_args(&["--frame-size", "64", "--rate", "1000fps", option, mac]),
+            &[option, mac, "unicast"],
         );
-        mentions(&run, &[option, mac, "unicast"]);
     }
 }
 
@@ -1591,8 +1627,7 @@ fn port_options_are_refused_in_the_lab_by_every_command() {
         for [option, value] in options {
             let mut args = command.to_vec();
             args.extend(["--lab", option, value]);
-            let run = expect_error(None, &args);
-            mentions(&run, &[option, "--lab"]);
+            refuses(&args.join(" "), &args, &[option, "--lab"]);
         }
     }
     // With a scenario (which builds a lab of its own) the same.
@@ -1607,63 +1642,66 @@ fn port_options_are_refused_in_the_lab_by_every_command() {
 /// cannot work, each in one line before anything is touched.
 #[test]
 fn ipsec_options_outside_their_mode() {
-    let run = expect_error(
-        None,
-        &trial_args(&["--rate", "1000fps", "--psk-file", "/nonexistent"]),
-    );
-    mentions(&run, &["--psk-file", "--ipsec"]);
-    let run = expect_error(
-        None,
-        &trial_args(&["--rate", "1000fps", "--direction", "encrypt"]),
-    );
-    mentions(&run, &["--direction", "--ipsec"]);
-    let run = expect_error(None, &["trial", "--lab", "--rate", "1000fps", "--ipsec"]);
-    mentions(&run, &["--scenario vpn-gateway"]);
-    let run = expect_error(
-        None,
-        &trial_args(&["--rate", "1000fps", "--ipsec", "--direction", "sideways"]),
-    );
-    mentions(&run, &["sideways", "encrypt, decrypt or both"]);
-    let run = expect_error(
-        None,
-        &trial_args(&["--rate", "1000fps", "--ipsec", "--esp", "3des-md5"]),
-    );
-    mentions(&run, &["3des-md5", "aes256gcm16"]);
-    let run = expect_error(
-        None,
-        &trial_args(&[
-            "--rate",
-            "1000fps",
-            "--ipsec",
-            "--ike",
-            "aes256-md5-modp1024",
-        ]),
-    );
-    mentions(&run, &["--ike"]);
-    let run = expect_error(
-        None,
-        &trial_args(&["--rate", "1000fps", "--ipsec", "--remote-net", "198.19.1.0"]),
-    );
-    mentions(&run, &["--remote-net", "ADDRESS/PREFIX"]);
-    let run = expect_error(
-        None,
-        &trial_args(&["--rate", "1000fps", "--ipsec", "--vlan", "100"]),
-    );
-    mentions(&run, &["--ipsec", "IPv4"]);
+    let trial = |extra: &[&'static str]| trial_args(&[&["--rate", "1000fps"][..], extra].concat());
     // --rekey: only with --ipsec, a duration, and not shorter than a
     // rekey takes.
-    let run = expect_error(None, &trial_args(&["--rate", "1000fps", "--rekey", "2s"]));
-    mentions(&run, &["--rekey", "--ipsec"]);
-    let run = expect_error(
-        None,
-        &trial_args(&["--rate", "1000fps", "--ipsec", "--rekey", "often"]),
-    );
-    mentions(&run, &["--rekey 'often'", "2s"]);
-    let run = expect_error(
-        None,
-        &trial_args(&["--rate", "1000fps", "--ipsec", "--rekey", "50ms"]),
-    );
-    mentions(&run, &["--rekey 50ms", "200ms or more"]);
+    expect_refusals(&[
+        (
+            "--psk-file without --ipsec",
+            trial(&["--psk-file", "/nonexistent"]),
+            &["--psk-file", "--ipsec"],
+        ),
+        (
+            "--direction without --ipsec",
+            trial(&["--direction", "encrypt"]),
+            &["--direction", "--ipsec"],
+        ),
+        (
+            "--ipsec in the lab without the vpn-gateway scenario",
+            vec!["trial", "--lab", "--rate", "1000fps", "--ipsec"],
+            &["--scenario vpn-gateway"],
+        ),
+        (
+            "an unknown --direction",
+            trial(&["--ipsec", "--direction", "sideways"]),
+            &["sideways", "encrypt, decrypt or both"],
+        ),
+        (
+            "an unknown --esp",
+            trial(&["--ipsec", "--esp", "3des-md5"]),
+            &["3des-md5", "aes256gcm16"],
+        ),
+        (
+            "an unknown --ike",
+            trial(&["--ipsec", "--ike", "aes256-md5-modp1024"]),
+            &["--ike"],
+        ),
+        (
+            "--remote-net without a prefix",
+            trial(&["--ipsec", "--remote-net", "198.19.1.0"]),
+            &["--remote-net", "ADDRESS/PREFIX"],
+        ),
+        (
+            "--ipsec with --vlan",
+            trial(&["--ipsec", "--vlan", "100"]),
+            &["--ipsec", "IPv4"],
+        ),
+        (
+            "--rekey without --ipsec",
+            trial(&["--rekey", "2s"]),
+            &["--rekey", "--ipsec"],
+        ),
+        (
+            "--rekey not a duration",
+            trial(&["--ipsec", "--rekey", "often"]),
+            &["--rekey 'often'", "2s"],
+        ),
+        (
+            "--rekey shorter than a rekey takes",
+            trial(&["--ipsec", "--rekey", "50ms"]),
+            &["--rekey 50ms", "200ms or more"],
+        ),
+    ]);
 }
 
 /// An option that means nothing in the mode the other options chose is
@@ -1894,8 +1932,7 @@ fn options_out_of_their_mode_are_refused_by_every_command() {
         cases.push((args.to_vec(), words.to_vec()));
     }
     for (args, words) in cases {
-        let run = expect_error(None, &args);
-        mentions(&run, &words);
+        refuses(&args.join(" "), &args, &words);
     }
     // What clap says exactly: a lab of one's own naming is up already (its
     // rings are its own), and --table-from measures nothing.
@@ -1976,72 +2013,80 @@ fn tunnels_on_packet_commands_are_checked() {
         v.extend_from_slice(extra);
         trial_args(&v)
     };
-    let run = expect_error(None, &ipsec(&["--tunnels", "0"]));
-    mentions(&run, &["--tunnels 0", "1 to 10,000"]);
-    let run = expect_error(None, &trial_args(&["--rate", "1000fps", "--tunnels", "10"]));
-    mentions(&run, &["--tunnels", "--ipsec"]);
-    let run = expect_error(
-        None,
-        &ipsec(&[
-            "--tunnels",
-            "10",
-            "--range",
-            "src-ip=198.19.128.2..198.19.128.9",
-        ]),
-    );
-    mentions(
-        &run,
-        &["--range src-ip", "--tunnels", "leave that --range out"],
-    );
-    let run = expect_error(
-        None,
-        &ipsec(&[
-            "--tunnels",
-            "10",
-            "--direction",
-            "encrypt",
-            "--range",
-            "dst-ip=198.19.128.2..198.19.128.9",
-        ]),
-    );
-    mentions(&run, &["--range dst-ip"]);
-    let run = expect_error(
-        None,
-        &trial_args(&[
-            "--rate",
-            "1000fps",
-            "--ipsec",
-            "--psk-file",
-            "/nonexistent/psk",
-            "--remote-net",
-            "198.19.1.0/24",
-            "--tunnels",
-            "300",
-        ]),
-    );
-    mentions(
-        &run,
-        &[
-            "--remote-net 198.19.1.0/24",
-            "too few for 300 tunnels",
-            "/23",
-        ],
-    );
-    let run = expect_error(None, &ipsec(&["--tunnels", "1,10"]));
-    mentions(&run, &["--tunnels 1,10", "rfc2544 and loss"]);
-    let run = expect_error(None, &ipsec(&["--peer-addrs", "198.19.0.10-198.19.0.20"]));
-    mentions(&run, &["--peer-addrs", "--tunnels above 1"]);
-    let run = expect_error(
-        None,
-        &[
-            "rfc2544",
-            "--scenario",
-            "vpn-gateway,vpn-gateway:aes128gcm16",
-            "--tunnels",
-            "1,10",
-        ],
-    );
-    mentions(&run, &["--tunnels 1,10", "one --scenario"]);
+    expect_refusals(&[
+        (
+            "--tunnels 0",
+            ipsec(&["--tunnels", "0"]),
+            &["--tunnels 0", "1 to 10,000"],
+        ),
+        (
+            "--tunnels without --ipsec",
+            trial_args(&["--rate", "1000fps", "--tunnels", "10"]),
+            &["--tunnels", "--ipsec"],
+        ),
+        (
+            "--range src-ip with --tunnels",
+            ipsec(&[
+                "--tunnels",
+                "10",
+                "--range",
+                "src-ip=198.19.128.2..198.19.128.9",
+            ]),
+            &["--range src-ip", "--tunnels", "leave that --range out"],
+        ),
+        (
+            "--range dst-ip with --tunnels, encrypting",
+            ipsec(&[
+                "--tunnels",
+                "10",
+                "--direction",
+                "encrypt",
+                "--range",
+                "dst-ip=198.19.128.2..198.19.128.9",
+            ]),
+            &["--range dst-ip"],
+        ),
+        (
+            "more tunnels than --remote-net slices",
+            trial_args(&[
+                "--rate",
+                "1000fps",
+                "--ipsec",
+                "--psk-file",
+                "/nonexistent/psk",
+                "--remote-net",
+                "198.19.1.0/24",
+                "--tunnels",
+                "300",
+            ]),
+            &[
+                "--remote-net 198.19.1.0/24",
+                "too few for 300 tunnels",
+                "/23",
+            ],
+        ),
+        (
+            "a --tunnels list on trial",
+            ipsec(&["--tunnels", "1,10"]),
+            &["--tunnels 1,10", "rfc2544 and loss"],
+        ),
+        (
+            "--peer-addrs for one tunnel",
+            ipsec(&["--peer-addrs", "198.19.0.10-198.19.0.20"]),
+            &["--peer-addrs", "--tunnels above 1"],
+        ),
+        (
+            "a --tunnels list with a list of scenarios",
+            vec![
+                "rfc2544",
+                "--scenario",
+                "vpn-gateway,vpn-gateway:aes128gcm16",
+                "--tunnels",
+                "1,10",
+            ],
+            &["--tunnels 1,10", "one --scenario"],
+        ),
+    ]);
 }
 
 // ---- linerate tunnels: refused when the plan is made, nothing touched ----
@@ -2068,55 +2113,57 @@ fn tunnels_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     v
 }
 
+/// The tunnels plan's values: a count out of 1 to 10,000, a --remote-net
+/// too small for the count, peer addresses outside port B's subnet, a rate
+/// not above 0.
 #[test]
-fn tunnels_count_zero_or_above_ten_thousand() {
-    for count in ["0", "10001"] {
-        let run = expect_error(None, &tunnels_args(&["--count", count]));
-        mentions(&run, &["--count", count, "1 to 10,000"]);
-    }
-}
-
-#[test]
-fn tunnels_remote_net_too_small_for_the_count() {
-    let run = expect_error(
-        None,
-        &[
-            "tunnels",
-            "--no-db",
-            "--lab",
-            "--scenario",
-            "vpn-gateway",
-            "--count",
-            "300",
-            "--remote-net",
-            "198.19.1.0/24",
-        ],
-    );
-    mentions(
-        &run,
-        &["--remote-net", "198.19.1.0/24", "too few for 300", "/23"],
-    );
-}
-
-#[test]
-fn tunnels_peer_addresses_outside_port_b_subnet() {
-    // From --ip-b upward, 300 peers leave 198.19.0.0/24.
-    let run = expect_error(None, &tunnels_args(&["--count", "300"]));
-    mentions(
-        &run,
-        &["198.19.1.0", "outside port B's subnet", "--peer-addrs"],
-    );
-    let run = expect_error(
-        None,
-        &tunnels_args(&["--count", "2", "--peer-addrs", "10.7.0.1-10.7.0.9"]),
-    );
-    mentions(&run, &["10.7.0.1", "outside port B's subnet"]);
-}
-
-#[test]
-fn tunnels_rate_not_above_zero() {
-    for rate in ["0/s", "-5/s"] {
-        let run = expect_error(None, &tunnels_args(&["--count", "2", "--rate", rate]));
-        mentions(&run, &["--rate", rate, "above 0"]);
-    }
+fn tunnels_plan_values_are_checked() {
+    expect_refusals(&[
+        (
+            "--count 0",
+            tunnels_args(&["--count", "0"]),
+            &["--count", "0", "1 to 10,000"],
+        ),
+        (
+            "--count 10001",
+            tunnels_args(&["--count", "10001"]),
+            &["--count", "10001", "1 to 10,000"],
+        ),
+        (
+            "--remote-net too small for the count",
+            vec![
+                "tunnels",
+                "--no-db",
+                "--lab",
+                "--scenario",
+                "vpn-gateway",
+                "--count",
+                "300",
+                "--remote-net",
+                "198.19.1.0/24",
+            ],
+            &["--remote-net", "198.19.1.0/24", "too few for 300", "/23"],
+        ),
+        // From --ip-b upward, 300 peers leave 198.19.0.0/24.
+        (
+            "300 peers from --ip-b upward",
+            tunnels_args(&["--count", "300"]),
+            &["198.19.1.0", "outside port B's subnet", "--peer-addrs"],
+        ),
+        (
+            "--peer-addrs outside port B's subnet",
+            tunnels_args(&["--count", "2", "--peer-addrs", "10.7.0.1-10.7.0.9"]),
+            &["10.7.0.1", "outside port B's subnet"],
+        ),
+        (
+            "--rate 0/s",
+            tunnels_args(&["--count", "2", "--rate", "0/s"]),
+            &["--rate", "0/s", "above 0"],
+        ),
+        (
+            "--rate -5/s",
+            tunnels_args(&["--count", "2", "--rate", "-5/s"]),
+            &["--rate", "-5/s", "above 0"],
+        ),
+    ]);
 }

@@ -382,11 +382,25 @@ pub fn linerate_in(ns: &str, args: &[&str]) -> Run {
 /// Asserts the run is a clean failure on bad input: exit 2, one stderr
 /// line `linerate: error: ...`, no panic.
 pub fn assert_bad_input(run: &Run) {
-    assert_eq!(run.code, 2, "{}", run.dump());
-    assert!(!run.stderr.contains("panicked"), "{}", run.dump());
+    assert_bad_input_of("bad input", run);
+}
+
+/// [`assert_bad_input`] for one of several cases: a failure names `case`.
+pub fn assert_bad_input_of(case: &str, run: &Run) {
+    assert_eq!(run.code, 2, "{case}: {}", run.dump());
+    assert!(!run.stderr.contains("panicked"), "{case}: {}", run.dump());
     let lines: Vec<&str> = run.stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "stderr is not one line:\n{}", run.dump());
-    assert!(lines[0].starts_with("linerate: error:"), "{}", run.dump());
+    assert_eq!(
+        lines.len(),
+        1,
+        "{case}: stderr is not one line:\n{}",
+        run.dump()
+    );
+    assert!(
+        lines[0].starts_with("linerate: error:"),
+        "{case}: {}",
+        run.dump()
+    );
 }
 
 /// Creates namespace `lr-<uniq>-bb` holding both ends of a veth pair p0 <->
