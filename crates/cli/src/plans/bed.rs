@@ -163,6 +163,12 @@ impl PortArgs {
                     format!("above 1 needs the xdp engine, and {peer} encrypts and decrypts every frame in user space: leave --tx-threads out"),
                 ),
                 Rule::new(
+                    "--bidirectional",
+                    self.bidirectional,
+                    false,
+                    format!("sends from both ports, and with {peer} --direction says which way the frames cross the gateway: use --direction both (each direction half the rate, reported apart and summed) instead of --bidirectional"),
+                ),
+                Rule::new(
                     "--receiver kernel",
                     self.receiver == crate::args::Receiver::Kernel,
                     false,
@@ -448,6 +454,21 @@ mod tests {
             let e = linerate_session::exit::one_line(&e);
             assert!(e.contains(says), "{args}: {e}");
         }
+    }
+
+    #[test]
+    fn an_ipsec_peer_takes_its_directions_from_direction_not_bidirectional() {
+        let argv = "linerate rfc2544 --sizes 128 --scenario vpn-gateway --bidirectional";
+        let Command::Rfc2544(r) = crate::plans::parse(argv).unwrap() else {
+            unreachable!()
+        };
+        let e = r.plan().unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "--bidirectional sends from both ports, and with --scenario vpn-gateway"
+            ),
+            "{e}"
+        );
     }
 
     #[test]
