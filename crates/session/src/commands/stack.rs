@@ -176,88 +176,32 @@ pub struct StackPort {
 
 /// Sets the path up as `plan` says; undone when the returned value drops.
 pub fn open(plan: &StackPlan) -> Result<StackPath> {
-    let connect_timeout = plan.connect_timeout;
-    let connect_override = plan.connect_to;
     if !nix::unistd::geteuid().is_root() {
         bail!(Environment, "not running as root: linerate configures addresses in the tester namespaces; run it with sudo");
     }
+    // Declared before the host set-up: ports moved into namespaces are put
+    // back (when `hosts` drops) while their locks are still held.
     let mut port_locks = Vec::new();
     let mut hosts = HostSetup::new();
-    let (a, b, label, lab, reported_speed) = match &plan.target {
-        StackTarget::Lab { name, ipv6 } => {
-            let lab = crate::ports::lab_for_run(name.as_deref(), None)?;
-            let side = |p: &linerate_lab::LabPort, v6: usize| {
-                let (ip, gateway, prefix_len) = if *ipv6 {
-                    let (ip, gw) = LAB_V6[v6];
-                    (ip.parse().unwrap(), gw.parse().unwrap(), LAB_V6_PREFIX)
-                } else {
-                    (IpAddr::V4(p.ip), IpAddr::V4(p.gateway), p.prefix_len)
-                };
-                Side {
-                    netns: Some(p.netns.clone()),
-                    ifname: p.ifname.clone(),
-                    ip,
-                    prefix_len,
-                    gateway,
-                }
-            };
-            let (a, b) = (side(lab.port_a(), 0), side(lab.port_b(), 1));
-            if *ipv6 {
-                for (port, s) in [(lab.port_a(), &a), (lab.port_b(), &b)] {
-                    hosts.dut_ipv6(lab.dut_netns(), IpAddr::V4(port.gateway), s.gateway)?;
-                }
-            }
-            let speed =
-                hosts::speed_bps(a.netns.as_deref(), &a.ifname).map(|s| (s, a.ifname.clone()));
-            let label = format!("lab '{}'", lab.name());
-            (a, b, label, Some(lab), speed)
-        }
-        StackTarget::Ports {
-            a: port_a,
-            b: port_b,
-        } => {
-            let (name_a, name_b) = (port_a.ifname.as_str(), port_b.ifname.as_str());
-            port_locks = crate::ports::lock_ports(&(name_a.into(), None), &(name_b.into(), None))?;
-            // A killed run may have left them in its namespaces: put them back
-            // (under the ports' locks, so no other run does it at once).
-            linerate_goodput::moved_ports::recover_for(&[name_a, name_b])?;
-            let speed = hosts::speed_bps(None, name_a).map(|s| (s, name_a.to_string()));
-            let ns_a = hosts.adopt_port(name_a, "a")?;
-            let ns_b = hosts.adopt_port(name_b, "b")?;
-            let a = Side {
-                netns: Some(ns_a),
-                ifname: name_a.into(),
-                ip: port_a.ip,
-                prefix_len: port_a.prefix_len,
-                gateway: port_a.gateway,
-            };
-            let b = Side {
-                netns: Some(ns_b),
-                ifname: name_b.into(),
-                ip: port_b.ip,
-                prefix_len: port_b.prefix_len,
-                gateway: port_b.gateway,
-            };
-            (a, b, format!("ports {name_a}/{name_b}"), None, speed)
+    let sides = match &plan.target {
+        StackTarget::Lab { name, ipv6 } => lab_sides(name.as_deref(), *ipv6, &mut hosts)?,
+        StackTarget::Ports { a, b } => {
+            port_locks =
+                crate::ports::lock_ports(&(a.ifname.clone(), None), &(b.ifname.clone(), None))?;
+            port_sides(a, b, &mut hosts)?
         }
     };
+    let (a, b) = (&sides.a, &sides.b);
     // Of the tester addresses' family (checked in the plan).
-    let connect_ip = connect_override.unwrap_or(b.ip);
-    hosts.configure(&a, connect_ip)?;
-    hosts.configure(&b, a.ip)?;
+    let connect_ip = plan.connect_to.unwrap_or(b.ip);
+    hosts.configure(a, connect_ip)?;
+    hosts.configure(b, a.ip)?;
 
     let mtu =
         hosts::mtu(a.netns.as_deref(), &a.ifname)?.min(hosts::mtu(b.netns.as_deref(), &b.ifname)?);
-    let (line_bps, line_speed_source) = match (plan.line_speed_bps, reported_speed) {
-        (Some(bps), _) => (bps, "given with --line-speed".to_string()),
-        (None, Some((bps, ifname))) => (bps, format!("reported by {ifname}")),
-        (None, None) => (
-            DEFAULT_LINE_BPS,
-            "not reported by the link; 10G assumed, set --line-speed".to_string(),
-        ),
-    };
+    let (line_bps, line_speed_source) = line_speed(plan.line_speed_bps, sides.reported_speed);
     let info = PathInfo {
-        label: plan.label.clone().unwrap_or(label),
+        label: plan.label.clone().unwrap_or(sides.label),
         family: hosts::family(a.ip),
         client_ip: a.ip.to_string(),
         server_ip: b.ip.to_string(),
@@ -267,20 +211,114 @@ pub fn open(plan: &StackPlan) -> Result<StackPath> {
     };
     Ok(StackPath {
         client: Endpoint {
-            netns: a.netns.clone(),
-            ip: a.ip,
+            netns: sides.a.netns.clone(),
+            ip: sides.a.ip,
         },
         server: Endpoint {
-            netns: b.netns.clone(),
-            ip: b.ip,
+            netns: sides.b.netns.clone(),
+            ip: sides.b.ip,
         },
         connect_ip,
         info,
-        connect_timeout,
+        connect_timeout: plan.connect_timeout,
         hosts,
-        lab,
+        lab: sides.lab,
         port_locks,
     })
+}
+
+/// The two tester sides found, before their addresses are configured.
+struct Sides {
+    a: Side,
+    b: Side,
+    /// The table's row label when `--label` gives none.
+    label: String,
+    /// A lab the run uses (one built for it is removed when it drops).
+    lab: Option<Lab>,
+    /// Port A's link speed and the interface that reported it.
+    reported_speed: Option<(u64, String)>,
+}
+
+/// The lab's sides: the one named, else the default lab if it is up,
+/// else one built for the run; with `ipv6`, RFC 5180's addresses, the
+/// DUT's side of them added to the lab router.
+fn lab_sides(name: Option<&str>, ipv6: bool, hosts: &mut HostSetup) -> Result<Sides> {
+    let lab = crate::ports::lab_for_run(name, None)?;
+    let (a, b) = (
+        lab_side(lab.port_a(), ipv6, 0),
+        lab_side(lab.port_b(), ipv6, 1),
+    );
+    if ipv6 {
+        for (port, s) in [(lab.port_a(), &a), (lab.port_b(), &b)] {
+            hosts.dut_ipv6(lab.dut_netns(), IpAddr::V4(port.gateway), s.gateway)?;
+        }
+    }
+    let reported_speed =
+        hosts::speed_bps(a.netns.as_deref(), &a.ifname).map(|s| (s, a.ifname.clone()));
+    Ok(Sides {
+        a,
+        b,
+        label: format!("lab '{}'", lab.name()),
+        lab: Some(lab),
+        reported_speed,
+    })
+}
+
+/// One lab port as a tester side: the lab's IPv4 addresses, or RFC 5180's
+/// IPv6 pair `v6` (0 for port A, 1 for B).
+fn lab_side(p: &linerate_lab::LabPort, ipv6: bool, v6: usize) -> Side {
+    let (ip, gateway, prefix_len) = if ipv6 {
+        let (ip, gw) = LAB_V6[v6];
+        (ip.parse().unwrap(), gw.parse().unwrap(), LAB_V6_PREFIX)
+    } else {
+        (IpAddr::V4(p.ip), IpAddr::V4(p.gateway), p.prefix_len)
+    };
+    Side {
+        netns: Some(p.netns.clone()),
+        ifname: p.ifname.clone(),
+        ip,
+        prefix_len,
+        gateway,
+    }
+}
+
+/// Two named interfaces (locked by the caller) moved into namespaces of
+/// their own, with the addresses the user gave. A killed run may have
+/// left them in its namespaces: they are put back first (under the
+/// ports' locks, so no other run does it at once).
+fn port_sides(port_a: &StackPort, port_b: &StackPort, hosts: &mut HostSetup) -> Result<Sides> {
+    let (name_a, name_b) = (port_a.ifname.as_str(), port_b.ifname.as_str());
+    linerate_goodput::moved_ports::recover_for(&[name_a, name_b])?;
+    let reported_speed = hosts::speed_bps(None, name_a).map(|s| (s, name_a.to_string()));
+    let ns_a = hosts.adopt_port(name_a, "a")?;
+    let ns_b = hosts.adopt_port(name_b, "b")?;
+    let side = |netns: String, p: &StackPort| Side {
+        netns: Some(netns),
+        ifname: p.ifname.clone(),
+        ip: p.ip,
+        prefix_len: p.prefix_len,
+        gateway: p.gateway,
+    };
+    Ok(Sides {
+        a: side(ns_a, port_a),
+        b: side(ns_b, port_b),
+        label: format!("ports {name_a}/{name_b}"),
+        lab: None,
+        reported_speed,
+    })
+}
+
+/// The line speed and where it came from: `--line-speed`, else what port
+/// A's link reports, else 10G (said so, for the table).
+fn line_speed(given: Option<u64>, reported: Option<(u64, String)>) -> (u64, String) {
+    match (given, reported) {
+        (Some(bps), _) => (bps, "given with --line-speed".to_string()),
+        (None, Some((bps, ifname))) => (bps, format!("reported by {ifname}")),
+        (None, None) => (
+            DEFAULT_LINE_BPS,
+            "not reported by the link; 10G assumed, set --line-speed".to_string(),
+        ),
+    }
 }
 
 /// `--port`: the TCP port the server listens on. Port 0 would let the
