@@ -235,57 +235,14 @@ pub(crate) fn summarize(
     a_veth: accounting::SendingPort,
     around: Option<(&accounting::Counters, &accounting::Counters)>,
 ) -> TrialResult {
-    // Thread k sent frames 0 .. sent[k] of its own sequence, of its share
-    // of the schedule; stream k counts class 0, stream threads + k class 1.
-    let threads = sent.per_thread.len().max(1);
-    let total = Pacer::new(spec.intended_fps, spec.duration).total();
-    let shares: Vec<u64> = (0..threads as u16)
-        .map(|k| xdp::share(total, threads as u16, k))
-        .collect();
-    let intended_frames = frames_of_class(frames, &shares, 0);
-    let mut tx_frames = frames_of_class(frames, &sent.per_thread, 0);
-    let mut legit = StreamStats::default();
-    for s in counted.streams.iter().take(threads) {
-        legit.merge(s);
-    }
-    let policy_drops = (frames.classes() > 1).then(|| linerate_results::PolicyDrops {
-        tx_frames: frames_of_class(frames, &sent.per_thread, 1),
-        leaked_frames: counted
-            .streams
-            .iter()
-            .skip(threads)
-            .map(StreamStats::received)
-            .sum(),
-    });
-    let rx = legit.received();
-    let lost = intended_frames.saturating_sub(rx);
-    // The tester's refusals cover every class; a drop test's legitimate
-    // class is its share of them (every other frame).
-    let mut own = accounting::OwnCounts::new(lost, total, sent, counted.ring_drops);
-    // Damaged frames carry no class one can trust: a drop test's
-    // legitimate class is its share of them, as of the refusals.
-    let mut errored = counted.errored;
-    if frames.classes() > 1 {
-        let share = intended_frames as f64 / total.max(1) as f64;
-        own = own.share(share);
-        errored = (errored as f64 * share).round() as u64;
-    }
-    let (loss_where, not_left) = accounting::attribute(own, a_veth, around);
-    let loss_where = loss_where.with_errored(errored);
-    tx_frames = tx_frames.saturating_sub(not_left);
-    let tunnels = match dir.tunnels {
-        None => Vec::new(),
-        Some((map, field)) => {
-            let tx = tunnel_tx(&map, field, dir.flows, frames, &sent.per_thread, not_left);
-            tx.iter()
-                .enumerate()
-                .map(|(i, &tx)| TunnelFrames {
-                    tx,
-                    rx: counted.tunnels.get(i).copied().unwrap_or(0),
-                })
-                .collect()
-        }
-    };
+    let c = ClassCounts::of(spec, frames, sent, counted);
+    let rx = c.legit.received();
+    let lost = c.intended_frames.saturating_sub(rx);
+    let (loss_where, not_left) = locate_loss(frames, sent, counted, &c, lost, a_veth, around);
+    let tx_frames = c.tx_frames.saturating_sub(not_left);
+    let tunnels = tunnel_frames(dir, frames, sent, counted, not_left);
+    let (intended_frames, legit, policy_drops, total) =
+        (c.intended_frames, c.legit, c.policy_drops, c.total);
     let duration_s = spec.duration.as_secs_f64();
     // Over the time the frames really took: a paused generator made the
     // trial longer, and the device saw the frames at that lower rate.
@@ -335,6 +292,101 @@ pub(crate) fn summarize(
         tunnels,
         recovery: None,
     }
+}
+
+/// The counts of the legitimate class (class 0) and, in a drop test, of
+/// the class the DUT should drop: what the schedule meant to send, what
+/// left, and what came back.
+struct ClassCounts {
+    /// Frames the whole schedule holds, every class.
+    total: u64,
+    /// Class 0 frames the schedule meant to send.
+    intended_frames: u64,
+    /// Class 0 frames the generators handed on (before the frames that
+    /// did not leave the tester are taken off).
+    tx_frames: u64,
+    /// The class 0 streams merged.
+    legit: StreamStats,
+    policy_drops: Option<linerate_results::PolicyDrops>,
+}
+
+impl ClassCounts {
+    /// Thread k sent frames 0 .. sent[k] of its own sequence, of its
+    /// share of the schedule; stream k counts class 0, stream threads + k
+    /// class 1.
+    fn of(spec: &TrialSpec, frames: &FrameSet, sent: &Sent, counted: &Counted) -> ClassCounts {
+        let threads = sent.per_thread.len().max(1);
+        let total = Pacer::new(spec.intended_fps, spec.duration).total();
+        let shares: Vec<u64> = (0..threads as u16)
+            .map(|k| xdp::share(total, threads as u16, k))
+            .collect();
+        let mut legit = StreamStats::default();
+        for s in counted.streams.iter().take(threads) {
+            legit.merge(s);
+        }
+        let policy_drops = (frames.classes() > 1).then(|| linerate_results::PolicyDrops {
+            tx_frames: frames_of_class(frames, &sent.per_thread, 1),
+            leaked_frames: counted
+                .streams
+                .iter()
+                .skip(threads)
+                .map(StreamStats::received)
+                .sum(),
+        });
+        ClassCounts {
+            total,
+            intended_frames: frames_of_class(frames, &shares, 0),
+            tx_frames: frames_of_class(frames, &sent.per_thread, 0),
+            legit,
+            policy_drops,
+        }
+    }
+}
+
+/// Where the `lost` frames were lost (the tester's own refusals, the
+/// links', the DUT's), and how many never left the tester. A drop test's
+/// legitimate class is its share of the tester's refusals and of the
+/// damaged frames (which carry no class one can trust).
+fn locate_loss(
+    frames: &FrameSet,
+    sent: &Sent,
+    counted: &Counted,
+    c: &ClassCounts,
+    lost: u64,
+    a_veth: accounting::SendingPort,
+    around: Option<(&accounting::Counters, &accounting::Counters)>,
+) -> (linerate_results::LossWhere, u64) {
+    let mut own = accounting::OwnCounts::new(lost, c.total, sent, counted.ring_drops);
+    let mut errored = counted.errored;
+    if frames.classes() > 1 {
+        let share = c.intended_frames as f64 / c.total.max(1) as f64;
+        own = own.share(share);
+        errored = (errored as f64 * share).round() as u64;
+    }
+    let (loss_where, not_left) = accounting::attribute(own, a_veth, around);
+    (loss_where.with_errored(errored), not_left)
+}
+
+/// `--tunnels`: each tunnel's frames sent (less those that did not leave)
+/// and received; empty without tunnels.
+fn tunnel_frames(
+    dir: &Direction,
+    frames: &FrameSet,
+    sent: &Sent,
+    counted: &Counted,
+    not_left: u64,
+) -> Vec<TunnelFrames> {
+    let Some((map, field)) = dir.tunnels else {
+        return Vec::new();
+    };
+    let tx = tunnel_tx(&map, field, dir.flows, frames, &sent.per_thread, not_left);
+    tx.iter()
+        .enumerate()
+        .map(|(i, &tx)| TunnelFrames {
+            tx,
+            rx: counted.tunnels.get(i).copied().unwrap_or(0),
+        })
+        .collect()
 }
 
 #[cfg(test)]
