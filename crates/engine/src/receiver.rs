@@ -181,25 +181,20 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
         c.trial_starts();
     }
     signals.ready.store(true, Ordering::Release);
-    let mut streams: Vec<StreamStats> = (0..range.count)
-        .map(|_| StreamStats::sending(range.frames))
-        .collect();
-    let mut stray = 0u64;
-    let mut errored = 0u64;
+    let mut tally = Tally::new(&range);
     let mut distinct = 0u64;
-    let mut tunnels = vec![0u64; range.tunnels.map_or(0, |t| t.map.count as usize)];
     let mut replies: Vec<Vec<u8>> = Vec::new();
-    let mut learned = host.gateway_mac;
+    let mut gateway = GatewayWatch::new(host.gateway_mac);
     // Always announce ourselves once: the DUT learns our MAC from the request.
     rx.send_control(&host.gateway_request(mac))?;
-    let mut last_request = Instant::now();
+    gateway.asked(Instant::now());
     // Where a transform puts the frame it unwraps (a jumbo frame fits).
     let mut scratch = vec![0u8; 1 << 16];
 
     while !signals.stop.load(Ordering::Relaxed) {
-        if learned.is_none() && last_request.elapsed() >= ARP_RETRY {
+        if gateway.learned.is_none() && gateway.retry_due(Instant::now()) {
             rx.send_control(&host.gateway_request(mac))?;
-            last_request = Instant::now();
+            gateway.asked(Instant::now());
         }
         rx.recv(POLL, |frame, wire_len, arrival_ns| {
             if let Some(c) = capture {
@@ -210,69 +205,25 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
                 Arrived::Inner(inner) => (inner, inner.len()),
                 Arrived::Consumed => return,
                 Arrived::Damaged => {
-                    errored += 1;
+                    tally.errored += 1;
                     return;
                 }
             };
             let action = match classify(frame, range.udp_port) {
                 Received::Test { sig } => {
-                    if !intact(frame, wire_len, range.check) {
-                        errored += 1;
-                        return;
-                    }
-                    let Some(i) = range.index(sig.stream) else {
-                        stray += 1;
-                        return;
-                    };
-                    // A latency longer than the time since the frame could
-                    // have left means a timestamp in the future: damaged on
-                    // the way (the sender stamps its schedule, never sends
-                    // early). A frame the DUT held, even for seconds, is late.
-                    let seq = streams[i].extended(sig.seq);
-                    let earliest = earliest_send_ns(range.not_before_ns, range.interval_ns, seq);
-                    let Some(latency) = plausible_latency(sig.tx_ts, arrival_ns, earliest) else {
-                        errored += 1;
-                        return;
-                    };
-                    let before = streams[i].received();
-                    if !streams[i].record(sig.seq, latency) {
-                        // A number the trial never sent: damaged.
-                        errored += 1;
-                        return;
-                    }
-                    // Per tunnel exactly where the stream counted it as
-                    // received (not a duplicate).
-                    if let Some(t) = &range.tunnels {
-                        if i < t.streams as usize && streams[i].received() != before {
-                            if let Some(n) = t.tunnel_of(frame).and_then(|k| tunnels.get_mut(k)) {
-                                *n += 1;
-                            }
-                        }
-                    }
+                    tally.test_frame(&range, frame, wire_len, arrival_ns, sig);
                     return;
                 }
                 Received::Arp(arp) => host.on_arp(mac, &arp),
                 Received::Ndp(nd) => host.on_ndp(mac, &nd),
                 Received::Other => return,
             };
-            match action {
-                ArpAction::Reply(frame) => replies.push(frame),
-                ArpAction::LearnedGateway(gw) => {
-                    if learned.is_none() {
-                        learned = Some(gw);
-                        *signals
-                            .gateway_mac
-                            .lock()
-                            .expect("receiver signals poisoned") = Some(gw);
-                    }
-                }
-                ArpAction::Ignore => {}
-            }
+            gateway.act(action, &mut replies, signals);
         })?;
         for frame in replies.drain(..) {
             rx.send_control(&frame)?;
         }
-        let now = streams.iter().map(StreamStats::received).sum::<u64>() + counted_elsewhere();
+        let now = tally.received() + counted_elsewhere();
         if now != distinct {
             distinct = now;
             signals.received.store(distinct, Ordering::Release);
@@ -283,14 +234,140 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
     }
     transform.trial_ends();
     Ok(Counted {
-        streams,
-        stray,
-        errored,
+        streams: tally.streams,
+        stray: tally.stray,
+        errored: tally.errored,
         ring_drops: rx.take_drops()?,
         latency_every: 1,
         receiver: crate::ReceiverKind::Socket,
-        tunnels,
+        tunnels: tally.tunnels,
     })
+}
+
+/// What the receive loop counts, frame by frame: the trial's streams,
+/// frames of no stream of it, damaged frames and, with `--tunnels`, the
+/// frames each tunnel delivered. One struct so that the per-frame step
+/// is one inlined method.
+struct Tally {
+    streams: Vec<StreamStats>,
+    stray: u64,
+    errored: u64,
+    tunnels: Vec<u64>,
+}
+
+impl Tally {
+    fn new(range: &StreamRange) -> Tally {
+        Tally {
+            streams: (0..range.count)
+                .map(|_| StreamStats::sending(range.frames))
+                .collect(),
+            stray: 0,
+            errored: 0,
+            tunnels: vec![0u64; range.tunnels.map_or(0, |t| t.map.count as usize)],
+        }
+    }
+
+    /// Distinct test frames counted so far.
+    fn received(&self) -> u64 {
+        self.streams.iter().map(StreamStats::received).sum()
+    }
+
+    /// Counts one test frame (after its transform): damaged (integrity,
+    /// an impossible timestamp, a number never sent), stray (of no stream
+    /// of this trial), or received in its stream, with its latency, and in
+    /// its tunnel. Per frame: inlined into the loop.
+    #[inline(always)]
+    fn test_frame(
+        &mut self,
+        range: &StreamRange,
+        frame: &[u8],
+        wire_len: usize,
+        arrival_ns: u64,
+        sig: linerate_wire::Signature,
+    ) {
+        if !intact(frame, wire_len, range.check) {
+            self.errored += 1;
+            return;
+        }
+        let Some(i) = range.index(sig.stream) else {
+            self.stray += 1;
+            return;
+        };
+        let streams = &mut self.streams;
+        // A latency longer than the time since the frame could have left
+        // means a timestamp in the future: damaged on the way (the sender
+        // stamps its schedule, never sends early). A frame the DUT held,
+        // even for seconds, is late.
+        let seq = streams[i].extended(sig.seq);
+        let earliest = earliest_send_ns(range.not_before_ns, range.interval_ns, seq);
+        let Some(latency) = plausible_latency(sig.tx_ts, arrival_ns, earliest) else {
+            self.errored += 1;
+            return;
+        };
+        let before = streams[i].received();
+        if !streams[i].record(sig.seq, latency) {
+            // A number the trial never sent: damaged.
+            self.errored += 1;
+            return;
+        }
+        // Per tunnel exactly where the stream counted it as received (not
+        // a duplicate).
+        if let Some(t) = &range.tunnels {
+            if i < t.streams as usize && streams[i].received() != before {
+                if let Some(n) = t.tunnel_of(frame).and_then(|k| self.tunnels.get_mut(k)) {
+                    *n += 1;
+                }
+            }
+        }
+    }
+}
+
+/// The port's gateway: its MAC once learned (given, or from an ARP or
+/// NDP answer), and when it was last asked for, so that an unanswered
+/// request is repeated every [`ARP_RETRY`] until it answers.
+struct GatewayWatch {
+    learned: Option<MacAddr>,
+    last_request: Instant,
+}
+
+impl GatewayWatch {
+    fn new(learned: Option<MacAddr>) -> GatewayWatch {
+        GatewayWatch {
+            learned,
+            last_request: Instant::now(),
+        }
+    }
+
+    /// A request for the gateway left at `now`.
+    fn asked(&mut self, now: Instant) {
+        self.last_request = now;
+    }
+
+    /// At `now`, the last request has gone unanswered long enough to ask
+    /// again.
+    fn retry_due(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.last_request) >= ARP_RETRY
+    }
+
+    /// Acts on an ARP or NDP frame: a reply to send after the poll, or
+    /// the gateway's MAC learned (the first answer, shared through
+    /// `signals`). Control frames only, not per test frame.
+    #[inline]
+    fn act(&mut self, action: ArpAction, replies: &mut Vec<Vec<u8>>, signals: &ReceiverSignals) {
+        match action {
+            ArpAction::Reply(frame) => replies.push(frame),
+            ArpAction::LearnedGateway(gw) => {
+                if self.learned.is_none() {
+                    self.learned = Some(gw);
+                    *signals
+                        .gateway_mac
+                        .lock()
+                        .expect("receiver signals poisoned") = Some(gw);
+                }
+            }
+            ArpAction::Ignore => {}
+        }
+    }
 }
 
 #[cfg(test)]
