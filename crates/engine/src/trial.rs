@@ -45,6 +45,38 @@ struct Streams {
     range_rev: StreamRange,
 }
 
+/// What both directions' stream ranges share: the rate each receiving
+/// port takes and what follows from it.
+struct RangeShape {
+    /// Generator threads, one stream each.
+    threads: u16,
+    /// Frames/s one direction sends (half the rate both ways).
+    port_fps: f64,
+    /// Every stream's sequence numbers stay below its direction's frames:
+    /// one beyond them was damaged on the way.
+    frames: u64,
+    /// No frame n of a stream leaves before n intervals after the trial's
+    /// start (the pacer never sends early): what tells a late frame from
+    /// a timestamp in the future. 0: no rate.
+    interval_ns: u64,
+}
+
+impl RangeShape {
+    fn of(spec: Option<&TrialSpec>, threads: u16, bidir: bool) -> RangeShape {
+        let port_fps = spec.map_or(0.0, |s| s.intended_fps / if bidir { 2.0 } else { 1.0 });
+        RangeShape {
+            threads,
+            port_fps,
+            frames: spec.map_or(u64::MAX, |s| Pacer::new(port_fps, s.duration).total()),
+            interval_ns: if port_fps > 0.0 {
+                (1e9 / port_fps) as u64
+            } else {
+                0
+            },
+        }
+    }
+}
+
 /// The receivers of both ports, running for the trial.
 struct Receivers<'scope, 'sig> {
     a: ScopedJoinHandle<'scope, Result<Counted, EngineError>>,
@@ -216,115 +248,33 @@ impl Engine {
     /// stream exactly).
     fn plan_streams(&mut self, spec: Option<&TrialSpec>) -> Result<Streams, EngineError> {
         let threads = self.cfg.tx_threads.max(1);
-        let max_tx = self.a.port.tx.max_streams();
-        if spec.is_some() && threads > max_tx {
-            return Err(if max_tx <= 1 {
-                EngineError::TxThreads
-            } else {
-                EngineError::TooManyTxThreads {
-                    asked: threads,
-                    max: max_tx,
-                }
-            });
-        }
-        // A drop test's second class is counted as streams of its own.
-        let drop_from = self.cfg.drop_from.filter(|_| spec.is_some());
-        if let Some(source) = drop_from {
-            let v6 = self.a.host.test_ip().is_ipv6();
-            crate::check_drop_test(source, v6, self.cfg.bidirectional, &self.cfg.flows)?;
-        }
+        let drop_from = self.check_stream_capacity(spec, threads)?;
         let classes: u16 = if drop_from.is_some() { 2 } else { 1 };
-        let rx_max = self.b.port.rx.max_streams();
-        if spec.is_some() && threads * classes > rx_max {
-            return Err(EngineError::TooManyTxThreads {
-                asked: threads,
-                max: rx_max / classes,
-            });
-        }
-        // Frames to a varying port are told apart by signature alone.
-        let dst_port_varies = self
-            .cfg
-            .flows
-            .range(linerate_wire::flows::Field::DstPort)
-            .is_some();
-        let udp_port = if dst_port_varies {
-            linerate_wire::classify::ANY_PORT
-        } else {
-            DEFAULT_UDP_PORT
-        };
-        // Latency sampling follows the rate each receiving port takes.
         let bidir = self.cfg.bidirectional && spec.is_some();
-        let port_fps = spec.map_or(0.0, |s| s.intended_fps / if bidir { 2.0 } else { 1.0 });
-        let cfg = &self.cfg;
-        let latency_every = |side: &Side| {
-            if side.port.rx.kind().samples_latency() {
-                cfg.latency_sampling.every(port_fps)
-            } else {
-                1
-            }
-        };
-        // Every stream's sequence numbers stay below its direction's
-        // frames: one beyond them was damaged on the way.
-        let frames = spec.map_or(u64::MAX, |s| Pacer::new(port_fps, s.duration).total());
-        // Per tunnel, the frames of class 0 (a drop test's dropped class
-        // is in no tunnel's share), by the address that names the tunnel.
-        let tally = |field| {
-            cfg.tunnels.map(|t| RxTally {
-                map: t.map,
-                field,
-                streams: threads,
-            })
-        };
-        if let (Some(_), Some(_)) = (spec, cfg.tunnels) {
-            // The in-kernel counter counts streams, not tunnels.
-            let counting = [(&self.b, true), (&self.a, bidir)];
-            if let Some((side, _)) = counting
-                .iter()
-                .find(|(side, counts)| *counts && side.port.rx.kind() == ReceiverKind::Kernel)
-            {
-                return Err(EngineError::TunnelsInKernel {
-                    port: side.port.info.ifname.clone(),
-                });
-            }
+        if spec.is_some() {
+            self.check_tunnel_counting(bidir)?;
         }
-        // No frame of the trial leaves before now, nor frame n of a stream
-        // before n intervals later (the pacer never sends early): what
-        // tells a late frame from a timestamp in the future.
-        let interval_ns = if port_fps > 0.0 {
-            (1e9 / port_fps) as u64
-        } else {
-            0
-        };
-        let not_before = |side: &Side| side.port.rx.clock().now_ns();
-        let range = StreamRange {
-            first: self.next_stream,
-            count: threads * classes,
-            udp_port,
-            latency_every: latency_every(&self.b),
-            check: cfg.frame_check,
-            frames,
-            not_before_ns: not_before(&self.b),
-            interval_ns,
-            tunnels: tally(cfg.tunnels.map_or(Field::DstIp, |t| t.ab)),
-        };
+        let shape = RangeShape::of(spec, threads, bidir);
+        let cfg = &self.cfg;
+        let range = self.stream_range(
+            &self.b,
+            self.next_stream,
+            threads * classes,
+            &cfg.flows,
+            cfg.tunnels.map_or(Field::DstIp, |t| t.ab),
+            &shape,
+        );
         let mut next = self.next_stream.wrapping_add(range.count);
         // Both directions at once: B sends streams of its own, counted at A.
         let range_rev = if bidir {
-            let r = StreamRange {
-                first: next,
-                count: threads,
-                udp_port: if cfg.flows_rev.range(Field::DstPort).is_some() {
-                    linerate_wire::classify::ANY_PORT
-                } else {
-                    DEFAULT_UDP_PORT
-                },
-                latency_every: latency_every(&self.a),
-                check: cfg.frame_check,
-                frames,
-                not_before_ns: not_before(&self.a),
-                interval_ns,
-                tunnels: tally(cfg.tunnels.map_or(Field::SrcIp, |t| t.ba)),
-            };
+            let r = self.stream_range(
+                &self.a,
+                next,
+                threads,
+                &cfg.flows_rev,
+                cfg.tunnels.map_or(Field::SrcIp, |t| t.ba),
+                &shape,
+            );
             next = next.wrapping_add(threads);
             r
         } else {
@@ -338,6 +288,104 @@ impl Engine {
             range,
             range_rev,
         })
+    }
+
+    /// A trial's streams fit the ports: port A sends one stream per
+    /// generator thread, port B counts them (twice as many in a drop test,
+    /// whose second class is counted as streams of its own), and a drop
+    /// test's set-up is one it can run. Returns the drop test's source of
+    /// the dropped class (trials only).
+    fn check_stream_capacity(
+        &self,
+        spec: Option<&TrialSpec>,
+        threads: u16,
+    ) -> Result<Option<std::net::IpAddr>, EngineError> {
+        let max_tx = self.a.port.tx.max_streams();
+        if spec.is_some() && threads > max_tx {
+            return Err(if max_tx <= 1 {
+                EngineError::TxThreads
+            } else {
+                EngineError::TooManyTxThreads {
+                    asked: threads,
+                    max: max_tx,
+                }
+            });
+        }
+        let drop_from = self.cfg.drop_from.filter(|_| spec.is_some());
+        if let Some(source) = drop_from {
+            let v6 = self.a.host.test_ip().is_ipv6();
+            crate::check_drop_test(source, v6, self.cfg.bidirectional, &self.cfg.flows)?;
+        }
+        let classes: u16 = if drop_from.is_some() { 2 } else { 1 };
+        let rx_max = self.b.port.rx.max_streams();
+        if spec.is_some() && threads * classes > rx_max {
+            return Err(EngineError::TooManyTxThreads {
+                asked: threads,
+                max: rx_max / classes,
+            });
+        }
+        Ok(drop_from)
+    }
+
+    /// `--tunnels` needs a receiver that sees each frame's address: the
+    /// in-kernel counter counts streams, not tunnels, so a port that
+    /// counts this trial's frames (B; A too both ways) must not use it.
+    fn check_tunnel_counting(&self, bidir: bool) -> Result<(), EngineError> {
+        if self.cfg.tunnels.is_none() {
+            return Ok(());
+        }
+        let counting = [(&self.b, true), (&self.a, bidir)];
+        if let Some((side, _)) = counting
+            .iter()
+            .find(|(side, counts)| *counts && side.port.rx.kind() == ReceiverKind::Kernel)
+        {
+            return Err(EngineError::TunnelsInKernel {
+                port: side.port.info.ifname.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The streams `first .. first + count` that `side` counts, of frames
+    /// with `flows` (frames to a varying port are told apart by signature
+    /// alone), latency sampled at the rate the port takes, and per tunnel
+    /// by the address `field`. The trial's start is read from the port's
+    /// clock now: no frame of the trial has left yet.
+    fn stream_range(
+        &self,
+        side: &Side,
+        first: u16,
+        count: u16,
+        flows: &linerate_wire::Flows,
+        field: Field,
+        shape: &RangeShape,
+    ) -> StreamRange {
+        let cfg = &self.cfg;
+        StreamRange {
+            first,
+            count,
+            udp_port: if flows.range(Field::DstPort).is_some() {
+                linerate_wire::classify::ANY_PORT
+            } else {
+                DEFAULT_UDP_PORT
+            },
+            latency_every: if side.port.rx.kind().samples_latency() {
+                cfg.latency_sampling.every(shape.port_fps)
+            } else {
+                1
+            },
+            check: cfg.frame_check,
+            frames: shape.frames,
+            not_before_ns: side.port.rx.clock().now_ns(),
+            interval_ns: shape.interval_ns,
+            // Per tunnel, the frames of class 0 (a drop test's dropped
+            // class is in no tunnel's share).
+            tunnels: cfg.tunnels.map(|t| RxTally {
+                map: t.map,
+                field,
+                streams: shape.threads,
+            }),
+        }
     }
 
     /// Refuses a trial longer than a port's transform can carry (an ESP
@@ -436,57 +484,23 @@ impl<'a> Trial<'a> {
         tx: [&mut Box<dyn Transmitter>; 2],
         clocks: [Clock; 2],
     ) -> Result<TrialResult, EngineError> {
-        let (cfg, streams, [host_a, host_b]) = (self.cfg, &self.streams, self.hosts);
+        let (cfg, streams, host_b) = (self.cfg, &self.streams, self.hosts[1]);
         // Which tester ports are interfaces now, to tell one deleted
         // during the trial (one index lookup each).
         let present = self.ports.map(interface_present);
-        let frames = FrameSets {
-            ab: frame_set(
-                spec,
-                &flow(self.ports[0], gateways[0], host_a, host_b),
-                streams.drop_from,
-            ),
-            ba: frame_set(
-                spec,
-                &flow(self.ports[1], gateways[1], host_b, host_a),
-                None,
-            ),
-        };
+        let frames = self.frame_sets(spec, gateways);
         // The kernel's counters around the trial say where frames went.
         // The port counters see both directions and both classes of a
         // drop test: they attribute one direction of one class only.
         let counters_apply = cfg.dut_counters && !streams.bidir && frames.ab.classes() == 1;
         let before = self.acct.map(Accounting::read);
-        let per_direction = self.per_direction(spec);
-        let pacer = Pacer::new(per_direction, spec.duration);
+        let pacer = Pacer::new(self.per_direction(spec), spec.duration);
         // B -> A's own ranges, in the layout of B's frames.
         let flows_rev = linerate_wire::Flows {
             encap: host_b.encap(),
             ranges: cfg.flows_rev.ranges.clone(),
         };
-        let tx_cpus = cfg.tx_cpus();
-        let job = |frames, flows, stream, clock| SendJob {
-            frames,
-            flows,
-            stream,
-            streams: streams.threads,
-            cpus: &tx_cpus,
-            pacer,
-            // Frames not sent within 1 % (+10 ms) of the duration count as lost.
-            give_up_after: spec.duration + spec.duration / 100 + Duration::from_millis(10),
-            // Catching up more than this many frames would be a burst a
-            // DUT's input queue may not hold (a veth's ring holds 256):
-            // the generator pauses instead.
-            max_late: Some(Duration::from_secs_f64(
-                MAX_CATCH_UP_FRAMES as f64 / per_direction,
-            )),
-            clock,
-        };
-        let job_ab = job(&frames.ab, &cfg.flows, streams.range.first, clocks[1]);
-        let job_ba = job(&frames.ba, &flows_rev, streams.range_rev.first, clocks[0]);
-        let [tx_a, tx_b] = tx;
-        let reverse = streams.bidir.then_some((tx_b, &job_ba));
-        let (sent, sent_rev) = match run_generators(tx_a, &job_ab, reverse, cfg, self.interrupt) {
+        let (sent, sent_rev) = match self.send(spec, &frames, &flows_rev, pacer, tx, clocks) {
             Ok(sent) => sent,
             Err(e) => {
                 let _ = rx.finish();
@@ -532,6 +546,63 @@ impl<'a> Trial<'a> {
             around,
             &flows_rev,
         ))
+    }
+
+    /// The frames each direction sends, addressed through the gateways
+    /// just resolved; a drop test's second class goes A -> B only.
+    fn frame_sets(&self, spec: &TrialSpec, gateways: [MacAddr; 2]) -> FrameSets {
+        let [host_a, host_b] = self.hosts;
+        FrameSets {
+            ab: frame_set(
+                spec,
+                &flow(self.ports[0], gateways[0], host_a, host_b),
+                self.streams.drop_from,
+            ),
+            ba: frame_set(
+                spec,
+                &flow(self.ports[1], gateways[1], host_b, host_a),
+                None,
+            ),
+        }
+    }
+
+    /// Sends the trial's frames: A's job, and B's at once both ways, each
+    /// on the schedule `pacer` gives, stamped from the receiving port's
+    /// clock. What each direction sent, or why it could not.
+    fn send(
+        &self,
+        spec: &TrialSpec,
+        frames: &FrameSets,
+        flows_rev: &linerate_wire::Flows,
+        pacer: Pacer,
+        tx: [&mut Box<dyn Transmitter>; 2],
+        clocks: [Clock; 2],
+    ) -> Result<(Sent, Option<Sent>), EngineError> {
+        let (cfg, streams) = (self.cfg, &self.streams);
+        let per_direction = self.per_direction(spec);
+        let tx_cpus = cfg.tx_cpus();
+        let job = |frames, flows, stream, clock| SendJob {
+            frames,
+            flows,
+            stream,
+            streams: streams.threads,
+            cpus: &tx_cpus,
+            pacer,
+            // Frames not sent within 1 % (+10 ms) of the duration count as lost.
+            give_up_after: spec.duration + spec.duration / 100 + Duration::from_millis(10),
+            // Catching up more than this many frames would be a burst a
+            // DUT's input queue may not hold (a veth's ring holds 256):
+            // the generator pauses instead.
+            max_late: Some(Duration::from_secs_f64(
+                MAX_CATCH_UP_FRAMES as f64 / per_direction,
+            )),
+            clock,
+        };
+        let job_ab = job(&frames.ab, &cfg.flows, streams.range.first, clocks[1]);
+        let job_ba = job(&frames.ba, flows_rev, streams.range_rev.first, clocks[0]);
+        let [tx_a, tx_b] = tx;
+        let reverse = streams.bidir.then_some((tx_b, &job_ba));
+        run_generators(tx_a, &job_ab, reverse, cfg, self.interrupt)
     }
 
     /// Each direction's rate: all of it one way, half each way.
