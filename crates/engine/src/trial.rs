@@ -12,10 +12,7 @@ use crate::host::HostConfig;
 use crate::pacer::Pacer;
 use crate::receiver::{Counted, ReceiverSignals, RxTally, StreamRange};
 use crate::summary::{both_directions, frames_of_class, summarize, Direction};
-use crate::{
-    cpu, recovery, Engine, EngineConfig, EngineError, ReceiverKind, Side, TunnelTally,
-    MAX_CATCH_UP_FRAMES,
-};
+use crate::{cpu, recovery, Engine, EngineConfig, EngineError, ReceiverKind, Side, TunnelTally};
 use linerate_port::PortInfo;
 use linerate_results::{TrialResult, TrialSpec};
 use linerate_wire::flows::Field;
@@ -591,10 +588,9 @@ impl<'a> Trial<'a> {
             // Frames not sent within 1 % (+10 ms) of the duration count as lost.
             give_up_after: spec.duration + spec.duration / 100 + Duration::from_millis(10),
             // Catching up more than this many frames would be a burst a
-            // DUT's input queue may not hold (a veth's ring holds 256):
-            // the generator pauses instead.
+            // DUT's input queue may not hold: the generator pauses instead.
             max_late: Some(Duration::from_secs_f64(
-                MAX_CATCH_UP_FRAMES as f64 / per_direction,
+                cfg.catch_up_frames.max(1) as f64 / per_direction,
             )),
             clock,
         };

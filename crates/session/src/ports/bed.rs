@@ -287,6 +287,12 @@ pub(super) fn engine_config(
         tunnels: flows.tunnels,
         flows_rev: flows.flows_rev,
         dut_counters: direction.is_none(),
+        // In the lab the DUT's input ring is known: the generator may catch
+        // up an eighth of it before it pauses.
+        catch_up_frames: placement.and_then(|p| p.ring).map_or(
+            linerate_engine::MAX_CATCH_UP_FRAMES,
+            linerate_engine::catch_up_frames_for_ring,
+        ),
         ..EngineConfig::default()
     }
 }
