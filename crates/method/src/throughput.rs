@@ -11,7 +11,8 @@
 //! "When the tester is the limit"). The search keeps a bracket: `lo`, the
 //! highest rate that passed, and `hi`, the lowest rate that failed. The
 //! throughput is `lo`, the rate of a trial that really passed (listed in
-//! the result's trials); it is 0 when no trial passed.
+//! the result's trials; its intended rate, or for a trial whose generator
+//! paused, the rate the device really saw); it is 0 when no trial passed.
 //!
 //! 1. **Line rate first.** The first trial runs at `max_fps` (normally the
 //!    line rate of the frame size). If it passes, the throughput is
@@ -68,18 +69,22 @@
 //! A generator held up by the machine pauses rather than catch up in a
 //! burst (`TrialResult::generator_paused_ns`): it still sends every frame,
 //! but over the duration plus the pauses, so the device saw a rate lower
-//! than the trial's by the paused share. A trial therefore *passes* only
-//! when its loss is within `allowed_loss_ratio` **and** its pauses add up
-//! to at most `resolution` of its duration (`TrialResult::held_rate`):
-//! within that, the rate the device saw differs from the trial's by less
-//! than the precision asked for. A trial that lost no more than allowed
-//! but paused longer showed only that the device forwards a lower rate;
-//! the search counts it as failed and as the tester's failure, so when it
-//! ends up as `hi` the result is marked `tester_limited` as above. A trial
-//! that lost too much failed whatever it paused (the device lost frames
-//! at an even lower rate than intended): pauses never mark a failure.
-//! The progress display's verdict (`Progress::TrialDone::passed`) is the
-//! one the search used.
+//! than the trial's by the paused share. A trial whose loss is within
+//! `allowed_loss_ratio` and whose pauses add up to at most `resolution` of
+//! its duration (`TrialResult::held_rate`) passes at its rate: the rate
+//! the device saw differs from it by less than the precision asked for. A
+//! trial that lost no more than allowed but paused longer showed that the
+//! device forwards the rate it really saw (`offered_fps`, frames over the
+//! time they took; between the pauses it even got them at the trial's
+//! rate): it passes *at that rate* when that is above `lo`, and `lo`
+//! becomes that rate, so the throughput is always a rate some trial
+//! really showed (`ThroughputResult::throughput_trial`). Below or at `lo`
+//! it showed nothing new: the search counts it as failed and as the
+//! tester's failure, so when it ends up as `hi` the result is marked
+//! `tester_limited` as above. A trial that lost too much failed whatever
+//! it paused (the device lost frames at an even lower rate than
+//! intended): pauses never mark a failure. The progress display's verdict
+//! (`Progress::TrialDone::passed`) is the one the search used.
 
 use crate::TrialRunner;
 use linerate_results::{MixInfo, ThroughputResult, TrialResult, TrialSpec};
@@ -282,7 +287,9 @@ pub fn find_throughput<R: TrialRunner>(
             duration: cfg.trial_duration,
         };
         let result = runner.run(&spec)?;
-        let passed = result.passed(cfg.allowed_loss_ratio) && result.held_rate(resolution);
+        let shown = shown_rate(&result, candidate, cfg.allowed_loss_ratio, resolution)
+            .filter(|&fps| fps > lo.unwrap_or(0.0) && fps >= min_fps);
+        let passed = shown.is_some();
         progress(Progress::TrialDone {
             frame,
             trial_no,
@@ -291,8 +298,8 @@ pub fn find_throughput<R: TrialRunner>(
         });
         trials.push(result);
 
-        if passed {
-            lo = Some(candidate);
+        if let Some(fps) = shown {
+            lo = Some(fps);
             if step == Step::Hint {
                 galloping_up = true;
             }
@@ -340,7 +347,8 @@ pub fn find_throughput<R: TrialRunner>(
 
     let throughput_fps = lo.unwrap_or(0.0);
     // The lowest failing rate was the tester's failure: it lost frames
-    // itself, or it passed on loss but did not hold its rate.
+    // itself, or it passed on loss but its generator paused so long that
+    // the rate the device saw was no better than the throughput.
     let tester_limited = hi.is_some_and(|(_, i)| {
         let t = &trials[i];
         t.tester_limited() || (t.passed(cfg.allowed_loss_ratio) && !t.held_rate(resolution))
@@ -349,17 +357,7 @@ pub fn find_throughput<R: TrialRunner>(
         Some(mix) => mix.mbps(fps, layer),
         None => frame.mbps(fps, layer),
     };
-    // The DUT's CPU load at the throughput: that of the last trial run at it.
-    let at_throughput = trials
-        .iter()
-        .rev()
-        .find(|t| t.intended_fps == throughput_fps);
-    let dut_cpu = at_throughput.and_then(|t| t.dut_cpu);
-    // Through a VPN peer: the same frames on the WAN, encrypted.
-    let wan = at_throughput
-        .and_then(|t| t.esp.as_ref())
-        .and_then(|esp| linerate_results::ipsec::WanRate::of(esp, throughput_fps));
-    Ok(ThroughputResult {
+    let mut result = ThroughputResult {
         frame_size: frame.frame(),
         mix: cfg.mix.as_ref().map(MixInfo::of),
         l3_length: frame.l3(),
@@ -373,10 +371,41 @@ pub fn find_throughput<R: TrialRunner>(
         tester_limited,
         calibrated_ceiling_fps: None,
         trials,
-        dut_cpu,
-        wan,
+        dut_cpu: None,
+        wan: None,
         mlrsearch: None,
-    })
+    };
+    // The DUT's CPU load at the throughput: that of the trial that showed it.
+    let at_throughput = result.throughput_trial();
+    let dut_cpu = at_throughput.and_then(|t| t.dut_cpu);
+    // Through a VPN peer: the same frames on the WAN, encrypted.
+    let wan = at_throughput
+        .and_then(|t| t.esp.as_ref())
+        .and_then(|esp| linerate_results::ipsec::WanRate::of(esp, throughput_fps));
+    (result.dut_cpu, result.wan) = (dut_cpu, wan);
+    Ok(result)
+}
+
+/// The rate `result`, a trial run at `candidate` frames/s, showed the
+/// device to forward within the allowed loss, if any: `candidate` when the
+/// generator held it (paused at most `resolution` of the duration); when
+/// it paused longer, the rate the device really saw (frames over the time
+/// they took, `offered_fps`), which is lower than `candidate` but was shown
+/// all the same, and more harshly: the device got the frames at
+/// `candidate` between the pauses. None when the trial lost too much.
+fn shown_rate(
+    result: &TrialResult,
+    candidate: f64,
+    allowed_loss_ratio: f64,
+    resolution: f64,
+) -> Option<f64> {
+    if !result.passed(allowed_loss_ratio) {
+        None
+    } else if result.held_rate(resolution) {
+        Some(candidate)
+    } else {
+        Some(result.offered_fps.min(candidate)).filter(|fps| fps.is_finite() && *fps > 0.0)
+    }
 }
 
 #[cfg(test)]

@@ -715,6 +715,20 @@ pub struct ThroughputResult {
     pub mlrsearch: Option<crate::methods::MlrSearchResult>,
 }
 
+impl ThroughputResult {
+    /// The trial the throughput was shown by: the last one run at that
+    /// rate, or the lossless trial whose paused generator showed it (the
+    /// search credits such a trial at the rate the device really saw, its
+    /// `offered_fps`). None when the throughput is 0.
+    pub fn throughput_trial(&self) -> Option<&TrialResult> {
+        let fps = self.throughput_fps;
+        self.trials
+            .iter()
+            .rev()
+            .find(|t| fps > 0.0 && (t.intended_fps == fps || t.offered_fps == fps))
+    }
+}
+
 /// Where the tester and the device ran (lab only), so readers can judge the figures.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Placement {

@@ -631,7 +631,7 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
             if share > 0.0 {
                 let _ = writeln!(
                     out,
-                    "              {:.2} % of the duration: the device saw about {} frames/s; a search counts a pass at this rate only when the pauses are within its resolution (1 % by default), and a failure stays a failure",
+                    "              {:.2} % of the duration: the device saw about {} frames/s; an RFC 2544 search counts a pass at the rate the device saw once the pauses exceed its resolution (1 % by default), MLRsearch only within its goal width, and a failure stays a failure",
                     share * 100.0,
                     thousands_f64(t.offered_fps)
                 );

@@ -387,6 +387,13 @@ fn done_text(result: &TrialResult, passed: Option<bool>) -> String {
     let paused = result.paused_share();
     let short = if result.generator_short {
         "  (tester could not offer this rate)".to_string()
+    } else if paused > linerate_method::frame_loss::MAX_PAUSED_SHARE && passed == Some(true) {
+        // A throughput search counts such a pass at the rate the device saw.
+        format!(
+            "  (generator paused {:.1} % of the trial: the device saw {} frames/s)",
+            100.0 * paused,
+            thousands(result.offered_fps.round() as u64)
+        )
     } else if paused > linerate_method::frame_loss::MAX_PAUSED_SHARE {
         // Why a trial without loss can fail: the device saw a lower rate.
         format!("  (generator paused {:.1} % of the trial)", 100.0 * paused)

@@ -462,10 +462,7 @@ fn per_trial_chart(
 /// that rate (the search's verdict, not a second judgement here: a trial
 /// without loss above it may have failed because the generator paused).
 fn throughput_trial(r: &ThroughputResult) -> Option<&TrialResult> {
-    r.trials
-        .iter()
-        .rev()
-        .find(|t| r.throughput_fps > 0.0 && t.intended_fps == r.throughput_fps)
+    r.throughput_trial()
 }
 
 fn latency_section(h: &mut String, rep: &Rfc2544Report) {

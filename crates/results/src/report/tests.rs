@@ -346,7 +346,7 @@ fn a_paused_generator_is_noted_with_the_rate_the_device_saw() {
     // 100 ms of 2 s: 5 %, so 1,000,000 frames/s reached the device at
     // about 952,381.
     assert!(
-        summary.contains("5.00 % of the duration: the device saw about 952,381 frames/s; a search counts a pass at this rate only when the pauses are within its resolution"),
+        summary.contains("5.00 % of the duration: the device saw about 952,381 frames/s; an RFC 2544 search counts a pass at the rate the device saw once the pauses exceed its resolution"),
         "{summary}"
     );
     // No pause (and no stall): no note.
