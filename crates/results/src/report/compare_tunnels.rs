@@ -10,13 +10,12 @@ use crate::ipsec::TunnelSpread;
 use crate::model::{Rfc2544Report, ThroughputResult, TrialResult};
 use std::fmt::Write as _;
 
-/// The trial that decided a size's throughput: the passing trial at the
-/// highest rate (None when none passed).
-pub fn deciding_trial(r: &ThroughputResult, allowed_loss_ratio: f64) -> Option<&TrialResult> {
-    r.trials
-        .iter()
-        .filter(|t| t.passed(allowed_loss_ratio))
-        .max_by(|a, b| a.intended_fps.total_cmp(&b.intended_fps))
+/// The trial that decided a size's throughput: the one the search
+/// counted it by ([`ThroughputResult::throughput_trial`]; a lossless trial
+/// above it may have failed because its generator paused). None when no
+/// trial passed.
+pub fn deciding_trial(r: &ThroughputResult) -> Option<&TrialResult> {
+    r.throughput_trial()
 }
 
 /// `runs`: (tunnel count, its report), in the order run.
@@ -99,7 +98,7 @@ pub fn by_tunnels(runs: &[(usize, Rfc2544Report)]) -> String {
                 }
                 if *n > 1 {
                     let spread = t
-                        .and_then(|t| deciding_trial(t, r.allowed_loss_ratio))
+                        .and_then(deciding_trial)
                         .and_then(|d| TunnelSpread::of(&d.tunnels));
                     row.push(match &spread {
                         Some(s) => format!("{}..{}", thousands(s.min_rx), thousands(s.max_rx)),

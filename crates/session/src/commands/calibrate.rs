@@ -269,20 +269,12 @@ fn calibration_entry(
         receiver: engine.receiver().as_str().to_string(),
         frame_size: frame.frame(),
         ceiling_fps: result.throughput_fps,
-        latency_ns: best_pass(result).and_then(|t| t.latency_ns),
+        latency_ns: result.throughput_trial().and_then(|t| t.latency_ns),
         measured_at: now
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
         linerate_version: env!("CARGO_PKG_VERSION").to_string(),
     }
-}
-
-/// The passing trial at the highest rate: the tester's latency at its ceiling.
-fn best_pass(r: &ThroughputResult) -> Option<&linerate_results::TrialResult> {
-    r.trials
-        .iter()
-        .filter(|t| t.loss_ratio == 0.0 && t.intended_fps <= r.throughput_fps)
-        .max_by(|x, y| x.intended_fps.total_cmp(&y.intended_fps))
 }
 
 fn calibration_table(rows: &[(CalibrationEntry, f64)]) -> String {
