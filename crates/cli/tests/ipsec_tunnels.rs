@@ -426,6 +426,70 @@ fn the_lab_gateway_is_compared_over_tunnel_counts() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// A gateway built by hand with `rfc2544 --tunnels 1,4` on the ports: one
+/// run per count through the same gateway, each with its own tunnels,
+/// the counts compared, every frame of every trial in some tunnel's
+/// share, and nothing left (port B's addresses, the gateway's SAs).
+#[test]
+fn a_gateway_on_named_ports_is_compared_over_tunnel_counts() {
+    if !root_or_skip("a_gateway_on_named_ports_is_compared_over_tunnel_counts") {
+        return;
+    }
+    let bed = Bed::new("tc", "198.19.0.0/24");
+    let json = TempFile::new("tunnels-ports");
+    let mut args = vec!["rfc2544", "--no-db"];
+    args.extend_from_slice(&HOSTS);
+    args.extend_from_slice(&[
+        "--ipsec",
+        "--psk-file",
+        bed.psk.arg(),
+        "--remote-net",
+        TUNNEL_NETS,
+        "--ike",
+        IKE,
+        "--tunnels",
+        "1,4",
+        "--sizes",
+        "128",
+        "--trial-duration",
+        "1s",
+        "--max-rate",
+        "2000fps",
+        "--json",
+        json.arg(),
+    ]);
+    let run = linerate_in(&bed.t, &args);
+    assert_eq!(run.code, 0, "{}", run.dump());
+    assert!(
+        run.stdout.contains("Frame rate with 1 / 4 tunnels"),
+        "{}",
+        run.dump()
+    );
+    let v = json.json();
+    let runs = v["tunnels"].as_array().expect("tunnels runs");
+    assert_eq!(runs.len(), 2, "{v}");
+    for (run_json, count) in runs.iter().zip([1u64, 4]) {
+        assert_eq!(u(run_json, "count"), count);
+        for r in run_json["report"]["results"].as_array().unwrap() {
+            assert!(f(r, "throughput_fps") > 0.0, "{r}");
+            for t in r["trials"].as_array().unwrap() {
+                if count == 1 {
+                    continue;
+                }
+                let per: Vec<u64> = t["tunnels"]
+                    .as_array()
+                    .expect("per-tunnel counts")
+                    .iter()
+                    .map(|x| u(x, "rx"))
+                    .collect();
+                assert_eq!(per.len(), 4);
+                assert_eq!(per.iter().sum::<u64>(), u(t, "rx_frames"));
+            }
+        }
+    }
+    bed.assert_nothing_left(&run);
+}
+
 /// `--tunnels 10 --rekey 2s` in a 10-s trial, each direction: every
 /// tunnel's CHILD_SA is rekeyed about every 2 s (50 rekeys spread over the
 /// trial, none failed), each tunnel keeps its exact share of the frames

@@ -34,6 +34,7 @@ mod sizes;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 pub mod throughput;
+mod tunnel_counts;
 
 pub use caller::{Caller, Listener};
 pub use commands::{interrupt_flag, interrupted_exit_code};

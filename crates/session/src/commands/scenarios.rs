@@ -127,49 +127,12 @@ fn run_one(
 }
 
 /// `--tunnels 1,10,100` on one scenario (vpn-gateway): a fresh lab and
-/// gateway for each count, each printed as its own table, then the counts
-/// side by side (`report::compare_tunnels`).
+/// gateway for each count ([`crate::tunnel_counts`]).
 fn by_tunnels(plan: &Rfc2544Plan, interrupt: &AtomicBool) -> Result<Outcome> {
-    use crate::commands::rfc2544::{tunnel_runs_json, with_tunnel_run};
     let scenario = &plan.scenarios[0];
-    let mut runs: Vec<(usize, Rfc2544Report)> = Vec::new();
-    let mut outcome = Outcome::Passed;
-    for (i, &count) in plan.tunnel_counts.iter().enumerate() {
-        if interrupt.load(Ordering::Relaxed) {
-            outcome = Outcome::Interrupted("results measured so far were kept".into());
-            break;
-        }
-        errln!(
-            "linerate: {count} tunnel{} ({} of {} counts)",
-            if count == 1 { "" } else { "s" },
-            i + 1,
-            plan.tunnel_counts.len()
-        );
-        let before = tunnel_runs_json(&runs);
-        let wrap: JsonWrap = Box::new(move |rep| with_tunnel_run(&before, count, rep));
-        let one = plan.with_tunnels(count);
-        let (o, rep) = match run_one(&one, scenario, i, interrupt, wrap, true) {
-            Ok(done) => done,
-            Err(e) => {
-                if !runs.is_empty() {
-                    outp!("{}", report::compare_tunnels::by_tunnels(&runs));
-                }
-                return Err(e);
-            }
-        };
-        outp!("{}", report::throughput_table(&rep));
-        outln!();
-        runs.push((count, rep));
-        if let Outcome::Interrupted(_) = o {
-            outcome = o;
-            break;
-        }
-    }
-    outp!("{}", report::compare_tunnels::by_tunnels(&runs));
-    if let (Some(path), Outcome::Passed) = (&plan.json, &outcome) {
-        errln!("linerate: every trial written to {}", path.display());
-    }
-    Ok(outcome)
+    crate::tunnel_counts::each_count(plan, interrupt, |i, one, wrap| {
+        run_one(one, scenario, i, interrupt, wrap, true)
+    })
 }
 
 /// The traffic checks, skipped (with a note) when no trial forwarded
