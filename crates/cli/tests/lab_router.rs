@@ -19,12 +19,14 @@ fn assert_sane_result(r: &serde_json::Value, size: u64) {
         assert_trial_consistent(t);
         assert_eq!(u(t, "frame_size"), size, "{t}");
     }
-    // The throughput is a rate that was tried and passed (no loss allowed).
+    // The throughput is a rate a trial showed without loss (none allowed):
+    // the rate it was run at, or, when its generator paused, the rate the
+    // router really saw (its offered rate, below the rate it was run at).
     assert!(
-        trials
-            .iter()
-            .any(|t| f(t, "intended_fps") == tput && u(t, "lost_frames") == 0),
-        "throughput {tput} is not a passing trial's rate: {r}"
+        trials.iter().any(|t| u(t, "lost_frames") == 0
+            && (f(t, "intended_fps") == tput
+                || (f(t, "offered_fps") == tput && tput < f(t, "intended_fps")))),
+        "throughput {tput} is not a rate a passing trial showed: {r}"
     );
 }
 
