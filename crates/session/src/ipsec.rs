@@ -130,7 +130,7 @@ pub struct IpsecPlan {
     /// `--peer-addrs`: the peers' outer addresses (FIRST, FIRST-LAST or a
     /// network); None: from port B's address upward (in the lab: the
     /// gateway's peer range).
-    pub peer_addrs: Option<String>,
+    pub peer_addrs: Option<crate::peers::PeerAddrs>,
     /// `--rekey T`: each tunnel's CHILD_SA is rekeyed every T while the
     /// run lasts (spread evenly over the tunnels); None: only when the
     /// gateway asks.

@@ -250,9 +250,11 @@ fn with_vpn_peer(
         plan.remote_net = plan
             .remote_net
             .or(Some(net(linerate_lab::scenario::VPN_TUNNEL_NETS)));
-        plan.peer_addrs = plan
-            .peer_addrs
-            .or_else(|| Some(linerate_lab::scenario::VPN_FIRST_PEER.to_string()));
+        plan.peer_addrs = plan.peer_addrs.or_else(|| {
+            Some(crate::peers::PeerAddrs::from_first(
+                linerate_lab::scenario::VPN_FIRST_PEER,
+            ))
+        });
     }
     plan.remote_net = plan.remote_net.or(Some(Net {
         address: peer.inner_address,

@@ -128,7 +128,11 @@ impl PortArgs {
             }
             ipsec = Some(linerate_session::ipsec::IpsecPlan {
                 tunnels: counts.first().copied().unwrap_or(1),
-                peer_addrs: self.peer_addrs.clone(),
+                peer_addrs: self
+                    .peer_addrs
+                    .as_deref()
+                    .map(linerate_session::peers::PeerAddrs::parse)
+                    .transpose()?,
                 ..p
             });
         }

@@ -58,11 +58,10 @@ impl Layout {
             bail!(BadInput, "the IPsec gateway {gateway} is not on port B's subnet {outer}: give the gateway's WAN address on that subnet (--gw-b or --ipsec-gateway)");
         }
         let prefix = crate::peers::slice_prefix(remote_net, count, "--remote-net")?;
-        let first_addr = plan
-            .peer_addrs
-            .clone()
-            .unwrap_or_else(|| host_b.ip.to_string());
-        let peers = crate::peers::peer_range(&first_addr, count, "--tunnels")?;
+        let peers = match &plan.peer_addrs {
+            Some(range) => range.take(count, "--tunnels")?,
+            None => crate::peers::PeerAddrs::from_first(host_b.ip).take(count, "--tunnels")?,
+        };
         for p in [peers[0], peers[count - 1]] {
             if remote_net.contains(p) {
                 bail!(BadInput, "--remote-net {remote_net} holds the peer address {p}: the network behind linerate must be another one than the peers' addresses");
