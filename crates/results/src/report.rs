@@ -695,7 +695,8 @@ fn tunnels_footer(report: &Rfc2544Report) -> Option<String> {
     let mut notes = Vec::new();
     let mut count = 0;
     for r in &report.results {
-        let Some(s) = compare_tunnels::deciding_trial(r)
+        let Some(s) = r
+            .throughput_trial()
             .and_then(|t| crate::ipsec::TunnelSpread::of(&t.tunnels))
         else {
             continue;

@@ -458,19 +458,12 @@ fn per_trial_chart(
     })
 }
 
-/// The trial a search's throughput was measured at: the last one run at
-/// that rate (the search's verdict, not a second judgement here: a trial
-/// without loss above it may have failed because the generator paused).
-fn throughput_trial(r: &ThroughputResult) -> Option<&TrialResult> {
-    r.throughput_trial()
-}
-
 fn latency_section(h: &mut String, rep: &Rfc2544Report) {
     let rows: Vec<(u16, LatencySummary)> = rep
         .results
         .iter()
         .filter_map(|r| {
-            let t = throughput_trial(r)?;
+            let t = r.throughput_trial()?;
             Some((r.frame_size, t.latency_ns?))
         })
         .collect();
@@ -725,10 +718,10 @@ mod tests {
         let mut above = crate::testdata::trial(64, r.throughput_fps * 1.05, 0.0);
         above.generator_paused_ns = Some(50_000_000);
         r.trials = vec![above, at];
-        let t = throughput_trial(&r).expect("the trial at the throughput");
+        let t = r.throughput_trial().expect("the trial at the throughput");
         assert_eq!(t.intended_fps, r.throughput_fps);
         r.throughput_fps = 0.0;
-        assert!(throughput_trial(&r).is_none(), "nothing passed");
+        assert!(r.throughput_trial().is_none(), "nothing passed");
     }
 
     /// The `<svg>` whose title starts with `title`.

@@ -7,16 +7,8 @@
 
 use super::{sig3, thousands, trim_number, GAP};
 use crate::ipsec::TunnelSpread;
-use crate::model::{Rfc2544Report, ThroughputResult, TrialResult};
+use crate::model::{Rfc2544Report, ThroughputResult};
 use std::fmt::Write as _;
-
-/// The trial that decided a size's throughput: the one the search
-/// counted it by ([`ThroughputResult::throughput_trial`]; a lossless trial
-/// above it may have failed because its generator paused). None when no
-/// trial passed.
-pub fn deciding_trial(r: &ThroughputResult) -> Option<&TrialResult> {
-    r.throughput_trial()
-}
 
 /// `runs`: (tunnel count, its report), in the order run.
 pub fn by_tunnels(runs: &[(usize, Rfc2544Report)]) -> String {
@@ -98,7 +90,7 @@ pub fn by_tunnels(runs: &[(usize, Rfc2544Report)]) -> String {
                 }
                 if *n > 1 {
                     let spread = t
-                        .and_then(deciding_trial)
+                        .and_then(ThroughputResult::throughput_trial)
                         .and_then(|d| TunnelSpread::of(&d.tunnels));
                     row.push(match &spread {
                         Some(s) => format!("{}..{}", thousands(s.min_rx), thousands(s.max_rx)),
