@@ -83,6 +83,19 @@ for label, w in worst.items():
     print(f"{label}: worst spread {w:.2f} (target <= 1.25): {'met' if w <= 1.25 else 'NOT met'}")
 
 print()
+print("Time the hypervisor took from the router's CPU (steal, dut_cpu.stolen_pct) over each run's trials:")
+print("a run whose router lost CPU time to other guests finds lower rates; the likeliest cause of a spread")
+for i, m in enumerate(main):
+    stolen = [t["dut_cpu"]["stolen_pct"] for r in m["results"] for t in r["trials"]
+              if (t.get("dut_cpu") or {}).get("stolen_pct") is not None]
+    if stolen:
+        hit = sum(1 for s in stolen if s >= 1.0)
+        print(f"run {i + 1}: mean {sum(stolen) / len(stolen):.1f} %, max {max(stolen):.1f} %, "
+              f"{hit} of {len(stolen)} trials at 1 % or more")
+    else:
+        print(f"run {i + 1}: not measured")
+
+print()
 print("64-byte zero-loss rate against the router's forwarding rate under overload")
 print("(the first trial of each 64-byte search, at line rate: frames received over the time the frames")
 print(" took to send, tx_frames / offered_fps)")

@@ -220,6 +220,7 @@ mod tests {
             t.dut_cpu = Some(DutCpu {
                 total_pct: total,
                 traffic_pct: total - 10.0,
+                stolen_pct: None,
             });
             Ok(t)
         }

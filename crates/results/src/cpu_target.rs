@@ -131,6 +131,7 @@ mod tests {
             dut_cpu: Some(DutCpu {
                 total_pct: 76.0,
                 traffic_pct: 75.0,
+                stolen_pct: None,
             }),
             loss_ratio: 0.0,
             trials: Vec::new(),

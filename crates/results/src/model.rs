@@ -516,6 +516,14 @@ pub struct DutCpu {
     /// The part caused by the traffic: total minus the idle baseline
     /// measured before the first trial, percent (never below 0).
     pub traffic_pct: f64,
+    /// The lab only: share of the DUT CPUs' time the hypervisor gave to
+    /// other guests while the trial sent (steal time in /proc/stat),
+    /// percent. Not zero means the router ran on less CPU than the
+    /// machine seemed to have, and a trial that lost frames then may pass
+    /// in another run: the figure explains a lab result that does not
+    /// repeat. None: not measured (an external DUT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stolen_pct: Option<f64>,
 }
 
 impl DutCpu {
@@ -523,9 +531,12 @@ impl DutCpu {
     pub fn mean<'a>(trials: impl IntoIterator<Item = &'a TrialResult>) -> Option<DutCpu> {
         let loads: Vec<DutCpu> = trials.into_iter().filter_map(|t| t.dut_cpu).collect();
         let n = loads.len() as f64;
+        let stolen: Vec<f64> = loads.iter().filter_map(|c| c.stolen_pct).collect();
         (!loads.is_empty()).then(|| DutCpu {
             total_pct: loads.iter().map(|c| c.total_pct).sum::<f64>() / n,
             traffic_pct: loads.iter().map(|c| c.traffic_pct).sum::<f64>() / n,
+            stolen_pct: (!stolen.is_empty())
+                .then(|| stolen.iter().sum::<f64>() / stolen.len() as f64),
         })
     }
 }
@@ -799,18 +810,27 @@ mod loss_where_tests {
 
     #[test]
     fn the_dut_cpu_of_several_trials_is_their_mean() {
-        let t = |cpu: Option<(f64, f64)>| {
+        let t = |cpu: Option<(f64, f64, Option<f64>)>| {
             let mut t: super::TrialResult = serde_json::from_str(r#"{"frame_size":64,"l3_length":46,"duration_s":1.0,"intended_fps":0.0,"offered_fps":0.0,"intended_frames":0,"tx_frames":0,"rx_frames":0,"lost_frames":0,"loss_ratio":0.0,"reordered":0,"duplicated":0,"latency_ns":null,"generator_short":false,"engine":"x"}"#).unwrap();
-            t.dut_cpu = cpu.map(|(total_pct, traffic_pct)| super::DutCpu {
+            t.dut_cpu = cpu.map(|(total_pct, traffic_pct, stolen_pct)| super::DutCpu {
                 total_pct,
                 traffic_pct,
+                stolen_pct,
             });
             t
         };
-        let trials = [t(Some((40.0, 30.0))), t(None), t(Some((60.0, 50.0)))];
-        let m = super::DutCpu::mean(&trials).expect("two measured");
+        let trials = [
+            t(Some((40.0, 30.0, Some(2.0)))),
+            t(None),
+            t(Some((60.0, 50.0, None))),
+            t(Some((50.0, 40.0, Some(4.0)))),
+        ];
+        let m = super::DutCpu::mean(&trials).expect("three measured");
         assert_eq!((m.total_pct, m.traffic_pct), (50.0, 40.0));
+        // Stolen time: the mean of the trials that measured it.
+        assert_eq!(m.stolen_pct, Some(3.0));
         assert_eq!(super::DutCpu::mean(&trials[1..2]), None);
+        assert_eq!(super::DutCpu::mean(&trials[2..3]).unwrap().stolen_pct, None);
     }
 
     #[test]

@@ -212,6 +212,16 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             row(&|r| cpu_cell(r.dut_cpu.map(|c| c.traffic_pct)), &plain),
             "%",
         ));
+        // A lab on a virtual machine: the time the hypervisor took from
+        // the router's CPU, which explains a result that does not repeat.
+        let stolen = |r: &ThroughputResult| r.dut_cpu.and_then(|c| c.stolen_pct);
+        if results.iter().any(|r| stolen(r).is_some_and(|s| s >= 0.05)) {
+            rows.push((
+                "  stolen",
+                row(&|r| cpu_cell(stolen(r)), &plain),
+                "% taken by the hypervisor for other guests",
+            ));
+        }
     }
     // Tunnels: the same throughput as the WAN link carries it.
     let outer = report
@@ -573,9 +583,15 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
     if let Some(c) = &t.dut_cpu {
         let _ = writeln!(
             out,
-            "  DUT CPU     {:>15} % total, {:.1} % caused by traffic",
+            "  DUT CPU     {:>15} % total, {:.1} % caused by traffic{}",
             format!("{:.1}", c.total_pct),
-            c.traffic_pct
+            c.traffic_pct,
+            match c.stolen_pct {
+                Some(s) if s >= 0.05 => {
+                    format!("; {s:.1} % of its time taken by the hypervisor for other guests")
+                }
+                _ => String::new(),
+            }
         );
     }
     match &t.latency_ns {

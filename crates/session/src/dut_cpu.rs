@@ -49,8 +49,18 @@ pub struct DutCpuMeter {
 
 /// A sample in progress: finished with [`Pending::finish`].
 pub struct Pending {
-    handle: JoinHandle<Result<f64>>,
+    handle: JoinHandle<Result<Load>>,
     baseline: f64,
+}
+
+/// One reading of the DUT's CPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Load {
+    /// Busy share, percent.
+    busy: f64,
+    /// The lab: the share the hypervisor gave to other guests (steal),
+    /// percent; None for an external DUT.
+    stolen: Option<f64>,
 }
 
 impl Pending {
@@ -58,9 +68,10 @@ impl Pending {
     /// trial's measurement itself is never lost over it).
     pub fn finish(self) -> Option<DutCpu> {
         match self.handle.join() {
-            Ok(Ok(total)) => Some(DutCpu {
-                total_pct: round1(total),
-                traffic_pct: round1((total - self.baseline).max(0.0)),
+            Ok(Ok(load)) => Some(DutCpu {
+                total_pct: round1(load.busy),
+                traffic_pct: round1((load.busy - self.baseline).max(0.0)),
+                stolen_pct: load.stolen.map(round1),
             }),
             Ok(Err(e)) => {
                 errln!(
@@ -125,7 +136,7 @@ impl DutCpuMeter {
             cpus: cpus.to_vec(),
             pids: pids.to_vec(),
         };
-        let baseline = probe.measure_over(BASELINE)?;
+        let baseline = probe.measure_over(BASELINE)?.busy;
         let list = cpus
             .iter()
             .map(|c| c.to_string())
@@ -140,7 +151,7 @@ impl DutCpuMeter {
             probe,
             baseline,
             source: format!(
-                "system + irq + softirq time of CPU {list}{shared} from /proc/stat{} over each trial's sending time; idle baseline {baseline:.1} % before the first trial",
+                "system + irq + softirq time of CPU {list}{shared} from /proc/stat{} over each trial's sending time; idle baseline {baseline:.1} % before the first trial; stolen: the CPU's steal time (given by the hypervisor to other guests)",
                 if pids.is_empty() {
                     String::new()
                 } else {
@@ -207,7 +218,8 @@ impl DutCpuMeter {
         };
         let baseline = probe
             .read_now()
-            .context("measuring the DUT's idle CPU load before the first trial")?;
+            .context("measuring the DUT's idle CPU load before the first trial")?
+            .busy;
         Ok(Some(DutCpuMeter {
             probe,
             baseline,
@@ -248,24 +260,29 @@ impl Probe {
         }
     }
 
-    /// Lab: the busy share over `period` from two /proc/stat readings.
-    fn measure_over(&self, period: Duration) -> Result<f64> {
+    /// Lab: the busy and stolen shares over `period` from two /proc/stat
+    /// readings.
+    fn measure_over(&self, period: Duration) -> Result<Load> {
         let Probe::Lab { cpus, pids } = self else {
             return self.read_now();
         };
         let before = CpuTimes::read(cpus, pids)?;
         std::thread::sleep(period);
         let after = CpuTimes::read(cpus, pids)?;
-        Ok(after.busy_share_since(&before) * 100.0)
+        Ok(Load {
+            busy: after.busy_share_since(&before) * 100.0,
+            stolen: Some(after.stolen_share_since(&before) * 100.0),
+        })
     }
 
     /// External: the device's figure now.
-    fn read_now(&self) -> Result<f64> {
+    fn read_now(&self) -> Result<Load> {
+        let busy = |busy| Load { busy, stolen: None };
         match self {
             Probe::Lab { .. } => self.measure_over(Duration::from_millis(200)),
             Probe::Command { command } => {
                 let out = run(&["sh", "-c", command])?;
-                percentages(&out).first().copied().ok_or_else(|| {
+                percentages(&out).first().copied().map(busy).ok_or_else(|| {
                     err!(
                         Failed,
                         "--dut-cpu-cmd printed no percentage: '{}'",
@@ -284,7 +301,7 @@ impl Probe {
                         out.trim()
                     );
                 }
-                Ok(values.iter().sum::<f64>() / values.len() as f64)
+                Ok(busy(values.iter().sum::<f64>() / values.len() as f64))
             }
         }
     }
@@ -340,6 +357,8 @@ fn round1(x: f64) -> f64 {
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 struct CpuTimes {
     busy: u64,
+    /// Steal: time the hypervisor ran other guests on this virtual CPU.
+    stolen: u64,
     total: u64,
 }
 
@@ -359,7 +378,9 @@ impl CpuTimes {
     }
 
     /// Fields of "cpuN": user nice system idle iowait irq softirq steal
-    /// (guest time is already inside user). Busy = system + irq + softirq.
+    /// (guest time is already inside user). Busy = system + irq + softirq;
+    /// the total includes steal, so busy and stolen are shares of the
+    /// same wall-clock time.
     fn parse(text: &str, cpus: &[usize]) -> Result<CpuTimes> {
         let mut sum = CpuTimes::default();
         for &cpu in cpus {
@@ -387,17 +408,26 @@ impl CpuTimes {
                 .fold(0u64, |a, &b| a.saturating_add(b));
             let total = v[..8].iter().fold(0u64, |a, &b| a.saturating_add(b));
             sum.busy = sum.busy.saturating_add(busy);
+            sum.stolen = sum.stolen.saturating_add(v[7]);
             sum.total = sum.total.saturating_add(total);
         }
         Ok(sum)
     }
 
     fn busy_share_since(&self, before: &CpuTimes) -> f64 {
-        let total = self.total.saturating_sub(before.total);
+        Self::share(self.busy.saturating_sub(before.busy), self, before)
+    }
+
+    fn stolen_share_since(&self, before: &CpuTimes) -> f64 {
+        Self::share(self.stolen.saturating_sub(before.stolen), self, before)
+    }
+
+    fn share(part: u64, now: &CpuTimes, before: &CpuTimes) -> f64 {
+        let total = now.total.saturating_sub(before.total);
         if total == 0 {
             return 0.0;
         }
-        self.busy.saturating_sub(before.busy) as f64 / total as f64
+        part as f64 / total as f64
     }
 }
 
@@ -410,7 +440,7 @@ mod tests {
 
     const STAT: &str = "cpu  10 0 20 300 0 0 5 0 0 0
 cpu0 5 0 10 150 0 0 2 0 0 0
-cpu1 5 0 10 150 0 1 3 0 0 0
+cpu1 5 0 10 150 0 1 3 4 0 0
 intr 1 2 3
 ";
 
@@ -421,7 +451,8 @@ intr 1 2 3
             t,
             CpuTimes {
                 busy: 14,
-                total: 169
+                stolen: 4,
+                total: 173
             }
         );
         let both = CpuTimes::parse(STAT, &[0, 1]).unwrap();
@@ -434,10 +465,14 @@ intr 1 2 3
         assert_eq!(process_user_ticks("garbage"), None);
         let later = CpuTimes {
             busy: t.busy + 75,
+            stolen: t.stolen + 5,
             total: t.total + 100,
         };
         assert!((later.busy_share_since(&t) - 0.75).abs() < 1e-12);
+        // Steal is a share of the same time: 5 of 100 ticks.
+        assert!((later.stolen_share_since(&t) - 0.05).abs() < 1e-12);
         assert_eq!(t.busy_share_since(&t), 0.0);
+        assert_eq!(t.stolen_share_since(&t), 0.0);
     }
 
     #[test]
@@ -461,6 +496,10 @@ intr 1 2 3
         let sample = meter.begin(Duration::from_millis(10)).finish().unwrap();
         assert_eq!(sample.total_pct, 42.5);
         assert_eq!(sample.traffic_pct, 0.0);
+        assert_eq!(
+            sample.stolen_pct, None,
+            "a device's own figure has no steal time"
+        );
         assert!(DutCpuMeter::external(Some("echo none"), None).is_err());
         assert!(DutCpuMeter::external(None, Some("nohost")).is_err());
         assert!(DutCpuMeter::external(None, None).unwrap().is_none());
@@ -472,6 +511,9 @@ intr 1 2 3
         assert!((0.0..=100.0).contains(&meter.baseline));
         let sample = meter.begin(Duration::from_millis(100)).finish().unwrap();
         assert!((0.0..=100.0).contains(&sample.total_pct));
+        // The lab also says how much the hypervisor took (0 on bare metal).
+        let stolen = sample.stolen_pct.expect("the lab measures steal time");
+        assert!((0.0..=100.0).contains(&stolen), "{stolen}");
         assert!(DutCpuMeter::lab(&[], false, &[]).is_err());
     }
 }

@@ -758,6 +758,7 @@ mod tests {
             t.result.dut_cpu = Some(linerate_results::DutCpu {
                 total_pct: 10.0 + i as f64,
                 traffic_pct: 5.0,
+                stolen_pct: None,
             });
         }
         let html = render(&run);
@@ -824,6 +825,7 @@ mod tests {
             t.result.dut_cpu = Some(linerate_results::DutCpu {
                 total_pct: 10.0 * i as f64,
                 traffic_pct: 5.0 * i as f64,
+                stolen_pct: None,
             });
         }
         let html = render(&run);

@@ -212,6 +212,7 @@ mod tests {
             dut_cpu: cpu.map(|(total_pct, traffic_pct)| DutCpu {
                 total_pct,
                 traffic_pct,
+                stolen_pct: None,
             }),
             wan: None,
             mlrsearch: None,

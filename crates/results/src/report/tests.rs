@@ -1,5 +1,6 @@
 use super::*;
 use crate::methods::{GoalResultRecord, MlrSearchResult, SearchGoalRecord};
+use crate::model::DutCpu;
 use crate::model::LatencySummary;
 
 fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialResult {
@@ -743,5 +744,36 @@ fn trial_summary_shows_sequence_errors_when_there_are_any() {
     assert_eq!(
         json["sequence_errors"],
         serde_json::json!({"small": 1234, "big": 1, "reverse": 2, "threshold": 1000})
+    );
+}
+
+#[test]
+fn time_the_hypervisor_took_from_the_dut_is_a_row_only_when_there_was_some() {
+    let cpu = |stolen_pct| {
+        Some(DutCpu {
+            total_pct: 80.0,
+            traffic_pct: 79.0,
+            stolen_pct,
+        })
+    };
+    let mut rep = lab_report();
+    for r in &mut rep.results {
+        r.dut_cpu = cpu(Some(0.0));
+    }
+    let table = throughput_table(&rep);
+    assert!(table.contains("DUT CPU total"), "\n{table}");
+    assert!(!table.contains("stolen"), "none stolen: no row\n{table}");
+    rep.results[0].dut_cpu = cpu(Some(4.26));
+    rep.results[1].dut_cpu = cpu(None);
+    let table = throughput_table(&rep);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("  stolen"))
+        .unwrap_or_else(|| panic!("a stolen row\n{table}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[1..4], ["4.3", "-", "0.0"], "{row}");
+    assert!(
+        row.ends_with("% taken by the hypervisor for other guests"),
+        "{row}"
     );
 }

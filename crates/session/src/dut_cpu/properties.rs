@@ -21,8 +21,11 @@ proptest! {
         let text = lines.join("\n");
         if let Ok(t) = CpuTimes::parse(&text, &[0, 1]) {
             prop_assert!(t.busy <= t.total, "{text:?} -> {t:?}");
+            prop_assert!(t.stolen <= t.total, "{text:?} -> {t:?}");
             let share = t.busy_share_since(&CpuTimes::default());
             prop_assert!((0.0..=1.0).contains(&share), "{share}");
+            let stolen = t.stolen_share_since(&CpuTimes::default());
+            prop_assert!((0.0..=1.0).contains(&stolen), "{stolen}");
         }
         let _ = process_user_ticks(&text);
         for p in percentages(&text) {
@@ -36,6 +39,7 @@ proptest! {
         let text = format!("cpu  1 2 3 4 5 6 7 8\ncpu3 {}\n", fields.join(" "));
         let t = CpuTimes::parse(&text, &[3]).unwrap();
         prop_assert_eq!(t.busy, v[2] + v[5] + v[6]);
+        prop_assert_eq!(t.stolen, v[7]);
         prop_assert_eq!(t.total, v[..8].iter().sum::<u64>());
     }
 
