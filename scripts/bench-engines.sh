@@ -8,8 +8,9 @@
 # --rounds N to repeat every row and keep each row's best.
 #
 #   rows     trafgen (netsniff-ng, PACKET_TX_RING), dpdk-testpmd txonly over
-#            net_af_packet and net_af_xdp, iperf3 -u, and `linerate trial`
-#            with each engine (af_packet, af_xdp, xdp)
+#            net_af_packet and net_af_xdp, xdp-trafficgen (xdp-tools >= 1.5,
+#            XDP live frames, the peer of linerate's xdp engine), iperf3 -u,
+#            and `linerate trial` with each engine (af_packet, af_xdp, xdp)
 #   columns  frames/s at 64 and 1518 bytes (frame size with the 4-byte FCS),
 #            counted at the receiving veth; Gbit/s L2 for 1518
 #   cores    every generator (all user space of every tool) on CPU 0, the
@@ -19,14 +20,16 @@
 # (Debian netsniff-ng), dpdk-testpmd (Debian dpdk-dev on bookworm) with the
 # AF_XDP PMD (librte-net-af-xdp23), iperf3, GNU time (Debian time) - a row
 # whose tool is missing is reported n/a. scripts/setup.sh installs them; this
-# script installs nothing.
+# script installs nothing. xdp-trafficgen must come from xdp-tools v1.5 or
+# later (Debian bookworm's 1.3.1 cannot load on recent kernels): build it
+# from source and pass --xdp-trafficgen PATH (or have it first in PATH).
 #
 # Usage (root):  scripts/bench-engines.sh [--duration S] [--rounds N] [--out FILE] [--tx-threads N]
 #                    [--linerate PATH] [--engines "af_packet af_xdp xdp af_packet/socket af_xdp/socket"]
-#                    [--mem-engine E] [--line-speed 100G] [--warmup S]
+#                    [--mem-engine E] [--line-speed 100G] [--warmup S] [--xdp-trafficgen PATH]
 # --rounds N repeats every row N times (interleaved) and reports the best.
 # Environment equivalents: BENCH_DURATION, BENCH_ROUNDS, BENCH_OUT, TX_THREADS, LINERATE,
-# BENCH_ENGINES, MEM_ENGINE, BENCH_LINE_SPEED, BENCH_WARMUP. See docs/BENCHMARKS.md.
+# BENCH_ENGINES, MEM_ENGINE, BENCH_LINE_SPEED, BENCH_WARMUP, XDP_TRAFFICGEN. See docs/BENCHMARKS.md.
 set -euo pipefail
 
 ME=bench-engines
@@ -47,6 +50,7 @@ MEM_ENGINE=${MEM_ENGINE:-af_packet}
 # 100G line speed makes 100% mean "as fast as the engine can", like the peers.
 LINE_SPEED=${BENCH_LINE_SPEED:-100G}
 LINERATE=${LINERATE:-}
+XDP_TRAFFICGEN=${XDP_TRAFFICGEN:-}
 SIZES=(64 1518)
 TX_CPU=0
 RX_CPU=1
@@ -66,6 +70,7 @@ while [ $# -gt 0 ]; do
         --engines) ENGINES=${2:?}; shift 2 ;;
         --mem-engine) MEM_ENGINE=${2:?}; shift 2 ;;
         --line-speed) LINE_SPEED=${2:?}; shift 2 ;;
+        --xdp-trafficgen) XDP_TRAFFICGEN=${2:?}; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "$ME: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -99,6 +104,18 @@ declare -A MISSING=()
 command -v trafgen >/dev/null 2>&1 || MISSING[trafgen]="trafgen not installed (Debian: netsniff-ng)"
 command -v dpdk-testpmd >/dev/null 2>&1 || MISSING[testpmd]="dpdk-testpmd not installed (Debian: dpdk-dev)"
 command -v iperf3 >/dev/null 2>&1 || MISSING[iperf3]="iperf3 not installed (Debian: iperf3)"
+# xdp-trafficgen: only v1.5 or later ("xdp-trafficgen udp --version" prints
+# "xdp-trafficgen version 1.5.8 using libbpf version ...").
+[ -n "$XDP_TRAFFICGEN" ] || XDP_TRAFFICGEN=$(command -v xdp-trafficgen || true)
+XTG_VERSION=
+if [ -n "$XDP_TRAFFICGEN" ] && [ -x "$XDP_TRAFFICGEN" ]; then
+    XTG_VERSION=$("$XDP_TRAFFICGEN" udp --version 2>&1 | sed -n 's/^xdp-trafficgen version v\{0,1\}\([0-9][0-9.]*\).*/\1/p' | head -1 || true)
+fi
+if [ -z "$XTG_VERSION" ]; then
+    MISSING[xdp-trafficgen]="xdp-trafficgen not found (build xdp-tools v1.5.8 from source; pass --xdp-trafficgen PATH)"
+elif ! printf '%s\n' "1.5" "$XTG_VERSION" | sort -V -C; then
+    MISSING[xdp-trafficgen]="xdp-trafficgen v$XTG_VERSION is older than v1.5 and cannot load here (build xdp-tools v1.5.8 from source; pass --xdp-trafficgen PATH)"
+fi
 GNU_TIME=
 if [ -x /usr/bin/time ] && /usr/bin/time --version 2>&1 | grep -q GNU; then GNU_TIME=/usr/bin/time; fi
 if [ -z "$LINERATE" ]; then
@@ -113,6 +130,7 @@ echo "$ME: tools:" \
     "trafgen=$(command -v trafgen || echo MISSING)" \
     "dpdk-testpmd=$(command -v dpdk-testpmd || echo MISSING)" \
     "iperf3=$(command -v iperf3 || echo MISSING)" \
+    "xdp-trafficgen=${XDP_TRAFFICGEN:-MISSING}${XTG_VERSION:+ (v$XTG_VERSION)}" \
     "gnu-time=${GNU_TIME:-MISSING (using /proc VmHWM polling)}" \
     "linerate=$LINERATE"
 
@@ -422,6 +440,20 @@ row_testpmd() {
         --total-num-mbufs=16384 --stats-period 1
 }
 
+# xdp-trafficgen sends IPv6 UDP only: its smallest packet is 64 bytes in the
+# buffer (a 68-byte frame with the FCS), so its 64-B row sends 68-byte frames
+# (the report says so); the 1518-B row is exact. It runs the XDP program with
+# live frames (BPF_PROG_RUN) on the generator CPU, like linerate's xdp engine.
+row_xdp_trafficgen() {
+    local size=$1 len
+    len=$(( size - 4 < 64 ? 64 : size - 4 ))
+    if [ -n "${MISSING[xdp-trafficgen]:-}" ]; then result xdp-trafficgen "$size" na 0 0 0 0 0 "${MISSING[xdp-trafficgen]}" ""; return 0; fi
+    measure_peer xdp-trafficgen "$size" "$SCRATCH/xdp-trafficgen-$size-r$ROUND.log" \
+        ip netns exec "$NS_TX" taskset -c "$TX_CPU" \
+        "$XDP_TRAFFICGEN" udp --dst-mac "$(mac_of "$RX_NS" "$IF_RX")" --src-mac "$(mac_of "$NS_TX" "$IF_TX")" \
+        --pkt-size "$len" --threads 1 "$IF_TX"
+}
+
 row_iperf3() {
     local size=$1 payload=$(( $1 - 46 )) srv
     if [ -n "${MISSING[iperf3]:-}" ]; then result "iperf3 -u" "$size" na 0 0 0 0 0 "${MISSING[iperf3]}" ""; return 0; fi
@@ -545,6 +577,7 @@ for ROUND in $(seq "$ROUNDS"); do
         for pmd in af_packet af_xdp; do
             run_row "testpmd $pmd" "$size" row_testpmd "$pmd" "$size"
         done
+        run_row xdp-trafficgen "$size" row_xdp_trafficgen "$size"
         for engine in $ENGINES; do
             run_row "linerate $engine" "$size" row_linerate "$engine" "$size"
         done
@@ -597,7 +630,7 @@ ratio() { # A B -> A/B at 64 B, or n/a
     awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'
 }
 
-ROWS=(trafgen "testpmd af_packet" "testpmd af_xdp" "iperf3 -u")
+ROWS=(trafgen "testpmd af_packet" "testpmd af_xdp" xdp-trafficgen "iperf3 -u")
 for e in $ENGINES; do ROWS+=("linerate $e"); done
 
 echo
@@ -612,6 +645,7 @@ for r in "${ROWS[@]}"; do
     [ -z "$notes" ] || printf '  n/a (%s)' "$notes"
     printf '\n'
 done
+[ "$(field xdp-trafficgen 64 status)" != ok ] || echo "(xdp-trafficgen's 64 B row: 68-byte frames, its smallest: it sends IPv6 UDP only)"
 echo "(drops: receiver rx_dropped / sender veth tx_dropped over the counted window: frames the receiver's ring refused;"
 echo " veth counts a refused frame sent by XDP in both, one sent by a socket only in tx_dropped)"
 if [ "$ROUNDS" != 1 ]; then
@@ -635,7 +669,7 @@ echo "Receiving CPU per frame: NAPI kthread CPU time / frames received, ns (64 B
 for r in "${ROWS[@]}"; do printf '  %-25s %6s | %6s\n' "$r" "$(napi_med "$r" 64)" "$(napi_med "$r" 1518)"; done
 
 best_peer=; best_fps=0
-for p in trafgen "testpmd af_packet" "testpmd af_xdp" "iperf3 -u"; do
+for p in trafgen "testpmd af_packet" "testpmd af_xdp" xdp-trafficgen "iperf3 -u"; do
     if [ "$(field "$p" 64 status)" = ok ]; then
         f=$(field "$p" 64 fps)
         if [ "$f" -gt "$best_fps" ]; then best_fps=$f; best_peer=$p; fi
@@ -650,7 +684,7 @@ per_round() {
         $2 == 64 && $col["status"] == "ok" {
             r = $col["round"]; f = $col["fps"] + 0; rounds[r] = 1
             if ($1 == a) fa[r] = f
-            if (b == "PEERS" && ($1 == "trafgen" || $1 ~ /^testpmd / || $1 == "iperf3 -u")) { if (f > fb[r]) fb[r] = f }
+            if (b == "PEERS" && ($1 == "trafgen" || $1 ~ /^testpmd / || $1 == "xdp-trafficgen" || $1 == "iperf3 -u")) { if (f > fb[r]) fb[r] = f }
             else if ($1 == b) fb[r] = f
         }
         END {
@@ -687,6 +721,27 @@ esac
 case " $ENGINES " in *" af_xdp/socket "*)
     ratio_line "linerate af_xdp/socket / testpmd af_xdp" "linerate af_xdp/socket" "testpmd af_xdp" ;;
 esac
+# Both XDP generators outrun the receiving CPU: the veth's ring refuses most
+# of their frames (counted in the sending veth's tx_dropped), so what each
+# generated is the frames received plus those refused, over the window.
+gen_fps() { # ROW SIZE -> frames generated per second, or empty
+    [ "$(field "$1" "$2" status)" = ok ] || return 0
+    awk -v n="$(field "$1" "$2" rx_frames)" -v d="$(field "$1" "$2" sender_tx_dropped)" -v w="$(field "$1" "$2" window_s)" \
+        'BEGIN { if (w > 0) printf "%.0f", (n + d) / w }'
+}
+xdp_gen_line() {
+    local a b
+    a=$(gen_fps "linerate xdp" 64); b=$(gen_fps xdp-trafficgen 64)
+    if [ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt 0 ]; then
+        printf '  %-48s %s  (%s / %s Mframes/s generated: received + refused by the receiver'"'"'s ring)\n' \
+            "linerate xdp / xdp-trafficgen, generated" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", a / b }')" \
+            "$(awk -v a="$a" 'BEGIN { printf "%.2f", a / 1e6 }')" "$(awk -v b="$b" 'BEGIN { printf "%.2f", b / 1e6 }')"
+    else
+        printf '  %-48s %s\n' "linerate xdp / xdp-trafficgen, generated" "n/a"
+    fi
+}
+ratio_line "linerate xdp / xdp-trafficgen, received" "linerate xdp" xdp-trafficgen
+xdp_gen_line
 if [ -n "$best_peer" ]; then
     ratio_line "linerate xdp / best peer ($best_peer)" "linerate xdp" "$best_peer" PEERS
 else
