@@ -441,9 +441,59 @@ pub(crate) fn ike_keys(
     spi_r: u64,
 ) -> IkeKeys {
     let seed = skeyseed(prf, shared, ni, nr);
+    keys_from_skeyseed(prf, integ, encr, &seed, ni, nr, spi_i, spi_r)
+}
+
+/// SKEYSEED of an IKE SA that rekeys another (RFC 7296 §2.18):
+/// prf(SK_d (old), g^ir (new) | Ni | Nr), with the old IKE SA's PRF.
+pub(crate) fn rekey_skeyseed(
+    prf: Prf,
+    old_sk_d: &[u8],
+    shared: &[u8],
+    ni: &[u8],
+    nr: &[u8],
+) -> Secret {
+    prf.compute(old_sk_d, &[shared, ni, nr])
+}
+
+/// The keys of the IKE SA that a CREATE_CHILD_SA rekey made (RFC 7296
+/// §2.18): SKEYSEED from the old SA's SK_d, then the new SA's keys as
+/// §2.14 cuts them from prf+(SKEYSEED, Ni | Nr | SPIi | SPIr) with the
+/// exchange's nonces and the new SPIs. Both PRFs are the old SA's, as
+/// strongSwan computes them (linerate rekeys only to the same suite, so
+/// old and new are one PRF).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn rekeyed_ike_keys(
+    prf: Prf,
+    old_sk_d: &[u8],
+    integ: Integ,
+    encr: Encr,
+    shared: &[u8],
+    ni: &[u8],
+    nr: &[u8],
+    spi_i: u64,
+    spi_r: u64,
+) -> IkeKeys {
+    let seed = rekey_skeyseed(prf, old_sk_d, shared, ni, nr);
+    keys_from_skeyseed(prf, integ, encr, &seed, ni, nr, spi_i, spi_r)
+}
+
+/// {SK_d | SK_ai | SK_ar | SK_ei | SK_er | SK_pi | SK_pr} cut from
+/// prf+(SKEYSEED, Ni | Nr | SPIi | SPIr) (§2.14).
+#[allow(clippy::too_many_arguments)]
+fn keys_from_skeyseed(
+    prf: Prf,
+    integ: Integ,
+    encr: Encr,
+    seed: &[u8],
+    ni: &[u8],
+    nr: &[u8],
+    spi_i: u64,
+    spi_r: u64,
+) -> IkeKeys {
     let (p, a, e) = (prf.output_len(), integ.key_len(), encr.key_len());
     let salt = [ni, nr, &spi_i.to_be_bytes(), &spi_r.to_be_bytes()].concat();
-    let km = prf.plus(&seed, &salt, 3 * p + 2 * a + 2 * e);
+    let km = prf.plus(seed, &salt, 3 * p + 2 * a + 2 * e);
     let mut at = 0;
     let mut take = |n: usize| {
         let part = Zeroizing::new(km[at..at + n].to_vec());
@@ -639,6 +689,27 @@ mod tests {
         assert_eq!(*keys.sk_er, dkm[76..92]);
         assert_eq!(*keys.sk_pi, dkm[92..112]);
         assert_eq!(*keys.sk_pr, dkm[112..132]);
+        // The IKE SA rekey (§2.18): SKEYSEED = prf(SK_d (old), g^ir (new)
+        // | Ni | Nr), the same program's "SKEYSEED(Rekey)".
+        let rekey_seed = rekey_skeyseed(prf, sk_d, &gir_new, &ni, &nr);
+        assert_eq!(*rekey_seed, h("63e81194946ebd05df7df5ebf5d8750056bf1f1d"));
+        // The new SA's keys are prf+ of that seed, as §2.14 cuts them.
+        let rekeyed = rekeyed_ike_keys(
+            prf,
+            sk_d,
+            Integ::HmacSha1_96,
+            Encr::AesCbc128,
+            &gir_new,
+            &ni,
+            &nr,
+            spi_i,
+            spi_r,
+        );
+        let dkm_rekey = prf.plus(&rekey_seed, &salt, 132);
+        assert_eq!(*rekeyed.sk_d, dkm_rekey[..20]);
+        assert_eq!(*rekeyed.sk_er, dkm_rekey[76..92]);
+        assert_eq!(*rekeyed.sk_pr, dkm_rekey[112..132]);
+        assert_ne!(*rekeyed.sk_d, *keys.sk_d);
     }
 
     fn agree(group: DhGroup) {

@@ -53,8 +53,8 @@ use crate::initiator::{Initiator, Local, Shared};
 use crate::proposal::IkeProposals;
 use crate::sa::ChildSa;
 use crate::session::{Event, Ports, Psk, Retransmit};
-use crate::tunnel::{Outbox, Output, NON_ESP_MARKER};
-use crate::wire::{Identity, TrafficSelector};
+use crate::tunnel::{receiver_spi, Outbox, Output, NON_ESP_MARKER};
+use crate::wire::{Header, Identity, TrafficSelector};
 
 /// How often a setup loop looks at its stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(100);
@@ -137,6 +137,9 @@ struct Slot {
     scheduled: Option<Instant>,
     /// Our Delete is in flight.
     deleting: bool,
+    /// Our SPIs in `by_spi` for this peer beside the first: its IKE SA's
+    /// after rekeys.
+    rekeyed_spis: Vec<u64>,
 }
 
 /// The peers' IKE state, driven by one thread.
@@ -326,6 +329,7 @@ impl Fleet {
                 state: State::NotStarted,
                 scheduled: None,
                 deleting: false,
+                rekeyed_spis: Vec::new(),
             })
             .collect();
         Ok(Fleet {
@@ -426,6 +430,29 @@ impl Fleet {
                     slot.state = State::Down;
                 }
                 Output::Event(event) => {
+                    if event == Event::IkeRekeyed {
+                        // The gateway's messages name the new SA's SPI
+                        // from now on, the old SA's until it is deleted.
+                        if let Some(t) = slot.machine.as_ref().and_then(|m| m.tunnel()) {
+                            let (new, old) = t.own_spis();
+                            let first = slot.machine.as_ref().map(|m| m.spi_i());
+                            // SAs rekeyed before the old one are gone.
+                            for spi in std::mem::take(&mut slot.rekeyed_spis) {
+                                if Some(spi) == old {
+                                    slot.rekeyed_spis.push(spi);
+                                } else {
+                                    self.by_spi.remove(&spi);
+                                }
+                            }
+                            if old != first {
+                                if let Some(first) = first {
+                                    self.by_spi.remove(&first);
+                                }
+                            }
+                            self.by_spi.insert(new, peer);
+                            slot.rekeyed_spis.push(new);
+                        }
+                    }
                     if event == Event::IkeDeleted {
                         slot.state = State::Down;
                         if slot.deleting {
@@ -505,12 +532,10 @@ impl Fleet {
                     }
                     data = &data[4..];
                 }
-                if data.len() < 8 {
+                let Ok(header) = Header::parse(data) else {
                     continue;
-                }
-                let mut spi = [0u8; 8];
-                spi.copy_from_slice(&data[..8]);
-                let Some(&peer) = self.by_spi.get(&u64::from_be_bytes(spi)) else {
+                };
+                let Some(&peer) = self.by_spi.get(&receiver_spi(&header)) else {
                     continue;
                 };
                 let Some(machine) = self.slots[peer].machine.as_mut() else {
@@ -675,6 +700,20 @@ impl Fleet {
         };
         let now = Instant::now();
         machine.rekey_child(now, &mut self.out)?;
+        self.after(peer, now, &mut |_| {});
+        Ok(())
+    }
+
+    /// Starts a CREATE_CHILD_SA rekey of the peer's IKE SA (RFC 7296
+    /// §2.18); `poll` reports its end (`Event::IkeRekeyed`, then the old
+    /// IKE SA is deleted; the CHILD_SA and its keys stay).
+    pub fn rekey_ike(&mut self, peer: usize) -> Result<(), IkeError> {
+        let gateway = self.shared.gateway;
+        let Some(machine) = self.slots.get_mut(peer).and_then(|s| s.machine.as_mut()) else {
+            return Err(IkeError::Deleted { gateway });
+        };
+        let now = Instant::now();
+        machine.rekey_ike(now, &mut self.out)?;
         self.after(peer, now, &mut |_| {});
         Ok(())
     }

@@ -741,6 +741,15 @@ impl Initiator {
         }
     }
 
+    pub(crate) fn rekey_ike(&mut self, now: Instant, out: &mut Outbox) -> Result<(), IkeError> {
+        match &mut self.phase {
+            Phase::Up(t) => t.rekey_ike(now, out),
+            _ => Err(IkeError::Deleted {
+                gateway: self.shared.gateway,
+            }),
+        }
+    }
+
     pub(crate) fn rekey_child(&mut self, now: Instant, out: &mut Outbox) -> Result<(), IkeError> {
         match &mut self.phase {
             Phase::Up(t) => t.rekey_child(now, out),

@@ -7,8 +7,8 @@
 //! What a test needs, and only that: a pre-shared key (RFC 7296 §2.15),
 //! one CHILD_SA per IKE SA in tunnel mode for the test networks, ESP in UDP
 //! on port 4500 forced by NAT detection (RFC 3948), the peer's liveness
-//! checks answered, CHILD_SA rekeying (§1.3.3) both ways, and the IKE SA
-//! deleted at the end.
+//! checks answered, CHILD_SA rekeying (§1.3.3) and IKE SA rekeying
+//! (§1.3.2, §2.18) both ways, and the IKE SA deleted at the end.
 //!
 //! The protocol is sans-IO (as smoltcp does it): the initiator's handshake
 //! (`initiator`), the responder's (`responder::ResponderMachine`) and the
@@ -34,6 +34,7 @@ mod crypto;
 pub mod error;
 mod esp_filter;
 pub mod fleet;
+mod ike_rekey;
 mod initiator;
 mod proposal;
 mod protect;

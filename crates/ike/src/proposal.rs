@@ -205,6 +205,18 @@ impl IkeProposals {
         Ok(IkeProposals(list))
     }
 
+    /// The one proposal of exactly `suite`: what an IKE SA rekey offers
+    /// and accepts (the new IKE SA keeps the algorithms of the old).
+    pub(crate) fn of_suite(suite: IkeSuite) -> IkeProposals {
+        IkeProposals(vec![IkeProposal {
+            encryption: vec![suite.encryption],
+            integrity: vec![suite.integrity],
+            prf: vec![suite.prf],
+            explicit_prf: true,
+            groups: vec![suite.group],
+        }])
+    }
+
     /// Every group offered, in order of preference, once.
     pub fn groups(&self) -> Vec<DhGroup> {
         let mut all = Vec::new();

@@ -27,8 +27,8 @@ use crate::protect::open;
 use crate::sa::ChildSa;
 use crate::session::{Event, Ports, Psk, Retransmit};
 use crate::tunnel::{
-    child_sa_keys_ordered, choose_esp, esp_proposal, new_esp_spi, IkeSa, Outbox, Output, Tunnel,
-    NON_ESP_MARKER,
+    child_sa_keys_ordered, choose_esp, esp_proposal, new_esp_spi, receiver_spi, IkeSa, Outbox,
+    Output, Tunnel, NON_ESP_MARKER,
 };
 use crate::wire::{
     auth_method, exchange, flags, notify, Header, Identity, Message, Notify, Payload,
@@ -109,6 +109,10 @@ pub struct ResponderMachine {
     config: Arc<ResponderConfig>,
     /// By our SPI (every message after IKE_SA_INIT names it).
     sas: HashMap<u64, Entry>,
+    /// Our SPI of an IKE SA that a rekey replaced -> our SPI of the new
+    /// one (its key in `sas`), until the old one is deleted: the
+    /// initiator's Delete of the old SA comes on the old SPI.
+    rekeyed: HashMap<u64, u64>,
     /// IKE_SA_INIT requests seen: (initiator's SPI, its address) -> ours,
     /// so a retransmitted request gets the same answer.
     inits: HashMap<(u64, SocketAddrV4), u64>,
@@ -126,6 +130,7 @@ impl ResponderMachine {
         ResponderMachine {
             config: Arc::new(config),
             sas: HashMap::new(),
+            rekeyed: HashMap::new(),
             inits: HashMap::new(),
             out: Outbox::default(),
             events: Vec::new(),
@@ -206,7 +211,11 @@ impl ResponderMachine {
             if !h.is_response() && h.from_initiator() && h.message_id == 0 {
                 self.init(natt, from, &h, data, now);
             }
-        } else if let Some(entry) = self.sas.get_mut(&h.spi_r) {
+        } else if let Some((spi_r, entry)) = {
+            let ours = receiver_spi(&h);
+            let key = self.rekeyed.get(&ours).copied().unwrap_or(ours);
+            self.sas.get_mut(&key).map(|e| (key, e))
+        } {
             match entry {
                 Entry::HalfOpen(_) => {
                     if h.exchange == exchange::IKE_AUTH && h.message_id == 1 && !h.is_response() {
@@ -223,7 +232,6 @@ impl ResponderMachine {
                     } else {
                         *peer_ike = from;
                     }
-                    let spi_r = h.spi_r;
                     tunnel.handle(data, now, &mut self.out);
                     self.flush(spi_r);
                 }
@@ -266,9 +274,13 @@ impl ResponderMachine {
             });
         }
         let mut gone = false;
+        let mut spi_r = spi_r;
         while let Some(o) = self.out.outputs.pop_front() {
             if let Output::Event(event) = o {
                 gone |= event == Event::IkeDeleted;
+                if event == Event::IkeRekeyed {
+                    spi_r = self.rekeyed_to(spi_r);
+                }
                 self.events.push(ResponderEvent::Event {
                     peer: peer_ike,
                     spi_r,
@@ -278,7 +290,27 @@ impl ResponderMachine {
         }
         if gone {
             self.sas.remove(&spi_r);
+            self.rekeyed.retain(|_, new| *new != spi_r);
         }
+    }
+
+    /// After the IKE SA kept under `old` was rekeyed: the tunnel moves to
+    /// the key of its new SPI, the old one routes to it until deleted
+    /// (and the SAs rekeyed before it are gone). The new key.
+    fn rekeyed_to(&mut self, old: u64) -> u64 {
+        let Some(entry) = self.sas.remove(&old) else {
+            return old;
+        };
+        let new = match &entry {
+            Entry::Up { tunnel, .. } => tunnel.own_spis().0,
+            Entry::HalfOpen(_) => old,
+        };
+        self.sas.insert(new, entry);
+        self.rekeyed.retain(|_, to| *to != old);
+        if new != old {
+            self.rekeyed.insert(old, new);
+        }
+        new
     }
 
     fn send(&mut self, natt: bool, to: SocketAddrV4, message: &[u8]) {

@@ -219,13 +219,22 @@ pub enum Event {
     /// new keys are in [`Session::child`], the old CHILD_SA is deleted.
     ChildRekeyed,
     /// The gateway asked for an exchange linerate does not do (a new
-    /// CHILD_SA beside the first, an IKE SA rekey); it was answered with
-    /// an error notify (NO_ADDITIONAL_SAS). The tunnel stays up until the
-    /// gateway's hard lifetime ends.
+    /// CHILD_SA beside the first), or one it cannot do now (an IKE SA
+    /// rekey while a request of linerate's is in flight, or of another
+    /// suite); it was answered with an error notify (NO_ADDITIONAL_SAS,
+    /// TEMPORARY_FAILURE, NO_PROPOSAL_CHOSEN). The tunnel stays up.
     Refused { exchange: u8 },
     /// A rekey that linerate started failed (no answer, or refused); the
-    /// old CHILD_SA stays. [`Session::poll`] returns the error itself.
+    /// old CHILD_SA (or IKE SA) stays. [`Session::poll`] returns the
+    /// error itself.
     RekeyFailed,
+    /// A CREATE_CHILD_SA rekeyed the IKE SA (RFC 7296 §2.18; linerate's
+    /// [`Session::rekey_ike`], or the gateway's request, answered): new
+    /// SPIs ([`Session::ike_spis`]) and keys, message IDs from 0, the
+    /// CHILD_SA moved under it with its keys unchanged (the data path
+    /// goes on as it was). The old IKE SA is deleted by the side that
+    /// started the rekey.
+    IkeRekeyed,
     /// The gateway deleted the CHILD_SA a rekey replaced: it has the new
     /// one installed both ways. After a rekey the gateway started, this is
     /// when linerate may send on the new SA (RFC 7296 §2.8: until then the
@@ -506,6 +515,12 @@ impl Session {
                             self.child = t.child.clone();
                         }
                     }
+                    if e == Event::IkeRekeyed {
+                        if let Some(t) = self.machine.tunnel() {
+                            self.spis = (t.ike.spi_i, t.ike.spi_r);
+                            self.suite = t.ike.suite;
+                        }
+                    }
                     self.events.push_back(e);
                 }
                 Output::RekeyFailed(e) => {
@@ -599,13 +614,40 @@ impl Session {
     /// [`Event::ChildRekeyed`]; other events stay queued for `poll`.
     pub fn rekey_child_wait(&mut self, timeout: Duration) -> Result<(), IkeError> {
         self.rekey_child()?;
+        self.wait_for(Event::ChildRekeyed, "CHILD_SA", timeout)
+    }
+
+    /// Starts a CREATE_CHILD_SA rekey of the IKE SA (RFC 7296 §1.3.2,
+    /// §2.18): new SPIs, nonces and a Diffie-Hellman exchange of the IKE
+    /// SA's group, the same algorithms. [`Session::poll`] drives it and
+    /// reports [`Event::IkeRekeyed`] (then [`Session::ike_spis`] are the
+    /// new SA's, and linerate deletes the old one) or the error. The
+    /// CHILD_SA and its keys stay as they are. A rekey already under way
+    /// is not started twice.
+    pub fn rekey_ike(&mut self) -> Result<(), IkeError> {
+        self.machine.rekey_ike(Instant::now(), &mut self.out)?;
+        self.flush();
+        Ok(())
+    }
+
+    /// Rekeys the IKE SA and waits up to `timeout` for the end:
+    /// [`Session::rekey_ike`] then [`Session::poll`] until
+    /// [`Event::IkeRekeyed`]; other events stay queued for `poll`.
+    pub fn rekey_ike_wait(&mut self, timeout: Duration) -> Result<(), IkeError> {
+        self.rekey_ike()?;
+        self.wait_for(Event::IkeRekeyed, "IKE SA", timeout)
+    }
+
+    /// Drives the session until `done` or [`Event::RekeyFailed`] (the
+    /// rekey of `what`), up to `timeout`; other events stay queued.
+    fn wait_for(&mut self, done: Event, what: &str, timeout: Duration) -> Result<(), IkeError> {
         let deadline = Instant::now() + timeout;
         let mut others = VecDeque::new();
         let result = loop {
             if let Some(i) = self
                 .events
                 .iter()
-                .position(|e| *e == Event::ChildRekeyed || *e == Event::RekeyFailed)
+                .position(|e| *e == done || *e == Event::RekeyFailed)
             {
                 let e = self.events.remove(i);
                 break match (e, self.rekey_error.take()) {
@@ -623,7 +665,7 @@ impl Session {
                 break Err(IkeError::Protocol {
                     addr: self.machine.remote(),
                     detail: format!(
-                        "the CHILD_SA rekey did not end within {:.1} s (it goes on; poll reports its end)",
+                        "the {what} rekey did not end within {:.1} s (it goes on; poll reports its end)",
                         timeout.as_secs_f64()
                     ),
                 });

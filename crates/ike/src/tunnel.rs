@@ -13,6 +13,7 @@ use linerate_esp::{EspSuite, SaKeys};
 
 use crate::crypto::{child_keys, random_bytes, random_u32, DhGroup, DhPrivate, IkeKeys};
 use crate::error::IkeError;
+use crate::ike_rekey::{self, IkeRekeyState};
 use crate::proposal::IkeSuite;
 use crate::protect::{open, seal, Keys};
 use crate::sa::ChildSa;
@@ -148,12 +149,32 @@ impl IkeSa {
         open(&self.in_keys(), data).ok()
     }
 
+    /// Our SPI of this IKE SA: SPIi when we are its original initiator.
+    pub(crate) fn own_spi(&self) -> u64 {
+        if self.initiator {
+            self.spi_i
+        } else {
+            self.spi_r
+        }
+    }
+
     /// Whether `h` is a request of the peer on this IKE SA.
     fn is_peer_request(&self, h: &Header) -> bool {
         h.spi_i == self.spi_i
             && h.spi_r == self.spi_r
             && !h.is_response()
             && h.from_initiator() != self.initiator
+    }
+}
+
+/// The receiver's SPI in a message's header: SPIr when the sender is the
+/// SA's original initiator, else SPIi. After an IKE SA rekey the peer
+/// that started it is the new SA's initiator, so either can be ours.
+pub(crate) fn receiver_spi(h: &Header) -> u64 {
+    if h.from_initiator() {
+        h.spi_r
+    } else {
+        h.spi_i
     }
 }
 
@@ -370,6 +391,10 @@ enum Purpose {
     Rekey(Box<RekeyState>),
     /// Deleting the old CHILD_SA after a rekey.
     DeleteChild,
+    /// A CREATE_CHILD_SA rekeying the IKE SA.
+    RekeyIke(Box<IkeRekeyState>),
+    /// Deleting the old IKE SA after our rekey of it (sent on the old SA).
+    DeleteOldIke,
 }
 
 /// Our side of a CHILD_SA rekey, until the answer.
@@ -400,6 +425,9 @@ pub(crate) struct Tunnel {
     queued: VecDeque<Purpose>,
     /// The CHILD_SA replaced by a rekey, until its Delete is answered.
     old_child: Option<Box<ChildSa>>,
+    /// The IKE SA replaced by a rekey, until its Delete (the peer's, or
+    /// ours after our rekey) is answered.
+    old_ike: Option<Box<IkeSa>>,
     keepalive_at: Option<Instant>,
 }
 
@@ -429,6 +457,7 @@ impl Tunnel {
             request: None,
             queued: VecDeque::new(),
             old_child: None,
+            old_ike: None,
             keepalive_at,
         }
     }
@@ -458,8 +487,6 @@ impl Tunnel {
             self.queued.push_back(purpose);
             return;
         }
-        let id = self.ike.next_id;
-        self.ike.next_id = self.ike.next_id.wrapping_add(1);
         let (kind, payloads) = match &purpose {
             Purpose::Delete { .. } => (
                 exchange::INFORMATIONAL,
@@ -504,8 +531,25 @@ impl Tunnel {
                 p.push(Payload::TsR(self.child.remote_ts.clone()));
                 (exchange::CREATE_CHILD_SA, p)
             }
+            Purpose::RekeyIke(state) => (exchange::CREATE_CHILD_SA, state.request(self.ike.suite)),
+            Purpose::DeleteOldIke => (
+                exchange::INFORMATIONAL,
+                vec![Payload::Delete(Delete {
+                    protocol: protocol::IKE,
+                    spi_size: 0,
+                    spis: Vec::new(),
+                })],
+            ),
         };
-        let bytes = self.ike.seal(kind, false, id, &payloads);
+        // The old IKE SA's Delete travels on the old SA, with its IDs.
+        let sa = match (&purpose, self.old_ike.as_deref_mut()) {
+            (Purpose::DeleteOldIke, Some(old)) => old,
+            (Purpose::DeleteOldIke, None) => return,
+            _ => &mut self.ike,
+        };
+        let id = sa.next_id;
+        sa.next_id = sa.next_id.wrapping_add(1);
+        let bytes = sa.seal(kind, false, id, &payloads);
         let request = Request::send(
             kind,
             id,
@@ -607,8 +651,11 @@ impl Tunnel {
                     out.outputs.push_back(Output::Failed(first))
                 }
                 Purpose::Delete { then: None } => out.outputs.push_back(Output::Deleted(Err(e))),
-                Purpose::Rekey(_) => out.outputs.push_back(Output::RekeyFailed(e)),
+                Purpose::Rekey(_) | Purpose::RekeyIke(_) => {
+                    out.outputs.push_back(Output::RekeyFailed(e))
+                }
                 Purpose::DeleteChild => self.old_child = None,
+                Purpose::DeleteOldIke => self.old_ike = None,
             }
             self.next_request(now, out);
         }
@@ -625,8 +672,12 @@ impl Tunnel {
     /// Takes an IKE message from the peer: the answer to our request, or
     /// a request of the peer (answered). False if it was neither.
     pub(crate) fn handle(&mut self, data: &[u8], now: Instant, out: &mut Outbox) -> bool {
-        if let Some((r, _)) = &self.request {
-            if let Some(message) = self.ike.open_response(data, r.kind, r.id) {
+        if let Some((r, purpose)) = &self.request {
+            let sa = match purpose {
+                Purpose::DeleteOldIke => self.old_ike.as_deref(),
+                _ => Some(&self.ike),
+            };
+            if let Some(message) = sa.and_then(|sa| sa.open_response(data, r.kind, r.id)) {
                 let Some((_, purpose)) = self.request.take() else {
                     return true;
                 };
@@ -635,7 +686,7 @@ impl Tunnel {
                 return true;
             }
         }
-        let handled = self.answer(data, now, out);
+        let handled = self.answer(data, now, out) || self.answer_on_old_ike(data, now, out);
         if !handled {
             if let Some((r, _)) = &mut self.request {
                 r.not_answers += 1;
@@ -660,7 +711,118 @@ impl Tunnel {
                 }
                 Err(e) => out.outputs.push_back(Output::RekeyFailed(e)),
             },
+            Purpose::RekeyIke(state) => match ike_rekey::answered(&self.ike, *state, &message) {
+                Ok(new) => {
+                    self.switch_ike(new);
+                    out.outputs.push_back(Output::Event(Event::IkeRekeyed));
+                    // §2.18: the initiator of the rekey deletes the old
+                    // IKE SA.
+                    self.queued.push_front(Purpose::DeleteOldIke);
+                }
+                Err(detail) => out
+                    .outputs
+                    .push_back(Output::RekeyFailed(IkeError::Protocol {
+                        addr: self.peer,
+                        detail: format!("the IKE SA rekey (CREATE_CHILD_SA): {detail}"),
+                    })),
+            },
+            Purpose::DeleteOldIke => self.old_ike = None,
         }
+    }
+
+    /// The new IKE SA replaces the current one, which is kept until its
+    /// Delete; the CHILD_SAs move under the new SA as they are (their
+    /// keys do not change, §2.18), and its message IDs start at 0.
+    fn switch_ike(&mut self, new: IkeSa) {
+        let old = std::mem::replace(&mut self.ike, new);
+        self.old_ike = Some(Box::new(old));
+    }
+
+    /// Starts a CREATE_CHILD_SA rekey of the IKE SA (RFC 7296 §1.3.2):
+    /// its end is `Event::IkeRekeyed` (then the old IKE SA is deleted) or
+    /// `Output::RekeyFailed`.
+    pub(crate) fn rekey_ike(&mut self, now: Instant, out: &mut Outbox) -> Result<(), IkeError> {
+        if !self.ike_up {
+            return Err(IkeError::Deleted {
+                gateway: match self.peer {
+                    std::net::SocketAddr::V4(a) => *a.ip(),
+                    _ => std::net::Ipv4Addr::UNSPECIFIED,
+                },
+            });
+        }
+        let busy = self
+            .queued
+            .iter()
+            .chain(self.request.as_ref().map(|(_, p)| p))
+            .any(|p| matches!(p, Purpose::RekeyIke(_) | Purpose::DeleteOldIke));
+        if busy {
+            return Ok(());
+        }
+        let state = IkeRekeyState::new(self.ike.suite);
+        self.send_request(Purpose::RekeyIke(Box::new(state)), now, out);
+        Ok(())
+    }
+
+    /// Our SPIs of the current IKE SA and of the one it replaced (while
+    /// that is not yet deleted): the peer's messages name one of them.
+    pub(crate) fn own_spis(&self) -> (u64, Option<u64>) {
+        (
+            self.ike.own_spi(),
+            self.old_ike.as_ref().map(|o| o.own_spi()),
+        )
+    }
+
+    /// A request of the peer on the IKE SA a rekey replaced: its Delete
+    /// (§2.18) and liveness checks are answered, anything else with
+    /// TEMPORARY_FAILURE. False if it was none.
+    fn answer_on_old_ike(&mut self, data: &[u8], now: Instant, out: &mut Outbox) -> bool {
+        let Some(old) = self.old_ike.as_deref_mut() else {
+            return false;
+        };
+        let Ok(h) = Header::parse(data) else {
+            return false;
+        };
+        if !old.is_peer_request(&h) {
+            return false;
+        }
+        if h.message_id != old.peer_id {
+            if let Some((id, bytes)) = &old.last_answer {
+                if *id == h.message_id {
+                    out.transmits.push_back(Transmit::ike(self.floated, bytes));
+                }
+            }
+            return false;
+        }
+        let Ok(request) = open(&old.in_keys(), data) else {
+            return false;
+        };
+        let informational = h.exchange == exchange::INFORMATIONAL;
+        let deleted = informational
+            && request
+                .payloads
+                .iter()
+                .any(|p| matches!(p, Payload::Delete(d) if d.protocol == protocol::IKE));
+        let reply = if informational {
+            Vec::new()
+        } else {
+            vec![Payload::Notify(Notify::new(
+                notify::TEMPORARY_FAILURE,
+                Vec::new(),
+            ))]
+        };
+        let bytes = old.seal(h.exchange, true, h.message_id, &reply);
+        out.transmits.push_back(Transmit::ike(self.floated, &bytes));
+        old.last_answer = Some((h.message_id, bytes));
+        old.peer_id = old.peer_id.wrapping_add(1);
+        if deleted {
+            self.old_ike = None;
+            // Our own Delete of it crossed the peer's: nothing to wait for.
+            if matches!(self.request, Some((_, Purpose::DeleteOldIke))) {
+                self.request = None;
+                self.next_request(now, out);
+            }
+        }
+        true
     }
 
     fn protocol_error(&self, detail: impl Into<String>) -> IkeError {
@@ -770,6 +932,7 @@ impl Tunnel {
             return false;
         };
         let mut reply = Vec::new();
+        let mut switch_to = None;
         let event = match h.exchange {
             exchange::INFORMATIONAL => {
                 let mut event = if request.payloads.is_empty() {
@@ -816,6 +979,21 @@ impl Tunnel {
                 }
                 event
             }
+            exchange::CREATE_CHILD_SA if ike_rekey::is_ike_rekey(&request) => {
+                match self.answer_ike_rekey(&request) {
+                    Ok((payloads, new)) => {
+                        reply = payloads;
+                        switch_to = Some(new);
+                        Event::IkeRekeyed
+                    }
+                    Err(n) => {
+                        reply.push(Payload::Notify(n));
+                        Event::Refused {
+                            exchange: exchange::CREATE_CHILD_SA,
+                        }
+                    }
+                }
+            }
             exchange::CREATE_CHILD_SA => match self.answer_rekey(&request) {
                 Ok((payloads, new)) => {
                     reply = payloads;
@@ -837,6 +1015,11 @@ impl Tunnel {
         out.transmits.push_back(Transmit::ike(self.floated, &bytes));
         self.ike.last_answer = Some((h.message_id, bytes));
         self.ike.peer_id = self.ike.peer_id.wrapping_add(1);
+        // The answer went on the old SA; from now on the new one is used
+        // (the peer's Delete of the old one is answered on it).
+        if let Some(new) = switch_to {
+            self.switch_ike(new);
+        }
         match event {
             Event::IkeDeleted => {
                 self.ike_up = false;
@@ -854,6 +1037,19 @@ impl Tunnel {
         }
         out.outputs.push_back(Output::Event(event));
         true
+    }
+
+    /// The peer's IKE SA rekey: answered as `ike_rekey::answer` does,
+    /// unless a request of ours is in flight on the current SA (ours
+    /// would cross the switch; a simultaneous IKE SA rekey would make two
+    /// new SAs): then TEMPORARY_FAILURE, which RFC 7296 §2.25 lets a
+    /// responder send while it is itself rekeying, and the peer tries
+    /// again a little later.
+    fn answer_ike_rekey(&self, request: &Message) -> Result<(Vec<Payload>, IkeSa), Notify> {
+        if self.request.is_some() {
+            return Err(Notify::new(notify::TEMPORARY_FAILURE, Vec::new()));
+        }
+        ike_rekey::answer(&self.ike, request)
     }
 
     /// The peer's CREATE_CHILD_SA: a rekey of our CHILD_SA (REKEY_SA with

@@ -416,12 +416,24 @@ pub fn icmp(src: Ipv4Addr, dst: Ipv4Addr, kind: u8, id: u16, seq: u16, data: &[u
 /// Pings the gateway's 198.19.0.1 from 198.18.0.2 through the tunnel,
 /// ESP by linerate-esp with the keys IKE derived.
 pub fn ping_through(session: &mut Session, child: &ChildSa, what: &str) {
+    let mut out = linerate_esp::Outbound::new(child.outbound.clone()).unwrap();
+    let mut inb = linerate_esp::Inbound::new(child.inbound.clone()).unwrap();
+    ping_with(session, &mut out, &mut inb, child.inbound.spi, what);
+}
+
+/// [`ping_through`] on SAs the caller keeps: ESP sequence numbers go on
+/// from the last ping, so several pings on one CHILD_SA are not replays.
+pub fn ping_with(
+    session: &mut Session,
+    out: &mut linerate_esp::Outbound,
+    inb: &mut linerate_esp::Inbound,
+    inbound_spi: u32,
+    what: &str,
+) {
     let src = Ipv4Addr::new(198, 18, 0, 2);
     let dst = Ipv4Addr::new(198, 19, 0, 1);
     let data = b"linerate-ike through the tunnel";
     let request = icmp(src, dst, 8, 0x4c52, 1, data);
-    let mut out = linerate_esp::Outbound::new(child.outbound.clone()).unwrap();
-    let mut inb = linerate_esp::Inbound::new(child.inbound.clone()).unwrap();
     let mut esp = vec![0u8; out.sealed_len(request.len())];
     let n = out
         .seal(&request, linerate_esp::NEXT_HEADER_IPV4, &mut esp)
@@ -431,11 +443,7 @@ pub fn ping_through(session: &mut Session, child: &ChildSa, what: &str) {
         .recv_esp(Duration::from_secs(3))
         .unwrap()
         .unwrap_or_else(|| panic!("{what}: no ESP answer to the ping"));
-    assert_eq!(
-        linerate_esp::spi_of(&reply),
-        Some(child.inbound.spi),
-        "{what}"
-    );
+    assert_eq!(linerate_esp::spi_of(&reply), Some(inbound_spi), "{what}");
     let opened = inb
         .open(&mut reply)
         .unwrap_or_else(|e| panic!("{what}: the gateway's ESP does not open: {e}"));
