@@ -43,6 +43,9 @@ enum Outcome {
     Deleted(String),
     /// The gateway deleted the CHILD_SA a rekey replaced.
     OldDeleted,
+    /// The IKE SA was rekeyed (the gateway's, answered): the CHILD_SA and
+    /// its keys stay, so the data path has nothing to take.
+    IkeRekeyed,
 }
 
 impl Peers {
@@ -65,6 +68,7 @@ impl Peers {
                 match s.poll(timeout) {
                     Ok(Some(Event::ChildRekeyed)) => vec![(0, Outcome::Rekeyed)],
                     Ok(Some(Event::RekeyedChildDeleted)) => vec![(0, Outcome::OldDeleted)],
+                    Ok(Some(Event::IkeRekeyed)) => vec![(0, Outcome::IkeRekeyed)],
                     Ok(Some(Event::ChildDeleted)) => {
                         vec![(
                             0,
@@ -90,6 +94,7 @@ impl Peers {
                     let outcome = match e.event {
                         Event::ChildRekeyed => Outcome::Rekeyed,
                         Event::RekeyedChildDeleted => Outcome::OldDeleted,
+                        Event::IkeRekeyed => Outcome::IkeRekeyed,
                         Event::RekeyFailed => Outcome::RekeyFailed("no answer, or refused".into()),
                         Event::ChildDeleted => {
                             Outcome::Deleted("the gateway deleted the CHILD_SA".into())
@@ -165,6 +170,9 @@ pub struct RekeyTotals {
     /// Rekeys the gateway started.
     pub by_gateway: u64,
     pub failed: u64,
+    /// IKE SA rekeys (the gateway's, answered); not CHILD_SA rekeys, so
+    /// counted apart from the three above.
+    pub ike_rekeys: u64,
 }
 
 impl RekeyLog {
@@ -350,6 +358,7 @@ impl Keeping {
         };
         let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
         match outcome {
+            Outcome::IkeRekeyed => log.totals.ike_rekeys += 1,
             Outcome::OldDeleted => {
                 if let Some((sa, _)) = self.held.get_mut(tunnel).and_then(Option::take) {
                     self.handoff.outbound.push(tunnel, sa);
