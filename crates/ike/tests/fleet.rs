@@ -4,7 +4,10 @@
 //! - Against strongSwan's charon (a gateway that takes any peer address
 //!   and the key for any identity): 20 peers come up, charon lists 20
 //!   IKE SAs with each peer's SPIs, a CHILD_SA rekeyed by the fleet shows
-//!   the new SPIs in charon, and `delete_all` leaves charon with none.
+//!   the new SPIs in charon, one peer's IKE SA rekeyed by the fleet and
+//!   then every peer's by charon (`swanctl --rekey --ike`) leave charon
+//!   with one IKE SA per peer, each with new SPIs, a CHILD_SA rekey works
+//!   under the new IKE SA, and `delete_all` leaves charon with none.
 //!
 //! - Failures: a wrong key (AUTHENTICATION_FAILED) and a silent gateway
 //!   give each peer the one-line error of a single tunnel; a peer address
@@ -59,6 +62,111 @@ fn any_peer_conf(psk: &str) -> String {
     format!(
         "connections {{\n  any {{\n    version = 2\n    local_addrs = {GW}\n    remote_addrs = %any\n    proposals = aes128-sha256-x25519\n    local {{\n      auth = psk\n      id = {GW_ID}\n    }}\n    remote {{\n      auth = psk\n      id = %any\n    }}\n    children {{\n      net {{\n        local_ts = {GW_NET}\n        remote_ts = 198.18.0.0/16\n        esp_proposals = aes128gcm16\n        mode = tunnel\n      }}\n    }}\n  }}\n}}\nsecrets {{\n  ike-any {{\n    secret = \"{psk}\"\n  }}\n}}\n"
     )
+}
+
+/// charon's IKE SAs by peer address: (initiator SPI, responder SPI),
+/// once all `n` are ESTABLISHED and no other is left (None before).
+fn established_ike_spis(charon: &Charon, n: usize) -> Option<Vec<(String, String, String)>> {
+    let sas = charon.sas();
+    let mut out: Vec<(String, String, String)> = sas
+        .iter()
+        .filter(|sa| text(&sa.fields, "state") == "ESTABLISHED")
+        .map(|sa| {
+            (
+                text(&sa.fields, "remote-host").to_string(),
+                text(&sa.fields, "initiator-spi").to_string(),
+                text(&sa.fields, "responder-spi").to_string(),
+            )
+        })
+        .collect();
+    out.sort();
+    (sas.len() == n && out.len() == n).then_some(out)
+}
+
+/// Polls the fleet until charon has its `n` IKE SAs, and only those.
+fn wait_established(charon: &Charon, fleet: &mut Fleet, n: usize) -> Vec<(String, String, String)> {
+    let start = Instant::now();
+    loop {
+        fleet.poll(Duration::from_millis(50));
+        if let Some(sas) = established_ike_spis(charon, n) {
+            return sas;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}\n{}",
+            charon.sas(),
+            charon.log()
+        );
+    }
+}
+
+/// IKE SA rekeys (RFC 7296 §2.18) of a fleet: one peer's by the fleet,
+/// then every peer's by charon at once; after each, charon lists one IKE
+/// SA per peer with new SPIs (the old ones deleted), and a CHILD_SA
+/// rekey under a new IKE SA goes through.
+fn ike_rekeys_keep_the_fleet_up(charon: &Charon, fleet: &mut Fleet, n: usize) {
+    let before = wait_established(charon, fleet, n);
+    fleet.rekey_ike(5).unwrap();
+    let mut events = Vec::new();
+    let start = Instant::now();
+    let rekeyed = |events: &[PeerEvent], peer| {
+        events.contains(&PeerEvent {
+            peer,
+            event: Event::IkeRekeyed,
+        })
+    };
+    while start.elapsed() < Duration::from_secs(5) && !rekeyed(&events, 5) {
+        events.extend(fleet.poll(Duration::from_millis(100)));
+    }
+    assert!(rekeyed(&events, 5), "{events:?}\n{}", charon.log());
+    let after = wait_established(charon, fleet, n);
+    let changed: Vec<&String> = before
+        .iter()
+        .zip(&after)
+        .filter(|(b, a)| b != a)
+        .map(|(_, a)| &a.0)
+        .collect();
+    assert_eq!(changed, [&peer_addr(5).to_string()], "{before:?} {after:?}");
+
+    // charon rekeys every peer's IKE SA: each is answered.
+    charon.swanctl(&["--rekey", "--ike", "any"]);
+    let mut events = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) && !(0..n).all(|i| rekeyed(&events, i)) {
+        events.extend(fleet.poll(Duration::from_millis(100)));
+    }
+    let missing: Vec<usize> = (0..n).filter(|&i| !rekeyed(&events, i)).collect();
+    assert!(
+        missing.is_empty(),
+        "not rekeyed: {missing:?}\n{}",
+        charon.log()
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.event, Event::Refused { .. } | Event::IkeDeleted)),
+        "{events:?}"
+    );
+    let again = wait_established(charon, fleet, n);
+    for (a, b) in after.iter().zip(&again) {
+        assert!(a.0 == b.0 && a.1 != b.1 && a.2 != b.2, "{a:?} -> {b:?}");
+    }
+    assert_eq!(fleet.established(), n);
+
+    // A CHILD_SA rekey under charon's new IKE SA (linerate its responder).
+    let old = fleet.child(7).unwrap().clone();
+    fleet.rekey_child(7).unwrap();
+    let mut events = Vec::new();
+    let start = Instant::now();
+    let done = PeerEvent {
+        peer: 7,
+        event: Event::ChildRekeyed,
+    };
+    while start.elapsed() < Duration::from_secs(5) && !events.contains(&done) {
+        events.extend(fleet.poll(Duration::from_millis(100)));
+    }
+    assert!(events.contains(&done), "{events:?}\n{}", charon.log());
+    assert_ne!(fleet.child(7).unwrap().outbound.spi, old.outbound.spi);
 }
 
 #[test]
@@ -177,6 +285,8 @@ fn a_fleet_of_20_comes_up_against_charon_and_is_deleted() {
         }
         assert!(start.elapsed() < Duration::from_secs(5), "{spis:?}");
     }
+
+    ike_rekeys_keep_the_fleet_up(&charon, &mut fleet, N);
 
     fleet.delete_all();
     assert_eq!(fleet.established(), 0);
