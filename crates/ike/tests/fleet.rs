@@ -14,7 +14,9 @@
 //!   that is not local is refused when the fleet binds.
 //! - Against linerate's own responder: 200 peers from a routed /16 come
 //!   up, each with a setup time above zero, the responder holds 200
-//!   tunnels whose keys are the fleet's, and `delete_all` empties it.
+//!   tunnels whose keys are the fleet's, three peers' IKE SAs are rekeyed
+//!   (the old ones deleted, a CHILD_SA rekey under a new one), and
+//!   `delete_all` empties it.
 //!
 //! Root only; needs strongSwan (scripts/setup.sh installs it).
 
@@ -402,6 +404,33 @@ fn a_fleet_of_200_comes_up_against_linerates_responder() {
         }
         responder
     });
+    // IKE SA rekeys of three peers, answered by the responder; then a
+    // CHILD_SA rekey of one within 5 s: the fleet's Delete of its old IKE
+    // SA was answered (it is first in the one-request window, and unanswered
+    // it would hold the rekey back 15 s), on the SA's old SPI.
+    for peer in 0..3 {
+        fleet.rekey_ike(peer).unwrap();
+    }
+    let mut events = Vec::new();
+    let start = Instant::now();
+    let want = |peer, event| PeerEvent { peer, event };
+    while start.elapsed() < Duration::from_secs(5)
+        && !(0..3).all(|p| events.contains(&want(p, Event::IkeRekeyed)))
+    {
+        events.extend(fleet.poll(Duration::from_millis(50)));
+    }
+    assert!(
+        (0..3).all(|p| events.contains(&want(p, Event::IkeRekeyed))),
+        "{events:?}"
+    );
+    fleet.rekey_child(1).unwrap();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5)
+        && !events.contains(&want(1, Event::ChildRekeyed))
+    {
+        events.extend(fleet.poll(Duration::from_millis(50)));
+    }
+    assert!(events.contains(&want(1, Event::ChildRekeyed)), "{events:?}");
     fleet.delete_all();
     assert_eq!(fleet.established(), 0);
     std::thread::sleep(Duration::from_millis(100));
