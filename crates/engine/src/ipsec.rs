@@ -2,7 +2,9 @@
 //! encrypt every test frame as it is sent (the gateway decrypts it) and
 //! decrypt what the gateway encrypted before it is counted. ESP in UDP on
 //! port 4500 (RFC 3948), which IKEv2 uses behind a NAT and strongSwan's
-//! kernel-libipsec always.
+//! kernel-libipsec always, or raw ESP (IPv4 protocol 50), which gateways
+//! use when no NAT is between them and their peer
+//! ([`EspSend::encapsulated`]); the receiver opens both.
 //!
 //! On send, the frame as built (Ethernet, the inner IPv4 packet with the
 //! signature) becomes Ethernet, outer IPv4, UDP, ESP around the inner
@@ -12,10 +14,10 @@
 //! the same next hop.
 
 use crate::transform::{Arrived, ReceiveTransform, SendTransform};
-use linerate_esp::frame::UDP_ESP_HEADROOM;
+use linerate_esp::frame::{RAW_ESP_HEADROOM, UDP_ESP_HEADROOM};
 use linerate_esp::{
-    decapsulate, EspError, Framer, Inbound, InboundCounters, Outbound, OutboundCounters,
-    OuterHeaders, Payload, NEXT_HEADER_IPV4,
+    decapsulate, Encapsulation, EspError, Framer, Inbound, InboundCounters, Outbound,
+    OutboundCounters, OuterHeaders, Payload, NEXT_HEADER_IPV4,
 };
 use linerate_wire::flows::Field;
 use linerate_wire::MacAddr;
@@ -28,6 +30,30 @@ use std::sync::{Arc, Mutex};
 const ETH_LEN: usize = 14;
 /// The UDP port ESP travels on (RFC 3948).
 pub const ESP_IN_UDP_PORT: u16 = 4500;
+
+/// ESP in UDP from port 4500 to port 4500, as IKEv2 sets it up after NAT
+/// detection: the transforms' default.
+pub const ESP_IN_UDP: Encapsulation = Encapsulation::Udp {
+    src_port: ESP_IN_UDP_PORT,
+    dst_port: ESP_IN_UDP_PORT,
+};
+
+/// Frame bytes in front of the ESP packet (Ethernet, IPv4, and UDP unless
+/// raw).
+fn headroom(encapsulation: Encapsulation) -> usize {
+    match encapsulation {
+        Encapsulation::Udp { .. } => UDP_ESP_HEADROOM,
+        Encapsulation::Raw => RAW_ESP_HEADROOM,
+    }
+}
+
+/// "in UDP 4500" or "raw (IP protocol 50)", for the transforms' description.
+fn travels(encapsulation: Encapsulation) -> String {
+    match encapsulation {
+        Encapsulation::Udp { dst_port, .. } => format!("in UDP {dst_port}"),
+        Encapsulation::Raw => "raw (IP protocol 50)".to_string(),
+    }
+}
 
 /// Which tunnel an inner IPv4 address belongs to: `count` tunnels, tunnel
 /// `i` protecting the `block` addresses from `first + i * block` on (the
@@ -159,6 +185,9 @@ pub struct EspCounts {
     /// New SAs the transforms took from their inboxes (outbound +
     /// inbound): a CHILD_SA rekey of every tunnel adds 2 per tunnel.
     pub new_sas_taken: u64,
+    /// The transforms send raw ESP (IP protocol 50): each frame on the
+    /// wire is 8 bytes shorter than in UDP (no UDP header).
+    pub raw_esp: bool,
 }
 
 /// Counts shared between a port's transforms and whoever reports them.
@@ -198,6 +227,8 @@ pub struct EspSend {
     /// Which tunnel a frame's inner source is in; None: one tunnel.
     map: Option<TunnelMap>,
     outer_dst: Ipv4Addr,
+    /// ESP in UDP 4500 or raw ESP.
+    encapsulation: Encapsulation,
     counts: SharedCounts,
     /// Where new SAs come from (a rekey), if anywhere.
     inbox: Option<Arc<SaInbox<Outbound>>>,
@@ -227,6 +258,7 @@ impl EspSend {
             }],
             map: None,
             outer_dst,
+            encapsulation: ESP_IN_UDP,
             counts,
             inbox: None,
             sealed: 0,
@@ -256,6 +288,7 @@ impl EspSend {
                 .collect(),
             map: Some(map),
             outer_dst: gateway,
+            encapsulation: ESP_IN_UDP,
             counts,
             inbox: None,
             sealed: 0,
@@ -274,6 +307,14 @@ impl EspSend {
     /// an invalid frame, never in clear).
     pub fn take_new_sas(mut self, inbox: Arc<SaInbox<Outbound>>) -> Self {
         self.inbox = Some(inbox);
+        self
+    }
+
+    /// Sends the ESP packets so (the constructors: ESP in UDP 4500), e.g.
+    /// `Encapsulation::Raw` for a CHILD_SA negotiated without UDP
+    /// encapsulation. Every tunnel the same way.
+    pub fn encapsulated(mut self, encapsulation: Encapsulation) -> Self {
+        self.encapsulation = encapsulation;
         self
     }
 
@@ -315,7 +356,7 @@ impl EspSend {
 
     /// Seals the frame `buf[..len]` with tunnel `i`'s SA.
     fn seal(&mut self, i: usize, buf: &mut [u8], len: usize) -> Result<usize, EspError> {
-        let outer_dst = self.outer_dst;
+        let (outer_dst, encapsulation) = (self.outer_dst, self.encapsulation);
         let t = &mut self.tunnels[i];
         let macs: [u8; 12] = buf[..12].try_into().expect("a frame has MACs");
         // Lays the outer headers out again when the frames' Ethernet
@@ -323,12 +364,15 @@ impl EspSend {
         // trial resolved it): once per trial and tunnel, not per frame.
         if t.framer.as_ref().is_none_or(|(m, _)| *m != macs) {
             let mac = |b: &[u8]| MacAddr([b[0], b[1], b[2], b[3], b[4], b[5]]);
-            let headers = OuterHeaders::esp_in_udp(
-                mac(&macs[6..12]),
-                mac(&macs[0..6]),
-                t.outer_src,
-                outer_dst,
-            );
+            let headers = OuterHeaders {
+                encapsulation,
+                ..OuterHeaders::esp_in_udp(
+                    mac(&macs[6..12]),
+                    mac(&macs[0..6]),
+                    t.outer_src,
+                    outer_dst,
+                )
+            };
             t.framer = Some((macs, Framer::new(&headers)));
         }
         let (Some((_, framer)), sa) = (&t.framer, &mut t.sa) else {
@@ -362,6 +406,7 @@ impl EspSend {
                 add_outbound(&mut total, &out.sent);
             }
             c.sent = total;
+            c.raw_esp = self.encapsulation == Encapsulation::Raw;
         }
     }
 }
@@ -397,7 +442,7 @@ impl SendTransform for EspSend {
         let inner = len.saturating_sub(ETH_LEN);
         self.tunnels
             .iter()
-            .map(|t| UDP_ESP_HEADROOM - ETH_LEN + t.sa.sealed_len(inner) - inner)
+            .map(|t| headroom(self.encapsulation) - ETH_LEN + t.sa.sealed_len(inner) - inner)
             .max()
             .unwrap_or(0)
     }
@@ -410,14 +455,16 @@ impl SendTransform for EspSend {
     fn describe(&self) -> String {
         match (&self.tunnels[..], &self.map) {
             ([t], None) => format!(
-                "ESP {} in UDP {ESP_IN_UDP_PORT}, SPI 0x{:08x}, {} -> {}",
+                "ESP {} {}, SPI 0x{:08x}, {} -> {}",
                 t.sa.suite(),
+                travels(self.encapsulation),
                 t.sa.spi(),
                 t.outer_src,
                 self.outer_dst
             ),
             (ts, _) => describe_many(
                 ts.first().map(|t| t.sa.suite().to_string()),
+                self.encapsulation,
                 ts.iter().map(|t| t.sa.spi()),
                 format!(
                     "{} tunnel(s), {} .. {} -> {}",
@@ -434,6 +481,7 @@ impl SendTransform for EspSend {
 /// "ESP aes128gcm16 in UDP 4500, 100 tunnel(s) ..., SPIs 0x.. .. 0x..".
 fn describe_many(
     suite: Option<String>,
+    encapsulation: Encapsulation,
     mut spis: impl ExactSizeIterator<Item = u32>,
     what: String,
 ) -> String {
@@ -446,8 +494,9 @@ fn describe_many(
         format!("{n} SPIs 0x{first:08x} .. 0x{last:08x}")
     };
     format!(
-        "ESP {} in UDP {ESP_IN_UDP_PORT}, {what}, {spis}",
-        suite.unwrap_or_default()
+        "ESP {} {}, {what}, {spis}",
+        suite.unwrap_or_default(),
+        travels(encapsulation)
     )
 }
 
@@ -493,6 +542,12 @@ pub struct EspReceive {
     by_spi: SpiIndex,
     /// Where new SAs come from (a rekey), if anywhere.
     inbox: Option<Arc<SaInbox<Inbound>>>,
+    /// How the gateway's ESP arrives (both are opened; this sizes the
+    /// frames and names them).
+    encapsulation: Encapsulation,
+    /// Kept while the transform lives (e.g. the claim on IP protocol 50
+    /// that keeps the kernel from answering raw ESP, [`crate::esp_sink`]).
+    _holds: Option<Box<dyn Send>>,
     counts: SharedCounts,
     own: EspCounts,
     seen: u64,
@@ -506,6 +561,8 @@ impl EspReceive {
             tunnels: 1,
             by_spi: SpiIndex::default(),
             inbox: None,
+            encapsulation: ESP_IN_UDP,
+            _holds: None,
             counts,
             own: EspCounts::default(),
             seen: 0,
@@ -526,6 +583,8 @@ impl EspReceive {
             sas,
             by_spi,
             inbox: None,
+            encapsulation: ESP_IN_UDP,
+            _holds: None,
             counts,
             own: EspCounts::default(),
             seen: 0,
@@ -543,6 +602,21 @@ impl EspReceive {
     /// kept for the transform's life (a few hundred bytes each).
     pub fn take_new_sas(mut self, inbox: Arc<SaInbox<Inbound>>) -> Self {
         self.inbox = Some(inbox);
+        self
+    }
+
+    /// The gateway's ESP arrives so (the constructors: ESP in UDP 4500).
+    /// Frames of either kind are opened whatever is set here: it sizes
+    /// the frames ([`growth`](ReceiveTransform::growth)) and names them.
+    pub fn encapsulated(mut self, encapsulation: Encapsulation) -> Self {
+        self.encapsulation = encapsulation;
+        self
+    }
+
+    /// Keeps `guard` as long as the transform lives: a claim that must
+    /// last while ESP arrives (see [`crate::esp_sink::ProtocolSink`]).
+    pub fn holding(mut self, guard: Box<dyn Send>) -> Self {
+        self._holds = Some(guard);
         self
     }
 
@@ -597,6 +671,7 @@ impl EspReceive {
                 }
             }
             c.received = self.own.received;
+            c.raw_esp = self.encapsulation == Encapsulation::Raw;
             c.unknown_spi = self.own.unknown_spi;
             c.ike = self.own.ike;
             c.not_esp = self.own.not_esp;
@@ -679,19 +754,21 @@ impl ReceiveTransform for EspReceive {
         let inner = len.saturating_sub(ETH_LEN);
         self.sas
             .iter()
-            .map(|sa| UDP_ESP_HEADROOM - ETH_LEN + sa.suite().overhead(inner))
+            .map(|sa| headroom(self.encapsulation) - ETH_LEN + sa.suite().overhead(inner))
             .max()
             .unwrap_or(0)
     }
     fn describe(&self) -> String {
         match &self.sas[..] {
             [sa] if self.by_spi.is_empty() => format!(
-                "ESP {} in UDP {ESP_IN_UDP_PORT}, SPI 0x{:08x}",
+                "ESP {} {}, SPI 0x{:08x}",
                 sa.suite(),
+                travels(self.encapsulation),
                 sa.spi()
             ),
             sas => describe_many(
                 sas.first().map(|sa| sa.suite().to_string()),
+                self.encapsulation,
                 sas.iter().map(|sa| sa.spi()),
                 format!("{} tunnel(s)", self.tunnels),
             ),
@@ -976,6 +1053,54 @@ mod tests {
             assert_eq!(c.received.esp_bytes, sum(|t| t.received.esp_bytes));
             assert_eq!(c.sent.packets, 29);
             assert_eq!(c.received.packets, 28);
+        }
+    }
+
+    /// Raw ESP: IPv4 protocol 50 straight after the outer header, 8 bytes
+    /// shorter than ESP in UDP, opened the same; the counts say raw.
+    #[test]
+    fn a_raw_esp_frame_is_protocol_50_and_8_bytes_shorter() {
+        for suite in EspSuite::ALL {
+            let counts = SharedCounts::default();
+            let (src, dst) = (Ipv4Addr::new(198, 19, 0, 2), Ipv4Addr::new(198, 19, 0, 1));
+            let sa = || Outbound::new(keys(suite)).unwrap();
+            let mut udp = EspSend::new(sa(), src, dst, SharedCounts::default());
+            let mut raw =
+                EspSend::new(sa(), src, dst, counts.clone()).encapsulated(Encapsulation::Raw);
+            let mut receive = EspReceive::new(Inbound::new(keys(suite)).unwrap(), counts.clone())
+                .encapsulated(Encapsulation::Raw);
+            assert!(
+                raw.describe().contains("raw (IP protocol 50)"),
+                "{}",
+                raw.describe()
+            );
+            assert!(receive.describe().contains("raw"), "{}", receive.describe());
+            for size in [64, 512, 1518] {
+                let mut buf = vec![0u8; 2048];
+                let len = test_frame(&mut buf, size);
+                let built = buf[..len].to_vec();
+                assert_eq!(raw.growth(len) + 8, udp.growth(len), "{suite} {size}");
+                assert_eq!(receive.growth(len) + 8, raw.growth(len) + 8);
+                let sent = raw.apply(&mut buf, len);
+                assert_eq!(sent, len + raw.growth(len), "{suite} {size}");
+                assert_eq!(buf[23], 50, "{suite} {size}: IP protocol");
+                assert_eq!(&buf[26..30], &src.octets());
+                assert_eq!(&buf[30..34], &dst.octets());
+                // The SPI right behind the IPv4 header.
+                assert_eq!(&buf[34..38], &0xc0ffee01u32.to_be_bytes());
+                let mut scratch = vec![0u8; 4096];
+                match receive.apply(&buf[..sent], &mut scratch) {
+                    Arrived::Inner(inner) => assert_eq!(inner, &built[..]),
+                    _ => panic!("{suite} {size}: not opened"),
+                }
+                let mut other = vec![0u8; 2048];
+                let len = test_frame(&mut other, size);
+                assert_eq!(udp.apply(&mut other, len), sent + 8);
+            }
+            drop((raw, receive));
+            let c = counts.lock().unwrap();
+            assert!(c.raw_esp);
+            assert_eq!((c.sent.packets, c.received.packets), (3, 3));
         }
     }
 

@@ -8,6 +8,7 @@ pub mod accounting;
 pub mod backend;
 pub mod capture;
 pub mod cpu;
+pub mod esp_sink;
 pub mod generator;
 pub mod host;
 pub mod ipsec;
