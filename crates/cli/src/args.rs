@@ -377,6 +377,9 @@ pub struct OverheadArgs {
     /// IPsec NAT traversal (UDP encapsulation, RFC 3948).
     #[arg(long)]
     pub nat_t: bool,
+    /// How --esp travels, as --ipsec's --esp-encap says it: udp (the same as --nat-t) or raw (IP protocol 50, the default here).
+    #[arg(long, value_name = "udp|raw")]
+    pub esp_encap: Option<String>,
     /// WireGuard (a data message over UDP): the inner packet padded to 16
     /// bytes as the kernel does, or `--wireguard unpadded` as boringtun sends it.
     #[arg(long, num_args = 0..=1, default_missing_value = "padded", value_name = "PADDING")]

@@ -1701,6 +1701,45 @@ fn ipsec_options_outside_their_mode() {
             trial(&["--ipsec", "--rekey", "50ms"]),
             &["--rekey 50ms", "200ms or more"],
         ),
+        // --esp-encap: udp, raw or auto; raw not where the gateway can
+        // only do UDP (the lab's charon with kernel-libipsec), nor with
+        // many tunnels.
+        (
+            "an unknown --esp-encap",
+            trial(&["--ipsec", "--esp-encap", "bogus"]),
+            &["--esp-encap bogus", "udp, raw or auto"],
+        ),
+        (
+            "--esp-encap without --ipsec",
+            trial(&["--esp-encap", "raw"]),
+            &["--esp-encap", "--ipsec"],
+        ),
+        (
+            "--esp-encap raw in the lab",
+            vec!["rfc2544", "--scenario", "vpn-gateway", "--esp-encap", "raw"],
+            &["--esp-encap raw", "kernel-libipsec", "udp"],
+        ),
+        (
+            "--esp-encap raw with --tunnels",
+            trial(&["--ipsec", "--tunnels", "4", "--esp-encap", "raw"]),
+            &["--esp-encap raw", "--tunnels"],
+        ),
+        // --ipsec-timeout: a duration above 0.
+        (
+            "--ipsec-timeout 0s",
+            trial(&["--ipsec", "--ipsec-timeout", "0s"]),
+            &["--ipsec-timeout 0s", "above 0"],
+        ),
+        (
+            "--ipsec-timeout not a duration",
+            trial(&["--ipsec", "--ipsec-timeout", "soon"]),
+            &["--ipsec-timeout 'soon'", "2s"],
+        ),
+        (
+            "--ipsec-timeout without --ipsec",
+            trial(&["--ipsec-timeout", "2s"]),
+            &["--ipsec-timeout", "--ipsec"],
+        ),
     ]);
 }
 

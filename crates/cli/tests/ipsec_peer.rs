@@ -503,6 +503,49 @@ fn the_af_packet_engine_carries_whole_esp_frames() {
     }
 }
 
+/// `--esp-encap` against a gateway that can only do ESP in UDP (charon
+/// with kernel-libipsec, which fakes its own NAT detection for that):
+/// `raw` is refused in one line once the CHILD_SA says UDP, the IKE SA
+/// deleted and nothing left behind; `auto` follows what NAT detection
+/// found (UDP here) and every frame crosses, the gateway agreeing.
+#[test]
+fn esp_encap_follows_a_gateway_that_forces_udp() {
+    if !root_or_skip("esp_encap_follows_a_gateway_that_forces_udp") {
+        return;
+    }
+    let bed = Bed::new("iu", Some(&[gw_conn()]));
+    bed.expect_error(
+        bed.trial(&[
+            "--rate",
+            RATE,
+            "--duration",
+            "1s",
+            "--frame-size",
+            "128",
+            "--esp-encap",
+            "raw",
+        ]),
+        &[
+            "--esp-encap raw",
+            "198.19.0.1",
+            "negotiated ESP in UDP 4500",
+        ],
+    );
+    for direction in ["decrypt", "encrypt"] {
+        cross(
+            &bed,
+            &Crossing {
+                direction,
+                esp: None,
+                ike: None,
+                size: "64",
+                conn: "gw",
+                extra: &["--esp-encap", "auto"],
+            },
+        );
+    }
+}
+
 /// IKE with Curve25519 (and linerate's default ESP suite), and IKE
 /// aes256-sha512-ecp256 with ESP aes256-sha512 on a second connection that
 /// linerate picks by its identity (--ipsec-id) and whose identity it
@@ -639,22 +682,33 @@ fn refusals_are_one_line_and_leave_nothing_behind() {
 
 /// A gateway where no IKE daemon listens (the router answers with ICMP
 /// port unreachable): linerate tries 5 times over about 15.5 s, then fails
-/// in one line, leaving nothing behind.
+/// in one line, leaving nothing behind. With `--ipsec-timeout 2s` the
+/// same ends about 13.5 s sooner (the rest of the run, ports opened and
+/// closed, is the same in both).
 #[test]
 fn a_gateway_that_never_answers_fails_in_one_line() {
     if !root_or_skip("a_gateway_that_never_answers_fails_in_one_line") {
         return;
     }
     let bed = Bed::new("id", None);
+    let trial = ["--rate", RATE, "--duration", "1s", "--frame-size", "128"];
     let start = Instant::now();
-    let run = bed.expect_error(
-        bed.trial(&["--rate", RATE, "--duration", "1s", "--frame-size", "128"]),
-        &["no answer from 198.19.0.1:500"],
-    );
+    let run = bed.expect_error(bed.trial(&trial), &["no answer from 198.19.0.1:500"]);
     let took = start.elapsed();
     assert!(
         took >= Duration::from_secs(10) && took < Duration::from_secs(40),
         "{took:?}: {}",
+        run.dump()
+    );
+    let start = Instant::now();
+    let mut args = trial.to_vec();
+    args.extend_from_slice(&["--ipsec-timeout", "2s"]);
+    let run = bed.expect_error(bed.trial(&args), &["no answer from 198.19.0.1:500"]);
+    let took_2s = start.elapsed();
+    let sooner = took.saturating_sub(took_2s).as_secs_f64();
+    assert!(
+        took_2s >= Duration::from_secs(2) && (sooner - 13.5).abs() < 2.0,
+        "--ipsec-timeout 2s took {took_2s:?}, the default {took:?}: {}",
         run.dump()
     );
 }

@@ -149,6 +149,10 @@ pub struct EspTrial {
     /// gateway's own); None: none did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rekeys: Option<TrialRekeys>,
+    /// The ESP travelled raw (IP protocol 50), not in UDP 4500: its
+    /// frames are 8 bytes shorter on the WAN.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub raw_esp: bool,
 }
 
 /// The CHILD_SA rekeys that ended during one trial.
@@ -226,6 +230,8 @@ pub struct RekeyRecord {
 /// Bytes around an ESP packet on the wire: Ethernet (14), IPv4 (20), UDP
 /// (8) and the FCS (4).
 pub const ESP_IN_UDP_FRAMING: f64 = 46.0;
+/// The same around raw ESP (IP protocol 50): no UDP header.
+pub const RAW_ESP_FRAMING: f64 = 38.0;
 
 impl EspTrial {
     /// The mean encrypted frame on the WAN (with FCS), from the frames
@@ -237,7 +243,12 @@ impl EspTrial {
         } else {
             (self.decrypted, self.decrypted_bytes)
         };
-        (packets > 0).then(|| bytes as f64 / packets as f64 + ESP_IN_UDP_FRAMING)
+        let framing = if self.raw_esp {
+            RAW_ESP_FRAMING
+        } else {
+            ESP_IN_UDP_FRAMING
+        };
+        (packets > 0).then(|| bytes as f64 / packets as f64 + framing)
     }
 }
 
@@ -347,6 +358,27 @@ mod tests {
 
     fn t(tx: u64, rx: u64) -> TunnelFrames {
         TunnelFrames { tx, rx }
+    }
+
+    /// 64-byte frames with AES-GCM: 80 bytes of ESP; 126 on the wire in
+    /// UDP, 118 raw (no UDP header).
+    #[test]
+    fn the_wan_frame_is_8_bytes_shorter_with_raw_esp() {
+        let mut e = EspTrial {
+            encrypted: 10,
+            encrypted_bytes: 800,
+            ..EspTrial::default()
+        };
+        assert_eq!(e.wan_frame(), Some(126.0));
+        e.raw_esp = true;
+        assert_eq!(e.wan_frame(), Some(118.0));
+        // An older record has no raw_esp: ESP in UDP, as it was.
+        let old: EspTrial = serde_json::from_str(
+            r#"{"encrypted":10,"encrypted_bytes":800,"decrypted":0,"decrypted_bytes":0,"icv_failures":0,"replays":0,"too_old":0,"malformed":0,"unknown_spi":0,"not_esp":0,"ike":0}"#,
+        )
+        .unwrap();
+        assert_eq!(old.wan_frame(), Some(126.0));
+        assert!(!serde_json::to_string(&old).unwrap().contains("raw_esp"));
     }
 
     #[test]

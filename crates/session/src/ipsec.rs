@@ -12,20 +12,27 @@
 //! (liveness checks, its rekeys), rekeys every `--rekey` period, and hands
 //! each new CHILD_SA's keys to the engine's transforms. The ESP that shares
 //! port 4500 with IKE is the engine's: a socket filter keeps it off the
-//! IKE socket, and the AF_XDP engine passes only IKE to the kernel. At the
-//! end the IKE SAs are deleted and the addresses taken off.
+//! IKE socket, and the AF_XDP engine passes only IKE to the kernel. With
+//! raw ESP (`--esp-encap raw|auto`, no NAT between), IKE stays on UDP 4500
+//! and the ESP is IP protocol 50, which a raw socket claims in port B's
+//! namespace so the kernel does not answer it (`linerate_engine::esp_sink`).
+//! At the end the IKE SAs are deleted and the addresses taken off.
 
 mod many;
 
 use crate::error::{bail, err, Result};
 use crate::ike_keeper::{Handoff, Keeper, Peers, RekeyLog, RekeyTotals};
 use crate::peers::{ip_out as ip, PeerAddresses};
-use linerate_engine::ipsec::{EspCounts, EspReceive, EspSend, SaInbox, SharedCounts, TunnelMap};
+use linerate_engine::esp_sink::{ProtocolSink, IPPROTO_ESP};
+use linerate_engine::ipsec::{
+    EspCounts, EspReceive, EspSend, SaInbox, SharedCounts, TunnelMap, ESP_IN_UDP,
+};
 use linerate_engine::transform::{ReceiveTransform, SendTransform};
 use linerate_engine::HostConfig;
-use linerate_esp::{EspSuite, Inbound, Outbound};
+use linerate_esp::{Encapsulation, EspSuite, Inbound, Outbound};
 use linerate_ike::{
-    Config, Fleet, Identity, IkeProposals, Ports, Psk, Session, Sockets, TrafficSelector,
+    Config, Fleet, Identity, IkeProposals, Ports, Psk, Retransmit, Session, Sockets,
+    TrafficSelector,
 };
 use linerate_results::report::thousands;
 use std::net::Ipv4Addr;
@@ -100,6 +107,66 @@ impl std::fmt::Display for Net {
     }
 }
 
+/// How linerate's ESP travels to the gateway (`--esp-encap`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EspEncap {
+    /// ESP in UDP 4500 (RFC 3948), forced by faked NAT detection as
+    /// strongSwan's `encap = yes` does: works through a NAT, and with
+    /// gateways that can do nothing else (strongSwan's kernel-libipsec).
+    #[default]
+    Udp,
+    /// Raw ESP (IP protocol 50), NAT detection left honest: a gateway that
+    /// still encapsulates (a NAT between) is refused.
+    Raw,
+    /// Whatever NAT detection finds: raw ESP without a NAT, else UDP.
+    Auto,
+}
+
+impl EspEncap {
+    /// `udp`, `raw` or `auto`.
+    pub fn parse(text: &str) -> Option<EspEncap> {
+        match text {
+            "udp" => Some(EspEncap::Udp),
+            "raw" => Some(EspEncap::Raw),
+            "auto" => Some(EspEncap::Auto),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EspEncap::Udp => "udp",
+            EspEncap::Raw => "raw",
+            EspEncap::Auto => "auto",
+        }
+    }
+
+    /// Whether IKE fakes NAT detection so the gateway encapsulates.
+    pub fn forces_udp(self) -> bool {
+        self == EspEncap::Udp
+    }
+
+    /// How the data path sends and receives ESP for a CHILD_SA the
+    /// gateway at `gateway` negotiated with (`udp_encap`) or without UDP
+    /// encapsulation; refuses what the choice does not allow.
+    pub fn outcome(self, udp_encap: bool, gateway: Ipv4Addr) -> Result<Encapsulation> {
+        match (self, udp_encap) {
+            (EspEncap::Raw, true) => bail!(Environment, "--esp-encap raw: the gateway at {gateway} negotiated ESP in UDP 4500, so a NAT is between linerate and the gateway (or the gateway forces encapsulation, strongSwan: encap = yes); use --esp-encap udp or auto"),
+            (EspEncap::Udp, false) => bail!(Environment, "the gateway at {gateway} will not encapsulate ESP in UDP (no NAT traversal): give --esp-encap raw to send raw ESP (IP protocol 50), or enable NAT traversal on the gateway"),
+            (_, true) => Ok(ESP_IN_UDP),
+            (_, false) => Ok(Encapsulation::Raw),
+        }
+    }
+}
+
+/// The run record's and the note's words for an encapsulation.
+pub fn encapsulation_label(encapsulation: Encapsulation) -> &'static str {
+    match encapsulation {
+        Encapsulation::Udp { .. } => "ESP in UDP 4500 (RFC 3948), tunnel mode",
+        Encapsulation::Raw => "raw ESP (IP protocol 50, RFC 4303), tunnel mode",
+    }
+}
+
 /// `--ipsec` and its options, checked.
 #[derive(Debug, Clone)]
 pub struct IpsecPlan {
@@ -135,9 +202,43 @@ pub struct IpsecPlan {
     /// run lasts (spread evenly over the tunnels); None: only when the
     /// gateway asks.
     pub rekey: Option<Duration>,
+    /// `--esp-encap`: ESP in UDP 4500 (the default), raw, or as NAT
+    /// detection finds.
+    pub esp_encap: EspEncap,
+    /// `--ipsec-timeout`: how long to wait for the gateway's answer to an
+    /// IKE request before "no answer"; None: [`Retransmit::default`]'s
+    /// 15.5 s.
+    pub ipsec_timeout: Option<Duration>,
 }
 
+/// The first retransmission wait of `--ipsec-timeout`'s schedule, at
+/// least (as the default schedule's): a gateway computing its
+/// Diffie-Hellman share must have time to answer the first try.
+const FIRST_WAIT: Duration = Duration::from_millis(500);
+/// Tries at most, however long the timeout.
+const MOST_TRIES: u32 = 8;
+
 impl IpsecPlan {
+    /// The IKE retransmission schedule: the default, or, with
+    /// `--ipsec-timeout T`, as many tries as fit T with a first wait of
+    /// 0.5 s or more (doubling after each), stretched to end at T exactly.
+    /// T is the time from a request's first send to "no answer".
+    pub fn retransmit(&self) -> Retransmit {
+        let Some(total) = self.ipsec_timeout else {
+            return Retransmit::default();
+        };
+        // n tries doubling from w take w * (2^n - 1).
+        let span = |tries: u32| (1u32 << tries) - 1;
+        let tries = (1..=MOST_TRIES)
+            .take_while(|&n| FIRST_WAIT * span(n) <= total)
+            .last()
+            .unwrap_or(1);
+        Retransmit {
+            timeout: total / span(tries),
+            tries,
+        }
+    }
+
     /// Parses an identity as strongSwan writes one: an IPv4 address,
     /// `@fqdn`, `user@domain`, or a host name.
     pub fn identity(text: &str) -> Identity {
@@ -216,6 +317,8 @@ fn connect_one(
     config.esp = esp;
     config.local_id = plan.local_id.clone();
     config.remote_id = plan.remote_id.clone();
+    config.retransmit = plan.retransmit();
+    config.force_encap = plan.esp_encap.forces_udp();
     let sockets = linerate_port::netns::maybe_in_netns(netns, || {
         Ok(Sockets::bind(host_b.ip, Ports::default()))
     })
@@ -229,7 +332,8 @@ pub type Transforms = (Box<dyn SendTransform>, Box<dyn ReceiveTransform>);
 
 /// The ESP keys until the engine takes them.
 enum Keys {
-    One(Box<(Outbound, Inbound)>),
+    /// One tunnel's SAs, and how its ESP travels.
+    One(Box<(Outbound, Inbound)>, Encapsulation),
     /// Per tunnel: the outbound SA and its peer's address; the inbound SA.
     Many(Vec<(Outbound, Ipv4Addr)>, Vec<Inbound>),
 }
@@ -336,6 +440,9 @@ impl IpsecPeer {
         lan: &HostConfig,
     ) -> Result<IpsecPeer> {
         if plan.tunnels > 1 {
+            if plan.esp_encap != EspEncap::Udp {
+                bail!(BadInput, "--esp-encap {} with --tunnels above 1: the tunnels' ESP travels in UDP 4500 only; leave --esp-encap out", plan.esp_encap.name());
+            }
             return Self::establish_many(plan, netns, ifname, host_b, lan);
         }
         let checked = Checked::of(
@@ -379,7 +486,8 @@ impl IpsecPeer {
                 direction: plan.direction,
                 esp: esp.name().to_string(),
                 esp_label: esp.label().to_string(),
-                encapsulation: "ESP in UDP 4500 (RFC 3948), tunnel mode".to_string(),
+                // Known once the CHILD_SA is (take_first_child).
+                encapsulation: encapsulation_label(ESP_IN_UDP).to_string(),
                 ike: String::new(),
                 gateway: checked.gateway,
                 peer: host_b.ip,
@@ -396,8 +504,8 @@ impl IpsecPeer {
         }
     }
 
-    /// Takes the negotiated CHILD_SA of one tunnel: refuses a gateway that
-    /// does not encapsulate ESP in UDP, makes the data path's SAs, writes
+    /// Takes the negotiated CHILD_SA of one tunnel: refuses an
+    /// encapsulation `--esp-encap` does not allow, makes the data path's SAs, writes
     /// `--esp-keys`, records the SPIs and suite, and keeps the session
     /// (its socket filtering the ESP off).
     fn take_first_child(
@@ -408,9 +516,7 @@ impl IpsecPeer {
     ) -> Result<()> {
         let gateway = self.record.gateway;
         let child = session.child();
-        if !child.udp_encap {
-            bail!(Environment, "the gateway at {gateway} will not encapsulate ESP in UDP (no NAT traversal): linerate sends and receives ESP in UDP on port 4500 only; enable NAT traversal (strongSwan: encap = yes) on the gateway");
-        }
+        let encapsulation = plan.esp_encap.outcome(child.udp_encap, gateway)?;
         let outbound = Outbound::new(child.outbound.clone()).map_err(|e| err!(Failed, "{e}"))?;
         let inbound = Inbound::new(child.inbound.clone()).map_err(|e| err!(Failed, "{e}"))?;
         if let Some(path) = &plan.esp_keys {
@@ -425,6 +531,7 @@ impl IpsecPeer {
         self.record.spi_out = child.outbound.spi;
         self.record.spi_in = child.inbound.spi;
         self.record.ike = session.ike_suite().to_string();
+        self.record.encapsulation = encapsulation_label(encapsulation).to_string();
         // The address stays on port B while the trials run: the gateway's
         // requests (liveness checks, its rekeys) and the answers to
         // linerate's rekeys reach the keeper; the ESP they share port
@@ -432,7 +539,7 @@ impl IpsecPeer {
         session
             .ignore_esp()
             .map_err(|e| err!(Environment, "IPsec: {e}"))?;
-        self.keys = Some(Keys::One(Box::new((outbound, inbound))));
+        self.keys = Some(Keys::One(Box::new((outbound, inbound)), encapsulation));
         self.session = Some(session);
         Ok(())
     }
@@ -471,15 +578,30 @@ impl IpsecPeer {
     fn first_transforms(&mut self) -> Result<Option<(EspSend, EspReceive)>> {
         match self.keys.take() {
             None => Ok(None),
-            Some(Keys::One(keys)) => {
+            Some(Keys::One(keys, encapsulation)) => {
                 let (outbound, inbound) = *keys;
                 let send = EspSend::new(
                     outbound,
                     self.record.peer,
                     self.record.gateway,
                     self.counts.clone(),
-                );
-                let receive = EspReceive::new(inbound, self.counts.clone());
+                )
+                .encapsulated(encapsulation);
+                let mut receive =
+                    EspReceive::new(inbound, self.counts.clone()).encapsulated(encapsulation);
+                if encapsulation == Encapsulation::Raw {
+                    // Port B's address is up for the keeper's IKE: the
+                    // kernel must not answer the gateway's raw ESP.
+                    let sink =
+                        ProtocolSink::claim(self.netns.as_deref(), IPPROTO_ESP).map_err(|e| {
+                            err!(
+                                Environment,
+                                "cannot claim IP protocol 50 (raw ESP) on port {}: {e}",
+                                self.ifname
+                            )
+                        })?;
+                    receive = receive.holding(Box::new(sink));
+                }
                 Ok(Some((send, receive)))
             }
             Some(Keys::Many(outbound, inbound)) => {
@@ -566,6 +688,7 @@ impl IpsecPeer {
                 Vec::new()
             },
             rekeys,
+            raw_esp: after.raw_esp,
         }
     }
 
@@ -590,8 +713,13 @@ impl IpsecPeer {
                 r.direction.gateway_does()
             ) + &self.rekey_note();
         }
+        let travels = if r.encapsulation == encapsulation_label(Encapsulation::Raw) {
+            "raw (IP protocol 50)"
+        } else {
+            "in UDP 4500"
+        };
         format!(
-            "IPsec peer of {} (IKE {}): CHILD_SA ESP {} in UDP 4500, SPIs 0x{:08x} out, 0x{:08x} in, {} <-> {}; measures the gateway's {}",
+            "IPsec peer of {} (IKE {}): CHILD_SA ESP {} {travels}, SPIs 0x{:08x} out, 0x{:08x} in, {} <-> {}; measures the gateway's {}",
             r.gateway,
             r.ike,
             r.esp,
@@ -765,6 +893,78 @@ mod tests {
             let e = Net::parse(bad, "--remote-net").unwrap_err();
             assert!(e.to_string().contains("--remote-net"), "{e}");
         }
+    }
+
+    fn plan(timeout: Option<Duration>) -> IpsecPlan {
+        IpsecPlan {
+            gateway: None,
+            psk_file: None,
+            remote_net: None,
+            local_net: None,
+            ike: None,
+            esp: None,
+            local_id: None,
+            remote_id: None,
+            direction: Direction::Decrypt,
+            esp_keys: None,
+            tunnels: 1,
+            peer_addrs: None,
+            rekey: None,
+            esp_encap: EspEncap::default(),
+            ipsec_timeout: timeout,
+        }
+    }
+
+    /// The schedule ends at the timeout given: the tries that fit with a
+    /// first wait of 0.5 s or more, doubling.
+    #[test]
+    fn an_ipsec_timeout_gives_a_schedule_that_ends_then() {
+        let total = |r: Retransmit| r.timeout * ((1u32 << r.tries) - 1);
+        assert_eq!(plan(None).retransmit(), Retransmit::default());
+        let ms = Duration::from_millis;
+        for (timeout, tries) in [
+            (ms(100), 1),
+            (ms(1000), 1),
+            (ms(2000), 2),
+            (ms(15_500), 5),
+            (ms(60_000), 6),
+            (ms(3_600_000), 8),
+        ] {
+            let r = plan(Some(timeout)).retransmit();
+            assert_eq!(r.tries, tries, "{timeout:?}");
+            assert!(r.timeout >= FIRST_WAIT || tries == 1, "{timeout:?}: {r:?}");
+            let off = total(r).abs_diff(timeout);
+            assert!(off < ms(1), "{timeout:?}: {r:?} ends at {:?}", total(r));
+        }
+        // 15.5 s is the default schedule itself.
+        assert_eq!(plan(Some(ms(15_500))).retransmit(), Retransmit::default());
+    }
+
+    #[test]
+    fn the_encapsulation_follows_the_choice_or_is_refused() {
+        let gw = Ipv4Addr::new(198, 19, 0, 1);
+        assert_eq!(EspEncap::Udp.outcome(true, gw).unwrap(), ESP_IN_UDP);
+        assert_eq!(
+            EspEncap::Raw.outcome(false, gw).unwrap(),
+            Encapsulation::Raw
+        );
+        assert_eq!(EspEncap::Auto.outcome(true, gw).unwrap(), ESP_IN_UDP);
+        assert_eq!(
+            EspEncap::Auto.outcome(false, gw).unwrap(),
+            Encapsulation::Raw
+        );
+        let e = EspEncap::Raw.outcome(true, gw).unwrap_err().to_string();
+        assert!(
+            e.contains("NAT") && e.contains("198.19.0.1") && e.contains("--esp-encap udp"),
+            "{e}"
+        );
+        let e = EspEncap::Udp.outcome(false, gw).unwrap_err().to_string();
+        assert!(e.contains("--esp-encap raw"), "{e}");
+        for e in [EspEncap::Udp, EspEncap::Raw, EspEncap::Auto] {
+            assert_eq!(EspEncap::parse(e.name()), Some(e));
+            assert!(EspEncap::Udp.forces_udp() && !EspEncap::Raw.forces_udp());
+        }
+        assert_eq!(EspEncap::parse("bogus"), None);
     }
 
     #[test]

@@ -233,6 +233,8 @@ fn with_vpn_peer(
         tunnels: 1,
         peer_addrs: None,
         rekey: None,
+        esp_encap: crate::ipsec::EspEncap::Udp,
+        ipsec_timeout: None,
     });
     if let Some(esp) = plan.esp.filter(|&e| e != peer.suite) {
         bail!(BadInput, "--esp {esp} is not the lab gateway's suite ({}): choose it with --scenario vpn-gateway:{esp}", peer.suite);

@@ -3,7 +3,7 @@
 
 use clap::Args;
 use linerate_session::error::{bail, err, Result};
-use linerate_session::ipsec::{Direction, IpsecPlan, Net};
+use linerate_session::ipsec::{Direction, EspEncap, IpsecPlan, Net};
 use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone, Default)]
@@ -44,6 +44,12 @@ pub struct IpsecArgs {
     /// Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way.
     #[arg(long, value_name = "DURATION")]
     pub rekey: Option<String>,
+    /// How ESP travels to the gateway: udp (the default: ESP in UDP 4500, forced by faked NAT detection; works through a NAT), raw (IP protocol 50, as gateways use with no NAT between; refused if the gateway still negotiates UDP) or auto (whatever NAT detection finds).
+    #[arg(long, value_name = "udp|raw|auto")]
+    pub esp_encap: Option<String>,
+    /// How long to wait for the gateway's answer to an IKE request (retransmitted with back-off meanwhile) before failing with "no answer", e.g. 2s. Default: 15.5s (5 tries from 0.5s, doubling).
+    #[arg(long, value_name = "DURATION")]
+    pub ipsec_timeout: Option<String>,
 }
 
 impl IpsecArgs {
@@ -64,7 +70,11 @@ impl IpsecArgs {
         if !self.ipsec && given.is_empty() {
             return Ok(None);
         }
-        self.values().map(Some)
+        let plan = self.values()?;
+        if lab && plan.esp_encap == EspEncap::Raw {
+            bail!(BadInput, "--esp-encap raw: the lab's VPN gateway (strongSwan with kernel-libipsec, this kernel has no ESP) does ESP in UDP 4500 only; leave --esp-encap out or give udp");
+        }
+        Ok(Some(plan))
     }
 
     /// The options' values, each checked (`linerate tunnels` takes them
@@ -106,6 +116,20 @@ impl IpsecArgs {
             tunnels: 1,
             peer_addrs: None,
             rekey: self.rekey.as_deref().map(rekey_period).transpose()?,
+            esp_encap: match self.esp_encap.as_deref() {
+                None => EspEncap::default(),
+                Some(t) => EspEncap::parse(t).ok_or_else(|| {
+                    err!(
+                        BadInput,
+                        "--esp-encap {t} is not an encapsulation: use udp, raw or auto"
+                    )
+                })?,
+            },
+            ipsec_timeout: self
+                .ipsec_timeout
+                .as_deref()
+                .map(ipsec_timeout)
+                .transpose()?,
         })
     }
 
@@ -123,6 +147,8 @@ impl IpsecArgs {
             (self.direction.is_some(), "--direction"),
             (self.esp_keys.is_some(), "--esp-keys"),
             (self.rekey.is_some(), "--rekey"),
+            (self.esp_encap.is_some(), "--esp-encap"),
+            (self.ipsec_timeout.is_some(), "--ipsec-timeout"),
         ]
         .into_iter()
         .filter_map(|(given, name)| given.then_some(name))
@@ -138,6 +164,18 @@ fn rekey_period(text: &str) -> Result<std::time::Duration> {
         bail!(
             BadInput,
             "--rekey {text} is shorter than a rekey takes to answer: give 200ms or more (e.g. 2s)"
+        );
+    }
+    Ok(d)
+}
+
+/// `--ipsec-timeout`: above 0 (the first try needs time to be answered).
+fn ipsec_timeout(text: &str) -> Result<std::time::Duration> {
+    let d = linerate_session::ports::parse_duration(text, "--ipsec-timeout")?;
+    if d.is_zero() {
+        bail!(
+            BadInput,
+            "--ipsec-timeout {text} leaves the gateway no time to answer: give a duration above 0 (e.g. 2s; default 15.5s)"
         );
     }
     Ok(d)
