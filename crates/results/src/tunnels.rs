@@ -3,8 +3,11 @@
 //! Second, IKE setup rate). The numbers are computed here, from each
 //! tunnel's outcome; [`tunnels_table`] only lays them out.
 
+mod rekeys;
+
 use crate::report::{sig3, thousands};
 use hdrhistogram::Histogram;
+pub use rekeys::{HoldRekeys, RekeyFailure, TunnelRekeys};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
@@ -260,6 +263,10 @@ pub struct TunnelsReport {
     /// `--capacity`: the steps, the largest count held and why it stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityRecord>,
+    /// `--rekey`: the CHILD_SA rekeys of the hold and, with `--traffic`,
+    /// the frames lost around them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rekeys: Option<HoldRekeys>,
     /// Stopped by a signal before the hold ended.
     pub interrupted: bool,
     /// Every tunnel in peer order (with `--capacity`, those attempted).
@@ -292,6 +299,7 @@ impl TunnelsReport {
             ttfp_ms: None,
             traffic: None,
             capacity: None,
+            rekeys: None,
             interrupted: false,
             tunnels,
         }
@@ -358,6 +366,18 @@ impl TunnelsReport {
                 "; {} up without traffic",
                 thousands(t.no_traffic.len() as u64)
             );
+        }
+        if let Some(r) = &self.rekeys {
+            let _ = write!(
+                s,
+                "; {} of {} rekeys completed ({} /s)",
+                thousands(r.completed),
+                thousands(r.attempted),
+                sig3(r.per_s)
+            );
+            if let Some(b) = r.blocked_ms_per_rekey {
+                let _ = write!(s, ", blocked {} ms per rekey", sig3(b));
+            }
         }
         if self.failed > 0 {
             let reasons: Vec<String> = self
@@ -963,6 +983,9 @@ pub fn tunnels_table(r: &TunnelsReport) -> String {
             thousands(h.deleted_by_gateway),
             thousands(h.other_requests)
         );
+    }
+    if let Some(k) = &r.rekeys {
+        rekeys::rekey_lines(&mut out, k);
     }
     if let Some(c) = &r.cpu {
         let gateway = match (c.gateway_s, c.gateway_busy) {

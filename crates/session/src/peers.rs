@@ -1,12 +1,13 @@
 //! The IPsec peers linerate emulates on port B, shared by `linerate
 //! tunnels` and `--tunnels` on the packet commands: their outer addresses
 //! (`--peer-addrs`, put on port B while IKE runs), each peer's own slice
-//! of the network behind linerate, and a failed setup's reason as the
-//! gateway named it.
+//! of the network behind linerate, each peer's own identity (an
+//! `--ipsec-id` template), and a failed setup's reason as the gateway
+//! named it.
 
 use crate::error::{bail, err, Result};
 use crate::ipsec::Net;
-use linerate_ike::{IkeError, TrafficSelector};
+use linerate_ike::{Identity, IkeError, TrafficSelector};
 use linerate_results::report::thousands;
 use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
@@ -159,6 +160,72 @@ pub fn reason(e: &IkeError) -> String {
         IkeError::Deleted { .. } => "deleted by the gateway".into(),
         _ => "other".into(),
     }
+}
+
+/// The placeholders an `--ipsec-id` template may hold: the tunnel's
+/// number (1-based) and its peer's outer address.
+const ID_PLACEHOLDERS: [&str; 2] = ["{n}", "{addr}"];
+
+/// The text of a name identity (`@fqdn`, `user@domain`), where a template
+/// keeps its braces (`IpsecPlan::identity` reads `@peer{n}.vpn.example`
+/// as the FQDN `peer{n}.vpn.example`); None for an address or key id.
+fn template_text(id: &Identity) -> Option<&str> {
+    match id {
+        Identity::Fqdn(text) | Identity::Rfc822(text) => Some(text),
+        _ => None,
+    }
+}
+
+/// Refuses an `--ipsec-id` template with a placeholder linerate does not
+/// know (or a brace left open), in one line, before anything is touched.
+pub fn check_id_template(id: Option<&Identity>) -> Result<()> {
+    let Some(text) = id.and_then(template_text) else {
+        return Ok(());
+    };
+    let stray = || {
+        err!(BadInput, "--ipsec-id {text}: a '}}' without its '{{': write {{n}} or {{addr}}, e.g. @peer{{n}}.vpn.example")
+    };
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        if rest[..open].contains('}') {
+            return Err(stray());
+        }
+        let after = &rest[open..];
+        let Some(close) = after.find('}') else {
+            bail!(BadInput, "--ipsec-id {text}: a '{{' without its '}}': write {{n}} (the tunnel's number) or {{addr}} (its outer address), e.g. @peer{{n}}.vpn.example");
+        };
+        let placeholder = &after[..=close];
+        if !ID_PLACEHOLDERS.contains(&placeholder) {
+            bail!(BadInput, "--ipsec-id {text}: {placeholder} is no placeholder linerate knows: write {{n}} (the tunnel's number, from 1) or {{addr}} (its outer address), e.g. @peer{{n}}.vpn.example");
+        }
+        rest = &after[close + 1..];
+    }
+    if rest.contains('}') {
+        return Err(stray());
+    }
+    Ok(())
+}
+
+/// Tunnel `index`'s (0-based) own IDi from the `--ipsec-id` template:
+/// `{n}` becomes `index + 1`, `{addr}` the peer's outer address; an
+/// identity without placeholders is every peer's. A template that is only
+/// an address (`{addr}`) becomes an IPv4 identity, as strongSwan reads
+/// an address.
+pub fn peer_identity(id: Option<&Identity>, index: usize, addr: Ipv4Addr) -> Option<Identity> {
+    let id = id?;
+    let Some(text) = template_text(id).filter(|t| t.contains('{')) else {
+        return Some(id.clone());
+    };
+    let expanded = text
+        .replace("{n}", &(index + 1).to_string())
+        .replace("{addr}", &addr.to_string());
+    Some(match id {
+        Identity::Fqdn(_) => match expanded.parse::<Ipv4Addr>() {
+            Ok(ip) => Identity::Ipv4(ip),
+            Err(_) => Identity::Fqdn(expanded),
+        },
+        _ => Identity::Rfc822(expanded),
+    })
 }
 
 /// Peer addresses put on port B for the run, taken off when dropped.
@@ -356,5 +423,44 @@ mod tests {
             identity: "198.19.0.2".into(),
         };
         assert_eq!(reason(&e), "AUTHENTICATION_FAILED");
+    }
+
+    #[test]
+    fn an_identity_template_gives_each_peer_its_own() {
+        let fqdn = Identity::Fqdn("peer{n}.vpn.example".into());
+        let addr = Ipv4Addr::new(198, 19, 64, 7);
+        assert_eq!(
+            peer_identity(Some(&fqdn), 4, addr),
+            Some(Identity::Fqdn("peer5.vpn.example".into()))
+        );
+        let mail = Identity::Rfc822("user{n}-{addr}@example".into());
+        assert_eq!(
+            peer_identity(Some(&mail), 0, addr),
+            Some(Identity::Rfc822("user1-198.19.64.7@example".into()))
+        );
+        let only_addr = Identity::Fqdn("{addr}".into());
+        assert_eq!(
+            peer_identity(Some(&only_addr), 0, addr),
+            Some(Identity::Ipv4(addr))
+        );
+        let plain = Identity::Fqdn("gw.example".into());
+        assert_eq!(peer_identity(Some(&plain), 9, addr), Some(plain.clone()));
+        assert_eq!(peer_identity(None, 0, addr), None);
+        for ok in [&fqdn, &mail, &only_addr, &plain] {
+            assert!(check_id_template(Some(ok)).is_ok());
+        }
+        assert!(check_id_template(None).is_ok());
+        for (bad, says) in [
+            ("peer{i}.vpn.example", "{i} is no placeholder"),
+            ("peer{n.vpn.example", "without its '}'"),
+            ("peer}n.vpn.example", "without its '{'"),
+            ("a}{n}.example", "without its '{'"),
+            ("peer{}.example", "{} is no placeholder"),
+        ] {
+            let e = check_id_template(Some(&Identity::Fqdn(bad.into()))).unwrap_err();
+            assert_eq!(e.kind(), crate::Kind::BadInput);
+            assert!(e.to_string().contains(says), "{bad}: {e}");
+            assert!(!e.to_string().contains('\n'));
+        }
     }
 }

@@ -7,20 +7,20 @@ use clap::Args;
 use std::path::PathBuf;
 
 /// The `--ipsec` options that fit many peers; `--ipsec` itself (implied),
-/// `--direction`, `--esp-keys` and `--pcap` (test frames: none here) are
-/// hidden and refused when given.
+/// `--direction`, `--esp-keys` and `--pcap` (no packet command's test
+/// frames here) are hidden and refused when given.
 #[derive(Args, Debug)]
 #[command(
     mut_arg("ipsec", |a| a.hide(true)),
     mut_arg("direction", |a| a.hide(true)),
     mut_arg("esp_keys", |a| a.hide(true)),
-    mut_arg("rekey", |a| a.hide(true)),
+    mut_arg("rekey", |a| a.help("During the hold: rekey each tunnel's CHILD_SA every DURATION (e.g. 2s; spread evenly over the tunnels; --hold at least DURATION). The report gives the rekeys attempted, completed and failed, rekeys per second, and with --traffic the frames lost around each rekey and the time it blocked its tunnel")),
     mut_arg("pcap", |a| a.hide(true)),
     mut_arg("pcap_frames", |a| a.hide(true)),
     mut_arg("remote_net", |a| a.help("The network behind linerate, split into one equal slice per tunnel (each tunnel's own traffic selector): 200 tunnels in a /17 get a /25 each. In the lab: 198.19.128.0/17")),
     mut_arg("local_net", |a| a.help("The gateway's protected LAN, every tunnel's remote traffic selector (default: --ip-a's subnet; in the lab 198.18.0.0/24)")),
     mut_arg("psk_file", |a| a.help("The pre-shared key every peer uses, in a file only its owner can read (chmod 600); never on the command line. In the lab: the scenario's")),
-    mut_arg("ipsec_id", |a| a.help("One IKE identity for every peer (an address, @fqdn or user@domain) when the gateway wants another than each peer's own address"))
+    mut_arg("ipsec_id", |a| a.help("The peers' IKE identity (an address, @fqdn or user@domain) when the gateway wants another than each peer's own address; {n} (the tunnel's number, from 1) and {addr} (its outer address) give each peer its own, e.g. @peer{n}.vpn.example or user{n}@example"))
 )]
 pub struct TunnelsArgs {
     /// In the lab: the DUT is the vpn-gateway scenario's gateway (needs --scenario vpn-gateway[:SUITE]); a lab is built for the run.

@@ -12,9 +12,10 @@ use linerate_session::commands::tunnels::{
 use linerate_session::error::{bail, err, Result};
 use linerate_session::ipsec::Net;
 use linerate_session::outputs::Outputs;
-use linerate_session::peers::{peer_addresses, slice_prefix, MAX_TUNNELS};
+use linerate_session::peers::{check_id_template, peer_addresses, slice_prefix, MAX_TUNNELS};
 use linerate_session::ports;
 use std::net::Ipv4Addr;
+use std::time::Duration;
 
 /// `--rate 50/s` (or `50`): attempts per second, above 0.
 fn parse_rate(text: &str) -> Result<f64> {
@@ -30,6 +31,23 @@ fn parse_rate(text: &str) -> Result<f64> {
             "--rate {text} is not an attempt rate: write new tunnels per second, e.g. 50/s"
         ),
     }
+}
+
+/// `--rekey T` rekeys during the hold: refused with `--capacity` (whose
+/// holds are steps' windows) and with a hold shorter than one period
+/// (tunnel i's first rekey comes (i + 1) T / N into the hold, the last
+/// tunnel's at T).
+fn check_rekey(every: Duration, hold: Duration, capacity: bool) -> Result<()> {
+    // Seconds as the user writes them: 2s, 0.5s.
+    let secs = |d: Duration| format!("{}s", d.as_secs_f64());
+    let text = secs(every);
+    if capacity {
+        bail!(BadInput, "--rekey {text} rekeys the tunnels during one hold, and --capacity holds a step at a time: leave --rekey out with --capacity");
+    }
+    if hold < every {
+        bail!(BadInput, "--rekey {text} rekeys each tunnel once per {text} of the hold, and --hold is {}: give --hold {text} or more (e.g. --hold {})", secs(hold), secs(every * 5));
+    }
+    Ok(())
 }
 
 fn lab_net((address, prefix_len): (Ipv4Addr, u8)) -> Net {
@@ -124,7 +142,6 @@ impl TunnelsArgs {
             Rule::new("--port-a", self.port_a.is_some(), self.traffic, traffic("--port-a")),
             Rule::new("--gw-a", self.gw_a.is_some(), self.traffic, traffic("--gw-a")),
             Rule::new("--traffic-rate", self.traffic_rate.is_some(), self.traffic, traffic("--traffic-rate")),
-            Rule::new("--rekey", self.ipsec.rekey.is_some(), false, "rekeys tunnels under test frames, and linerate tunnels sends none of a packet command's: measure rekeys under load with trial (or loss, rfc2544) --ipsec --tunnels N --rekey 2s"),
             Rule::new("--direction", self.ipsec.direction.is_some(), false, frames("--direction")),
             Rule::new("--esp-keys", self.ipsec.esp_keys.is_some(), false, frames("--esp-keys")),
             Rule::new("--pcap", self.record.pcap.is_some(), false, frames("--pcap")),
@@ -167,6 +184,10 @@ impl TunnelsArgs {
         let traffic_rate = self.traffic_rate()?;
         let capacity = self.capacity(count, hold, traffic_rate)?;
         let ipsec = self.ipsec.values()?;
+        check_id_template(ipsec.local_id.as_ref())?;
+        if let Some(every) = ipsec.rekey {
+            check_rekey(every, hold, capacity.is_some())?;
+        }
         Outputs::new()
             .json(self.json.as_deref())
             .record(&self.record.plan())
@@ -432,6 +453,18 @@ mod tests {
     }
 
     #[test]
+    fn rekey_and_identity_templates_reach_the_plan() {
+        let p = plan("--lab --scenario vpn-gateway --count 5 --traffic --hold 4s --rekey 2s --ipsec-id @peer{n}.vpn.example").unwrap();
+        assert_eq!(p.ipsec.rekey, Some(Duration::from_secs(2)));
+        assert_eq!(
+            p.ipsec.local_id,
+            Some(linerate_ike::Identity::Fqdn("peer{n}.vpn.example".into()))
+        );
+        // A hold of exactly one period rekeys every tunnel once.
+        assert!(plan("--lab --scenario vpn-gateway --count 1 --hold 2s --rekey 2s").is_ok());
+    }
+
+    #[test]
     fn bad_input_is_refused_in_one_line() {
         for (args, says) in [
             ("--lab --scenario vpn-gateway --count 0", "1 to 10,000"),
@@ -448,7 +481,10 @@ mod tests {
             ("--scenario vpn-gateway --count 2 --remote-net 10.0.0.0/8", "outside"),
             ("--scenario vpn-gateway --count 300 --remote-net 198.19.1.0/24", "too few for 300"),
             ("--scenario vpn-gateway --count 2 --direction encrypt", "--direction"),
-            ("--scenario vpn-gateway --count 2 --rekey 2s", "--tunnels N --rekey"),
+            ("--scenario vpn-gateway --count 2 --rekey 2s", "--hold is 0s: give --hold 2s or more"),
+            ("--scenario vpn-gateway --count 2 --rekey 2s --hold 1s", "--hold is 1s"),
+            ("--scenario vpn-gateway --count 2 --rekey 2s --hold 10s --capacity", "leave --rekey out with --capacity"),
+            ("--scenario vpn-gateway --count 2 --ipsec-id @peer{i}.example", "{i} is no placeholder"),
             ("--scenario vpn-gateway --count 2 --hold soon", "--hold"),
             ("--count 2", "--port-b"),
             (&format!("{PORT} --count 300"), "203.0.114.0 is outside port B's subnet"),

@@ -232,6 +232,11 @@ impl Charon {
         Monitor::new(&self.socket, "child-updown")
     }
 
+    /// Subscribes to charon's events named `event` (e.g. `child-rekey`).
+    pub fn monitor_events(&self, event: &str) -> Monitor {
+        Monitor::new(&self.socket, event)
+    }
+
     /// How many IKE messages charon received so far (its log's lines).
     pub fn received_packets(&self) -> usize {
         self.log().matches("received packet").count()

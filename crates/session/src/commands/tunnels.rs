@@ -18,6 +18,7 @@
 
 mod capacity;
 mod phases;
+mod rekey;
 mod traffic;
 
 use crate::error::{bail, err, Result};
@@ -276,18 +277,39 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     }
     // Held up, the gateway's requests answered (with --capacity, after
     // each step).
+    // (With --rekey, each tunnel's CHILD_SA rekeyed meanwhile.)
+    let mut rekeys = None;
     if !plan.hold.is_zero() && report.established > 0 && plan.capacity.is_none() {
-        report.hold = Some(phases::hold(
-            &mut fleet,
-            plan.hold,
-            interrupt,
-            Instant::now(),
-        ));
+        let start = Instant::now();
+        report.hold = Some(match plan.ipsec.rekey {
+            Some(every) => {
+                let (held, run) = rekey::hold_rekeying(
+                    &mut fleet,
+                    &plan.peers,
+                    (every, plan.hold),
+                    traffic.as_ref(),
+                    interrupt,
+                    start,
+                );
+                rekeys = Some(run);
+                held
+            }
+            None => phases::hold(&mut fleet, plan.hold, interrupt, start),
+        });
     }
     report.interrupted = interrupt.load(Ordering::Relaxed);
     if let (Some(running), Some(t)) = (traffic, &plan.traffic) {
-        let odd = phases::finish_traffic(running, t, &bed, &mut report, &started, anchor)?;
+        let odd = phases::finish_traffic(
+            running,
+            t,
+            &bed,
+            &mut report,
+            (&started, anchor),
+            rekeys.as_ref(),
+        )?;
         mismatch = mismatch.or(odd);
+    } else if let Some(run) = &rekeys {
+        report.rekeys = Some(run.record(None));
     }
     let was_up = fleet.established();
     fleet.delete_all();

@@ -35,6 +35,7 @@ impl Layout {
     /// lays the peers and slices out; the key, read, comes back beside.
     fn of(plan: &IpsecPlan, host_b: &HostConfig, lan: &HostConfig) -> Result<(Layout, Psk)> {
         let count = plan.tunnels;
+        crate::peers::check_id_template(plan.local_id.as_ref())?;
         if plan.esp_keys.is_some() {
             bail!(
                 BadInput,
@@ -114,9 +115,10 @@ impl Layout {
                 .peers
                 .iter()
                 .zip(&self.nets)
-                .map(|(&local, &net)| Peer {
+                .enumerate()
+                .map(|(i, (&local, &net))| Peer {
                     local,
-                    local_id: plan.local_id.clone(),
+                    local_id: crate::peers::peer_identity(plan.local_id.as_ref(), i, local),
                     local_ts: net.selector(),
                 })
                 .collect(),

@@ -5,6 +5,7 @@
 //! hold, the traffic's counts, the deletes checked, and the exit.
 
 use super::capacity;
+use super::rekey::RekeyRun;
 use super::traffic::{slice_host, SendSide, Traffic, UpTunnel};
 use super::{
     capacity_gateway_check, capacity_outcome, capacity_record, cpu_seconds, gateway_children,
@@ -13,7 +14,7 @@ use super::{
 use crate::error::{bail, err, Result};
 use crate::exit::Outcome;
 use crate::ipsec::Net;
-use crate::peers::selector;
+use crate::peers::{peer_identity, selector};
 use crate::recorder::{Recorder, RunInfo};
 use linerate_ike::{Fleet, FleetConfig, IkeProposals, Peer, Ports, Psk, Retransmit, Setup};
 use linerate_lab::scenario::Applied;
@@ -66,9 +67,10 @@ pub(super) fn bind_fleet(
             .peers
             .iter()
             .zip(slices)
-            .map(|(&local, &net)| Peer {
+            .enumerate()
+            .map(|(i, (&local, &net))| Peer {
                 local,
-                local_id: plan.ipsec.local_id.clone(),
+                local_id: peer_identity(plan.ipsec.local_id.as_ref(), i, local),
                 local_ts: selector(net),
             })
             .collect(),
@@ -386,17 +388,22 @@ pub(super) fn hold(
 }
 
 /// `--traffic`'s end: the threads stopped, their counts and the lab
-/// gateway's (before the deletes take its SAs) into the report. The
-/// gateway's disagreement, if any.
+/// gateway's (before the deletes take its SAs) into the report, and with
+/// `--rekey` the frames lost around the rekeys. The gateway's
+/// disagreement, if any.
 pub(super) fn finish_traffic(
     running: Traffic,
     plan: &TrafficPlan,
     bed: &Bed,
     report: &mut TunnelsReport,
-    started: &[Option<Instant>],
-    anchor: (Instant, u64),
+    (started, anchor): (&[Option<Instant>], (Instant, u64)),
+    rekeys: Option<&RekeyRun>,
 ) -> Result<Option<String>> {
     let counts = running.finish()?;
+    // The frames lost around the rekeys, now that port A had them all.
+    if let Some(run) = rekeys {
+        report.rekeys = Some(run.record(Some((&counts, plan.rate))));
+    }
     // charon's own count per CHILD_SA, before the deletes take them.
     let decrypted = match &bed.applied {
         Some(applied) => Some(applied.ipsec_sa_counters()?),
@@ -462,8 +469,8 @@ pub(super) fn deletes_gateway_check(
 }
 
 /// The exit of a run that ended (not interrupted): `--capacity`'s, or
-/// no tunnel up (an error), failures, a gateway that disagrees, or
-/// tunnels that carried no test frame (results); else passed.
+/// no tunnel up (an error), failures, a gateway that disagrees, failed
+/// rekeys, or tunnels that carried no test frame (results); else passed.
 pub(super) fn verdict(report: &TunnelsReport, mismatch: Option<String>) -> Result<Outcome> {
     if let Some(c) = &report.capacity {
         if report.established > 0 || c.steps.is_empty() {
@@ -499,6 +506,19 @@ pub(super) fn verdict(report: &TunnelsReport, mismatch: Option<String>) -> Resul
     if let Some(why) = mismatch {
         return Ok(Outcome::ThresholdFailed(format!(
             "the gateway does not agree: {why}"
+        )));
+    }
+    if let Some(r) = report.rekeys.as_ref().filter(|r| r.failed > 0) {
+        let reasons: Vec<String> = r
+            .failures
+            .iter()
+            .map(|g| format!("{} {}", thousands(g.count), g.reason))
+            .collect();
+        return Ok(Outcome::ThresholdFailed(format!(
+            "{} of {} rekeys failed ({}); the tunnels stayed on their old CHILD_SAs",
+            thousands(r.failed),
+            thousands(r.attempted),
+            reasons.join(", ")
         )));
     }
     if let Some(t) = report.traffic.as_ref().filter(|t| !t.no_traffic.is_empty()) {

@@ -88,6 +88,34 @@ pub struct TrafficCounts {
     pub arp_replies: u64,
     /// Frames port A's own ring dropped (tester-side loss).
     pub rx_ring_drops: u64,
+    /// Each tunnel's sequence numbers that arrived intact, a bit each
+    /// (for `--rekey`'s windows).
+    pub seen: Vec<Vec<u64>>,
+}
+
+/// Where one tunnel's frames stood at a moment: its next sequence number
+/// and the frames port B's queue refused so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TunnelMark {
+    pub next_seq: u64,
+    pub refused: u64,
+}
+
+impl TrafficCounts {
+    /// Tunnel `i`'s frames sent between two marks (the kernel took them)
+    /// and how many of those never arrived intact at port A.
+    pub fn lost_between(&self, i: usize, from: TunnelMark, to: TunnelMark) -> (u64, u64) {
+        let (a, b) = (from.next_seq, to.next_seq.max(from.next_seq));
+        let bits = self.seen.get(i).map_or(&[][..], Vec::as_slice);
+        let arrived = (a..b)
+            .filter(|&seq| {
+                let (word, bit) = ((seq / 64) as usize, seq % 64);
+                bits.get(word).is_some_and(|w| w & (1 << bit) != 0)
+            })
+            .count() as u64;
+        let sent = (b - a).saturating_sub(to.refused.saturating_sub(from.refused));
+        (sent, sent.saturating_sub(arrived))
+    }
 }
 
 /// The first host address of a tunnel's slice: its frames' source.
@@ -208,10 +236,26 @@ impl Traffic {
         })
     }
 
-    /// Starts the frames of a tunnel whose CHILD_SA was just installed.
+    /// Starts the frames of a tunnel whose CHILD_SA was just installed;
+    /// for a tunnel already sending, moves its frames to the new
+    /// CHILD_SA's keys (a rekey), its sequence of test frames going on.
     pub fn tunnel_up(&self, tunnel: UpTunnel) {
         // A sender that ended early says why at `finish`.
         let _ = self.up.send(tunnel);
+    }
+
+    /// Where tunnel `i`'s frames stand now (a rekey's window's start or
+    /// end).
+    pub fn tunnel_mark(&self, i: usize) -> TunnelMark {
+        let word = self
+            .shared
+            .progress
+            .get(i)
+            .map_or(0, |a| a.load(Ordering::Acquire));
+        TunnelMark {
+            next_seq: word >> 32,
+            refused: word & 0xffff_ffff,
+        }
     }
 
     /// Where every tunnel's frames stand now (a window's start or end).
@@ -281,6 +325,8 @@ impl Traffic {
             .map_err(|_| err!(Failed, "the receiver thread panicked"))?;
         let sent = sent?;
         let mut counts = counts?;
+        counts.seen =
+            std::mem::take(&mut *self.shared.seen.lock().unwrap_or_else(|e| e.into_inner()));
         for (t, (s, r)) in counts.tunnels.iter_mut().zip(sent) {
             t.sent = s;
             t.refused = r;
@@ -493,12 +539,24 @@ impl Pacer {
 
     /// Sets up tunnel `t`'s stream (its ESP SA and frame template; the
     /// gateway's MAC looked up on the first). Its index, for the caller to
-    /// schedule its first frame; None for an index out of range.
+    /// schedule its first frame; None for an index out of range, or for a
+    /// tunnel already sending, whose stream only takes the new keys (a
+    /// rekey: its frames go on, at the same pace, on the new SA).
     fn start_tunnel(&mut self, t: UpTunnel) -> Result<Option<usize>> {
         if t.index >= self.count {
             return Ok(None);
         }
         let side = &self.side;
+        if let Some(stream) = self.streams[t.index].as_mut() {
+            let sa = Outbound::new(t.keys).map_err(|e| err!(Failed, "tunnel {}: {e}", t.index))?;
+            stream.esp = EspSend::new(
+                sa,
+                side.peers[t.index],
+                side.gateway,
+                Arc::clone(&self.counts),
+            );
+            return Ok(None);
+        }
         let mac = match self.gateway_mac {
             Some(m) => m,
             None => {
