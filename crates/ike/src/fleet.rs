@@ -142,6 +142,32 @@ struct Slot {
     rekeyed_spis: Vec<u64>,
 }
 
+/// After the IKE SA of `peer` was rekeyed: the gateway's messages name
+/// the new SA's SPI from now on, and the old SA's until it is deleted; the
+/// SPIs of SAs rekeyed before that are gone.
+fn follow_ike_rekey(by_spi: &mut HashMap<u64, usize>, slot: &mut Slot, peer: usize) {
+    let Some(machine) = slot.machine.as_ref() else {
+        return;
+    };
+    let Some(t) = machine.tunnel() else {
+        return;
+    };
+    let (new, old) = t.own_spis();
+    let first = machine.spi_i();
+    for spi in std::mem::take(&mut slot.rekeyed_spis) {
+        if Some(spi) == old {
+            slot.rekeyed_spis.push(spi);
+        } else {
+            by_spi.remove(&spi);
+        }
+    }
+    if old != Some(first) {
+        by_spi.remove(&first);
+    }
+    by_spi.insert(new, peer);
+    slot.rekeyed_spis.push(new);
+}
+
 /// The peers' IKE state, driven by one thread.
 pub struct Fleet {
     shared: Arc<Shared>,
@@ -431,27 +457,7 @@ impl Fleet {
                 }
                 Output::Event(event) => {
                     if event == Event::IkeRekeyed {
-                        // The gateway's messages name the new SA's SPI
-                        // from now on, the old SA's until it is deleted.
-                        if let Some(t) = slot.machine.as_ref().and_then(|m| m.tunnel()) {
-                            let (new, old) = t.own_spis();
-                            let first = slot.machine.as_ref().map(|m| m.spi_i());
-                            // SAs rekeyed before the old one are gone.
-                            for spi in std::mem::take(&mut slot.rekeyed_spis) {
-                                if Some(spi) == old {
-                                    slot.rekeyed_spis.push(spi);
-                                } else {
-                                    self.by_spi.remove(&spi);
-                                }
-                            }
-                            if old != first {
-                                if let Some(first) = first {
-                                    self.by_spi.remove(&first);
-                                }
-                            }
-                            self.by_spi.insert(new, peer);
-                            slot.rekeyed_spis.push(new);
-                        }
+                        follow_ike_rekey(&mut self.by_spi, slot, peer);
                     }
                     if event == Event::IkeDeleted {
                         slot.state = State::Down;

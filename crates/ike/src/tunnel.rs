@@ -934,51 +934,7 @@ impl Tunnel {
         let mut reply = Vec::new();
         let mut switch_to = None;
         let event = match h.exchange {
-            exchange::INFORMATIONAL => {
-                let mut event = if request.payloads.is_empty() {
-                    Event::LivenessCheck
-                } else {
-                    Event::Informational
-                };
-                for p in &request.payloads {
-                    let Payload::Delete(d) = p else { continue };
-                    if d.protocol == protocol::IKE {
-                        event = Event::IkeDeleted;
-                    } else if d.protocol == protocol::ESP && event != Event::IkeDeleted {
-                        let ours = |c: &ChildSa| {
-                            d.spis
-                                .iter()
-                                .any(|s| s[..] == c.outbound.spi.to_be_bytes()[..])
-                        };
-                        if ours(&self.child) {
-                            // RFC 7296 §1.4.1: answer with the Delete of
-                            // our direction of the pair.
-                            reply.push(Payload::Delete(Delete {
-                                protocol: protocol::ESP,
-                                spi_size: 4,
-                                spis: vec![self.child.inbound.spi.to_be_bytes().to_vec()],
-                            }));
-                            event = Event::ChildDeleted;
-                        } else if let Some(old) = self.old_child.take() {
-                            if ours(&old) {
-                                // The old CHILD_SA of a rekey, deleted by
-                                // the peer: the new one stays.
-                                reply.push(Payload::Delete(Delete {
-                                    protocol: protocol::ESP,
-                                    spi_size: 4,
-                                    spis: vec![old.inbound.spi.to_be_bytes().to_vec()],
-                                }));
-                                if event != Event::ChildDeleted {
-                                    event = Event::RekeyedChildDeleted;
-                                }
-                            } else {
-                                self.old_child = Some(old);
-                            }
-                        }
-                    }
-                }
-                event
-            }
+            exchange::INFORMATIONAL => self.answer_informational(&request, &mut reply),
             exchange::CREATE_CHILD_SA if ike_rekey::is_ike_rekey(&request) => {
                 match self.answer_ike_rekey(&request) {
                     Ok((payloads, new)) => {
@@ -1037,6 +993,55 @@ impl Tunnel {
         }
         out.outputs.push_back(Output::Event(event));
         true
+    }
+
+    /// The peer's INFORMATIONAL: a liveness check, notifications, or
+    /// Deletes (of the IKE SA, of the CHILD_SA, of the CHILD_SA a rekey
+    /// replaced), with our side of each deleted pair in `reply`.
+    fn answer_informational(&mut self, request: &Message, reply: &mut Vec<Payload>) -> Event {
+        let mut event = if request.payloads.is_empty() {
+            Event::LivenessCheck
+        } else {
+            Event::Informational
+        };
+        for p in &request.payloads {
+            let Payload::Delete(d) = p else { continue };
+            if d.protocol == protocol::IKE {
+                event = Event::IkeDeleted;
+            } else if d.protocol == protocol::ESP && event != Event::IkeDeleted {
+                let ours = |c: &ChildSa| {
+                    d.spis
+                        .iter()
+                        .any(|s| s[..] == c.outbound.spi.to_be_bytes()[..])
+                };
+                if ours(&self.child) {
+                    // RFC 7296 §1.4.1: answer with the Delete of
+                    // our direction of the pair.
+                    reply.push(Payload::Delete(Delete {
+                        protocol: protocol::ESP,
+                        spi_size: 4,
+                        spis: vec![self.child.inbound.spi.to_be_bytes().to_vec()],
+                    }));
+                    event = Event::ChildDeleted;
+                } else if let Some(old) = self.old_child.take() {
+                    if ours(&old) {
+                        // The old CHILD_SA of a rekey, deleted by
+                        // the peer: the new one stays.
+                        reply.push(Payload::Delete(Delete {
+                            protocol: protocol::ESP,
+                            spi_size: 4,
+                            spis: vec![old.inbound.spi.to_be_bytes().to_vec()],
+                        }));
+                        if event != Event::ChildDeleted {
+                            event = Event::RekeyedChildDeleted;
+                        }
+                    } else {
+                        self.old_child = Some(old);
+                    }
+                }
+            }
+        }
+        event
     }
 
     /// The peer's IKE SA rekey: answered as `ike_rekey::answer` does,
