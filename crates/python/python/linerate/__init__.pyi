@@ -1136,6 +1136,7 @@ def tunnels(
     dut_firmware: Optional[Value] = None,
     events: Optional[Value] = None,
     quiet: bool = False,
+    rekey: Optional[Value] = None,
     remote_net: Optional[Value] = None,
     local_net: Optional[Value] = None,
     psk_file: Optional[Value] = None,
@@ -1177,10 +1178,11 @@ def tunnels(
         dut_firmware: The DUT's firmware or software version, e.g. "LCOS 10.80" (one line, at most 200 characters)
         events: Stream one JSON object per event (run_started, trial_started, trial_done, result, run_done) to FILE, or to stdout with '-' (the table then goes to stderr)
         quiet: No progress on stderr (set-up notes and errors are still printed)
+        rekey: During the hold: rekey each tunnel's CHILD_SA every DURATION (e.g. 2s; spread evenly over the tunnels; --hold at least DURATION). The report gives the rekeys attempted, completed and failed, rekeys per second, and with --traffic the frames lost around each rekey and the time it blocked its tunnel
         remote_net: The network behind linerate, split into one equal slice per tunnel (each tunnel's own traffic selector): 200 tunnels in a /17 get a /25 each. In the lab: 198.19.128.0/17
         local_net: The gateway's protected LAN, every tunnel's remote traffic selector (default: --ip-a's subnet; in the lab 198.18.0.0/24)
         psk_file: The pre-shared key every peer uses, in a file only its owner can read (chmod 600); never on the command line. In the lab: the scenario's
-        ipsec_id: One IKE identity for every peer (an address, @fqdn or user@domain) when the gateway wants another than each peer's own address
+        ipsec_id: The peers' IKE identity (an address, @fqdn or user@domain) when the gateway wants another than each peer's own address; {n} (the tunnel's number, from 1) and {addr} (its outer address) give each peer its own, e.g. @peer{n}.vpn.example or user{n}@example
     """
 
 def lab_up(
