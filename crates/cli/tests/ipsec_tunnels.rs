@@ -16,6 +16,10 @@
 //! - A gateway that refuses some peers (its connection takes only the
 //!   first half of the addresses): the measurement is refused in one line
 //!   naming how many failed and why, exit 2, nothing left behind.
+//! - `--ipsec-id user{n}@example`: a charon with one connection per peer
+//!   and identity (user1@example .. user3@example) takes all three tunnels,
+//!   each peer with its own identity (charon's log); an unknown
+//!   placeholder is refused in one line, exit 2.
 //!
 //! Root only; needs strongSwan (scripts/setup.sh). Run with
 //! --test-threads=1.
@@ -63,6 +67,11 @@ struct Bed {
 
 impl Bed {
     fn new(tag: &str, peers: &str) -> Bed {
+        Bed::with_conns(tag, &[many_conn(peers)])
+    }
+
+    /// A bed whose charon has the connections `conns`.
+    fn with_conns(tag: &str, conns: &[Conn]) -> Bed {
         let (t, r, guard) = plain_router(tag);
         for ns in [&t, &r] {
             sh(
@@ -86,7 +95,7 @@ impl Bed {
             "table ip lan {\n  chain out {\n    type filter hook postrouting priority 0;\n    oifname \"ra\" meta l4proto udp counter\n  }\n  chain in {\n    type filter hook prerouting priority 0;\n    iifname \"ra\" meta l4proto udp counter\n  }\n}\n",
         );
         let key = linerate_helper::random_hex(16).unwrap();
-        let charon = Charon::start(&r, &[many_conn(peers)], &key);
+        let charon = Charon::start(&r, conns, &key);
         let psk = TempFile::new("tunnels-psk");
         std::fs::write(&psk.0, format!("{key}\n")).unwrap();
         std::fs::set_permissions(&psk.0, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -606,4 +615,69 @@ fn every_tunnel_is_rekeyed_under_load_and_keeps_its_share() {
         }
         bed.assert_nothing_left(&run);
     }
+}
+
+/// `--tunnels 3 --ipsec-id user{n}@example`: charon has one connection
+/// per peer address and identity (198.19.0.2 as user1@example, ...), so a
+/// peer that sent another identity would find none; all three
+/// come up (the trial runs), and charon's log names each peer address
+/// with its own identity; with one identity for all, two of the three do
+/// not. `{id}` is no placeholder: refused in one line.
+#[test]
+fn every_tunnel_sends_its_own_identity_from_a_template() {
+    if !root_or_skip("every_tunnel_sends_its_own_identity_from_a_template") {
+        return;
+    }
+    let conns: Vec<Conn> = (1..=3)
+        .map(|n| Conn {
+            name: format!("user{n}"),
+            remote_id: format!("user{n}@example"),
+            ..many_conn(&format!("198.19.0.{}", n + 1))
+        })
+        .collect();
+    let bed = Bed::with_conns("ti", &conns);
+    let trial = |id: &str| {
+        bed.trial(&[
+            "--tunnels",
+            "3",
+            "--ipsec-id",
+            id,
+            "--frame-size",
+            "128",
+            "--rate",
+            "1000fps",
+            "--duration",
+            "1s",
+        ])
+    };
+    let run = trial("user{n}@example");
+    assert!(run.code == 0 || run.code == 1, "{}", run.dump());
+    let log = bed.charon.log();
+    for n in 1..=3 {
+        // "IKE_SA user2[2] established between 198.19.0.1[198.19.0.1]...198.19.0.3[user2@example]"
+        let peer = format!("...198.19.0.{}[user{n}@example]", n + 1);
+        assert!(
+            log.lines()
+                .any(|l| l.contains(&format!("IKE_SA user{n}[")) && l.contains(&peer)),
+            "charon's log has no IKE_SA user{n} of {peer}:\n{log}"
+        );
+    }
+    bed.assert_nothing_left(&run);
+    // One identity for every peer: charon has a connection for the first
+    // only, and the measurement is refused.
+    let run = trial("user1@example");
+    assert_bad_input(&run);
+    assert!(
+        run.stderr.contains("2 of 3 tunnels did not come up"),
+        "{}",
+        run.dump()
+    );
+    bed.assert_nothing_left(&run);
+    let run = trial("user{id}@example");
+    assert_bad_input(&run);
+    assert!(
+        run.stderr.contains("{id} is no placeholder"),
+        "{}",
+        run.dump()
+    );
 }
