@@ -621,8 +621,9 @@ fn every_tunnel_is_rekeyed_under_load_and_keeps_its_share() {
 /// per peer address and identity (198.19.0.2 as user1@example, ...), so a
 /// peer that sent another identity would find none; all three
 /// come up (the trial runs), and charon's log names each peer address
-/// with its own identity; with one identity for all, two of the three do
-/// not. `{id}` is no placeholder: refused in one line.
+/// with its own identity; one tunnel alone is tunnel 1 (user1@example);
+/// with one identity for all, two of the three do not come up. `{id}` is
+/// no placeholder: refused in one line.
 #[test]
 fn every_tunnel_sends_its_own_identity_from_a_template() {
     if !root_or_skip("every_tunnel_sends_its_own_identity_from_a_template") {
@@ -663,6 +664,18 @@ fn every_tunnel_sends_its_own_identity_from_a_template() {
         );
     }
     bed.assert_nothing_left(&run);
+    // One tunnel (one IKE session, not the fleet): it is tunnel 1.
+    let run = bed.trial(&[
+        "--ipsec-id",
+        "user{n}@example",
+        "--frame-size",
+        "128",
+        "--rate",
+        "1000fps",
+        "--duration",
+        "1s",
+    ]);
+    assert!(run.code == 0 || run.code == 1, "{}", run.dump());
     // One identity for every peer: charon has a connection for the first
     // only, and the measurement is refused.
     let run = trial("user1@example");

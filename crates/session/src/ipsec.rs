@@ -315,7 +315,9 @@ fn connect_one(
         config.ike = ike.clone();
     }
     config.esp = esp;
-    config.local_id = plan.local_id.clone();
+    // An `--ipsec-id` template ({n}, {addr}) names the one tunnel tunnel 1.
+    crate::peers::check_id_template(plan.local_id.as_ref())?;
+    config.local_id = crate::peers::peer_identity(plan.local_id.as_ref(), 0, host_b.ip);
     config.remote_id = plan.remote_id.clone();
     config.retransmit = plan.retransmit();
     config.force_encap = plan.esp_encap.forces_udp();
