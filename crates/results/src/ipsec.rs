@@ -175,9 +175,26 @@ pub struct TrialRekeys {
     /// New SAs the data path took during the trial (outbound and inbound:
     /// two per completed rekey when the trial sends both ways).
     pub sas_taken: u64,
+    /// IKE SA rekeys that ended during the trial (`--rekey-ike`, or the
+    /// gateway's own), apart from the CHILD_SA rekeys above: they change
+    /// no key of the data path. None: none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ike: Option<IkeRekeys>,
     /// The first rekeys (at most 100), in the order they ended.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub list: Vec<RekeyRecord>,
+}
+
+/// The IKE SA rekeys that ended during one trial.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IkeRekeys {
+    /// Rekeys linerate started (`--rekey-ike`) that the gateway answered.
+    pub done: u64,
+    /// Rekeys the gateway started; linerate answered.
+    pub by_gateway: u64,
+    /// Rekeys linerate started that failed: the tunnel stayed on its old
+    /// IKE SA.
+    pub failed: u64,
 }
 
 impl TrialRekeys {

@@ -764,7 +764,20 @@ pub fn rekeys_lines(t: &TrialResult) -> Vec<String> {
     } else {
         String::new()
     };
-    let mut lines = vec![format!(
+    let mut lines = Vec::new();
+    if let Some(ike) = r.ike {
+        lines.push(format!(
+            "  IKE rekeys  {:>15} completed ({} by linerate, {} by the gateway), {} failed; the CHILD_SAs and their keys stay",
+            thousands(ike.done + ike.by_gateway),
+            thousands(ike.done),
+            thousands(ike.by_gateway),
+            thousands(ike.failed)
+        ));
+        if r.completed() + r.failed + r.tunnels_deleted + r.sas_taken == 0 {
+            return lines;
+        }
+    }
+    lines.insert(0, format!(
         "  rekeys      {:>15} completed, {:.1} per second ({} by linerate{answered}; {} by the gateway), {} failed; {} new SAs taken by the data path",
         thousands(r.completed()),
         r.completed() as f64 / t.duration_s.max(f64::MIN_POSITIVE),
@@ -772,7 +785,7 @@ pub fn rekeys_lines(t: &TrialResult) -> Vec<String> {
         thousands(r.by_gateway),
         thousands(r.failed),
         thousands(r.sas_taken)
-    )];
+    ));
     let tunnels = t.tunnels.len().max(1);
     if let Some((lost, blocked_ms)) = r.per_rekey(
         t.tx_frames.saturating_sub(t.rx_frames),

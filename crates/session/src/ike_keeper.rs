@@ -11,7 +11,10 @@
 //! Rekeys linerate starts are spread evenly over the period: with N
 //! tunnels and `--rekey T`, tunnel i is first rekeyed at (i + 1) T / N
 //! after the start, then every T, so the gateway sees N / T rekeys per
-//! second, not N at once.
+//! second, not N at once. `--rekey-ike T` rekeys each tunnel's IKE SA on
+//! the same kind of schedule; a tunnel has one request in flight at most,
+//! so a CHILD_SA rekey and an IKE SA rekey due together go one after the
+//! other.
 
 use crate::peers::reason;
 use linerate_engine::ipsec::SaInbox;
@@ -117,12 +120,21 @@ impl Peers {
         }
     }
 
-    fn rekey(&mut self, tunnel: usize) -> Result<(), IkeError> {
-        match self {
-            Peers::One(s) => s.rekey_child(),
-            Peers::Many(f) => f.rekey_child(tunnel),
+    fn rekey(&mut self, tunnel: usize, what: Rekeying) -> Result<(), IkeError> {
+        match (self, what) {
+            (Peers::One(s), Rekeying::Child) => s.rekey_child(),
+            (Peers::Many(f), Rekeying::Child) => f.rekey_child(tunnel),
+            (Peers::One(s), Rekeying::Ike) => s.rekey_ike(),
+            (Peers::Many(f), Rekeying::Ike) => f.rekey_ike(tunnel),
         }
     }
+}
+
+/// What a scheduled rekey replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Rekeying {
+    Child,
+    Ike,
 }
 
 /// One finished CHILD_SA rekey.
@@ -170,9 +182,12 @@ pub struct RekeyTotals {
     /// Rekeys the gateway started.
     pub by_gateway: u64,
     pub failed: u64,
-    /// IKE SA rekeys (the gateway's, answered); not CHILD_SA rekeys, so
-    /// counted apart from the three above.
-    pub ike_rekeys: u64,
+    /// IKE SA rekeys, counted apart from the CHILD_SA rekeys above: those
+    /// linerate started (`--rekey-ike`) that the gateway answered, those
+    /// the gateway started, and those of linerate's that failed.
+    pub ike_done: u64,
+    pub ike_by_gateway: u64,
+    pub ike_failed: u64,
 }
 
 impl RekeyLog {
@@ -223,8 +238,8 @@ pub struct Keeper {
 
 impl Keeper {
     /// Starts the thread over `peers`; `every`: rekey each tunnel's
-    /// CHILD_SA that often.
-    pub fn start(peers: Peers, handoff: Handoff, every: Option<Duration>) -> Keeper {
+    /// CHILD_SA and IKE SA that often.
+    pub fn start(peers: Peers, handoff: Handoff, every: Every) -> Keeper {
         let stop = Arc::new(AtomicBool::new(false));
         let n = peers.count();
         let spis = (0..n)
@@ -268,11 +283,19 @@ impl Drop for Keeper {
     }
 }
 
+/// How often linerate rekeys each tunnel's SAs itself (`--rekey`,
+/// `--rekey-ike`); None: only when the gateway asks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Every {
+    pub child: Option<Duration>,
+    pub ike: Option<Duration>,
+}
+
 /// The thread: answer, rekey on schedule, hand keys over, until `stop`.
 fn keep(
     peers: Peers,
     handoff: Handoff,
-    every: Option<Duration>,
+    every: Every,
     stop: &AtomicBool,
     log: &Mutex<RekeyLog>,
 ) -> Peers {
@@ -296,11 +319,11 @@ fn keep(
 struct Keeping {
     peers: Peers,
     handoff: Handoff,
-    every: Option<Duration>,
-    /// Each tunnel's next rekey, soonest first.
-    due: BinaryHeap<Reverse<(Instant, usize)>>,
-    /// When linerate asked for each tunnel's pending rekey.
-    asked: Vec<Option<Instant>>,
+    every: Every,
+    /// Each tunnel's next rekeys, soonest first.
+    due: BinaryHeap<Reverse<(Instant, usize, Rekeying)>>,
+    /// When linerate asked for each tunnel's pending rekey, and of what.
+    asked: Vec<Option<(Instant, Rekeying)>>,
     /// After a rekey the gateway started: the new outbound SA, held back
     /// until the gateway deletes the old CHILD_SA (it installs its new
     /// inbound SA only once it has linerate's answer), or until the time
@@ -313,15 +336,14 @@ struct Keeping {
 impl Keeping {
     /// Schedules the rekeys (with `every`) from `start`: tunnel i first at
     /// (i + 1) `every` / N, so they spread evenly over the period.
-    fn new(peers: Peers, handoff: Handoff, every: Option<Duration>, start: Instant) -> Keeping {
+    fn new(peers: Peers, handoff: Handoff, every: Every, start: Instant) -> Keeping {
         let n = peers.count();
-        let mut due: BinaryHeap<Reverse<(Instant, usize)>> = BinaryHeap::new();
-        if let Some(every) = every {
+        let mut due = BinaryHeap::new();
+        for (what, period) in [(Rekeying::Child, every.child), (Rekeying::Ike, every.ike)] {
+            let Some(period) = period else { continue };
             for i in 0..n {
-                due.push(Reverse((
-                    start + every.mul_f64((i + 1) as f64 / n as f64),
-                    i,
-                )));
+                let first = start + period.mul_f64((i + 1) as f64 / n as f64);
+                due.push(Reverse((first, i, what)));
             }
         }
         Keeping {
@@ -338,27 +360,38 @@ impl Keeping {
     /// When the next turn is due, read at `now`: the next rekey, or the
     /// stop check's period at the latest.
     fn wake(&self, now: Instant) -> Instant {
-        self.due.peek().map_or(now + STOP_CHECK, |Reverse((t, _))| {
-            (*t).min(now + STOP_CHECK)
-        })
+        self.due
+            .peek()
+            .map_or(now + STOP_CHECK, |Reverse((t, _, _))| {
+                (*t).min(now + STOP_CHECK)
+            })
     }
 
     /// Acts on what ended for `tunnel`: new keys handed over (or held),
     /// the rekey or the gateway's delete logged.
     fn ended(&mut self, tunnel: usize, outcome: Outcome, log: &Mutex<RekeyLog>) {
         // A rekey's end ends linerate's request for the tunnel, if it
-        // made one; nothing else does.
-        let took = match outcome {
-            Outcome::Rekeyed | Outcome::RekeyFailed(_) => self
-                .asked
-                .get_mut(tunnel)
-                .and_then(Option::take)
-                .map(|t| t.elapsed()),
-            _ => None,
+        // made one of that kind (a failure: of either kind); nothing else
+        // does.
+        let asked = self.asked.get(tunnel).copied().flatten();
+        let ends_ours = matches!(
+            (&outcome, asked),
+            (Outcome::Rekeyed, Some((_, Rekeying::Child)))
+                | (Outcome::IkeRekeyed, Some((_, Rekeying::Ike)))
+                | (Outcome::RekeyFailed(_), Some(_))
+        );
+        let (took, what) = match (ends_ours, asked) {
+            (true, Some((at, what))) => {
+                self.asked[tunnel] = None;
+                (Some(at.elapsed()), Some(what))
+            }
+            _ => (None, None),
         };
         let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
         match outcome {
-            Outcome::IkeRekeyed => log.totals.ike_rekeys += 1,
+            Outcome::IkeRekeyed if took.is_some() => log.totals.ike_done += 1,
+            Outcome::IkeRekeyed => log.totals.ike_by_gateway += 1,
+            Outcome::RekeyFailed(_) if what == Some(Rekeying::Ike) => log.totals.ike_failed += 1,
             Outcome::OldDeleted => {
                 if let Some((sa, _)) = self.held.get_mut(tunnel).and_then(Option::take) {
                     self.handoff.outbound.push(tunnel, sa);
@@ -412,20 +445,32 @@ impl Keeping {
     /// Asks for every rekey due by `now` and schedules each tunnel's next;
     /// a request that cannot be sent is logged as a failed rekey.
     fn rekey_due(&mut self, now: Instant, log: &Mutex<RekeyLog>) {
-        while let Some(&Reverse((t, i))) = self.due.peek() {
+        while let Some(&Reverse((t, i, what))) = self.due.peek() {
             if t > now {
                 break;
             }
             self.due.pop();
-            if let Some(every) = self.every {
-                self.due.push(Reverse((t + every, i)));
-            }
-            // One rekey at a time per tunnel: a slow answer skips a turn.
             if self.asked[i].is_some() {
+                // One request at a time per tunnel: a CHILD_SA rekey
+                // waits for the IKE SA rekey in flight (or the other way
+                // round) and goes right after it; a rekey of the same kind
+                // still unanswered skips this turn.
+                let next = match self.asked[i] {
+                    Some((_, pending)) if pending != what => now + STOP_CHECK,
+                    _ => t + self.period(what),
+                };
+                self.due.push(Reverse((next, i, what)));
                 continue;
             }
-            match self.peers.rekey(i) {
-                Ok(()) => self.asked[i] = Some(Instant::now()),
+            self.due.push(Reverse((t + self.period(what), i, what)));
+            match self.peers.rekey(i, what) {
+                Ok(()) => self.asked[i] = Some((Instant::now(), what)),
+                Err(_) if what == Rekeying::Ike => {
+                    log.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .totals
+                        .ike_failed += 1;
+                }
                 Err(e) => {
                     let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
                     log.push(Rekey {
@@ -438,6 +483,19 @@ impl Keeping {
                 }
             }
         }
+    }
+}
+
+impl Keeping {
+    /// The schedule's period of `what` (only asked for a kind that has one).
+    fn period(&self, what: Rekeying) -> Duration {
+        let period = match what {
+            Rekeying::Child => self.every.child,
+            Rekeying::Ike => self.every.ike,
+        };
+        // Never None for a kind on the schedule; an hour keeps `Instant`
+        // arithmetic far from overflow if it were.
+        period.unwrap_or(Duration::from_secs(3600))
     }
 }
 

@@ -21,7 +21,7 @@
 mod many;
 
 use crate::error::{bail, err, Result};
-use crate::ike_keeper::{Handoff, Keeper, Peers, RekeyLog, RekeyTotals};
+use crate::ike_keeper::{Every, Handoff, Keeper, Peers, RekeyLog, RekeyTotals};
 use crate::peers::{ip_out as ip, PeerAddresses};
 use linerate_engine::esp_sink::{ProtocolSink, IPPROTO_ESP};
 use linerate_engine::ipsec::{
@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use linerate_results::ipsec::{
-    Direction, EspTrial, IpsecRun, RekeyRecord, TrialRekeys, TunnelsRun,
+    Direction, EspTrial, IkeRekeys, IpsecRun, RekeyRecord, TrialRekeys, TunnelsRun,
 };
 
 /// An IPv4 network, and the address in it a host uses.
@@ -202,6 +202,9 @@ pub struct IpsecPlan {
     /// run lasts (spread evenly over the tunnels); None: only when the
     /// gateway asks.
     pub rekey: Option<Duration>,
+    /// `--rekey-ike T`: each tunnel's IKE SA is rekeyed every T the same
+    /// way; None: only when the gateway asks.
+    pub rekey_ike: Option<Duration>,
     /// `--esp-encap`: ESP in UDP 4500 (the default), raw, or as NAT
     /// detection finds.
     pub esp_encap: EspEncap,
@@ -219,6 +222,15 @@ const FIRST_WAIT: Duration = Duration::from_millis(500);
 const MOST_TRIES: u32 = 8;
 
 impl IpsecPlan {
+    /// How often linerate rekeys each tunnel's SAs itself (`--rekey`,
+    /// `--rekey-ike`).
+    pub fn rekeys(&self) -> Every {
+        Every {
+            child: self.rekey,
+            ike: self.rekey_ike,
+        }
+    }
+
     /// The IKE retransmission schedule: the default, or, with
     /// `--ipsec-timeout T`, as many tries as fit T with a first wait of
     /// 0.5 s or more (doubling after each), stretched to end at T exactly.
@@ -366,7 +378,7 @@ pub struct IpsecPeer {
     /// rekeys (`--rekey`) and hands new keys to the data path; it holds
     /// the session or fleet until the run ends.
     keeper: Option<Keeper>,
-    rekey: Option<Duration>,
+    rekey: Every,
     /// `--esp-keys`: where the keys of later CHILD_SAs are added too.
     esp_keys: Option<PathBuf>,
 }
@@ -501,7 +513,7 @@ impl IpsecPeer {
             },
             inner: checked.remote_net.host(),
             keeper: None,
-            rekey: plan.rekey,
+            rekey: plan.rekeys(),
             esp_keys: plan.esp_keys.clone(),
         }
     }
@@ -733,15 +745,19 @@ impl IpsecPeer {
         ) + &self.rekey_note()
     }
 
-    /// "; CHILD_SA rekeyed every 2 s", with `--rekey`.
+    /// "; each CHILD_SA rekeyed every 2s (--rekey)", with `--rekey`, and
+    /// the same of the IKE SA with `--rekey-ike`.
     fn rekey_note(&self) -> String {
-        match self.rekey {
-            Some(every) => format!(
-                "; each CHILD_SA rekeyed every {} (--rekey)",
-                humantime::format_duration(every)
-            ),
-            None => String::new(),
-        }
+        let every = |what: &str, period: Option<Duration>, option: &str| {
+            period.map_or(String::new(), |p| {
+                format!(
+                    "; each {what} rekeyed every {} ({option})",
+                    humantime::format_duration(p)
+                )
+            })
+        };
+        every("CHILD_SA", self.rekey.child, "--rekey")
+            + &every("IKE SA", self.rekey.ike, "--rekey-ike")
     }
 
     /// Puts linerate's outer address on port B (and a route to an
@@ -824,7 +840,14 @@ fn trial_rekeys(before: &PeerCounts, after: &PeerCounts) -> Option<TrialRekeys> 
     let failed = t1.failed - t0.failed;
     let deleted = after.deleted.saturating_sub(before.deleted) as u64;
     let sas_taken = after.esp.new_sas_taken - before.esp.new_sas_taken;
-    if done + by_gateway + failed + deleted + sas_taken == 0 {
+    let ike = IkeRekeys {
+        done: t1.ike_done - t0.ike_done,
+        by_gateway: t1.ike_by_gateway - t0.ike_by_gateway,
+        failed: t1.ike_failed - t0.ike_failed,
+    };
+    if done + by_gateway + failed + deleted + sas_taken + ike.done + ike.by_gateway + ike.failed
+        == 0
+    {
         return None;
     }
     let ended: Vec<&crate::ike_keeper::Rekey> = log.between(before.rekeys, after.rekeys).collect();
@@ -846,6 +869,7 @@ fn trial_rekeys(before: &PeerCounts, after: &PeerCounts) -> Option<TrialRekeys> 
             .fold(0.0, f64::max),
         tunnels_deleted: deleted,
         sas_taken,
+        ike: (ike != IkeRekeys::default()).then_some(ike),
         list: ended
             .iter()
             .take(REKEYS_LISTED)
@@ -912,6 +936,7 @@ mod tests {
             tunnels: 1,
             peer_addrs: None,
             rekey: None,
+            rekey_ike: None,
             esp_encap: EspEncap::default(),
             ipsec_timeout: timeout,
         }

@@ -233,6 +233,7 @@ fn with_vpn_peer(
         tunnels: 1,
         peer_addrs: None,
         rekey: None,
+        rekey_ike: None,
         esp_encap: crate::ipsec::EspEncap::Udp,
         ipsec_timeout: None,
     });

@@ -44,6 +44,9 @@ pub struct IpsecArgs {
     /// Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way.
     #[arg(long, value_name = "DURATION")]
     pub rekey: Option<String>,
+    /// Rekey each tunnel's IKE SA every DURATION while the test runs (e.g. 5s; spread evenly over the tunnels), beside or without --rekey: a new Diffie-Hellman exchange and IKE keys, the CHILD_SAs and the data path untouched. The report counts them apart. The gateway's own IKE SA rekeys are answered either way.
+    #[arg(long, value_name = "DURATION")]
+    pub rekey_ike: Option<String>,
     /// How ESP travels to the gateway: udp (the default: ESP in UDP 4500, forced by faked NAT detection; works through a NAT), raw (IP protocol 50, as gateways use with no NAT between; refused if the gateway still negotiates UDP) or auto (whatever NAT detection finds).
     #[arg(long, value_name = "udp|raw|auto")]
     pub esp_encap: Option<String>,
@@ -115,7 +118,16 @@ impl IpsecArgs {
             esp_keys: self.esp_keys.clone(),
             tunnels: 1,
             peer_addrs: None,
-            rekey: self.rekey.as_deref().map(rekey_period).transpose()?,
+            rekey: self
+                .rekey
+                .as_deref()
+                .map(|t| rekey_period(t, "--rekey"))
+                .transpose()?,
+            rekey_ike: self
+                .rekey_ike
+                .as_deref()
+                .map(|t| rekey_period(t, "--rekey-ike"))
+                .transpose()?,
             esp_encap: match self.esp_encap.as_deref() {
                 None => EspEncap::default(),
                 Some(t) => EspEncap::parse(t).ok_or_else(|| {
@@ -147,6 +159,7 @@ impl IpsecArgs {
             (self.direction.is_some(), "--direction"),
             (self.esp_keys.is_some(), "--esp-keys"),
             (self.rekey.is_some(), "--rekey"),
+            (self.rekey_ike.is_some(), "--rekey-ike"),
             (self.esp_encap.is_some(), "--esp-encap"),
             (self.ipsec_timeout.is_some(), "--ipsec-timeout"),
         ]
@@ -156,14 +169,14 @@ impl IpsecArgs {
     }
 }
 
-/// `--rekey`: a period of 200 ms or more (a rekey is a round trip with the
-/// gateway; one period must leave room for it).
-fn rekey_period(text: &str) -> Result<std::time::Duration> {
-    let d = linerate_session::ports::parse_duration(text, "--rekey")?;
+/// `--rekey`, `--rekey-ike`: a period of 200 ms or more (a rekey is a
+/// round trip with the gateway; one period must leave room for it).
+fn rekey_period(text: &str, option: &str) -> Result<std::time::Duration> {
+    let d = linerate_session::ports::parse_duration(text, option)?;
     if d < std::time::Duration::from_millis(200) {
         bail!(
             BadInput,
-            "--rekey {text} is shorter than a rekey takes to answer: give 200ms or more (e.g. 2s)"
+            "{option} {text} is shorter than a rekey takes to answer: give 200ms or more (e.g. 2s)"
         );
     }
     Ok(d)

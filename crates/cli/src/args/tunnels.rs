@@ -14,6 +14,7 @@ use std::path::PathBuf;
     mut_arg("ipsec", |a| a.hide(true)),
     mut_arg("direction", |a| a.hide(true)),
     mut_arg("esp_keys", |a| a.hide(true)),
+    mut_arg("rekey_ike", |a| a.hide(true)),
     mut_arg("rekey", |a| a.help("During the hold: rekey each tunnel's CHILD_SA every DURATION (e.g. 2s; spread evenly over the tunnels; --hold at least DURATION). The report gives the rekeys attempted, completed and failed, rekeys per second, and with --traffic the frames lost around each rekey and the time it blocked its tunnel")),
     mut_arg("pcap", |a| a.hide(true)),
     mut_arg("pcap_frames", |a| a.hide(true)),

@@ -148,6 +148,7 @@ impl TunnelsArgs {
             Rule::new("--ipsec", self.ipsec.ipsec, false, "is implied: every peer linerate tunnels emulates is an IPsec peer; leave --ipsec out"),
             Rule::new("--ipsec-gateway", self.ipsec.ipsec_gateway.is_some(), !lab, "is the IKE address of a gateway you name; the lab's VPN gateway has its own: leave --ipsec-gateway out with --lab or --scenario"),
             Rule::new("--esp-encap", self.ipsec.esp_encap.as_deref().is_some_and(|e| e != "udp"), false, "raw or auto: linerate tunnels sends its peers' ESP in UDP 4500 only; leave --esp-encap out"),
+            Rule::new("--rekey-ike", self.ipsec.rekey_ike.is_some(), false, "rekeys IKE SAs under test traffic in the packet commands (trial, rfc2544, loss ... with --ipsec); linerate tunnels rekeys CHILD_SAs during the hold with --rekey: leave --rekey-ike out"),
         ]
     }
 

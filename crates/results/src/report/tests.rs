@@ -777,3 +777,34 @@ fn time_the_hypervisor_took_from_the_dut_is_a_row_only_when_there_was_some() {
         "{row}"
     );
 }
+
+/// IKE SA rekeys get a line of their own, beside the CHILD_SA rekeys or
+/// alone.
+#[test]
+fn ike_sa_rekeys_are_counted_apart() {
+    let mut t = trial(128, 1000.0, 2000, false);
+    let ike = crate::ipsec::IkeRekeys {
+        done: 3,
+        by_gateway: 1,
+        failed: 0,
+    };
+    t.esp = Some(crate::ipsec::EspTrial {
+        rekeys: Some(crate::ipsec::TrialRekeys {
+            ike: Some(ike),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let lines = rekeys_lines(&t);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("4 completed (3 by linerate, 1 by the gateway), 0 failed"),
+        "{lines:?}"
+    );
+    if let Some(r) = t.esp.as_mut().and_then(|e| e.rekeys.as_mut()) {
+        r.done = 2;
+    }
+    let lines = rekeys_lines(&t);
+    assert!(lines[0].starts_with("  rekeys "), "{lines:?}");
+    assert!(lines[1].starts_with("  IKE rekeys "), "{lines:?}");
+}
