@@ -8,7 +8,7 @@ use crate::peers::PeerAddresses;
 use linerate_engine::ipsec::SharedCounts;
 use linerate_engine::HostConfig;
 use linerate_esp::{EspSuite, Inbound, Outbound};
-use linerate_ike::{Fleet, FleetConfig, IkeProposals, Peer, Ports, Psk, Retransmit, Setup};
+use linerate_ike::{Fleet, FleetConfig, IkeProposals, Peer, Ports, Psk, Setup};
 use linerate_results::report::thousands;
 use std::net::Ipv4Addr;
 use std::time::Instant;
@@ -109,7 +109,7 @@ impl Layout {
             ike: self.ike.clone(),
             esp: self.esp,
             remote_ts: self.local_net.selector(),
-            retransmit: Retransmit::default(),
+            retransmit: plan.retransmit(),
             force_encap: true,
             peers: self
                 .peers
@@ -324,7 +324,7 @@ impl IpsecPeer {
             inner: slices.host(0),
             slices: Some(slices),
             keeper: None,
-            rekey: plan.rekey,
+            rekey: plan.rekeys(),
             esp_keys: None,
         }
     }

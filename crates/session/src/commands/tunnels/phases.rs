@@ -16,7 +16,7 @@ use crate::exit::Outcome;
 use crate::ipsec::Net;
 use crate::peers::{peer_identity, selector};
 use crate::recorder::{Recorder, RunInfo};
-use linerate_ike::{Fleet, FleetConfig, IkeProposals, Peer, Ports, Psk, Retransmit, Setup};
+use linerate_ike::{Fleet, FleetConfig, IkeProposals, Peer, Ports, Psk, Setup};
 use linerate_lab::scenario::Applied;
 use linerate_results::report::thousands;
 use linerate_results::tunnels::{
@@ -61,7 +61,7 @@ pub(super) fn bind_fleet(
         ike,
         esp: bed.esp,
         remote_ts: selector(plan.local_net),
-        retransmit: Retransmit::default(),
+        retransmit: plan.ipsec.retransmit(),
         force_encap: true,
         peers: plan
             .peers
