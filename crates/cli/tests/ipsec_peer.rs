@@ -1122,3 +1122,109 @@ fn the_gateways_rekeys_and_liveness_checks_are_answered_while_the_frames_run() {
         charon.log()
     );
 }
+
+/// IKE SA rekeys under load, both ways, in one 8-s trial (decrypt): linerate
+/// rekeys the IKE SA every 2 s (`--rekey-ike 2s`) and charon rekeys it once
+/// more itself (`swanctl --rekey --ike gw` at 5 s). The CHILD_SA and its
+/// keys stay, so every frame sent arrives (but those charon's kernel
+/// dropped, counted there); charon reports each IKE SA rekey
+/// (`ike-rekey`), the record counts linerate's and the gateway's apart,
+/// none failed, and charon still holds exactly one IKE SA for linerate
+/// until its Delete at the end.
+#[test]
+fn the_ike_sa_is_rekeyed_under_load_by_linerate_and_by_the_gateway() {
+    if !root_or_skip("the_ike_sa_is_rekeyed_under_load_by_linerate_and_by_the_gateway") {
+        return;
+    }
+    let bed = Bed::new("ik", Some(&[gw_conn()]));
+    let charon = bed.charon();
+    let rekeys_seen = charon.monitor_events("ike-rekey");
+    let gw_drops0 = gateway_drops(&bed.r);
+    let json = TempFile::new("ipsec-ike-rekey");
+    let (run, sas_during) = std::thread::scope(|s| {
+        let gateway = s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(5000));
+            charon.swanctl(&["--rekey", "--ike", "gw"]);
+            std::thread::sleep(Duration::from_millis(1500));
+            charon.sas().len()
+        });
+        let run = bed.trial(&[
+            "--direction",
+            "decrypt",
+            "--frame-size",
+            "128",
+            "--rate",
+            "2000fps",
+            "--duration",
+            "8s",
+            "--rekey-ike",
+            "2s",
+            "--json",
+            json.arg(),
+        ]);
+        (run, gateway.join().unwrap())
+    });
+    assert_eq!(
+        sas_during,
+        1,
+        "charon held other than one IKE SA after the rekeys: {}",
+        run.dump()
+    );
+    let v = json.json();
+    assert_trial_consistent(&v);
+    let (tx, rx) = (u(&v, "tx_frames"), u(&v, "rx_frames"));
+    assert_eq!(tx, 16_000, "{}", run.dump());
+    let ike = &v["esp"]["rekeys"]["ike"];
+    assert!(ike.is_object(), "no IKE rekeys recorded: {}", run.dump());
+    // linerate's at 2, 4 and 6 s of the run (IKE starts before the trial,
+    // so 3 or 4 fall inside it), and charon's one.
+    let done = u(ike, "done");
+    assert!(
+        (3..=4).contains(&done),
+        "{done} IKE rekeys by linerate: {ike}"
+    );
+    assert_eq!(
+        u(ike, "by_gateway"),
+        1,
+        "{ike}\ncharon's log:\n{}",
+        charon.log()
+    );
+    assert_eq!(
+        u(ike, "failed"),
+        0,
+        "{ike}\ncharon's log:\n{}",
+        charon.log()
+    );
+    // No CHILD_SA changed: the data path kept its keys.
+    let child = &v["esp"]["rekeys"];
+    assert_eq!(
+        (
+            u(child, "done"),
+            u(child, "by_gateway"),
+            u(child, "sas_taken")
+        ),
+        (0, 0, 0),
+        "{child}"
+    );
+    let gw_drops = gateway_drops(&bed.r) - gw_drops0;
+    assert_eq!(
+        tx - rx,
+        gw_drops,
+        "frames lost other than the gateway's kernel's drops: {}\ncharon's log:\n{}",
+        run.dump(),
+        charon.log()
+    );
+    assert!(
+        run.stdout.contains("IKE rekeys") && run.stderr.contains("(--rekey-ike)"),
+        "the summary and the run note name the IKE rekeys: {}",
+        run.dump()
+    );
+    // charon saw every one: linerate's (3 or 4 in the trial, and those
+    // between the trial's end and the Delete) and its own.
+    let seen = rekeys_seen.events().len() as u64;
+    assert!(
+        seen > done,
+        "charon reported {seen} ike-rekey events, linerate {done}+1"
+    );
+    bed.assert_nothing_left(&run);
+}
