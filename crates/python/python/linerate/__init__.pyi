@@ -54,6 +54,7 @@ def trial(
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
     rekey: Optional[Value] = None,
+    rekey_ike: Optional[Value] = None,
     esp_encap: Optional[Value] = None,
     ipsec_timeout: Optional[Value] = None,
     tunnels: Optional[Value] = None,
@@ -118,6 +119,7 @@ def trial(
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
+        rekey_ike: Rekey each tunnel's IKE SA every DURATION while the test runs (e.g. 5s; spread evenly over the tunnels), beside or without --rekey: a new Diffie-Hellman exchange and IKE keys, the CHILD_SAs and the data path untouched. The report counts them apart. The gateway's own IKE SA rekeys are answered either way
         esp_encap: How ESP travels to the gateway: udp (the default: ESP in UDP 4500, forced by faked NAT detection; works through a NAT), raw (IP protocol 50, as gateways use with no NAT between; refused if the gateway still negotiates UDP) or auto (whatever NAT detection finds)
         ipsec_timeout: How long to wait for the gateway's answer to an IKE request (retransmitted with back-off meanwhile) before failing with "no answer", e.g. 2s. Default: 15.5s (5 tries from 0.5s, doubling)
         tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
@@ -182,6 +184,7 @@ def rfc2544(
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
     rekey: Optional[Value] = None,
+    rekey_ike: Optional[Value] = None,
     esp_encap: Optional[Value] = None,
     ipsec_timeout: Optional[Value] = None,
     tunnels: Optional[Value] = None,
@@ -252,6 +255,7 @@ def rfc2544(
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
+        rekey_ike: Rekey each tunnel's IKE SA every DURATION while the test runs (e.g. 5s; spread evenly over the tunnels), beside or without --rekey: a new Diffie-Hellman exchange and IKE keys, the CHILD_SAs and the data path untouched. The report counts them apart. The gateway's own IKE SA rekeys are answered either way
         esp_encap: How ESP travels to the gateway: udp (the default: ESP in UDP 4500, forced by faked NAT detection; works through a NAT), raw (IP protocol 50, as gateways use with no NAT between; refused if the gateway still negotiates UDP) or auto (whatever NAT detection finds)
         ipsec_timeout: How long to wait for the gateway's answer to an IKE request (retransmitted with back-off meanwhile) before failing with "no answer", e.g. 2s. Default: 15.5s (5 tries from 0.5s, doubling)
         tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
@@ -322,6 +326,7 @@ def mlrsearch(
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
     rekey: Optional[Value] = None,
+    rekey_ike: Optional[Value] = None,
     esp_encap: Optional[Value] = None,
     ipsec_timeout: Optional[Value] = None,
     tunnels: Optional[Value] = None,
@@ -390,6 +395,7 @@ def mlrsearch(
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
+        rekey_ike: Rekey each tunnel's IKE SA every DURATION while the test runs (e.g. 5s; spread evenly over the tunnels), beside or without --rekey: a new Diffie-Hellman exchange and IKE keys, the CHILD_SAs and the data path untouched. The report counts them apart. The gateway's own IKE SA rekeys are answered either way
         esp_encap: How ESP travels to the gateway: udp (the default: ESP in UDP 4500, forced by faked NAT detection; works through a NAT), raw (IP protocol 50, as gateways use with no NAT between; refused if the gateway still negotiates UDP) or auto (whatever NAT detection finds)
         ipsec_timeout: How long to wait for the gateway's answer to an IKE request (retransmitted with back-off meanwhile) before failing with "no answer", e.g. 2s. Default: 15.5s (5 tries from 0.5s, doubling)
         tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
@@ -458,6 +464,7 @@ def loss(
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
     rekey: Optional[Value] = None,
+    rekey_ike: Optional[Value] = None,
     esp_encap: Optional[Value] = None,
     ipsec_timeout: Optional[Value] = None,
     tunnels: Optional[Value] = None,
@@ -529,6 +536,7 @@ def loss(
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
+        rekey_ike: Rekey each tunnel's IKE SA every DURATION while the test runs (e.g. 5s; spread evenly over the tunnels), beside or without --rekey: a new Diffie-Hellman exchange and IKE keys, the CHILD_SAs and the data path untouched. The report counts them apart. The gateway's own IKE SA rekeys are answered either way
         esp_encap: How ESP travels to the gateway: udp (the default: ESP in UDP 4500, forced by faked NAT detection; works through a NAT), raw (IP protocol 50, as gateways use with no NAT between; refused if the gateway still negotiates UDP) or auto (whatever NAT detection finds)
         ipsec_timeout: How long to wait for the gateway's answer to an IKE request (retransmitted with back-off meanwhile) before failing with "no answer", e.g. 2s. Default: 15.5s (5 tries from 0.5s, doubling)
         tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
@@ -600,6 +608,7 @@ def latency(
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
     rekey: Optional[Value] = None,
+    rekey_ike: Optional[Value] = None,
     esp_encap: Optional[Value] = None,
     ipsec_timeout: Optional[Value] = None,
     tunnels: Optional[Value] = None,
@@ -669,6 +678,7 @@ def latency(
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
+        rekey_ike: Rekey each tunnel's IKE SA every DURATION while the test runs (e.g. 5s; spread evenly over the tunnels), beside or without --rekey: a new Diffie-Hellman exchange and IKE keys, the CHILD_SAs and the data path untouched. The report counts them apart. The gateway's own IKE SA rekeys are answered either way
         esp_encap: How ESP travels to the gateway: udp (the default: ESP in UDP 4500, forced by faked NAT detection; works through a NAT), raw (IP protocol 50, as gateways use with no NAT between; refused if the gateway still negotiates UDP) or auto (whatever NAT detection finds)
         ipsec_timeout: How long to wait for the gateway's answer to an IKE request (retransmitted with back-off meanwhile) before failing with "no answer", e.g. 2s. Default: 15.5s (5 tries from 0.5s, doubling)
         tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
@@ -738,6 +748,7 @@ def back_to_back(
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
     rekey: Optional[Value] = None,
+    rekey_ike: Optional[Value] = None,
     esp_encap: Optional[Value] = None,
     ipsec_timeout: Optional[Value] = None,
     tunnels: Optional[Value] = None,
@@ -805,6 +816,7 @@ def back_to_back(
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
+        rekey_ike: Rekey each tunnel's IKE SA every DURATION while the test runs (e.g. 5s; spread evenly over the tunnels), beside or without --rekey: a new Diffie-Hellman exchange and IKE keys, the CHILD_SAs and the data path untouched. The report counts them apart. The gateway's own IKE SA rekeys are answered either way
         esp_encap: How ESP travels to the gateway: udp (the default: ESP in UDP 4500, forced by faked NAT detection; works through a NAT), raw (IP protocol 50, as gateways use with no NAT between; refused if the gateway still negotiates UDP) or auto (whatever NAT detection finds)
         ipsec_timeout: How long to wait for the gateway's answer to an IKE request (retransmitted with back-off meanwhile) before failing with "no answer", e.g. 2s. Default: 15.5s (5 tries from 0.5s, doubling)
         tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
@@ -872,6 +884,7 @@ def cpu_target(
     esp_keys: Optional[Value] = None,
     direction: Optional[Value] = None,
     rekey: Optional[Value] = None,
+    rekey_ike: Optional[Value] = None,
     esp_encap: Optional[Value] = None,
     ipsec_timeout: Optional[Value] = None,
     tunnels: Optional[Value] = None,
@@ -939,6 +952,7 @@ def cpu_target(
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
         direction: Which way the test frames cross the tunnel: decrypt (port B -> A: linerate encrypts, the gateway decrypts), encrypt (A -> B: the gateway encrypts, linerate decrypts) or both (each half the rate)
         rekey: Rekey each tunnel's CHILD_SA every DURATION while the test runs (e.g. 2s; spread evenly over the tunnels): the report gives the rekeys, the frames lost and the time blocked per rekey. Rekeys the gateway starts are answered and followed either way
+        rekey_ike: Rekey each tunnel's IKE SA every DURATION while the test runs (e.g. 5s; spread evenly over the tunnels), beside or without --rekey: a new Diffie-Hellman exchange and IKE keys, the CHILD_SAs and the data path untouched. The report counts them apart. The gateway's own IKE SA rekeys are answered either way
         esp_encap: How ESP travels to the gateway: udp (the default: ESP in UDP 4500, forced by faked NAT detection; works through a NAT), raw (IP protocol 50, as gateways use with no NAT between; refused if the gateway still negotiates UDP) or auto (whatever NAT detection finds)
         ipsec_timeout: How long to wait for the gateway's answer to an IKE request (retransmitted with back-off meanwhile) before failing with "no answer", e.g. 2s. Default: 15.5s (5 tries from 0.5s, doubling)
         tunnels: With --ipsec: linerate emulates N VPN peers on port B (1..10000), each with its own outer address (from --ip-b upward, or --peer-addrs), IKE SA and CHILD_SA for its own slice of --remote-net (split in equal blocks), and the test frames are spread evenly over the tunnels; results are kept per tunnel too. On rfc2544 and loss a list (1,10,100) runs once per count and compares them side by side
