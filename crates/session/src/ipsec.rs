@@ -221,6 +221,31 @@ const FIRST_WAIT: Duration = Duration::from_millis(500);
 /// Tries at most, however long the timeout.
 const MOST_TRIES: u32 = 8;
 
+/// Nothing chosen: every field left to the lab scenario or the defaults,
+/// one tunnel, decryption (the scenario's peer when no `--ipsec` is given).
+impl Default for IpsecPlan {
+    fn default() -> IpsecPlan {
+        IpsecPlan {
+            gateway: None,
+            psk_file: None,
+            remote_net: None,
+            local_net: None,
+            ike: None,
+            esp: None,
+            local_id: None,
+            remote_id: None,
+            direction: Direction::Decrypt,
+            esp_keys: None,
+            tunnels: 1,
+            peer_addrs: None,
+            rekey: None,
+            rekey_ike: None,
+            esp_encap: EspEncap::default(),
+            ipsec_timeout: None,
+        }
+    }
+}
+
 impl IpsecPlan {
     /// How often linerate rekeys each tunnel's SAs itself (`--rekey`,
     /// `--rekey-ike`).
@@ -923,22 +948,8 @@ mod tests {
 
     fn plan(timeout: Option<Duration>) -> IpsecPlan {
         IpsecPlan {
-            gateway: None,
-            psk_file: None,
-            remote_net: None,
-            local_net: None,
-            ike: None,
-            esp: None,
-            local_id: None,
-            remote_id: None,
-            direction: Direction::Decrypt,
-            esp_keys: None,
-            tunnels: 1,
-            peer_addrs: None,
-            rekey: None,
-            rekey_ike: None,
-            esp_encap: EspEncap::default(),
             ipsec_timeout: timeout,
+            ..IpsecPlan::default()
         }
     }
 

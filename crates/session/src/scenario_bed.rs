@@ -4,7 +4,7 @@
 //! record of it.
 
 use crate::error::{bail, Result};
-use crate::ipsec::{Direction, IpsecPlan, Net};
+use crate::ipsec::Net;
 use crate::plan::BedPlan;
 use crate::ports;
 use linerate_lab::scenario::{Applied, IpsecSuite, Scenario, TunnelKind};
@@ -219,24 +219,7 @@ fn with_vpn_peer(
             peer.inner_mtu + 18
         );
     }
-    let mut plan = bed_plan.ipsec.clone().unwrap_or(IpsecPlan {
-        gateway: None,
-        psk_file: None,
-        remote_net: None,
-        local_net: None,
-        ike: None,
-        esp: None,
-        local_id: None,
-        remote_id: None,
-        direction: Direction::Decrypt,
-        esp_keys: None,
-        tunnels: 1,
-        peer_addrs: None,
-        rekey: None,
-        rekey_ike: None,
-        esp_encap: crate::ipsec::EspEncap::Udp,
-        ipsec_timeout: None,
-    });
+    let mut plan = bed_plan.ipsec.clone().unwrap_or_default();
     if let Some(esp) = plan.esp.filter(|&e| e != peer.suite) {
         bail!(BadInput, "--esp {esp} is not the lab gateway's suite ({}): choose it with --scenario vpn-gateway:{esp}", peer.suite);
     }
