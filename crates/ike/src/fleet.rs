@@ -180,6 +180,11 @@ pub struct Fleet {
     timers: BinaryHeap<Reverse<(Instant, usize)>>,
     out: Outbox,
     events: Vec<PeerEvent>,
+    /// Why each `Event::RekeyFailed` in `events` failed, in order.
+    failed_rekeys: Vec<(usize, IkeError)>,
+    /// The reasons of the `Event::RekeyFailed` the last `poll` returned,
+    /// for `rekey_error`.
+    returned_failures: Vec<(usize, IkeError)>,
     attempt_rate: Option<f64>,
     window: usize,
     in_flight: usize,
@@ -369,6 +374,8 @@ impl Fleet {
             timers: BinaryHeap::new(),
             out: Outbox::default(),
             events: Vec::new(),
+            failed_rekeys: Vec::new(),
+            returned_failures: Vec::new(),
             attempt_rate: config.attempt_rate.filter(|r| *r > 0.0 && r.is_finite()),
             window: config.window.max(1),
             in_flight: 0,
@@ -475,10 +482,13 @@ impl Fleet {
                         self.deleting = self.deleting.saturating_sub(1);
                     }
                 }
-                Output::RekeyFailed(_) => self.events.push(PeerEvent {
-                    peer,
-                    event: Event::RekeyFailed,
-                }),
+                Output::RekeyFailed(e) => {
+                    self.failed_rekeys.push((peer, e));
+                    self.events.push(PeerEvent {
+                        peer,
+                        event: Event::RekeyFailed,
+                    });
+                }
             }
         }
         let next = slot.machine.as_ref().and_then(|m| m.next_deadline());
@@ -688,6 +698,7 @@ impl Fleet {
             if !self.events.is_empty() {
                 // What else is already waiting, without blocking.
                 self.receive(&mut ignore);
+                self.returned_failures = std::mem::take(&mut self.failed_rekeys);
                 return std::mem::take(&mut self.events);
             }
             if Instant::now() >= deadline {
@@ -695,6 +706,20 @@ impl Fleet {
             }
             self.turn(Some(deadline), &mut ignore);
         }
+    }
+
+    /// Why a rekey of `peer` failed, for an `Event::RekeyFailed` the last
+    /// [`poll`](Self::poll) returned: the gateway's notify
+    /// (`NO_PROPOSAL_CHOSEN`, `TS_UNACCEPTABLE`, ...) or no answer after
+    /// the tries. Each reason is given once, in the order of the events;
+    /// those not asked for are dropped by the next `poll` that returns
+    /// events.
+    pub fn rekey_error(&mut self, peer: usize) -> Option<IkeError> {
+        let at = self
+            .returned_failures
+            .iter()
+            .position(|(p, _)| *p == peer)?;
+        Some(self.returned_failures.remove(at).1)
     }
 
     /// Starts a CREATE_CHILD_SA rekey of the peer's CHILD_SA; `poll`
@@ -775,5 +800,107 @@ impl Drop for Fleet {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::responder::{Responder, ResponderConfig};
+    use crate::session::Psk;
+
+    /// Polls until `peer` reports `Event::RekeyFailed`; its reason.
+    fn rekey_failure(fleet: &mut Fleet, peer: usize) -> Option<IkeError> {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(5) {
+            let events = fleet.poll(Duration::from_millis(50));
+            let failed = PeerEvent {
+                peer,
+                event: Event::RekeyFailed,
+            };
+            if events.contains(&failed) {
+                return fleet.rekey_error(peer);
+            }
+        }
+        None
+    }
+
+    /// Two peers against linerate's responder on the loopback: one
+    /// offers another ESP suite in its CHILD_SA rekey (the responder
+    /// answers NO_PROPOSAL_CHOSEN), the other rekeys once the responder is
+    /// gone (no answer after the tries): each failure's reason reaches the
+    /// caller, once.
+    #[test]
+    fn a_failed_rekey_says_why() {
+        let responder = Responder::bind(ResponderConfig {
+            local: Ipv4Addr::LOCALHOST,
+            ports: Ports { ike: 0, natt: 0 },
+            local_id: None,
+            psk: Psk::new("fleet test key"),
+            ike: IkeProposals::parse("aes128-sha256-x25519").unwrap(),
+            esp: EspSuite::Aes128Gcm16,
+            local_ts: TrafficSelector::parse("198.19.0.0/24").unwrap(),
+            remote_ts: TrafficSelector::parse("198.18.0.0/16").unwrap(),
+            retransmit: Retransmit::default(),
+        })
+        .unwrap();
+        let gateway_ports = responder.ports();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = Arc::clone(&stop);
+        let server = std::thread::spawn(move || {
+            let mut responder = responder;
+            while !stop2.load(Ordering::Relaxed) {
+                responder.poll(Duration::from_millis(20));
+            }
+        });
+        let peers = (0..2u8)
+            .map(|i| Peer {
+                local: Ipv4Addr::new(127, 0, 0, 2 + i),
+                local_id: None,
+                local_ts: TrafficSelector::parse(&format!("198.18.{i}.0/24")).unwrap(),
+            })
+            .collect();
+        let mut fleet = Fleet::bind(FleetConfig {
+            gateway: Ipv4Addr::LOCALHOST,
+            gateway_ports,
+            local_ports: Ports { ike: 0, natt: 0 },
+            remote_id: None,
+            psk: Psk::new("fleet test key"),
+            ike: IkeProposals::parse("aes128-sha256-x25519").unwrap(),
+            esp: EspSuite::Aes128Gcm16,
+            remote_ts: TrafficSelector::parse("198.19.0.0/24").unwrap(),
+            retransmit: Retransmit {
+                timeout: Duration::from_millis(100),
+                tries: 2,
+            },
+            force_encap: false,
+            peers,
+            attempt_rate: None,
+            window: 2,
+        })
+        .unwrap();
+        let setups = fleet.bring_up(&mut |_| {});
+        assert!(setups.iter().all(|s| s.outcome.is_ok()), "{setups:?}");
+
+        // Peer 0 offers a suite the responder does not take.
+        let machine = fleet.slots[0].machine.as_mut().unwrap();
+        machine.tunnel_mut().unwrap().esp = EspSuite::Aes256Sha256;
+        fleet.rekey_child(0).unwrap();
+        let why = rekey_failure(&mut fleet, 0);
+        assert!(
+            matches!(why, Some(IkeError::NoProposalChosen { .. })),
+            "{why:?}"
+        );
+        assert!(fleet.rekey_error(0).is_none(), "given once");
+        assert!(fleet.child(0).is_some(), "the old CHILD_SA stays");
+
+        stop.store(true, Ordering::Relaxed);
+        server.join().unwrap();
+        fleet.rekey_child(1).unwrap();
+        let why = rekey_failure(&mut fleet, 1);
+        assert!(
+            matches!(why, Some(IkeError::NoAnswer { tries: 2, .. })),
+            "{why:?}"
+        );
     }
 }

@@ -98,7 +98,11 @@ impl Peers {
                         Event::ChildRekeyed => Outcome::Rekeyed,
                         Event::RekeyedChildDeleted => Outcome::OldDeleted,
                         Event::IkeRekeyed => Outcome::IkeRekeyed,
-                        Event::RekeyFailed => Outcome::RekeyFailed("no answer, or refused".into()),
+                        // The gateway's notify, or no answer after the tries.
+                        Event::RekeyFailed => Outcome::RekeyFailed(
+                            f.rekey_error(e.peer)
+                                .map_or_else(|| "no answer, or refused".into(), |e| reason(&e)),
+                        ),
                         Event::ChildDeleted => {
                             Outcome::Deleted("the gateway deleted the CHILD_SA".into())
                         }

@@ -320,6 +320,56 @@ mod tests {
         assert!(text.contains("outside the rekeys' windows: 1"), "{text}");
     }
 
+    /// The gateway's reasons are grouped, the most frequent first, each
+    /// with the first tunnel that had it, one line each in the table.
+    #[test]
+    fn failed_rekeys_are_grouped_by_the_gateways_reason() {
+        let peer = |i| Ipv4Addr::new(198, 19, 64, i);
+        let failed = [
+            (peer(2), "no answer".to_string()),
+            (peer(3), "NO_PROPOSAL_CHOSEN".to_string()),
+            (peer(1), "NO_PROPOSAL_CHOSEN".to_string()),
+            (peer(3), "NO_PROPOSAL_CHOSEN".to_string()),
+            (peer(1), "TS_UNACCEPTABLE".to_string()),
+        ];
+        let r = HoldRekeys::new(
+            (1.0, 4.0, 0.5),
+            None,
+            vec![
+                tunnel(1, 2, 2, None),
+                tunnel(2, 3, 1, None),
+                tunnel(3, 2, 2, None),
+            ],
+            &failed,
+            &[],
+            None,
+        );
+        let groups: Vec<_> = r
+            .failures
+            .iter()
+            .map(|g| (g.reason.as_str(), g.count, g.first_peer))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                ("NO_PROPOSAL_CHOSEN", 3, peer(3)),
+                ("no answer", 1, peer(2)),
+                ("TS_UNACCEPTABLE", 1, peer(1)),
+            ]
+        );
+        let mut text = String::new();
+        rekey_lines(&mut text, &r);
+        assert!(text.contains("failed 5"), "{text}");
+        assert!(
+            text.contains("       3  NO_PROPOSAL_CHOSEN   (first: 198.19.64.3)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("       1  TS_UNACCEPTABLE   (first: 198.19.64.1)"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn without_traffic_only_the_rekeys_are_counted() {
         let r = HoldRekeys::new(

@@ -39,10 +39,6 @@ const HOLD_KEYS_AT_MOST: Duration = Duration::from_secs(1);
 /// answered; those that are not count as failed.
 const DRAIN: Duration = Duration::from_secs(2);
 
-/// What the fleet reports when its rekey failed: it does not say why (the
-/// gateway's notify stays inside the IKE crate's fleet).
-const FLEET_REKEY_FAILED: &str = "no answer, or refused";
-
 /// The rekeys of the hold, as counted, and (with `--traffic`) the windows
 /// marked in each tunnel's frames; the loss is read once the traffic
 /// stopped and port A had every frame in flight.
@@ -239,7 +235,14 @@ impl Rekeying<'_> {
                 }
             }
             Event::RekeyFailed => match self.open.get_mut(i).and_then(Option::take) {
-                Some(w) if w.asked.is_some() => self.failed(i, FLEET_REKEY_FAILED.into(), w, now),
+                Some(w) if w.asked.is_some() => {
+                    // The gateway's notify, or no answer after the tries.
+                    let why = self
+                        .fleet
+                        .rekey_error(i)
+                        .map_or_else(|| "no answer, or refused".into(), |e| reason(&e));
+                    self.failed(i, why, w, now)
+                }
                 other => {
                     self.open[i] = other;
                     self.record.other_requests += 1;
