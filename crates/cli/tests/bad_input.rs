@@ -1724,6 +1724,24 @@ fn ipsec_options_outside_their_mode() {
             trial(&["--ipsec", "--tunnels", "4", "--esp-encap", "raw"]),
             &["--esp-encap raw", "--tunnels"],
         ),
+        // --ipsec-id templates: checked as the plan is made, before the
+        // ports or the lab.
+        (
+            "--ipsec-id with an unknown placeholder",
+            trial(&["--ipsec", "--ipsec-id", "user{id}@example"]),
+            &["--ipsec-id user{id}@example", "{id}", "{n}", "{addr}"],
+        ),
+        (
+            "--ipsec-id with a brace left open, in the lab",
+            vec![
+                "rfc2544",
+                "--scenario",
+                "vpn-gateway",
+                "--ipsec-id",
+                "@peer{n.vpn.example",
+            ],
+            &["--ipsec-id peer{n.vpn.example", "without its '}'"],
+        ),
         // --ipsec-timeout: a duration above 0.
         (
             "--ipsec-timeout 0s",

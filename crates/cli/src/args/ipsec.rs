@@ -105,6 +105,10 @@ impl IpsecArgs {
                 )
             })?,
         };
+        let local_id = self.ipsec_id.as_deref().map(IpsecPlan::identity);
+        // A bad template ({id}, a brace left open) is refused here, before
+        // any lab or port is touched.
+        linerate_session::peers::check_id_template(local_id.as_ref())?;
         Ok(IpsecPlan {
             gateway: self.ipsec_gateway,
             psk_file: self.psk_file.clone(),
@@ -112,7 +116,7 @@ impl IpsecArgs {
             local_net: net(&self.local_net, "--local-net")?,
             ike,
             esp,
-            local_id: self.ipsec_id.as_deref().map(IpsecPlan::identity),
+            local_id,
             remote_id: self.ipsec_remote_id.as_deref().map(IpsecPlan::identity),
             direction,
             esp_keys: self.esp_keys.clone(),
