@@ -1702,8 +1702,7 @@ fn ipsec_options_outside_their_mode() {
             &["--rekey 50ms", "200ms or more"],
         ),
         // --esp-encap: udp, raw or auto; raw not where the gateway can
-        // only do UDP (the lab's charon with kernel-libipsec), nor with
-        // many tunnels.
+        // only do UDP (the lab's charon with kernel-libipsec).
         (
             "an unknown --esp-encap",
             trial(&["--ipsec", "--esp-encap", "bogus"]),
@@ -1718,11 +1717,6 @@ fn ipsec_options_outside_their_mode() {
             "--esp-encap raw in the lab",
             vec!["rfc2544", "--scenario", "vpn-gateway", "--esp-encap", "raw"],
             &["--esp-encap raw", "kernel-libipsec", "udp"],
-        ),
-        (
-            "--esp-encap raw with --tunnels",
-            trial(&["--ipsec", "--tunnels", "4", "--esp-encap", "raw"]),
-            &["--esp-encap raw", "--tunnels"],
         ),
         // --ipsec-id templates: checked as the plan is made, before the
         // ports or the lab.

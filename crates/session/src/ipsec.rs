@@ -373,8 +373,9 @@ pub type Transforms = (Box<dyn SendTransform>, Box<dyn ReceiveTransform>);
 enum Keys {
     /// One tunnel's SAs, and how its ESP travels.
     One(Box<(Outbound, Inbound)>, Encapsulation),
-    /// Per tunnel: the outbound SA and its peer's address; the inbound SA.
-    Many(Vec<(Outbound, Ipv4Addr)>, Vec<Inbound>),
+    /// Per tunnel: the outbound SA and its peer's address; the inbound SA;
+    /// how every tunnel's ESP travels.
+    Many(Vec<(Outbound, Ipv4Addr)>, Vec<Inbound>, Encapsulation),
 }
 
 /// An established tunnel to the gateway, or N of them (`--tunnels`): the
@@ -479,9 +480,6 @@ impl IpsecPeer {
         lan: &HostConfig,
     ) -> Result<IpsecPeer> {
         if plan.tunnels > 1 {
-            if plan.esp_encap != EspEncap::Udp {
-                bail!(BadInput, "--esp-encap {} with --tunnels above 1: the tunnels' ESP travels in UDP 4500 only; leave --esp-encap out", plan.esp_encap.name());
-            }
             return Self::establish_many(plan, netns, ifname, host_b, lan);
         }
         let checked = Checked::of(
@@ -626,24 +624,11 @@ impl IpsecPeer {
                     self.counts.clone(),
                 )
                 .encapsulated(encapsulation);
-                let mut receive =
+                let receive =
                     EspReceive::new(inbound, self.counts.clone()).encapsulated(encapsulation);
-                if encapsulation == Encapsulation::Raw {
-                    // Port B's address is up for the keeper's IKE: the
-                    // kernel must not answer the gateway's raw ESP.
-                    let sink =
-                        ProtocolSink::claim(self.netns.as_deref(), IPPROTO_ESP).map_err(|e| {
-                            err!(
-                                Environment,
-                                "cannot claim IP protocol 50 (raw ESP) on port {}: {e}",
-                                self.ifname
-                            )
-                        })?;
-                    receive = receive.holding(Box::new(sink));
-                }
-                Ok(Some((send, receive)))
+                Ok(Some((send, self.claim_raw_esp(receive, encapsulation)?)))
             }
-            Some(Keys::Many(outbound, inbound)) => {
+            Some(Keys::Many(outbound, inbound, encapsulation)) => {
                 let Some(slices) = self.slices else {
                     bail!(Failed, "many tunnels without their slices");
                 };
@@ -652,11 +637,34 @@ impl IpsecPeer {
                     self.record.gateway,
                     slices.map(),
                     self.counts.clone(),
-                );
-                let receive = EspReceive::many(inbound, self.counts.clone());
-                Ok(Some((send, receive)))
+                )
+                .encapsulated(encapsulation);
+                let receive =
+                    EspReceive::many(inbound, self.counts.clone()).encapsulated(encapsulation);
+                Ok(Some((send, self.claim_raw_esp(receive, encapsulation)?)))
             }
         }
+    }
+
+    /// With raw ESP, `receive` holds a claim on IP protocol 50: port B's
+    /// addresses are up for the keeper's IKE, and the kernel must not
+    /// answer the gateway's raw ESP.
+    fn claim_raw_esp(
+        &self,
+        receive: EspReceive,
+        encapsulation: Encapsulation,
+    ) -> Result<EspReceive> {
+        if encapsulation != Encapsulation::Raw {
+            return Ok(receive);
+        }
+        let sink = ProtocolSink::claim(self.netns.as_deref(), IPPROTO_ESP).map_err(|e| {
+            err!(
+                Environment,
+                "cannot claim IP protocol 50 (raw ESP) on port {}: {e}",
+                self.ifname
+            )
+        })?;
+        Ok(receive.holding(Box::new(sink)))
     }
 
     /// What the SAs counted so far, and how many rekeys ended.

@@ -112,9 +112,6 @@ impl PortArgs {
                     "--esp-keys writes one tunnel's keys: leave it out with --tunnels above 1"
                 );
             }
-            if many && p.esp_encap != linerate_session::ipsec::EspEncap::Udp {
-                bail!(BadInput, "--esp-encap {} with --tunnels above 1: the tunnels' ESP travels in UDP 4500 only; leave --esp-encap out", p.esp_encap.name());
-            }
             if many {
                 // The spread goes on the address behind linerate.
                 let (field, name) = match p.direction {

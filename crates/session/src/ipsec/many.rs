@@ -2,12 +2,15 @@
 //! and slices checked, the fleet bound and brought up, a tunnel that did
 //! not come up refused, every tunnel's first keys taken, the peer made.
 
-use super::{Checked, IpsecPeer, IpsecPlan, IpsecRun, Keys, Net, Slices, TunnelsRun};
+use super::{
+    encapsulation_label, Checked, EspEncap, IpsecPeer, IpsecPlan, IpsecRun, Keys, Net, Slices,
+    TunnelsRun,
+};
 use crate::error::{bail, err, Error, Result};
 use crate::peers::PeerAddresses;
-use linerate_engine::ipsec::SharedCounts;
+use linerate_engine::ipsec::{SharedCounts, ESP_IN_UDP};
 use linerate_engine::HostConfig;
-use linerate_esp::{EspSuite, Inbound, Outbound};
+use linerate_esp::{Encapsulation, EspSuite, Inbound, Outbound};
 use linerate_ike::{Fleet, FleetConfig, IkeProposals, Peer, Ports, Psk, Setup};
 use linerate_results::report::thousands;
 use std::net::Ipv4Addr;
@@ -110,7 +113,7 @@ impl Layout {
             esp: self.esp,
             remote_ts: self.local_net.selector(),
             retransmit: plan.retransmit(),
-            force_encap: true,
+            force_encap: plan.esp_encap.forces_udp(),
             peers: self
                 .peers
                 .iter()
@@ -201,20 +204,30 @@ struct FirstKeys {
     inbound: Vec<Inbound>,
     spi_out: Vec<u32>,
     spi_in: Vec<u32>,
+    /// How every tunnel's ESP travels.
+    encapsulation: Encapsulation,
 }
 
 impl FirstKeys {
-    /// Takes the keys of every tunnel (all up); refuses a gateway that
-    /// does not encapsulate ESP in UDP.
-    fn of(fleet: &Fleet, peers: &[Ipv4Addr], gateway: Ipv4Addr) -> Result<FirstKeys> {
+    /// Takes the keys of every tunnel (all up); refuses an encapsulation
+    /// `--esp-encap` does not allow, and tunnels that differ in it (the
+    /// data path sends all of them one way).
+    fn of(
+        fleet: &Fleet,
+        peers: &[Ipv4Addr],
+        gateway: Ipv4Addr,
+        esp_encap: EspEncap,
+    ) -> Result<FirstKeys> {
         let count = peers.len();
         let mut outbound = Vec::with_capacity(count);
         let mut inbound = Vec::with_capacity(count);
         let (mut spi_out, mut spi_in) = (Vec::with_capacity(count), Vec::with_capacity(count));
+        let mut encapsulation = None;
         for (i, &p) in peers.iter().enumerate() {
             let child = fleet.child(i).expect("every tunnel is up");
-            if !child.udp_encap {
-                bail!(Environment, "the gateway at {gateway} will not encapsulate ESP in UDP (no NAT traversal): linerate sends and receives ESP in UDP on port 4500 only; enable NAT traversal (strongSwan: encap = yes) on the gateway");
+            let this = esp_encap.outcome(child.udp_encap, gateway)?;
+            if *encapsulation.get_or_insert(this) != this {
+                bail!(Environment, "--esp-encap auto: the gateway at {gateway} encapsulated ESP in UDP for some tunnels and not for others (the peer {p} differs from {}); give --esp-encap udp or raw", peers[0]);
             }
             outbound.push((
                 Outbound::new(child.outbound.clone()).map_err(|e| err!(Failed, "{e}"))?,
@@ -229,6 +242,7 @@ impl FirstKeys {
             inbound,
             spi_out,
             spi_in,
+            encapsulation: encapsulation.unwrap_or(ESP_IN_UDP),
         })
     }
 }
@@ -256,7 +270,7 @@ impl IpsecPeer {
             drop(addresses);
             return Err(refused);
         }
-        let keys = FirstKeys::of(&fleet, &layout.peers, layout.gateway)?;
+        let keys = FirstKeys::of(&fleet, &layout.peers, layout.gateway, plan.esp_encap)?;
         let mut peer = Self::of_many(plan, netns, ifname, layout, keys, setup_ms);
         // The peers' addresses stay on port B while the trials run, for
         // the keeper's IKE (the fleet's socket filters the ESP off).
@@ -292,7 +306,7 @@ impl IpsecPeer {
             session: None,
             fleet: None,
             addresses: None,
-            keys: Some(Keys::Many(keys.outbound, keys.inbound)),
+            keys: Some(Keys::Many(keys.outbound, keys.inbound, keys.encapsulation)),
             netns: netns.map(str::to_string),
             ifname: ifname.to_string(),
             address: None,
@@ -301,7 +315,7 @@ impl IpsecPeer {
                 direction: plan.direction,
                 esp: esp.name().to_string(),
                 esp_label: esp.label().to_string(),
-                encapsulation: "ESP in UDP 4500 (RFC 3948), tunnel mode".to_string(),
+                encapsulation: encapsulation_label(keys.encapsulation).to_string(),
                 ike: ike.to_string(),
                 gateway,
                 peer: peers[0],
@@ -327,5 +341,100 @@ impl IpsecPeer {
             rekey: plan.rekeys(),
             esp_keys: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_ike::{Responder, ResponderConfig, Retransmit, TrafficSelector};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// Two peers up against linerate's responder on the loopback (no NAT
+    /// between), with NAT detection faked (`force_encap`) or honest.
+    fn two_tunnels(force_encap: bool) -> (Fleet, Vec<Ipv4Addr>) {
+        let esp = EspSuite::Aes128Gcm16;
+        let ike = IkeProposals::parse("aes128-sha256-x25519").unwrap();
+        let responder = Responder::bind(ResponderConfig {
+            local: Ipv4Addr::LOCALHOST,
+            ports: Ports { ike: 0, natt: 0 },
+            local_id: None,
+            psk: Psk::new("many test key"),
+            ike: ike.clone(),
+            esp,
+            local_ts: TrafficSelector::parse("198.19.0.0/24").unwrap(),
+            remote_ts: TrafficSelector::parse("198.18.0.0/16").unwrap(),
+            retransmit: Retransmit::default(),
+        })
+        .unwrap();
+        let gateway_ports = responder.ports();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = Arc::clone(&stop);
+        let server = std::thread::spawn(move || {
+            let mut responder = responder;
+            while !stop2.load(Ordering::Relaxed) {
+                responder.poll(Duration::from_millis(20));
+            }
+        });
+        let addrs: Vec<Ipv4Addr> = (0..2).map(|i| Ipv4Addr::new(127, 0, 0, 2 + i)).collect();
+        let mut fleet = Fleet::bind(FleetConfig {
+            gateway: Ipv4Addr::LOCALHOST,
+            gateway_ports,
+            local_ports: Ports { ike: 0, natt: 0 },
+            remote_id: None,
+            psk: Psk::new("many test key"),
+            ike,
+            esp,
+            remote_ts: TrafficSelector::parse("198.19.0.0/24").unwrap(),
+            retransmit: Retransmit::default(),
+            force_encap,
+            peers: addrs
+                .iter()
+                .enumerate()
+                .map(|(i, &local)| Peer {
+                    local,
+                    local_id: None,
+                    local_ts: TrafficSelector::parse(&format!("198.18.{i}.0/24")).unwrap(),
+                })
+                .collect(),
+            attempt_rate: None,
+            window: 2,
+        })
+        .unwrap();
+        let setups = fleet.bring_up(&mut |_| {});
+        stop.store(true, Ordering::Relaxed);
+        server.join().unwrap();
+        assert!(setups.iter().all(|s| s.outcome.is_ok()), "{setups:?}");
+        (fleet, addrs)
+    }
+
+    /// Without a NAT and without faked NAT detection the tunnels' ESP is
+    /// raw: taken with --esp-encap raw or auto (labelled as raw ESP),
+    /// refused with udp; with faked NAT detection it is in UDP, and raw is
+    /// refused.
+    #[test]
+    fn many_tunnels_take_the_encapsulation_the_gateway_negotiated() {
+        let gw = Ipv4Addr::LOCALHOST;
+        let (fleet, peers) = two_tunnels(false);
+        for choice in [EspEncap::Raw, EspEncap::Auto] {
+            let keys = FirstKeys::of(&fleet, &peers, gw, choice).unwrap();
+            assert_eq!(keys.encapsulation, Encapsulation::Raw);
+            assert_eq!(keys.spi_out.len(), 2);
+            assert!(encapsulation_label(keys.encapsulation).starts_with("raw ESP"));
+        }
+        let e = FirstKeys::of(&fleet, &peers, gw, EspEncap::Udp)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("--esp-encap raw"), "{e}");
+
+        let (fleet, peers) = two_tunnels(true);
+        let keys = FirstKeys::of(&fleet, &peers, gw, EspEncap::Udp).unwrap();
+        assert_eq!(keys.encapsulation, ESP_IN_UDP);
+        let e = FirstKeys::of(&fleet, &peers, gw, EspEncap::Raw)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("negotiated ESP in UDP"), "{e}");
     }
 }
