@@ -33,8 +33,8 @@ use std::convert::Infallible;
 ///   frames/s has a generator that pauses `share` of the duration, as a
 ///   tester held up by its machine does: every frame is still sent, but
 ///   over `d × (1 + share)`, so the device forwards up to
-///   `floor(capacity × d × (1 + share))` frames; the offered rate does not
-///   count the pause (as the engine's does not).
+///   `floor(capacity × d × (1 + share))` frames; the offered rate is the
+///   frames over the time they took, pauses included (as the engine's).
 ///
 /// A policer at `r` frames/s is `SimulatedDut::new(r)`: it forwards what
 /// it is offered up to `r` and exactly `r` under any overload.

@@ -16,7 +16,10 @@
 //!
 //! 1. **Line rate first.** The first trial runs at `max_fps` (normally the
 //!    line rate of the frame size). If it passes, the throughput is
-//!    `max_fps` after a single trial.
+//!    `max_fps` after a single trial. If it passes only at the lower rate
+//!    the device saw (the generator paused, see below), nothing above that
+//!    rate can be offered either: the search ends there, marked
+//!    `tester_limited`.
 //! 2. **A hint from the overload.** An overloaded device forwards about as
 //!    much as it can, so after the first trial fails the second runs at the
 //!    rate the device really forwarded in it (received frames over the
@@ -348,11 +351,17 @@ pub fn find_throughput<R: TrialRunner>(
     let throughput_fps = lo.unwrap_or(0.0);
     // The lowest failing rate was the tester's failure: it lost frames
     // itself, or it passed on loss but its generator paused so long that
-    // the rate the device saw was no better than the throughput.
-    let tester_limited = hi.is_some_and(|(_, i)| {
-        let t = &trials[i];
-        t.tester_limited() || (t.passed(cfg.allowed_loss_ratio) && !t.held_rate(resolution))
-    });
+    // the rate the device saw was no better than the throughput. Or no
+    // rate failed because the first trial passed without the generator
+    // holding `max_fps`: the device was never offered more than the rate
+    // it showed.
+    let tester_limited = match hi {
+        Some((_, i)) => {
+            let t = &trials[i];
+            t.tester_limited() || (t.passed(cfg.allowed_loss_ratio) && !t.held_rate(resolution))
+        }
+        None => lo.is_some() && throughput_fps < max_fps,
+    };
     let mbps = |fps: f64, layer: Layer| match &cfg.mix {
         Some(mix) => mix.mbps(fps, layer),
         None => frame.mbps(fps, layer),

@@ -581,3 +581,29 @@ fn a_mix_is_searched_in_frames_per_second_and_reported_in_its_mean_bytes() {
     assert!((r.throughput_mbps_l2 - r.throughput_fps * mean * 8e-6).abs() < 1e-6);
     assert!((r.throughput_mbps_l1 - r.throughput_fps * (mean + 20.0) * 8e-6).abs() < 1e-6);
 }
+
+#[test]
+fn a_line_rate_pass_the_generator_could_not_hold_is_the_tester_s_ceiling() {
+    // A device that forwards everything behind a generator that pauses
+    // 40 % of every trial: the line-rate trial loses nothing but the
+    // device saw only 1 / 1.4 of line rate. That is all the search can
+    // show: it ends after that trial, at that rate, marked as the tester's
+    // ceiling (it was once reported unmarked, as if the device had failed
+    // above it).
+    let cfg = config(0.01);
+    let mut dut = SimulatedDut::new(LINE_64B_10G).with_pauses_above(0.0, 0.40);
+    let r = search(&mut dut, &cfg);
+    assert_eq!(r.trials.len(), 1);
+    assert_eq!(r.trials[0].lost_frames, 0);
+    assert!(
+        r.throughput_fps < LINE_64B_10G * 0.75,
+        "{}",
+        r.throughput_fps
+    );
+    assert_eq!(r.throughput_fps, r.trials[0].offered_fps);
+    assert!(r.tester_limited);
+    // A line-rate pass the generator held is the device's: not marked.
+    let held = search(&mut SimulatedDut::new(LINE_64B_10G), &cfg);
+    assert_eq!(held.throughput_fps, LINE_64B_10G);
+    assert!(!held.tester_limited);
+}
