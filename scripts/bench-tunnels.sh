@@ -42,6 +42,8 @@
 # Usage (root):  scripts/bench-tunnels.sh [--counts "1 1000 10000"]
 #                    [--groups "x25519 ecp256"] [--window 256] [--no-build]
 #                    [--no-strongswan]
+# LOAD_LIMIT=S (default 180): a charon row that has not loaded and brought
+# up its connections after S seconds gives up (its tunnels/s "-").
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +54,8 @@ WINDOW=256
 BUILD=1
 STRONGSWAN=1
 CARGO=${CARGO:-cargo}
+# Seconds a charon row may take to load its connections and bring them up.
+LOAD_LIMIT=${LOAD_LIMIT:-180}
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -80,9 +84,21 @@ PEER=lrtun-$$-peer
 DIR=$(mktemp -d /tmp/lrtun-$$.XXXXXX)
 RESPONDER=
 CHARON_PID=
+# stop PID: SIGTERM, and SIGKILL if it is still there 3 s later (charon
+# busy loading thousands of connections does not stop at once).
+stop() {
+    local i
+    kill "$1" 2>/dev/null || return 0
+    for i in $(seq 30); do
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
 cleanup() {
-    [ -n "$RESPONDER" ] && kill "$RESPONDER" 2>/dev/null && wait "$RESPONDER" 2>/dev/null
-    [ -n "$CHARON_PID" ] && kill "$CHARON_PID" 2>/dev/null && wait "$CHARON_PID" 2>/dev/null
+    [ -z "$RESPONDER" ] || stop "$RESPONDER"
+    [ -z "$CHARON_PID" ] || stop "$CHARON_PID"
     ip netns del "$GW" 2>/dev/null || true
     ip netns del "$PEER" 2>/dev/null || true
     rm -rf "$DIR"
@@ -247,19 +263,22 @@ charon_row() {
     swanctl --load-creds --noprompt --file "$cdir/swanctl.conf" --uri "$uri" >/dev/null 2>&1 || true
     rss0=$(awk '/VmRSS/ { print $2 }' "/proc/$CHARON_PID/status" 2>/dev/null || echo 0)
     exec 3< <(ip netns exec "$GW" python3 "$DIR/stamp.py" "$count" gw0)
+    local stamper=$!
     read -r ready <&3 || true
-    swanctl --load-conns --file "$cdir/swanctl.conf" --uri "$uri" >/dev/null 2>&1 &
+    # charon loads thousands of connections slowly (over 8 minutes for
+    # 10,000 on the 2-CPU VM): a row gives up after LOAD_LIMIT seconds.
+    timeout "$LOAD_LIMIT" swanctl --load-conns --file "$cdir/swanctl.conf" --uri "$uri" >/dev/null 2>&1 &
     local loader=$!
-    read -r stamps <&3 || true
+    read -t "$LOAD_LIMIT" -r stamps <&3 || stamps="first=None last=None"
     exec 3<&-
+    # The stamper waits for every tunnel's answer: gone when they all came.
+    stop "$stamper"
     wait "$loader" 2>/dev/null || true
     rss1=$(awk '/VmRSS/ { print $2 }' "/proc/$CHARON_PID/status" 2>/dev/null || echo 0)
     established=$(swanctl --list-sas --uri "$uri" 2>/dev/null | grep -c ', INSTALLED, ' || true)
-    kill "$CHARON_PID" 2>/dev/null
-    wait "$CHARON_PID" 2>/dev/null || true
+    stop "$CHARON_PID"
     CHARON_PID=
-    kill "$RESPONDER" 2>/dev/null
-    wait "$RESPONDER" 2>/dev/null || true
+    stop "$RESPONDER"
     RESPONDER=
     ip -n "$PEER" -4 addr flush dev lo scope global 2>/dev/null || true
     get() { echo "$stamps" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
