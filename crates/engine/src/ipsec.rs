@@ -14,7 +14,6 @@
 //! the same next hop.
 
 use crate::transform::{Arrived, ReceiveTransform, SendTransform};
-use linerate_esp::frame::{RAW_ESP_HEADROOM, UDP_ESP_HEADROOM};
 use linerate_esp::{
     decapsulate, Encapsulation, EspError, Framer, Inbound, InboundCounters, Outbound,
     OutboundCounters, OuterHeaders, Payload, NEXT_HEADER_IPV4,
@@ -37,15 +36,6 @@ pub const ESP_IN_UDP: Encapsulation = Encapsulation::Udp {
     src_port: ESP_IN_UDP_PORT,
     dst_port: ESP_IN_UDP_PORT,
 };
-
-/// Frame bytes in front of the ESP packet (Ethernet, IPv4, and UDP unless
-/// raw).
-fn headroom(encapsulation: Encapsulation) -> usize {
-    match encapsulation {
-        Encapsulation::Udp { .. } => UDP_ESP_HEADROOM,
-        Encapsulation::Raw => RAW_ESP_HEADROOM,
-    }
-}
 
 /// "in UDP 4500" or "raw (IP protocol 50)", for the transforms' description.
 fn travels(encapsulation: Encapsulation) -> String {
@@ -442,7 +432,7 @@ impl SendTransform for EspSend {
         let inner = len.saturating_sub(ETH_LEN);
         self.tunnels
             .iter()
-            .map(|t| headroom(self.encapsulation) - ETH_LEN + t.sa.sealed_len(inner) - inner)
+            .map(|t| self.encapsulation.headroom() - ETH_LEN + t.sa.sealed_len(inner) - inner)
             .max()
             .unwrap_or(0)
     }
@@ -754,7 +744,7 @@ impl ReceiveTransform for EspReceive {
         let inner = len.saturating_sub(ETH_LEN);
         self.sas
             .iter()
-            .map(|sa| headroom(self.encapsulation) - ETH_LEN + sa.suite().overhead(inner))
+            .map(|sa| self.encapsulation.headroom() - ETH_LEN + sa.suite().overhead(inner))
             .max()
             .unwrap_or(0)
     }

@@ -54,6 +54,16 @@ pub enum Encapsulation {
     Raw,
 }
 
+impl Encapsulation {
+    /// Frame bytes in front of the ESP packet: 42 in UDP, 34 raw.
+    pub fn headroom(self) -> usize {
+        match self {
+            Encapsulation::Udp { .. } => UDP_ESP_HEADROOM,
+            Encapsulation::Raw => RAW_ESP_HEADROOM,
+        }
+    }
+}
+
 /// The outer Ethernet and IPv4 (and UDP) headers of one SA's frames.
 ///
 /// The IPv4 header has no options, DF set and identification 0 (allowed
@@ -110,10 +120,7 @@ impl OuterHeaders {
 
     /// Where the ESP packet starts in the frame: 42 in UDP, 34 raw.
     pub fn headroom(&self) -> usize {
-        match self.encapsulation {
-            Encapsulation::Udp { .. } => UDP_ESP_HEADROOM,
-            Encapsulation::Raw => RAW_ESP_HEADROOM,
-        }
+        self.encapsulation.headroom()
     }
 }
 
