@@ -1123,7 +1123,7 @@ fn the_gateways_rekeys_and_liveness_checks_are_answered_while_the_frames_run() {
     );
 }
 
-/// IKE SA rekeys under load, both ways, in one 8-s trial (decrypt): linerate
+/// IKE SA rekeys under load, both ways, in an 8-s trial in each direction: linerate
 /// rekeys the IKE SA every 2 s (`--rekey-ike 2s`) and charon rekeys it once
 /// more itself (`swanctl --rekey --ike gw` at 5 s). The CHILD_SA and its
 /// keys stay, so every frame sent arrives (but those charon's kernel
@@ -1137,9 +1137,16 @@ fn the_ike_sa_is_rekeyed_under_load_by_linerate_and_by_the_gateway() {
         return;
     }
     let bed = Bed::new("ik", Some(&[gw_conn()]));
+    for direction in ["decrypt", "encrypt"] {
+        ike_rekeys_under_load(&bed, direction);
+    }
+}
+
+fn ike_rekeys_under_load(bed: &Bed, direction: &str) {
     let charon = bed.charon();
     let rekeys_seen = charon.monitor_events("ike-rekey");
     let gw_drops0 = gateway_drops(&bed.r);
+    let (tun_rx0, tun_tx0) = link_packets(&bed.r, "ipsec0");
     let json = TempFile::new("ipsec-ike-rekey");
     let (run, sas_during) = std::thread::scope(|s| {
         let gateway = s.spawn(|| {
@@ -1150,7 +1157,7 @@ fn the_ike_sa_is_rekeyed_under_load_by_linerate_and_by_the_gateway() {
         });
         let run = bed.trial(&[
             "--direction",
-            "decrypt",
+            direction,
             "--frame-size",
             "128",
             "--rate",
@@ -1181,7 +1188,7 @@ fn the_ike_sa_is_rekeyed_under_load_by_linerate_and_by_the_gateway() {
     let done = u(ike, "done");
     assert!(
         (3..=4).contains(&done),
-        "{done} IKE rekeys by linerate: {ike}"
+        "{direction}: {done} IKE rekeys by linerate: {ike}"
     );
     assert_eq!(
         u(ike, "by_gateway"),
@@ -1210,10 +1217,16 @@ fn the_ike_sa_is_rekeyed_under_load_by_linerate_and_by_the_gateway() {
     assert_eq!(
         tx - rx,
         gw_drops,
-        "frames lost other than the gateway's kernel's drops: {}\ncharon's log:\n{}",
+        "{direction}: frames lost other than the gateway's kernel's drops: {}\ncharon's log:\n{}",
         run.dump(),
         charon.log()
     );
+    // The gateway's own count of the frames through the tunnel agrees.
+    let (tun_rx1, tun_tx1) = link_packets(&bed.r, "ipsec0");
+    match direction {
+        "decrypt" => assert_eq!(tun_rx1 - tun_rx0, rx, "{direction}: ipsec0 rx"),
+        _ => assert_eq!(tun_tx1 - tun_tx0 - gw_drops, rx, "{direction}: ipsec0 tx"),
+    }
     assert!(
         run.stdout.contains("IKE rekeys") && run.stderr.contains("(--rekey-ike)"),
         "the summary and the run note name the IKE rekeys: {}",
