@@ -14,12 +14,13 @@
 //! they run on (see `bpf/xdp_gen.bpf.c` for why the maps are not per-CPU).
 
 use crate::{as_bytes, bpf_object, load, map, read_words, BpfError};
-use libbpf_rs::{MapCore, MapFlags, Object, ProgramInput};
+use libbpf_rs::{MapCore, MapFlags, Object};
 use linerate_wire::flows::{Mode, MAX_RANGES};
 use linerate_wire::mix::{MAX_SET_SEQUENCE as MAX_SEQUENCE, MAX_SET_TEMPLATES as MAX_SIZES};
 use linerate_wire::template::SIGNATURE_OFFSET;
 use linerate_wire::Flows;
 use linerate_wire::FrameSet;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 use std::time::Duration;
@@ -126,7 +127,16 @@ pub struct GenTrial<'a> {
     /// The receiver's clock minus CLOCK_MONOTONIC (wrapping), so timestamps
     /// are in the clock the receiver stamps arrivals with.
     pub clock_offset_ns: u64,
+    /// Ticks of the program between two hand-overs of the frames it made
+    /// to the port ([`DEFAULT_BATCH`] up to [`MAX_BATCH`]): see
+    /// [`XdpGenerator::run`].
+    pub batch: u32,
 }
+
+/// The kernel's own batch of live frames (NAPI_POLL_WEIGHT).
+pub const DEFAULT_BATCH: u32 = 64;
+/// The most the kernel takes (TEST_XDP_MAX_BATCH).
+pub const MAX_BATCH: u32 = 256;
 
 /// Mirrors `struct gen_state`: where the trial stands.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -156,6 +166,7 @@ pub struct XdpGenerator {
     obj: Object,
     frame: Vec<u8>,
     total: u64,
+    batch: u32,
 }
 
 impl XdpGenerator {
@@ -165,6 +176,7 @@ impl XdpGenerator {
         Ok(XdpGenerator {
             obj,
             frame: Vec::new(),
+            batch: DEFAULT_BATCH,
             total: 0,
         })
     }
@@ -254,6 +266,7 @@ impl XdpGenerator {
             .map_err(err)?;
         self.frame = largest.bytes().to_vec();
         self.total = trial.total;
+        self.batch = trial.batch.clamp(1, MAX_BATCH);
         Ok(())
     }
 
@@ -265,6 +278,15 @@ impl XdpGenerator {
     /// Runs the configured trial out of interface `ifindex` until `stop`
     /// is set (see [`Stopper`]). The interface index is resolved in the
     /// calling thread's network namespace: call it inside the port's.
+    ///
+    /// The kernel runs the program in batches of [`GenTrial::batch`] ticks
+    /// and hands the frames a batch made to the port at its end (one
+    /// flush): a frame waits there for at most a batch's ticks (its
+    /// timestamp is its scheduled time, so the wait is in the latency).
+    /// Most ticks make no frame when the rate is below the generator's
+    /// ceiling, so a small batch flushes a few frames at a time; where a
+    /// flush is dear (it wakes a thread, as the lab's NIC queue does) a
+    /// larger batch keeps the generator at its rate.
     pub fn run(&self, ifindex: u32, stop: &AtomicBool) -> Result<(), BpfError> {
         // struct xdp_md: data, data_end, data_meta, ingress_ifindex,
         // rx_queue_index, egress_ifindex.
@@ -279,21 +301,13 @@ impl XdpGenerator {
             for (chunk, v) in ctx.chunks_exact_mut(4).zip(md) {
                 chunk.copy_from_slice(&v.to_ne_bytes());
             }
-            let input = ProgramInput {
-                context_in: Some(&mut ctx),
-                data_in: Some(&self.frame),
-                flags: BPF_F_TEST_XDP_LIVE_FRAMES,
-                // Ticks, not frames: the call ends early on the stop signal.
-                repeat: u32::MAX,
-                ..Default::default()
-            };
-            match prog.test_run(input) {
-                Ok(_) => {}
-                Err(e) if e.kind() == libbpf_rs::ErrorKind::Interrupted => {}
-                Err(source) => {
+            match run_live(prog.as_fd().as_raw_fd(), &mut ctx, &self.frame, self.batch) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
                     return Err(BpfError::Map {
                         what: "sending frames with BPF_PROG_RUN (live frames)",
-                        source,
+                        source: libbpf_rs::Error::from(e),
                     })
                 }
             }
@@ -377,4 +391,26 @@ fn install_wake_handler() {
             libc::sigaction(wake_signal(), &sa, std::ptr::null_mut());
         }
     });
+}
+
+/// One BPF_PROG_RUN call of live frames: `u32::MAX` ticks (the call ends
+/// early on the stop signal), flushed every `batch` ticks. libbpf-rs's
+/// test_run has no batch size, hence libbpf's own call.
+fn run_live(prog_fd: i32, ctx: &mut [u8], frame: &[u8], batch: u32) -> std::io::Result<()> {
+    // SAFETY: bpf_test_run_opts is plain data; zero is its default.
+    let mut opts: libbpf_rs::libbpf_sys::bpf_test_run_opts = unsafe { std::mem::zeroed() };
+    opts.sz = std::mem::size_of_val(&opts) as _;
+    opts.ctx_in = ctx.as_ptr().cast();
+    opts.ctx_size_in = ctx.len() as u32;
+    opts.data_in = frame.as_ptr().cast();
+    opts.data_size_in = frame.len() as u32;
+    opts.flags = BPF_F_TEST_XDP_LIVE_FRAMES;
+    opts.repeat = u32::MAX as i32;
+    opts.batch_size = batch;
+    // SAFETY: the buffers opts points to outlive the call.
+    let rc = unsafe { libbpf_rs::libbpf_sys::bpf_prog_test_run_opts(prog_fd, &mut opts) };
+    if rc < 0 {
+        return Err(std::io::Error::from_raw_os_error(-rc));
+    }
+    Ok(())
 }

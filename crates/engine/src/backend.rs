@@ -69,6 +69,10 @@ pub struct SendJob<'a> {
     pub max_late: Option<Duration>,
     /// The receiving port's clock: timestamps are written in it.
     pub clock: Clock,
+    /// The xdp engine's ticks per hand-over of frames to the port
+    /// ([`EngineConfig::xdp_batch`](crate::EngineConfig)); other engines
+    /// ignore it.
+    pub xdp_batch: u32,
 }
 
 /// Sends a trial's frames from one port.

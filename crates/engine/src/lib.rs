@@ -149,6 +149,25 @@ pub fn catch_up_frames_for_ring(ring: u32) -> u64 {
     (u64::from(ring) / 8).max(MAX_CATCH_UP_FRAMES)
 }
 
+/// The xdp generator's ticks per hand-over of frames in front of the lab's
+/// DUT input of `ring` frames. Behind a NIC-deep ring (more than veth's
+/// 256) every hand-over wakes the DUT port's NAPI thread on the tester's
+/// CPU, a few microseconds each on a virtual machine; with the kernel's 64
+/// ticks a hand-over carries only a few frames at a few 100k frames/s and
+/// the wake-ups alone held the generator below its rate (537 kframes/s
+/// offered of 600k, paused 0.5 s in a 5-s trial, on the 2-core development
+/// VM), so the DUT was never the limit. 256 ticks (the kernel's most) carry
+/// four times as many (599k, 7 ms): each frame waits up to one batch
+/// (10-30 µs there) before it leaves, which its latency includes. The
+/// 256-frame veth ring keeps 64, as a ring that deep could overflow.
+pub fn xdp_batch_for_ring(ring: u32) -> u32 {
+    if ring > 256 {
+        linerate_bpf::generator::MAX_BATCH
+    } else {
+        linerate_bpf::generator::DEFAULT_BATCH
+    }
+}
+
 /// How the engine behaves between and around trials.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -200,6 +219,10 @@ pub struct EngineConfig {
     /// catch up; further behind, it pauses ([`MAX_CATCH_UP_FRAMES`], or
     /// [`catch_up_frames_for_ring`] where the DUT's ring depth is known).
     pub catch_up_frames: u64,
+    /// Ticks of the xdp engine's generator per hand-over of its frames to
+    /// the port (the kernel's 64 by default; [`xdp_batch_for_ring`] in the
+    /// lab).
+    pub xdp_batch: u32,
 }
 
 /// Which address of a test frame names its tunnel, per direction of the
@@ -267,6 +290,7 @@ impl Default for EngineConfig {
             flows_rev: linerate_wire::Flows::default(),
             recovery: Some(recovery::QuietRule::default()),
             catch_up_frames: MAX_CATCH_UP_FRAMES,
+            xdp_batch: linerate_bpf::generator::DEFAULT_BATCH,
         }
     }
 }
@@ -485,5 +509,8 @@ mod tests {
         assert_eq!(catch_up_frames_for_ring(256), MAX_CATCH_UP_FRAMES);
         assert_eq!(catch_up_frames_for_ring(64), MAX_CATCH_UP_FRAMES);
         assert_eq!(EngineConfig::default().catch_up_frames, MAX_CATCH_UP_FRAMES);
+        assert_eq!(super::xdp_batch_for_ring(4096), 256);
+        assert_eq!(super::xdp_batch_for_ring(256), 64);
+        assert_eq!(EngineConfig::default().xdp_batch, 64);
     }
 }

@@ -593,6 +593,7 @@ impl<'a> Trial<'a> {
                 cfg.catch_up_frames.max(1) as f64 / per_direction,
             )),
             clock,
+            xdp_batch: cfg.xdp_batch,
         };
         let job_ab = job(&frames.ab, &cfg.flows, streams.range.first, clocks[1]);
         let job_ba = job(&frames.ba, flows_rev, streams.range_rev.first, clocks[0]);

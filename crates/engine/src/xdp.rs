@@ -99,6 +99,7 @@ impl XdpTransmitter {
             give_up_after: Duration::from_secs(1),
             max_late: None,
             clock: Clock::Monotonic,
+            xdp_batch: linerate_bpf::generator::DEFAULT_BATCH,
         };
         let sent = self
             .send(&job, &AtomicBool::new(false))
@@ -153,6 +154,7 @@ impl Transmitter for XdpTransmitter {
                 give_up: job.give_up_after,
                 max_late: job.max_late,
                 clock_offset_ns,
+                batch: job.xdp_batch,
             })?;
         }
         let (ifindex, netns, watch) = (self.ifindex, self.netns.as_deref(), &self.watch);

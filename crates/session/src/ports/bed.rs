@@ -293,6 +293,11 @@ pub(super) fn engine_config(
             linerate_engine::MAX_CATCH_UP_FRAMES,
             linerate_engine::catch_up_frames_for_ring,
         ),
+        // Behind the lab's deep NIC queue, hand-overs are dear.
+        xdp_batch: placement.and_then(|p| p.ring).map_or(
+            EngineConfig::default().xdp_batch,
+            linerate_engine::xdp_batch_for_ring,
+        ),
         ..EngineConfig::default()
     }
 }
