@@ -14,14 +14,14 @@
 //! second, not N at once. `--rekey-ike T` rekeys each tunnel's IKE SA on
 //! the same kind of schedule; a tunnel has one request in flight at most,
 //! so a CHILD_SA rekey and an IKE SA rekey due together go one after the
-//! other.
+//! other, the CHILD_SA's first ([`crate::rekey_schedule`], shared with
+//! `linerate tunnels --rekey`).
 
 use crate::peers::reason;
+use crate::rekey_schedule::{HeldKeys, RekeySchedule};
 use linerate_engine::ipsec::SaInbox;
 use linerate_esp::{Inbound, Outbound};
 use linerate_ike::{ChildSa, Event, Fleet, IkeError, Session};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -134,7 +134,7 @@ impl Peers {
     }
 }
 
-/// What a scheduled rekey replaces.
+/// What a scheduled rekey replaces; in this order when both are due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Rekeying {
     Child,
@@ -323,16 +323,15 @@ fn keep(
 struct Keeping {
     peers: Peers,
     handoff: Handoff,
-    every: Every,
     /// Each tunnel's next rekeys, soonest first.
-    due: BinaryHeap<Reverse<(Instant, usize, Rekeying)>>,
+    due: RekeySchedule<Rekeying>,
     /// When linerate asked for each tunnel's pending rekey, and of what.
     asked: Vec<Option<(Instant, Rekeying)>>,
     /// After a rekey the gateway started: the new outbound SA, held back
     /// until the gateway deletes the old CHILD_SA (it installs its new
     /// inbound SA only once it has linerate's answer), or until the time
     /// given, for a gateway that keeps the old one.
-    held: Vec<Option<(Outbound, Instant)>>,
+    held: HeldKeys<Outbound>,
     /// The one session's IKE SA is deleted.
     gone: bool,
 }
@@ -342,21 +341,20 @@ impl Keeping {
     /// (i + 1) `every` / N, so they spread evenly over the period.
     fn new(peers: Peers, handoff: Handoff, every: Every, start: Instant) -> Keeping {
         let n = peers.count();
-        let mut due = BinaryHeap::new();
-        for (what, period) in [(Rekeying::Child, every.child), (Rekeying::Ike, every.ike)] {
-            let Some(period) = period else { continue };
-            for i in 0..n {
-                let first = start + period.mul_f64((i + 1) as f64 / n as f64);
-                due.push(Reverse((first, i, what)));
-            }
-        }
+        let periods: Vec<(Rekeying, Duration)> =
+            [(Rekeying::Child, every.child), (Rekeying::Ike, every.ike)]
+                .into_iter()
+                .filter_map(|(what, period)| Some((what, period?)))
+                .collect();
+        // A turn waiting for the tunnel's other request is tried again
+        // at the loop's next turn.
+        let due = RekeySchedule::spread(n, &periods, 1.0, start, STOP_CHECK);
         Keeping {
             peers,
             handoff,
-            every,
             due,
             asked: vec![None; n],
-            held: (0..n).map(|_| None).collect(),
+            held: HeldKeys::new(n),
             gone: false,
         }
     }
@@ -365,10 +363,8 @@ impl Keeping {
     /// stop check's period at the latest.
     fn wake(&self, now: Instant) -> Instant {
         self.due
-            .peek()
-            .map_or(now + STOP_CHECK, |Reverse((t, _, _))| {
-                (*t).min(now + STOP_CHECK)
-            })
+            .next_at()
+            .map_or(now + STOP_CHECK, |t| t.min(now + STOP_CHECK))
     }
 
     /// Acts on what ended for `tunnel`: new keys handed over (or held),
@@ -397,12 +393,12 @@ impl Keeping {
             Outcome::IkeRekeyed => log.totals.ike_by_gateway += 1,
             Outcome::RekeyFailed(_) if what == Some(Rekeying::Ike) => log.totals.ike_failed += 1,
             Outcome::OldDeleted => {
-                if let Some((sa, _)) = self.held.get_mut(tunnel).and_then(Option::take) {
+                if let Some(sa) = self.held.release(tunnel) {
                     self.handoff.outbound.push(tunnel, sa);
                 }
             }
             Outcome::Rekeyed => {
-                let hold = took.is_none().then(|| self.held.get_mut(tunnel)).flatten();
+                let hold = took.is_none().then_some(&mut self.held);
                 let spis = hand_over(&self.peers, tunnel, &self.handoff, hold);
                 if let (Some(s), Some(slot)) = (spis, log.spis.get_mut(tunnel)) {
                     *slot = s;
@@ -437,36 +433,22 @@ impl Keeping {
     /// Hands the data path the outbound SAs held past their time by `now`
     /// (a gateway that keeps the old CHILD_SA).
     fn release_held(&mut self, now: Instant) {
-        for (tunnel, slot) in self.held.iter_mut().enumerate() {
-            if slot.as_ref().is_some_and(|(_, until)| *until <= now) {
-                if let Some((sa, _)) = slot.take() {
-                    self.handoff.outbound.push(tunnel, sa);
-                }
-            }
+        for (tunnel, sa) in self.held.release_expired(now) {
+            self.handoff.outbound.push(tunnel, sa);
         }
     }
 
     /// Asks for every rekey due by `now` and schedules each tunnel's next;
     /// a request that cannot be sent is logged as a failed rekey.
     fn rekey_due(&mut self, now: Instant, log: &Mutex<RekeyLog>) {
-        while let Some(&Reverse((t, i, what))) = self.due.peek() {
-            if t > now {
-                break;
-            }
-            self.due.pop();
-            if self.asked[i].is_some() {
-                // One request at a time per tunnel: a CHILD_SA rekey
-                // waits for the IKE SA rekey in flight (or the other way
-                // round) and goes right after it; a rekey of the same kind
-                // still unanswered skips this turn.
-                let next = match self.asked[i] {
-                    Some((_, pending)) if pending != what => now + STOP_CHECK,
-                    _ => t + self.period(what),
-                };
-                self.due.push(Reverse((next, i, what)));
-                continue;
-            }
-            self.due.push(Reverse((t + self.period(what), i, what)));
+        // One request at a time per tunnel: a CHILD_SA rekey waits for the
+        // IKE SA rekey in flight (or the other way round) and goes right
+        // after it; a rekey of the same kind still unanswered skips its
+        // turn.
+        while let Some((i, what)) = self
+            .due
+            .next_due(now, |i| self.asked[i].map(|(_, pending)| pending))
+        {
             match self.peers.rekey(i, what) {
                 Ok(()) => self.asked[i] = Some((Instant::now(), what)),
                 Err(_) if what == Rekeying::Ike => {
@@ -490,31 +472,14 @@ impl Keeping {
     }
 }
 
-impl Keeping {
-    /// The schedule's period of `what` (only asked for a kind that has one).
-    fn period(&self, what: Rekeying) -> Duration {
-        let period = match what {
-            Rekeying::Child => self.every.child,
-            Rekeying::Ike => self.every.ike,
-        };
-        // Never None for a kind on the schedule; an hour keeps `Instant`
-        // arithmetic far from overflow if it were.
-        period.unwrap_or(Duration::from_secs(3600))
-    }
-}
-
-/// How long a new outbound SA is held back at most after a rekey the
-/// gateway started, waiting for its Delete of the old CHILD_SA.
-const HOLD_AT_MOST: Duration = Duration::from_secs(1);
-
 /// Gives tunnel `tunnel`'s new CHILD_SA to the data path: the inbound SA
-/// at once, the outbound one too or, with `hold`, kept there until the
+/// at once, the outbound one too or, with `hold`, held there until the
 /// gateway deleted the old CHILD_SA. Its SPIs.
 fn hand_over(
     peers: &Peers,
     tunnel: usize,
     handoff: &Handoff,
-    hold: Option<&mut Option<(Outbound, Instant)>>,
+    hold: Option<&mut HeldKeys<Outbound>>,
 ) -> Option<(u32, u32)> {
     let child = peers.child(tunnel)?;
     let outbound = Outbound::new(child.outbound.clone()).ok()?;
@@ -523,7 +488,7 @@ fn hand_over(
     // linerate's answer (or sent its own).
     handoff.inbound.push(tunnel, inbound);
     match hold {
-        Some(slot) => *slot = Some((outbound, Instant::now() + HOLD_AT_MOST)),
+        Some(held) => held.hold(tunnel, outbound, Instant::now()),
         None => handoff.outbound.push(tunnel, outbound),
     }
     if let Some((path, peer, gateway)) = &handoff.esp_keys {

@@ -29,6 +29,7 @@ pub mod plan;
 pub mod ports;
 mod progress;
 pub mod recorder;
+mod rekey_schedule;
 pub mod scenario_bed;
 mod sizes;
 #[cfg(any(test, feature = "test-support"))]

@@ -18,10 +18,9 @@
 
 use super::traffic::{Traffic, TrafficCounts, TunnelMark, UpTunnel};
 use crate::peers::reason;
+use crate::rekey_schedule::{HeldKeys, RekeySchedule};
 use linerate_ike::{Event, Fleet, SaKeys};
 use linerate_results::tunnels::{HoldRecord, HoldRekeys, TunnelRekeys};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -31,9 +30,9 @@ use std::time::{Duration, Instant};
 /// deleted it are lost in it.
 const MARGIN: Duration = Duration::from_millis(500);
 
-/// How long new outbound keys wait at most, after a rekey the gateway
-/// started, for its Delete of the old CHILD_SA (the keeper's bound).
-const HOLD_KEYS_AT_MOST: Duration = Duration::from_secs(1);
+/// Where in its share of the period each tunnel's first rekey falls: the
+/// middle, so the last tunnel's turns stay off the hold's end.
+const PHASE: f64 = 0.5;
 
 /// How long rekeys still under way when the hold ends may take to be
 /// answered; those that are not count as failed.
@@ -107,13 +106,13 @@ struct Rekeying<'a> {
     fleet: &'a mut Fleet,
     traffic: Option<&'a Traffic>,
     peers: &'a [Ipv4Addr],
-    every: Duration,
-    due: BinaryHeap<Reverse<(Instant, usize)>>,
+    /// One kind of rekey: the CHILD_SA's.
+    due: RekeySchedule<()>,
     /// Each tunnel's rekey under way.
     open: Vec<Option<Window>>,
     /// After a rekey the gateway started: the new outbound keys, until
-    /// the gateway deletes the old CHILD_SA (or the time given).
-    held: Vec<Option<(SaKeys, Instant)>>,
+    /// the gateway deletes the old CHILD_SA (or their time ran out).
+    held: HeldKeys<SaKeys>,
     /// Windows whose rekey ended, to be closed at their time.
     closing: Vec<(Instant, usize, TunnelMark)>,
     record: HoldRecord,
@@ -133,11 +132,10 @@ pub(super) fn hold_rekeying(
     let n = peers.len();
     let mark = |i: usize| traffic.map_or_else(TunnelMark::default, |t| t.tunnel_mark(i));
     let mut r = Rekeying {
-        due: (0..n)
-            .map(|i| Reverse((start + every.mul_f64((i as f64 + 0.5) / n as f64), i)))
-            .collect(),
+        // One kind: no turn ever waits for another, so no retry.
+        due: RekeySchedule::spread(n, &[((), every)], PHASE, start, Duration::ZERO),
         open: vec![None; n],
-        held: (0..n).map(|_| None).collect(),
+        held: HeldKeys::new(n),
         closing: Vec::new(),
         record: HoldRecord::default(),
         run: RekeyRun {
@@ -152,7 +150,6 @@ pub(super) fn hold_rekeying(
         fleet,
         traffic,
         peers,
-        every,
     };
     r.turns_until(start + hold, interrupt, true);
     // Rekeys per second are over the hold, not the drain after it.
@@ -211,14 +208,14 @@ impl Rekeying<'_> {
     /// time; at most 100 ms away (the interrupt's check).
     fn wake(&self, now: Instant) -> Instant {
         let mut at = now + Duration::from_millis(100);
-        if let Some(Reverse((t, _))) = self.due.peek() {
-            at = at.min(*t);
+        for t in [self.due.next_at(), self.held.next_at()]
+            .into_iter()
+            .flatten()
+        {
+            at = at.min(t);
         }
         for &(t, _, _) in &self.closing {
             at = at.min(t);
-        }
-        for (_, t) in self.held.iter().flatten() {
-            at = at.min(*t);
         }
         at
     }
@@ -230,7 +227,7 @@ impl Rekeying<'_> {
             Event::LivenessCheck => self.record.liveness_checks += 1,
             Event::ChildRekeyed => self.rekeyed(i, now),
             Event::RekeyedChildDeleted => {
-                if let Some((keys, _)) = self.held.get_mut(i).and_then(Option::take) {
+                if let Some(keys) = self.held.release(i) {
                     self.move_frames(i, keys, now);
                 }
             }
@@ -284,7 +281,7 @@ impl Rekeying<'_> {
                     asked: None,
                     from: self.mark(i),
                 });
-                self.held[i] = Some((keys, now + HOLD_KEYS_AT_MOST));
+                self.held.hold(i, keys, now);
             }
         }
     }
@@ -310,15 +307,8 @@ impl Rekeying<'_> {
     /// Moves the frames of held keys whose time ran out by `now` (a
     /// gateway that keeps the old CHILD_SA).
     fn release_held(&mut self, now: Instant) {
-        for i in 0..self.held.len() {
-            if self.held[i]
-                .as_ref()
-                .is_some_and(|(_, until)| *until <= now)
-            {
-                if let Some((keys, _)) = self.held[i].take() {
-                    self.move_frames(i, keys, now);
-                }
-            }
+        for (i, keys) in self.held.release_expired(now) {
+            self.move_frames(i, keys, now);
         }
     }
 
@@ -338,15 +328,10 @@ impl Rekeying<'_> {
     /// a tunnel that is down, or whose rekey is still under way, skips its
     /// turn.
     fn rekey_due(&mut self, now: Instant) {
-        while let Some(&Reverse((t, i))) = self.due.peek() {
-            if t > now {
-                break;
-            }
-            self.due.pop();
-            self.due.push(Reverse((t + self.every, i)));
-            if self.open[i].is_some() || self.fleet.child(i).is_none() {
-                continue;
-            }
+        // A tunnel that is down is as busy as one with a rekey under way.
+        while let Some((i, ())) = self.due.next_due(now, |i| {
+            (self.open[i].is_some() || self.fleet.child(i).is_none()).then_some(())
+        }) {
             let window = Window {
                 asked: Some(Instant::now()),
                 from: self.mark(i),
