@@ -1,0 +1,22 @@
+//! Fixtures for the integration tests of linerate's crates (a
+//! dev-dependency only, never shipped).
+//!
+//! The tests that send real frames need a veth pair that no one else
+//! touches: [`Veth`] makes one inside a network namespace of its own (or
+//! with one end in each of two), and the [`Netns`] it returns deletes the
+//! namespace, and with it the pair, when dropped, also when the test
+//! panics. [`Netns::enter`] moves the test's thread inside for code that
+//! must run there.
+//!
+//! The binary's tests (crates/cli/tests/common) keep helpers of their own:
+//! they drive whole labs through the `linerate` command.
+
+mod command;
+mod netns;
+mod skip;
+mod veth;
+
+pub use command::run;
+pub use netns::{Entered, Netns};
+pub use skip::{is_root, skip};
+pub use veth::Veth;
