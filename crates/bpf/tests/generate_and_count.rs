@@ -5,67 +5,24 @@
 
 use linerate_bpf::counter::{SentFrom, XdpCounter};
 use linerate_bpf::generator::{GenProgress, GenTrial, Stopper, XdpGenerator};
+use linerate_testkit::{Netns, Veth};
 use linerate_wire::template::DEFAULT_UDP_PORT;
 use linerate_wire::{FlowSpec, FrameCheck, FrameSet, FrameSize, FrameTemplate, MacAddr};
 use std::fs::File;
 use std::os::fd::AsFd;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-struct Netns(String);
-
-impl Netns {
-    fn new() -> Netns {
-        // Unique per test: the tests of this file run in parallel.
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let name = format!(
-            "lrbpf-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        );
-        let ns = Netns(name.clone());
-        let ip = |args: &str| {
-            let ok = Command::new("ip")
-                .args(["-n", &name])
-                .args(args.split(' '))
-                .status()
-                .expect("ip")
-                .success();
-            assert!(ok, "ip -n {name} {args}");
-        };
-        assert!(Command::new("ip")
-            .args(["netns", "add", &name])
-            .status()
-            .unwrap()
-            .success());
-        // A receive queue per CPU: veth hands a frame sent on CPU c to
-        // the peer's queue c mod queues, so generators on different CPUs
-        // do not share one ring (which a busy machine can overflow).
-        let q = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .to_string();
-        ip(&format!(
-            "link add x0 numtxqueues {q} numrxqueues {q} type veth peer name x1 numtxqueues {q} numrxqueues {q}"
-        ));
-        ip("link set x0 up");
-        ip("link set x1 up");
-        ns
-    }
-
-    /// Runs `f` with this thread inside the namespace.
-    fn enter(&self) -> File {
-        let home = File::open("/proc/thread-self/ns/net").unwrap();
-        let target = File::open(format!("/run/netns/{}", self.0)).unwrap();
-        nix::sched::setns(target.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        home
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
+/// A namespace of its own holding veth pair x0 <-> x1, both up, IPv6 as
+/// the kernel has it. A receive queue per CPU: veth hands a frame sent on
+/// CPU c to the peer's queue c mod queues, so generators on different CPUs
+/// do not share one ring (which a busy machine can overflow).
+fn veth_netns() -> Netns {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Veth::new("x0", "x1")
+        .queues(cpus)
+        .with_ipv6()
+        .in_one_netns("lrbpf")
 }
 
 fn flow() -> FlowSpec {
@@ -134,103 +91,102 @@ fn ifindex(name: &str) -> u32 {
     nix::net::if_::if_nametoindex(name).expect("interface index")
 }
 
+/// A counter for up to 4 streams on x1, where the generators' frames
+/// arrive; made from inside the namespace.
+fn counter_on_x1() -> XdpCounter {
+    let mut counter = XdpCounter::load(4).expect("load counter");
+    counter
+        .attach(ifindex("x1"), "x1", false)
+        .expect("attach counter");
+    counter
+}
+
 #[test]
 fn every_generated_frame_is_counted_once() {
     if !linerate_bpf::root_or_skip("every_generated_frame_is_counted_once") {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let ns = Netns::new();
-    let home = ns.enter();
-    let run = || {
-        let mut counter = XdpCounter::load(4).expect("load counter");
-        counter
-            .attach(ifindex("x1"), "x1", false)
-            .expect("attach counter");
-        let mut generator = XdpGenerator::load().expect("load generator");
-        // The third trial samples latency on every 8th frame: seq 0, 8, ..
-        // 100 000 of 100 001 frames, 12 501 of them. The last hands its
-        // frames to the port every 256 ticks (the lab's batch), the others
-        // every 64 (the kernel's).
-        use linerate_bpf::generator::{DEFAULT_BATCH, MAX_BATCH};
-        for (size, frames, fps, every, sampled, batch) in [
-            (64u16, 200_000u64, 1e6, 1u32, 200_000u64, DEFAULT_BATCH),
-            (1518, 50_000, 2e5, 1, 50_000, DEFAULT_BATCH),
-            (64, 100_001, 1e6, 8, 12_501, DEFAULT_BATCH),
-            (128, 200_000, 1e6, 1, 200_000, MAX_BATCH),
-        ] {
-            let flows = linerate_wire::Flows::default();
-            let set = FrameSet::single(FrameTemplate::new(
-                &flow(),
-                FrameSize::from_frame(size as u64).unwrap(),
-            ));
-            let stream = size + every as u16; // any id; a fresh one per trial
+    let ns = veth_netns();
+    let _inside = ns.enter();
+    let mut counter = counter_on_x1();
+    let mut generator = XdpGenerator::load().expect("load generator");
+    // The third trial samples latency on every 8th frame: seq 0, 8, ..
+    // 100 000 of 100 001 frames, 12 501 of them. The last hands its
+    // frames to the port every 256 ticks (the lab's batch), the others
+    // every 64 (the kernel's).
+    use linerate_bpf::generator::{DEFAULT_BATCH, MAX_BATCH};
+    for (size, frames, fps, every, sampled, batch) in [
+        (64u16, 200_000u64, 1e6, 1u32, 200_000u64, DEFAULT_BATCH),
+        (1518, 50_000, 2e5, 1, 50_000, DEFAULT_BATCH),
+        (64, 100_001, 1e6, 8, 12_501, DEFAULT_BATCH),
+        (128, 200_000, 1e6, 1, 200_000, MAX_BATCH),
+    ] {
+        let flows = linerate_wire::Flows::default();
+        let set = FrameSet::single(FrameTemplate::new(
+            &flow(),
+            FrameSize::from_frame(size as u64).unwrap(),
+        ));
+        let stream = size + every as u16; // any id; a fresh one per trial
 
-            // Frame n leaves no earlier than n intervals after now: a
-            // stamp earlier than that would be errored.
-            let sent_from = SentFrom {
-                not_before_ns: monotonic_ns(),
-                interval_ns: (1e9 / fps) as u64,
-            };
-            counter
-                .start_trial(
-                    stream,
-                    1,
-                    DEFAULT_UDP_PORT,
-                    every,
-                    FrameCheck::Payload,
-                    frames,
-                    sent_from,
-                )
-                .unwrap();
-            generator
-                .configure(&GenTrial {
-                    frames: &set,
-                    flows: &flows,
-                    stream,
-                    class_stride: 1,
-                    total: frames,
-                    interval_ns: 1e9 / fps,
-                    give_up: Duration::from_secs(10),
-                    max_late: None,
-                    clock_offset_ns: 0,
-                    batch,
-                })
-                .unwrap();
-            let progress = send_all(&generator, ifindex("x0"), frames);
-            assert_eq!(progress.sent, frames, "{size} B: every frame sent");
-            // The schedule held: the last frame left about (frames - 1) / fps after the first.
-            let took = (progress.last_ns - progress.start_ns) as f64 / 1e9;
-            let planned = (frames - 1) as f64 / fps;
-            assert!(
-                took >= planned * 0.999 && took < planned + 0.2,
-                "{size} B: sent in {took} s, planned {planned} s"
-            );
-            let deadline = Instant::now() + Duration::from_secs(2);
-            while counter.received().unwrap() < frames && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            let counts = counter.read().unwrap();
-            let s = &counts.streams[0];
-            assert_eq!(s.received, frames, "{size} B: every frame counted");
-            // The generator's checksums verify: no frame counted damaged.
-            assert_eq!(
-                (s.duplicated, s.reordered, counts.stray, counts.errored),
-                (0, 0, 0, 0),
-                "{size} B"
-            );
-            assert_eq!(s.latency_count, sampled, "{size} B, every {every}");
-            assert_eq!(s.histogram.iter().sum::<u64>(), sampled);
-            assert!(s.latency_min_ns <= s.latency_max_ns);
-            assert!(s.latency_sum_ns >= s.latency_min_ns * sampled);
-            assert!(s.latency_sum_ns <= s.latency_max_ns * sampled);
+        // Frame n leaves no earlier than n intervals after now: a
+        // stamp earlier than that would be errored.
+        let sent_from = SentFrom {
+            not_before_ns: monotonic_ns(),
+            interval_ns: (1e9 / fps) as u64,
+        };
+        counter
+            .start_trial(
+                stream,
+                1,
+                DEFAULT_UDP_PORT,
+                every,
+                FrameCheck::Payload,
+                frames,
+                sent_from,
+            )
+            .unwrap();
+        generator
+            .configure(&GenTrial {
+                frames: &set,
+                flows: &flows,
+                stream,
+                class_stride: 1,
+                total: frames,
+                interval_ns: 1e9 / fps,
+                give_up: Duration::from_secs(10),
+                max_late: None,
+                clock_offset_ns: 0,
+                batch,
+            })
+            .unwrap();
+        let progress = send_all(&generator, ifindex("x0"), frames);
+        assert_eq!(progress.sent, frames, "{size} B: every frame sent");
+        // The schedule held: the last frame left about (frames - 1) / fps after the first.
+        let took = (progress.last_ns - progress.start_ns) as f64 / 1e9;
+        let planned = (frames - 1) as f64 / fps;
+        assert!(
+            took >= planned * 0.999 && took < planned + 0.2,
+            "{size} B: sent in {took} s, planned {planned} s"
+        );
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while counter.received().unwrap() < frames && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
         }
-    };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
-    nix::sched::setns(home.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-    drop(ns);
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
+        let counts = counter.read().unwrap();
+        let s = &counts.streams[0];
+        assert_eq!(s.received, frames, "{size} B: every frame counted");
+        // The generator's checksums verify: no frame counted damaged.
+        assert_eq!(
+            (s.duplicated, s.reordered, counts.stray, counts.errored),
+            (0, 0, 0, 0),
+            "{size} B"
+        );
+        assert_eq!(s.latency_count, sampled, "{size} B, every {every}");
+        assert_eq!(s.histogram.iter().sum::<u64>(), sampled);
+        assert!(s.latency_min_ns <= s.latency_max_ns);
+        assert!(s.latency_sum_ns >= s.latency_min_ns * sampled);
+        assert!(s.latency_sum_ns <= s.latency_max_ns * sampled);
     }
 }
 
@@ -243,89 +199,77 @@ fn two_generators_send_two_exact_streams() {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let ns = Netns::new();
-    let home = ns.enter();
-    let run = || {
-        let mut counter = XdpCounter::load(4).expect("load counter");
-        counter
-            .attach(ifindex("x1"), "x1", false)
-            .expect("attach counter");
-        let flows = linerate_wire::Flows::default();
-        let set = FrameSet::single(FrameTemplate::new(
-            &flow(),
-            FrameSize::from_frame(64).unwrap(),
-        ));
-        let (first, shares) = (40u16, [50_001u64, 50_000]);
-        // Each generator's own interval bounds its stream's stamps.
-        let sent_from = SentFrom {
-            not_before_ns: monotonic_ns(),
-            interval_ns: 20_000,
-        };
-        counter
-            .start_trial(
-                first,
-                2,
-                DEFAULT_UDP_PORT,
-                1,
-                FrameCheck::Payload,
-                50_001,
-                sent_from,
-            )
-            .unwrap();
-        let mut generators: Vec<XdpGenerator> = (0..2)
-            .map(|_| XdpGenerator::load().expect("load generator"))
-            .collect();
-        for (k, g) in generators.iter_mut().enumerate() {
-            g.configure(&GenTrial {
-                frames: &set,
-                flows: &flows,
-                stream: first + k as u16,
-                class_stride: 1,
-                total: shares[k],
-                interval_ns: 1e9 / 5e4, // 100 000 frames/s in all
-                give_up: Duration::from_secs(10),
-                max_late: None,
-                clock_offset_ns: 0,
-                batch: linerate_bpf::generator::DEFAULT_BATCH,
-            })
-            .unwrap();
-        }
-        let index = ifindex("x0");
-        let progress: Vec<GenProgress> = std::thread::scope(|s| {
-            let handles: Vec<_> = generators
-                .iter()
-                .zip(shares)
-                .enumerate()
-                .map(|(k, (g, n))| {
-                    s.spawn(move || {
-                        pin_to(k);
-                        send_all(g, index, n)
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        for (p, n) in progress.iter().zip(shares) {
-            assert_eq!(p.sent, n, "each generator sent its own share");
-        }
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while counter.received().unwrap() < shares.iter().sum::<u64>() && Instant::now() < deadline
-        {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let counts = counter.read().unwrap();
-        assert_eq!((counts.stray, counts.errored), (0, 0));
-        for (k, n) in shares.iter().enumerate() {
-            let s = &counts.streams[k];
-            assert_eq!(s.received, *n, "stream {k}: every frame counted");
-            assert_eq!((s.duplicated, s.reordered), (0, 0), "stream {k}");
-        }
+    let ns = veth_netns();
+    let _inside = ns.enter();
+    let mut counter = counter_on_x1();
+    let flows = linerate_wire::Flows::default();
+    let set = FrameSet::single(FrameTemplate::new(
+        &flow(),
+        FrameSize::from_frame(64).unwrap(),
+    ));
+    let (first, shares) = (40u16, [50_001u64, 50_000]);
+    // Each generator's own interval bounds its stream's stamps.
+    let sent_from = SentFrom {
+        not_before_ns: monotonic_ns(),
+        interval_ns: 20_000,
     };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
-    nix::sched::setns(home.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-    drop(ns);
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
+    counter
+        .start_trial(
+            first,
+            2,
+            DEFAULT_UDP_PORT,
+            1,
+            FrameCheck::Payload,
+            50_001,
+            sent_from,
+        )
+        .unwrap();
+    let mut generators: Vec<XdpGenerator> = (0..2)
+        .map(|_| XdpGenerator::load().expect("load generator"))
+        .collect();
+    for (k, g) in generators.iter_mut().enumerate() {
+        g.configure(&GenTrial {
+            frames: &set,
+            flows: &flows,
+            stream: first + k as u16,
+            class_stride: 1,
+            total: shares[k],
+            interval_ns: 1e9 / 5e4, // 100 000 frames/s in all
+            give_up: Duration::from_secs(10),
+            max_late: None,
+            clock_offset_ns: 0,
+            batch: linerate_bpf::generator::DEFAULT_BATCH,
+        })
+        .unwrap();
+    }
+    let index = ifindex("x0");
+    let progress: Vec<GenProgress> = std::thread::scope(|s| {
+        let handles: Vec<_> = generators
+            .iter()
+            .zip(shares)
+            .enumerate()
+            .map(|(k, (g, n))| {
+                s.spawn(move || {
+                    pin_to(k);
+                    send_all(g, index, n)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (p, n) in progress.iter().zip(shares) {
+        assert_eq!(p.sent, n, "each generator sent its own share");
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while counter.received().unwrap() < shares.iter().sum::<u64>() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let counts = counter.read().unwrap();
+    assert_eq!((counts.stray, counts.errored), (0, 0));
+    for (k, n) in shares.iter().enumerate() {
+        let s = &counts.streams[k];
+        assert_eq!(s.received, *n, "stream {k}: every frame counted");
+        assert_eq!((s.duplicated, s.reordered), (0, 0), "stream {k}");
     }
 }
 
@@ -340,24 +284,15 @@ fn kernel_frames_match_user_space_frames_for_mixes_and_flows() {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let ns = Netns::new();
-    let ns_name = ns.0.clone();
-    let home = ns.enter();
-    let run = || {
-        for (v6, vlan) in [
-            (false, None),
-            (true, None),
-            (false, Some(100)),
-            (true, Some(100)),
-        ] {
-            same_frames_in_kernel_and_user_space(&ns_name, v6, vlan);
-        }
-    };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
-    nix::sched::setns(home.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-    drop(ns);
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
+    let ns = veth_netns();
+    let _inside = ns.enter();
+    for (v6, vlan) in [
+        (false, None),
+        (true, None),
+        (false, Some(100)),
+        (true, Some(100)),
+    ] {
+        same_frames_in_kernel_and_user_space(&ns, v6, vlan);
     }
 }
 
@@ -365,7 +300,7 @@ fn kernel_frames_match_user_space_frames_for_mixes_and_flows() {
 /// receiving packet socket sees a tagged frame without its tag (the kernel
 /// moves it out of the frame before packet sockets see it), so the tag is
 /// taken out of the expected frame too; the lab tests prove it is sent.
-fn same_frames_in_kernel_and_user_space(ns_name: &str, v6: bool, vlan: Option<u16>) {
+fn same_frames_in_kernel_and_user_space(ns: &Netns, v6: bool, vlan: Option<u16>) {
     {
         let mut flow = flow();
         if v6 {
@@ -409,12 +344,7 @@ fn same_frames_in_kernel_and_user_space(ns_name: &str, v6: bool, vlan: Option<u1
         let so = encap.signature_offset() - tag_len;
         // A veth takes XDP_TX frames only when its peer runs NAPI, which
         // GRO turns on (the counter's XDP program does it in the other tests).
-        let ok = Command::new("ip")
-            .args(["netns", "exec", ns_name, "ethtool", "-K", "x1", "gro", "on"])
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        assert!(ok, "ethtool -K x1 gro on");
+        ns.exec(&["ethtool", "-K", "x1", "gro", "on"]);
         // A raw socket on the receiving end sees every frame as it arrived.
         // SAFETY: plain socket calls on a descriptor this test owns.
         let fd = unsafe {

@@ -25,6 +25,7 @@ use linerate_esp::{Encapsulation, EspSuite, Inbound, Outbound, SaKeys};
 use linerate_port::af_packet::{AfPacketOptions, AfPacketPort};
 use linerate_port::af_xdp::{AfXdpOptions, AfXdpPort};
 use linerate_results::TrialSpec;
+use linerate_testkit::{is_root, skip, Netns, Veth};
 use linerate_wire::overhead::{Auth, Cipher, Encapsulation as Overhead};
 use linerate_wire::FrameSize;
 use std::net::Ipv4Addr;
@@ -40,79 +41,25 @@ const FRAMES: u64 = 10_000;
 /// Every this-many-th sealed frame gets a byte flipped.
 const FLIP_EVERY: u64 = 97;
 
-fn skip(reason: &str) {
-    if std::env::var("LINERATE_REQUIRE_ALL").is_ok_and(|v| v == "1") {
-        panic!("SKIPPED {reason}; LINERATE_REQUIRE_ALL=1 makes every skip a failure: provide what the test needs");
-    }
-    eprintln!("SKIPPED {reason}");
+/// A namespace of its own holding veth pair `ra` <-> `rb`, both up, MTU
+/// 1600 (room for ESP's growth), without IPv6; deleted on drop, also when
+/// the test panics.
+fn veth_netns(tag: &str) -> Netns {
+    Veth::new("ra", "rb")
+        .mtu(1600)
+        .in_one_netns(&format!("lrraw-{tag}"))
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn run(args: &[&str]) -> String {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("running {args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A namespace with a veth pair `ra` <-> `rb` (MTU 1600, no IPv6),
-/// deleted on drop, also when the test panics.
-struct Veth {
-    ns: String,
-}
-
-impl Veth {
-    fn new(tag: &str) -> Veth {
-        let ns = format!("lrraw-{}-{tag}", std::process::id());
-        run(&["ip", "netns", "add", &ns]);
-        let v = Veth { ns };
-        let n = v.ns.as_str();
-        run(&[
-            "ip",
-            "netns",
-            "exec",
-            n,
-            "sysctl",
-            "-qw",
-            "net.ipv6.conf.all.disable_ipv6=1",
-            "net.ipv6.conf.default.disable_ipv6=1",
-        ]);
-        run(&[
-            "ip", "-n", n, "link", "add", "ra", "mtu", "1600", "type", "veth", "peer", "name",
-            "rb", "mtu", "1600",
-        ]);
-        run(&["ip", "-n", n, "link", "set", "ra", "up"]);
-        run(&["ip", "-n", n, "link", "set", "rb", "up"]);
-        v
-    }
-
-    /// ICMP destination-unreachable messages the namespace's kernel sent.
-    fn icmp_unreachable_sent(&self) -> u64 {
-        let snmp = run(&["ip", "netns", "exec", &self.ns, "cat", "/proc/net/snmp"]);
-        let mut icmp = snmp.lines().filter(|l| l.starts_with("Icmp:"));
-        let (names, values) = (icmp.next().unwrap(), icmp.next().unwrap());
-        let at = names
-            .split_whitespace()
-            .position(|n| n == "OutDestUnreachs")
-            .expect("Icmp: OutDestUnreachs");
-        values.split_whitespace().nth(at).unwrap().parse().unwrap()
-    }
-}
-
-impl Drop for Veth {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
-    }
+/// ICMP destination-unreachable messages the namespace's kernel sent.
+fn icmp_unreachable_sent(ns: &Netns) -> u64 {
+    let snmp = ns.read("/proc/net/snmp");
+    let mut icmp = snmp.lines().filter(|l| l.starts_with("Icmp:"));
+    let (names, values) = (icmp.next().unwrap(), icmp.next().unwrap());
+    let at = names
+        .split_whitespace()
+        .position(|n| n == "OutDestUnreachs")
+        .expect("Icmp: OutDestUnreachs");
+    values.split_whitespace().nth(at).unwrap().parse().unwrap()
 }
 
 fn keys(suite: EspSuite) -> SaKeys {
@@ -173,8 +120,8 @@ fn host(ip: Ipv4Addr, gateway: Ipv4Addr) -> HostConfig {
 
 /// Both ends opened with `engine`; A seals raw ESP (flipping some), B
 /// opens it.
-fn open(veth: &Veth, engine: &str, suite: EspSuite, counts: &SharedCounts) -> Engine {
-    let ns = Some(veth.ns.as_str());
+fn open(netns: &Netns, engine: &str, suite: EspSuite, counts: &SharedCounts) -> Engine {
+    let ns = Some(netns.name());
     let max_frame_len = 1514 + 128;
     let (mut a, mut b) = match engine {
         "af_xdp" => {
@@ -244,9 +191,9 @@ fn spec(size: u64) -> TrialSpec {
 
 /// One trial of `engine`: exact counts, the flipped frames as ICV
 /// failures, the wire size `overhead` gives.
-fn counts_exactly(veth: &Veth, engine: &str, suite: EspSuite, size: u64) {
+fn counts_exactly(netns: &Netns, engine: &str, suite: EspSuite, size: u64) {
     let counts = SharedCounts::default();
-    let mut e = open(veth, engine, suite, &counts);
+    let mut e = open(netns, engine, suite, &counts);
     let r = e.run_trial(&spec(size), &AtomicBool::new(false)).unwrap();
     drop(e);
     let c = counts.lock().unwrap().clone();
@@ -293,14 +240,14 @@ fn raw_esp_is_sealed_opened_and_counted_exactly_by_both_engines() {
         skip("(needs root): raw_esp_is_sealed_opened_and_counted_exactly_by_both_engines");
         return;
     }
-    let veth = Veth::new("c");
+    let netns = veth_netns("c");
     for engine in ["af_xdp", "af_packet"] {
         for (suite, size) in [
             (EspSuite::Aes256Gcm16, 64),
             (EspSuite::Aes128Sha256, 512),
             (EspSuite::Aes128Gcm16, 1518),
         ] {
-            counts_exactly(&veth, engine, suite, size);
+            counts_exactly(&netns, engine, suite, size);
         }
     }
 }
@@ -314,26 +261,17 @@ fn the_kernel_does_not_answer_raw_esp_while_the_sink_holds_protocol_50() {
         skip("(needs root): the_kernel_does_not_answer_raw_esp_while_the_sink_holds_protocol_50");
         return;
     }
-    let veth = Veth::new("i");
-    run(&[
-        "ip",
-        "-n",
-        &veth.ns,
-        "addr",
-        "add",
-        "198.18.0.3/24",
-        "dev",
-        "rb",
-    ]);
+    let netns = veth_netns("i");
+    netns.ip(&["addr", "add", "198.18.0.3/24", "dev", "rb"]);
     let trial = |sink: Option<ProtocolSink>| {
         let counts = SharedCounts::default();
-        let mut e = open(&veth, "af_packet", EspSuite::Aes256Gcm16, &counts);
-        let before = veth.icmp_unreachable_sent();
+        let mut e = open(&netns, "af_packet", EspSuite::Aes256Gcm16, &counts);
+        let before = icmp_unreachable_sent(&netns);
         let r = e.run_trial(&spec(64), &AtomicBool::new(false)).unwrap();
         drop(e);
         drop(sink);
         assert_eq!(r.tx_frames, FRAMES);
-        veth.icmp_unreachable_sent() - before
+        icmp_unreachable_sent(&netns) - before
     };
     let kernel_has_esp = std::fs::read_to_string("/proc/net/xfrm_stat").is_ok()
         && Command::new("sh")
@@ -350,7 +288,7 @@ fn the_kernel_does_not_answer_raw_esp_while_the_sink_holds_protocol_50() {
         // The check below can fail: without the sink the kernel answers.
         assert!(unclaimed > 0, "no ICMP unreachable without the sink");
     }
-    let sink = ProtocolSink::claim(Some(&veth.ns), IPPROTO_ESP).unwrap();
+    let sink = ProtocolSink::claim(Some(netns.name()), IPPROTO_ESP).unwrap();
     assert_eq!(
         trial(Some(sink)),
         0,

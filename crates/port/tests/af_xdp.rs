@@ -8,96 +8,24 @@
 
 use linerate_port::af_xdp::{AfXdpOptions, AfXdpPort};
 use linerate_port::{Port, RxQueue, TxQueue};
+use linerate_testkit::{is_root, skip, Netns, Veth};
 use linerate_wire::arp::arp_frame;
 use linerate_wire::{
     classify, ArpRepr, FlowSpec, FrameSize, FrameTemplate, MacAddr, Received, Signature,
 };
 use std::net::Ipv4Addr;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Says loudly that (part of) a test is skipped and why; under
-/// `LINERATE_REQUIRE_ALL=1` (exported by scripts/test.sh, as in CI) a skip
-/// is a failure instead: the test panics with the reason.
-fn skip(reason: &str) {
-    if std::env::var("LINERATE_REQUIRE_ALL").is_ok_and(|v| v == "1") {
-        panic!("SKIPPED {reason}; LINERATE_REQUIRE_ALL=1 makes every skip a failure: provide what the test needs");
-    }
-    eprintln!("SKIPPED {reason}");
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn run(args: &[&str]) {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("running {args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn output(args: &[&str]) -> String {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("running {args:?}: {e}"));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// A namespace holding a veth pair `xa` <-> `xb`, both up, MTU 1500,
-/// without IPv6 (so the kernel sends no router solicitations of its own).
-/// Dropping it deletes the namespace, and with it the pair, also when a
-/// test panics.
-struct VethNetns {
-    name: String,
-}
-
-impl VethNetns {
-    fn new(tag: &str) -> VethNetns {
-        let name = format!("lrxsk-{}-{tag}", std::process::id());
-        run(&["ip", "netns", "add", &name]);
-        // From here on the guard exists, so a failing step still cleans up.
-        let ns = VethNetns { name };
-        let n = ns.name.as_str();
-        run(&[
-            "ip",
-            "netns",
-            "exec",
-            n,
-            "sysctl",
-            "-qw",
-            "net.ipv6.conf.all.disable_ipv6=1",
-            "net.ipv6.conf.default.disable_ipv6=1",
-        ]);
-        run(&[
-            "ip", "-n", n, "link", "add", "xa", "mtu", "1500", "type", "veth", "peer", "name",
-            "xb", "mtu", "1500",
-        ]);
-        run(&["ip", "-n", n, "link", "set", "xa", "up"]);
-        run(&["ip", "-n", n, "link", "set", "xb", "up"]);
-        ns
-    }
-
-    fn sys(&self, path: &str) -> String {
-        output(&["ip", "netns", "exec", &self.name, "cat", path])
-    }
-}
-
-impl Drop for VethNetns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
+/// A namespace of its own holding veth pair `xa` <-> `xb`, both up, MTU
+/// 1500, without IPv6 (so the kernel sends no router solicitations of its
+/// own). Dropping it deletes the namespace, and with it the pair, also when
+/// a test panics.
+fn veth_netns(tag: &str) -> Netns {
+    Veth::new("xa", "xb")
+        .mtu(1500)
+        .in_one_netns(&format!("lrxsk-{tag}"))
 }
 
 fn flow(src: MacAddr, dst: MacAddr) -> FlowSpec {
@@ -133,10 +61,10 @@ const STREAM: u16 = 0x5A5A;
 /// Sends `total` frames of `size` from `xa` to `xb` and counts what arrives.
 /// The sender stays at most `WINDOW` frames ahead of the receiver: this test
 /// is about exactness, not speed, so no buffer on the way may overflow.
-fn send_and_count(ns: &VethNetns, size: u64, total: u64) -> (u64, Seen) {
+fn send_and_count(ns: &Netns, size: u64, total: u64) -> (u64, Seen) {
     const WINDOW: u64 = 1024;
-    let a = AfXdpPort::open("xa", Some(&ns.name), &AfXdpOptions::default()).expect("open xa");
-    let b = AfXdpPort::open("xb", Some(&ns.name), &AfXdpOptions::default()).expect("open xb");
+    let a = AfXdpPort::open("xa", Some(ns.name()), &AfXdpOptions::default()).expect("open xa");
+    let b = AfXdpPort::open("xb", Some(ns.name()), &AfXdpOptions::default()).expect("open xb");
     eprintln!(
         "xa: bind mode {}, XDP {}; xb: bind mode {}, XDP {}",
         a.mode().as_str(),
@@ -240,7 +168,7 @@ fn check_exact(size: u64) {
         skip(&format!("(needs root): af_xdp {size}-byte frames test"));
         return;
     }
-    let ns = VethNetns::new(&format!("x{size}"));
+    let ns = veth_netns(&format!("x{size}"));
     const TOTAL: u64 = 100_000;
     let (refused, seen) = send_and_count(&ns, size, TOTAL);
     eprintln!(
@@ -273,9 +201,9 @@ fn control_frames_get_through_both_ways() {
         skip("(needs root): af_xdp control frame test");
         return;
     }
-    let ns = VethNetns::new("ctl");
-    let a = AfXdpPort::open("xa", Some(&ns.name), &AfXdpOptions::default()).expect("open xa");
-    let b = AfXdpPort::open("xb", Some(&ns.name), &AfXdpOptions::default()).expect("open xb");
+    let ns = veth_netns("ctl");
+    let a = AfXdpPort::open("xa", Some(ns.name()), &AfXdpOptions::default()).expect("open xa");
+    let b = AfXdpPort::open("xb", Some(ns.name()), &AfXdpOptions::default()).expect("open xb");
     let (mac_a, mac_b) = (a.info().mac, b.info().mac);
     let (_ta, mut rx_a, _) = a.split();
     let (_tb, mut rx_b, _) = b.split();
@@ -322,14 +250,14 @@ fn opening_a_missing_interface_names_it() {
         skip("(needs root): af_xdp missing-interface test");
         return;
     }
-    let ns = VethNetns::new("miss");
-    let err = AfXdpPort::open("nosuch0", Some(&ns.name), &AfXdpOptions::default())
+    let ns = veth_netns("miss");
+    let err = AfXdpPort::open("nosuch0", Some(ns.name()), &AfXdpOptions::default())
         .err()
         .expect("no such interface");
     assert!(err.to_string().contains("nosuch0"), "{err}");
     // A busy queue: a second socket on the same queue is refused, by name.
-    let _a = AfXdpPort::open("xa", Some(&ns.name), &AfXdpOptions::default()).expect("open xa");
-    let err = AfXdpPort::open("xa", Some(&ns.name), &AfXdpOptions::default())
+    let _a = AfXdpPort::open("xa", Some(ns.name()), &AfXdpOptions::default()).expect("open xa");
+    let err = AfXdpPort::open("xa", Some(ns.name()), &AfXdpOptions::default())
         .err()
         .expect("queue 0 of xa is taken");
     eprintln!("second open: {err}");
@@ -355,25 +283,13 @@ fn tx_rate_64_bytes_to_a_kernel_receiver() {
         skip("(needs root): af_xdp TX rate measurement");
         return;
     }
-    let ns = VethNetns::new("rate");
-    run(&[
-        "ip", "netns", "exec", &ns.name, "ethtool", "-K", "xb", "gro", "on",
-    ]);
-    run(&[
-        "ip",
-        "netns",
-        "exec",
-        &ns.name,
-        "sh",
-        "-c",
-        "echo 1 > /sys/class/net/xb/threaded",
-    ]);
+    let ns = veth_netns("rate");
+    ns.exec(&["ethtool", "-K", "xb", "gro", "on"]);
+    ns.exec(&["sh", "-c", "echo 1 > /sys/class/net/xb/threaded"]);
     if std::env::var_os("LR_XSK_TSO_OFF").is_some() {
-        run(&[
-            "ip", "netns", "exec", &ns.name, "ethtool", "-K", "xa", "tso", "off",
-        ]);
+        ns.exec(&["ethtool", "-K", "xa", "tso", "off"]);
     }
-    let a = AfXdpPort::open("xa", Some(&ns.name), &AfXdpOptions::default()).expect("open xa");
+    let a = AfXdpPort::open("xa", Some(ns.name()), &AfXdpOptions::default()).expect("open xa");
     eprintln!(
         "xa: bind mode {}, XDP {}",
         a.mode().as_str(),
@@ -386,11 +302,11 @@ fn tx_rate_64_bytes_to_a_kernel_receiver() {
     );
     let (mut tx, _rx, _) = a.split();
     let rx_before: u64 = ns
-        .sys("/sys/class/net/xb/statistics/rx_packets")
+        .read("/sys/class/net/xb/statistics/rx_packets")
         .parse()
         .unwrap();
     let drop_before: u64 = ns
-        .sys("/sys/class/net/xa/statistics/tx_dropped")
+        .read("/sys/class/net/xa/statistics/tx_dropped")
         .parse()
         .unwrap();
     let start = Instant::now();
@@ -415,11 +331,11 @@ fn tx_rate_64_bytes_to_a_kernel_receiver() {
     let secs = start.elapsed().as_secs_f64();
     std::thread::sleep(Duration::from_millis(100));
     let rx_after: u64 = ns
-        .sys("/sys/class/net/xb/statistics/rx_packets")
+        .read("/sys/class/net/xb/statistics/rx_packets")
         .parse()
         .unwrap();
     let drop_after: u64 = ns
-        .sys("/sys/class/net/xa/statistics/tx_dropped")
+        .read("/sys/class/net/xa/statistics/tx_dropped")
         .parse()
         .unwrap();
     let sent = seq - refused;
@@ -436,11 +352,11 @@ fn tx_rate_64_bytes_to_a_kernel_receiver() {
 
 /// Two namespaces joined by a veth pair: `xa` in `a` (the AF_XDP port,
 /// 198.18.0.2/24; on VLAN 100 when tagged), `xb` in `b` (the sender of raw
-/// frames). Dropping it deletes both namespaces, and with them the pair,
-/// also when a test panics.
+/// frames), both up, MTU 1500, without IPv6. Dropping it deletes both
+/// namespaces, and with them the pair, also when a test panics.
 struct NetnsPair {
-    a: String,
-    b: String,
+    a: Netns,
+    b: Netns,
     /// Tagged: the program that untags VLAN 100 on xa's ingress (after
     /// XDP), as a VLAN subinterface would on kernels that have them (this
     /// one may not: CONFIG_VLAN_8021Q).
@@ -452,58 +368,26 @@ const VLAN: u16 = 100;
 
 impl NetnsPair {
     fn new(tag: &str, tagged: bool) -> NetnsPair {
-        let base = format!("lrxsk-{}-{tag}", std::process::id());
-        let mut pair = NetnsPair {
-            a: format!("{base}-a"),
-            b: format!("{base}-b"),
-            _vlan: None,
-        };
-        // The guard exists before the first namespace: a failing step
-        // still deletes whatever was made (deleting a missing one is a no-op).
-        for n in [&pair.a, &pair.b] {
-            run(&["ip", "netns", "add", n]);
-            run(&[
-                "ip",
-                "netns",
-                "exec",
-                n,
-                "sysctl",
-                "-qw",
-                "net.ipv6.conf.all.disable_ipv6=1",
-                "net.ipv6.conf.default.disable_ipv6=1",
-            ]);
-        }
-        let (a, b) = (pair.a.as_str(), pair.b.as_str());
-        run(&[
-            "ip", "-n", a, "link", "add", "xa", "mtu", "1500", "type", "veth", "peer", "name",
-            "xb", "mtu", "1500", "netns", b,
-        ]);
-        run(&["ip", "-n", a, "addr", "add", "198.18.0.2/24", "dev", "xa"]);
-        run(&["ip", "-n", a, "link", "set", "xa", "up"]);
-        run(&["ip", "-n", b, "link", "set", "xb", "up"]);
+        let (a, b) = Veth::new("xa", "xb")
+            .mtu(1500)
+            .across_two_netns(&format!("lrxsk-{tag}"));
+        a.ip(&["addr", "add", "198.18.0.2/24", "dev", "xa"]);
+        let mut vlan = None;
         if tagged {
-            let ifindex: i32 =
-                output(&["ip", "netns", "exec", a, "cat", "/sys/class/net/xa/ifindex"])
-                    .parse()
-                    .expect("xa's ifindex");
-            let mut vlan =
+            let ifindex: i32 = a
+                .read("/sys/class/net/xa/ifindex")
+                .parse()
+                .expect("xa's ifindex");
+            let mut port =
                 linerate_bpf::vlan_port::VlanPort::load(VLAN).expect("loading vlan_port");
-            linerate_port::netns::in_netns(a, || {
-                vlan.attach(ifindex, "xa")
+            linerate_port::netns::in_netns(a.name(), || {
+                port.attach(ifindex, "xa")
                     .map_err(|e| linerate_port::PortError::Unsupported(e.to_string()))
             })
             .expect("attaching vlan_port to xa");
-            pair._vlan = Some(vlan);
+            vlan = Some(port);
         }
-        pair
-    }
-}
-
-impl Drop for NetnsPair {
-    fn drop(&mut self) {
-        for n in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", n]).status();
-        }
+        NetnsPair { a, b, _vlan: vlan }
     }
 }
 
@@ -632,8 +516,8 @@ fn send_ike_frames(pair: &NetnsPair, pass_ike: bool, vlan: Option<u16>) -> IkeRu
         pass_ike,
         ..AfXdpOptions::default()
     };
-    let a = AfXdpPort::open("xa", Some(&pair.a), &opts).expect("open xa");
-    let b = AfXdpPort::open("xb", Some(&pair.b), &AfXdpOptions::default()).expect("open xb");
+    let a = AfXdpPort::open("xa", Some(pair.a.name()), &opts).expect("open xa");
+    let b = AfXdpPort::open("xb", Some(pair.b.name()), &AfXdpOptions::default()).expect("open xb");
     eprintln!(
         "pass_ike {pass_ike}, VLAN {vlan:?}: xa bind mode {}, XDP {}",
         a.mode().as_str(),
@@ -643,7 +527,7 @@ fn send_ike_frames(pair: &NetnsPair, pass_ike: bool, vlan: Option<u16>) -> IkeRu
     let sockets: Vec<(u16, std::net::UdpSocket)> = [500u16, 4500]
         .into_iter()
         .map(|port| {
-            let s = linerate_port::netns::in_netns(&pair.a, || {
+            let s = linerate_port::netns::in_netns(pair.a.name(), || {
                 std::net::UdpSocket::bind(("0.0.0.0", port))
                     .map_err(|e| linerate_port::PortError::io("binding a UDP socket", "xa", e))
             })
