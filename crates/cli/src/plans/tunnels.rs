@@ -35,8 +35,8 @@ fn parse_rate(text: &str) -> Result<f64> {
 
 /// `--rekey T` rekeys during the hold: refused with `--capacity` (whose
 /// holds are steps' windows) and with a hold shorter than one period
-/// (tunnel i's first rekey comes (i + 1) T / N into the hold, the last
-/// tunnel's at T).
+/// (tunnel i's first rekey comes (i + ½) T / N into the hold, the last
+/// tunnel's just before T).
 fn check_rekey(every: Duration, hold: Duration, capacity: bool) -> Result<()> {
     // Seconds as the user writes them: 2s, 0.5s.
     let secs = |d: Duration| format!("{}s", d.as_secs_f64());
