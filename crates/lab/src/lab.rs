@@ -385,8 +385,19 @@ fn base_sysctls() -> Vec<(&'static str, &'static str)> {
 fn build(name: &str, ring: u32, rollback: &mut Rollback) -> Result<Lab, LabError> {
     let dut_ns = dut_netns(name);
     for ns in netns_names(name) {
-        netns::add(&ns)?;
-        rollback.made.push(ns.clone());
+        let added = netns::add(&ns);
+        // An `ip netns add` killed half-way (a terminal's Ctrl-C reaches
+        // the whole process group) may have made the namespace though it
+        // failed: none of these names was there (Lab::exists), so one there
+        // now is this run's, unless `ip` refused it as made meanwhile.
+        let refused = match &added {
+            Err(LabError::Command { stderr, .. }) => stderr.contains("File exists"),
+            _ => false,
+        };
+        if added.is_ok() || (netns::exists(&ns) && !refused) {
+            rollback.made.push(ns.clone());
+        }
+        added?;
         let mut sysctls = base_sysctls();
         if ns == dut_ns {
             // The DUT routes between its two subnets. rp_filter off: the
