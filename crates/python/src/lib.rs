@@ -62,8 +62,12 @@ enum Message {
 /// Runs a linerate command line (`argv` without the program's name) and
 /// returns `(code, message)`: 0 and "" when it passed, 1 and the reason
 /// when a threshold failed. Raises `LinerateBadInput` (a `LinerateError`)
-/// for bad input, `LinerateError` for the environment or a failed run, and `KeyboardInterrupt` after a Ctrl-C has stopped the run
-/// (the finished trials are kept, a lab built for the run is removed).
+/// for bad input, `LinerateError` for the environment or a failed run, and
+/// `KeyboardInterrupt` after a Ctrl-C has stopped the run (the finished
+/// trials are kept, a lab built for the run is removed), also for a Ctrl-C
+/// that came as the run ended by itself: a Ctrl-C is never lost.
+/// Python sees Ctrl-C on its main thread only: a call from another thread
+/// runs on, and the main thread gets the KeyboardInterrupt.
 /// `on_event(name, fields_json)` hears each event as it happens.
 #[pyfunction]
 #[pyo3(signature = (argv, on_event=None))]
@@ -116,38 +120,16 @@ fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResu
             let _ = tx.send(Message::Done(result));
         }
     });
-    // Wait with the GIL released, waking every 100 ms to hand over events
-    // and to let Python notice Ctrl-C.
-    let mut raised: Option<PyErr> = None;
-    let mut rx = rx;
-    let outcome = loop {
-        let (back, message) = py.detach(move || {
-            let message = rx.recv_timeout(Duration::from_millis(100));
-            (rx, message)
-        });
-        rx = back;
-        match message {
-            Ok(Message::Event(name, fields)) => {
-                if let (Some(callback), None) = (&on_event, &raised) {
-                    if let Err(e) = callback.call1(py, (name, fields)) {
-                        // A callback that raises stops the run, as Ctrl-C does.
-                        stop.store(true, Ordering::SeqCst);
-                        raised = Some(e);
-                    }
-                }
-            }
-            Ok(Message::Done(result)) => break result,
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {
-                break Err("linerate's run ended without a result".to_string().into())
-            }
-        }
-        if let Err(e) = py.check_signals() {
-            stop.store(true, Ordering::SeqCst);
-            raised.get_or_insert(e);
-        }
-    };
+    let (outcome, raised) = wait_for_the_run(py, rx, on_event.as_ref(), &stop);
     let _ = py.detach(|| worker.join());
+    // A Ctrl-C in the slice that brought the result, or while the worker
+    // ended, is raised here by this call: left pending, the interpreter
+    // would raise it wherever it next looks (in the caller's cleanup,
+    // after this call had already returned or raised something else).
+    let raised = match py.check_signals() {
+        Err(e) => Some(after(py, raised, e)),
+        Ok(()) => raised,
+    };
     if let Some(e) = raised {
         return Err(e);
     }
@@ -157,6 +139,63 @@ fn run(py: Python<'_>, argv: Vec<String>, on_event: Option<Py<PyAny>>) -> PyResu
         Ok(Outcome::Interrupted(what)) => Err(PyKeyboardInterrupt::new_err(what)),
         Err(failure) => Err(failure.raise()),
     }
+}
+
+/// Waits for the run's result with the GIL released, waking every 100 ms
+/// to hand events to `on_event` and to let Python notice Ctrl-C; returns
+/// the result and the error the call must raise instead, if any (Ctrl-C,
+/// or a callback that raised: either also sets `stop`, and the run goes on
+/// to its end: its trial stopped, its lab removed).
+fn wait_for_the_run(
+    py: Python<'_>,
+    mut rx: mpsc::Receiver<Message>,
+    on_event: Option<&Py<PyAny>>,
+    stop: &AtomicBool,
+) -> (Result<Outcome, Failure>, Option<PyErr>) {
+    let mut raised: Option<PyErr> = None;
+    loop {
+        let (back, message) = py.detach(move || {
+            let message = rx.recv_timeout(Duration::from_millis(100));
+            (rx, message)
+        });
+        rx = back;
+        match message {
+            Ok(Message::Event(name, fields)) => {
+                if let (Some(callback), None) = (on_event, &raised) {
+                    if let Err(e) = callback.call1(py, (name, fields)) {
+                        // A callback that raises stops the run, as Ctrl-C does.
+                        stop.store(true, Ordering::SeqCst);
+                        raised = Some(e);
+                    }
+                }
+            }
+            Ok(Message::Done(result)) => return (result, raised),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                let lost = "linerate's run ended without a result".to_string();
+                return (Err(lost.into()), raised);
+            }
+        }
+        if let Err(e) = py.check_signals() {
+            stop.store(true, Ordering::SeqCst);
+            raised = Some(after(py, raised, e));
+        }
+    }
+}
+
+/// The error to raise when Python's signal handler raised `signalled`
+/// (KeyboardInterrupt for Ctrl-C) after the call already held `earlier`
+/// (a callback's error, or an earlier Ctrl-C): the handler's error, with
+/// `earlier` as its context, as Python chains an error raised while
+/// another is handled. Checking signals consumed this one: dropping it for
+/// `earlier` would swallow the Ctrl-C.
+fn after(py: Python<'_>, earlier: Option<PyErr>, signalled: PyErr) -> PyErr {
+    if let Some(earlier) = earlier {
+        let _ = signalled
+            .value(py)
+            .setattr("__context__", earlier.value(py));
+    }
+    signalled
 }
 
 /// The CLI's help of `command` (e.g. "rfc2544", "lab up"): the Python

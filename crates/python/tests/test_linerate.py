@@ -6,13 +6,15 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
+import traceback
 
 import pytest
 
 import linerate
-from conftest import BINARY, lab_namespaces
+from conftest import BINARY, lab_namespaces, namespaces_of
 
 
 def test_keyword_arguments_are_the_cli_options():
@@ -134,7 +136,28 @@ def test_a_failed_threshold_raises_with_the_result(no_leftovers):
     assert e.value.result["loss_ratio"] > 0
 
 
-def test_ctrl_c_stops_the_run_removes_its_lab_and_raises(no_leftovers):
+@pytest.fixture
+def python_handles_ctrl_c():
+    """Python's own SIGINT handler (KeyboardInterrupt) for the test. A shell
+    starts a background job (`cmd &` without job control, as a CI script
+    often runs) with SIGINT ignored, and Python then leaves it ignored: the
+    SIGINT these tests send would do nothing, the run would go on to its
+    end, rightly (the process ignores Ctrl-C), and the test would fail."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def raised_by_the_call(error):
+    """Whether `error` came out of the native call itself (the innermost
+    frame is the package's `_run`, which makes it), unchained: a Ctrl-C
+    the call left pending would be raised later, wherever the interpreter
+    next looks (in `_run`'s cleanup, on top of the run's own error)."""
+    innermost = traceback.extract_tb(error.__traceback__)[-1]
+    return innermost.name == "_run" and error.__context__ is None
+
+
+def test_ctrl_c_stops_the_run_removes_its_lab_and_raises(no_leftovers, python_handles_ctrl_c):
     timer = threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     started = time.monotonic()
@@ -144,6 +167,82 @@ def test_ctrl_c_stops_the_run_removes_its_lab_and_raises(no_leftovers):
     finally:
         timer.cancel()
     assert time.monotonic() - started < 30, "the trial did not stop at Ctrl-C"
+
+
+@pytest.mark.parametrize("moment", [0.2, 0.5, 1.0, 2.5])
+def test_ctrl_c_at_any_moment_raises_from_the_call(no_leftovers, python_handles_ctrl_c, moment):
+    # While the lab is built for the run (0.2-1 s here, ~1.5 s in all) and
+    # while the trial runs: the lab goes, the call raises.
+    timer = threading.Timer(moment, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt) as e:
+            linerate.trial(lab=True, frame_size=128, rate="10000fps", duration="60s", no_db=True, quiet=True)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 30, "the trial did not stop at Ctrl-C"
+    assert raised_by_the_call(e.value), traceback.format_exception(e.value)
+
+
+# A terminal's Ctrl-C goes to the whole process group: the lab's commands
+# (ip, nft) die of it too, and the run, failing, ends by itself at once,
+# often before the call has looked for Ctrl-C. The Ctrl-C is sent while
+# such a command runs; a namespace half-made by a killed `ip netns add`
+# must go with the rest of the lab.
+TERMINAL_CTRL_C = r"""
+import json, os, signal, threading, time, traceback
+import linerate
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
+def children():
+    found = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                found += f.read().split()
+        except OSError:
+            pass
+    return found
+
+hit = []
+def ctrl_c_while_a_command_runs():
+    deadline = time.monotonic() + 20
+    while not children() and time.monotonic() < deadline:
+        time.sleep(0.0005)
+    hit.append(bool(children()))
+    os.killpg(0, signal.SIGINT)
+
+threading.Thread(target=ctrl_c_while_a_command_runs).start()
+try:
+    linerate.trial(lab=True, frame_size=128, rate="10000fps", duration="60s", no_db=True, quiet=True)
+    out = {"raised": None}
+except BaseException as e:
+    innermost = traceback.extract_tb(e.__traceback__)[-1]
+    out = {
+        "raised": type(e).__name__,
+        "where": innermost.name,
+        "context": repr(e.__context__) if e.__context__ else None,
+    }
+out["hit_a_command"] = hit[0]
+print(json.dumps(out))
+"""
+
+
+def test_terminal_ctrl_c_that_kills_a_lab_command_raises_from_the_call(root):
+    for _ in range(3):
+        child = subprocess.Popen(
+            [sys.executable, "-c", TERMINAL_CTRL_C], start_new_session=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err
+        assert not namespaces_of(child.pid), "the run left its lab behind"
+        seen = json.loads(out)
+        assert seen["hit_a_command"], "no lab command was seen running to send Ctrl-C to"
+        assert seen["raised"] == "KeyboardInterrupt", (seen, err)
+        assert (seen["where"], seen["context"]) == ("_run", None), seen
 
 
 def test_a_callback_that_raises_stops_the_run(no_leftovers):
