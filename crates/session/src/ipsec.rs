@@ -468,6 +468,21 @@ impl Checked {
     }
 }
 
+/// Tunnel 0 as the run's record starts it, before negotiation: where
+/// one tunnel and many differ (see [`IpsecPeer::unnegotiated`]).
+struct FirstTunnel {
+    esp: EspSuite,
+    gateway: Ipv4Addr,
+    /// linerate's end of it: port B's address, or the first peer's.
+    peer: Ipv4Addr,
+    /// The networks its CHILD_SA protects: linerate's side (the network
+    /// behind linerate, or tunnel 0's slice of it), the gateway's.
+    local_net: Net,
+    remote_net: Net,
+    /// The test frames' address in `local_net`.
+    inner: Ipv4Addr,
+}
+
 impl IpsecPeer {
     /// Negotiates the tunnel from port B (`ifname` in `netns`, whose host
     /// is `host_b`) to the gateway; `lan` is port A's host, whose subnet
@@ -492,23 +507,31 @@ impl IpsecPeer {
         if remote_net.contains(host_b.ip) {
             bail!(BadInput, "--remote-net {remote_net} holds port B's own address {}: the network behind linerate must be another one than its WAN subnet", host_b.ip);
         }
-        let mut peer = Self::of_one(plan, netns, ifname, host_b, &checked);
+        let first = FirstTunnel {
+            esp: checked.esp,
+            gateway: checked.gateway,
+            peer: host_b.ip,
+            local_net: remote_net,
+            remote_net: checked.local_net,
+            inner: remote_net.host(),
+        };
+        let mut peer = Self::unnegotiated(plan, netns, ifname, first);
         peer.address_on(checked.outer, checked.gateway)?;
         let session = connect_one(plan, netns, host_b, checked)?;
         peer.take_first_child(session, plan, host_b)?;
         Ok(peer)
     }
 
-    /// The peer of one tunnel before it is negotiated: the run's record
-    /// without the SPIs and the IKE suite, no keys yet.
-    fn of_one(
+    /// The one place a peer is made, for one tunnel and for many: tunnel
+    /// 0's record without what negotiation adds (see
+    /// [`take_keys`](Self::take_keys)), nothing running yet (no session,
+    /// fleet, peers' addresses or keeper).
+    fn unnegotiated(
         plan: &IpsecPlan,
         netns: Option<&str>,
         ifname: &str,
-        host_b: &HostConfig,
-        checked: &Checked,
+        first: FirstTunnel,
     ) -> IpsecPeer {
-        let esp = checked.esp;
         IpsecPeer {
             session: None,
             fleet: None,
@@ -521,24 +544,37 @@ impl IpsecPeer {
             counts: SharedCounts::default(),
             record: IpsecRun {
                 direction: plan.direction,
-                esp: esp.name().to_string(),
-                esp_label: esp.label().to_string(),
-                // Known once the CHILD_SA is (take_first_child).
+                esp: first.esp.name().to_string(),
+                esp_label: first.esp.label().to_string(),
+                // Known once the CHILD_SAs are (take_keys).
                 encapsulation: encapsulation_label(ESP_IN_UDP).to_string(),
                 ike: String::new(),
-                gateway: checked.gateway,
-                peer: host_b.ip,
+                gateway: first.gateway,
+                peer: first.peer,
                 spi_out: 0,
                 spi_in: 0,
-                local_net: checked.remote_net.to_string(),
-                remote_net: checked.local_net.to_string(),
+                local_net: first.local_net.to_string(),
+                remote_net: first.remote_net.to_string(),
                 tunnels: None,
             },
-            inner: checked.remote_net.host(),
+            inner: first.inner,
             keeper: None,
             rekey: plan.rekeys(),
             esp_keys: plan.esp_keys.clone(),
         }
+    }
+
+    /// Takes the first keys of the negotiated tunnels for the data path,
+    /// and records the IKE suite, tunnel 0's SPIs (outbound, inbound) and
+    /// how the ESP travels.
+    fn take_keys(&mut self, keys: Keys, ike: String, spis: (u32, u32)) {
+        let encapsulation = match &keys {
+            Keys::One(_, encapsulation) | Keys::Many(_, _, encapsulation) => *encapsulation,
+        };
+        self.record.encapsulation = encapsulation_label(encapsulation).to_string();
+        self.record.ike = ike;
+        (self.record.spi_out, self.record.spi_in) = spis;
+        self.keys = Some(keys);
     }
 
     /// Takes the negotiated CHILD_SA of one tunnel: refuses an
@@ -565,10 +601,7 @@ impl IpsecPeer {
             write_private(path, &lines)
                 .map_err(|e| err!(Environment, "--esp-keys {}: {e}", path.display()))?;
         }
-        self.record.spi_out = child.outbound.spi;
-        self.record.spi_in = child.inbound.spi;
-        self.record.ike = session.ike_suite().to_string();
-        self.record.encapsulation = encapsulation_label(encapsulation).to_string();
+        let spis = (child.outbound.spi, child.inbound.spi);
         // The address stays on port B while the trials run: the gateway's
         // requests (liveness checks, its rekeys) and the answers to
         // linerate's rekeys reach the keeper; the ESP they share port
@@ -576,7 +609,8 @@ impl IpsecPeer {
         session
             .ignore_esp()
             .map_err(|e| err!(Environment, "IPsec: {e}"))?;
-        self.keys = Some(Keys::One(Box::new((outbound, inbound)), encapsulation));
+        let keys = Keys::One(Box::new((outbound, inbound)), encapsulation);
+        self.take_keys(keys, session.ike_suite().to_string(), spis);
         self.session = Some(session);
         Ok(())
     }

@@ -2,13 +2,10 @@
 //! and slices checked, the fleet bound and brought up, a tunnel that did
 //! not come up refused, every tunnel's first keys taken, the peer made.
 
-use super::{
-    encapsulation_label, Checked, EspEncap, IpsecPeer, IpsecPlan, IpsecRun, Keys, Net, Slices,
-    TunnelsRun,
-};
+use super::{Checked, EspEncap, FirstTunnel, IpsecPeer, IpsecPlan, Keys, Net, Slices, TunnelsRun};
 use crate::error::{bail, err, Error, Result};
 use crate::peers::PeerAddresses;
-use linerate_engine::ipsec::{SharedCounts, ESP_IN_UDP};
+use linerate_engine::ipsec::ESP_IN_UDP;
 use linerate_engine::HostConfig;
 use linerate_esp::{Encapsulation, EspSuite, Inbound, Outbound};
 use linerate_ike::{Fleet, FleetConfig, IkeProposals, Peer, Ports, Psk, Setup};
@@ -302,51 +299,38 @@ impl IpsecPeer {
             ..
         } = layout;
         let count = peers.len();
-        IpsecPeer {
-            session: None,
-            fleet: None,
-            addresses: None,
-            keys: Some(Keys::Many(keys.outbound, keys.inbound, keys.encapsulation)),
-            netns: netns.map(str::to_string),
-            ifname: ifname.to_string(),
-            address: None,
-            counts: SharedCounts::default(),
-            record: IpsecRun {
-                direction: plan.direction,
-                esp: esp.name().to_string(),
-                esp_label: esp.label().to_string(),
-                encapsulation: encapsulation_label(keys.encapsulation).to_string(),
-                ike: ike.to_string(),
-                gateway,
-                peer: peers[0],
-                spi_out: keys.spi_out[0],
-                spi_in: keys.spi_in[0],
-                local_net: nets[0].to_string(),
-                remote_net: local_net.to_string(),
-                tunnels: Some(TunnelsRun {
-                    count,
-                    first_peer: peers[0],
-                    last_peer: peers[count - 1],
-                    remote_net: remote_net.to_string(),
-                    slice_prefix: prefix,
-                    host_offset: slices.host_offset,
-                    spi_out: keys.spi_out,
-                    spi_in: keys.spi_in,
-                    setup_ms,
-                }),
-            },
+        let first = FirstTunnel {
+            esp,
+            gateway,
+            peer: peers[0],
+            local_net: nets[0],
+            remote_net: local_net,
             inner: slices.host(0),
-            slices: Some(slices),
-            keeper: None,
-            rekey: plan.rekeys(),
-            esp_keys: None,
-        }
+        };
+        let mut peer = Self::unnegotiated(plan, netns, ifname, first);
+        let spis = (keys.spi_out[0], keys.spi_in[0]);
+        peer.record.tunnels = Some(TunnelsRun {
+            count,
+            first_peer: peers[0],
+            last_peer: peers[count - 1],
+            remote_net: remote_net.to_string(),
+            slice_prefix: prefix,
+            host_offset: slices.host_offset,
+            spi_out: keys.spi_out,
+            spi_in: keys.spi_in,
+            setup_ms,
+        });
+        peer.slices = Some(slices);
+        let first_keys = Keys::Many(keys.outbound, keys.inbound, keys.encapsulation);
+        peer.take_keys(first_keys, ike.to_string(), spis);
+        peer
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ipsec::encapsulation_label;
     use linerate_ike::{Responder, ResponderConfig, Retransmit, TrafficSelector};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
