@@ -806,8 +806,7 @@ impl Drop for Fleet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::responder::{Responder, ResponderConfig};
-    use crate::session::Psk;
+    use crate::loopback::LoopbackGateway;
 
     /// Polls until `peer` reports `Event::RekeyFailed`; its reason.
     fn rekey_failure(fleet: &mut Fleet, peer: usize) -> Option<IkeError> {
@@ -832,55 +831,12 @@ mod tests {
     /// caller, once.
     #[test]
     fn a_failed_rekey_says_why() {
-        let responder = Responder::bind(ResponderConfig {
-            local: Ipv4Addr::LOCALHOST,
-            ports: Ports { ike: 0, natt: 0 },
-            local_id: None,
-            psk: Psk::new("fleet test key"),
-            ike: IkeProposals::parse("aes128-sha256-x25519").unwrap(),
-            esp: EspSuite::Aes128Gcm16,
-            local_ts: TrafficSelector::parse("198.19.0.0/24").unwrap(),
-            remote_ts: TrafficSelector::parse("198.18.0.0/16").unwrap(),
-            retransmit: Retransmit::default(),
-        })
-        .unwrap();
-        let gateway_ports = responder.ports();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = Arc::clone(&stop);
-        let server = std::thread::spawn(move || {
-            let mut responder = responder;
-            while !stop2.load(Ordering::Relaxed) {
-                responder.poll(Duration::from_millis(20));
-            }
-        });
-        let peers = (0..2u8)
-            .map(|i| Peer {
-                local: Ipv4Addr::new(127, 0, 0, 2 + i),
-                local_id: None,
-                local_ts: TrafficSelector::parse(&format!("198.18.{i}.0/24")).unwrap(),
-            })
-            .collect();
-        let mut fleet = Fleet::bind(FleetConfig {
-            gateway: Ipv4Addr::LOCALHOST,
-            gateway_ports,
-            local_ports: Ports { ike: 0, natt: 0 },
-            remote_id: None,
-            psk: Psk::new("fleet test key"),
-            ike: IkeProposals::parse("aes128-sha256-x25519").unwrap(),
-            esp: EspSuite::Aes128Gcm16,
-            remote_ts: TrafficSelector::parse("198.19.0.0/24").unwrap(),
-            retransmit: Retransmit {
-                timeout: Duration::from_millis(100),
-                tries: 2,
-            },
-            force_encap: false,
-            peers,
-            attempt_rate: None,
-            window: 2,
-        })
-        .unwrap();
-        let setups = fleet.bring_up(&mut |_| {});
-        assert!(setups.iter().all(|s| s.outcome.is_ok()), "{setups:?}");
+        let mut gateway = LoopbackGateway::start();
+        let retransmit = Retransmit {
+            timeout: Duration::from_millis(100),
+            tries: 2,
+        };
+        let (mut fleet, _) = gateway.fleet_up(2, false, retransmit);
 
         // Peer 0 offers a suite the responder does not take.
         let machine = fleet.slots[0].machine.as_mut().unwrap();
@@ -894,8 +850,7 @@ mod tests {
         assert!(fleet.rekey_error(0).is_none(), "given once");
         assert!(fleet.child(0).is_some(), "the old CHILD_SA stays");
 
-        stop.store(true, Ordering::Relaxed);
-        server.join().unwrap();
+        gateway.stop();
         fleet.rekey_child(1).unwrap();
         let why = rekey_failure(&mut fleet, 1);
         assert!(

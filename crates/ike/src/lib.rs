@@ -36,6 +36,9 @@ mod esp_filter;
 pub mod fleet;
 mod ike_rekey;
 mod initiator;
+#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
+pub mod loopback;
 mod proposal;
 mod protect;
 pub mod responder;

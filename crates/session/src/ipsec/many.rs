@@ -331,67 +331,13 @@ impl IpsecPeer {
 mod tests {
     use super::*;
     use crate::ipsec::encapsulation_label;
-    use linerate_ike::{Responder, ResponderConfig, Retransmit, TrafficSelector};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-    use std::time::Duration;
+    use linerate_ike::loopback::LoopbackGateway;
+    use linerate_ike::Retransmit;
 
     /// Two peers up against linerate's responder on the loopback (no NAT
     /// between), with NAT detection faked (`force_encap`) or honest.
     fn two_tunnels(force_encap: bool) -> (Fleet, Vec<Ipv4Addr>) {
-        let esp = EspSuite::Aes128Gcm16;
-        let ike = IkeProposals::parse("aes128-sha256-x25519").unwrap();
-        let responder = Responder::bind(ResponderConfig {
-            local: Ipv4Addr::LOCALHOST,
-            ports: Ports { ike: 0, natt: 0 },
-            local_id: None,
-            psk: Psk::new("many test key"),
-            ike: ike.clone(),
-            esp,
-            local_ts: TrafficSelector::parse("198.19.0.0/24").unwrap(),
-            remote_ts: TrafficSelector::parse("198.18.0.0/16").unwrap(),
-            retransmit: Retransmit::default(),
-        })
-        .unwrap();
-        let gateway_ports = responder.ports();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = Arc::clone(&stop);
-        let server = std::thread::spawn(move || {
-            let mut responder = responder;
-            while !stop2.load(Ordering::Relaxed) {
-                responder.poll(Duration::from_millis(20));
-            }
-        });
-        let addrs: Vec<Ipv4Addr> = (0..2).map(|i| Ipv4Addr::new(127, 0, 0, 2 + i)).collect();
-        let mut fleet = Fleet::bind(FleetConfig {
-            gateway: Ipv4Addr::LOCALHOST,
-            gateway_ports,
-            local_ports: Ports { ike: 0, natt: 0 },
-            remote_id: None,
-            psk: Psk::new("many test key"),
-            ike,
-            esp,
-            remote_ts: TrafficSelector::parse("198.19.0.0/24").unwrap(),
-            retransmit: Retransmit::default(),
-            force_encap,
-            peers: addrs
-                .iter()
-                .enumerate()
-                .map(|(i, &local)| Peer {
-                    local,
-                    local_id: None,
-                    local_ts: TrafficSelector::parse(&format!("198.18.{i}.0/24")).unwrap(),
-                })
-                .collect(),
-            attempt_rate: None,
-            window: 2,
-        })
-        .unwrap();
-        let setups = fleet.bring_up(&mut |_| {});
-        stop.store(true, Ordering::Relaxed);
-        server.join().unwrap();
-        assert!(setups.iter().all(|s| s.outcome.is_ok()), "{setups:?}");
-        (fleet, addrs)
+        LoopbackGateway::start().fleet_up(2, force_encap, Retransmit::default())
     }
 
     /// Without a NAT and without faked NAT detection the tunnels' ESP is
