@@ -9,10 +9,13 @@
 #     overload in the same search (its first trial, at line rate; target:
 #     at least half),
 #   - whether every comparison run ranks lan-lan > acl:12 > firewall:50.
+# With --repeat R every run is `rfc2544 --repeat R`: each size searched in R
+# rounds, its figures the medians over them (what to publish from a shared
+# VM, docs/BENCHMARKS.md); the spreads are then those of the medians.
 # Run as root on a quiet machine (no builds or tests meanwhile: on 2 cores
 # one compile skews every figure). Build first (scripts/setup.sh).
 #
-#   scripts/bench-repeatability.sh [--runs N] [--linerate PATH] [--out DIR]
+#   scripts/bench-repeatability.sh [--runs N] [--repeat R] [--linerate PATH] [--out DIR]
 #
 # The JSON of every run, and the table it printed (main-N.txt, compare-N.txt),
 # are kept in DIR (default: a new directory under /tmp).
@@ -20,14 +23,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=3
+repeat=1
 linerate=target/release/linerate
 out=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --runs) runs="$2"; shift 2 ;;
+        --repeat) repeat="$2"; shift 2 ;;
         --linerate) linerate="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
-        *) echo "bench-repeatability.sh: unknown option '$1' (--runs N, --linerate PATH, --out DIR)" >&2; exit 2 ;;
+        *) echo "bench-repeatability.sh: unknown option '$1' (--runs N, --repeat R, --linerate PATH, --out DIR)" >&2; exit 2 ;;
     esac
 done
 if [ "$(id -u)" != 0 ]; then
@@ -38,17 +43,17 @@ fi
 [ -n "$out" ] || out=$(mktemp -d /tmp/linerate-repeat.XXXXXX)
 mkdir -p "$out"
 
-echo "bench-repeatability.sh: $runs runs each, JSON in $out, $("$linerate" --version 2>/dev/null || echo linerate) at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "bench-repeatability.sh: $runs runs each of $repeat round(s), JSON in $out, $("$linerate" --version 2>/dev/null || echo linerate) at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 for i in $(seq 1 "$runs"); do
     start=$(date +%s)
-    "$linerate" rfc2544 --lab --mlrsearch --trial-duration 1s --no-db --quiet \
+    "$linerate" rfc2544 --lab --mlrsearch --trial-duration 1s --repeat "$repeat" --no-db --quiet \
         --json "$out/main-$i.json" >"$out/main-$i.txt"
     echo "main job run $i: $(( $(date +%s) - start )) s"
 done
 for i in $(seq 1 "$runs"); do
     start=$(date +%s)
     "$linerate" rfc2544 --scenario lan-lan,acl:12,firewall:50 --sizes 64 --mlrsearch \
-        --trial-duration 1s --no-db --quiet \
+        --trial-duration 1s --repeat "$repeat" --no-db --quiet \
         --json "$out/compare-$i.json" >"$out/compare-$i.txt"
     echo "comparison run $i: $(( $(date +%s) - start )) s"
 done
@@ -60,6 +65,10 @@ main = [json.load(open(f"{out}/main-{i}.json")) for i in range(1, runs + 1)]
 sizes = [r["frame_size"] for r in main[0]["results"]]
 print()
 def goal(result, name):
+    # --repeat: the goal's median over the rounds.
+    for g in (result.get("over_rounds") or {}).get("goals", []):
+        if g["name"] == name:
+            return g["figure"]["median_fps"]
     for g in (result.get("mlrsearch") or {}).get("goals", []):
         if g["goal"]["name"] == name:
             return g.get("conditional_throughput_fps") or 0.0
@@ -86,7 +95,7 @@ print()
 print("Time the hypervisor took from the router's CPU (steal, dut_cpu.stolen_pct) over each run's trials:")
 print("a run whose router lost CPU time to other guests finds lower rates; the likeliest cause of a spread")
 for i, m in enumerate(main):
-    stolen = [t["dut_cpu"]["stolen_pct"] for r in m["results"] for t in r["trials"]
+    stolen = [t["dut_cpu"]["stolen_pct"] for r in (m.get("round_results") or m["results"]) for t in r["trials"]
               if (t.get("dut_cpu") or {}).get("stolen_pct") is not None]
     if stolen:
         hit = sum(1 for s in stolen if s >= 1.0)

@@ -210,6 +210,9 @@ pub struct Rfc2544Args {
     /// After each frame size's search, MLRsearch (RFC 9971) too: the NDR (loss 0 %) and PDR (loss 0.5 %) conditional throughputs, exceed ratio 50 % over two trials of --trial-duration, printed beneath the zero-loss throughput; the zero-loss search's trials count too, so it adds a few trials per size. They repeat better than it on a DUT that stalls now and then.
     #[arg(long)]
     pub mlrsearch: bool,
+    /// Search every frame size N times, round-robin (every size once per round), and report each figure (zero-loss throughput, NDR, PDR) as its median over the rounds with its spread (highest over lowest round): figures that repeat on a machine whose speed moves, such as a shared VM. Takes N times as long.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub repeat: u32,
     /// How long each trial sends (default 2s).
     #[arg(long, allow_hyphen_values = true)]
     pub trial_duration: Option<String>,

@@ -559,6 +559,105 @@ fn rfc2544_with_mlrsearch_prints_ndr_and_pdr_beside_the_zero_loss_throughput() {
 }
 
 #[test]
+fn rfc2544_repeat_reports_each_figure_as_its_median_over_round_robin_rounds() {
+    if !root_or_skip("rfc2544_repeat_reports_each_figure_as_its_median_over_round_robin_rounds")
+        || !nft_present()
+    {
+        return;
+    }
+    let (lab, _guard) = lab_up("rrp");
+    let dut = format!("lr-{lab}-dut");
+    nft_load(&dut, POLICER);
+    let json = TempFile::new("rrepeat");
+    let run = run_method(
+        "rfc2544",
+        &lab,
+        &json,
+        &[
+            "--sizes",
+            "64,128",
+            "--max-rate",
+            "60kpps",
+            "--trial-duration",
+            "1s",
+            "--resolution",
+            "5%",
+            "--mlrsearch",
+            "--repeat",
+            "3",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let rep = json.json();
+    assert_eq!(rep["repeat"].as_u64(), Some(3));
+    // Round-robin: every size once per round.
+    let rounds = rep["round_results"].as_array().expect("round_results");
+    let order: Vec<(u64, u64)> = rounds
+        .iter()
+        .map(|r| (u(r, "round"), u(r, "frame_size")))
+        .collect();
+    assert_eq!(
+        order,
+        [(1, 64), (1, 128), (2, 64), (2, 128), (3, 64), (3, 128)]
+    );
+    let results = rep["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2);
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[1]
+    };
+    for (k, r) in results.iter().enumerate() {
+        let size = u(r, "frame_size");
+        let of_size: Vec<&Value> = rounds
+            .iter()
+            .filter(|x| u(x, "frame_size") == size)
+            .collect();
+        let zero_loss: Vec<f64> = of_size.iter().map(|x| f(x, "throughput_fps")).collect();
+        // The policer passes 20,000/s in every round.
+        for fps in &zero_loss {
+            assert!((16_000.0..=21_700.0).contains(fps), "{size}: {zero_loss:?}");
+        }
+        let o = &r["over_rounds"];
+        assert_eq!(u(o, "count"), 3);
+        let figure = &o["zero_loss"];
+        assert_eq!(f(figure, "median_fps"), median(zero_loss.clone()), "{o}");
+        assert_eq!(f(r, "throughput_fps"), f(figure, "median_fps"));
+        // The size's result is its median round's, trials and all.
+        let shown = of_size[u(figure, "median_round") as usize - 1];
+        assert_eq!(r["round"], shown["round"]);
+        assert_eq!(r["trials"], shown["trials"], "size {k}");
+        // NDR: the median of the rounds' own NDRs.
+        let ndr = &o["goals"][0];
+        assert_eq!(ndr["name"], "NDR");
+        let ndrs: Vec<f64> = of_size
+            .iter()
+            .map(|x| f(&x["mlrsearch"]["goals"][0], "conditional_throughput_fps"))
+            .collect();
+        assert_eq!(f(&ndr["figure"], "median_fps"), median(ndrs));
+    }
+    // Every frame the DUT dropped, in every round, is one the policer counted.
+    let dropped: u64 = rounds
+        .iter()
+        .map(|r| {
+            dropped_in(r["trials"].as_array().unwrap())
+                + dropped_in(r["mlrsearch"]["trials"].as_array().unwrap())
+        })
+        .sum();
+    assert_eq!(nft_counters(&dut), vec![dropped]);
+    let spreads = run
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("  spread"))
+        .count();
+    assert_eq!(spreads, 3, "zero-loss, NDR, PDR: {}", run.stdout);
+    assert!(
+        run.stdout.contains("round-robin, 3 rounds;"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
 fn loss_mlrsearch_and_back_to_back_runs_are_stored_with_every_trial() {
     if !root_or_skip("loss_mlrsearch_and_back_to_back_runs_are_stored_with_every_trial") {
         return;

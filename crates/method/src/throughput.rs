@@ -383,6 +383,8 @@ pub fn find_throughput<R: TrialRunner>(
         dut_cpu: None,
         wan: None,
         mlrsearch: None,
+        round: None,
+        over_rounds: None,
     };
     // The DUT's CPU load at the throughput: that of the trial that showed it.
     let at_throughput = result.throughput_trial();

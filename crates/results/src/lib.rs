@@ -12,6 +12,7 @@ pub mod latency;
 pub mod methods;
 pub mod model;
 pub mod report;
+pub mod rounds;
 pub mod scenario;
 pub mod tunnels;
 

@@ -724,6 +724,14 @@ pub struct ThroughputResult {
     /// conditional throughputs beside the zero-loss throughput.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mlrsearch: Option<crate::methods::MlrSearchResult>,
+    /// `rfc2544 --repeat N`: the round (1 = the first) this search was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<usize>,
+    /// `rfc2544 --repeat N`, in the report's `results`: this size's
+    /// figures over every round, of which this result is the round with
+    /// the median zero-loss throughput.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_rounds: Option<Box<crate::rounds::Rounds>>,
 }
 
 impl ThroughputResult {
@@ -781,6 +789,36 @@ pub struct Rfc2544Report {
     /// trials it had finished: no measured trial is lost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<UnfinishedTrials>,
+    /// `--repeat N`: how many rounds were asked for (1: one search per
+    /// size, `round_results` empty).
+    #[serde(default = "one_round", skip_serializing_if = "is_one_round")]
+    pub repeat: usize,
+    /// `--repeat N`: every round's result, in the order run; `results`
+    /// holds each size's median round.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_results: Vec<ThroughputResult>,
+}
+
+fn one_round() -> usize {
+    1
+}
+
+fn is_one_round(n: &usize) -> bool {
+    *n <= 1
+}
+
+impl Rfc2544Report {
+    /// A size's search finished: with one round, its result is the size's;
+    /// with several, it joins the rounds and every size's figure is its
+    /// median so far (so a run stopped early reports the rounds it made).
+    pub fn keep(&mut self, result: ThroughputResult) {
+        if self.repeat > 1 {
+            self.round_results.push(result);
+            self.results = crate::rounds::medians(&self.round_results);
+        } else {
+            self.results.push(result);
+        }
+    }
 }
 
 /// Trials of a frame size whose search or method did not finish

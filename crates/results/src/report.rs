@@ -63,6 +63,12 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             .map(|r| format!("{}{}", value(r), mark(r)))
             .collect::<Vec<String>>()
     };
+    // `--repeat N`: each figure is its median over the rounds; how far
+    // the rounds disagreed is beneath it.
+    let repeated = results.iter().find_map(|r| r.over_rounds.as_ref());
+    let spread_unit = repeated.map_or(String::new(), |o| {
+        format!("highest / lowest of {} rounds", o.count)
+    });
     let mut rows: Vec<(&str, Vec<String>, &str)> = vec![
         (
             "Throughput",
@@ -70,6 +76,22 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             "Mbps (L2)",
         ),
         ("", row(&|r| sig3(r.throughput_fps), &marked), "Frames/s"),
+    ];
+    if repeated.is_some() {
+        rows.push((
+            "  spread",
+            row(
+                &|r| {
+                    r.over_rounds
+                        .as_ref()
+                        .map_or("-".into(), |o| spread_cell(&o.zero_loss))
+                },
+                &plain,
+            ),
+            &spread_unit,
+        ));
+    }
+    rows.extend([
         (
             "Line rate",
             row(&|r| sig3(r.line_rate_mbps_l2), &plain),
@@ -77,7 +99,7 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
         ),
         ("", row(&|r| sig3(r.line_rate_fps), &plain), "Frames/s"),
         ("Share of line", row(&|r| share_of_line(r), &plain), ""),
-    ];
+    ]);
     if all_layers {
         let line_mbps = report.run.line_speed_bps as f64 / 1e6;
         let extra: Vec<(&str, Vec<String>, &str)> = vec![
@@ -157,12 +179,22 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
         .iter()
         .position(|(label, _, _)| *label == "Line rate")
         .unwrap_or(rows.len());
+    let rows_per_goal = if repeated.is_some() { 3 } else { 2 };
     for (i, name) in goal_names.iter().enumerate() {
-        let goal_of = |r: &ThroughputResult| {
-            r.mlrsearch
+        // Over rounds: the goal's median round.
+        let round_goal = |r: &ThroughputResult| {
+            r.over_rounds
+                .as_ref()
+                .and_then(|o| o.goals.iter().find(|g| &g.name == name))
+                .cloned()
+        };
+        let goal_of = |r: &ThroughputResult| match &r.over_rounds {
+            Some(_) => round_goal(r).map(|g| g.median),
+            None => r
+                .mlrsearch
                 .as_ref()
                 .and_then(|m| m.goals.iter().find(|g| &g.goal.name == name))
-                .cloned()
+                .cloned(),
         };
         let mark = |r: &ThroughputResult| match goal_of(r) {
             Some(g) if g.tester_limited => "*",
@@ -178,7 +210,7 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             "MLRsearch goal"
         };
         rows.insert(
-            at + 2 * i,
+            at + rows_per_goal * i,
             (
                 label,
                 row(
@@ -189,7 +221,7 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             ),
         );
         rows.insert(
-            at + 2 * i + 1,
+            at + rows_per_goal * i + 1,
             (
                 "",
                 row(
@@ -199,6 +231,19 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
                 "Frames/s",
             ),
         );
+        if repeated.is_some() {
+            rows.insert(
+                at + rows_per_goal * i + 2,
+                (
+                    "  spread",
+                    row(
+                        &|r| round_goal(r).map_or("-".into(), |g| spread_cell(&g.figure)),
+                        &plain,
+                    ),
+                    &spread_unit,
+                ),
+            );
+        }
     }
     // The Cisco report's columns: DUT CPU load beside the rate, when measured.
     if results.iter().any(|r| r.dut_cpu.is_some()) {
@@ -222,6 +267,34 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
                 "% taken by the hypervisor for other guests",
             ));
         }
+    }
+    // Over rounds: the stolen time of every round, which tells a round
+    // the machine slowed from one the router did.
+    fn round_stolen(r: &ThroughputResult) -> &[f64] {
+        r.over_rounds
+            .as_ref()
+            .map_or(&[][..], |o| o.stolen_pct.as_slice())
+    }
+    if results
+        .iter()
+        .any(|r| round_stolen(r).iter().any(|&s| s >= 0.05))
+    {
+        rows.push((
+            "Stolen by round",
+            row(
+                &|r| {
+                    let each: Vec<String> =
+                        round_stolen(r).iter().map(|&s| format!("{s:.1}")).collect();
+                    if each.is_empty() {
+                        "-".into()
+                    } else {
+                        each.join(" ")
+                    }
+                },
+                &plain,
+            ),
+            "% of the DUT's CPU, mean of each round's trials",
+        ));
     }
     // Tunnels: the same throughput as the WAN link carries it.
     let outer = report
@@ -323,16 +396,23 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
     if let Some(s) = &report.scenario {
         let _ = writeln!(out, "Scenario {}: {}.", s.spec, s.data_path);
     }
+    // The notes on trials count every search: with `--repeat`, every
+    // round's.
+    let searched = if report.round_results.is_empty() {
+        results
+    } else {
+        &report.round_results
+    };
     if let Some(line) = tunnels_footer(report) {
         out.push_str(&line);
     }
-    if let Some(text) = rekeys_footer(results.iter().flat_map(|r| &r.trials)) {
+    if let Some(text) = rekeys_footer(searched.iter().flat_map(|r| &r.trials)) {
         out.push_str(&text);
     }
-    if let Some(text) = recovery_footer(results.iter().flat_map(|r| &r.trials)) {
+    if let Some(text) = recovery_footer(searched.iter().flat_map(|r| &r.trials)) {
         out.push_str(&text);
     }
-    if let Some(p) = crate::PolicyDrops::sum(results.iter().flat_map(|r| &r.trials)) {
+    if let Some(p) = crate::PolicyDrops::sum(searched.iter().flat_map(|r| &r.trials)) {
         let _ = writeln!(
             out,
             "Drop test: every other frame was of the drop class ({} sent to be dropped by policy, {} leaked through); rates count both classes offered, loss only the legitimate one.",
@@ -372,7 +452,10 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
             trim_number(g.width * 100.0),
         );
     }
-    let all_trials = results.iter().flat_map(|r| {
+    if let Some(line) = rounds_footer(report) {
+        let _ = writeln!(out, "{line}");
+    }
+    let all_trials = searched.iter().flat_map(|r| {
         r.trials
             .iter()
             .chain(r.mlrsearch.iter().flat_map(|m| &m.trials))
@@ -417,6 +500,40 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
         }
     }
     out
+}
+
+/// A figure's spread over the rounds, for a table cell: `1.18x`.
+fn spread_cell(figure: &crate::rounds::RoundFigure) -> String {
+    let spread = figure.spread();
+    if spread.is_finite() {
+        format!("{spread:.2}x")
+    } else {
+        "inf".into()
+    }
+}
+
+/// What the figures of a `--repeat N` run are.
+fn rounds_footer(report: &Rfc2544Report) -> Option<String> {
+    let counts: Vec<usize> = report
+        .results
+        .iter()
+        .filter_map(|r| r.over_rounds.as_ref().map(|o| o.count))
+        .collect();
+    if counts.is_empty() {
+        return None;
+    }
+    let short = if counts.iter().any(|&c| c < report.repeat) {
+        format!(
+            " (stopped early: some sizes have fewer than the {} rounds asked)",
+            report.repeat
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "Rounds: every size was searched once per round, round-robin, {} rounds{short}; each figure is its median over the rounds (with an even count the lower middle one: a rate more than half the rounds reached), the spread its highest over its lowest round; the other rows are those of the round whose zero-loss throughput is the median, and the notes count every round's trials.",
+        report.repeat
+    ))
 }
 
 /// A summary of one trial, for `linerate trial`.

@@ -42,6 +42,9 @@ pub struct Rfc2544Plan {
     pub calibration: Calibration,
     pub all_layers: bool,
     pub mlrsearch: bool,
+    /// `--repeat N`: rounds, each searching every size once (1: one search
+    /// per size).
+    pub repeat: usize,
     pub json: Option<PathBuf>,
     pub dut: DutPlan,
     pub record: RecordPlan,
@@ -84,6 +87,11 @@ pub fn measure(
     interrupt: &AtomicBool,
 ) -> Result<(Outcome, Rfc2544Report)> {
     let searches = search_bounds(plan, bed)?;
+    // Round-robin: every size once per round, so that a slow minute of
+    // the machine falls on one round of several sizes.
+    let rounds: Vec<(usize, &SizeSearch<'_>)> = (1..=plan.repeat.max(1))
+        .flat_map(|round| searches.iter().map(move |s| (round, s)))
+        .collect();
     announce(plan, bed);
     bed.engine.resolve()?;
     let mut rep = new_report(plan, bed, &extras);
@@ -94,9 +102,9 @@ pub fn measure(
         line_speed_bps: bed.line_bps,
         scenario: &rep.run.description,
         report: Some(&rep),
-        sizes: searches
+        sizes: rounds
             .iter()
-            .map(|s| s.frames.largest().frame())
+            .map(|(_, s)| s.frames.largest().frame())
             .collect(),
         trial_s: plan.trial_duration.as_secs_f64(),
         resolution: plan.resolution,
@@ -104,22 +112,23 @@ pub fn measure(
     })?;
 
     let measured = each_size(
-        searches,
+        rounds,
         &mut rep,
         recorder,
-        |s| s.frames.largest(),
-        |search_no, search, trials| {
+        |(_, s)| s.frames.largest(),
+        |search_no, (round, search), trials| {
             let runner = EngineRunner::on(bed, interrupt, extras.cpu);
-            let mut result = search_size(runner, search_no, &search, trials)?;
+            let mut result = search_size(runner, search_no, search, trials)?;
             apply_ceiling(&plan.calibration, bed, search.frames, &mut result);
+            result.round = (plan.repeat > 1).then_some(round);
             if plan.mlrsearch {
                 let runner = EngineRunner::on(bed, interrupt, extras.cpu);
-                result = mlrsearch_after(runner, search_no, &search, result, trials)?;
+                result = mlrsearch_after(runner, search_no, search, result, trials)?;
             }
             trials.recorder.result(search_no, &result);
             Ok(result)
         },
-        |rep, result| rep.results.push(result),
+        |rep, result| rep.keep(result),
     );
     if let Err(e) = measured {
         errln!();
@@ -190,6 +199,12 @@ fn announce(plan: &Rfc2544Plan, bed: &ports::TestBed) {
         bed.line_speed_source,
         humantime::format_duration(plan.trial_duration),
     );
+    if plan.repeat > 1 {
+        errln!(
+            "linerate: {} rounds, every size searched once per round; each figure is its median over the rounds",
+            plan.repeat
+        );
+    }
     if let Some(p) = &bed.placement {
         errln!("linerate: {}", p.note);
     }
@@ -214,6 +229,8 @@ fn new_report(plan: &Rfc2544Plan, bed: &ports::TestBed, extras: &Extras<'_>) -> 
         bidirectional: bed.bidirectional,
         results: Vec::new(),
         interrupted: None,
+        repeat: plan.repeat.max(1),
+        round_results: Vec::new(),
         scenario: extras.scenario.clone(),
         dut_cpu_source: extras.cpu.map(|c| c.source.clone()),
     }

@@ -197,6 +197,26 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_run_exports_its_rounds_and_medians_by_the_schema() {
+        // The two searches as two rounds of 64 bytes.
+        let mut run = crate::testdata::run(7, "x", "1");
+        run.settings.as_mut().unwrap().repeat = 2;
+        for (round, (_, r)) in run.results.iter_mut().enumerate() {
+            r.frame_size = 64;
+            r.l3_length = 46;
+            r.round = Some(round + 1);
+        }
+        let doc = to_json(&run);
+        assert_eq!(violations(&doc), "");
+        let report = &doc["report"];
+        assert_eq!(report["round_results"].as_array().unwrap().len(), 2);
+        let results = report["results"].as_array().unwrap();
+        assert_eq!(results.len(), 1, "{report}");
+        assert_eq!(results[0]["over_rounds"]["count"], 2);
+        assert_eq!(results[0]["trials"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
     fn the_schema_rejects_what_it_should() {
         let run = crate::testdata::run(7, "x", "1");
         let mut doc = to_json(&run);

@@ -155,15 +155,15 @@ impl StoredRun {
     /// under `interrupted`. None for `trial` runs.
     pub fn report(&self) -> Option<Rfc2544Report> {
         let mut rep = self.settings.clone()?;
-        rep.results = self
-            .results
-            .iter()
-            .map(|(n, r)| {
-                let mut r = r.clone();
-                r.trials = self.trials_of(*n);
-                r
-            })
-            .collect();
+        rep.results = Vec::new();
+        rep.round_results = Vec::new();
+        // With `--repeat N` the stored searches are the rounds, and each
+        // size's figure is their median, as the run reported it.
+        for (n, r) in &self.results {
+            let mut r = r.clone();
+            r.trials = self.trials_of(*n);
+            rep.keep(r);
+        }
         // Trials of a search without a result: the one that was running.
         let unfinished = self
             .trials

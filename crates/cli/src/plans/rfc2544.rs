@@ -61,6 +61,7 @@ impl Rfc2544Args {
             calibration,
             all_layers: args.all_layers,
             mlrsearch: args.mlrsearch,
+            repeat: args.repeat as usize,
             json: args.json.clone(),
             dut: args.dut.plan(),
             record: args.record.plan(),
@@ -92,9 +93,11 @@ mod tests {
     fn an_rfc2544_plan_holds_every_value_checked() {
         let p = plan(
             "--lab --frame-size 64,128 --trial-duration 3s --resolution 0.5% --loss 0.1% \
-             --max-rate 50% --all-layers --mlrsearch",
+             --max-rate 50% --all-layers --mlrsearch --repeat 3",
         )
         .unwrap();
+        assert_eq!(p.repeat, 3);
+        assert_eq!(plan("--lab").unwrap().repeat, 1);
         assert_eq!(
             p.frames
                 .iter()
@@ -131,6 +134,8 @@ mod tests {
             ("--lab --loss 2", "--loss"),
             ("--lab --max-rate fast", "--max-rate"),
             ("--lab --frame-size 20", "20"),
+            ("--lab --repeat 0", "--repeat"),
+            ("--lab --repeat 21", "--repeat"),
             ("--scenario no-such-thing", "no-such-thing"),
             (
                 "--lab --rfc2544-strict --trial-duration 3s",

@@ -194,6 +194,7 @@ def rfc2544(
     imix: Optional[Sequence[Value]] = None,
     all_layers: bool = False,
     mlrsearch: bool = False,
+    repeat: Optional[Value] = None,
     trial_duration: Optional[Value] = None,
     resolution: Optional[Value] = None,
     loss: Optional[Value] = None,
@@ -265,6 +266,7 @@ def rfc2544(
         imix: Frame-size mixes instead: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1); several as imix0,imix1,imix2 or by repeating --imix
         all_layers: Show the throughput at every layer: Mbps at L1, L2, L3 and L4 (UDP payload) and the link usage as LanTraffic computes it
         mlrsearch: After each frame size's search, MLRsearch (RFC 9971) too: the NDR (loss 0 %) and PDR (loss 0.5 %) conditional throughputs, exceed ratio 50 % over two trials of --trial-duration, printed beneath the zero-loss throughput; the zero-loss search's trials count too, so it adds a few trials per size. They repeat better than it on a DUT that stalls now and then
+        repeat: Search every frame size N times, round-robin (every size once per round), and report each figure (zero-loss throughput, NDR, PDR) as its median over the rounds with its spread (highest over lowest round): figures that repeat on a machine whose speed moves, such as a shared VM. Takes N times as long
         trial_duration: How long each trial sends (default 2s)
         resolution: Stop the search when the bracket is this narrow, relative to its top: 1% or 0.01 (N% is percent, a bare number a ratio)
         loss: Loss a trial may have and still pass (RFC 2544: 0): 0.1% or 0.001 (N% is percent, a bare number a ratio)

@@ -216,6 +216,8 @@ mod tests {
             }),
             wan: None,
             mlrsearch: None,
+            round: None,
+            over_rounds: None,
         }
     }
 
@@ -233,6 +235,8 @@ mod tests {
             }),
             dut_cpu_source: Some("lab".into()),
             interrupted: None,
+            repeat: 1,
+            round_results: Vec::new(),
         }
     }
 

@@ -92,6 +92,8 @@ fn result(frame: u16, throughput_fps: f64, tester_limited: bool) -> ThroughputRe
         dut_cpu: None,
         wan: None,
         mlrsearch: None,
+        round: None,
+        over_rounds: None,
     }
 }
 
@@ -115,6 +117,8 @@ fn report(results: Vec<ThroughputResult>, placement: Option<Placement>) -> Rfc25
         bidirectional: false,
         results,
         interrupted: None,
+        repeat: 1,
+        round_results: Vec::new(),
         scenario: None,
         dut_cpu_source: None,
     }
@@ -558,6 +562,71 @@ fn a_tester_limited_goal_is_marked_and_explained() {
         table.contains("(*) tester-limited"),
         "the mark is explained: {table}"
     );
+}
+
+#[test]
+fn repeated_rounds_show_each_figure_s_median_and_spread() {
+    // Three rounds of 64 and 1518 bytes, round-robin; MLRsearch's NDR of
+    // 64 bytes has its median in another round than the zero-loss figure.
+    let mut rep = report(Vec::new(), None);
+    rep.repeat = 3;
+    let rounds = [
+        (600_000.0, 500_000.0, 800_000.0),
+        (700_000.0, 450_000.0, 790_000.0),
+        (500_000.0, 520_000.0, 812_000.0),
+    ];
+    for (i, &(zero_loss, ndr, big)) in rounds.iter().enumerate() {
+        let mut small = result(64, zero_loss, false);
+        small.mlrsearch = Some(mlrsearch(
+            &small,
+            vec![
+                goal("NDR", 0.0, Some(ndr), true),
+                goal("PDR", 0.005, Some(ndr * 1.1), true),
+            ],
+        ));
+        small.round = Some(i + 1);
+        let mut large = result(1518, big, false);
+        large.round = Some(i + 1);
+        rep.keep(small);
+        rep.keep(large);
+    }
+    assert_eq!(rep.round_results.len(), 6);
+    assert_eq!(rep.results.len(), 2);
+    // The zero-loss median is round 1's (500 < 600 < 700 thousand).
+    assert_eq!(rep.results[0].round, Some(1));
+    let table = throughput_table(&rep);
+    let lines: Vec<&str> = table.lines().collect();
+    let at = |label: &str| lines.iter().position(|l| l.starts_with(label)).unwrap();
+    assert!(lines[at("Throughput  ") + 1].contains("600,000"), "{table}");
+    assert!(
+        lines[at("Throughput  ") + 2].starts_with("  spread"),
+        "{table}"
+    );
+    assert!(lines[at("Throughput  ") + 2].contains("1.40x"), "{table}");
+    assert!(lines[at("Throughput  ") + 2].contains("1.03x"), "{table}");
+    assert!(table.contains("highest / lowest of 3 rounds"), "{table}");
+    // NDR: round 3's 500,000 (450 < 500 < 520 thousand), not round 1's.
+    assert!(
+        lines[at("NDR (MLRsearch)") + 1].contains("500,000"),
+        "{table}"
+    );
+    assert!(
+        lines[at("NDR (MLRsearch)") + 2].contains("1.16x"),
+        "{table}"
+    );
+    assert!(
+        lines[at("PDR (MLRsearch)") + 1].contains("550,000"),
+        "{table}"
+    );
+    assert!(at("PDR (MLRsearch)") + 3 == at("Line rate"), "{table}");
+    assert!(table.contains("round-robin, 3 rounds;"), "{table}");
+    assert!(!table.contains("stopped early"), "{table}");
+    // Interrupted after one size of a fourth round: said.
+    rep.repeat = 4;
+    let mut fourth = result(64, 650_000.0, false);
+    fourth.round = Some(4);
+    rep.keep(fourth);
+    assert!(throughput_table(&rep).contains("stopped early"));
 }
 
 /// A run of `tunnels` tunnels: each size's deciding trial (the second)
