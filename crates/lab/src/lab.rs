@@ -219,6 +219,45 @@ impl Drop for Rollback {
             for ns in self.made.iter().rev() {
                 let _ = netns::delete(ns);
             }
+            // The placement of a deep lab may have raised it already.
+            restore_backlog_unless_labs_left();
+        }
+    }
+}
+
+/// A caller's "stop requested" as a set-up sees it: checked between its
+/// steps, so a Ctrl-C ends a set-up at the next step instead of after the
+/// last (the caller owns the flag: the lab knows no signals).
+pub(crate) struct StopCheck<'a> {
+    /// The lab being set up, for the error.
+    pub lab: &'a str,
+    pub requested: &'a dyn Fn() -> bool,
+}
+
+impl StopCheck<'_> {
+    /// Err([`LabError::Interrupted`]) once a stop was asked for.
+    pub fn go_on(&self) -> Result<(), LabError> {
+        if (self.requested)() {
+            Err(self.interrupted())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// A step's error, or [`LabError::Interrupted`] when a stop was asked
+    /// for meanwhile: a terminal's Ctrl-C reaches the whole process group
+    /// and kills the step's command too, whose failure is then the stop's.
+    pub fn or_interrupted(&self, e: LabError) -> LabError {
+        if (self.requested)() {
+            self.interrupted()
+        } else {
+            e
+        }
+    }
+
+    fn interrupted(&self) -> LabError {
+        LabError::Interrupted {
+            name: self.lab.to_string(),
         }
     }
 }
@@ -235,6 +274,14 @@ impl Lab {
     /// frames deep (the queue that plays the NICs' receive rings);
     /// [`crate::VETH_RING`] or less keeps veth's own 256-frame rings.
     pub fn up_with_ring(name: &str, ring: u32) -> Result<Lab, LabError> {
+        Lab::up_until(name, ring, &|| false)
+    }
+
+    /// [`Lab::up_with_ring`] that stops building once `stop` returns true
+    /// (it is asked between the build's steps: each namespace, each link,
+    /// the CPU placement): it then removes what it made and returns
+    /// [`LabError::Interrupted`].
+    pub fn up_until(name: &str, ring: u32, stop: &dyn Fn() -> bool) -> Result<Lab, LabError> {
         validate_name(name)?;
         crate::check_environment()?;
         let _serial = CREATE.lock().unwrap_or_else(|e| e.into_inner());
@@ -245,7 +292,11 @@ impl Lab {
             made: Vec::new(),
             armed: true,
         };
-        let lab = build(name, ring, &mut rollback)?;
+        let stop = StopCheck {
+            lab: name,
+            requested: stop,
+        };
+        let lab = build(name, ring, &mut rollback, &stop).map_err(|e| stop.or_interrupted(e))?;
         rollback.armed = false;
         Ok(lab)
     }
@@ -382,98 +433,30 @@ fn base_sysctls() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-fn build(name: &str, ring: u32, rollback: &mut Rollback) -> Result<Lab, LabError> {
+/// Builds lab `name` step by step, asking `stop` before each step;
+/// `rollback` learns each namespace as it is made.
+fn build(
+    name: &str,
+    ring: u32,
+    rollback: &mut Rollback,
+    stop: &StopCheck,
+) -> Result<Lab, LabError> {
     let dut_ns = dut_netns(name);
     for ns in netns_names(name) {
-        let added = netns::add(&ns);
-        // An `ip netns add` killed half-way (a terminal's Ctrl-C reaches
-        // the whole process group) may have made the namespace though it
-        // failed: none of these names was there (Lab::exists), so one there
-        // now is this run's, unless `ip` refused it as made meanwhile.
-        let refused = match &added {
-            Err(LabError::Command { stderr, .. }) => stderr.contains("File exists"),
-            _ => false,
-        };
-        if added.is_ok() || (netns::exists(&ns) && !refused) {
-            rollback.made.push(ns.clone());
-        }
-        added?;
-        let mut sysctls = base_sysctls();
-        if ns == dut_ns {
-            // The DUT routes between its two subnets. rp_filter off: the
-            // lab's test traffic may use source addresses the DUT has no
-            // route back for (e.g. several emulated hosts); the effective
-            // value is the max of `all` and the interface's, so set all.
-            sysctls.extend([
-                ("/proc/sys/net/ipv4/ip_forward", "1"),
-                ("/proc/sys/net/ipv4/conf/all/rp_filter", "0"),
-                ("/proc/sys/net/ipv4/conf/default/rp_filter", "0"),
-            ]);
-        }
-        if !sysctls.is_empty() {
-            netns::write_in(&ns, &sysctls)?;
-        }
-        netns::ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+        stop.go_on()?;
+        add_netns(&ns, ns == dut_ns, rollback)?;
     }
-
-    let mtu = MTU.to_string();
     let mut ports = Vec::new();
     for side in &SIDES {
-        let tester_ns = tester_netns(name, side);
-        // Created directly inside the namespaces: the root namespace never
-        // sees these names, so labs cannot clash with each other or the host.
-        netns::ip(&[
-            "link",
-            "add",
-            side.tester_if,
-            "netns",
-            &tester_ns,
-            "mtu",
-            &mtu,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            side.dut_if,
-            "netns",
-            &dut_ns,
-            "mtu",
-            &mtu,
-        ])?;
-        // No address on the tester side: linerate is the host there.
-        netns::ip(&["-n", &tester_ns, "link", "set", side.tester_if, "up"])?;
-        let dut_addr = format!("{}/{}", side.dut_ip, side.prefix_len);
-        netns::ip(&["-n", &dut_ns, "addr", "add", &dut_addr, "dev", side.dut_if])?;
-        netns::write_in(
-            &dut_ns,
-            &[(
-                &format!("/proc/sys/net/ipv4/conf/{}/rp_filter", side.dut_if),
-                "0",
-            )],
-        )?;
-        let port = LabPort::read(name, side)?;
-        // A permanent neighbour entry for the tester host: the DUT then
-        // never ARPs during a trial, so forwarding does not depend on ARP
-        // timing (linerate still answers ARP for its hosts).
-        netns::ip(&[
-            "-n",
-            &dut_ns,
-            "neigh",
-            "replace",
-            &side.tester_ip.to_string(),
-            "lladdr",
-            &format_mac(&port.mac),
-            "dev",
-            side.dut_if,
-            "nud",
-            "permanent",
-        ])?;
-        netns::ip(&["-n", &dut_ns, "link", "set", side.dut_if, "up"])?;
-        ports.push(port);
+        stop.go_on()?;
+        ports.push(link_side(name, side, stop)?);
     }
+    stop.go_on()?;
     // Placement also sets the tester ports' offloads (TSO and GRO off).
+    // It asks the stop between its own steps, and ends early on it.
     let testers = tester_netns_names(name);
-    let placement = placement::apply(&dut_ns, &links(&testers), ring);
+    let placement = placement::apply(&dut_ns, &links(&testers), ring, stop.requested);
+    stop.go_on()?;
     let port_b = ports.pop().expect("two sides");
     let port_a = ports.pop().expect("two sides");
     Ok(Lab {
@@ -487,6 +470,101 @@ fn build(name: &str, ring: u32, rollback: &mut Rollback) -> Result<Lab, LabError
         // runs, which lock it when they attach.
         _lock: None,
     })
+}
+
+/// Makes namespace `ns` (the DUT's when `dut`) with its sysctls and
+/// loopback up; `rollback` learns it as soon as it exists.
+fn add_netns(ns: &str, dut: bool, rollback: &mut Rollback) -> Result<(), LabError> {
+    let added = netns::add(ns);
+    // An `ip netns add` killed half-way (a terminal's Ctrl-C reaches
+    // the whole process group) may have made the namespace though it
+    // failed: none of these names was there (Lab::exists), so one there
+    // now is this run's, unless `ip` refused it as made meanwhile.
+    let refused = match &added {
+        Err(LabError::Command { stderr, .. }) => stderr.contains("File exists"),
+        _ => false,
+    };
+    if added.is_ok() || (netns::exists(ns) && !refused) {
+        rollback.made.push(ns.to_string());
+    }
+    added?;
+    let mut sysctls = base_sysctls();
+    if dut {
+        // The DUT routes between its two subnets. rp_filter off: the
+        // lab's test traffic may use source addresses the DUT has no
+        // route back for (e.g. several emulated hosts); the effective
+        // value is the max of `all` and the interface's, so set all.
+        sysctls.extend([
+            ("/proc/sys/net/ipv4/ip_forward", "1"),
+            ("/proc/sys/net/ipv4/conf/all/rp_filter", "0"),
+            ("/proc/sys/net/ipv4/conf/default/rp_filter", "0"),
+        ]);
+    }
+    if !sysctls.is_empty() {
+        netns::write_in(ns, &sysctls)?;
+    }
+    netns::ip(&["-n", ns, "link", "set", "lo", "up"])?;
+    Ok(())
+}
+
+/// Links `side`'s tester namespace to the DUT of lab `name`: the veth,
+/// the DUT's address and its neighbour entry for the tester host. Asks
+/// `stop` halfway (about seven commands in all).
+fn link_side(name: &str, side: &Side, stop: &StopCheck) -> Result<LabPort, LabError> {
+    let tester_ns = tester_netns(name, side);
+    let dut_ns = dut_netns(name);
+    let mtu = MTU.to_string();
+    // Created directly inside the namespaces: the root namespace never
+    // sees these names, so labs cannot clash with each other or the host.
+    netns::ip(&[
+        "link",
+        "add",
+        side.tester_if,
+        "netns",
+        &tester_ns,
+        "mtu",
+        &mtu,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        side.dut_if,
+        "netns",
+        &dut_ns,
+        "mtu",
+        &mtu,
+    ])?;
+    // No address on the tester side: linerate is the host there.
+    netns::ip(&["-n", &tester_ns, "link", "set", side.tester_if, "up"])?;
+    let dut_addr = format!("{}/{}", side.dut_ip, side.prefix_len);
+    netns::ip(&["-n", &dut_ns, "addr", "add", &dut_addr, "dev", side.dut_if])?;
+    stop.go_on()?;
+    netns::write_in(
+        &dut_ns,
+        &[(
+            &format!("/proc/sys/net/ipv4/conf/{}/rp_filter", side.dut_if),
+            "0",
+        )],
+    )?;
+    let port = LabPort::read(name, side)?;
+    // A permanent neighbour entry for the tester host: the DUT then
+    // never ARPs during a trial, so forwarding does not depend on ARP
+    // timing (linerate still answers ARP for its hosts).
+    netns::ip(&[
+        "-n",
+        &dut_ns,
+        "neigh",
+        "replace",
+        &side.tester_ip.to_string(),
+        "lladdr",
+        &format_mac(&port.mac),
+        "dev",
+        side.dut_if,
+        "nud",
+        "permanent",
+    ])?;
+    netns::ip(&["-n", &dut_ns, "link", "set", side.dut_if, "up"])?;
+    Ok(port)
 }
 
 /// Removes the namespaces of lab `name` that are present, without opening
@@ -519,8 +597,12 @@ fn remove_leftover_files(labs: &[String]) {
     }
     let _ = linerate_helper::sweep();
     let _ = crate::lock::sweep();
-    // The backlog depth is the machine's: back to what it was once no lab
-    // is left to need it.
+    restore_backlog_unless_labs_left();
+}
+
+/// The backlog depth is the machine's: back to what it was once no lab is
+/// left to need it.
+fn restore_backlog_unless_labs_left() {
     let labs_left = netns::list()
         .iter()
         .any(|ns| ns.starts_with(PREFIX) && ns.ends_with(&format!("-{DUT_SUFFIX}")));

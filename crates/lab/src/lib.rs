@@ -94,6 +94,10 @@ pub enum LabError {
         "unexpected output from '{command}': {detail}; the installed iproute2 may be too old: install a current one with 'apt-get install iproute2'"
     )]
     Parse { command: String, detail: String },
+    /// The caller asked to stop while lab `name` was built or a scenario
+    /// applied to it ([`Lab::up_until`], [`scenario::Scenario::apply_until`]).
+    #[error("lab '{name}' was not set up (stopped half-way; what was made is removed)")]
+    Interrupted { name: String },
 }
 
 /// Checks that the lab can be built here: root, and iproute2 present.

@@ -105,20 +105,21 @@ pub struct PlacementState {
 /// every CPU crossing `ring` frames deep (see [`deep_queues`]); a `ring`
 /// of [`VETH_RING`] or less keeps veth's own rings (the lab before deep
 /// queues, for comparison). Never fails: a failure is reported as a
-/// shared core in the result.
-pub(crate) fn apply(dut_ns: &str, links: &[Link], ring: u32) -> Placement {
+/// shared core in the result. Ends early once `stop` returns true (the
+/// lab's build then stops and reports that instead).
+pub(crate) fn apply(dut_ns: &str, links: &[Link], ring: u32, stop: &dyn Fn() -> bool) -> Placement {
     let cpus = allowed_cpus();
     let Some((testers, dut_cpu)) = split_cpus(&cpus) else {
         return one_cpu(&cpus);
     };
     let ifaces: Vec<&str> = links.iter().map(|l| l.dut_if).collect();
     if ring > VETH_RING {
-        return match deep_queues(dut_ns, links, &testers, dut_cpu, ring) {
+        return match deep_queues(dut_ns, links, &testers, dut_cpu, ring, stop) {
             Ok(()) => deep(testers, dut_cpu, ring),
             Err(why) => shared(&cpus, &why),
         };
     }
-    match threaded_napi(dut_ns, links, dut_cpu) {
+    match threaded_napi(dut_ns, links, dut_cpu, stop) {
         Ok(()) => separate(testers, dut_cpu, &ifaces),
         Err(why) => shared(&cpus, &why),
     }
@@ -341,15 +342,31 @@ fn threaded_path(ifname: &str) -> String {
 
 const NO_ETHTOOL: &str = "ethtool is not installed (install it with 'apt-get install ethtool')";
 
+/// Err once the lab's build was asked to stop: asked between the steps
+/// of a placement, which is about half of a build.
+fn go_on(stop: &dyn Fn() -> bool) -> Result<(), String> {
+    if stop() {
+        Err("the lab's build was stopped".to_string())
+    } else {
+        Ok(())
+    }
+}
+
 /// Turns TSO off on the senders, enables threaded NAPI on the DUT ends of
 /// `links` and pins the new NAPI threads to `dut_cpu`, then checks that all
 /// of it took effect. Err is a reason for a note.
-fn threaded_napi(dut_ns: &str, links: &[Link], dut_cpu: usize) -> Result<(), String> {
+fn threaded_napi(
+    dut_ns: &str,
+    links: &[Link],
+    dut_cpu: usize,
+    stop: &dyn Fn() -> bool,
+) -> Result<(), String> {
     let ethtool = netns::ethtool_path().ok_or(NO_ETHTOOL)?;
     let ethtool = ethtool.to_string_lossy();
     let ifaces: Vec<&str> = links.iter().map(|l| l.dut_if).collect();
     let ifaces = ifaces.as_slice();
     for l in links {
+        go_on(stop)?;
         // GRO off is veth's default; stated so received frames surely reach
         // linerate one by one.
         netns::exec_in(
@@ -393,6 +410,7 @@ fn threaded_napi(dut_ns: &str, links: &[Link], dut_cpu: usize) -> Result<(), Str
 
     // Verify: TSO off on the senders, flags read back 1, and the threads
     // stay on the DUT CPU.
+    go_on(stop)?;
     for l in links {
         if !tso_off(l.tester_ns, l.tester_if)? {
             return Err(format!("TSO is still on at {}", l.tester_if));
@@ -446,12 +464,14 @@ fn deep_queues(
     testers: &[usize],
     dut_cpu: usize,
     ring: u32,
+    stop: &dyn Fn() -> bool,
 ) -> Result<(), String> {
     let ethtool = netns::ethtool_path().ok_or(NO_ETHTOOL)?;
     let ethtool = ethtool.to_string_lossy();
     let ifaces: Vec<&str> = links.iter().map(|l| l.dut_if).collect();
     crate::backlog::set(ring)?;
     for l in links {
+        go_on(stop)?;
         // TSO off so veth hands frames to the peer's NAPI (see the module
         // doc); GRO off so the tester's port has no NAPI of its own;
         // checksum offload off, since the NIC queue's XDP redirect drops a
@@ -482,6 +502,7 @@ fn deep_queues(
         .map(|t| t.pid)
         .collect();
     for ifname in &ifaces {
+        go_on(stop)?;
         netns::run_in(dut_ns, || {
             let index = netns::ifindex_here(ifname)?;
             linerate_bpf::nic_queue::install(index, ifname, dut_cpu as u32, ring)
@@ -516,6 +537,7 @@ fn deep_queues(
         }
     }
     // Read back what the kernel took.
+    go_on(stop)?;
     for l in links {
         if read_rps(l.tester_ns, l.tester_if)? != testers {
             return Err(format!("{}'s RPS does not read back", l.tester_if));

@@ -304,6 +304,26 @@ impl Scenario {
     /// live as long as the test runs (it holds the XDP program and any
     /// user-space tunnel daemon) and be dropped before the lab.
     pub fn apply(&self, lab: &Lab) -> Result<Applied, LabError> {
+        self.apply_until(lab, &|| false)
+    }
+
+    /// [`Scenario::apply`] that stops once `stop` returns true (it is asked
+    /// before each part: a part itself, e.g. `routes:N`'s one `ip -batch`,
+    /// runs to its end): what was applied goes (the tunnel daemons, the
+    /// XDP program) and it returns [`LabError::Interrupted`]; the lab's
+    /// removal takes the rest (nftables, routes, the second DUT).
+    pub fn apply_until(&self, lab: &Lab, stop: &dyn Fn() -> bool) -> Result<Applied, LabError> {
+        let stop = crate::lab::StopCheck {
+            lab: lab.name(),
+            requested: stop,
+        };
+        stop.go_on()?;
+        self.apply_parts(lab, &stop)
+            .map_err(|e| stop.or_interrupted(e))
+    }
+
+    /// The topology first, then each part, asking `stop` before each.
+    fn apply_parts(&self, lab: &Lab, stop: &crate::lab::StopCheck) -> Result<Applied, LabError> {
         let mut applied = Applied {
             scenario: self.clone(),
             checks: Vec::new(),
@@ -335,6 +355,7 @@ impl Scenario {
             applied.tunnel = Some(t);
         }
         for part in &self.parts {
+            stop.go_on()?;
             match *part {
                 Part::LanLan | Part::Tunnel(_) => {}
                 Part::VpnGateway(suite) => {

@@ -651,3 +651,132 @@ fn an_attached_lab_tells_its_own_ring_depth() {
     }
     drop((first, second));
 }
+
+/// Whether interface `ifname` is in namespace `ns` (false while `ns` is not).
+fn link_exists(ns: &str, ifname: &str) -> bool {
+    Command::new("/usr/sbin/ip")
+        .args(["-n", ns, "link", "show", "dev", ifname])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// BPF objects pinned on the machine (the lab pins none: its programs go
+/// with the interfaces they are attached to).
+fn pinned_bpf() -> std::collections::BTreeSet<String> {
+    std::fs::read_dir("/sys/fs/bpf")
+        .map(|d| {
+            d.filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Fails when anything of lab `name` is left: a namespace, one of its
+/// veths in the root namespace, a BPF object pinned since `pinned`.
+fn assert_nothing_left(name: &str, pinned: &std::collections::BTreeSet<String>, when: &str) {
+    let prefix = format!("lr-{name}-");
+    let left: Vec<String> = std::fs::read_dir("/run/netns")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+        .filter(|ns| ns.starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "stopped when {when}: {left:?} left");
+    let veths = json(&["link", "show", "type", "veth"]);
+    let ours: Vec<&str> = veths
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l["ifname"].as_str())
+        .filter(|i| ["a0", "b0", "dut-a", "dut-b"].contains(i) || i.starts_with("lr"))
+        .collect();
+    assert!(
+        ours.is_empty(),
+        "stopped when {when}: veths {ours:?} left in the root namespace"
+    );
+    assert_eq!(&pinned_bpf(), pinned, "stopped when {when}: BPF pinned");
+}
+
+/// When the stop comes, given the lab's name, the time since its build
+/// started and how long a whole build takes.
+type Moment = fn(&str, Duration, Duration) -> bool;
+
+/// A stop asked for while a lab builds ends the build at its next step:
+/// it returns `Interrupted`, soon after the stop and well before a whole
+/// build would have ended, and nothing of the lab is left.
+#[test]
+fn a_stop_while_up_builds_ends_the_build_at_its_next_step() {
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+    if !root() {
+        return;
+    }
+    let pinned = pinned_bpf();
+    // A whole build here, for scale (about 0.2 s on a 2-core VM).
+    let whole = {
+        let name = unique("w");
+        let _cleanup = Cleanup(name.clone());
+        let started = Instant::now();
+        let _lab = Lab::up(&name).expect("lab up");
+        started.elapsed()
+    };
+    let moments: [(&str, Moment); 4] = [
+        ("the first namespace appeared", |name, _, _| {
+            netns_exists(&format!("lr-{name}-a"))
+        }),
+        ("the DUT's namespace appeared", |name, _, _| {
+            netns_exists(&format!("lr-{name}-dut"))
+        }),
+        ("port A's link appeared", |name, _, _| {
+            link_exists(&format!("lr-{name}-dut"), "dut-a")
+        }),
+        ("half a whole build had passed", |_, since, whole| {
+            since >= whole / 2
+        }),
+    ];
+    for (when, reached) in moments {
+        let name = unique("s");
+        // Removes the lab if the build ran on (the test fails then).
+        let _cleanup = Cleanup(name.clone());
+        let stop = AtomicBool::new(false);
+        let started = Instant::now();
+        let (result, returned, asked) = std::thread::scope(|s| {
+            let asker = s.spawn(|| {
+                while !reached(&name, started.elapsed(), whole)
+                    && started.elapsed() < Duration::from_secs(20)
+                {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                stop.store(true, Ordering::SeqCst);
+                started.elapsed()
+            });
+            let result = Lab::up_until(&name, linerate_lab::DEFAULT_RING, &|| {
+                stop.load(Ordering::SeqCst)
+            });
+            let returned = started.elapsed();
+            (result, returned, asker.join().unwrap())
+        });
+        match &result {
+            Err(LabError::Interrupted { name: n }) => assert_eq!(n, &name),
+            Err(e) => panic!("stopped when {when}: another error: {e}"),
+            Ok(_) => panic!(
+                "stopped when {when} ({asked:?} in): the build ran to its end ({returned:?}; a whole build {whole:?})"
+            ),
+        }
+        eprintln!(
+            "stopped when {when}: asked {asked:?} in, returned {returned:?} in (a whole build {whole:?})"
+        );
+        // The rest of a step and the removal of what was made, not the
+        // rest of the build.
+        assert!(
+            returned.saturating_sub(asked) < whole / 2,
+            "stopped when {when}: asked {asked:?} in, returned only {returned:?} in (a whole build {whole:?})"
+        );
+        let message = result.unwrap_err().to_string();
+        assert!(
+            message.contains(&format!("lab '{name}' was not set up")) && !message.contains('\n'),
+            "{message}"
+        );
+        assert_nothing_left(&name, &pinned, when);
+    }
+}

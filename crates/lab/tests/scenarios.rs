@@ -387,3 +387,54 @@ fn ipsec_tunnel_carries_the_traffic_in_esp() {
         "charon's directories left behind"
     );
 }
+
+/// A stop asked for while a scenario is applied ends it before its next
+/// part: it returns `Interrupted`, the parts after the stop are never
+/// loaded, and the lab's removal takes the rest (the nftables tables go
+/// with the DUT's namespace).
+#[test]
+fn a_stop_while_a_scenario_applies_ends_it_before_the_next_part() {
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+    let test = "a_stop_while_a_scenario_applies_ends_it_before_the_next_part";
+    if !root(test) {
+        return;
+    }
+    let scenario = Scenario::parse("wan-lan+acl:20000+routes:100000").unwrap();
+    let lab = Lab::up(&unique()).expect("lab up");
+    let (name, dut) = (lab.name().to_string(), lab.dut_netns().to_string());
+    let stop = AtomicBool::new(false);
+    let started = Instant::now();
+    let (result, asked, returned) = std::thread::scope(|s| {
+        let asker = s.spawn(|| {
+            // wan-lan's table is there: the stop comes as the ACL's
+            // 20,000 rules load (or just before), routes:N still to come.
+            while !in_ns(&dut, &["nft", "list", "tables"]).contains("linerate_nat")
+                && started.elapsed() < Duration::from_secs(20)
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            stop.store(true, Ordering::SeqCst);
+            started.elapsed()
+        });
+        let result = scenario.apply_until(&lab, &|| stop.load(Ordering::SeqCst));
+        (result, asker.join().unwrap(), started.elapsed())
+    });
+    eprintln!("asked {asked:?} in, returned {returned:?} in");
+    match &result {
+        Err(LabError::Interrupted { name: n }) => assert_eq!(n, &name),
+        Err(e) => panic!("another error: {e}"),
+        Ok(_) => panic!("applied to its end ({returned:?}) though asked to stop at {asked:?}"),
+    }
+    let routes = run("ip", &["-n", &dut, "route", "show", "proto", "static"]);
+    assert_eq!(routes.lines().count(), 0, "routes:N loaded after the stop");
+    drop(result);
+    drop(lab);
+    let left: Vec<String> = std::fs::read_dir("/run/netns")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+        .filter(|ns| ns.starts_with(&format!("lr-{name}-")))
+        .collect();
+    assert!(left.is_empty(), "{left:?} left");
+}
