@@ -20,8 +20,13 @@ use std::sync::atomic::AtomicBool;
 
 /// Runs `cli`'s command. `stop` is the interrupt: when it becomes true the
 /// running trial stops, what was measured is saved, and a lab made for the
-/// run is removed; the command then returns [`Outcome::Interrupted`].
+/// run is removed; the command then returns [`Outcome::Interrupted`]. A
+/// lab or scenario being set up for the run stops at its next step.
 pub fn run(cli: &Cli, stop: &AtomicBool) -> Result<Outcome> {
+    linerate_session::ports::stoppable(stop, || run_command(cli, stop))
+}
+
+fn run_command(cli: &Cli, stop: &AtomicBool) -> Result<Outcome> {
     match &cli.command {
         Command::Lab { action } => match action {
             LabAction::Up { lab_name, ring } => lab::up(lab_name.as_deref(), *ring, stop),

@@ -185,6 +185,35 @@ def test_ctrl_c_at_any_moment_raises_from_the_call(no_leftovers, python_handles_
     assert raised_by_the_call(e.value), traceback.format_exception(e.value)
 
 
+def test_ctrl_c_while_the_lab_builds_stops_the_build_at_once(no_leftovers, python_handles_ctrl_c):
+    # Ctrl-C as the run's lab appears (its first namespace): the build stops
+    # at its next step and removes what it made. It used to finish the
+    # build and open the engine first, about 1.7 s more here.
+    pid, sent = os.getpid(), []
+
+    def ctrl_c_once_the_lab_appears():
+        deadline = time.monotonic() + 20
+        while not namespaces_of(pid) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        sent.append(time.monotonic())
+        os.kill(pid, signal.SIGINT)
+
+    asker = threading.Thread(target=ctrl_c_once_the_lab_appears)
+    started = time.monotonic()
+    asker.start()
+    try:
+        with pytest.raises(KeyboardInterrupt) as e:
+            linerate.trial(lab=True, frame_size=128, rate="10000fps", duration="60s", no_db=True, quiet=True)
+        stopped = time.monotonic()
+    finally:
+        asker.join()
+    assert sent, "no lab of this run appeared"
+    print(f"Ctrl-C {sent[0] - started:.3f} s into the call, raised {stopped - sent[0]:.3f} s later")
+    # Python looks for Ctrl-C every 0.1 s; a step and the removal take less.
+    assert stopped - sent[0] < 0.6, f"the call raised {stopped - sent[0]:.2f} s after Ctrl-C"
+    assert raised_by_the_call(e.value), traceback.format_exception(e.value)
+
+
 # A terminal's Ctrl-C goes to the whole process group: the lab's commands
 # (ip, nft) die of it too, and the run, failing, ends by itself at once,
 # often before the call has looked for Ctrl-C. The Ctrl-C is sent while

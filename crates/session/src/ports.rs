@@ -219,7 +219,8 @@ pub fn lab_for_run(name: Option<&str>, ring: Option<u32>) -> Result<Lab> {
     } else {
         let name = linerate_lab::temporary_name();
         errln!("linerate: building lab '{name}' for this run (namespaces lr-{name}-*)");
-        Lab::up_with_ring(&name, ring.unwrap_or(linerate_lab::DEFAULT_RING))?
+        let ring = ring.unwrap_or(linerate_lab::DEFAULT_RING);
+        Lab::up_until(&name, ring, &stop_requested)?
     })
 }
 
@@ -876,6 +877,8 @@ pub fn parse_share(text: &str, option: &str, zero: Zero) -> Result<f64> {
 }
 
 mod bed;
+mod stop;
+pub use stop::{stop_requested, stoppable};
 
 #[cfg(test)]
 mod properties;

@@ -47,9 +47,10 @@ pub fn prepare(
     if ring != asked {
         errln!("linerate:   rings: veth's own 256-frame rings, not {asked}: this DUT forwards in NAPI or moves its interfaces into a second DUT, where the deep lab's NIC queue cannot sit");
     }
-    let lab = Lab::up_with_ring(&name, ring)?;
+    // Both stop at their next step when the run is asked to stop.
+    let lab = Lab::up_until(&name, ring, &ports::stop_requested)?;
     // On error the lab drops here and is removed.
-    let applied = scenario.apply(&lab)?;
+    let applied = scenario.apply_until(&lab, &ports::stop_requested)?;
     for check in &applied.checks {
         errln!("linerate:   verified: {check}");
     }

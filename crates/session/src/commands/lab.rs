@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub fn up(lab_name: Option<&str>, ring: u32, stop: &AtomicBool) -> Result<Outcome> {
     linerate_lab::check_environment()?;
     let lab_name = lab_name.unwrap_or(crate::ports::DEFAULT_LAB);
-    let built = Lab::up_with_ring(lab_name, ring);
+    // The build stops at its next step; one that ended before the stop
+    // came is removed below.
+    let built = Lab::up_until(lab_name, ring, &|| stop.load(Ordering::Relaxed));
     if stop.load(Ordering::Relaxed) {
         // Dropping an owned lab removes it; a failed build rolled back.
         drop(built);

@@ -151,8 +151,9 @@ fn open_bed(plan: &TunnelsPlan) -> Result<Bed> {
                 scenario.spec,
                 scenario.description()
             );
-            let lab = Lab::up_with_ring(&name, ring.unwrap_or(linerate_lab::DEFAULT_RING))?;
-            let applied = scenario.apply(&lab)?;
+            let ring = ring.unwrap_or(linerate_lab::DEFAULT_RING);
+            let lab = Lab::up_until(&name, ring, &crate::ports::stop_requested)?;
+            let applied = scenario.apply_until(&lab, &crate::ports::stop_requested)?;
             for check in &applied.checks {
                 errln!("linerate:   verified: {check}");
             }
