@@ -308,9 +308,10 @@ impl Scenario {
     }
 
     /// [`Scenario::apply`] that stops once `stop` returns true (it is asked
-    /// before each part: a part itself, e.g. `routes:N`'s one `ip -batch`,
-    /// runs to its end): what was applied goes (the tunnel daemons, the
-    /// XDP program) and it returns [`LabError::Interrupted`]; the lab's
+    /// before each part, and while `acl:N`, `firewall:N` and `routes:N`
+    /// load and read back, whose commands it ends; the other parts run to
+    /// their end): what was applied goes (the tunnel daemons, the XDP
+    /// program) and it returns [`LabError::Interrupted`]; the lab's
     /// removal takes the rest (nftables, routes, the second DUT).
     pub fn apply_until(&self, lab: &Lab, stop: &dyn Fn() -> bool) -> Result<Applied, LabError> {
         let stop = crate::lab::StopCheck {
@@ -377,12 +378,13 @@ impl Scenario {
                 }
                 Part::Acl(n) | Part::Firewall(n) => {
                     let stateful = matches!(part, Part::Firewall(_));
-                    let check = nft::rules(&dut, n, stateful).map_err(not_in_effect_or(self))?;
+                    let check =
+                        nft::rules(&dut, n, stateful, stop).map_err(not_in_effect_or(self))?;
                     applied.checks.push(check);
                     applied.rule_counter = Some(n);
                 }
                 Part::Routes(n) => {
-                    let check = routes::load(&dut, n).map_err(not_in_effect_or(self))?;
+                    let check = routes::load(&dut, n, stop).map_err(not_in_effect_or(self))?;
                     applied.checks.push(check);
                 }
                 Part::DropTest => {

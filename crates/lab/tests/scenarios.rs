@@ -438,3 +438,62 @@ fn a_stop_while_a_scenario_applies_ends_it_before_the_next_part() {
         .collect();
     assert!(left.is_empty(), "{left:?} left");
 }
+
+/// Whether a child of this process runs program `comm` (e.g. "nft").
+fn child_runs(comm: &str) -> bool {
+    let tasks = std::fs::read_dir("/proc/self/task").into_iter().flatten();
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+        .flat_map(|c| c.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .any(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm)
+        })
+}
+
+/// A stop asked for during one long step of a scenario (loading 30,000
+/// ACL lines and reading them back) ends that step's command: the apply
+/// returns `Interrupted` soon after, not when the step would have ended.
+#[test]
+fn a_stop_during_a_long_step_ends_its_command() {
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+    let test = "a_stop_during_a_long_step_ends_its_command";
+    if !root(test) {
+        return;
+    }
+    let scenario = Scenario::parse("acl:30000").unwrap();
+    // The whole step here, for scale.
+    let whole = {
+        let lab = Lab::up(&unique()).expect("lab up");
+        let started = Instant::now();
+        let _applied = scenario.apply(&lab).expect("acl:30000");
+        started.elapsed()
+    };
+    let lab = Lab::up(&unique()).expect("lab up");
+    let stop = AtomicBool::new(false);
+    let started = Instant::now();
+    let (result, asked, returned) = std::thread::scope(|s| {
+        let asker = s.spawn(|| {
+            // nft runs: loading the rules (or, later, listing them).
+            while !child_runs("nft") && started.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            stop.store(true, Ordering::SeqCst);
+            started.elapsed()
+        });
+        let result = scenario.apply_until(&lab, &|| stop.load(Ordering::SeqCst));
+        (result, asker.join().unwrap(), started.elapsed())
+    });
+    eprintln!("asked {asked:?} in, returned {returned:?} in (the whole step {whole:?})");
+    match &result {
+        Err(LabError::Interrupted { name }) => assert_eq!(name, lab.name()),
+        Err(e) => panic!("another error: {e}"),
+        Ok(_) => panic!("applied to its end ({returned:?}) though asked to stop at {asked:?}"),
+    }
+    assert!(
+        returned.saturating_sub(asked) < whole / 4,
+        "returned {:?} after the stop (the whole step {whole:?})",
+        returned.saturating_sub(asked)
+    );
+    assert!(!child_runs("nft"), "nft still runs");
+}

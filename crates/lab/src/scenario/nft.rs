@@ -2,6 +2,7 @@
 //! NAT, each loaded with `nft -f` in the DUT namespace and read back with
 //! `nft -j`.
 
+use crate::lab::StopCheck;
 use crate::{netns, LabError};
 use serde_json::Value;
 use std::net::Ipv4Addr;
@@ -65,10 +66,17 @@ pub(crate) fn ruleset(n: u32, stateful: bool) -> String {
 /// Offset between a policy's source and destination host.
 const MAX_OFFSET: u32 = 1 << 22;
 
-/// Loads the ACL / firewall and checks the rule count read back.
-pub(crate) fn rules(ns: &str, n: u32, stateful: bool) -> Result<String, LabError> {
-    load(ns, "filter.nft", &ruleset(n, stateful))?;
-    let rules = chain_rules(ns, FILTER_TABLE)?;
+/// Loads the ACL / firewall and checks the rule count read back; `stop`
+/// ends the load or the read-back (seconds each for 100,000 rules).
+pub(crate) fn rules(
+    ns: &str,
+    n: u32,
+    stateful: bool,
+    stop: &StopCheck,
+) -> Result<String, LabError> {
+    load_until(ns, "filter.nft", &ruleset(n, stateful), stop.requested)?;
+    stop.go_on()?;
+    let rules = chain_rules_until(ns, FILTER_TABLE, stop.requested)?;
     let expected = n as usize + 1 + usize::from(stateful);
     if rules.len() != expected {
         return Err(not_in_effect(format!(
@@ -241,16 +249,31 @@ fn counter_packets(rule: &Value) -> Option<u64> {
 
 /// Loads a ruleset file with `nft -f` inside `ns`.
 fn load(ns: &str, stem: &str, text: &str) -> Result<(), LabError> {
+    load_until(ns, stem, text, &|| false)
+}
+
+/// [`load`] that ends `nft` early once `stop` returns true (nftables
+/// commits the file as one transaction: none of it is then loaded).
+fn load_until(ns: &str, stem: &str, text: &str, stop: &dyn Fn() -> bool) -> Result<(), LabError> {
     let (dir, path) = super::private_file(stem, text)?;
     let path_text = path.to_string_lossy().into_owned();
-    let result = netns::exec_in(ns, &["nft", "-f", &path_text]);
+    let result = netns::exec_in_until(ns, &["nft", "-f", &path_text], stop);
     drop(dir);
     result.map(|_| ())
 }
 
 /// The rules of `table` (family ip) as `nft -j` lists them.
 fn chain_rules(ns: &str, table: &str) -> Result<Vec<Value>, LabError> {
-    let out = netns::exec_in(ns, &["nft", "-j", "list", "table", "ip", table])?;
+    chain_rules_until(ns, table, &|| false)
+}
+
+/// [`chain_rules`] that ends `nft` early once `stop` returns true.
+fn chain_rules_until(
+    ns: &str,
+    table: &str,
+    stop: &dyn Fn() -> bool,
+) -> Result<Vec<Value>, LabError> {
+    let out = netns::exec_in_until(ns, &["nft", "-j", "list", "table", "ip", table], stop)?;
     let json: Value = serde_json::from_str(&out).map_err(|e| LabError::Parse {
         command: format!("nft -j list table ip {table}"),
         detail: e.to_string(),

@@ -10,6 +10,7 @@
 //! kernel's FIB is a level-compressed trie, so the table's size shows in
 //! the lookup's depth and cache footprint, as on a router with a full table.
 
+use crate::lab::StopCheck;
 use crate::{netns, LabError};
 use linerate_helper::DieWithParent;
 use std::io::{BufRead, BufReader};
@@ -37,16 +38,19 @@ pub(crate) fn batch(n: u32) -> String {
     text
 }
 
-/// Loads `n` routes into namespace `ns` and checks the count read back.
-pub(crate) fn load(ns: &str, n: u32) -> Result<String, LabError> {
+/// Loads `n` routes into namespace `ns` and checks the count read back;
+/// `stop` ends the load or the count (seconds each for 900,000 routes).
+pub(crate) fn load(ns: &str, n: u32, stop: &StopCheck) -> Result<String, LabError> {
     let (dir, path) = super::private_file("routes.batch", &batch(n))?;
     let path_text = path.to_string_lossy().into_owned();
     let started = std::time::Instant::now();
-    let result = netns::ip(&["-n", ns, "-batch", &path_text]);
+    let args = ["-n", ns, "-batch", &path_text];
+    let result = netns::run_until(netns::ip_path()?, &args, stop.requested);
     drop(dir);
     result?;
     let took = started.elapsed();
-    let counted = count(ns)?;
+    stop.go_on()?;
+    let counted = count(ns, stop)?;
     if counted != n as u64 {
         return Err(LabError::NotInEffect {
             scenario: String::new(),
@@ -61,8 +65,9 @@ pub(crate) fn load(ns: &str, n: u32) -> Result<String, LabError> {
 }
 
 /// Routes tagged `proto static` in `ns`'s main table, counted line by line
-/// as `ip` prints them (900,000 lines are never held in memory at once).
-pub(crate) fn count(ns: &str) -> Result<u64, LabError> {
+/// as `ip` prints them (900,000 lines are never held in memory at once);
+/// `stop` is asked every 10,000 lines.
+pub(crate) fn count(ns: &str, stop: &StopCheck) -> Result<u64, LabError> {
     let ip = netns::ip_path()?;
     let args = ["-n", ns, "route", "show", "table", "main", "proto", PROTO];
     let command = netns::command_line(ip, &args);
@@ -78,7 +83,17 @@ pub(crate) fn count(ns: &str) -> Result<u64, LabError> {
             error: e.to_string(),
         })?;
     let stdout = child.stdout.take().expect("piped stdout");
-    let lines = BufReader::new(stdout).lines().map_while(Result::ok).count() as u64;
+    let mut lines = 0u64;
+    for _ in BufReader::new(stdout).lines().map_while(Result::ok) {
+        lines += 1;
+        if lines % 10_000 == 0 {
+            if let Err(stopped) = stop.go_on() {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(stopped);
+            }
+        }
+    }
     let status = child.wait().map_err(|e| LabError::Spawn {
         command: command.clone(),
         error: e.to_string(),
