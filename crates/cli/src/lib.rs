@@ -23,7 +23,7 @@ use std::sync::atomic::AtomicBool;
 /// run is removed; the command then returns [`Outcome::Interrupted`]. A
 /// lab or scenario being set up for the run stops at its next step.
 pub fn run(cli: &Cli, stop: &AtomicBool) -> Result<Outcome> {
-    linerate_session::ports::stoppable(stop, || run_command(cli, stop))
+    linerate_session::ports::set_up_stop_is_interruption(run_command(cli, stop))
 }
 
 fn run_command(cli: &Cli, stop: &AtomicBool) -> Result<Outcome> {

@@ -50,8 +50,9 @@ pub(crate) fn open(
     dut_cpu: &DutCpuPlan,
     frames: &[Frames],
     what: &str,
+    stop: &AtomicBool,
 ) -> Result<Session> {
-    let bed = ports::open(bed_plan, crate::plan::max_frame_len(frames))?;
+    let bed = ports::open(bed_plan, crate::plan::max_frame_len(frames), stop)?;
     start(bed, dut_cpu, &[], frames, what)
 }
 

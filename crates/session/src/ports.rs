@@ -17,6 +17,7 @@ use linerate_port::Port;
 use linerate_results::Placement;
 use linerate_wire::{Encap, IpVersion, MacAddr};
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// Everything a test runs on. Fields drop in order: the engine's sockets
@@ -100,13 +101,20 @@ pub const DEFAULT_LAB: &str = "default";
 /// Default line speed when neither the user nor the link says one.
 const DEFAULT_LINE_BPS: u64 = 10_000_000_000;
 
-pub fn open(plan: &BedPlan, max_frame_len: usize) -> Result<TestBed> {
-    open_with(plan, max_frame_len, None)
+/// Opens the test bed of `plan`: a lab built for the run stops at its
+/// next step once `stop` is set (see [`until`]).
+pub fn open(plan: &BedPlan, max_frame_len: usize, stop: &AtomicBool) -> Result<TestBed> {
+    open_with(plan, max_frame_len, None, stop)
 }
 
 /// Like [`open`], on `lab` when one is given (a lab a scenario configured):
 /// the test bed then owns it and removes it when dropped.
-pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Result<TestBed> {
+pub fn open_with(
+    plan: &BedPlan,
+    max_frame_len: usize,
+    given: Option<Lab>,
+    stop: &AtomicBool,
+) -> Result<TestBed> {
     let mut opts = bed::rx_options(plan, max_frame_len);
     if !nix::unistd::geteuid().is_root() {
         bail!(Environment, "not running as root: linerate opens packet sockets (and builds namespaces for --lab); run it with sudo");
@@ -118,7 +126,7 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
         mut host_b,
         placement,
         held,
-    } = bed::attach(plan, given)?;
+    } = bed::attach(plan, given, stop)?;
     let (a_name, b_name) = (a.0.clone(), b.0.clone());
     // IPsec is negotiated before the engine opens the ports: a socket
     // engine's XDP program on port B would take the gateway's answers.
@@ -206,8 +214,9 @@ pub fn open_with(plan: &BedPlan, max_frame_len: usize, given: Option<Lab>) -> Re
 
 /// The lab a run uses: the one named (it must exist: a typo must not test
 /// another lab), else the default lab if it is up, else one built for this
-/// run, which the caller removes by dropping it.
-pub fn lab_for_run(name: Option<&str>, ring: Option<u32>) -> Result<Lab> {
+/// run, which the caller removes by dropping it (a build stops at its next
+/// step once `stop` is set).
+pub fn lab_for_run(name: Option<&str>, ring: Option<u32>, stop: &AtomicBool) -> Result<Lab> {
     linerate_lab::check_environment()?;
     Ok(if let Some(name) = name {
         Lab::attach(name)?
@@ -220,7 +229,7 @@ pub fn lab_for_run(name: Option<&str>, ring: Option<u32>) -> Result<Lab> {
         let name = linerate_lab::temporary_name();
         errln!("linerate: building lab '{name}' for this run (namespaces lr-{name}-*)");
         let ring = ring.unwrap_or(linerate_lab::DEFAULT_RING);
-        Lab::up_until(&name, ring, &stop_requested)?
+        Lab::up_until(&name, ring, &until(stop))?
     })
 }
 
@@ -878,7 +887,7 @@ pub fn parse_share(text: &str, option: &str, zero: Zero) -> Result<f64> {
 
 mod bed;
 mod stop;
-pub use stop::{stop_requested, stoppable};
+pub use stop::{set_up_stop_is_interruption, until};
 
 #[cfg(test)]
 mod properties;

@@ -12,6 +12,7 @@ use linerate_lab::Lab;
 use linerate_results::report::thousands;
 use linerate_results::scenario::ScenarioRecord;
 use linerate_wire::overhead::{Auth, Cipher, Encapsulation, WireguardPadding};
+use std::sync::atomic::AtomicBool;
 
 /// `cap.pcap` for the `n`th of several scenarios: `cap-n.pcap`.
 pub fn numbered(path: &std::path::Path, n: usize) -> std::path::PathBuf {
@@ -31,6 +32,7 @@ pub fn prepare(
     max_frame_len: usize,
     scenario: &Scenario,
     index: usize,
+    stop: &AtomicBool,
 ) -> Result<(Applied, ports::TestBed)> {
     // Unique per process and scenario; at most 11 characters.
     let name = format!("s{}-{index}", std::process::id());
@@ -48,9 +50,9 @@ pub fn prepare(
         errln!("linerate:   rings: veth's own 256-frame rings, not {asked}: this DUT forwards in NAPI or moves its interfaces into a second DUT, where the deep lab's NIC queue cannot sit");
     }
     // Both stop at their next step when the run is asked to stop.
-    let lab = Lab::up_until(&name, ring, &ports::stop_requested)?;
+    let lab = Lab::up_until(&name, ring, &ports::until(stop))?;
     // On error the lab drops here and is removed.
-    let applied = scenario.apply_until(&lab, &ports::stop_requested)?;
+    let applied = scenario.apply_until(&lab, &ports::until(stop))?;
     for check in &applied.checks {
         errln!("linerate:   verified: {check}");
     }
@@ -59,7 +61,7 @@ pub fn prepare(
     }
     let peered = with_vpn_peer(bed_plan, &applied, max_frame_len)?;
     let bed_plan = peered.as_ref().unwrap_or(bed_plan);
-    let mut bed = ports::open_with(bed_plan, max_frame_len, Some(lab))?;
+    let mut bed = ports::open_with(bed_plan, max_frame_len, Some(lab), stop)?;
     if let Some(source) = applied.drop_from().map(std::net::IpAddr::V4) {
         if bed_plan.drop_from.is_some_and(|d| d != source) {
             bail!(

@@ -93,7 +93,13 @@ pub fn run(plan: BackToBackPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let frames = &plan.frames;
     let trial_duration = plan.trial_duration;
     let mut recorder = Recorder::open(&plan.record)?.json_file(plan.json.as_deref());
-    let mut s = driver::open(&plan.bed, &plan.dut_cpu, frames, "back-to-back frames")?;
+    let mut s = driver::open(
+        &plan.bed,
+        &plan.dut_cpu,
+        frames,
+        "back-to-back frames",
+        interrupt,
+    )?;
     let mut plans: Vec<(&Frames, f64, BackToBackConfig, Option<f64>)> = Vec::new();
     for frames in frames {
         let line_fps = s.bed.line_rate_fps(frames);

@@ -52,10 +52,10 @@ pub fn run(plan: CpuTargetPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let mut recorder = Recorder::open(&plan.record)?.json_file(plan.json.as_deref());
     let (applied, mut bed) = match &plan.scenario {
         Some(s) => {
-            let (a, b) = prepare(&plan.bed, max_frame_len, s, 0)?;
+            let (a, b) = prepare(&plan.bed, max_frame_len, s, 0, interrupt)?;
             (Some(a), b)
         }
-        None => (None, ports::open(&plan.bed, max_frame_len)?),
+        None => (None, ports::open(&plan.bed, max_frame_len, interrupt)?),
     };
     let pids = applied
         .as_ref()

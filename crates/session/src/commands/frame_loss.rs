@@ -87,7 +87,7 @@ pub fn run(plan: LossPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         // which owns the scenario's lab.
         let record = unit_record(plan, units.len(), index);
         let mut recorder = Recorder::open(&record)?.json_file(json);
-        let (applied, mut s) = open(plan, unit.scenario, index)?;
+        let (applied, mut s) = open(plan, unit.scenario, index, interrupt)?;
         let rep = rep.get_or_insert_with(|| new_report(plan, &s));
         if !plan.scenarios.is_empty() {
             let list = crate::plan::scenario_list(&plan.scenarios);
@@ -253,16 +253,17 @@ fn open(
     plan: &LossPlan,
     scenario: Option<&Scenario>,
     index: usize,
+    stop: &AtomicBool,
 ) -> Result<(Option<Applied>, Session)> {
     let what = "frame loss rate";
     let Some(sc) = scenario else {
         return Ok((
             None,
-            driver::open(&plan.bed, &plan.dut.cpu, &plan.frames, what)?,
+            driver::open(&plan.bed, &plan.dut.cpu, &plan.frames, what, stop)?,
         ));
     };
     let max_frame_len = crate::plan::max_frame_len(&plan.frames);
-    let (applied, bed) = prepare(&plan.bed, max_frame_len, sc, index)?;
+    let (applied, bed) = prepare(&plan.bed, max_frame_len, sc, index, stop)?;
     let pids = applied.data_path_pids();
     let s = driver::start(bed, &plan.dut.cpu, &pids, &plan.frames, what)?;
     Ok((Some(applied), s))

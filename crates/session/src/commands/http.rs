@@ -65,7 +65,7 @@ pub fn run(plan: HttpPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     } = plan;
     let mut recorder = stack::recorder(&record, json.as_deref())?;
 
-    let path = stack::open(&path_plan)?;
+    let path = stack::open(&path_plan, interrupt)?;
     recorder.begin(path.record_info("http", duration))?;
     let rt = http::runtime()?;
     let listen = path.server.ip;

@@ -15,7 +15,7 @@ pub fn up(lab_name: Option<&str>, ring: u32, stop: &AtomicBool) -> Result<Outcom
     let lab_name = lab_name.unwrap_or(crate::ports::DEFAULT_LAB);
     // The build stops at its next step; one that ended before the stop
     // came is removed below.
-    let built = Lab::up_until(lab_name, ring, &|| stop.load(Ordering::Relaxed));
+    let built = Lab::up_until(lab_name, ring, &crate::ports::until(stop));
     if stop.load(Ordering::Relaxed) {
         // Dropping an owned lab removes it; a failed build rolled back.
         drop(built);

@@ -55,7 +55,7 @@ pub struct LatencyPlan {
 
 pub fn run(plan: LatencyPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let mut recorder = Recorder::open(&plan.record)?.json_file(plan.json.as_deref());
-    let mut s = driver::open(&plan.bed, &plan.dut_cpu, &plan.frames, "latency")?;
+    let mut s = driver::open(&plan.bed, &plan.dut_cpu, &plan.frames, "latency", interrupt)?;
     let sizes = size_plans(&plan, &s.bed)?;
     s.ready()?;
     let trial_s = plan.trial_duration.as_secs_f64();

@@ -64,7 +64,7 @@ pub fn run(plan: MlrsearchPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let frames = &plan.frames;
     let final_trial = plan.final_trial;
     let mut recorder = Recorder::open(&plan.record)?.json_file(plan.json.as_deref());
-    let mut s = driver::open(&plan.bed, &plan.dut_cpu, frames, "MLRsearch")?;
+    let mut s = driver::open(&plan.bed, &plan.dut_cpu, frames, "MLRsearch", interrupt)?;
     let mut plans = Vec::new();
     for frames in frames {
         let line_fps = s.bed.line_rate_fps(frames);

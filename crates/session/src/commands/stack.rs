@@ -10,6 +10,7 @@ use linerate_goodput::record::{lantraffic_coefficient, PathInfo};
 use linerate_goodput::{Endpoint, GoodputError};
 use linerate_lab::Lab;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// Default line speed when neither the user nor the link says one.
@@ -175,7 +176,7 @@ pub struct StackPort {
 }
 
 /// Sets the path up as `plan` says; undone when the returned value drops.
-pub fn open(plan: &StackPlan) -> Result<StackPath> {
+pub fn open(plan: &StackPlan, stop: &AtomicBool) -> Result<StackPath> {
     if !nix::unistd::geteuid().is_root() {
         bail!(Environment, "not running as root: linerate configures addresses in the tester namespaces; run it with sudo");
     }
@@ -184,7 +185,7 @@ pub fn open(plan: &StackPlan) -> Result<StackPath> {
     let mut port_locks = Vec::new();
     let mut hosts = HostSetup::new();
     let sides = match &plan.target {
-        StackTarget::Lab { name, ipv6 } => lab_sides(name.as_deref(), *ipv6, &mut hosts)?,
+        StackTarget::Lab { name, ipv6 } => lab_sides(name.as_deref(), *ipv6, &mut hosts, stop)?,
         StackTarget::Ports { a, b } => {
             port_locks =
                 crate::ports::lock_ports(&(a.ifname.clone(), None), &(b.ifname.clone(), None))?;
@@ -242,8 +243,13 @@ struct Sides {
 /// The lab's sides: the one named, else the default lab if it is up,
 /// else one built for the run; with `ipv6`, RFC 5180's addresses, the
 /// DUT's side of them added to the lab router.
-fn lab_sides(name: Option<&str>, ipv6: bool, hosts: &mut HostSetup) -> Result<Sides> {
-    let lab = crate::ports::lab_for_run(name, None)?;
+fn lab_sides(
+    name: Option<&str>,
+    ipv6: bool,
+    hosts: &mut HostSetup,
+    stop: &AtomicBool,
+) -> Result<Sides> {
+    let lab = crate::ports::lab_for_run(name, None, stop)?;
     let (a, b) = (
         lab_side(lab.port_a(), ipv6, 0),
         lab_side(lab.port_b(), ipv6, 1),

@@ -60,7 +60,7 @@ pub fn run(plan: TcpPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     } = plan;
     let mut recorder = stack::recorder(&record, json.as_deref())?;
 
-    let path = stack::open(&path_plan)?;
+    let path = stack::open(&path_plan, interrupt)?;
     recorder.begin(path.record_info("tcp", duration))?;
     let cfg = tcp::TcpConfig {
         client: path.client.clone(),

@@ -48,7 +48,7 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let frame = frames.largest();
     let mut recorder = Recorder::open(&record)?.json_file(json.as_deref());
 
-    let mut bed = ports::open(&bed_plan, frame.buffer_len())?;
+    let mut bed = ports::open(&bed_plan, frame.buffer_len(), interrupt)?;
     bed.engine.check_frame(frame)?;
     let line_fps = bed.line_rate_fps(&frames);
     let fps = bed.fps(&frames, rate);

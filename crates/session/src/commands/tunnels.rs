@@ -137,7 +137,7 @@ struct Bed {
     _lock_a: Option<linerate_lab::LabLock>,
 }
 
-fn open_bed(plan: &TunnelsPlan) -> Result<Bed> {
+fn open_bed(plan: &TunnelsPlan, stop: &AtomicBool) -> Result<Bed> {
     if !nix::unistd::geteuid().is_root() {
         bail!(Environment, "not running as root: linerate puts the peers' addresses on port B and binds UDP 500 and 4500 (and builds namespaces for --lab); run it with sudo");
     }
@@ -152,8 +152,8 @@ fn open_bed(plan: &TunnelsPlan) -> Result<Bed> {
                 scenario.description()
             );
             let ring = ring.unwrap_or(linerate_lab::DEFAULT_RING);
-            let lab = Lab::up_until(&name, ring, &crate::ports::stop_requested)?;
-            let applied = scenario.apply_until(&lab, &crate::ports::stop_requested)?;
+            let lab = Lab::up_until(&name, ring, &crate::ports::until(stop))?;
+            let applied = scenario.apply_until(&lab, &crate::ports::until(stop))?;
             for check in &applied.checks {
                 errln!("linerate:   verified: {check}");
             }
@@ -244,7 +244,7 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
             Psk::read_file(file).map_err(|e| err!(BadInput, "{e}"))?;
         }
     }
-    let bed = open_bed(&plan)?;
+    let bed = open_bed(&plan, interrupt)?;
     let psk = Psk::read_file(&bed.psk_file).map_err(|e| err!(BadInput, "{e}"))?;
     let ike = bed.ike.clone().unwrap_or_default();
     let slices: Vec<Net> = (0..plan.peers.len())

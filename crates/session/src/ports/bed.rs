@@ -14,6 +14,7 @@ use linerate_lab::Lab;
 use linerate_port::af_packet::AfPacketOptions;
 use linerate_results::Placement;
 use linerate_wire::{Encap, FrameCheck, IpVersion};
+use std::sync::atomic::AtomicBool;
 
 /// What the bed holds only to release it when it drops. Fields drop in
 /// order: the lab router's addresses go before the lab they are in.
@@ -52,7 +53,7 @@ pub(super) fn rx_options(plan: &BedPlan, max_frame_len: usize) -> AfPacketOption
 
 /// Finds the ports the plan names: external interfaces (locked against
 /// another run), or the lab's (the one given, named, up, or built now).
-pub(super) fn attach(plan: &BedPlan, given: Option<Lab>) -> Result<Attached> {
+pub(super) fn attach(plan: &BedPlan, given: Option<Lab>, stop: &AtomicBool) -> Result<Attached> {
     match (&plan.target, given) {
         (Target::External { a: pa, b: pb }, None) => {
             let a = (pa.ifname.clone(), None);
@@ -74,8 +75,8 @@ pub(super) fn attach(plan: &BedPlan, given: Option<Lab>) -> Result<Attached> {
         (target, given) => {
             let lab = match (given, target) {
                 (Some(lab), _) => lab,
-                (None, Target::Lab { name, ring }) => lab_for_run(name.as_deref(), *ring)?,
-                (None, Target::External { .. }) => lab_for_run(None, None)?,
+                (None, Target::Lab { name, ring }) => lab_for_run(name.as_deref(), *ring, stop)?,
+                (None, Target::External { .. }) => lab_for_run(None, None, stop)?,
             };
             attach_lab(lab, plan.encap)
         }
