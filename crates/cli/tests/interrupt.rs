@@ -180,6 +180,46 @@ fn sigint_stops_a_long_trial_promptly() {
     assert!(left.is_empty(), "the run's lab was left behind: {left:?}");
 }
 
+/// A Ctrl-C while the DUT's idle CPU baseline is measured (1 s, just
+/// before the first trial) stops the run at once, not after the baseline.
+#[test]
+fn sigint_during_the_dut_cpu_baseline_stops_at_once() {
+    let test = "sigint_during_the_dut_cpu_baseline_stops_at_once";
+    if !root_or_skip(test) {
+        return;
+    }
+    let (lab, _guard) = lab_up("base");
+    let mut spawned = Spawned::start(&[
+        "trial",
+        "--lab",
+        "--lab-name",
+        &lab,
+        "--frame-size",
+        "64",
+        "--rate",
+        "10000fps",
+        "--duration",
+        "10s",
+        "--no-db",
+    ]);
+    // `--engine auto` says which engine it took right before the baseline.
+    assert!(
+        spawned.wait_for_stderr(Duration::from_secs(20), |e| e.contains("linerate: engine")),
+        "{}",
+        spawned.stderr_now()
+    );
+    let signalled = std::time::Instant::now();
+    signal(spawned.pid, Signal::SIGINT);
+    let run = spawned.finish(Duration::from_secs(20));
+    let took = signalled.elapsed();
+    assert_eq!(run.code, 130, "{}", run.dump());
+    // The baseline alone would hold it a second.
+    assert!(
+        took < Duration::from_millis(600),
+        "stopped {took:?} after the signal"
+    );
+}
+
 /// A signal while `lab up` builds: what was built is removed and the exit
 /// says the command was interrupted, never "up" with a lab half there or
 /// exit 0 with a lab the user did not get told about.

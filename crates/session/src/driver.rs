@@ -53,7 +53,7 @@ pub(crate) fn open(
     stop: &AtomicBool,
 ) -> Result<Session> {
     let bed = ports::open(bed_plan, crate::plan::max_frame_len(frames), stop)?;
-    start(bed, dut_cpu, &[], frames, what)
+    start(bed, dut_cpu, &[], frames, what, stop)
 }
 
 /// The header of a report of a run on `bed`, starting now; `description`
@@ -85,6 +85,7 @@ pub(crate) fn start(
     data_path_pids: &[u32],
     frames: &[Frames],
     what: &str,
+    stop: &AtomicBool,
 ) -> Result<Session> {
     for f in frames {
         bed.engine.check_frame(f.largest())?;
@@ -103,7 +104,7 @@ pub(crate) fn start(
         notes.push(format!("engine {} ({why})", bed.engine.config().name));
     }
     let run = run_info(&bed, bed.description());
-    let cpu = crate::dut_cpu::meter_for(&bed, dut_cpu, data_path_pids)?;
+    let cpu = crate::dut_cpu::meter_for(&bed, dut_cpu, data_path_pids, stop)?;
     Ok(Session {
         bed,
         run,

@@ -19,8 +19,9 @@
 use crate::error::{bail, err, Result, ResultExt};
 use linerate_results::DutCpu;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// hrProcessorLoad (HOST-RESOURCES-MIB), one value per processor.
 const HR_PROCESSOR_LOAD: &str = "1.3.6.1.2.1.25.3.3.1.2";
@@ -105,6 +106,7 @@ pub fn meter_for(
     bed: &crate::ports::TestBed,
     external: &DutCpuPlan,
     data_path_pids: &[u32],
+    stop: &AtomicBool,
 ) -> Result<Option<DutCpuMeter>> {
     let Some(p) = &bed.placement else {
         return DutCpuMeter::external(
@@ -112,7 +114,7 @@ pub fn meter_for(
             external.dut_snmp.as_deref(),
         );
     };
-    match DutCpuMeter::lab(&p.dut_cpus, p.shared_core, data_path_pids) {
+    match DutCpuMeter::lab(&p.dut_cpus, p.shared_core, data_path_pids, stop) {
         Ok(m) => Ok(Some(m)),
         Err(e) => {
             errln!(
@@ -125,10 +127,17 @@ pub fn meter_for(
 }
 
 impl DutCpuMeter {
-    /// The lab's DUT on `cpus` (from placement); measures the idle baseline.
-    /// `pids`: processes of a user-space data path (boringtun, charon)
-    /// pinned to the DUT CPUs: their user time is the DUT's work too.
-    pub fn lab(cpus: &[usize], shared_core: bool, pids: &[u32]) -> Result<DutCpuMeter> {
+    /// The lab's DUT on `cpus` (from placement); measures the idle baseline,
+    /// cut short once `stop` is set (the run is ending: no trial will use
+    /// it). `pids`: processes of a user-space data path (boringtun,
+    /// charon) pinned to the DUT CPUs: their user time is the DUT's work
+    /// too.
+    pub fn lab(
+        cpus: &[usize],
+        shared_core: bool,
+        pids: &[u32],
+        stop: &AtomicBool,
+    ) -> Result<DutCpuMeter> {
         if cpus.is_empty() {
             bail!(Environment, "the lab's DUT has no CPU of its own (placement failed), so its CPU load cannot be told from the tester's");
         }
@@ -136,7 +145,7 @@ impl DutCpuMeter {
             cpus: cpus.to_vec(),
             pids: pids.to_vec(),
         };
-        let baseline = probe.measure_over(BASELINE)?.busy;
+        let baseline = probe.measure_until(BASELINE, stop)?.busy;
         let list = cpus
             .iter()
             .map(|c| c.to_string())
@@ -263,11 +272,24 @@ impl Probe {
     /// Lab: the busy and stolen shares over `period` from two /proc/stat
     /// readings.
     fn measure_over(&self, period: Duration) -> Result<Load> {
+        self.measure_until(period, &AtomicBool::new(false))
+    }
+
+    /// [`measure_over`](Self::measure_over), over less than `period` once
+    /// `stop` is set: a Ctrl-C during the baseline stops the run at once.
+    fn measure_until(&self, period: Duration, stop: &AtomicBool) -> Result<Load> {
         let Probe::Lab { cpus, pids } = self else {
             return self.read_now();
         };
         let before = CpuTimes::read(cpus, pids)?;
-        std::thread::sleep(period);
+        let end = Instant::now() + period;
+        while !stop.load(Ordering::Relaxed) {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(20)));
+        }
         let after = CpuTimes::read(cpus, pids)?;
         Ok(Load {
             busy: after.busy_share_since(&before) * 100.0,
@@ -507,13 +529,13 @@ intr 1 2 3
 
     #[test]
     fn the_lab_probe_reads_this_machines_counters() {
-        let meter = DutCpuMeter::lab(&[0], false, &[]).unwrap();
+        let meter = DutCpuMeter::lab(&[0], false, &[], &AtomicBool::new(false)).unwrap();
         assert!((0.0..=100.0).contains(&meter.baseline));
         let sample = meter.begin(Duration::from_millis(100)).finish().unwrap();
         assert!((0.0..=100.0).contains(&sample.total_pct));
         // The lab also says how much the hypervisor took (0 on bare metal).
         let stolen = sample.stolen_pct.expect("the lab measures steal time");
         assert!((0.0..=100.0).contains(&stolen), "{stolen}");
-        assert!(DutCpuMeter::lab(&[], false, &[]).is_err());
+        assert!(DutCpuMeter::lab(&[], false, &[], &AtomicBool::new(false)).is_err());
     }
 }

@@ -61,7 +61,7 @@ pub fn run(plan: CpuTargetPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         .as_ref()
         .map(|a| a.data_path_pids())
         .unwrap_or_default();
-    let meter = crate::dut_cpu::meter_for(&bed, &plan.dut.cpu, &pids)?;
+    let meter = crate::dut_cpu::meter_for(&bed, &plan.dut.cpu, &pids, interrupt)?;
     let meter = meter.ok_or_else(|| {
         err!(BadInput, "cpu-target needs the DUT's CPU load: on an external DUT give --dut-cpu-cmd or --dut-snmp")
     })?;

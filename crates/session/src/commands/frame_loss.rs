@@ -265,7 +265,7 @@ fn open(
     let max_frame_len = crate::plan::max_frame_len(&plan.frames);
     let (applied, bed) = prepare(&plan.bed, max_frame_len, sc, index, stop)?;
     let pids = applied.data_path_pids();
-    let s = driver::start(bed, &plan.dut.cpu, &pids, &plan.frames, what)?;
+    let s = driver::start(bed, &plan.dut.cpu, &pids, &plan.frames, what, stop)?;
     Ok((Some(applied), s))
 }
 

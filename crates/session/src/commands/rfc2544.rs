@@ -30,7 +30,7 @@ pub fn run(plan: Rfc2544Plan, interrupt: &AtomicBool) -> Result<Outcome> {
     // Opened before the ports: a bad --db or --events costs no trial.
     let mut recorder = Recorder::open(&plan.record)?.json_file(plan.json.as_deref());
     let mut bed = ports::open(&plan.bed, plan.max_frame_len(), interrupt)?;
-    let cpu = dut_cpu::meter_for(&bed, &plan.dut.cpu, &[])?;
+    let cpu = dut_cpu::meter_for(&bed, &plan.dut.cpu, &[], interrupt)?;
     let extras = Extras {
         scenario: None,
         cpu: cpu.as_ref(),
@@ -50,7 +50,7 @@ fn by_tunnels(plan: &Rfc2544Plan, interrupt: &AtomicBool) -> Result<Outcome> {
     crate::tunnel_counts::each_count(plan, interrupt, |_, one, wrap| {
         let mut recorder = Recorder::open(&one.record)?.json_wrapped(plan.json.as_deref(), wrap);
         let mut bed = ports::open(&one.bed, one.max_frame_len(), interrupt)?;
-        let cpu = dut_cpu::meter_for(&bed, &one.dut.cpu, &[])?;
+        let cpu = dut_cpu::meter_for(&bed, &one.dut.cpu, &[], interrupt)?;
         let extras = Extras {
             scenario: None,
             cpu: cpu.as_ref(),

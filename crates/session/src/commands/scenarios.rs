@@ -77,7 +77,7 @@ fn run_one(
     comparison: bool,
 ) -> Result<(Outcome, Rfc2544Report)> {
     let (applied, mut bed) = prepare(&plan.bed, plan.max_frame_len(), scenario, index, interrupt)?;
-    let cpu = crate::dut_cpu::meter_for(&bed, &plan.dut.cpu, &applied.data_path_pids())?;
+    let cpu = crate::dut_cpu::meter_for(&bed, &plan.dut.cpu, &applied.data_path_pids(), interrupt)?;
     let mut record = record_of(scenario, &applied);
     let extras = Extras {
         scenario: Some(record.clone()),

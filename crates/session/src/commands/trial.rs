@@ -77,7 +77,7 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         duration,
     };
     // The DUT's CPU load over the trial (the idle baseline first).
-    let cpu = crate::dut_cpu::meter_for(&bed, &dut_cpu, &[])?;
+    let cpu = crate::dut_cpu::meter_for(&bed, &dut_cpu, &[], interrupt)?;
     let sample = cpu.as_ref().map(|m| m.begin(duration));
     recorder.begin(RunInfo {
         command: "trial",
