@@ -22,9 +22,14 @@
 //! paused more than the goal's width of its duration
 //! (`TrialResult::held_rate`) showed only that the device upholds the
 //! goal at a lower load, so it does not count as low-loss at its own
-//! (conservatively, it counts as high-loss); within the width, the rate
-//! the device saw differs from the load by less than the precision the
-//! goal asks for. The tolerance is the goal's width at every level of the
+//! (conservatively, it counts as high-loss there). It counts instead as a
+//! low-loss trial at the rate the device really saw, its frames over the
+//! time they took (`offered_fps`, [`Criteria::shown_load`]), as the RFC
+//! 2544 search counts it: on a machine whose tester is held up now and
+//! then, a search that had only the trials' loads would fail every paused
+//! load and wander far below what the device forwarded. Within the width,
+//! the rate the device saw differs from the load by less than the
+//! precision the goal asks for, and the trial counts at its load. The tolerance is the goal's width at every level of the
 //! controller (not an intermediate target's wider one), so a trial's
 //! verdict for a goal never changes. A goal whose relevant upper bound is
 //! one only because of such trials (counted by their loss alone it would
@@ -111,6 +116,7 @@ use linerate_results::methods::{GoalResultRecord, MlrSearchResult, SearchGoalRec
 use linerate_results::TrialResult;
 use linerate_wire::units::Layer;
 use linerate_wire::Frames;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -238,6 +244,24 @@ impl Criteria {
     /// says why).
     pub fn high_loss(&self, t: &TrialResult) -> bool {
         t.loss_ratio > self.loss_ratio || !t.held_rate(self.rate_tolerance)
+    }
+
+    /// Where else than its load `load` trial `t` counts, as a low-loss
+    /// trial: the rate it showed the device to forward within the loss
+    /// ratio, when its loss was within it but its generator did not hold
+    /// the rate (high-loss at `load`, see [`Criteria::high_loss`]). The
+    /// device saw the trial's frames over the duration and the pauses,
+    /// `offered_fps`, and lost no more than allowed: the rate the RFC 2544
+    /// search counts such a trial as a pass at (and more harshly shown:
+    /// between the pauses the frames came at `load`). None otherwise.
+    pub fn shown_load(&self, t: &TrialResult, load: f64) -> Option<f64> {
+        let fps = t.offered_fps.min(load);
+        let shown = t.loss_ratio <= self.loss_ratio
+            && !t.held_rate(self.rate_tolerance)
+            && fps.is_finite()
+            && fps > 0.0
+            && fps < load;
+        shown.then_some(fps)
     }
 }
 
@@ -444,48 +468,84 @@ impl Choice {
     }
 }
 
-/// Trials grouped by intended load, ascending.
+/// Trials grouped by load, ascending: each at its intended load, and a
+/// low-loss trial whose generator did not hold the rate also at the rate
+/// it showed ([`Criteria::shown_load`]), which depends on the goal.
 #[derive(Default)]
 struct Loads {
-    /// Keyed by `f64::to_bits` of a positive load, which sorts like the load.
-    by_load: BTreeMap<u64, Vec<usize>>,
+    /// (intended load, index of the trial).
+    measured: Vec<(f64, usize)>,
 }
+
+/// Trial `t` as the device saw it: at `fps` (the rate it showed, see
+/// [`Criteria::shown_load`]), its pauses in that rate already. Only the
+/// classification sees it; the search reports `t` as it ran.
+fn seen_at(t: &TrialResult, fps: f64) -> TrialResult {
+    TrialResult {
+        intended_fps: fps,
+        generator_paused_ns: None,
+        generator_pauses: None,
+        ..t.clone()
+    }
+}
+
+/// One goal's view of the trials: keyed by `f64::to_bits` of a positive
+/// load, which sorts like the load.
+type Grouped<'a> = BTreeMap<u64, Vec<Cow<'a, TrialResult>>>;
 
 impl Loads {
     fn add(&mut self, load: f64, trial: usize) {
-        self.by_load.entry(load.to_bits()).or_default().push(trial);
+        self.measured.push((load, trial));
     }
 
-    /// Every measured load with its class for `c`, ascending.
+    /// The trials at each load for `c`, ascending.
+    fn grouped<'a>(&self, c: &Criteria, trials: &'a [TrialResult]) -> Grouped<'a> {
+        let mut by_load = Grouped::new();
+        for &(load, i) in &self.measured {
+            let t = &trials[i];
+            by_load
+                .entry(load.to_bits())
+                .or_default()
+                .push(Cow::Borrowed(t));
+            if let Some(shown) = c.shown_load(t, load) {
+                by_load
+                    .entry(shown.to_bits())
+                    .or_default()
+                    .push(Cow::Owned(seen_at(t, shown)));
+            }
+        }
+        by_load
+    }
+
+    /// Every load with its class for `c`, ascending.
     fn classes(&self, c: &Criteria, trials: &[TrialResult]) -> Vec<(f64, LoadClass)> {
-        self.by_load
+        self.grouped(c, trials)
             .iter()
-            .map(|(bits, idx)| {
-                let load = f64::from_bits(*bits);
-                (load, classify(c, idx.iter().map(|&i| &trials[i])))
-            })
+            .map(|(bits, at)| (f64::from_bits(*bits), classify(c, at.iter().map(|t| &**t))))
             .collect()
     }
 
-    /// Every measured load with its provisional class for `c` (true:
-    /// lower), ascending.
+    /// Every load with its provisional class for `c` (true: lower),
+    /// ascending.
     fn provisional(&self, c: &Criteria, trials: &[TrialResult]) -> Vec<(f64, bool)> {
-        self.by_load
+        self.grouped(c, trials)
             .iter()
-            .map(|(bits, idx)| {
+            .map(|(bits, at)| {
                 let load = f64::from_bits(*bits);
-                (
-                    load,
-                    provisionally_lower(c, idx.iter().map(|&i| &trials[i])),
-                )
+                (load, provisionally_lower(c, at.iter().map(|t| &**t)))
             })
             .collect()
     }
 
-    fn trials_at<'a>(&'a self, load: f64, trials: &'a [TrialResult]) -> Vec<&'a TrialResult> {
-        self.by_load
-            .get(&load.to_bits())
-            .map(|idx| idx.iter().map(|&i| &trials[i]).collect())
+    /// The trials at `load` for `c`.
+    fn trials_at<'a>(
+        &self,
+        c: &Criteria,
+        load: f64,
+        trials: &'a [TrialResult],
+    ) -> Vec<Cow<'a, TrialResult>> {
+        self.grouped(c, trials)
+            .remove(&load.to_bits())
             .unwrap_or_default()
     }
 }
@@ -680,7 +740,7 @@ fn expand(t: &mut Target) -> f64 {
 /// pauses, the time the device saw the frames over; 0 without any). A
 /// trial high-loss only for its pauses forwarded what it was offered and
 /// says nothing of the device's limit.
-fn forwarded(c: &Criteria, trials: &[&TrialResult]) -> f64 {
+fn forwarded(c: &Criteria, trials: &[Cow<TrialResult>]) -> f64 {
     trials
         .iter()
         .filter(|r| r.loss_ratio > c.loss_ratio)
@@ -699,7 +759,7 @@ fn hint(
     width: f64,
     duration_s: f64,
     (lower, upper): (Option<f64>, f64),
-    at_upper: &[&TrialResult],
+    at_upper: &[Cow<TrialResult>],
     min_fps: f64,
 ) -> Option<f64> {
     let h = (forwarded(c, at_upper) * duration_s / (1.0 - c.loss_ratio) + EPS).floor() / duration_s;
@@ -724,7 +784,9 @@ fn choose(
     min_fps: f64,
 ) -> Option<(f64, Choice)> {
     let c = t.criteria;
-    let undecided = |load: f64| classify(&c, loads.trials_at(load, trials)) == LoadClass::Undecided;
+    let undecided = |load: f64| {
+        classify(&c, loads.trials_at(&c, load, trials).iter().map(|t| &**t)) == LoadClass::Undecided
+    };
     // Solved: a regular result, or an irregular one at Max or Min Load.
     match relevant_bounds(&loads.classes(&c, trials)) {
         (Some(l), Some(u)) if relative_width(l, u) <= t.width + EPS => return None,
@@ -744,7 +806,7 @@ fn choose(
     // before the search moves away from it: on a noisy device, one
     // unlucky trial would otherwise send it far off.
     let mixed = |load: f64| {
-        let at = loads.trials_at(load, trials);
+        let at = loads.trials_at(&c, load, trials);
         undecided(load) && at.iter().any(|r| c.high_loss(r)) && at.iter().any(|r| !c.high_loss(r))
     };
     if let Some(end) = [lower, upper].into_iter().flatten().find(|&x| mixed(x)) {
@@ -769,7 +831,7 @@ fn choose(
                 t.width,
                 d,
                 (None, u),
-                &loads.trials_at(u, trials),
+                &loads.trials_at(&c, u, trials),
                 min_fps,
             ) {
                 t.expansions = 0;
@@ -785,7 +847,7 @@ fn choose(
                 return Some((load, Choice::Confirm));
             }
             let d = t.duration.as_secs_f64();
-            let at_u = loads.trials_at(u, trials);
+            let at_u = loads.trials_at(&c, u, trials);
             if let Some(h) = hint(&c, t.width, d, (Some(l), u), &at_u, min_fps) {
                 t.expansions = 0;
                 return Some((h, Choice::Hint));
@@ -822,7 +884,9 @@ fn goal_result(
 ) -> GoalResultRecord {
     let c = g.criteria();
     let (lower, upper) = relevant_bounds(&loads.classes(&c, trials));
-    let conditional = lower.and_then(|l| conditional_throughput(&c, l, loads.trials_at(l, trials)));
+    let conditional = lower.and_then(|l| {
+        conditional_throughput(&c, l, loads.trials_at(&c, l, trials).iter().map(|t| &**t))
+    });
     let regular =
         matches!((lower, upper), (Some(l), Some(u)) if relative_width(l, u) <= g.width + EPS);
     // The tester's, not the device's: an upper bound where the tester
@@ -833,9 +897,9 @@ fn goal_result(
         ..c
     };
     let tester_limited = upper.is_some_and(|u| {
-        let at_u = loads.trials_at(u, trials);
+        let at_u = loads.trials_at(&c, u, trials);
         at_u.iter().any(|t| t.tester_limited())
-            || classify(&by_loss_alone, at_u.iter().copied()) != LoadClass::UpperBound
+            || classify(&by_loss_alone, at_u.iter().map(|t| &**t)) != LoadClass::UpperBound
     });
     GoalResultRecord {
         goal: g.record(),
