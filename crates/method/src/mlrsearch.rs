@@ -22,19 +22,19 @@
 //! paused more than the goal's width of its duration
 //! (`TrialResult::held_rate`) showed only that the device upholds the
 //! goal at a lower load, so it does not count as low-loss at its own
-//! (conservatively, it counts as high-loss there). It counts instead as a
+//! (conservatively, it counts as high-loss there). It also counts as a
 //! low-loss trial at the rate the device really saw, its frames over the
 //! time they took (`offered_fps`, [`Criteria::shown_load`]), as the RFC
 //! 2544 search counts it: on a machine whose tester is held up now and
 //! then, a search that had only the trials' loads would fail every paused
 //! load and wander far below what the device forwarded. Within the width,
 //! the rate the device saw differs from the load by less than the
-//! precision the goal asks for, and the trial counts at its load. The tolerance is the goal's width at every level of the
-//! controller (not an intermediate target's wider one), so a trial's
-//! verdict for a goal never changes. A goal whose relevant upper bound is
-//! one only because of such trials (counted by their loss alone it would
-//! not be) is marked `tester_limited`: the device may uphold the goal
-//! above it. A trial that lost more than the goal allows is high-loss
+//! precision the goal asks for, and the trial counts at its load. The
+//! tolerance is the goal's width at every level of the controller (not an
+//! intermediate target's wider one), so a trial's verdict for a goal never
+//! changes. A goal whose relevant upper bound is one only because of
+//! such trials (counted by their loss alone it would not be) is marked
+//! `tester_limited`: the device may uphold the goal above it. A trial that lost more than the goal allows is high-loss
 //! anyway, paused or not: pauses never make a failure the tester's.
 //!
 //! **Load classification** ([`classify`], RFC 9971's Appendix A, "Load
