@@ -8,7 +8,10 @@
 #   - the 64-byte zero-loss rate against what the router forwarded under
 #     overload in the same search (its first trial, at line rate; target:
 #     at least half),
-#   - whether every comparison run ranks lan-lan > acl:12 > firewall:50.
+#   - whether every comparison run ranks lan-lan > acl:12 > firewall:50,
+#   - each run's level (its zero-loss rates against the fastest run's, over
+#     the sizes below line rate) and the spreads once each run is divided
+#     by its level: a slow run as a whole, or sizes that disagree.
 # With --repeat R every run is `rfc2544 --repeat R`: each size searched in R
 # rounds, its figures the medians over them (what to publish from a shared
 # VM, docs/BENCHMARKS.md); the spreads are then those of the medians.
@@ -16,14 +19,17 @@
 # one compile skews every figure). Build first (scripts/setup.sh).
 #
 #   scripts/bench-repeatability.sh [--runs N] [--repeat R] [--linerate PATH] [--out DIR]
+#   scripts/bench-repeatability.sh --report --out DIR [--runs N]
 #
 # The JSON of every run, and the table it printed (main-N.txt, compare-N.txt),
-# are kept in DIR (default: a new directory under /tmp).
+# are kept in DIR (default: a new directory under /tmp). --report runs
+# nothing: it prints the summary of the N runs already in DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=3
 repeat=1
+report=0
 linerate=target/release/linerate
 out=""
 while [ $# -gt 0 ]; do
@@ -32,25 +38,29 @@ while [ $# -gt 0 ]; do
         --repeat) repeat="$2"; shift 2 ;;
         --linerate) linerate="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
-        *) echo "bench-repeatability.sh: unknown option '$1' (--runs N, --repeat R, --linerate PATH, --out DIR)" >&2; exit 2 ;;
+        --report) report=1; shift ;;
+        *) echo "bench-repeatability.sh: unknown option '$1' (--runs N, --repeat R, --linerate PATH, --out DIR, --report)" >&2; exit 2 ;;
     esac
 done
-if [ "$(id -u)" != 0 ]; then
+if [ "$report" = 1 ]; then
+    [ -n "$out" ] && [ -f "$out/main-1.json" ] || { echo "bench-repeatability.sh: --report needs --out DIR with the runs' JSON (main-1.json ...)" >&2; exit 2; }
+elif [ "$(id -u)" != 0 ]; then
     echo "bench-repeatability.sh: run as root (the lab builds network namespaces)" >&2
     exit 2
 fi
-[ -x "$linerate" ] || { echo "bench-repeatability.sh: no $linerate: build it with scripts/setup.sh" >&2; exit 2; }
+[ "$report" = 1 ] || [ -x "$linerate" ] || { echo "bench-repeatability.sh: no $linerate: build it with scripts/setup.sh" >&2; exit 2; }
 [ -n "$out" ] || out=$(mktemp -d /tmp/linerate-repeat.XXXXXX)
 mkdir -p "$out"
 
-echo "bench-repeatability.sh: $runs runs each of $repeat round(s), JSON in $out, $("$linerate" --version 2>/dev/null || echo linerate) at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-for i in $(seq 1 "$runs"); do
+[ "$report" = 1 ] && runs_to_make=0 || runs_to_make="$runs"
+[ "$report" = 1 ] || echo "bench-repeatability.sh: $runs runs each of $repeat round(s), JSON in $out, $("$linerate" --version 2>/dev/null || echo linerate) at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+for i in $(seq 1 "$runs_to_make"); do
     start=$(date +%s)
     "$linerate" rfc2544 --lab --mlrsearch --trial-duration 1s --repeat "$repeat" --no-db --quiet \
         --json "$out/main-$i.json" >"$out/main-$i.txt"
     echo "main job run $i: $(( $(date +%s) - start )) s"
 done
-for i in $(seq 1 "$runs"); do
+for i in $(seq 1 "$runs_to_make"); do
     start=$(date +%s)
     "$linerate" rfc2544 --scenario lan-lan,acl:12,firewall:50 --sizes 64 --mlrsearch \
         --trial-duration 1s --repeat "$repeat" --no-db --quiet \
@@ -90,6 +100,24 @@ for label, value in [("Zero-loss throughput", lambda r: r["throughput_fps"]),
     print()
 for label, w in worst.items():
     print(f"{label}: worst spread {w:.2f} (target <= 1.25): {'met' if w <= 1.25 else 'NOT met'}")
+
+# A run slow as a whole (the machine, for minutes) against sizes that
+# disagree: each run's level is the geometric mean of its zero-loss rates
+# over the sizes below line rate in every run, against the fastest run's.
+import math
+below = [k for k in range(len(sizes))
+         if all(m["results"][k]["throughput_fps"] < 0.99 * m["results"][k]["line_rate_fps"] for m in main)]
+if below:
+    fps = [[m["results"][k]["throughput_fps"] for k in below] for m in main]
+    if all(f > 0 for run in fps for f in run):
+        level = [math.exp(sum(math.log(f) for f in run) / len(run)) for run in fps]
+        top = max(level)
+        print()
+        print(f"Run level: zero-loss throughput over {', '.join(str(sizes[k]) for k in below)} bytes (geometric mean), against the fastest run")
+        print("  ".join(f"run {i + 1}: {l / top:.2f}" for i, l in enumerate(level)))
+        shape = max(max(run[j] / l for run, l in zip(fps, level)) / min(run[j] / l for run, l in zip(fps, level))
+                    for j in range(len(below)))
+        print(f"worst zero-loss spread once each run is divided by its level: {shape:.2f}")
 
 print()
 print("Time the hypervisor took from the router's CPU (steal, dut_cpu.stolen_pct) over each run's trials:")
