@@ -971,7 +971,7 @@ fn paused_trials_shown_below_their_load_converge_for_every_csit_goal() {
     // Goals that need several trials at one load for a lower bound (4
     // trial-seconds, exceed ratio 50 %) get one trial at each shown rate:
     // the search must still end, within the trial bound, with a lower
-    // bound the device upholds, and a rate some trial showed.
+    // bound the device upholds, within the goal's width of its upper one.
     let goals = csit_goals();
     for g in goals.iter().map(|g| vec![g.clone()]).chain([goals.clone()]) {
         let mut dut = SimulatedDut::new(100_000.0).with_pauses_above(90_000.0, 0.05);
