@@ -468,13 +468,39 @@ impl Choice {
     }
 }
 
-/// Trials grouped by load, ascending: each at its intended load, and a
-/// low-loss trial whose generator did not hold the rate also at the rate
-/// it showed ([`Criteria::shown_load`]), which depends on the goal.
+/// Every trial of the search, at the load it was run at.
 #[derive(Default)]
 struct Loads {
     /// (intended load, index of the trial).
     measured: Vec<(f64, usize)>,
+}
+
+impl Loads {
+    fn add(&mut self, load: f64, trial: usize) {
+        self.measured.push((load, trial));
+    }
+
+    /// The trials grouped by load for criteria `c`: each at its intended
+    /// load, and a low-loss trial whose generator did not hold the rate
+    /// also at the rate it showed ([`Criteria::shown_load`]), which depends
+    /// on the goal.
+    fn for_goal<'a>(&self, c: &Criteria, trials: &'a [TrialResult]) -> ByLoad<'a> {
+        let mut by_load: BTreeMap<u64, Vec<Cow<'a, TrialResult>>> = BTreeMap::new();
+        for &(load, i) in &self.measured {
+            let t = &trials[i];
+            by_load
+                .entry(load.to_bits())
+                .or_default()
+                .push(Cow::Borrowed(t));
+            if let Some(shown) = c.shown_load(t, load) {
+                by_load
+                    .entry(shown.to_bits())
+                    .or_default()
+                    .push(Cow::Owned(seen_at(t, shown)));
+            }
+        }
+        ByLoad(by_load)
+    }
 }
 
 /// Trial `t` as the device saw it: at `fps` (the rate it showed, see
@@ -489,37 +515,14 @@ fn seen_at(t: &TrialResult, fps: f64) -> TrialResult {
     }
 }
 
-/// One goal's view of the trials: keyed by `f64::to_bits` of a positive
-/// load, which sorts like the load.
-type Grouped<'a> = BTreeMap<u64, Vec<Cow<'a, TrialResult>>>;
+/// One goal's view of the trials ([`Loads::for_goal`]): keyed by
+/// `f64::to_bits` of a positive load, which sorts like the load.
+struct ByLoad<'a>(BTreeMap<u64, Vec<Cow<'a, TrialResult>>>);
 
-impl Loads {
-    fn add(&mut self, load: f64, trial: usize) {
-        self.measured.push((load, trial));
-    }
-
-    /// The trials at each load for `c`, ascending.
-    fn grouped<'a>(&self, c: &Criteria, trials: &'a [TrialResult]) -> Grouped<'a> {
-        let mut by_load = Grouped::new();
-        for &(load, i) in &self.measured {
-            let t = &trials[i];
-            by_load
-                .entry(load.to_bits())
-                .or_default()
-                .push(Cow::Borrowed(t));
-            if let Some(shown) = c.shown_load(t, load) {
-                by_load
-                    .entry(shown.to_bits())
-                    .or_default()
-                    .push(Cow::Owned(seen_at(t, shown)));
-            }
-        }
-        by_load
-    }
-
+impl ByLoad<'_> {
     /// Every load with its class for `c`, ascending.
-    fn classes(&self, c: &Criteria, trials: &[TrialResult]) -> Vec<(f64, LoadClass)> {
-        self.grouped(c, trials)
+    fn classes(&self, c: &Criteria) -> Vec<(f64, LoadClass)> {
+        self.0
             .iter()
             .map(|(bits, at)| (f64::from_bits(*bits), classify(c, at.iter().map(|t| &**t))))
             .collect()
@@ -527,8 +530,8 @@ impl Loads {
 
     /// Every load with its provisional class for `c` (true: lower),
     /// ascending.
-    fn provisional(&self, c: &Criteria, trials: &[TrialResult]) -> Vec<(f64, bool)> {
-        self.grouped(c, trials)
+    fn provisional(&self, c: &Criteria) -> Vec<(f64, bool)> {
+        self.0
             .iter()
             .map(|(bits, at)| {
                 let load = f64::from_bits(*bits);
@@ -537,15 +540,11 @@ impl Loads {
             .collect()
     }
 
-    /// The trials at `load` for `c`.
-    fn trials_at<'a>(
-        &self,
-        c: &Criteria,
-        load: f64,
-        trials: &'a [TrialResult],
-    ) -> Vec<Cow<'a, TrialResult>> {
-        self.grouped(c, trials)
-            .remove(&load.to_bits())
+    /// The trials at `load`.
+    fn at(&self, load: f64) -> Vec<&TrialResult> {
+        self.0
+            .get(&load.to_bits())
+            .map(|at| at.iter().map(|t| &**t).collect())
             .unwrap_or_default()
     }
 }
@@ -740,7 +739,7 @@ fn expand(t: &mut Target) -> f64 {
 /// pauses, the time the device saw the frames over; 0 without any). A
 /// trial high-loss only for its pauses forwarded what it was offered and
 /// says nothing of the device's limit.
-fn forwarded(c: &Criteria, trials: &[Cow<TrialResult>]) -> f64 {
+fn forwarded(c: &Criteria, trials: &[&TrialResult]) -> f64 {
     trials
         .iter()
         .filter(|r| r.loss_ratio > c.loss_ratio)
@@ -759,7 +758,7 @@ fn hint(
     width: f64,
     duration_s: f64,
     (lower, upper): (Option<f64>, f64),
-    at_upper: &[Cow<TrialResult>],
+    at_upper: &[&TrialResult],
     min_fps: f64,
 ) -> Option<f64> {
     let h = (forwarded(c, at_upper) * duration_s / (1.0 - c.loss_ratio) + EPS).floor() / duration_s;
@@ -784,17 +783,16 @@ fn choose(
     min_fps: f64,
 ) -> Option<(f64, Choice)> {
     let c = t.criteria;
-    let undecided = |load: f64| {
-        classify(&c, loads.trials_at(&c, load, trials).iter().map(|t| &**t)) == LoadClass::Undecided
-    };
+    let by_load = loads.for_goal(&c, trials);
+    let undecided = |load: f64| classify(&c, by_load.at(load)) == LoadClass::Undecided;
     // Solved: a regular result, or an irregular one at Max or Min Load.
-    match relevant_bounds(&loads.classes(&c, trials)) {
+    match relevant_bounds(&by_load.classes(&c)) {
         (Some(l), Some(u)) if relative_width(l, u) <= t.width + EPS => return None,
         (Some(l), None) if l >= max_fps * (1.0 - EPS) => return None,
         (None, Some(u)) if u <= min_fps * (1.0 + EPS) => return None,
         _ => {}
     }
-    let prov = loads.provisional(&c, trials);
+    let prov = by_load.provisional(&c);
     let upper = prov.iter().find(|(_, low)| !low).map(|(l, _)| *l);
     let lower = prov
         .iter()
@@ -806,7 +804,7 @@ fn choose(
     // before the search moves away from it: on a noisy device, one
     // unlucky trial would otherwise send it far off.
     let mixed = |load: f64| {
-        let at = loads.trials_at(&c, load, trials);
+        let at = by_load.at(load);
         undecided(load) && at.iter().any(|r| c.high_loss(r)) && at.iter().any(|r| !c.high_loss(r))
     };
     if let Some(end) = [lower, upper].into_iter().flatten().find(|&x| mixed(x)) {
@@ -826,14 +824,7 @@ fn choose(
                 return Some((u, Choice::Confirm));
             }
             let d = t.duration.as_secs_f64();
-            if let Some(h) = hint(
-                &c,
-                t.width,
-                d,
-                (None, u),
-                &loads.trials_at(&c, u, trials),
-                min_fps,
-            ) {
+            if let Some(h) = hint(&c, t.width, d, (None, u), &by_load.at(u), min_fps) {
                 t.expansions = 0;
                 return Some((h, Choice::Hint));
             }
@@ -847,7 +838,7 @@ fn choose(
                 return Some((load, Choice::Confirm));
             }
             let d = t.duration.as_secs_f64();
-            let at_u = loads.trials_at(&c, u, trials);
+            let at_u = by_load.at(u);
             if let Some(h) = hint(&c, t.width, d, (Some(l), u), &at_u, min_fps) {
                 t.expansions = 0;
                 return Some((h, Choice::Hint));
@@ -883,10 +874,9 @@ fn goal_result(
     trials: &[TrialResult],
 ) -> GoalResultRecord {
     let c = g.criteria();
-    let (lower, upper) = relevant_bounds(&loads.classes(&c, trials));
-    let conditional = lower.and_then(|l| {
-        conditional_throughput(&c, l, loads.trials_at(&c, l, trials).iter().map(|t| &**t))
-    });
+    let by_load = loads.for_goal(&c, trials);
+    let (lower, upper) = relevant_bounds(&by_load.classes(&c));
+    let conditional = lower.and_then(|l| conditional_throughput(&c, l, by_load.at(l)));
     let regular =
         matches!((lower, upper), (Some(l), Some(u)) if relative_width(l, u) <= g.width + EPS);
     // The tester's, not the device's: an upper bound where the tester
@@ -897,9 +887,9 @@ fn goal_result(
         ..c
     };
     let tester_limited = upper.is_some_and(|u| {
-        let at_u = loads.trials_at(&c, u, trials);
+        let at_u = by_load.at(u);
         at_u.iter().any(|t| t.tester_limited())
-            || classify(&by_loss_alone, at_u.iter().map(|t| &**t)) != LoadClass::UpperBound
+            || classify(&by_loss_alone, at_u.iter().copied()) != LoadClass::UpperBound
     });
     GoalResultRecord {
         goal: g.record(),
