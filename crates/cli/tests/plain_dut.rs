@@ -286,3 +286,67 @@ fn a_tester_port_deleted_mid_trial_voids_the_trial() {
         run.dump()
     );
 }
+
+/// `rfc2544 --mlrsearch`, default options, through the plain router with
+/// a 10,000 packets/s policer: the zero-loss throughput, NDR and PDR are
+/// the policer's rate, and every frame any trial of either search lost is
+/// one the router's own nft counter dropped, attributed inside the DUT.
+#[test]
+fn rfc2544_with_mlrsearch_finds_a_policer_and_its_drops_are_the_dut_s() {
+    if !root_or_skip("rfc2544_with_mlrsearch_finds_a_policer_and_its_drops_are_the_dut_s")
+        || !nft_present()
+    {
+        return;
+    }
+    let (t, r, _guard) = plain_router("pm");
+    nft_load(
+        &r,
+        "table inet t {
+chain forward { type filter hook forward priority 0; udp dport 19538 limit rate over 10000/second burst 100 packets counter drop; }
+}
+",
+    );
+    let json = TempFile::new("plainmlr");
+    let mut args = vec![
+        "rfc2544",
+        "--no-db",
+        "--mlrsearch",
+        "--sizes",
+        "64",
+        "--max-rate",
+        "40kpps",
+        "--trial-duration",
+        "1s",
+    ];
+    args.extend_from_slice(&HOSTS);
+    args.extend_from_slice(&["--json", json.arg()]);
+    let run = linerate_in(&t, &args);
+    assert_eq!(run.code, 0, "{}", run.dump());
+    let v = json.json();
+    let result = &v["results"][0];
+    let mlr = &result["mlrsearch"];
+    let policed = 9_500.0..=10_400.0;
+    let zero_loss = result["throughput_fps"].as_f64().unwrap();
+    assert!(policed.contains(&zero_loss), "zero-loss {zero_loss}: {v}");
+    for g in mlr["goals"].as_array().unwrap() {
+        let ct = g["conditional_throughput_fps"].as_f64().unwrap();
+        assert!(policed.contains(&ct), "{}: {ct}: {v}", g["goal"]["name"]);
+    }
+    // Both searches' trials: every lost frame is one nft dropped, and
+    // each trial says so.
+    let trials: Vec<&serde_json::Value> = result["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(mlr["trials"].as_array().unwrap())
+        .collect();
+    let mut lost = 0;
+    for tr in &trials {
+        assert_trial_consistent(tr);
+        assert_eq!(term(tr, "dut_internal"), u(tr, "lost_frames"), "{tr}");
+        assert_eq!(tr["loss_where"]["rest"].as_i64(), Some(0), "{tr}");
+        lost += u(tr, "lost_frames");
+    }
+    assert!(lost > 0, "no trial above the policer: {v}");
+    assert_eq!(nft_counters(&r), vec![lost], "{v}");
+}
