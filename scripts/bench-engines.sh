@@ -495,7 +495,12 @@ row_linerate() {
     # Exit 1 only says the loss threshold (0 %) failed, as it must at 100 %.
     if { [ "$rc" = 0 ] || [ "$rc" = 1 ]; } && jq -e '.rx_frames and .duration_s' "$json" >/dev/null 2>&1; then
         local rxf dur fps sysfs
-        rxf=$(jq -r .rx_frames "$json"); dur=$(jq -r .duration_s "$json")
+        # Over the time the frames really took (sending_s), never the
+        # duration asked for: a generator below the rate sends for longer
+        # (older binaries without sending_s: the frames over the offered
+        # rate, which the engine counts over that time).
+        rxf=$(jq -r .rx_frames "$json")
+        dur=$(jq -r 'if .sending_s then .sending_s elif .offered_fps > 0 then .tx_frames / .offered_fps else .duration_s end' "$json")
         fps=$(awk -v n="$rxf" -v d="$dur" 'BEGIN { printf "%.0f", n / d }')
         set -- $c0 $c1
         sysfs=$(( $6 - $2 ))

@@ -131,3 +131,74 @@ fn assert_clean_half_second(t: &serde_json::Value, fps: u64) {
         "{t}"
     );
 }
+
+/// At a rate no generator here reaches (100 % of a 10G line in 64-byte
+/// frames), back to back: frames lost to port B's full ring are the
+/// tester's, there is no DUT whose input could have dropped them, no loss
+/// term is negative (one frame is never counted at two places), the
+/// terms add up to the loss, and the trial sends for its duration (a
+/// tenth more at most, for pauses), not on to twice it.
+#[test]
+fn overload_back_to_back_has_no_negative_loss_term_and_no_dut() {
+    if !root_or_skip("overload_back_to_back_has_no_negative_loss_term_and_no_dut") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("o", 9000);
+    for engine in ["xdp", "af_packet"] {
+        let json = TempFile::new("b2b-overload");
+        let mut args = vec!["trial"];
+        args.extend_from_slice(&B2B_HOSTS);
+        args.extend_from_slice(&[
+            "--engine",
+            engine,
+            "--frame-size",
+            "64",
+            "--rate",
+            "100%",
+            "--duration",
+            "1s",
+            "--straggler-wait",
+            "500ms",
+            "--json",
+            json.arg(),
+        ]);
+        let run = linerate_in(&ns, &args);
+        assert!([0, 1].contains(&run.code), "{engine}: {}", run.dump());
+        let t = json.json();
+        assert_trial_consistent(&t);
+        assert!(
+            u(&t, "lost_frames") > 0,
+            "{engine}: nothing lost at 100 %: {t}"
+        );
+        let w = &t["loss_where"];
+        assert!(w.is_object(), "{engine}: no breakdown: {t}");
+        for (term, v) in w.as_object().unwrap() {
+            if let Some(n) = v.as_i64() {
+                assert!(n >= 0, "{engine}: {term} is {n}: {t}");
+            }
+        }
+        assert!(
+            w.get("dut_input").is_none() && w.get("dut_internal").is_none(),
+            "{engine}: a DUT's terms back to back: {t}"
+        );
+        assert!(
+            !run.stdout.contains("DUT's input")
+                && run.stdout.lines().all(|l| !l.trim_start().starts_with('-')),
+            "{engine}: {}",
+            run.stdout
+        );
+        // The duration asked for, the time taken beside it.
+        let (asked, took) = (f(&t, "duration_s"), f(&t, "sending_s"));
+        assert_eq!(asked, 1.0, "{t}");
+        assert!(
+            (1.0..1.5).contains(&took),
+            "{engine}: sent for {took} s in a 1-s trial: {t}"
+        );
+        let offered = f(&t, "offered_fps");
+        let tx = u(&t, "tx_frames") as f64;
+        assert!(
+            (offered * took - tx).abs() <= 1.0 + tx * 1e-9,
+            "{engine}: offered {offered}/s over {took} s is not the {tx} frames sent: {t}"
+        );
+    }
+}

@@ -156,11 +156,22 @@ pub fn link_kind(netns: Option<&str>, ifname: &str) -> Option<LinkKind> {
             .and_then(|k| k.as_str())
             .unwrap_or("")
             .to_string(),
-        peer_ifindex: l
-            .get("link_index")
-            .and_then(|i| i.as_u64())
-            .map(|i| i as u32),
+        // A peer in another namespace is named by its index there
+        // (`link_index`); one in the same namespace by its name (`link`).
+        peer_ifindex: match l.get("link_index").and_then(|i| i.as_u64()) {
+            Some(i) => Some(i as u32),
+            None => l
+                .get("link")
+                .and_then(|n| n.as_str())
+                .and_then(|peer| ifindex_of(netns, peer)),
+        },
     })
+}
+
+/// The index of interface `ifname` in namespace `netns`.
+fn ifindex_of(netns: Option<&str>, ifname: &str) -> Option<u32> {
+    let v = ip_json(netns, &["link", "show", "dev", ifname])?;
+    Some(v.get(0)?.get("ifindex")?.as_u64()? as u32)
 }
 
 /// A DUT that is a Linux network namespace on this machine: the namespace

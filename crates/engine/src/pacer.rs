@@ -5,6 +5,21 @@
 
 use std::time::Duration;
 
+/// How much longer than its give-up time a trial may send because its
+/// generator paused (moved its schedule back instead of bursting): a
+/// tenth. A short stall of the tester's CPU costs no frame, while a
+/// generator that cannot reach the rate still ends near the trial's
+/// duration, as a hardware tester's does, with the frames it could not
+/// send counted as not sent (the tester's loss), never running on to
+/// twice the duration.
+pub const PAUSE_ALLOWANCE_DIVISOR: u32 = 10;
+
+/// The wall-clock time a generator may send for, pauses included:
+/// `give_up_after` and [`PAUSE_ALLOWANCE_DIVISOR`]'s share of it.
+pub fn sending_limit(give_up_after: Duration) -> Duration {
+    give_up_after + give_up_after / PAUSE_ALLOWANCE_DIVISOR
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Pacer {
     interval_ns: f64,

@@ -76,6 +76,10 @@ pub(crate) fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult
         generator_max_stall_ns: ab.generator_max_stall_ns.max(ba.generator_max_stall_ns),
         generator_paused_ns: ab.generator_paused_ns.max(ba.generator_paused_ns),
         generator_pauses: Some(ab.generator_pauses.unwrap_or(0) + ba.generator_pauses.unwrap_or(0)),
+        sending_s: match (ab.sending_s, ba.sending_s) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        },
         tester_rx_drops: ab.tester_rx_drops + ba.tester_rx_drops,
         stray_frames: ab.stray_frames + ba.stray_frames,
         errored_frames: ab.errored_frames + ba.errored_frames,
@@ -277,6 +281,7 @@ pub(crate) fn summarize(
         generator_max_stall_ns: Some(sent.max_stall.as_nanos() as u64),
         generator_paused_ns: Some(sent.paused.as_nanos() as u64),
         generator_pauses: Some(sent.pauses),
+        sending_s: Some(send_s),
         tester_rx_drops: counted.ring_drops,
         stray_frames: counted.stray,
         errored_frames: counted.errored,

@@ -314,12 +314,12 @@ fn run_one(
                 } else {
                     Duration::from_nanos(Clock::Monotonic.now_ns().saturating_sub(p.start_ns))
                 };
-                // Pauses of a shifted schedule do not count, up to twice
-                // the give-up time.
+                // Pauses of a shifted schedule do not count, up to a
+                // tenth more than the give-up time (pacer::sending_limit).
                 let on_schedule = sending_for.saturating_sub(Duration::from_nanos(p.shift_ns));
                 if p.sent >= total
                     || on_schedule > job.give_up_after
-                    || sending_for > 2 * job.give_up_after
+                    || sending_for > crate::pacer::sending_limit(job.give_up_after)
                     || stop.load(Ordering::Relaxed)
                 {
                     break Ok(());

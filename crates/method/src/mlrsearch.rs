@@ -511,6 +511,7 @@ fn seen_at(t: &TrialResult, fps: f64) -> TrialResult {
         intended_fps: fps,
         generator_paused_ns: None,
         generator_pauses: None,
+        sending_s: None,
         ..t.clone()
     }
 }

@@ -224,6 +224,7 @@ impl SimulatedDut {
             generator_max_stall_ns: None,
             generator_paused_ns: self.pauses.map(|_| (paused * 1e9).round() as u64),
             generator_pauses: self.pauses.map(|_| u64::from(paused > 0.0)),
+            sending_s: None,
             dut_cpu: None,
             esp: None,
             engine: "simulated".to_string(),

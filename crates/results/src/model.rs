@@ -169,6 +169,13 @@ pub struct TrialResult {
     pub l3_length: u16,
     /// Sending duration asked for, seconds.
     pub duration_s: f64,
+    /// Seconds the frames really took to send: from the trial's start to
+    /// when the last frame left (never less than the duration; longer by
+    /// the generator's pauses, a tenth of the duration at most). Every
+    /// rate of the trial is counted over it. None in records from before
+    /// it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sending_s: Option<f64>,
     /// Rate the method asked for.
     pub intended_fps: f64,
     /// Rate that really left the tester: tx_frames over the sending time.
@@ -349,8 +356,10 @@ pub struct LossWhere {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dut_internal: Option<u64>,
     /// The loss no counter explains. With a DUT that cannot be read: lost
-    /// in the DUT or on the link. Negative when the counters saw more
-    /// drops than test frames were lost (they counted other traffic too).
+    /// in the DUT or on the link. Never negative: counters that saw more
+    /// drops than test frames were lost are trimmed to the loss, and the
+    /// excess is `overcounted`. (Records from before that rule may hold a
+    /// negative rest.)
     pub rest: i64,
     /// Whether the DUT's own counters were read (`dut_internal` is set):
     /// `rest` is then unexplained loss, else loss in the DUT or on the link.
@@ -360,6 +369,13 @@ pub struct LossWhere {
     /// receiver. 0 in records from before frames were checked.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub errored: u64,
+    /// Drops the counters saw beyond the test frames lost: they counted
+    /// other traffic too, or one frame at two places. Not loss; taken off
+    /// the least certain terms first (`dut_internal`, `dut_input`,
+    /// `tester_rx`, `errored`) so that every term is at least 0 and the
+    /// terms add up to the loss.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub overcounted: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -388,32 +404,77 @@ impl LossWhere {
         dut_input: Option<u64>,
         dut_internal: Option<u64>,
     ) -> LossWhere {
-        let explained = not_sent as i128
-            + tx_refused as i128
-            + tester_rx as i128
-            + dut_input.unwrap_or(0) as i128
-            + dut_internal.unwrap_or(0) as i128;
         LossWhere {
             not_sent,
             tx_refused,
             tester_rx,
             dut_input,
             dut_internal,
-            rest: (lost as i128 - explained) as i64,
+            rest: 0,
             dut_read: dut_internal.is_some(),
             errored: 0,
+            overcounted: 0,
         }
+        .settle(lost)
     }
 
     /// The same breakdown with `errored` of the lost frames explained as
     /// damaged on arrival (the receiver counted them, so no counter of
     /// the DUT's or the tester's ports did).
     pub fn with_errored(self, errored: u64) -> LossWhere {
+        let lost = self.lost();
         LossWhere {
             errored: self.errored + errored,
-            rest: self.rest - errored as i64,
             ..self
         }
+        .settle(lost)
+    }
+
+    /// The loss the terms add up to.
+    fn lost(&self) -> u64 {
+        (self.explained() as i128 + self.rest as i128).max(0) as u64
+    }
+
+    /// Every term but the rest, added.
+    fn explained(&self) -> u64 {
+        self.not_sent
+            + self.tx_refused
+            + self.tester_rx
+            + self.dut_input.unwrap_or(0)
+            + self.dut_internal.unwrap_or(0)
+            + self.errored
+    }
+
+    /// Makes the terms add up to `lost` with none below 0: the rest is
+    /// what they leave; when they explain more than `lost`, the excess is
+    /// taken off the least certain ones first (the DUT's counters see
+    /// other traffic; port B's counts any frame it dropped; the damaged
+    /// count is the receiver's own; the generator's terms are exact) and
+    /// kept as `overcounted`.
+    fn settle(mut self, lost: u64) -> LossWhere {
+        let explained = self.explained();
+        let Some(mut excess) = explained.checked_sub(lost).filter(|&e| e > 0) else {
+            self.rest = (lost - explained) as i64;
+            return self;
+        };
+        self.overcounted += excess;
+        let mut trim = |term: &mut u64| {
+            let cut = excess.min(*term);
+            *term -= cut;
+            excess -= cut;
+        };
+        if let Some(n) = self.dut_internal.as_mut() {
+            trim(n);
+        }
+        if let Some(n) = self.dut_input.as_mut() {
+            trim(n);
+        }
+        trim(&mut self.tester_rx);
+        trim(&mut self.errored);
+        trim(&mut self.tx_refused);
+        trim(&mut self.not_sent);
+        self.rest = 0;
+        self
     }
 
     /// Both directions of a bidirectional trial, or several trials, added.
@@ -434,6 +495,7 @@ impl LossWhere {
             rest: self.rest + o.rest + moved_in + moved_internal,
             dut_read: dut_internal.is_some(),
             errored: self.errored + o.errored,
+            overcounted: self.overcounted + o.overcounted,
         }
     }
 
@@ -618,10 +680,11 @@ impl TrialResult {
     /// (`generator_paused_ns / duration`); 0 when no pause was recorded or
     /// the duration is 0.
     ///
-    /// A paused generator sends every frame, only later: the device saw
-    /// the trial's frames over `duration + paused`, so the rate it really
-    /// had to forward was the intended one divided by `1 + paused_share`
-    /// (as `offered_fps` and [`TrialResult::rx_fps`] count it).
+    /// A paused generator sends its frames later: the device saw them
+    /// over the duration and the pauses (a tenth more at most; frames
+    /// still due then are not sent), so the rate it really had to forward
+    /// was lower than the intended one (as `offered_fps` and
+    /// [`TrialResult::rx_fps`] count it, over `sending_s`).
     pub fn paused_share(&self) -> f64 {
         match self.generator_paused_ns {
             Some(ns) if self.duration_s > 0.0 => ns as f64 / 1e9 / self.duration_s,
@@ -670,7 +733,9 @@ impl TrialResult {
     /// than the duration and its pauses). Without an offered rate, the
     /// duration and the pauses.
     pub fn sending_s(&self) -> f64 {
-        if self.offered_fps > 0.0 && self.tx_frames > 0 {
+        if let Some(s) = self.sending_s.filter(|&s| s > 0.0) {
+            s
+        } else if self.offered_fps > 0.0 && self.tx_frames > 0 {
             self.tx_frames as f64 / self.offered_fps
         } else {
             self.duration_s * (1.0 + self.paused_share())
@@ -924,9 +989,13 @@ mod loss_where_tests {
         let sum: i64 = w.terms().iter().map(|&(_, n)| n).sum();
         assert_eq!(sum, 100);
         assert_eq!(w.terms().last().unwrap().0, "unexplained");
-        // Counters that saw more than was lost leave a negative rest, still adding up.
+        // Counters that saw more than was lost are trimmed to it: no
+        // negative rest, the excess said apart.
         let over = LossWhere::from_terms(5, 0, 0, 0, Some(7), Some(0));
-        assert_eq!(over.rest, -2);
+        assert_eq!(
+            (over.rest, over.dut_input, over.overcounted),
+            (0, Some(5), 2)
+        );
     }
 
     #[test]
@@ -974,5 +1043,69 @@ mod loss_where_tests {
         assert_eq!((both.dut_input, both.dut_internal), (None, None));
         let sum: i64 = both.terms().iter().map(|&(_, n)| n).sum();
         assert_eq!(sum, 70);
+    }
+}
+
+#[cfg(test)]
+mod loss_where_never_negative {
+    use super::LossWhere;
+
+    fn sum(w: &LossWhere) -> i64 {
+        w.terms().iter().map(|(_, n)| n).sum()
+    }
+
+    #[test]
+    fn the_rest_is_what_the_counters_leave() {
+        let w = LossWhere::from_terms(100, 10, 5, 20, Some(30), Some(15));
+        assert_eq!((w.rest, w.overcounted), (20, 0));
+        assert_eq!(sum(&w), 100);
+        let w = w.with_errored(7);
+        assert_eq!((w.rest, w.errored, w.overcounted), (13, 7, 0));
+        assert_eq!(sum(&w), 100);
+    }
+
+    /// Back to back, one frame counted at port A's veth and at port B:
+    /// the same 1,000 frames twice. No term may go below 0.
+    #[test]
+    fn counters_that_see_more_than_was_lost_are_trimmed_never_negative() {
+        let w = LossWhere::from_terms(1_000, 0, 0, 1_000, Some(1_000), None);
+        assert_eq!(w.rest, 0);
+        assert_eq!(w.overcounted, 1_000);
+        // The least certain term goes first: the DUT's input here.
+        assert_eq!((w.dut_input, w.tester_rx), (Some(0), 1_000));
+        assert_eq!(sum(&w), 1_000);
+        assert!(w.terms().iter().all(|&(_, n)| n >= 0));
+    }
+
+    #[test]
+    fn the_generators_own_terms_are_trimmed_last() {
+        let w = LossWhere::from_terms(50, 40, 5, 30, Some(30), Some(30));
+        assert_eq!((w.not_sent, w.tx_refused), (40, 5));
+        assert_eq!(
+            (w.dut_internal, w.dut_input, w.tester_rx),
+            (Some(0), Some(0), 5)
+        );
+        assert_eq!((w.rest, w.overcounted), (0, 85));
+    }
+
+    #[test]
+    fn damaged_frames_beyond_the_rest_trim_the_counters() {
+        // 10 lost, counters explain 10, then 4 damaged: the counters saw 4
+        // frames too many.
+        let w = LossWhere::from_terms(10, 0, 0, 10, None, None).with_errored(4);
+        assert_eq!(
+            (w.tester_rx, w.errored, w.rest, w.overcounted),
+            (6, 4, 0, 4)
+        );
+        assert_eq!(sum(&w), 10);
+    }
+
+    #[test]
+    fn combined_breakdowns_add_their_excess() {
+        let a = LossWhere::from_terms(10, 0, 0, 20, None, None);
+        let b = LossWhere::from_terms(10, 0, 0, 5, None, None);
+        let c = a.combine(b);
+        assert_eq!((c.tester_rx, c.rest, c.overcounted), (15, 5, 10));
+        assert_eq!(sum(&c), 20);
     }
 }

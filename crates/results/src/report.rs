@@ -619,6 +619,13 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
         for (name, n) in w.terms().into_iter().filter(|&(_, n)| n != 0) {
             let _ = writeln!(out, "    {:>25} {name}", signed_thousands(n));
         }
+        if w.overcounted > 0 {
+            let _ = writeln!(
+                out,
+                "    (the counters saw {} drops more than test frames were lost: other traffic, or frames counted at two places; not loss)",
+                thousands(w.overcounted)
+            );
+        }
     }
     if let Some(p) = &t.policy_drops {
         let _ = writeln!(
@@ -741,10 +748,10 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
     if at_ceiling {
         let _ = writeln!(
             out,
-            "  note        the generator's ceiling was reached: it sent {} frames at about {} frames/s, so the trial took {:.2} s instead of {:.2} s",
+            "  note        the generator's ceiling was reached: it sent {} frames at about {} frames/s in {:.2} s (a {:.2}-s trial); the frames it could not send count as not sent",
             thousands(t.tx_frames),
             thousands_f64(t.offered_fps),
-            t.duration_s * (1.0 + t.paused_share()),
+            t.sending_s(),
             t.duration_s
         );
     }

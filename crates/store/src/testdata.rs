@@ -46,6 +46,7 @@ pub fn trial(size: u16, fps: f64, loss_ratio: f64) -> TrialResult {
         generator_max_stall_ns: None,
         generator_paused_ns: None,
         generator_pauses: None,
+        sending_s: None,
         tester_rx_drops: 0,
         stray_frames: 0,
         errored_frames: 0,

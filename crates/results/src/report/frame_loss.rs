@@ -221,6 +221,7 @@ mod tests {
             generator_max_stall_ns: None,
             generator_paused_ns: None,
             generator_pauses: None,
+            sending_s: None,
             tester_rx_drops: 0,
             stray_frames: 0,
             errored_frames: 0,

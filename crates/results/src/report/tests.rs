@@ -46,6 +46,7 @@ fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialRes
         generator_max_stall_ns: None,
         generator_paused_ns: None,
         generator_pauses: None,
+        sending_s: None,
         engine: "af_packet".into(),
         receiver: String::new(),
         ip_version: Default::default(),
@@ -323,13 +324,14 @@ fn a_short_generator_is_warned_about() {
 #[test]
 fn a_generator_at_its_ceiling_says_so_and_what_it_sent() {
     let mut t = trial(64, 10_000_000.0, 2_000_000, false);
-    t.tx_frames = 20_000_000;
-    t.generator_paused_ns = Some(8_000_000_000);
+    t.tx_frames = 4_400_000;
+    t.generator_paused_ns = Some(1_800_000_000);
     t.generator_pauses = Some(70_000_000);
-    t.offered_fps = 20_000_000.0 / 10.0;
+    t.sending_s = Some(2.2);
+    t.offered_fps = 4_400_000.0 / 2.2;
     let summary = trial_summary(&t, 0);
     assert!(
-        summary.contains("the generator's ceiling was reached: it sent 20,000,000 frames at about 2,000,000 frames/s, so the trial took 10.00 s instead of 2.00 s"),
+        summary.contains("the generator's ceiling was reached: it sent 4,400,000 frames at about 2,000,000 frames/s in 2.20 s (a 2.00-s trial); the frames it could not send count as not sent"),
         "{summary}"
     );
     assert!(!summary.contains("held up"), "{summary}");
