@@ -183,9 +183,11 @@ impl ReceiverKind {
     }
 }
 
-/// The user-space generator over a socket's transmit queue.
+/// The user-space generator over a socket's transmit queues: one
+/// generator thread per queue, each its own stream (`--tx-threads`).
 pub struct QueueTx<T> {
-    queue: T,
+    /// Queue k is generator thread k's; at least one.
+    queues: Vec<T>,
     max_frame_len: usize,
     transform: Option<Box<dyn SendTransform>>,
 }
@@ -193,36 +195,101 @@ pub struct QueueTx<T> {
 impl<T> QueueTx<T> {
     /// Sends on `queue` frames up to `max_frame_len` bytes (without FCS).
     pub fn new(queue: T, max_frame_len: usize) -> Self {
+        Self::with_queues(vec![queue], max_frame_len)
+    }
+
+    /// Sends from one generator thread per queue (thread k on `queues[k]`).
+    ///
+    /// # Panics
+    ///
+    /// If `queues` is empty.
+    pub fn with_queues(queues: Vec<T>, max_frame_len: usize) -> Self {
+        assert!(!queues.is_empty(), "a transmitter needs a queue");
         QueueTx {
-            queue,
+            queues,
             max_frame_len,
             transform: None,
         }
     }
 }
 
-impl<T: TxQueue> Transmitter for QueueTx<T> {
+/// Generator thread k's schedule of a job sent by `n` threads: its own
+/// stream (`stream + k`), its share of the pacer's frames at 1/n of the
+/// rate, started now.
+fn thread_schedule<'a>(job: &'a SendJob, n: u16, k: u16) -> Schedule<'a> {
+    Schedule {
+        frames: job.frames,
+        flows: job.flows,
+        stream: job.stream.wrapping_add(k),
+        class_stride: n,
+        pacer: job.pacer.share(n, k),
+        give_up_after: job.give_up_after,
+        max_late: job.max_late,
+        start_clock_ns: job.clock.now_ns(),
+        start: Instant::now(),
+    }
+}
+
+impl<T: TxQueue + Send> Transmitter for QueueTx<T> {
     fn send(&mut self, job: &SendJob, stop: &AtomicBool) -> Result<Sent, EngineError> {
-        if job.streams != 1 {
-            return Err(EngineError::TxThreads);
+        let n = job.streams.max(1);
+        if n > self.max_streams() {
+            return Err(if self.max_streams() == 1 {
+                EngineError::TxThreads
+            } else {
+                EngineError::TooManyTxThreads {
+                    asked: n,
+                    max: self.max_streams(),
+                }
+            });
         }
-        let schedule = Schedule {
-            frames: job.frames,
-            flows: job.flows,
-            stream: job.stream,
-            class_stride: job.streams,
-            pacer: job.pacer,
-            give_up_after: job.give_up_after,
-            max_late: job.max_late,
-            start_clock_ns: job.clock.now_ns(),
-            start: Instant::now(),
-        };
-        // One loop per transform, each compiled for it: clear frames pay
-        // nothing for the stage.
-        Ok(match self.transform.as_deref_mut() {
-            None => generate(&mut self.queue, &schedule, stop, &mut Unchanged)?,
-            Some(transform) => generate(&mut self.queue, &schedule, stop, transform)?,
-        })
+        if n == 1 {
+            // On the engine's generator thread, pinned by the engine. One
+            // loop per transform, each compiled for it: clear frames pay
+            // nothing for the stage.
+            let schedule = thread_schedule(job, 1, 0);
+            let queue = &mut self.queues[0];
+            return Ok(match self.transform.as_deref_mut() {
+                None => generate(queue, &schedule, stop, &mut Unchanged)?,
+                Some(transform) => generate(queue, &schedule, stop, transform)?,
+            });
+        }
+        // A thread per queue, each pinned to one CPU of its own (shared
+        // round-robin when there are fewer CPUs than threads).
+        let parts = std::thread::scope(|scope| {
+            let handles: Vec<_> = self.queues[..n as usize]
+                .iter_mut()
+                .enumerate()
+                .map(|(k, queue)| {
+                    let cpu = (!job.cpus.is_empty()).then(|| job.cpus[k % job.cpus.len()]);
+                    scope.spawn(move || {
+                        if let Some(cpu) = cpu {
+                            let _ = crate::cpu::pin_current_thread(&[cpu]);
+                        }
+                        let schedule = thread_schedule(job, n, k as u16);
+                        generate(queue, &schedule, stop, &mut Unchanged).map_err(EngineError::from)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(EngineError::Thread("a generator thread panicked".into()))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        Ok(Sent::of_threads(parts))
+    }
+    /// One stream per queue; one only with a transform (its state, an
+    /// ESP SA's sequence numbers, belongs to one thread).
+    fn max_streams(&self) -> u16 {
+        if self.transform.is_some() {
+            1
+        } else {
+            self.queues.len().min(u16::MAX as usize) as u16
+        }
     }
     fn max_frame_len(&self) -> usize {
         self.max_frame_len

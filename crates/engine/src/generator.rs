@@ -48,6 +48,28 @@ pub struct Sent {
     pub pauses: u64,
 }
 
+impl Sent {
+    /// What several generator threads sent, each its own stream, thread k
+    /// `parts[k]`: frames added, per thread in order, the longest sending
+    /// time and stall, and the longest thread's pauses (the threads pause
+    /// independently).
+    pub fn of_threads(parts: Vec<Sent>) -> Sent {
+        let max = |f: fn(&Sent) -> Duration| parts.iter().map(f).max().unwrap_or_default();
+        Sent {
+            frames: parts.iter().map(|p| p.frames).sum(),
+            handed: parts.iter().map(|p| p.handed).sum(),
+            refused: parts.iter().map(|p| p.refused).sum(),
+            ring_full: parts.iter().map(|p| p.ring_full).sum(),
+            refusal: parts.iter().find_map(|p| p.refusal.clone()),
+            per_thread: parts.iter().flat_map(|p| p.per_thread.clone()).collect(),
+            send_time: max(|p| p.send_time),
+            max_stall: max(|p| p.max_stall),
+            paused: max(|p| p.paused),
+            pauses: parts.iter().map(|p| p.pauses).sum(),
+        }
+    }
+}
+
 /// The transform of clear test frames: none.
 pub struct Unchanged;
 

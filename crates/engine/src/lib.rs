@@ -74,7 +74,9 @@ pub enum EngineError {
     },
     #[error("a trial of {duration_s} s at {fps} frames/s holds no frame: use a longer duration or a higher rate")]
     EmptyTrial { duration_s: f64, fps: f64 },
-    #[error("more than one generator thread needs the xdp engine")]
+    #[error(
+        "more than one generator thread needs the xdp or af_packet engine, sending clear frames"
+    )]
     TxThreads,
     #[error("{asked} generator threads are more than the {max} streams the receiver counts per trial: use at most {max}")]
     TooManyTxThreads { asked: u16, max: u16 },

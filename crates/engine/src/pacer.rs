@@ -20,6 +20,13 @@ pub fn sending_limit(give_up_after: Duration) -> Duration {
     give_up_after + give_up_after / PAUSE_ALLOWANCE_DIVISOR
 }
 
+/// Thread k's share of `total` frames among `n` threads: the remainder goes
+/// to the first threads, so the shares add up to `total` exactly.
+pub fn share(total: u64, n: u16, k: u16) -> u64 {
+    let n = n.max(1) as u64;
+    total / n + u64::from((k as u64) < total % n)
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Pacer {
     interval_ns: f64,
@@ -33,6 +40,16 @@ impl Pacer {
         Pacer {
             interval_ns: 1e9 / rate_fps,
             total,
+        }
+    }
+
+    /// Generator thread k's part of this schedule, of `n` threads that
+    /// share it: every n-th frame's worth of the rate, and its
+    /// [`share`] of the frames (the shares add up to the whole).
+    pub fn share(&self, n: u16, k: u16) -> Pacer {
+        Pacer {
+            interval_ns: self.interval_ns * n.max(1) as f64,
+            total: share(self.total, n, k),
         }
     }
 
@@ -74,6 +91,19 @@ mod tests {
         assert_eq!(p.due(Duration::from_millis(500)), 501);
         assert_eq!(p.due(Duration::from_secs(5)), 2000);
         assert_eq!(p.scheduled_ns(3), 3_000_000);
+    }
+
+    #[test]
+    fn threads_share_the_schedule_exactly() {
+        let p = Pacer::new(1000.0, Duration::from_millis(1001));
+        let parts: Vec<Pacer> = (0..3).map(|k| p.share(3, k)).collect();
+        assert_eq!(parts.iter().map(Pacer::total).sum::<u64>(), 1001);
+        assert_eq!(
+            parts.iter().map(Pacer::total).collect::<Vec<_>>(),
+            [334, 334, 333]
+        );
+        assert_eq!(parts[0].interval_ns(), 3e6);
+        assert_eq!(p.share(1, 0).total(), 1001);
     }
 
     #[test]

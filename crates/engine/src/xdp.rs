@@ -121,12 +121,7 @@ impl XdpTransmitter {
     }
 }
 
-/// Thread k's share of `total` frames among `n` threads: the remainder goes
-/// to the first threads, so the shares add up to `total` exactly.
-pub fn share(total: u64, n: u16, k: u16) -> u64 {
-    let n = n.max(1) as u64;
-    total / n + u64::from((k as u64) < total % n)
-}
+pub use crate::pacer::share;
 
 impl Transmitter for XdpTransmitter {
     fn send(&mut self, job: &SendJob, stop: &AtomicBool) -> Result<Sent, EngineError> {

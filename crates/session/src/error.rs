@@ -200,7 +200,7 @@ pub fn engine_message(e: &linerate_engine::EngineError) -> String {
         En::FrameTooLargeForEngine { frame, engine, max } => format!(
             "the {engine} engine carries frames up to {max} bytes (with FCS), not {frame}: use --engine af_packet for larger frames"
         ),
-        En::TxThreads => "--tx-threads above 1 needs --engine xdp".to_string(),
+        En::TxThreads => "--tx-threads above 1 needs --engine xdp or af_packet, with clear frames (one thread encrypts an SA's frames)".to_string(),
         En::TooManyTxThreads { asked, max } => format!(
             "--tx-threads {asked} is more than the {max} streams the receiver counts per trial: use at most {max}"
         ),
@@ -398,7 +398,10 @@ mod tests {
                 },
                 "the af_xdp engine carries frames up to 3818 bytes (with FCS), not 9000: use --engine af_packet for larger frames",
             ),
-            (En::TxThreads, "--tx-threads above 1 needs --engine xdp"),
+            (
+                En::TxThreads,
+                "--tx-threads above 1 needs --engine xdp or af_packet, with clear frames (one thread encrypts an SA's frames)",
+            ),
             (
                 En::TooManyTxThreads { asked: 9, max: 8 },
                 "--tx-threads 9 is more than the 8 streams the receiver counts per trial: use at most 8",

@@ -249,10 +249,14 @@ pub type PortName = (String, Option<String>);
 pub type Ports = (TesterPort, TesterPort, &'static str);
 
 /// `--tx-threads` above 1 is for the xdp engine (or `auto`, which then
-/// means xdp): the socket engines send from one thread.
+/// means xdp) and af_packet (a socket per thread); af_xdp sends from one
+/// thread on one queue.
 pub fn check_tx_threads(engine: EngineChoice, tx_threads: u16) -> Result<()> {
-    if tx_threads > 1 && !matches!(engine, EngineChoice::Xdp | EngineChoice::Auto) {
-        bail!(BadInput, "--tx-threads above 1 needs --engine xdp");
+    if tx_threads > 1 && engine == EngineChoice::AfXdp {
+        bail!(
+            BadInput,
+            "--tx-threads above 1 needs --engine xdp or af_packet"
+        );
     }
     Ok(())
 }
@@ -322,7 +326,7 @@ pub fn open_engine(
 ) -> Result<(Ports, Option<String>)> {
     check_tx_threads(choice, tx_threads)?;
     let socket = receiver == ReceiverChoice::Socket;
-    if socket && (choice == EngineChoice::Xdp || tx_threads > 1) {
+    if socket && (choice == EngineChoice::Xdp || (tx_threads > 1 && choice == EngineChoice::Auto)) {
         bail!(BadInput, "the xdp engine counts test frames in the kernel and hands none up: for --receiver socket (or --pcap) use --engine af_xdp or af_packet");
     }
     if tx_threads > 1 && choice == EngineChoice::Auto {
@@ -339,7 +343,11 @@ pub fn open_engine(
     }
     let auto = choice == EngineChoice::Auto;
     let (port_a, name, why) = match choice {
-        EngineChoice::AfPacket => (open_af_packet(a, opts)?, "af_packet", None),
+        EngineChoice::AfPacket => (
+            open_af_packet_threads(a, opts, tx_threads)?,
+            "af_packet",
+            None,
+        ),
         EngineChoice::Xdp => return open_xdp(a, b, opts, receiver),
         EngineChoice::AfXdp => {
             let (port, note) = open_af_xdp(a, opts, false)?;
@@ -493,6 +501,32 @@ fn open_af_packet(p: &PortName, opts: &AfPacketOptions) -> Result<TesterPort> {
         p.1.as_deref(),
         opts,
     )?))
+}
+
+/// The af_packet engine on port A with `threads` generator threads, each
+/// with a transmit ring (socket) of its own.
+fn open_af_packet_threads(
+    p: &PortName,
+    opts: &AfPacketOptions,
+    threads: u16,
+) -> Result<TesterPort> {
+    if threads <= 1 {
+        return open_af_packet(p, opts);
+    }
+    let (tx, rx, info) = AfPacketPort::open(&p.0, p.1.as_deref(), opts)?.split();
+    let mut queues = vec![tx];
+    queues.extend(AfPacketPort::open_tx_rings(
+        &p.0,
+        p.1.as_deref(),
+        opts,
+        threads as usize - 1,
+    )?);
+    let max = info.max_frame_len;
+    Ok(TesterPort {
+        tx: Box::new(QueueTx::with_queues(queues, max)),
+        rx: Box::new(QueueRx::new(rx, max)),
+        info,
+    })
 }
 
 /// The xdp engine on both ports: port A's in-kernel generator with a

@@ -164,7 +164,7 @@ impl PortArgs {
                     "--tx-threads",
                     self.tx_threads > 1,
                     false,
-                    format!("above 1 needs the xdp engine, and {peer} encrypts and decrypts every frame in user space: leave --tx-threads out"),
+                    format!("above 1 sends clear frames only, and {peer} encrypts every frame of an SA on one thread: leave --tx-threads out"),
                 ),
                 Rule::new(
                     "--bidirectional",

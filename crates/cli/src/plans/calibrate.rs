@@ -15,8 +15,8 @@ impl CalibrateArgs {
     pub fn plan(&self) -> Result<CalibratePlan> {
         let args = self;
         for name in &args.engine {
-            if args.tx_threads > 1 && *name != crate::args::EngineName::Xdp {
-                bail!(BadInput, "--tx-threads above 1 needs --engine xdp (calibrate only that engine: --engine xdp)");
+            if args.tx_threads > 1 && *name == crate::args::EngineName::AfXdp {
+                bail!(BadInput, "--tx-threads above 1 needs --engine xdp or af_packet (calibrate only those: --engine xdp,af_packet)");
             }
         }
         let only_xdp = args

@@ -84,6 +84,28 @@ impl AfPacketPort {
     }
 }
 
+impl AfPacketPort {
+    /// `count` more transmit rings on `ifname` (in `netns` when given),
+    /// one per extra generator thread: each its own socket, so the threads
+    /// share nothing. With qdisc bypass the kernel puts a frame on the
+    /// transmit queue of the CPU that sends it (the CPU's number modulo
+    /// the queues), so threads pinned to different CPUs fill different
+    /// queues.
+    pub fn open_tx_rings(
+        ifname: &str,
+        netns: Option<&str>,
+        opts: &AfPacketOptions,
+        count: usize,
+    ) -> Result<Vec<TxRing>, PortError> {
+        netns::maybe_in_netns(netns, || {
+            let ifindex = link::ifindex(ifname)? as i32;
+            (0..count)
+                .map(|_| TxRing::open(ifname, ifindex, opts))
+                .collect()
+        })
+    }
+}
+
 impl Port for AfPacketPort {
     type Tx = TxRing;
     type Rx = RxRing;
