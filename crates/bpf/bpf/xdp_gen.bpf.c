@@ -132,7 +132,19 @@ struct gen_state {
 			     * worst stall (preemption, interrupts) */
 	__u64 shift_ns;	    /* how far the schedule was shifted in all */
 	__u64 shifts;	    /* how many times */
+	__u64 credit;	    /* frames known to be due: sent without a clock read */
+	__u64 granted;	    /* the credit given at the last clock read */
 };
+
+/* A generator more than LR_CREDIT frames behind its schedule, whose ticks
+ * take longer than the catch-up gap, sends the next LR_CREDIT frames
+ * without reading the clock: they were due when it last read it. Each
+ * frame still carries its own scheduled time. Reading the clock is a
+ * third of a tick's cost (docs/BENCHMARKS.md), and at the generator's
+ * ceiling every tick sends; a generator that keeps up is never that far
+ * behind and reads the clock every tick, as does one catching up faster
+ * than min_gap_ns allows (the credit would burst). */
+#define LR_CREDIT 7
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -255,48 +267,11 @@ static __always_inline int stamp(void *data, void *data_end, struct gen_config *
 	return XDP_TX;
 }
 
-SEC("xdp")
-int lr_generate(struct xdp_md *ctx)
+/* Stamps frame `seq`, scheduled at `due` (CLOCK_MONOTONIC), and sends it. */
+static __always_inline int send(struct xdp_md *ctx, struct gen_config *cfg, __u64 seq, __u64 due)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u32 zero = 0;
-
-	struct gen_config *cfg = bpf_map_lookup_elem(&gen_config, &zero);
-	struct gen_state *st = bpf_map_lookup_elem(&gen_state, &zero);
-	if (!cfg || !st)
-		return XDP_ABORTED;
-
-	/* Only this object's own generator thread runs it (one copy of the
-	 * object per thread), so the state needs no atomic operations. */
-	__u64 now = bpf_ktime_get_ns();
-	st->ticks++;
-	if (!st->start_ns)
-		st->start_ns = now;
-	else if (now - st->last_tick_ns > st->max_gap_ns && st->next_seq < cfg->total)
-		st->max_gap_ns = now - st->last_tick_ns;
-	st->last_tick_ns = now;
-	__u64 seq = st->next_seq;
-	if (seq >= cfg->total || now - st->start_ns - st->shift_ns > cfg->give_up_ns)
-		return XDP_DROP;
-	__u64 due = st->start_ns + st->shift_ns + ((seq * cfg->interval_q16) >> 16);
-	if (now < due)
-		return XDP_DROP;
-	/* Held up (the CPU was taken) for longer than max_late_ns: the frames
-	 * due meanwhile are not caught up in a burst, which would overflow the
-	 * DUT's input queue and measure the tester's hiccup as the device's
-	 * loss; the rest of the schedule moves back instead, as if the trial
-	 * had paused. The DUT sees the trial's rate, with a pause. */
-	if (cfg->max_late_ns && now - due > cfg->max_late_ns) {
-		__u64 shift = now - due - cfg->max_late_ns;
-		st->shift_ns += shift;
-		st->shifts++;
-		due += shift;
-	}
-	if (seq && now - st->last_ns < cfg->min_gap_ns)
-		return XDP_DROP;
-	st->next_seq = seq + 1;
-	st->last_ns = now;
 	__u64 ts = due + cfg->clock_offset;
 	__u32 ts32 = (__u32)ts;
 
@@ -319,6 +294,68 @@ int lr_generate(struct xdp_md *ctx)
 	default: /* IPv4 */
 		return stamp(data, data_end, cfg, k, seq, ts32, LR_SIG_OFFSET);
 	}
+}
+
+SEC("xdp")
+int lr_generate(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+
+	struct gen_config *cfg = bpf_map_lookup_elem(&gen_config, &zero);
+	struct gen_state *st = bpf_map_lookup_elem(&gen_state, &zero);
+	if (!cfg || !st)
+		return XDP_ABORTED;
+
+	/* Only this object's own generator thread runs it (one copy of the
+	 * object per thread), so the state needs no atomic operations. */
+	st->ticks++;
+	__u64 seq = st->next_seq;
+	__u64 due;
+	if (st->credit) {
+		/* Due at the last clock read (LR_CREDIT), and before the give-up
+		 * time then: credit is never more than the frames left. */
+		st->credit--;
+		due = st->start_ns + st->shift_ns + ((seq * cfg->interval_q16) >> 16);
+		st->next_seq = seq + 1;
+		return send(ctx, cfg, seq, due);
+	}
+	__u64 now = bpf_ktime_get_ns();
+	if (!st->start_ns)
+		st->start_ns = now;
+	else if (now - st->last_tick_ns > st->max_gap_ns && st->next_seq < cfg->total)
+		st->max_gap_ns = now - st->last_tick_ns;
+	/* The ticks since the last read (1 + the credit it gave) each took
+	 * longer than the catch-up gap: a credit now cannot burst. */
+	int slow_ticks = now - st->last_tick_ns >= cfg->min_gap_ns * (st->granted + 1);
+	st->last_tick_ns = now;
+	st->granted = 0;
+	if (seq >= cfg->total || now - st->start_ns - st->shift_ns > cfg->give_up_ns)
+		return XDP_DROP;
+	due = st->start_ns + st->shift_ns + ((seq * cfg->interval_q16) >> 16);
+	if (now < due)
+		return XDP_DROP;
+	/* Held up (the CPU was taken) for longer than max_late_ns: the frames
+	 * due meanwhile are not caught up in a burst, which would overflow the
+	 * DUT's input queue and measure the tester's hiccup as the device's
+	 * loss; the rest of the schedule moves back instead, as if the trial
+	 * had paused. The DUT sees the trial's rate, with a pause. */
+	if (cfg->max_late_ns && now - due > cfg->max_late_ns) {
+		__u64 shift = now - due - cfg->max_late_ns;
+		st->shift_ns += shift;
+		st->shifts++;
+		due += shift;
+	}
+	if (seq && now - st->last_ns < cfg->min_gap_ns)
+		return XDP_DROP;
+	st->next_seq = seq + 1;
+	st->last_ns = now;
+	/* More than LR_CREDIT frames behind: the next ones are due already. */
+	if (slow_ticks && seq + 1 + LR_CREDIT <= cfg->total &&
+	    ((now - due) << 16) > LR_CREDIT * cfg->interval_q16) {
+		st->credit = LR_CREDIT;
+		st->granted = LR_CREDIT;
+	}
+	return send(ctx, cfg, seq, due);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -253,7 +253,7 @@ impl XdpGenerator {
             cfg.headers_ext[k][..ext].copy_from_slice(&t.bytes()[SIGNATURE_OFFSET..sig_offset]);
         }
         cfg.sequence[..sequence.len()].copy_from_slice(sequence);
-        let zero_state = [0u8; 64]; // struct gen_state: 8 words
+        let zero_state = [0u8; 80]; // struct gen_state: 10 words
         let err = |source| BpfError::Map {
             what: "configuring the XDP generator",
             source,

@@ -118,6 +118,10 @@ fn every_generated_frame_is_counted_once() {
     use linerate_bpf::generator::{DEFAULT_BATCH, MAX_BATCH};
     for (size, frames, fps, every, sampled, batch) in [
         (64u16, 200_000u64, 1e6, 1u32, 200_000u64, DEFAULT_BATCH),
+        // Far above the generator's ceiling: every tick sends, most of the
+        // frames on the credit of the last clock read (LR_CREDIT), each
+        // stamped with its own scheduled time, never one in the future.
+        (64, 20_000, 1e9, 1, 20_000, DEFAULT_BATCH),
         (1518, 50_000, 2e5, 1, 50_000, DEFAULT_BATCH),
         (64, 100_001, 1e6, 8, 12_501, DEFAULT_BATCH),
         (128, 200_000, 1e6, 1, 200_000, MAX_BATCH),
