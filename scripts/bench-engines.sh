@@ -9,8 +9,11 @@
 #
 #   rows     trafgen (netsniff-ng, PACKET_TX_RING), dpdk-testpmd txonly over
 #            net_af_packet and net_af_xdp, xdp-trafficgen (xdp-tools >= 1.5,
-#            XDP live frames, the peer of linerate's xdp engine), iperf3 -u,
-#            and `linerate trial` with each engine (af_packet, af_xdp, xdp)
+#            XDP live frames, the peer of linerate's xdp engine), with
+#            --xdp-bench also xdp-trafficgen into xdp-bench's `drop -p
+#            read-data` at the receiver (the peer of linerate's whole xdp
+#            pipeline: an XDP generator into an XDP sink that reads every
+#            frame), iperf3 -u, and `linerate trial` with each engine
 #   columns  frames/s at 64 and 1518 bytes (frame size with the 4-byte FCS),
 #            counted at the receiving veth; Gbit/s L2 for 1518
 #   cores    every generator (all user space of every tool) on CPU 0, the
@@ -27,9 +30,11 @@
 # Usage (root):  scripts/bench-engines.sh [--duration S] [--rounds N] [--out FILE] [--tx-threads N]
 #                    [--linerate PATH] [--engines "af_packet af_xdp xdp af_packet/socket af_xdp/socket"]
 #                    [--mem-engine E] [--line-speed 100G] [--warmup S] [--xdp-trafficgen PATH]
+#                    [--xdp-bench PATH]
 # --rounds N repeats every row N times (interleaved) and reports the best.
 # Environment equivalents: BENCH_DURATION, BENCH_ROUNDS, BENCH_OUT, TX_THREADS, LINERATE,
-# BENCH_ENGINES, MEM_ENGINE, BENCH_LINE_SPEED, BENCH_WARMUP, XDP_TRAFFICGEN. See docs/BENCHMARKS.md.
+# BENCH_ENGINES, MEM_ENGINE, BENCH_LINE_SPEED, BENCH_WARMUP, XDP_TRAFFICGEN, XDP_BENCH.
+# See docs/BENCHMARKS.md.
 set -euo pipefail
 
 ME=bench-engines
@@ -51,6 +56,7 @@ MEM_ENGINE=${MEM_ENGINE:-af_packet}
 LINE_SPEED=${BENCH_LINE_SPEED:-100G}
 LINERATE=${LINERATE:-}
 XDP_TRAFFICGEN=${XDP_TRAFFICGEN:-}
+XDP_BENCH=${XDP_BENCH:-}
 SIZES=(64 1518)
 TX_CPU=0
 RX_CPU=1
@@ -71,6 +77,7 @@ while [ $# -gt 0 ]; do
         --mem-engine) MEM_ENGINE=${2:?}; shift 2 ;;
         --line-speed) LINE_SPEED=${2:?}; shift 2 ;;
         --xdp-trafficgen) XDP_TRAFFICGEN=${2:?}; shift 2 ;;
+        --xdp-bench) XDP_BENCH=${2:?}; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "$ME: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -116,6 +123,15 @@ if [ -z "$XTG_VERSION" ]; then
 elif ! printf '%s\n' "1.5" "$XTG_VERSION" | sort -V -C; then
     MISSING[xdp-trafficgen]="xdp-trafficgen v$XTG_VERSION is older than v1.5 and cannot load here (build xdp-tools v1.5.8 from source; pass --xdp-trafficgen PATH)"
 fi
+# xdp-bench (the same xdp-tools build): the XDP sink of the xdp-trafficgen
+# row that the receiver's stack does not slow (`drop -p read-data`).
+XDP_SINK_ROW="xdp-trafficgen -> xdp-bench"
+if [ -n "$XDP_BENCH" ] && [ ! -x "$XDP_BENCH" ]; then
+    MISSING[xdp-bench]="xdp-bench not found at $XDP_BENCH (build xdp-tools v1.5.8 from source: make -C xdp-bench)"
+elif [ -z "$XDP_BENCH" ]; then
+    MISSING[xdp-bench]="no --xdp-bench PATH given"
+fi
+[ -z "${MISSING[xdp-trafficgen]:-}" ] || MISSING[xdp-bench]=${MISSING[xdp-trafficgen]}
 GNU_TIME=
 if [ -x /usr/bin/time ] && /usr/bin/time --version 2>&1 | grep -q GNU; then GNU_TIME=/usr/bin/time; fi
 if [ -z "$LINERATE" ]; then
@@ -454,6 +470,29 @@ row_xdp_trafficgen() {
         --pkt-size "$len" --threads 1 "$IF_TX"
 }
 
+# xdp-trafficgen's frames into `xdp-bench drop -p read-data` on the
+# receiving veth: each frame read and dropped at the XDP hook, as
+# linerate's counter does (which also parses, checks and counts it). The
+# sink runs with the receiver's NAPI (its user space only polls counters).
+row_xdp_sink() {
+    local size=$1 len sink
+    len=$(( size - 4 < 64 ? 64 : size - 4 ))
+    if [ -n "${MISSING[xdp-bench]:-}" ]; then result "$XDP_SINK_ROW" "$size" na 0 0 0 0 0 "${MISSING[xdp-bench]}" ""; return 0; fi
+    spawn "$SCRATCH/xdp-bench-$size-r$ROUND.log" ip netns exec "$RX_NS" taskset -c "$TX_CPU" \
+        "$XDP_BENCH" drop -p read-data -i 10 "$IF_RX"
+    sink=$SPAWNED
+    sleep 1
+    if ! alive "$sink"; then
+        result "$XDP_SINK_ROW" "$size" na 0 0 0 0 0 "xdp-bench exited: $(first_error "$SCRATCH/xdp-bench-$size-r$ROUND.log")" ""
+        return 0
+    fi
+    measure_peer "$XDP_SINK_ROW" "$size" "$SCRATCH/xdp-sink-$size-r$ROUND.log" \
+        ip netns exec "$NS_TX" taskset -c "$TX_CPU" \
+        "$XDP_TRAFFICGEN" udp --dst-mac "$(mac_of "$RX_NS" "$IF_RX")" --src-mac "$(mac_of "$NS_TX" "$IF_TX")" \
+        --pkt-size "$len" --threads 1 "$IF_TX"
+    stop_group "$sink"
+}
+
 row_iperf3() {
     local size=$1 payload=$(( $1 - 46 )) srv
     if [ -n "${MISSING[iperf3]:-}" ]; then result "iperf3 -u" "$size" na 0 0 0 0 0 "${MISSING[iperf3]}" ""; return 0; fi
@@ -583,6 +622,7 @@ for ROUND in $(seq "$ROUNDS"); do
             run_row "testpmd $pmd" "$size" row_testpmd "$pmd" "$size"
         done
         run_row xdp-trafficgen "$size" row_xdp_trafficgen "$size"
+        run_row "$XDP_SINK_ROW" "$size" row_xdp_sink "$size"
         for engine in $ENGINES; do
             run_row "linerate $engine" "$size" row_linerate "$engine" "$size"
         done
@@ -635,7 +675,7 @@ ratio() { # A B -> A/B at 64 B, or n/a
     awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'
 }
 
-ROWS=(trafgen "testpmd af_packet" "testpmd af_xdp" xdp-trafficgen "iperf3 -u")
+ROWS=(trafgen "testpmd af_packet" "testpmd af_xdp" xdp-trafficgen "$XDP_SINK_ROW" "iperf3 -u")
 for e in $ENGINES; do ROWS+=("linerate $e"); done
 
 echo
@@ -674,7 +714,7 @@ echo "Receiving CPU per frame: NAPI kthread CPU time / frames received, ns (64 B
 for r in "${ROWS[@]}"; do printf '  %-25s %6s | %6s\n' "$r" "$(napi_med "$r" 64)" "$(napi_med "$r" 1518)"; done
 
 best_peer=; best_fps=0
-for p in trafgen "testpmd af_packet" "testpmd af_xdp" xdp-trafficgen "iperf3 -u"; do
+for p in trafgen "testpmd af_packet" "testpmd af_xdp" xdp-trafficgen "$XDP_SINK_ROW" "iperf3 -u"; do
     if [ "$(field "$p" 64 status)" = ok ]; then
         f=$(field "$p" 64 fps)
         if [ "$f" -gt "$best_fps" ]; then best_fps=$f; best_peer=$p; fi
@@ -689,7 +729,7 @@ per_round() {
         $2 == 64 && $col["status"] == "ok" {
             r = $col["round"]; f = $col["fps"] + 0; rounds[r] = 1
             if ($1 == a) fa[r] = f
-            if (b == "PEERS" && ($1 == "trafgen" || $1 ~ /^testpmd / || $1 == "xdp-trafficgen" || $1 == "iperf3 -u")) { if (f > fb[r]) fb[r] = f }
+            if (b == "PEERS" && ($1 == "trafgen" || $1 ~ /^testpmd / || $1 ~ /^xdp-trafficgen/ || $1 == "iperf3 -u")) { if (f > fb[r]) fb[r] = f }
             else if ($1 == b) fb[r] = f
         }
         END {
@@ -736,7 +776,8 @@ gen_fps() { # ROW SIZE -> frames generated per second, or empty
 }
 xdp_gen_line() {
     local a b
-    a=$(gen_fps "linerate xdp" 64); b=$(gen_fps xdp-trafficgen 64)
+    a=$(gen_fps "linerate xdp" 64); b=$(gen_fps "$XDP_SINK_ROW" 64)
+    [ -n "$b" ] || b=$(gen_fps xdp-trafficgen 64)
     if [ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt 0 ]; then
         printf '  %-48s %s  (%s / %s Mframes/s generated: received + refused by the receiver'"'"'s ring)\n' \
             "linerate xdp / xdp-trafficgen, generated" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", a / b }')" \
@@ -746,6 +787,7 @@ xdp_gen_line() {
     fi
 }
 ratio_line "linerate xdp / xdp-trafficgen, received" "linerate xdp" xdp-trafficgen
+ratio_line "linerate xdp / xdp-trafficgen -> xdp-bench" "linerate xdp" "$XDP_SINK_ROW"
 xdp_gen_line
 if [ -n "$best_peer" ]; then
     ratio_line "linerate xdp / best peer ($best_peer)" "linerate xdp" "$best_peer" PEERS
