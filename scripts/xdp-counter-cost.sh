@@ -12,7 +12,7 @@
 # the bench).
 #
 # Usage (root):  scripts/xdp-counter-cost.sh [--linerate PATH] [--duration S] [--size 64] [--repeat N]
-#                                           [--frame-check headers|payload[,..]]
+#                                           [--frame-check payload|headers[,..]] (default payload)
 # With several frame checks (e.g. headers,payload) each round runs one
 # trial per check, alternating, so they share the machine's state.
 # Needs bpftool (Debian: bpftool), ip, ethtool, taskset, jq. bpf_stats_enabled
@@ -24,7 +24,7 @@ LINERATE=${LINERATE:-}
 DURATION=6
 SIZE=64
 REPEAT=1
-CHECKS=headers
+CHECKS=payload
 while [ $# -gt 0 ]; do
     case "$1" in
         --linerate) LINERATE=${2:?}; shift 2 ;;

@@ -161,12 +161,14 @@ static __always_inline int ipv4_header_ok(struct xdp_md *ctx, struct iphdr *ip, 
 	return fold16(sum) == 0xffff;
 }
 
-/* The UDP checksum over the datagram of `len` bytes at `off`, with the
- * pseudo-header (the `addrs_len` bytes of source and destination address
- * at `addrs_off`, the protocol, the UDP length): right when everything
- * adds up to 0xffff. */
-static __always_inline int udp_checksum_ok(struct xdp_md *ctx, __u32 off, __u32 len,
-					   __u32 addrs_off, __u32 addrs_len)
+/* The UDP checksum over a datagram that has fragments (a jumbo frame in
+ * several buffers): `len` bytes at `off`, with the pseudo-header (the
+ * `addrs_len` bytes of source and destination address at `addrs_off`, the
+ * protocol, the UDP length), summed over chunks that bpf_xdp_load_bytes
+ * copies out, since it reads across fragments: right when everything adds
+ * up to 0xffff. */
+static __always_inline int udp_checksum_copied(struct xdp_md *ctx, __u32 off, __u32 len,
+					       __u32 addrs_off, __u32 addrs_len)
 {
 	__u32 zero = 0;
 	struct csum_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
@@ -194,6 +196,112 @@ static __always_inline int udp_checksum_ok(struct xdp_md *ctx, __u32 off, __u32 
 		__u32 size = (n + 3) & 0x3fc;
 		sum = (__u32)bpf_csum_diff(0, 0, (void *)s->buf, size, sum);
 	}
+	return fold16(sum) == 0xffff;
+}
+
+/* The 32-bit words of `n` bytes (a multiple of 4) at p, added up inline:
+ * the one's-complement sum once folded, and in the byte order the words
+ * are read in, as bpf_csum_diff's. */
+#define LR_SUM_WORDS(sum, p, n)                                              \
+	do {                                                                 \
+		_Pragma("unroll") for (int _w = 0; _w < (n) / 4; _w++)       \
+			(sum) += ((__u32 *)(p))[_w];                         \
+	} while (0)
+
+/* p again, at an offset the verifier no longer knows (to it, the
+ * difference of two packet pointers is an unknown scalar; the mask keeps it
+ * below 16 KiB, past every offset of the largest frame, since the verifier
+ * takes a bounds check only when offset and piece fit in 64 KiB): so the
+ * bounds checks on p mark no other packet pointer, and all the ways through
+ * the sum (a piece summed or not) reach the same state, which keeps the
+ * verifier's work linear in the pieces rather than exponential. Costs three
+ * instructions. */
+#define LR_FORGET_OFFSET(p, data)                                           \
+	do {                                                                 \
+		__u64 _off = (p) - (data);                                   \
+		asm volatile("%0 &= 0x3fff" : "+r"(_off));                   \
+		(p) = (data) + _off;                                         \
+	} while (0)
+
+/* Sums piece k (a power of two) of what is left of the datagram when `left`
+ * has that bit: with bpf_csum_diff from 64 bytes up, inline below, where a
+ * helper call costs more than the loads. */
+#define LR_PIECE(k)                                                          \
+	if (left & (k)) {                                                    \
+		if (p + (k) > data_end)                                      \
+			return 0;                                            \
+		if ((k) >= 64)                                               \
+			sum += (__u32)bpf_csum_diff(0, 0, p, (k), 0);        \
+		else                                                         \
+			LR_SUM_WORDS(sum, p, (k));                           \
+		p += (k);                                                    \
+		LR_FORGET_OFFSET(p, data);                                   \
+	}
+
+/* The UDP checksum of a datagram whose `len` bytes at `udp` all lie in the
+ * frame's linear part (below data_end: every frame but a jumbo one in
+ * fragments), summed straight from packet memory: 512-byte pieces, then
+ * the rest by its binary digits (256 down to 4 bytes), then 0-3 bytes
+ * followed by zeros, as the checksum defines an odd tail. The pseudo-header
+ * is the `v4` or IPv6 addresses at `addrs`, the protocol and the length.
+ * Every piece's bounds are checked, so the verifier takes the reads; on a
+ * frame that passed the caller's test none fails. */
+static __always_inline int udp_checksum_linear(void *udp, __u32 len, void *addrs, int v4,
+					       void *data, void *data_end)
+{
+	__u64 sum = bpf_htons(IPPROTO_UDP) + bpf_htons(len);
+	if (v4) {
+		if (addrs + 8 > data_end)
+			return 0;
+		LR_SUM_WORDS(sum, addrs, 8);
+	} else {
+		if (addrs + 32 > data_end)
+			return 0;
+		LR_SUM_WORDS(sum, addrs, 32);
+	}
+	void *p = udp;
+	LR_FORGET_OFFSET(p, data);
+	__u32 left = len;
+	for (int i = 0; i < LR_CHUNKS; i++) {
+		if (left < LR_CHUNK)
+			break;
+		if (p + LR_CHUNK > data_end)
+			return 0;
+		sum += (__u32)bpf_csum_diff(0, 0, p, LR_CHUNK, 0);
+		p += LR_CHUNK;
+		LR_FORGET_OFFSET(p, data);
+		left -= LR_CHUNK;
+	}
+	if (left >= LR_CHUNK)
+		return 0;
+	LR_PIECE(256)
+	LR_PIECE(128)
+	LR_PIECE(64)
+	LR_PIECE(32)
+	LR_PIECE(16)
+	LR_PIECE(8)
+	LR_PIECE(4)
+	/* The last 0-3 bytes, in a word whose other bytes are zero. */
+	union {
+		__u32 w;
+		__u8 b[4];
+	} tail = { .w = 0 };
+	if (left & 2) {
+		if (p + 2 > data_end)
+			return 0;
+		tail.b[0] = ((__u8 *)p)[0];
+		tail.b[1] = ((__u8 *)p)[1];
+		if (left & 1) {
+			if (p + 3 > data_end)
+				return 0;
+			tail.b[2] = ((__u8 *)p)[2];
+		}
+	} else if (left & 1) {
+		if (p + 1 > data_end)
+			return 0;
+		tail.b[0] = ((__u8 *)p)[0];
+	}
+	sum += tail.w;
 	return fold16(sum) == 0xffff;
 }
 
@@ -335,8 +443,11 @@ int lr_count(struct xdp_md *ctx)
 		/* Zero in IPv4: the sender computed none (RFC 768); IPv6 requires one. */
 		if (udp->check == 0)
 			ok = v4;
+		else if ((void *)udp + udp_len <= data_end)
+			ok = udp_checksum_linear(udp, udp_len, addrs, v4, data, data_end);
 		else
-			ok = udp_checksum_ok(ctx, (void *)udp - data, udp_len, addrs - data, v4 ? 8 : 32);
+			ok = udp_checksum_copied(ctx, (void *)udp - data, udp_len, addrs - data,
+						 v4 ? 8 : 32);
 	}
 	if (!ok) {
 		count(&errored);

@@ -161,6 +161,139 @@ fn the_kernel_counter_takes_and_checks_exactly_the_frames_user_space_does() {
     }
 }
 
+/// `frame` (an IPv4 test frame, untagged or tagged: `l2` bytes of
+/// Ethernet) with `n` bytes of IPv4 options (NOPs, then an end of list)
+/// after its fixed header: IHL, total length and header checksum follow.
+/// The UDP checksum does not cover the IP header, so it stays right.
+fn with_ipv4_options(frame: &[u8], l2: usize, n: usize) -> Vec<u8> {
+    use linerate_wire::checksum::{fold, sum16};
+    let mut opts = vec![1u8; n]; // NOP
+    opts[n - 1] = 0; // end of options list
+    let mut f = frame[..l2 + 20].to_vec();
+    f.extend_from_slice(&opts);
+    f.extend_from_slice(&frame[l2 + 20..]);
+    let ip = &mut f[l2..];
+    ip[0] = 0x40 | ((20 + n) / 4) as u8;
+    let total = u16::from_be_bytes([ip[2], ip[3]]) + n as u16;
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    ip[10..12].copy_from_slice(&[0, 0]);
+    let csum = fold(sum16(&ip[..20 + n]));
+    ip[10..12].copy_from_slice(&csum.to_be_bytes());
+    f
+}
+
+/// The payload check (the UDP checksum) in the kernel against user space
+/// at every datagram length from the smallest to past two of the
+/// counter's 512-byte pieces (every remainder its binary decomposition
+/// and its 0-3 tail bytes can take), around the length where
+/// `BPF_PROG_TEST_RUN` starts putting the frame in fragments (the copy
+/// path), and the largest frame; IPv4 and IPv6, tagged or not, and IPv4
+/// with options: each frame intact is counted, and with one byte of its
+/// payload changed (the first after the signature, one in the middle, the
+/// last) errored, by both.
+#[test]
+fn the_payload_check_finds_every_changed_byte_at_every_length_as_user_space_does() {
+    if !linerate_bpf::root_or_skip("the XDP counter's payload check") {
+        return;
+    }
+    let mut counter = XdpCounter::load(4).expect("the XDP counter loads (as root)");
+    counter
+        .start_trial(
+            7,
+            4,
+            DEFAULT_UDP_PORT,
+            1 << 31,
+            FrameCheck::Payload,
+            u64::MAX,
+            SentFrom::default(),
+        )
+        .unwrap();
+    let sizes: Vec<u64> = (64..=1200)
+        .chain((3300..=3700).step_by(7))
+        .chain([4096, 8191, 9017, 9018])
+        .collect();
+    let v4 = |a: u32| IpAddr::from(Ipv4Addr::from(a));
+    let v6 = |a: u128| IpAddr::from(Ipv6Addr::from(a));
+    let mut checked = 0u64;
+    for (src_ip, dst_ip) in [
+        (v4(0xc612_0002), v4(0xc613_0002)),
+        (v6(0x2001_0db8 << 96 | 2), v6(0x2001_0db8_0001 << 80 | 2)),
+    ] {
+        for vlan in [None, Some(VlanTag { id: 10, pcp: 0 })] {
+            let flow = FlowSpec {
+                src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+                dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+                src_ip,
+                dst_ip,
+                src_port: DEFAULT_UDP_PORT,
+                dst_port: DEFAULT_UDP_PORT,
+                ttl: 64,
+                vlan,
+            };
+            let encap = flow.encap();
+            let l2 = if vlan.is_some() { 18 } else { 14 };
+            for &size in &sizes {
+                let Ok(size) = FrameSize::from_frame_in(size, &encap) else {
+                    continue; // below this layout's smallest frame
+                };
+                let t = FrameTemplate::new(&flow, size);
+                let mut f = vec![0u8; t.len()];
+                let seq = u32::from(size.frame()); // never a multiple of 2^31: no timestamp check
+                t.write(
+                    &mut f,
+                    Signature {
+                        stream: 7,
+                        seq,
+                        tx_ts: 0,
+                    },
+                );
+                let mut frames = vec![f.clone()];
+                if src_ip.is_ipv4() {
+                    // Options of 4 and 40 bytes, where the frame stays within the largest.
+                    for n in [4, 40] {
+                        if f.len() + n <= 9014 {
+                            frames.push(with_ipv4_options(&f, l2, n));
+                        }
+                    }
+                }
+                for f in frames {
+                    let udp = if src_ip.is_ipv4() {
+                        l2 + (f[l2] & 0x0f) as usize * 4
+                    } else {
+                        l2 + 40
+                    };
+                    let payload = udp + 8 + 12; // after UDP header and signature
+                    let end = udp + u16::from_be_bytes([f[udp + 4], f[udp + 5]]) as usize;
+                    let kernel = counter.verdict(&f).unwrap();
+                    assert_eq!(
+                        (kernel, intact(&f, f.len(), FrameCheck::Payload)),
+                        (Verdict::Counted, true),
+                        "{size:?} B {src_ip} {vlan:?} intact, {} B frame",
+                        f.len()
+                    );
+                    let mut at = vec![end - 1];
+                    if payload < end {
+                        at.extend([payload, (payload + end) / 2]);
+                    }
+                    for at in at {
+                        let mut d = f.clone();
+                        d[at] ^= 0x5a;
+                        let kernel = counter.verdict(&d).unwrap();
+                        assert_eq!(
+                            (kernel, intact(&d, d.len(), FrameCheck::Payload)),
+                            (Verdict::Errored, false),
+                            "{size:?} B {src_ip} {vlan:?}, {} B frame, byte {at} changed",
+                            d.len()
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 4 * 1100, "{checked} frames checked");
+}
+
 /// One trial of stream 7 in the kernel counter: the frames it is given
 /// and what it must make of them.
 struct SeqCase {

@@ -173,8 +173,8 @@ pub struct PortArgs {
     /// Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way.
     #[arg(long, default_value = "auto", value_name = "auto|N", value_parser = linerate_engine::LatencySampling::parse)]
     pub latency_every: linerate_engine::LatencySampling,
-    /// How deep every received test frame is checked before it counts: headers (the frame's length against its IP length, the UDP length, the IPv4 header checksum; a few ns a frame) or payload (also the UDP checksum over the whole frame, which finds any damaged bit; costs more as frames grow). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received.
-    #[arg(long, default_value = "headers", value_name = "headers|payload", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<linerate_wire::FrameCheck>()))]
+    /// How deep every received test frame is checked before it counts: payload (the frame's length against its IP length, the UDP length, the IPv4 header checksum, and the UDP checksum over the whole frame, which finds any damaged byte) or headers (all but the UDP checksum: a damaged payload goes unseen; for the last few percent of a receiver's rate). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received.
+    #[arg(long, default_value = "payload", value_name = "headers|payload", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<linerate_wire::FrameCheck>()))]
     pub frame_check: linerate_wire::FrameCheck,
     /// A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random.
     #[arg(long = "range")]

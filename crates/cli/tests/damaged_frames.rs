@@ -28,6 +28,15 @@ struct {
 	__type(value, __u64);
 } lr_damaged SEC(".maps");
 
+#if MODE == 6
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lr_seen SEC(".maps");
+#endif
+
 /* Untagged IPv4, IHL 5: the signature at IP offset 28 (magic), 32 (seq), 36 (tx_ts). */
 #define IP 14
 SEC("tc")
@@ -49,6 +58,24 @@ int damage(struct __sk_buff *skb)
 	if (dropped)
 		__sync_fetch_and_add(dropped, 1);
 	return TC_ACT_SHOT;
+#endif
+#if MODE == 6 /* every 50th UDP packet: byte 100 of the IP packet inverted, checksums left */
+	/* Knows nothing of linerate's frames: counts UDP packets, damages one in 50. */
+	__u8 proto, b;
+	if (skb->protocol != bpf_htons(ETH_P_IP) ||
+	    bpf_skb_load_bytes(skb, IP + 9, &proto, 1) || proto != 17 ||
+	    bpf_skb_load_bytes(skb, IP + 100, &b, 1))
+		return TC_ACT_OK;
+	__u32 k = 0;
+	__u64 *seen = bpf_map_lookup_elem(&lr_seen, &k);
+	if (!seen || __sync_fetch_and_add(seen, 1) % 50 != 49)
+		return TC_ACT_OK;
+	b ^= 0xff;
+	bpf_skb_store_bytes(skb, IP + 100, &b, 1, 0);
+	__u64 *hit = bpf_map_lookup_elem(&lr_damaged, &k);
+	if (hit)
+		__sync_fetch_and_add(hit, 1);
+	return TC_ACT_OK;
 #endif
 	if (skb->protocol != bpf_htons(ETH_P_IP) ||
 	    bpf_skb_load_bytes(skb, IP + 28, &magic, 2) || magic != bpf_htons(0x4C52) ||
@@ -158,7 +185,15 @@ fn damaged(r: &str) -> u64 {
         .find_map(|f| f["options"]["prog"]["id"].as_u64())
         .expect("the damage program's id");
     let info = json("bpftool", &["-j", "prog", "show", "id", &prog.to_string()]);
-    let map = info["map_ids"][0].as_u64().expect("the program's map");
+    let map = info["map_ids"]
+        .as_array()
+        .expect("the program's maps")
+        .iter()
+        .filter_map(Value::as_u64)
+        .find(|id| {
+            json("bpftool", &["-j", "map", "show", "id", &id.to_string()])["name"] == "lr_damaged"
+        })
+        .expect("the program's map lr_damaged");
     let dump = json("bpftool", &["-j", "map", "dump", "id", &map.to_string()]);
     let value = &dump[0]["value"];
     // A u64 with BTF is a number; without, bytes.
@@ -261,11 +296,13 @@ const DAMAGES: &[Damage] = &[
         frame_check: "payload",
         latency_above_1us: false,
     },
+    // With the headers check, so that the timestamp rule finds it (the
+    // default check finds it by the UDP checksum, which covers the stamp).
     Damage {
         name: "a timestamp in the future, kept out of latency",
         tag: "dt",
         mode: 2,
-        extra: &[],
+        extra: &["--frame-check", "headers"],
         frame_check: "headers",
         latency_above_1us: true,
     },
@@ -274,7 +311,7 @@ const DAMAGES: &[Damage] = &[
         tag: "dc",
         mode: 3,
         extra: &[],
-        frame_check: "headers",
+        frame_check: "payload",
         latency_above_1us: false,
     },
     // Errored, not reordered.
@@ -286,16 +323,16 @@ const DAMAGES: &[Damage] = &[
         frame_check: "payload",
         latency_above_1us: false,
     },
-    // With the default check (the payload not read, so the broken UDP
+    // With the headers check (the payload not read, so the broken UDP
     // checksum unseen), a sequence number beyond what the trial sent is
     // still damaged: every receiver knows how many frames each stream
     // sends. Before, each such number became the stream's highest and the
     // frames after it counted as reordered (RFC 4737's discontinuity).
     Damage {
-        name: "a sequence number beyond the trial, by the default check",
+        name: "a sequence number beyond the trial, by the headers check",
         tag: "dq",
         mode: 4,
-        extra: &[],
+        extra: &["--frame-check", "headers"],
         frame_check: "headers",
         latency_above_1us: false,
     },
@@ -328,7 +365,7 @@ fn a_flipped_payload_byte_is_not_seen_by_the_headers_check() {
     if !root_or_skip("a_flipped_payload_byte_is_not_seen_by_the_headers_check") {
         return;
     }
-    let (v, n) = run("dh", 1, &[]);
+    let (v, n) = run("dh", 1, &["--frame-check", "headers"]);
     assert_eq!(v["frame_check"], "headers", "{v}");
     assert_eq!(
         (n, u(&v, "errored_frames"), u(&v, "rx_frames")),
@@ -337,8 +374,39 @@ fn a_flipped_payload_byte_is_not_seen_by_the_headers_check() {
     );
 }
 
+/// With default options, a DUT that damages the payload of every 50th
+/// UDP packet, knowing nothing of linerate's frames (a tc program on the
+/// router's egress towards port B that counts UDP packets and inverts
+/// byte 100 of every 50th one's IP packet, inside the UDP payload of a
+/// 128-byte frame, checksums left as they were): every frame it damaged
+/// is errored and lost, by the receiver the defaults pick and by the
+/// other one, and the record says the payload was checked. With the
+/// headers check they all count as received.
+#[test]
+fn payload_damage_is_errored_and_lost_with_default_options() {
+    if !root_or_skip("payload_damage_is_errored_and_lost_with_default_options") {
+        return;
+    }
+    for (tag, extra) in [("pd", &[][..]), ("ps", &["--receiver", "socket"][..])] {
+        let case = format!("default options {extra:?}");
+        let (v, n) = run(tag, 6, extra);
+        assert_eq!(v["frame_check"], "payload", "{case}: {v}");
+        // 20,000 frames, every 50th damaged; a UDP packet that is no test
+        // frame would show as a mismatch below.
+        assert_errored_of(&case, &v, n, 20_000, 400);
+    }
+    // The same DUT with the headers check: nothing seen.
+    let (v, n) = run("ph", 6, &["--frame-check", "headers"]);
+    assert_eq!(v["frame_check"], "headers", "{v}");
+    assert_eq!(
+        (n, u(&v, "errored_frames"), u(&v, "rx_frames")),
+        (400, 0, 20_000),
+        "{v}"
+    );
+}
+
 /// In a trial longer than the timestamp's 4.29-s wrap, a stamp 1 s in
-/// the future is still told from a late frame, with the default check
+/// the future is still told from a late frame, with the headers check
 /// (the UDP checksum, which covers the stamp, not read): frame n left no
 /// earlier than n intervals into the trial, so it cannot have taken the
 /// 3.29 s its stamp reads. With the trial's start alone as the bound,
@@ -350,7 +418,12 @@ fn a_timestamp_in_the_future_is_errored_late_in_a_trial_longer_than_its_wrap() {
         return;
     }
     for receiver in ["kernel", "socket"] {
-        let (v, n) = run_for("dw", 2, "5s", &["--receiver", receiver]);
+        let (v, n) = run_for(
+            "dw",
+            2,
+            "5s",
+            &["--receiver", receiver, "--frame-check", "headers"],
+        );
         assert_eq!(v["frame_check"], "headers", "{v}");
         // Frames 7, 263, ... of 100,000: 391 of them.
         assert_errored_of(&format!("--receiver {receiver}"), &v, n, 100_000, 391);

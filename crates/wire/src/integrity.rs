@@ -6,18 +6,22 @@
 //! each frame's FCS and payload. A damaged frame counts as *errored*: lost,
 //! never received, and left out of the sequence and latency statistics.
 //!
-//! Two depths, because the payload is most of what a large frame costs:
+//! Two depths:
 //!
-//! * [`FrameCheck::Headers`] (the default): the frame is as long as its IP
+//! * [`FrameCheck::Payload`] (the default): the frame is as long as its IP
 //!   header says (no more, but for Ethernet padding of a minimum-size
-//!   frame; no less), the UDP length is the IP payload's, and the IPv4
-//!   header checksum is right. A few ns per frame at any size.
-//! * [`FrameCheck::Payload`]: also the UDP checksum over the whole datagram
+//!   frame; no less), the UDP length is the IP payload's, the IPv4 header
+//!   checksum is right, and so is the UDP checksum over the whole datagram
 //!   (pseudo-header, signature and payload), which linerate's generators
-//!   always write; it finds a single damaged bit anywhere in the frame.
-//!   An IPv4 checksum of zero says "none" (RFC 768) and is accepted; in
-//!   IPv6 it is mandatory, so zero is damage. IPv6 has no header checksum:
-//!   its traffic class, flow label and hop limit are covered by nothing.
+//!   always write: it finds a single damaged byte anywhere in the frame, as
+//!   a hardware tester checks every frame at line rate. An IPv4 checksum of
+//!   zero says "none" (RFC 768) and is accepted; in IPv6 it is mandatory,
+//!   so zero is damage. IPv6 has no header checksum: its traffic class,
+//!   flow label and hop limit are covered by nothing.
+//! * [`FrameCheck::Headers`]: all of that but the UDP checksum, for whoever
+//!   needs the last few percent of a receiver's rate (docs/ENGINES.md has
+//!   what each costs the in-kernel counter): a damaged payload byte goes
+//!   unseen.
 //!
 //! The receivers add one check of their own: a timestamp in the future
 //! (a latency that would be negative) is damage too.
@@ -35,9 +39,9 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum FrameCheck {
     /// Lengths and the IPv4 header checksum.
-    #[default]
     Headers,
     /// Also the UDP checksum over the whole datagram.
+    #[default]
     Payload,
 }
 
@@ -53,7 +57,7 @@ impl FrameCheck {
     pub fn describe(self) -> &'static str {
         match self {
             FrameCheck::Headers => {
-                "lengths, IPv4 header checksum and timestamp of every frame (--frame-check payload adds the UDP checksum)"
+                "lengths, IPv4 header checksum and timestamp of every frame, not its payload (--frame-check headers)"
             }
             FrameCheck::Payload => {
                 "lengths, IPv4 header checksum, timestamp and UDP checksum over the whole payload of every frame"

@@ -25,9 +25,10 @@ pub struct AfPacketOptions {
     pub rx_block_size: usize,
     /// Receive ring: number of blocks.
     pub rx_blocks: usize,
-    /// Bytes of each received frame copied into the ring: the receiver only
-    /// reads headers and the signature, so copying whole 1518-byte frames
-    /// would only cost time. The frame's real length is still reported.
+    /// Bytes of each received frame copied into the ring: the headers and
+    /// the signature by default, all a receiver with the headers check
+    /// reads. A session checking payloads (its default) or decrypting ESP
+    /// asks for whole frames. The frame's real length is still reported.
     pub rx_snaplen: u32,
     /// The port receives through a CPU's backlog (a lab port with deep
     /// queues): XDP programs on it (the in-kernel counter, the AF_XDP

@@ -36,8 +36,9 @@ pub(super) struct Attached {
 }
 
 /// The socket options the ports open with: the whole frame is copied up
-/// when the payload is checked (the UDP checksum covers all of it) or ESP
-/// is decrypted (verified whole); else the default snap length.
+/// when the payload is checked (the default: the UDP checksum covers all
+/// of it) or ESP is decrypted (verified whole); else, with
+/// `--frame-check headers`, the default snap length, headers and signature.
 pub(super) fn rx_options(plan: &BedPlan, max_frame_len: usize) -> AfPacketOptions {
     let mut opts = AfPacketOptions {
         max_frame_len,
