@@ -164,7 +164,7 @@ impl PortArgs {
                     "--tx-threads",
                     self.tx_threads > 1,
                     false,
-                    format!("above 1 sends clear frames only, and {peer} encrypts every frame of an SA on one thread: leave --tx-threads out"),
+                    format!("above 1 sends clear frames only, and {peer} encrypts and decrypts every frame in user space, each SA's on one thread: leave --tx-threads out"),
                 ),
                 Rule::new(
                     "--bidirectional",
@@ -428,7 +428,7 @@ mod tests {
             (&format!("{EXTERNAL} --straggler-wait soon"), "--straggler-wait"),
             (&format!("{EXTERNAL} --gw-mac-a ff:ff:ff:ff:ff:ff"), "broadcast"),
             (&format!("{EXTERNAL} --range nonsense"), "--range"),
-            ("--lab --tx-threads 2 --engine af_packet", "--tx-threads"),
+            ("--lab --tx-threads 2 --engine af_xdp", "--tx-threads"),
             ("--lab --vlan 5000", "5000"),
             // Options out of their mode.
             ("--lab --gw-mac-a 02:00:00:00:00:01", "--gw-mac-a is for ports you name"),

@@ -141,7 +141,7 @@ mod tests {
         assert_eq!(p.stored, Calibration::default());
         assert!(plan("").unwrap().ports.is_none());
         for (args, says) in [
-            ("--engine af_packet --tx-threads 2", "--tx-threads"),
+            ("--engine af_xdp --tx-threads 2", "--tx-threads"),
             (
                 "--engine xdp --receiver socket",
                 "--receiver socket hands every frame",
