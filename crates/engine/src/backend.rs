@@ -254,31 +254,11 @@ impl<T: TxQueue + Send> Transmitter for QueueTx<T> {
                 Some(transform) => generate(queue, &schedule, stop, transform)?,
             });
         }
-        // A thread per queue, each pinned to one CPU of its own (shared
-        // round-robin when there are fewer CPUs than threads).
-        let parts = std::thread::scope(|scope| {
-            let handles: Vec<_> = self.queues[..n as usize]
-                .iter_mut()
-                .enumerate()
-                .map(|(k, queue)| {
-                    let cpu = (!job.cpus.is_empty()).then(|| job.cpus[k % job.cpus.len()]);
-                    scope.spawn(move || {
-                        if let Some(cpu) = cpu {
-                            let _ = crate::cpu::pin_current_thread(&[cpu]);
-                        }
-                        let schedule = thread_schedule(job, n, k as u16);
-                        generate(queue, &schedule, stop, &mut Unchanged).map_err(EngineError::from)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(EngineError::Thread("a generator thread panicked".into()))
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()
+        // A thread per queue, each pinned to one CPU of its own.
+        let queues = self.queues[..n as usize].iter_mut();
+        let parts = crate::cpu::on_pinned_threads(queues, job.cpus, |k, queue| {
+            let schedule = thread_schedule(job, n, k as u16);
+            Ok(generate(queue, &schedule, stop, &mut Unchanged)?)
         })?;
         Ok(Sent::of_threads(parts))
     }

@@ -164,33 +164,11 @@ impl Transmitter for XdpTransmitter {
                 stop,
             )?]
         } else {
-            // A thread per generator, each pinned to one CPU of its own
-            // (shared round-robin when there are fewer CPUs than threads).
+            // A thread per generator, each pinned to one CPU of its own.
             let generators = &self.generators[..n as usize];
-            let results = std::thread::scope(|scope| {
-                let handles: Vec<_> = generators
-                    .iter()
-                    .enumerate()
-                    .map(|(k, generator)| {
-                        let cpu = (!job.cpus.is_empty()).then(|| job.cpus[k % job.cpus.len()]);
-                        scope.spawn(move || {
-                            if let Some(cpu) = cpu {
-                                let _ = crate::cpu::pin_current_thread(&[cpu]);
-                            }
-                            run_one(generator, watch, ifindex, netns, job, stop)
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            Err(EngineError::Thread("a generator thread panicked".into()))
-                        })
-                    })
-                    .collect::<Vec<_>>()
-            });
-            results.into_iter().collect::<Result<Vec<_>, _>>()?
+            crate::cpu::on_pinned_threads(generators, job.cpus, |_, generator| {
+                run_one(generator, watch, ifindex, netns, job, stop)
+            })?
         };
         // Frames: all threads'; send time: the longest thread's. Only a
         // frame the kernel reports as taken was sent, whatever the program
