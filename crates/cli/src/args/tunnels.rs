@@ -6,6 +6,23 @@ use crate::args::record::RecordArgs;
 use clap::Args;
 use std::path::PathBuf;
 
+/// `--ipsec-id`'s help. clap turns a literal `{n}` in help into a line
+/// break, so the placeholder's `n` is styled as a literal: the style's
+/// codes keep clap from seeing `{n}`, and a plain help (no terminal)
+/// prints `{n}` as written.
+fn ipsec_id_help() -> clap::builder::StyledStr {
+    use clap::builder::styling::{Effects, Style};
+    use std::fmt::Write;
+    let literal = Style::new().effects(Effects::BOLD);
+    let n = format!("{{{}n{}}}", literal.render(), literal.render_reset());
+    let mut help = clap::builder::StyledStr::new();
+    let _ = write!(
+        help,
+        "The peers' IKE identity (an address, @fqdn or user@domain) when the gateway wants another than each peer's own address; {n} (the tunnel's number, from 1) and {{addr}} (its outer address) give each peer its own, e.g. @peer{n}.vpn.example or user{n}@example"
+    );
+    help
+}
+
 /// The `--ipsec` options that fit many peers; `--ipsec` itself (implied),
 /// `--direction`, `--esp-keys` and `--pcap` (no packet command's test
 /// frames here) are hidden and refused when given.
@@ -21,7 +38,7 @@ use std::path::PathBuf;
     mut_arg("remote_net", |a| a.help("The network behind linerate, split into one equal slice per tunnel (each tunnel's own traffic selector): 200 tunnels in a /17 get a /25 each. In the lab: 198.19.128.0/17")),
     mut_arg("local_net", |a| a.help("The gateway's protected LAN, every tunnel's remote traffic selector (default: --ip-a's subnet; in the lab 198.18.0.0/24)")),
     mut_arg("psk_file", |a| a.help("The pre-shared key every peer uses, in a file only its owner can read (chmod 600); never on the command line. In the lab: the scenario's")),
-    mut_arg("ipsec_id", |a| a.help("The peers' IKE identity (an address, @fqdn or user@domain) when the gateway wants another than each peer's own address; {n} (the tunnel's number, from 1) and {addr} (its outer address) give each peer its own, e.g. @peer{n}.vpn.example or user{n}@example"))
+    mut_arg("ipsec_id", |a| a.help(ipsec_id_help()))
 )]
 pub struct TunnelsArgs {
     /// In the lab: the DUT is the vpn-gateway scenario's gateway (needs --scenario vpn-gateway[:SUITE]); a lab is built for the run.
@@ -88,4 +105,27 @@ pub struct TunnelsArgs {
     pub json: Option<PathBuf>,
     #[command(flatten)]
     pub record: RecordArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// `--ipsec-id`'s placeholders are printed as written (clap would
+    /// print a bare `{n}` as a line break).
+    #[test]
+    fn the_ipsec_id_help_shows_its_placeholders() {
+        let mut cli = crate::args::Cli::command();
+        let tunnels = cli.find_subcommand_mut("tunnels").expect("tunnels");
+        let help = tunnels.render_long_help().to_string();
+        let line: String = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for shown in [
+            "{n} (the tunnel's number",
+            "@peer{n}.vpn.example",
+            "user{n}@example",
+            "{addr}",
+        ] {
+            assert!(line.contains(shown), "'{shown}' not in:\n{help}");
+        }
+    }
 }
