@@ -45,9 +45,12 @@ pub enum IkeError {
     NoProposalChosen { offered: String },
     #[error("the gateway refused the traffic selectors (TS_UNACCEPTABLE): offered local {local}, remote {remote}; the gateway's connection must have them as remote_ts and local_ts")]
     TsUnacceptable { local: String, remote: String },
-    /// INVALID_KE_PAYLOAD asking for a group we do not offer.
-    #[error("the gateway asks for Diffie-Hellman group {group} (INVALID_KE_PAYLOAD), which {offered} does not offer: add it to the IKE proposal")]
-    InvalidKe { group: String, offered: String },
+    /// INVALID_KE_PAYLOAD that linerate cannot follow: `detail` says why
+    /// (a group not offered, one already sent, none named).
+    #[error(
+        "the gateway refused linerate's Diffie-Hellman key exchange (INVALID_KE_PAYLOAD): {detail}"
+    )]
+    InvalidKe { detail: String },
     /// Any other error notification.
     #[error("the gateway refused {exchange}: it answered {notify}")]
     Refused { exchange: String, notify: String },

@@ -363,17 +363,9 @@ impl Initiator {
                 .and_then(DhGroup::from_id)
                 .filter(|g| offered.contains(g) && !state.tried.contains(g));
             let Some(group) = group else {
-                return self.fail(
-                    IkeError::InvalidKe {
-                        group: match asked {
-                            Some(id) => DhGroup::from_id(id)
-                                .map_or_else(|| id.to_string(), |g| format!("{id} ({})", g.name())),
-                            None => "(none named)".into(),
-                        },
-                        offered: shared.ike.to_string(),
-                    },
-                    out,
-                );
+                let detail =
+                    invalid_ke_detail(asked, &offered, &state.tried, &shared.ike.to_string());
+                return self.fail(IkeError::InvalidKe { detail }, out);
             };
             state.tried.push(group);
             (state.dh, state.public) = DhPrivate::generate(group);
@@ -757,5 +749,70 @@ impl Initiator {
                 gateway: self.shared.gateway,
             }),
         }
+    }
+}
+
+/// Why an INVALID_KE_PAYLOAD cannot be followed, and what to do: the
+/// group it names (`asked`, an IANA number) against the groups linerate
+/// `offered` (its IKE proposal, `proposal`) and those it already sent a
+/// KE payload of (`tried`).
+fn invalid_ke_detail(
+    asked: Option<u16>,
+    offered: &[DhGroup],
+    tried: &[DhGroup],
+    proposal: &str,
+) -> String {
+    let Some(id) = asked else {
+        return format!(
+            "it names no group, as RFC 7296 §1.2 asks it to: check that the gateway's IKE proposal has a group of {proposal}"
+        );
+    };
+    let Some(group) = DhGroup::from_id(id) else {
+        return format!(
+            "it asks for group {id}, which linerate does not implement: give the gateway a group of {proposal}, or give --ike a group linerate has"
+        );
+    };
+    let named = format!("group {id} ({})", group.name());
+    if tried.contains(&group) {
+        return format!(
+            "it asks for {named}, the group of the KE payload linerate sent: the gateway contradicts itself; check its IKE proposal and its logs"
+        );
+    }
+    debug_assert!(!offered.contains(&group));
+    format!(
+        "it asks for {named}, which {proposal} does not offer: add it to the IKE proposal (--ike)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An INVALID_KE_PAYLOAD linerate cannot follow says what happened:
+    /// a group not offered, the group already sent, an unknown one, none.
+    #[test]
+    fn an_invalid_ke_payload_that_cannot_be_followed_is_explained() {
+        let offered = [DhGroup::from_id(31).unwrap()];
+        let proposal = "aes128-sha256-x25519";
+        let not_offered = invalid_ke_detail(Some(14), &offered, &offered, proposal);
+        assert!(
+            not_offered
+                .contains("group 14 (modp2048), which aes128-sha256-x25519 does not offer: add it"),
+            "{not_offered}"
+        );
+        let same = invalid_ke_detail(Some(31), &offered, &offered, proposal);
+        assert!(
+            same.contains("group 31 (x25519), the group of the KE payload linerate sent"),
+            "{same}"
+        );
+        assert!(!same.contains("add it"), "{same}");
+        let unknown = invalid_ke_detail(Some(999), &offered, &offered, proposal);
+        assert!(
+            unknown.contains("group 999, which linerate does not implement"),
+            "{unknown}"
+        );
+        let none = invalid_ke_detail(None, &offered, &offered, proposal);
+        assert!(none.contains("names no group"), "{none}");
+        assert!(!none.contains("(none named)"), "{none}");
     }
 }
