@@ -28,6 +28,15 @@ pub struct IkeProposal {
     groups: Vec<DhGroup>,
 }
 
+/// The largest SA payload linerate sends in IKE_SA_INIT: with the KE
+/// payload of its largest group (modp2048, 264 bytes), a cookie, the
+/// nonce and the NAT detection notifies, the message stays under 2,000
+/// bytes, within the 3,000 RFC 7296 §2 asks every implementation to take
+/// and one unfragmented datagram on any Ethernet path of jumbo frames or
+/// with fragments reassembled (there are no IKE fragments before
+/// IKE_AUTH).
+const MAX_SA_PAYLOAD: usize = 1_500;
+
 /// A proposal linerate cannot offer, with what is wrong and what it knows.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -202,7 +211,21 @@ impl IkeProposals {
             .split(',')
             .map(IkeProposal::parse)
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(IkeProposals(list))
+        let proposals = IkeProposals(list);
+        // Proposals are numbered in one byte, and the IKE_SA_INIT that
+        // carries them must reach the gateway in one datagram: RFC 7296
+        // §2 asks every implementation to take 1280 bytes, most take no
+        // fragments before IKE_AUTH.
+        let mut sa = Vec::new();
+        crate::wire::encode_payloads(&[crate::wire::Payload::Sa(proposals.to_wire())], &mut sa);
+        if proposals.0.len() > usize::from(u8::MAX) || sa.len() > MAX_SA_PAYLOAD {
+            return Err(ProposalError(format!(
+                "{} proposals take {} bytes, more than the {MAX_SA_PAYLOAD} an IKE_SA_INIT can carry to any gateway: offer fewer (strongSwan's default is one proposal of several algorithms each)",
+                proposals.0.len(),
+                sa.len()
+            )));
+        }
+        Ok(proposals)
     }
 
     /// The one proposal of exactly `suite`: what an IKE SA rekey offers
@@ -354,6 +377,20 @@ impl fmt::Display for IkeSuite {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Too many proposals for one IKE_SA_INIT are refused when read, in
+    /// a line that says how many and what to do, not after 15 s of
+    /// silence from a gateway that never got them.
+    #[test]
+    fn too_many_proposals_for_one_message_are_refused() {
+        let one = "aes256-sha256-modp2048";
+        assert!(IkeProposals::parse(&vec![one; 20].join(",")).is_ok());
+        let e = IkeProposals::parse(&vec![one; 300].join(","))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("300 proposals take"), "{e}");
+        assert!(e.contains("offer fewer"), "{e}");
+    }
 
     #[test]
     fn proposals_read_strongswan_syntax() {
