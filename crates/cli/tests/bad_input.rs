@@ -195,6 +195,77 @@ fn bad_durations_and_resolution_are_refused() {
     ]);
 }
 
+/// What no gateway can take, and durations past any run, are refused in
+/// one line before a lab, a port or a gateway is touched (issue 41: a
+/// rekey period of 500 billion years panicked a thread, 300 proposals
+/// and a 70,000-byte identity failed after 16 s, the last with a
+/// half-open IKE SA left on the gateway).
+#[test]
+fn ipsec_input_no_gateway_takes_is_refused_before_any_gateway() {
+    let proposals = vec!["aes256-sha256-modp2048"; 300].join(",");
+    let long_id = format!("@{}", "a".repeat(70_000));
+    let tunnels = |extra: &[&'static str]| {
+        let mut v = vec![
+            "tunnels",
+            "--count",
+            "5",
+            "--lab",
+            "--scenario",
+            "vpn-gateway",
+        ];
+        v.extend_from_slice(extra);
+        v
+    };
+    let mut with_ike = tunnels(&[]);
+    with_ike.extend(["--ike", proposals.as_str()]);
+    let mut with_long_id = tunnels(&[]);
+    with_long_id.extend(["--ipsec-id", long_id.as_str()]);
+    expect_refusals(&[
+        (
+            "tunnels --hold 500000000000y --rekey 400000000000y",
+            tunnels(&["--hold", "500000000000y", "--rekey", "400000000000y"]),
+            &["--hold '500000000000y' is longer than a year"],
+        ),
+        (
+            "tunnels --rekey 500000000000y",
+            tunnels(&["--hold", "10s", "--rekey", "500000000000y"]),
+            &["--rekey '500000000000y' is longer than a year"],
+        ),
+        (
+            "trial --duration 500000000000y",
+            trial_args(&[
+                "--frame-size",
+                "64",
+                "--rate",
+                "1000fps",
+                "--duration",
+                "500000000000y",
+            ]),
+            &["--duration", "longer than a year"],
+        ),
+        (
+            "tunnels --ike (300 proposals)",
+            with_ike,
+            &["--ike: 300 proposals take", "offer fewer"],
+        ),
+        (
+            "tunnels --ipsec-id (70,000 bytes)",
+            with_long_id,
+            &["--ipsec-id is 70001 bytes long"],
+        ),
+        (
+            "tunnels --ipsec-id ''",
+            tunnels(&["--ipsec-id", ""]),
+            &["--ipsec-id is empty"],
+        ),
+        (
+            "tunnels --ipsec-id with a newline",
+            tunnels(&["--ipsec-id", "@peer\n"]),
+            &["--ipsec-id holds a control character"],
+        ),
+    ]);
+}
+
 /// Every option taking a percentage or a ratio follows one rule (`N%` is
 /// percent, a bare number a ratio) and refuses what is out of range before
 /// any lab is built (the lab name does not exist: a late check would

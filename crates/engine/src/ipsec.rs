@@ -124,14 +124,17 @@ impl<T> SaInbox<T> {
     pub fn push(&self, tunnel: usize, sa: T) {
         let mut sas = self.sas.lock().unwrap_or_else(|e| e.into_inner());
         sas.push((tunnel, sa));
-        self.pending.store(true, Ordering::Relaxed);
+        // Release/Acquire (plain moves on x86): a frame the gateway sent
+        // after the push (the installer runs before the IKE datagram
+        // that lets it use the SA leaves) finds the flag set.
+        self.pending.store(true, Ordering::Release);
     }
 
-    /// Whether SAs wait: one relaxed load (the SAs themselves are read
-    /// under the mutex, which orders them).
+    /// Whether SAs wait: one load (the SAs themselves are read under the
+    /// mutex, which orders them).
     #[inline(always)]
     fn pending(&self) -> bool {
-        self.pending.load(Ordering::Relaxed)
+        self.pending.load(Ordering::Acquire)
     }
 
     /// The SAs pushed so far, oldest first; the inbox is empty after.
@@ -164,6 +167,10 @@ pub struct EspCounts {
     pub received: InboundCounters,
     /// ESP frames for an SPI of none of the inbound SAs.
     pub unknown_spi: u64,
+    /// Of `unknown_spi`, the frames whose SA the transform took from its
+    /// inbox later: the gateway sent on a rekey's new SA before linerate
+    /// had installed it. The tester's loss, never the gateway's.
+    pub before_install: u64,
     /// IKE messages and NAT keepalives that arrived during the trial.
     pub ike: u64,
     /// IPv4 frames that arrived outside ESP on the protected port: a
@@ -541,7 +548,15 @@ pub struct EspReceive {
     counts: SharedCounts,
     own: EspCounts,
     seen: u64,
+    /// Frames of each unknown SPI (the first [`UNKNOWN_SPIS_KEPT`]
+    /// SPIs): moved to `before_install` when an SA of that SPI comes.
+    unknown: SpiIndex,
 }
+
+/// How many unknown SPIs a receiver remembers: a rekey's early frames
+/// need one per tunnel rekeyed at once; a flood of foreign SPIs is only
+/// counted.
+const UNKNOWN_SPIS_KEPT: usize = 4096;
 
 impl EspReceive {
     pub fn new(sa: Inbound, counts: SharedCounts) -> Self {
@@ -556,6 +571,7 @@ impl EspReceive {
             counts,
             own: EspCounts::default(),
             seen: 0,
+            unknown: SpiIndex::default(),
         }
     }
 
@@ -578,6 +594,7 @@ impl EspReceive {
             counts,
             own: EspCounts::default(),
             seen: 0,
+            unknown: SpiIndex::default(),
         }
     }
 
@@ -628,6 +645,9 @@ impl EspReceive {
                     self.by_spi.insert(old.spi(), i as u32);
                 }
             }
+            if let Some(early) = self.unknown.remove(&sa.spi()) {
+                self.own.before_install += u64::from(early);
+            }
             self.by_spi.insert(sa.spi(), self.sas.len() as u32);
             self.sas.push(sa);
             self.tunnel_of.push(tunnel as u32);
@@ -663,8 +683,21 @@ impl EspReceive {
             c.received = self.own.received;
             c.raw_esp = self.encapsulation == Encapsulation::Raw;
             c.unknown_spi = self.own.unknown_spi;
+            c.before_install = self.own.before_install;
             c.ike = self.own.ike;
             c.not_esp = self.own.not_esp;
+        }
+    }
+
+    /// Counts an ESP packet of no SA's SPI, and remembers its SPI (an SA
+    /// of a rekey may bring it in a moment).
+    #[cold]
+    fn unknown_spi(&mut self, spi: u32) {
+        self.own.unknown_spi += 1;
+        if let Some(n) = self.unknown.get_mut(&spi) {
+            *n = n.saturating_add(1);
+        } else if self.unknown.len() < UNKNOWN_SPIS_KEPT {
+            self.unknown.insert(spi, 1);
         }
     }
 
@@ -702,10 +735,10 @@ impl EspReceive {
         };
         let Some(sa) = self.sa_for(esp) else {
             // An SPI of no tunnel (or too short to have one: damaged).
-            if esp.len() < 4 {
+            let Some(spi) = linerate_esp::spi_of(esp) else {
                 return Arrived::Damaged;
-            }
-            self.own.unknown_spi += 1;
+            };
+            self.unknown_spi(spi);
             return Arrived::Consumed;
         };
         let (inner_at, inner_len) = match sa.open(esp) {
@@ -713,8 +746,8 @@ impl EspReceive {
                 (o.packet.as_ptr() as usize - base, o.packet.len())
             }
             Ok(_) => return Arrived::Damaged,
-            Err(EspError::UnknownSpi { .. }) => {
-                self.own.unknown_spi += 1;
+            Err(EspError::UnknownSpi { got, .. }) => {
+                self.unknown_spi(got);
                 return Arrived::Consumed;
             }
             // A duplicate, or a frame later than the window: the SA's
@@ -1221,6 +1254,46 @@ mod tests {
         // Bytes add up across the swap: 8 frames of one size.
         assert_eq!(c.sent.esp_bytes, c.received.esp_bytes);
         assert_eq!(c.sent.clear_bytes % 8, 0);
+    }
+
+    /// The gateway sends on a rekey's new SA before linerate's receiver
+    /// has it: the frame is refused (an unknown SPI, lost) and, once the
+    /// SA comes, counted as arrived before its install (the tester's
+    /// loss); a foreign SPI stays only unknown.
+    #[test]
+    fn a_frame_on_a_new_sa_before_its_install_is_counted_as_such() {
+        let suite = EspSuite::Aes128Gcm16;
+        let counts = SharedCounts::default();
+        let (old, new, foreign) = (0xc0ff_0001, 0xc0ff_0002, 0xdead_0003);
+        let in_box = SaInbox::new();
+        let mut receive =
+            EspReceive::new(Inbound::new(keys_spi(suite, old)).unwrap(), counts.clone())
+                .take_new_sas(in_box.clone());
+        let sender = |spi| {
+            EspSend::new(
+                Outbound::new(keys_spi(suite, spi)).unwrap(),
+                peer(0),
+                Ipv4Addr::new(198, 19, 0, 1),
+                SharedCounts::default(),
+            )
+        };
+        let (mut on_old, mut on_new, mut on_foreign) = (sender(old), sender(new), sender(foreign));
+        let src = Ipv4Addr::new(192, 0, 2, 9);
+        let (esp, built) = seal_one(&mut on_old, src, 1);
+        assert!(opens(&mut receive, &esp, &built));
+        for seq in 1..=2 {
+            let (early, built) = seal_one(&mut on_new, src, seq);
+            assert!(!opens(&mut receive, &early, &built), "no SA yet");
+        }
+        let (stray, built) = seal_one(&mut on_foreign, src, 1);
+        assert!(!opens(&mut receive, &stray, &built));
+        in_box.push(0, Inbound::new(keys_spi(suite, new)).unwrap());
+        let (esp, built) = seal_one(&mut on_new, src, 3);
+        assert!(opens(&mut receive, &esp, &built), "the new SA, taken");
+        drop(receive);
+        let c = counts.lock().unwrap();
+        assert_eq!((c.unknown_spi, c.before_install), (3, 2));
+        assert_eq!(c.received.packets, 2);
     }
 
     #[test]

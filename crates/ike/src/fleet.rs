@@ -51,7 +51,7 @@ use crate::crypto::DhGroup;
 use crate::error::IkeError;
 use crate::initiator::{Initiator, Local, Shared};
 use crate::proposal::IkeProposals;
-use crate::sa::ChildSa;
+use crate::sa::{ChildInstaller, ChildSa};
 use crate::session::{Event, Ports, Psk, Retransmit};
 use crate::tunnel::{receiver_spi, Outbox, Output, NON_ESP_MARKER};
 use crate::wire::{Header, Identity, TrafficSelector};
@@ -194,6 +194,8 @@ pub struct Fleet {
     setups: Vec<Option<Setup>>,
     buf: Vec<u8>,
     cmsg: Vec<u8>,
+    /// Where a rekey's new CHILD_SA goes before the gateway may use it.
+    installer: Option<ChildInstaller>,
 }
 
 impl std::fmt::Debug for Fleet {
@@ -384,7 +386,16 @@ impl Fleet {
             setups: (0..n).map(|_| None).collect(),
             buf: vec![0; 65536],
             cmsg: nix::cmsg_space!(libc::in_pktinfo),
+            installer: None,
         })
+    }
+
+    /// Has each rekey's new CHILD_SA installed by `installer` (with the
+    /// peer's index) before the datagram that lets the gateway use it
+    /// leaves (see [`ChildInstaller`]); [`Event::ChildRekeyed`] still
+    /// reports the rekey, after.
+    pub fn install_new_children(&mut self, installer: ChildInstaller) {
+        self.installer = Some(installer);
     }
 
     /// The ports the fleet's sockets are bound to (500 and 4500 unless
@@ -404,9 +415,9 @@ impl Fleet {
         }
     }
 
-    /// Sends what the machine of `peer` produced, takes its outputs and
-    /// puts its next deadline in the timer heap.
-    fn after(&mut self, peer: usize, now: Instant, on_setup: &mut dyn FnMut(&Setup)) {
+    /// Sends the datagrams the machine of `peer` produced, from the
+    /// peer's address.
+    fn send_transmits(&mut self, peer: usize) {
         let local = self.peers[peer].local;
         let gateway = self.shared.gateway;
         let ports = self.shared.gateway_ports;
@@ -420,6 +431,13 @@ impl Fleet {
             // lost one.
             let _ = send_from(socket, &t.data, local, SocketAddrV4::new(gateway, port));
         }
+    }
+
+    /// Takes the outputs of the machine of `peer`, sends what it produced
+    /// (a new CHILD_SA installed before the answer or the Delete that
+    /// lets the gateway use it leaves) and puts its next deadline in the
+    /// timer heap.
+    fn after(&mut self, peer: usize, now: Instant, on_setup: &mut dyn FnMut(&Setup)) {
         let slot = &mut self.slots[peer];
         while let Some(o) = self.out.outputs.pop_front() {
             match o {
@@ -466,6 +484,12 @@ impl Fleet {
                     if event == Event::IkeRekeyed {
                         follow_ike_rekey(&mut self.by_spi, slot, peer);
                     }
+                    if event == Event::ChildRekeyed {
+                        let child = slot.machine.as_ref().and_then(|m| m.child());
+                        if let (Some(install), Some(child)) = (self.installer.as_mut(), child) {
+                            install(peer, child);
+                        }
+                    }
                     if event == Event::IkeDeleted {
                         slot.state = State::Down;
                         if slot.deleting {
@@ -491,6 +515,8 @@ impl Fleet {
                 }
             }
         }
+        self.send_transmits(peer);
+        let slot = &mut self.slots[peer];
         let next = slot.machine.as_ref().and_then(|m| m.next_deadline());
         if next != slot.scheduled {
             slot.scheduled = next;
@@ -787,17 +813,7 @@ impl Drop for Fleet {
             };
             if m.ike_up() {
                 m.delete_once(&mut self.out);
-                let local = self.peers[peer].local;
-                let gateway = self.shared.gateway;
-                let ports = self.shared.gateway_ports;
-                while let Some(t) = self.out.transmits.pop_front() {
-                    let (socket, port) = if t.natt {
-                        (&self.natt, ports.natt)
-                    } else {
-                        (&self.ike, ports.ike)
-                    };
-                    let _ = send_from(socket, &t.data, local, SocketAddrV4::new(gateway, port));
-                }
+                self.send_transmits(peer);
             }
         }
     }
@@ -807,6 +823,60 @@ impl Drop for Fleet {
 mod tests {
     use super::*;
     use crate::loopback::LoopbackGateway;
+    use std::sync::Mutex;
+
+    /// linerate's own CHILD_SA rekey: the new SA is installed before the
+    /// Delete of the old one leaves, so the gateway (which sends on the
+    /// new SA once the old one is deleted, as charon does) never sends a
+    /// frame linerate has no SA for. The installer takes 100 ms here: had
+    /// the Delete left before it, the gateway would have answered it
+    /// during those 100 ms.
+    #[test]
+    fn a_rekeys_new_child_sa_is_installed_before_the_delete_of_the_old_one_leaves() {
+        let gateway = LoopbackGateway::start();
+        let (mut fleet, addresses) = gateway.fleet_up(1, true, Retransmit::default());
+        let installed: Arc<Mutex<Vec<(usize, u32, Instant)>>> = Arc::default();
+        let log = Arc::clone(&installed);
+        fleet.install_new_children(Box::new(move |peer, child| {
+            std::thread::sleep(Duration::from_millis(100));
+            let mut log = log.lock().unwrap();
+            log.push((peer, child.inbound.spi, Instant::now()));
+        }));
+        let old_spi = fleet.child(0).expect("up").inbound.spi;
+        fleet.rekey_child(0).expect("the rekey starts");
+        let rekeyed = PeerEvent {
+            peer: 0,
+            event: Event::ChildRekeyed,
+        };
+        let start = Instant::now();
+        let mut events = Vec::new();
+        while !events.contains(&rekeyed) && start.elapsed() < Duration::from_secs(5) {
+            events.extend(fleet.poll(Duration::from_millis(50)));
+        }
+        assert!(events.contains(&rekeyed), "{events:?}");
+        let new_spi = fleet.child(0).expect("up").inbound.spi;
+        assert_ne!(new_spi, old_spi);
+        let installed = installed.lock().unwrap().clone();
+        assert_eq!(installed.len(), 1, "installed once: {installed:?}");
+        let (peer, spi, installed_at) = installed[0];
+        assert_eq!((peer, spi), (0, new_spi), "the new SA, for peer 0");
+        // The gateway's answer to the Delete of the old CHILD_SA.
+        let deleted = |a: &crate::loopback::Answered| {
+            a.event == Event::RekeyedChildDeleted && *a.peer.ip() == addresses[0]
+        };
+        while !gateway.answered().iter().any(deleted) && start.elapsed() < Duration::from_secs(5) {
+            fleet.poll(Duration::from_millis(50));
+        }
+        let answered = gateway.answered();
+        let delete = answered.iter().find(|a| deleted(a));
+        let delete =
+            delete.unwrap_or_else(|| panic!("no Delete reached the gateway: {answered:?}"));
+        assert!(
+            delete.at > installed_at,
+            "the gateway had the Delete {:?} before the new SA was installed",
+            installed_at.saturating_duration_since(delete.at)
+        );
+    }
 
     /// Polls until `peer` reports `Event::RekeyFailed`; its reason.
     fn rekey_failure(fleet: &mut Fleet, peer: usize) -> Option<IkeError> {

@@ -53,6 +53,6 @@ pub use fleet::{Fleet, FleetConfig, Peer, PeerEvent, Setup};
 pub use linerate_esp::{EspSuite, SaKeys};
 pub use proposal::{IkeProposal, IkeProposals, IkeSuite, ProposalError};
 pub use responder::{Responder, ResponderConfig, ResponderEvent, ResponderMachine};
-pub use sa::ChildSa;
+pub use sa::{ChildInstaller, ChildSa};
 pub use session::{Config, Event, Ports, Psk, Retransmit, Session, Sockets};
 pub use wire::{Identity, ParseError, TrafficSelector};

@@ -8,18 +8,18 @@
 //! joins when it is stopped or dropped, so a failing test leaves no thread
 //! behind.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use linerate_esp::EspSuite;
 
 use crate::fleet::{Fleet, FleetConfig, Peer};
 use crate::proposal::IkeProposals;
-use crate::responder::{Responder, ResponderConfig};
-use crate::session::{Ports, Psk, Retransmit};
+use crate::responder::{Responder, ResponderConfig, ResponderEvent};
+use crate::session::{Event, Ports, Psk, Retransmit};
 use crate::wire::TrafficSelector;
 
 /// The ESP suite both ends offer.
@@ -42,6 +42,17 @@ pub struct LoopbackGateway {
     ports: Ports,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    /// The requests of established peers the responder answered, with
+    /// when its thread saw them.
+    answered: Arc<Mutex<Vec<Answered>>>,
+}
+
+/// A request of an established peer that the gateway answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answered {
+    pub at: Instant,
+    pub peer: SocketAddrV4,
+    pub event: Event,
 }
 
 impl LoopbackGateway {
@@ -62,16 +73,33 @@ impl LoopbackGateway {
         let ports = responder.ports();
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
+        let answered = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&answered);
         let thread = std::thread::spawn(move || {
             while !stopped.load(Ordering::Relaxed) {
-                responder.poll(Duration::from_millis(20));
+                for e in responder.poll(Duration::from_millis(20)) {
+                    if let ResponderEvent::Event { peer, event, .. } = e {
+                        let at = Instant::now();
+                        let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+                        log.push(Answered { at, peer, event });
+                    }
+                }
             }
         });
         LoopbackGateway {
             ports,
             stop,
             thread: Some(thread),
+            answered,
         }
+    }
+
+    /// The requests of established peers answered so far, in order.
+    pub fn answered(&self) -> Vec<Answered> {
+        self.answered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Where the responder listens.

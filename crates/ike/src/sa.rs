@@ -7,6 +7,16 @@ use std::net::SocketAddrV4;
 
 use crate::wire::TrafficSelector;
 
+/// Installs a tunnel's new CHILD_SA (after a rekey) where its frames
+/// arrive, given the tunnel's index (a [`crate::Fleet`]'s peer; 0 for a
+/// [`crate::Session`]) and the new SA. A session or fleet calls it before
+/// the datagram that lets the gateway send on the new SA leaves: the
+/// answer to the gateway's CREATE_CHILD_SA, or the Delete of the old
+/// CHILD_SA after linerate's own rekey (RFC 7296 §2.8; charon installs
+/// its kernel SAs in the same order). Installed any later, the gateway's
+/// first frames on the new SPI find no SA and are lost by the tester.
+pub type ChildInstaller = Box<dyn FnMut(usize, &ChildSa) + Send>;
+
 /// The CHILD_SA linerate negotiated: what its data path needs to send
 /// test traffic into the tunnel and take the gateway's traffic out of it.
 /// The keys are `linerate_esp::SaKeys`, which the data path takes as they

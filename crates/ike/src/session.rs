@@ -23,7 +23,7 @@ use zeroize::Zeroizing;
 use crate::error::{ConfigError, IkeError};
 use crate::initiator::{Initiator, Local, Shared};
 use crate::proposal::{IkeProposals, IkeSuite};
-use crate::sa::ChildSa;
+use crate::sa::{ChildInstaller, ChildSa};
 use crate::tunnel::{Outbox, Output, NON_ESP_MARKER};
 use crate::wire::{Identity, TrafficSelector};
 
@@ -365,6 +365,8 @@ pub struct Session {
     /// Outputs other than events, for the call that waits for them.
     rekey_error: Option<IkeError>,
     deleted: Option<Result<(), IkeError>>,
+    /// Where a rekey's new CHILD_SA goes before the gateway may use it.
+    installer: Option<ChildInstaller>,
 }
 
 impl std::fmt::Debug for Session {
@@ -453,6 +455,7 @@ impl Session {
                             events,
                             rekey_error: None,
                             deleted: None,
+                            installer: None,
                         });
                     }
                     Output::Failed(e) => return Err(e),
@@ -500,19 +503,27 @@ impl Session {
             .is_some_and(|t| t.ike_up() && t.child_up())
     }
 
-    /// Sends what the machine produced and takes its outputs.
+    /// Has each rekey's new CHILD_SA installed by `installer` before the
+    /// datagram that lets the gateway use it leaves (see
+    /// [`ChildInstaller`]); [`Event::ChildRekeyed`] still reports the
+    /// rekey, after.
+    pub fn install_new_children(&mut self, installer: ChildInstaller) {
+        self.installer = Some(installer);
+    }
+
+    /// Takes the machine's outputs, then sends what it produced: a new
+    /// CHILD_SA is installed before the answer or the Delete that lets
+    /// the gateway send on it leaves.
     fn flush(&mut self) {
-        while let Some(t) = self.out.transmits.pop_front() {
-            // As the gateway's own retransmission covers a lost answer,
-            // a failed send is not an error here.
-            let _ = self.transport.send(t.natt, &t.data);
-        }
         while let Some(o) = self.out.outputs.pop_front() {
             match o {
                 Output::Event(e) => {
                     if e == Event::ChildRekeyed {
                         if let Some(t) = self.machine.tunnel() {
                             self.child = t.child.clone();
+                            if let Some(install) = self.installer.as_mut() {
+                                install(0, &self.child);
+                            }
                         }
                     }
                     if e == Event::IkeRekeyed {
@@ -531,6 +542,11 @@ impl Session {
                 Output::Failed(e) => self.deleted = Some(Err(e)),
                 Output::Established => {}
             }
+        }
+        while let Some(t) = self.out.transmits.pop_front() {
+            // As the gateway's own retransmission covers a lost answer,
+            // a failed send is not an error here.
+            let _ = self.transport.send(t.natt, &t.data);
         }
     }
 

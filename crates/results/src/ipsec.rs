@@ -5,6 +5,10 @@
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Which way the test frames cross the gateway's tunnel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -136,6 +140,10 @@ pub struct EspTrial {
     pub malformed: u64,
     /// ESP frames for an SPI that is not the tunnel's.
     pub unknown_spi: u64,
+    /// Of `unknown_spi`, frames on a rekey's new SA that arrived before
+    /// linerate had installed it: the tester's loss (`loss_where.tester_esp`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub before_install: u64,
     /// IPv4 frames that reached linerate's tunnel end in clear: a gateway
     /// that forwards test frames unencrypted.
     pub not_esp: u64,

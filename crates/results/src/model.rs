@@ -376,6 +376,12 @@ pub struct LossWhere {
     /// terms add up to the loss.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub overcounted: u64,
+    /// ESP frames from the gateway that linerate's receiver refused
+    /// because they came on a rekey's new SA before linerate had
+    /// installed it (counted as an unknown SPI, then matched when the SA
+    /// came). The tester's loss. 0 without IPsec.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tester_esp: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -385,7 +391,7 @@ fn is_zero(n: &u64) -> bool {
 impl LossWhere {
     /// The loss the tester caused: never the DUT's.
     pub fn tester(&self) -> u64 {
-        self.not_sent + self.tx_refused + self.tester_rx
+        self.not_sent + self.tx_refused + self.tester_rx + self.tester_esp
     }
 
     /// The loss that is the DUT's (or, where the DUT cannot be read, the
@@ -414,6 +420,7 @@ impl LossWhere {
             dut_read: dut_internal.is_some(),
             errored: 0,
             overcounted: 0,
+            tester_esp: 0,
         }
         .settle(lost)
     }
@@ -425,6 +432,18 @@ impl LossWhere {
         let lost = self.lost();
         LossWhere {
             errored: self.errored + errored,
+            ..self
+        }
+        .settle(lost)
+    }
+
+    /// The same breakdown with `frames` of the lost explained as refused
+    /// by linerate's ESP receiver before it had installed their SA
+    /// ([`LossWhere::tester_esp`]).
+    pub fn with_tester_esp(self, frames: u64) -> LossWhere {
+        let lost = self.lost();
+        LossWhere {
+            tester_esp: self.tester_esp + frames,
             ..self
         }
         .settle(lost)
@@ -443,6 +462,7 @@ impl LossWhere {
             + self.dut_input.unwrap_or(0)
             + self.dut_internal.unwrap_or(0)
             + self.errored
+            + self.tester_esp
     }
 
     /// Makes the terms add up to `lost` with none below 0: the rest is
@@ -471,6 +491,7 @@ impl LossWhere {
         }
         trim(&mut self.tester_rx);
         trim(&mut self.errored);
+        trim(&mut self.tester_esp);
         trim(&mut self.tx_refused);
         trim(&mut self.not_sent);
         self.rest = 0;
@@ -496,6 +517,7 @@ impl LossWhere {
             dut_read: dut_internal.is_some(),
             errored: self.errored + o.errored,
             overcounted: self.overcounted + o.overcounted,
+            tester_esp: self.tester_esp + o.tester_esp,
         }
     }
 
@@ -529,6 +551,12 @@ impl LossWhere {
             "dropped at the tester's receiving port",
             self.tester_rx as i64,
         ));
+        if self.tester_esp > 0 {
+            v.push((
+                "refused by the tester's ESP (its new SA not installed yet)",
+                self.tester_esp as i64,
+            ));
+        }
         if self.errored > 0 {
             v.push(("damaged by the DUT or the link", self.errored as i64));
         }
@@ -1098,6 +1126,21 @@ mod loss_where_never_negative {
             (6, 4, 0, 4)
         );
         assert_eq!(sum(&w), 10);
+    }
+
+    /// Frames linerate's ESP refused before it had their SA move from the
+    /// DUT's rest to the tester's loss; the terms still add up.
+    #[test]
+    fn esp_frames_refused_before_their_sa_are_the_testers_loss() {
+        let w = LossWhere::from_terms(6, 0, 0, 0, None, None);
+        assert_eq!((w.tester(), w.dut(6)), (0, 6));
+        let w = w.with_tester_esp(6);
+        assert_eq!((w.tester_esp, w.rest, w.tester(), w.dut(6)), (6, 0, 6, 0));
+        assert_eq!(sum(&w), 6);
+        assert!(w
+            .terms()
+            .iter()
+            .any(|(name, n)| name.contains("ESP") && *n == 6));
     }
 
     #[test]

@@ -678,7 +678,7 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
     if let Some(e) = &t.esp {
         let _ = writeln!(
             out,
-            "  ESP         {:>15} encrypted, {} decrypted by linerate; refused: {} ICV, {} replayed, {} too old, {} malformed, {} unknown SPI; {} arrived in clear",
+            "  ESP         {:>15} encrypted, {} decrypted by linerate; refused: {} ICV, {} replayed, {} too old, {} malformed, {} unknown SPI{}; {} arrived in clear",
             thousands(e.encrypted),
             thousands(e.decrypted),
             thousands(e.icv_failures),
@@ -686,6 +686,14 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
             thousands(e.too_old),
             thousands(e.malformed),
             thousands(e.unknown_spi),
+            if e.before_install > 0 {
+                format!(
+                    " ({} on a new SA linerate had not installed yet: the tester's loss)",
+                    thousands(e.before_install)
+                )
+            } else {
+                String::new()
+            },
             thousands(e.not_esp)
         );
         if let Some(wan) = e.wan_frame() {

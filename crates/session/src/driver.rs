@@ -231,7 +231,7 @@ impl TrialRunner for EngineRunner<'_> {
         let mut result = self.engine.run_trial(spec, self.interrupt)?;
         result.dut_cpu = sample.and_then(|s| s.finish());
         if let (Some(peer), Some(before)) = (self.ipsec, esp_before) {
-            result.esp = Some(crate::ipsec::IpsecPeer::trial(&before, &peer.counts()));
+            peer.account_trial(&before, &mut result)?;
         }
         Ok(result)
     }

@@ -21,7 +21,7 @@ use crate::peers::reason;
 use crate::rekey_schedule::{HeldKeys, RekeySchedule};
 use linerate_engine::ipsec::SaInbox;
 use linerate_esp::{Inbound, Outbound};
-use linerate_ike::{ChildSa, Event, Fleet, IkeError, Session};
+use linerate_ike::{ChildInstaller, ChildSa, Event, Fleet, IkeError, Session};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -121,6 +121,21 @@ impl Peers {
         match self {
             Peers::One(s) => Some(s.child()),
             Peers::Many(f) => f.child(tunnel),
+        }
+    }
+
+    /// Each rekey's new inbound SA goes into the data path's `inbox`
+    /// before the gateway may send on it (the answer to its rekey, or the
+    /// Delete of the old CHILD_SA after linerate's, leaves after).
+    fn install_inbound_into(&mut self, inbox: Arc<SaInbox<Inbound>>) {
+        let install: ChildInstaller = Box::new(move |tunnel, child| {
+            if let Ok(sa) = Inbound::new(child.inbound.clone()) {
+                inbox.push(tunnel, sa);
+            }
+        });
+        match self {
+            Peers::One(s) => s.install_new_children(install),
+            Peers::Many(f) => f.install_new_children(install),
         }
     }
 
@@ -243,7 +258,8 @@ pub struct Keeper {
 impl Keeper {
     /// Starts the thread over `peers`; `every`: rekey each tunnel's
     /// CHILD_SA and IKE SA that often.
-    pub fn start(peers: Peers, handoff: Handoff, every: Every) -> Keeper {
+    pub fn start(mut peers: Peers, handoff: Handoff, every: Every) -> Keeper {
+        peers.install_inbound_into(Arc::clone(&handoff.inbound));
         let stop = Arc::new(AtomicBool::new(false));
         let n = peers.count();
         let spis = (0..n)
@@ -269,6 +285,13 @@ impl Keeper {
             thread: Some(thread),
             log,
         }
+    }
+
+    /// Whether the thread ended without being stopped: it panicked, and
+    /// nothing answers the gateway or rekeys the tunnels any more. A
+    /// trial it did not see through measures the tester's failure.
+    pub fn died(&self) -> bool {
+        !self.stop.load(Ordering::Relaxed) && self.thread.as_ref().is_none_or(|t| t.is_finished())
     }
 
     /// Stops the thread and hands the IKE side back (for the Deletes).
@@ -472,9 +495,9 @@ impl Keeping {
     }
 }
 
-/// Gives tunnel `tunnel`'s new CHILD_SA to the data path: the inbound SA
-/// at once, the outbound one too or, with `hold`, held there until the
-/// gateway deleted the old CHILD_SA. Its SPIs.
+/// Gives tunnel `tunnel`'s new outbound SA to the data path (its inbound
+/// SA is there already: [`Peers::install_inbound_into`]), at once or,
+/// with `hold`, once the gateway deleted the old CHILD_SA. Its SPIs.
 fn hand_over(
     peers: &Peers,
     tunnel: usize,
@@ -483,10 +506,6 @@ fn hand_over(
 ) -> Option<(u32, u32)> {
     let child = peers.child(tunnel)?;
     let outbound = Outbound::new(child.outbound.clone()).ok()?;
-    let inbound = Inbound::new(child.inbound.clone()).ok()?;
-    // Inbound first: the gateway may use the new SA as soon as it has
-    // linerate's answer (or sent its own).
-    handoff.inbound.push(tunnel, inbound);
     match hold {
         Some(held) => held.hold(tunnel, outbound, Instant::now()),
         None => handoff.outbound.push(tunnel, outbound),
@@ -498,7 +517,9 @@ fn hand_over(
             child.inbound.wireshark_esp_sa(*gateway, *peer)
         );
         use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(path) {
+        // Checked as when the file was first written (never through a
+        // link, only the run's own file).
+        if let Ok(mut f) = crate::ipsec::open_private(path, true) {
             let _ = f.write_all(lines.as_bytes());
         }
     }

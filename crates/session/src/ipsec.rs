@@ -451,10 +451,12 @@ impl Checked {
         let Some(remote_net) = plan.remote_net else {
             bail!(BadInput, "--ipsec needs --remote-net: the network linerate emulates behind itself, {remote_net_is}");
         };
+        let gateway = plan.gateway.unwrap_or(host_b.gateway);
+        check_gateway_address(gateway, host_b)?;
         Ok(Checked {
             psk,
             esp: plan.esp.unwrap_or(EspSuite::Aes256Gcm16),
-            gateway: plan.gateway.unwrap_or(host_b.gateway),
+            gateway,
             remote_net,
             local_net: plan.local_net.unwrap_or(Net {
                 address: lan.ip,
@@ -465,6 +467,64 @@ impl Checked {
                 prefix_len: host_b.prefix_len,
             },
         })
+    }
+}
+
+/// The longest IKE identity linerate sends: a domain name has at most
+/// 253 characters, an e-mail address 254 (RFC 5321 §4.5.3.1.3).
+pub const MAX_IDENTITY: usize = 255;
+
+/// Refuses an IKE identity (`option`'s `text`) no gateway can take, before
+/// any gateway is contacted: empty, with a control character (a newline
+/// from a script), or longer than [`MAX_IDENTITY`] bytes (70,000 bytes
+/// would not fit the IKE_AUTH datagram, after IKE_SA_INIT left a half-open
+/// SA on the gateway).
+pub fn check_identity(text: &str, option: &str) -> Result<()> {
+    let bare = text.strip_prefix('@').unwrap_or(text);
+    if bare.trim().is_empty() {
+        bail!(
+            BadInput,
+            "{option} is empty: give an address, @fqdn or user@domain"
+        );
+    }
+    if text.chars().any(char::is_control) {
+        bail!(BadInput, "{option} holds a control character (a newline?): give the identity on its own, e.g. @peer.vpn.example");
+    }
+    if text.len() > MAX_IDENTITY {
+        bail!(BadInput, "{option} is {} bytes long, more than the {MAX_IDENTITY} of any domain name or e-mail address: give a shorter identity", text.len());
+    }
+    Ok(())
+}
+
+/// Refuses a gateway address IKE cannot talk to from port B (`host_b`):
+/// port B's own address (linerate would talk to itself), its subnet's
+/// network or broadcast address, a multicast, broadcast or unspecified
+/// one. Checked before any datagram is sent.
+fn check_gateway_address(gateway: Ipv4Addr, host_b: &HostConfig) -> Result<()> {
+    let why = if gateway == host_b.ip {
+        Some("is port B's own address, where linerate's peer is: give the gateway's WAN address")
+    } else if gateway.is_unspecified() || gateway.is_broadcast() || gateway.is_multicast() {
+        Some("is not the address of one host: give the gateway's WAN address")
+    } else {
+        let subnet = Net {
+            address: host_b.ip,
+            prefix_len: host_b.prefix_len,
+        };
+        // /31 and /32 have no network or broadcast address (RFC 3021).
+        let edge = (1..=30).contains(&host_b.prefix_len) && subnet.contains(gateway) && {
+            let host_part = !subnet.mask();
+            let host = u32::from(gateway) & host_part;
+            host == 0 || host == host_part
+        };
+        edge
+            .then_some("is the network or broadcast address of port B's subnet, not a host: give the gateway's WAN address")
+    };
+    match why {
+        Some(why) => bail!(
+            BadInput,
+            "the IPsec gateway {gateway} {why} (--ipsec-gateway, or --gw-b)"
+        ),
+        None => Ok(()),
     }
 }
 
@@ -735,6 +795,29 @@ impl IpsecPeer {
         }
     }
 
+    /// Adds to a trial's result what the SAs did during it (between
+    /// `before` and now): the ESP counts, and the frames linerate's ESP
+    /// refused before it had their SA as the tester's loss.
+    /// A trial during which the IKE keeper thread died is refused: its
+    /// loss would be the tester's, not the gateway's.
+    pub fn account_trial(
+        &self,
+        before: &PeerCounts,
+        result: &mut linerate_results::TrialResult,
+    ) -> Result<(), linerate_engine::EngineError> {
+        if self.keeper.as_ref().is_some_and(Keeper::died) {
+            return Err(linerate_engine::EngineError::Thread(
+                "the IKE keeper, which answers the gateway and rekeys the tunnels, stopped during the trial (a bug: please report it with the command); the trial is not counted".into(),
+            ));
+        }
+        let esp = IpsecPeer::trial(before, &self.counts());
+        if let Some(w) = result.loss_where.as_mut() {
+            *w = w.with_tester_esp(esp.before_install);
+        }
+        result.esp = Some(esp);
+        Ok(())
+    }
+
     /// What the SAs did between two readings of [`counts`](Self::counts).
     pub fn trial(before: &PeerCounts, after: &PeerCounts) -> EspTrial {
         let rekeys = trial_rekeys(before, after);
@@ -750,6 +833,7 @@ impl IpsecPeer {
             too_old: r1.too_old - r0.too_old,
             malformed: r1.malformed - r0.malformed,
             unknown_spi: after.unknown_spi - before.unknown_spi,
+            before_install: after.before_install.saturating_sub(before.before_install),
             not_esp: after.not_esp - before.not_esp,
             ike: after.ike - before.ike,
             per_tunnel: if after.per_tunnel.len() > 1 {
@@ -953,24 +1037,166 @@ fn trial_rekeys(before: &PeerCounts, after: &PeerCounts) -> Option<TrialRekeys> 
 }
 
 /// Writes `text` (keys) to `path`, readable by its owner only, whatever
-/// the file was before.
+/// the file was before (see [`open_private`]).
 fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let mut file = std::fs::OpenOptions::new()
+    let mut file = open_private(path, false)?;
+    file.write_all(text.as_bytes())
+}
+
+/// Opens `path` to write secrets to: emptied, or kept for `append`; made
+/// or narrowed to mode 0600. Refused when `path` is a symbolic link (never
+/// followed: a link to another file would have that file filled with keys),
+/// not a regular file, a file with other names (hard links), or someone
+/// else's; nothing is truncated before those checks.
+pub(crate) fn open_private(path: &std::path::Path, append: bool) -> std::io::Result<std::fs::File> {
+    use std::io::{Error, ErrorKind};
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
         .write(true)
+        .append(append)
         .create(true)
-        .truncate(true)
         .mode(0o600)
-        .open(path)?;
+        // O_NONBLOCK: a FIFO without a reader fails at once instead of
+        // blocking the run (it is then refused as not a regular file).
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC | nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ELOOP) => Error::new(
+                ErrorKind::InvalidInput,
+                "is a symbolic link, which linerate does not follow to write keys: give the path of the file itself",
+            ),
+            _ => e,
+        })?;
+    let meta = file.metadata()?;
+    let refuse = |why: &str| Err(Error::new(ErrorKind::InvalidInput, why.to_string()));
+    if !meta.file_type().is_file() {
+        return refuse("is not a regular file: give the path of a file for the keys");
+    }
+    if meta.nlink() > 1 {
+        return refuse(
+            "has other names (hard links), which would show the keys: give a file of its own",
+        );
+    }
+    if meta.uid() != nix::unistd::geteuid().as_raw() {
+        return refuse("belongs to another user: give a file of your own");
+    }
     // An existing file keeps its mode on open: narrow it before writing.
     file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    file.write_all(text.as_bytes())
+    if !append {
+        file.set_len(0)?;
+    }
+    Ok(file)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Keys go to the named file only: a symbolic link or a hard link to
+    /// another file is refused with that file untouched (it was truncated,
+    /// filled with keys and made 0600); a file of one's own is emptied
+    /// and narrowed to 0600, or appended to.
+    #[test]
+    fn identities_no_gateway_takes_are_refused() {
+        for ok in [
+            "@peer.vpn.example",
+            "user@example",
+            "198.18.1.2",
+            "@peer{n}.vpn.example",
+        ] {
+            check_identity(ok, "--ipsec-id").unwrap();
+        }
+        let long = "a".repeat(70_000);
+        for (bad, why) in [
+            ("", "is empty"),
+            ("@", "is empty"),
+            ("  ", "is empty"),
+            ("@peer\n", "control character"),
+            (long.as_str(), "70000 bytes long"),
+        ] {
+            let e = check_identity(bad, "--ipsec-id").unwrap_err().to_string();
+            assert!(e.contains("--ipsec-id") && e.contains(why), "{e}");
+        }
+    }
+
+    /// A gateway address IKE cannot reach from port B is refused before
+    /// any datagram: port B's own, its subnet's edges, no host at all.
+    #[test]
+    fn a_gateway_address_that_is_no_gateway_is_refused() {
+        let host_b = HostConfig {
+            ip: Ipv4Addr::new(198, 18, 1, 2),
+            prefix_len: 24,
+            gateway: Ipv4Addr::new(198, 18, 1, 1),
+            gateway_mac: None,
+            also_answers: None,
+            inner: None,
+            ipv6: None,
+            vlan: None,
+        };
+        for (bad, why) in [
+            ("198.18.1.2", "port B's own address"),
+            ("198.18.1.255", "broadcast address of port B's subnet"),
+            ("198.18.1.0", "network or broadcast"),
+            ("255.255.255.255", "not the address of one host"),
+            ("0.0.0.0", "not the address of one host"),
+            ("224.0.0.5", "not the address of one host"),
+        ] {
+            let e = check_gateway_address(bad.parse().unwrap(), &host_b).unwrap_err();
+            let e = e.to_string();
+            assert!(e.contains(why) && e.contains(bad), "{bad}: {e}");
+        }
+        for good in ["198.18.1.1", "198.18.1.254", "203.0.113.7"] {
+            check_gateway_address(good.parse().unwrap(), &host_b).unwrap();
+        }
+        let point_to_point = HostConfig {
+            prefix_len: 31,
+            ip: Ipv4Addr::new(198, 18, 1, 0),
+            ..host_b.clone()
+        };
+        check_gateway_address(Ipv4Addr::new(198, 18, 1, 1), &point_to_point).unwrap();
+    }
+
+    #[test]
+    fn keys_are_written_to_no_file_but_the_named_one() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = std::env::temp_dir().join(format!("lr-keys-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let link = dir.join("keys.link");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let hard = dir.join("keys.hard");
+        std::fs::hard_link(&victim, &hard).unwrap();
+        for (path, why) in [(&link, "symbolic link"), (&hard, "hard links")] {
+            for append in [false, true] {
+                let e = open_private(path, append).unwrap_err().to_string();
+                assert!(e.contains(why), "{}: {e}", path.display());
+            }
+            let e = write_private(path, "keys\n").unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        let meta = std::fs::metadata(&victim).unwrap();
+        assert_eq!(meta.mode() & 0o777, 0o644, "the victim's mode untouched");
+        std::fs::remove_file(&hard).unwrap();
+        let own = dir.join("keys");
+        std::fs::write(&own, "old and longer\n").unwrap();
+        std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_private(&own, "sa 1\n").unwrap();
+        {
+            use std::io::Write;
+            let mut f = open_private(&own, true).unwrap();
+            f.write_all(b"sa 2\n").unwrap();
+        }
+        assert_eq!(std::fs::read_to_string(&own).unwrap(), "sa 1\nsa 2\n");
+        assert_eq!(std::fs::metadata(&own).unwrap().mode() & 0o777, 0o600);
+        let e = write_private(&dir, "keys\n").unwrap_err();
+        assert!(!e.to_string().is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn a_network_gives_its_host_address() {

@@ -869,8 +869,18 @@ pub fn parse_duration(text: &str, option: &str) -> Result<Duration> {
             "{option} '{text}' is not a duration: write it as 2s, 500ms or 1m"
         )
     })?;
+    if d > LONGEST_DURATION {
+        bail!(
+            BadInput,
+            "{option} '{text}' is longer than a year, longer than any run: give a year (365d) or less"
+        );
+    }
     Ok(d)
 }
+
+/// The longest duration any option takes: a year. Durations are added to
+/// clock readings, and one of 500 billion years overflows the clock.
+pub const LONGEST_DURATION: Duration = Duration::from_secs(365 * 86_400);
 
 /// Whether a share may be 0 (`--loss 0`) or must be above it
 /// (`--resolution`: a search to a zero-wide bracket never ends).
@@ -1059,5 +1069,16 @@ mod tests {
             Duration::from_millis(500)
         );
         assert!(parse_duration("soon", "--x").is_err());
+        assert_eq!(
+            parse_duration("365d", "--x").unwrap(),
+            LONGEST_DURATION,
+            "a year is taken"
+        );
+        let e = parse_duration("500000000000y", "--rekey").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("--rekey '500000000000y' is longer than a year"),
+            "{e}"
+        );
     }
 }

@@ -105,6 +105,14 @@ impl IpsecArgs {
                 )
             })?,
         };
+        for (id, option) in [
+            (&self.ipsec_id, "--ipsec-id"),
+            (&self.ipsec_remote_id, "--ipsec-remote-id"),
+        ] {
+            if let Some(text) = id {
+                linerate_session::ipsec::check_identity(text, option)?;
+            }
+        }
         let local_id = self.ipsec_id.as_deref().map(IpsecPlan::identity);
         // A bad template ({id}, a brace left open) is refused here, before
         // any lab or port is touched.

@@ -105,7 +105,7 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let mut result = result;
     result.dut_cpu = sample.and_then(|s| s.finish());
     if let (Some(peer), Some(before)) = (&bed.ipsec, esp_before) {
-        result.esp = Some(crate::ipsec::IpsecPeer::trial(&before, &peer.counts()));
+        peer.account_trial(&before, &mut result)?;
     }
     // The share of line rate counts every sending link.
     let line_bps = if bed.bidirectional {
