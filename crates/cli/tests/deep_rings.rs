@@ -1,10 +1,18 @@
 //! The lab's NIC-deep rings against stalls of either CPU, injected on
 //! purpose rather than waited for: a [`Stalls`] thread stops a chosen CPU
-//! with a SCHED_FIFO busy loop for 5 ms every 200 ms while a trial runs at
-//! half the router's forwarding rate. The deep lab (the default, 4,096
-//! frames on every crossing) loses nothing; a lab with veth's own 256-frame
-//! rings (`lab up --ring 256`) loses frames at the DUT's input when the
-//! router's CPU stalls. Needs root and two CPUs; run with --test-threads=1.
+//! with a SCHED_FIFO busy loop for 20 ms every 400 ms while a trial runs at
+//! 40,000 frames/s (or half the router's forwarding rate, if lower). The
+//! deep lab (the default, 4,096 frames on every crossing) loses nothing; a
+//! lab with veth's own 256-frame rings (`lab up --ring 256`) loses frames at
+//! the DUT's input when the router's CPU stalls. Needs root and two CPUs;
+//! run with --test-threads=1.
+//!
+//! The margins are the mechanism's, not this machine's speed: at 40,000
+//! frames/s a 20 ms stall brings 800 frames, three times what a 256-frame
+//! ring holds (the shallow lab must lose), and a 4,096-frame ring holds a
+//! stall of 102 ms, five times the one injected (the deep lab must not,
+//! even when the hypervisor steals the CPU for longer than we do: a run
+//! at 5 ms stalls and 300,000 frames/s, with a 13 ms margin, failed so).
 
 mod common;
 
@@ -116,15 +124,19 @@ fn term(t: &serde_json::Value, k: &str) -> u64 {
     t["loss_where"][k].as_u64().unwrap_or(0)
 }
 
-/// Half the router's forwarding rate under overload (frames received over
-/// the time the generator really took), at most 300,000 frames/s.
-fn half_capacity(lab: &str) -> u64 {
+/// The trial's rate: half the router's forwarding rate under overload
+/// (frames received over the time they took to send), at most
+/// [`STALL_RATE`], at least 20,000 frames/s (where a 20 ms stall still
+/// brings 400 frames, more than a 256-frame ring holds).
+fn stall_rate(lab: &str) -> u64 {
     let json = TempFile::new("deep-cap");
     let v = trial(lab, "100%", &json);
-    let took_s = f(&v, "duration_s") + u(&v, "generator_paused_ns") as f64 / 1e9;
-    let forwarded = u(&v, "rx_frames") as f64 / took_s;
-    ((forwarded / 2.0) as u64).clamp(20_000, 300_000)
+    let forwarded = u(&v, "rx_frames") as f64 / f(&v, "sending_s");
+    ((forwarded / 2.0) as u64).clamp(20_000, STALL_RATE)
 }
+
+/// The rate the stalls are injected at (see the module's comment).
+const STALL_RATE: u64 = 40_000;
 
 #[test]
 fn deep_rings_absorb_stalls_of_either_cpu_and_veth_rings_do_not() {
@@ -145,16 +157,16 @@ fn deep_rings_absorb_stalls_of_either_cpu_and_veth_rings_do_not() {
         "{}",
         status.dump()
     );
-    let rate = format!("{}fps", half_capacity(&deep));
+    let rate = format!("{}fps", stall_rate(&deep));
     let json = TempFile::new("deep-stall");
-    let every = Duration::from_millis(200);
-    let stall = Duration::from_millis(5);
+    let every = Duration::from_millis(400);
+    let stall = Duration::from_millis(20);
 
     // The router's CPU stops: the deep queue holds what arrives meanwhile.
     for (lab, deep_lab) in [(&deep, true), (&shallow, false)] {
         let stalls = Stalls::start(dut_cpu, stall, every);
         let v = trial(lab, &rate, &json);
-        assert!(stalls.count() >= 10, "only {} stalls", stalls.count());
+        assert!(stalls.count() >= 5, "only {} stalls", stalls.count());
         drop(stalls);
         if deep_lab {
             assert_eq!(
@@ -175,7 +187,7 @@ fn deep_rings_absorb_stalls_of_either_cpu_and_veth_rings_do_not() {
     // output waits in the tester CPU's backlog).
     let stalls = Stalls::start(tester_cpu, stall, every);
     let v = trial(&deep, &rate, &json);
-    assert!(stalls.count() >= 10, "only {} stalls", stalls.count());
+    assert!(stalls.count() >= 5, "only {} stalls", stalls.count());
     drop(stalls);
     assert_eq!(term(&v, "tester_rx"), 0, "tester CPU stalls: {v}");
     assert_eq!(
