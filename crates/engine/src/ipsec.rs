@@ -173,9 +173,13 @@ pub struct EspCounts {
     pub before_install: u64,
     /// IKE messages and NAT keepalives that arrived during the trial.
     pub ike: u64,
-    /// IPv4 frames that arrived outside ESP on the protected port: a
+    /// UDP frames that arrived outside ESP on the protected port: a
     /// gateway that forwards test frames in clear leaks them.
     pub not_esp: u64,
+    /// Other traffic on the protected port that is no test frame in any
+    /// form: IPv4 fragments, other protocols, datagrams on the ESP port
+    /// too short for ESP. Not counted, neither received nor damaged.
+    pub stray: u64,
     /// Per tunnel, index = tunnel (length 1 for the one-tunnel
     /// constructors, once a transform has published).
     pub per_tunnel: Vec<TunnelEspCounts>,
@@ -686,6 +690,7 @@ impl EspReceive {
             c.before_install = self.own.before_install;
             c.ike = self.own.ike;
             c.not_esp = self.own.not_esp;
+            c.stray = self.own.stray;
         }
     }
 
@@ -727,8 +732,12 @@ impl EspReceive {
                     return Arrived::Consumed;
                 }
             },
-            Err(EspError::NotEsp(_)) => {
+            Err(EspError::NotEsp(linerate_esp::frame::UDP_TO_ANOTHER_PORT)) => {
                 self.own.not_esp += 1;
+                return Arrived::Consumed;
+            }
+            Err(EspError::NotEsp(_)) => {
+                self.own.stray += 1;
                 return Arrived::Consumed;
             }
             Err(_) => return Arrived::Damaged,
@@ -918,6 +927,51 @@ mod tests {
         ));
         drop(receive);
         assert_eq!(counts.lock().unwrap().not_esp, 1);
+    }
+
+    /// Foreign traffic at linerate's tunnel end (issue 41: 3,000-byte and
+    /// 2-byte datagrams to UDP 4500 counted as damaged test frames and as
+    /// test frames in clear) is stray: not damaged, not in clear.
+    #[test]
+    fn fragments_and_datagrams_too_short_for_esp_are_stray() {
+        let counts = SharedCounts::default();
+        let mut receive = EspReceive::new(
+            Inbound::new(keys(EspSuite::Aes128Gcm16)).unwrap(),
+            counts.clone(),
+        );
+        let mut scratch = vec![0u8; 4096];
+        let datagram = |payload: &[u8], flags: u16| {
+            let mut f = vec![0u8; 14 + 20 + 8];
+            f[12..14].copy_from_slice(&[0x08, 0x00]);
+            let total = (20 + 8 + payload.len()) as u16;
+            let ip = &mut f[14..34];
+            ip[0] = 0x45;
+            ip[2..4].copy_from_slice(&total.to_be_bytes());
+            ip[6..8].copy_from_slice(&flags.to_be_bytes());
+            ip[8] = 64;
+            ip[9] = 17;
+            ip[12..16].copy_from_slice(&[198, 19, 0, 1]);
+            ip[16..20].copy_from_slice(&[198, 19, 0, 2]);
+            let sum = linerate_wire::checksum::fold(linerate_wire::checksum::sum16(ip));
+            ip[10..12].copy_from_slice(&sum.to_be_bytes());
+            let udp = &mut f[34..42];
+            udp[0..2].copy_from_slice(&4500u16.to_be_bytes());
+            udp[2..4].copy_from_slice(&4500u16.to_be_bytes());
+            udp[4..6].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+            f.extend_from_slice(payload);
+            f
+        };
+        let short = datagram(&[1, 2], 0);
+        let first_fragment = datagram(&[0xab; 1400], 0x2000);
+        for frame in [&short, &first_fragment] {
+            assert!(matches!(
+                receive.apply(frame, &mut scratch),
+                Arrived::Consumed
+            ));
+        }
+        drop(receive);
+        let c = counts.lock().unwrap();
+        assert_eq!((c.stray, c.not_esp, c.received.malformed), (2, 0, 0));
     }
 
     fn keys_spi(suite: EspSuite, spi: u32) -> SaKeys {

@@ -266,6 +266,15 @@ pub struct Decapsulated<'a> {
 /// §2.1 has senders put 0 there): ESP's ICV covers the ESP packet, and IKE
 /// protects its own messages. Frames that are something else (ARP, other
 /// ports, fragments) are `NotEsp`, cut-short ones malformed.
+/// [`EspError::NotEsp`]'s reason for UDP to another port than ESP's: the
+/// one kind of frame that can be a test frame the gateway forwarded in
+/// clear (the others are fragments, other protocols, datagrams too short
+/// for ESP: stray traffic).
+pub const UDP_TO_ANOTHER_PORT: &str = "UDP to another port than ESP's";
+
+/// The shortest ESP packet that can be one: SPI and sequence number.
+const ESP_HEADER_LEN: usize = 8;
+
 pub fn decapsulate(frame: &mut [u8], esp_port: u16) -> Result<Decapsulated<'_>, EspError> {
     let bad = |why| EspError::Malformed(Malformed::Frame(why));
     if frame.len() < ETH_LEN {
@@ -308,7 +317,7 @@ pub fn decapsulate(frame: &mut [u8], esp_port: u16) -> Result<Decapsulated<'_>, 
             let dst_port = u16::from_be_bytes([udp[2], udp[3]]);
             let udp_len = u16::from_be_bytes([udp[4], udp[5]]) as usize;
             if dst_port != esp_port {
-                return Err(EspError::NotEsp("UDP to another port than ESP's"));
+                return Err(EspError::NotEsp(UDP_TO_ANOTHER_PORT));
             }
             if udp_len < UDP_LEN || udp_len > udp.len() {
                 return Err(bad("UDP length beyond the IPv4 packet"));
@@ -318,8 +327,12 @@ pub fn decapsulate(frame: &mut [u8], esp_port: u16) -> Result<Decapsulated<'_>, 
                 Payload::NatKeepalive
             } else if payload.len() >= 4 && payload[..4] == NON_ESP_MARKER {
                 Payload::Ike(&mut payload[4..])
-            } else if payload.len() < 4 {
-                return Err(bad("UDP payload on the ESP port shorter than an SPI"));
+            } else if payload.len() < ESP_HEADER_LEN {
+                // No ESP packet is this short (nor any test frame cut
+                // short by a link: its headers alone are longer).
+                return Err(EspError::NotEsp(
+                    "UDP payload on the ESP port shorter than an ESP header",
+                ));
             } else {
                 Payload::Esp(payload)
             };
@@ -490,10 +503,15 @@ mod tests {
             Payload::Esp(_)
         ));
 
-        let mut short = udp_frame(&[1, 2]);
-        assert!(decapsulate(&mut short, ESP_UDP_PORT)
-            .unwrap_err()
-            .is_malformed());
+        // Too short for any ESP packet: another datagram, not a damaged
+        // ESP one.
+        for payload in [&[1u8, 2][..], &[0, 0, 0, 1, 0, 0, 0]] {
+            let mut short = udp_frame(payload);
+            assert!(matches!(
+                decapsulate(&mut short, ESP_UDP_PORT),
+                Err(EspError::NotEsp(why)) if why != UDP_TO_ANOTHER_PORT
+            ));
+        }
     }
 
     #[test]

@@ -144,9 +144,14 @@ pub struct EspTrial {
     /// linerate had installed it: the tester's loss (`loss_where.tester_esp`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub before_install: u64,
-    /// IPv4 frames that reached linerate's tunnel end in clear: a gateway
+    /// UDP frames that reached linerate's tunnel end in clear: a gateway
     /// that forwards test frames unencrypted.
     pub not_esp: u64,
+    /// Other traffic at linerate's tunnel end, no test frame in any form
+    /// (IPv4 fragments, other protocols, datagrams on the ESP port too
+    /// short for ESP): neither received, nor damaged, nor lost.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stray: u64,
     /// IKE messages and keepalives that arrived during the trial.
     pub ike: u64,
     /// `--tunnels`: per tunnel (index = tunnel), `[encrypted, decrypted]`

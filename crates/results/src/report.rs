@@ -696,6 +696,13 @@ pub fn trial_summary(t: &TrialResult, line_bps: u64) -> String {
             },
             thousands(e.not_esp)
         );
+        if e.stray > 0 {
+            let _ = writeln!(
+                out,
+                "              {} stray datagrams at linerate's tunnel end (fragments, other protocols, too short for ESP): not test frames, not counted",
+                thousands(e.stray)
+            );
+        }
         if let Some(wan) = e.wan_frame() {
             let _ = writeln!(
                 out,

@@ -835,6 +835,7 @@ impl IpsecPeer {
             unknown_spi: after.unknown_spi - before.unknown_spi,
             before_install: after.before_install.saturating_sub(before.before_install),
             not_esp: after.not_esp - before.not_esp,
+            stray: after.stray.saturating_sub(before.stray),
             ike: after.ike - before.ike,
             per_tunnel: if after.per_tunnel.len() > 1 {
                 after
