@@ -713,6 +713,55 @@ fn a_gateway_that_never_answers_fails_in_one_line() {
     );
 }
 
+/// Ctrl-C while IKE waits for a gateway that never answers (issue 41: the
+/// packet commands ignored it for 15 s, then exited 2) stops the run at
+/// once, as an interruption (exit 130), one tunnel or many, with nothing
+/// left behind.
+#[test]
+fn a_signal_while_the_tunnels_are_negotiated_stops_the_run_at_once() {
+    if !root_or_skip("a_signal_while_the_tunnels_are_negotiated_stops_the_run_at_once") {
+        return;
+    }
+    let bed = Bed::new("is", None);
+    for tunnels in ["1", "5"] {
+        let mut args = vec!["trial", "--no-db"];
+        args.extend_from_slice(&HOSTS);
+        args.extend_from_slice(&[
+            "--ipsec",
+            "--psk-file",
+            bed.psk.arg(),
+            "--remote-net",
+            REMOTE_NET,
+        ]);
+        args.extend_from_slice(&[
+            "--tunnels",
+            tunnels,
+            "--rate",
+            RATE,
+            "--duration",
+            "1s",
+            "--frame-size",
+            "128",
+        ]);
+        let spawned = Spawned::start_in(&bed.t, &args);
+        // IKE_SA_INIT is retransmitted by then (after 1 s of silence).
+        std::thread::sleep(Duration::from_millis(1500));
+        let signalled = Instant::now();
+        signal(spawned.pid, nix::sys::signal::Signal::SIGINT);
+        let run = spawned.finish(Duration::from_secs(20));
+        let took = signalled.elapsed();
+        assert_eq!(run.code, 130, "--tunnels {tunnels}: {}", run.dump());
+        assert!(!run.stderr.contains("panicked"), "{}", run.dump());
+        assert!(run.stderr.contains("interrupted"), "{}", run.dump());
+        assert!(
+            took < Duration::from_secs(3),
+            "--tunnels {tunnels}: stopped {took:?} after the signal: {}",
+            run.dump()
+        );
+        bed.assert_nothing_left(&run);
+    }
+}
+
 /// A "gateway" that answers every datagram on ports 500 and 4500 with
 /// random bytes (no charon): half of the answers bare random bytes, half
 /// random bytes behind the request's initiator SPI (so that they look

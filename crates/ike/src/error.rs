@@ -70,6 +70,10 @@ pub enum IkeError {
     /// The IKE SA was deleted (by `delete`, or by the gateway).
     #[error("the IKE SA with {gateway} is deleted")]
     Deleted { gateway: Ipv4Addr },
+    /// The caller's stop flag ended the negotiation (a signal); what the
+    /// gateway had set up was deleted.
+    #[error("interrupted while negotiating with {gateway}; what it had set up was deleted")]
+    Interrupted { gateway: Ipv4Addr },
 }
 
 impl IkeError {

@@ -478,6 +478,12 @@ impl Fleet {
                         on_setup(&setup);
                         self.setups[peer] = Some(setup);
                     }
+                    // A handshake deleted while its IKE_AUTH was
+                    // unanswered, that then failed: nothing is left.
+                    if slot.deleting {
+                        slot.deleting = false;
+                        self.deleting = self.deleting.saturating_sub(1);
+                    }
                     slot.state = State::Down;
                 }
                 Output::Event(event) => {
@@ -785,13 +791,17 @@ impl Fleet {
             let Some(m) = slot.machine.as_mut() else {
                 continue;
             };
-            if m.ike_up() {
+            if slot.state == State::Handshake {
+                self.in_flight = self.in_flight.saturating_sub(1);
+            }
+            if m.ike_up() || slot.state == State::Handshake {
                 m.delete(now, &mut self.out);
+            }
+            // Up, or its IKE_AUTH unanswered (the gateway may bring the
+            // tunnel up when it answers): waited for until deleted.
+            if m.deleting() {
                 slot.deleting = true;
                 self.deleting += 1;
-            } else if slot.state == State::Handshake {
-                m.delete(now, &mut self.out);
-                self.in_flight = self.in_flight.saturating_sub(1);
             }
             slot.state = State::Down;
             self.after(peer, now, &mut ignore);

@@ -100,6 +100,10 @@ pub(crate) struct Initiator {
     /// The first Diffie-Hellman key pair, made by [`prepare`](Self::prepare)
     /// before the clock of the setup starts.
     prepared: Option<(DhPrivate, Vec<u8>)>,
+    /// Deleted while its IKE_AUTH was unanswered: the gateway may install
+    /// the tunnel when it answers, so the answer is awaited and the IKE SA
+    /// deleted then (never left up at the gateway).
+    delete_when_up: bool,
 }
 
 impl Initiator {
@@ -118,6 +122,7 @@ impl Initiator {
             floated: false,
             started: None,
             prepared: None,
+            delete_when_up: false,
         }
     }
 
@@ -706,6 +711,13 @@ impl Initiator {
                 tunnel.child.local_ts = tsi;
                 tunnel.child.remote_ts = tsr;
                 tunnel.set_child_up();
+                if self.delete_when_up {
+                    // Deleted while IKE_AUTH was on its way: up at the
+                    // gateway now, so deleted at once (Output::Deleted).
+                    tunnel.delete(None, now, out);
+                    self.phase = Phase::Up(tunnel);
+                    return;
+                }
                 self.phase = Phase::Up(tunnel);
                 out.outputs.push_back(Output::Established);
             }
@@ -716,13 +728,29 @@ impl Initiator {
         }
     }
 
-    /// Deletes the IKE SA (`Output::Deleted` at the end); nothing if it is
-    /// not up. A handshake in progress is abandoned.
+    /// Deletes the IKE SA (`Output::Deleted` at the end). A handshake
+    /// waiting for IKE_SA_INIT's answer is abandoned; one waiting for
+    /// IKE_AUTH's is deleted once answered (`Output::Failed` if it fails).
     pub(crate) fn delete(&mut self, now: Instant, out: &mut Outbox) {
         match &mut self.phase {
             Phase::Up(t) if t.ike_up() => t.delete(None, now, out),
-            Phase::Init(..) | Phase::Auth(..) => self.phase = Phase::Closed,
+            // The gateway has only a half-open IKE SA, which it times out.
+            Phase::Init(..) => self.phase = Phase::Closed,
+            // IKE_AUTH is on its way: its answer (or its end without
+            // one) ends the handshake, and a tunnel it brought up is
+            // deleted then (RFC 7296 §2.3: one request at a time).
+            Phase::Auth(..) => self.delete_when_up = true,
             _ => {}
+        }
+    }
+
+    /// Whether a Delete is under way or awaits IKE_AUTH's answer: the
+    /// initiator still has something to end at the gateway.
+    pub(crate) fn deleting(&self) -> bool {
+        match &self.phase {
+            Phase::Auth(..) => self.delete_when_up,
+            Phase::Up(t) => t.ike_up(),
+            _ => false,
         }
     }
 
@@ -787,6 +815,115 @@ fn invalid_ke_detail(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::responder::{ResponderConfig, ResponderMachine};
+    use crate::session::{Ports, Psk, Retransmit};
+    use crate::tunnel::Output;
+    use std::net::SocketAddrV4;
+
+    /// Carries the initiator's datagrams to the responder and its answers
+    /// back (without the non-ESP marker on 4500), until both are quiet.
+    fn shuttle(i: &mut Initiator, r: &mut ResponderMachine, out: &mut Outbox, from: SocketAddrV4) {
+        let now = Instant::now();
+        for _ in 0..10 {
+            let sent: Vec<_> = out.transmits.drain(..).collect();
+            if sent.is_empty() {
+                return;
+            }
+            for t in sent {
+                r.handle(t.natt, from, &t.data, now);
+            }
+            for d in r.take_datagrams() {
+                let data = if d.natt { &d.data[4..] } else { &d.data[..] };
+                i.handle(data, now, out);
+            }
+        }
+    }
+
+    /// A run interrupted while its IKE_AUTH is on the way (issue 41: one
+    /// tunnel of 300 stayed ESTABLISHED at the gateway, while linerate said
+    /// all were deleted): the answer brings the tunnel up at the gateway,
+    /// so the initiator deletes it then, and reports it deleted, never
+    /// established.
+    #[test]
+    fn a_handshake_deleted_during_ike_auth_is_deleted_at_the_gateway() {
+        let net = |t: &str| TrafficSelector::parse(t).unwrap();
+        let psk = "test key";
+        let ike = IkeProposals::parse("aes128-sha256-x25519").unwrap();
+        let gateway = Ipv4Addr::new(192, 0, 2, 1);
+        let mut responder = ResponderMachine::new(ResponderConfig {
+            local: gateway,
+            ports: Ports {
+                ike: 500,
+                natt: 4500,
+            },
+            local_id: None,
+            psk: Psk::new(psk),
+            ike: ike.clone(),
+            esp: EspSuite::Aes128Gcm16,
+            local_ts: net("198.19.0.0/24"),
+            remote_ts: net("198.18.0.0/16"),
+            retransmit: Retransmit::default(),
+        });
+        let peer = Ipv4Addr::new(192, 0, 2, 2);
+        let shared = Arc::new(Shared {
+            gateway,
+            gateway_ports: Ports {
+                ike: 500,
+                natt: 4500,
+            },
+            remote_id: None,
+            psk: Psk::new(psk),
+            ike,
+            esp: EspSuite::Aes128Gcm16,
+            remote_ts: net("198.19.0.0/24"),
+            retransmit: Retransmit::default(),
+            force_encap: true,
+        });
+        let local = Local {
+            addr: peer,
+            ports: Ports {
+                ike: 500,
+                natt: 4500,
+            },
+            id: None,
+            ts: net("198.18.1.0/24"),
+        };
+        let mut initiator = Initiator::new(shared, local);
+        let mut out = Outbox::default();
+        let now = Instant::now();
+        initiator.start(now, &mut out);
+        // IKE_SA_INIT there and back; IKE_AUTH is sent, not yet delivered.
+        let init: Vec<_> = out.transmits.drain(..).collect();
+        for t in init {
+            responder.handle(t.natt, SocketAddrV4::new(peer, 500), &t.data, now);
+        }
+        for d in responder.take_datagrams() {
+            let data = if d.natt { &d.data[4..] } else { &d.data[..] };
+            initiator.handle(data, now, &mut out);
+        }
+        assert!(matches!(initiator.phase, Phase::Auth(..)), "IKE_AUTH sent");
+        initiator.delete(now, &mut out);
+        assert!(initiator.deleting(), "the handshake still has to end");
+        let from = SocketAddrV4::new(peer, 4500);
+        let auth: Vec<_> = out.transmits.drain(..).collect();
+        for t in auth {
+            responder.handle(t.natt, from, &t.data, now);
+        }
+        assert_eq!(responder.established(), 1, "IKE_AUTH brought it up");
+        for d in responder.take_datagrams() {
+            let data = if d.natt { &d.data[4..] } else { &d.data[..] };
+            initiator.handle(data, now, &mut out);
+        }
+        shuttle(&mut initiator, &mut responder, &mut out, from);
+        assert_eq!(responder.established(), 0, "the Delete took it down");
+        let outputs: Vec<_> = out.outputs.drain(..).collect();
+        assert!(
+            outputs.iter().any(|o| matches!(o, Output::Deleted(Ok(())))),
+            "{outputs:?}"
+        );
+        assert!(!outputs.iter().any(|o| matches!(o, Output::Established)));
+        assert!(!initiator.deleting());
+    }
 
     /// An INVALID_KE_PAYLOAD linerate cannot follow says what happened:
     /// a group not offered, the group already sent, an unknown one, none.

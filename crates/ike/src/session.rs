@@ -14,6 +14,7 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -198,6 +199,13 @@ impl Sockets {
         })
     }
 }
+
+/// How often a negotiation looks at its caller's stop flag.
+const STOP_CHECK: Duration = Duration::from_millis(50);
+
+/// How long a stopped negotiation waits for the answers that end what the
+/// gateway had set up (IKE_AUTH's, then the Delete's).
+const STOP_WAIT: Duration = Duration::from_secs(1);
 
 /// Something the gateway did while the tunnel was up; each request is
 /// answered before it is reported.
@@ -396,6 +404,19 @@ impl Session {
     /// the second. Blocks until the tunnel is up or has failed; with the
     /// default retransmission a silent gateway is reported after 15.5 s.
     pub fn connect_with(config: Config, sockets: Sockets) -> Result<Session, IkeError> {
+        Session::connect_until(config, sockets, &AtomicBool::new(false))
+    }
+
+    /// [`Session::connect_with`] that ends once `stop` is set (a signal),
+    /// looked at every [`STOP_CHECK`]: a handshake waiting for IKE_AUTH's
+    /// answer waits for it (1 s at most) and deletes the IKE SA it brought
+    /// up, so nothing stays up at the gateway; then
+    /// [`IkeError::Interrupted`].
+    pub fn connect_until(
+        config: Config,
+        sockets: Sockets,
+        stop: &AtomicBool,
+    ) -> Result<Session, IkeError> {
         let port = |s: &UdpSocket, or: u16| match s.local_addr() {
             Ok(a) => a.port(),
             Err(_) => or,
@@ -430,9 +451,25 @@ impl Session {
             buf: Vec::new(),
         };
         let mut events = VecDeque::new();
+        // When a stop was seen: the end of the wait for what the gateway
+        // had to answer.
+        let mut stopping: Option<Instant> = None;
         loop {
             while let Some(t) = out.transmits.pop_front() {
                 transport.send(t.natt, &t.data)?;
+            }
+            if stopping.is_none() && stop.load(Ordering::Relaxed) {
+                machine.delete(Instant::now(), &mut out);
+                stopping = Some(Instant::now() + STOP_WAIT);
+                continue;
+            }
+            if let Some(until) = stopping {
+                out.outputs.clear();
+                if !machine.deleting() || Instant::now() >= until {
+                    return Err(IkeError::Interrupted {
+                        gateway: config.gateway,
+                    });
+                }
             }
             while let Some(o) = out.outputs.pop_front() {
                 match o {
@@ -469,6 +506,7 @@ impl Session {
                     detail: "the handshake stopped".into(),
                 });
             };
+            let deadline = deadline.min(Instant::now() + STOP_CHECK);
             match transport.recv_any(machine.floated(), deadline)? {
                 Some(Datagram::Ike(data)) => {
                     machine.handle(&data, Instant::now(), &mut out);

@@ -20,7 +20,7 @@
 
 mod many;
 
-use crate::error::{bail, err, Result};
+use crate::error::{bail, err, Error, Result};
 use crate::ike_keeper::{Every, Handoff, Keeper, Peers, RekeyLog, RekeyTotals};
 use crate::peers::{ip_out as ip, PeerAddresses};
 use linerate_engine::esp_sink::{ProtocolSink, IPPROTO_ESP};
@@ -31,12 +31,13 @@ use linerate_engine::transform::{ReceiveTransform, SendTransform};
 use linerate_engine::HostConfig;
 use linerate_esp::{Encapsulation, EspSuite, Inbound, Outbound};
 use linerate_ike::{
-    Config, Fleet, Identity, IkeProposals, Ports, Psk, Retransmit, Session, Sockets,
+    Config, Fleet, Identity, IkeError, IkeProposals, Ports, Psk, Retransmit, Session, Sockets,
     TrafficSelector,
 };
 use linerate_results::report::thousands;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -332,6 +333,7 @@ fn connect_one(
     netns: Option<&str>,
     host_b: &HostConfig,
     checked: Checked,
+    stop: &AtomicBool,
 ) -> Result<Session> {
     let Checked {
         psk,
@@ -363,7 +365,18 @@ fn connect_one(
     })
     .map_err(|e| err!(Environment, "{e}"))?
     .map_err(|e| err!(Environment, "IPsec: {e}"))?;
-    Session::connect_with(config, sockets).map_err(|e| err!(Failed, "IPsec: {e}"))
+    Session::connect_until(config, sockets, stop).map_err(|e| match e {
+        IkeError::Interrupted { gateway } => interrupted_negotiation(gateway),
+        e => err!(Failed, "IPsec: {e}"),
+    })
+}
+
+/// A negotiation a signal stopped: the run's interruption (exit 130, see
+/// `ports::stop`), with what was done about the gateway.
+fn interrupted_negotiation(gateway: Ipv4Addr) -> Error {
+    Error::from(linerate_engine::EngineError::Interrupted).context(format!(
+        "the IPsec tunnels to {gateway} were not set up: interrupted; what the gateway had set up was deleted"
+    ))
 }
 
 /// Port B's ESP transforms: sending (encrypting) and receiving.
@@ -546,16 +559,19 @@ struct FirstTunnel {
 impl IpsecPeer {
     /// Negotiates the tunnel from port B (`ifname` in `netns`, whose host
     /// is `host_b`) to the gateway; `lan` is port A's host, whose subnet
-    /// is the gateway's LAN unless the plan names it.
+    /// is the gateway's LAN unless the plan names it. `stop` (a signal)
+    /// ends the negotiation: what the gateway set up is deleted, and the
+    /// error is the run's interruption.
     pub fn establish(
         plan: &IpsecPlan,
         netns: Option<&str>,
         ifname: &str,
         host_b: &HostConfig,
         lan: &HostConfig,
+        stop: &AtomicBool,
     ) -> Result<IpsecPeer> {
         if plan.tunnels > 1 {
-            return Self::establish_many(plan, netns, ifname, host_b, lan);
+            return Self::establish_many(plan, netns, ifname, host_b, lan, stop);
         }
         let checked = Checked::of(
             plan,
@@ -577,7 +593,7 @@ impl IpsecPeer {
         };
         let mut peer = Self::unnegotiated(plan, netns, ifname, first);
         peer.address_on(checked.outer, checked.gateway)?;
-        let session = connect_one(plan, netns, host_b, checked)?;
+        let session = connect_one(plan, netns, host_b, checked, stop)?;
         peer.take_first_child(session, plan, host_b)?;
         Ok(peer)
     }

@@ -137,6 +137,7 @@ pub fn open_with(
             &b.0,
             &host_b,
             &host_a,
+            stop,
         )?),
         None => None,
     };

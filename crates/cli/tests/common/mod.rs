@@ -595,8 +595,21 @@ pub struct Spawned {
 
 impl Spawned {
     pub fn start(args: &[&str]) -> Spawned {
-        let mut child = Command::new(LINERATE)
-            .args(args)
+        Spawned::start_command(Command::new(LINERATE).args(args))
+    }
+
+    /// linerate started in network namespace `ns` (`ip netns exec`, which
+    /// execs it: the pid is linerate's, for signals).
+    pub fn start_in(ns: &str, args: &[&str]) -> Spawned {
+        Spawned::start_command(
+            Command::new("ip")
+                .args(["netns", "exec", ns, LINERATE])
+                .args(args),
+        )
+    }
+
+    fn start_command(command: &mut Command) -> Spawned {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

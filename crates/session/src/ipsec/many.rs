@@ -11,6 +11,7 @@ use linerate_esp::{Encapsulation, EspSuite, Inbound, Outbound};
 use linerate_ike::{Fleet, FleetConfig, IkeProposals, Peer, Ports, Psk, Setup};
 use linerate_results::report::thousands;
 use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Where the N tunnels go, checked before anything is touched: the
@@ -171,11 +172,16 @@ impl Layout {
 
 /// Brings every peer's tunnel up, with progress once a second when the
 /// setups take longer than that. The setups, and how long they took (ms).
-fn bring_up(fleet: &mut Fleet, count: usize, gateway: Ipv4Addr) -> (Vec<Setup>, u64) {
+fn bring_up(
+    fleet: &mut Fleet,
+    count: usize,
+    gateway: Ipv4Addr,
+    stop: &AtomicBool,
+) -> (Vec<Setup>, u64) {
     let begun = Instant::now();
     let mut shown = begun;
     let (mut up, mut down) = (0u64, 0u64);
-    let setups = fleet.bring_up(&mut |s| {
+    let setups = fleet.bring_up_until(stop, &mut |s| {
         match s.outcome {
             Ok(_) => up += 1,
             Err(_) => down += 1,
@@ -256,11 +262,19 @@ impl IpsecPeer {
         ifname: &str,
         host_b: &HostConfig,
         lan: &HostConfig,
+        stop: &AtomicBool,
     ) -> Result<IpsecPeer> {
         let (layout, psk) = Layout::of(plan, host_b, lan)?;
         let addresses = PeerAddresses::add(netns, ifname, layout.outer, &layout.peers)?;
         let mut fleet = layout.bind_fleet(plan, netns, psk)?;
-        let (setups, setup_ms) = bring_up(&mut fleet, plan.tunnels, layout.gateway);
+        let (setups, setup_ms) = bring_up(&mut fleet, plan.tunnels, layout.gateway, stop);
+        if stop.load(Ordering::Relaxed) {
+            // Those up, and those whose IKE_AUTH was on its way, deleted.
+            fleet.delete_all();
+            drop(fleet);
+            drop(addresses);
+            return Err(super::interrupted_negotiation(layout.gateway));
+        }
         if let Some(refused) = layout.refusal(&setups, &fleet) {
             fleet.delete_all();
             drop(fleet);

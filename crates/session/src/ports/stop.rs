@@ -36,6 +36,13 @@ fn interrupted_set_up(e: &Error) -> Option<String> {
         if let Some(lab @ LabError::Interrupted { .. }) = c.downcast_ref::<LabError>() {
             return Some(lab.to_string());
         }
+        // The IPsec negotiation a signal stopped: its context says what
+        // was done about the gateway.
+        if let Some(linerate_engine::EngineError::Interrupted) =
+            c.downcast_ref::<linerate_engine::EngineError>()
+        {
+            return Some(e.to_string());
+        }
         cause = c.source();
     }
     None
