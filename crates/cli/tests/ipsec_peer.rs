@@ -713,6 +713,34 @@ fn a_gateway_that_never_answers_fails_in_one_line() {
     );
 }
 
+/// A gateway that narrows the traffic selectors (RFC 7296 §2.9) to a
+/// network that leaves out the test frames' address (issue 41: linerate
+/// printed the selectors it asked for, sent outside the narrowed ones and
+/// blamed 100 % loss on the DUT): refused in one line naming the narrowed
+/// selectors, nothing left on the gateway. (`--tunnels N` checks each
+/// tunnel with the same function; this gateway's connection takes one
+/// peer.)
+#[test]
+fn selectors_narrowed_past_the_test_addresses_are_refused() {
+    if !root_or_skip("selectors_narrowed_past_the_test_addresses_are_refused") {
+        return;
+    }
+    let narrow = Conn {
+        remote_ts: "198.19.1.128/25".into(),
+        ..gw_conn()
+    };
+    let bed = Bed::new("in", Some(&[narrow]));
+    let trial = ["--rate", RATE, "--duration", "1s", "--frame-size", "128"];
+    bed.expect_error(
+        bed.trial(&trial),
+        &[
+            "the gateway narrowed the traffic selectors to 198.19.1.128/25",
+            "leave out the test frames' address 198.19.1.2",
+            "give --remote-net within 198.19.1.128/25",
+        ],
+    );
+}
+
 /// Ctrl-C while IKE waits for a gateway that never answers (issue 41: the
 /// packet commands ignored it for 15 s, then exited 2) stops the run at
 /// once, as an interruption (exit 130), one tunnel or many, with nothing

@@ -371,6 +371,44 @@ fn connect_one(
     })
 }
 
+/// Traffic selectors as the run's notes print them (`10.88.0.0/16`,
+/// several joined by ", ").
+pub(crate) fn selectors_text(list: &[TrafficSelector]) -> String {
+    list.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Refuses a CHILD_SA whose traffic selectors, as the gateway answered
+/// them (perhaps narrower than proposed, RFC 7296 §2.9), leave out the
+/// test frames' addresses: `inner` on linerate's side, `lan` on the
+/// gateway's. The gateway would drop every frame, and the loss would
+/// read as the DUT's. `tunnel`: which one, with several.
+pub(crate) fn check_selectors(
+    child: &linerate_ike::ChildSa,
+    inner: Ipv4Addr,
+    lan: Ipv4Addr,
+    tunnel: Option<usize>,
+) -> Result<()> {
+    let within = |list: &[TrafficSelector], ip: Ipv4Addr| {
+        list.iter().any(|ts| ts.contains(std::net::IpAddr::V4(ip)))
+    };
+    let which = tunnel.map_or(String::new(), |i| format!("tunnel {}: ", i + 1));
+    let narrowed = format!(
+        "{which}the gateway narrowed the traffic selectors to {} <-> {} (RFC 7296 §2.9)",
+        selectors_text(&child.local_ts),
+        selectors_text(&child.remote_ts)
+    );
+    if !within(&child.local_ts, inner) {
+        bail!(BadInput, "{narrowed}, which leave out the test frames' address {inner} behind linerate: give --remote-net within {}", selectors_text(&child.local_ts));
+    }
+    if !within(&child.remote_ts, lan) {
+        bail!(BadInput, "{narrowed}, which leave out the test frames' address {lan} on the gateway's LAN: give --local-net and port A's address within {}", selectors_text(&child.remote_ts));
+    }
+    Ok(())
+}
+
 /// A negotiation a signal stopped: the run's interruption (exit 130, see
 /// `ports::stop`), with what was done about the gateway.
 fn interrupted_negotiation(gateway: Ipv4Addr) -> Error {
@@ -594,6 +632,9 @@ impl IpsecPeer {
         let mut peer = Self::unnegotiated(plan, netns, ifname, first);
         peer.address_on(checked.outer, checked.gateway)?;
         let session = connect_one(plan, netns, host_b, checked, stop)?;
+        check_selectors(session.child(), peer.inner, lan.ip, None)?;
+        peer.record.local_net = selectors_text(&session.child().local_ts);
+        peer.record.remote_net = selectors_text(&session.child().remote_ts);
         peer.take_first_child(session, plan, host_b)?;
         Ok(peer)
     }

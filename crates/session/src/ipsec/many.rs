@@ -281,6 +281,19 @@ impl IpsecPeer {
             drop(addresses);
             return Err(refused);
         }
+        // Each tunnel's selectors as the gateway answered them must hold
+        // its test frames' addresses (those up are deleted otherwise).
+        let lan_ip = lan.ip;
+        let narrowed = (0..layout.peers.len()).find_map(|i| {
+            let child = fleet.child(i)?;
+            super::check_selectors(child, layout.slices.host(i), lan_ip, Some(i)).err()
+        });
+        if let Some(refused) = narrowed {
+            fleet.delete_all();
+            drop(fleet);
+            drop(addresses);
+            return Err(refused);
+        }
         let keys = FirstKeys::of(&fleet, &layout.peers, layout.gateway, plan.esp_encap)?;
         let mut peer = Self::of_many(plan, netns, ifname, layout, keys, setup_ms);
         // The peers' addresses stay on port B while the trials run, for
