@@ -196,6 +196,8 @@ pub struct Fleet {
     cmsg: Vec<u8>,
     /// Where a rekey's new CHILD_SA goes before the gateway may use it.
     installer: Option<ChildInstaller>,
+    /// The peers whose Delete ended without an answer (`delete_all`).
+    unanswered_deletes: Vec<usize>,
 }
 
 impl std::fmt::Debug for Fleet {
@@ -387,6 +389,7 @@ impl Fleet {
             buf: vec![0; 65536],
             cmsg: nix::cmsg_space!(libc::in_pktinfo),
             installer: None,
+            unanswered_deletes: Vec::new(),
         })
     }
 
@@ -505,11 +508,14 @@ impl Fleet {
                     }
                     self.events.push(PeerEvent { peer, event });
                 }
-                Output::Deleted(_) => {
+                Output::Deleted(outcome) => {
                     slot.state = State::Down;
                     if slot.deleting {
                         slot.deleting = false;
                         self.deleting = self.deleting.saturating_sub(1);
+                        if outcome.is_err() {
+                            self.unanswered_deletes.push(peer);
+                        }
                     }
                 }
                 Output::RekeyFailed(e) => {
@@ -782,35 +788,76 @@ impl Fleet {
     }
 
     /// Deletes every IKE SA (and with it its CHILD_SA), waiting for the
-    /// gateway's answers with the usual retransmission, all in parallel.
-    pub fn delete_all(&mut self) {
-        let now = Instant::now();
+    /// gateway's answers with the usual retransmission. The Deletes go
+    /// through the set-up window: `window` in flight at most, the next
+    /// sent as one ends, so a gateway's receive buffer does not overflow
+    /// with thousands at once (which left tunnels up, unreported). The
+    /// Deletes no answer ended are returned: those tunnels may still be up
+    /// at the gateway.
+    pub fn delete_all(&mut self) -> Deletes {
         let mut ignore = |_: &Setup| {};
+        let mut todo = std::collections::VecDeque::new();
         for peer in 0..self.slots.len() {
             let slot = &mut self.slots[peer];
-            let Some(m) = slot.machine.as_mut() else {
+            let Some(m) = slot.machine.as_ref() else {
                 continue;
             };
             if slot.state == State::Handshake {
                 self.in_flight = self.in_flight.saturating_sub(1);
             }
             if m.ike_up() || slot.state == State::Handshake {
-                m.delete(now, &mut self.out);
-            }
-            // Up, or its IKE_AUTH unanswered (the gateway may bring the
-            // tunnel up when it answers): waited for until deleted.
-            if m.deleting() {
-                slot.deleting = true;
-                self.deleting += 1;
+                todo.push_back(peer);
             }
             slot.state = State::Down;
-            self.after(peer, now, &mut ignore);
         }
-        // Each Delete ends answered, crossed or out of tries.
-        while self.deleting > 0 && !self.timers.is_empty() {
+        let asked = todo.len();
+        self.unanswered_deletes.clear();
+        loop {
+            while self.deleting < self.window {
+                let Some(peer) = todo.pop_front() else {
+                    break;
+                };
+                let now = Instant::now();
+                let slot = &mut self.slots[peer];
+                if let Some(m) = slot.machine.as_mut() {
+                    m.delete(now, &mut self.out);
+                    // Up, or its IKE_AUTH unanswered (the gateway may
+                    // bring the tunnel up when it answers): waited for
+                    // until deleted.
+                    if m.deleting() {
+                        slot.deleting = true;
+                        self.deleting += 1;
+                    }
+                }
+                self.after(peer, now, &mut ignore);
+            }
+            // Each Delete ends answered, crossed or out of tries.
+            if self.deleting == 0 {
+                if todo.is_empty() {
+                    break;
+                }
+                continue;
+            }
+            if self.timers.is_empty() {
+                break;
+            }
             self.turn(None, &mut ignore);
         }
+        Deletes {
+            asked,
+            unanswered: std::mem::take(&mut self.unanswered_deletes),
+        }
     }
+}
+
+/// How [`Fleet::delete_all`] ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Deletes {
+    /// Tunnels (and handshakes) it deleted.
+    pub asked: usize,
+    /// The peers whose Delete no answer ended after the retries: their
+    /// tunnels may still be up at the gateway.
+    pub unanswered: Vec<usize>,
 }
 
 impl Drop for Fleet {
@@ -902,6 +949,45 @@ mod tests {
             }
         }
         None
+    }
+
+    /// Deletes go through the set-up window and those no answer ended are
+    /// reported (issue 41: 2,000 Deletes at once overflowed the gateway's
+    /// receive buffer, and 27 tunnels stayed up, unreported). Answered:
+    /// every one, none unanswered. With the gateway gone: every one
+    /// unanswered, and 6 Deletes through a window of 2 take 3 rounds of
+    /// tries at least, where all at once would take one.
+    #[test]
+    fn deletes_are_paced_by_the_window_and_the_unanswered_reported() {
+        let mut gateway = LoopbackGateway::start();
+        let retransmit = Retransmit {
+            timeout: Duration::from_millis(50),
+            tries: 2,
+        };
+        let (mut fleet, _) = gateway.fleet_up(6, false, retransmit);
+        fleet.window = 2;
+        let deletes = fleet.delete_all();
+        assert_eq!(
+            (deletes.asked, deletes.unanswered.len()),
+            (6, 0),
+            "{deletes:?}"
+        );
+        assert_eq!(fleet.established(), 0);
+
+        let (mut fleet, _) = gateway.fleet_up(6, false, retransmit);
+        fleet.window = 2;
+        gateway.stop();
+        let start = Instant::now();
+        let deletes = fleet.delete_all();
+        let took = start.elapsed();
+        assert_eq!(deletes.asked, 6);
+        assert_eq!(deletes.unanswered, [0, 1, 2, 3, 4, 5], "took {took:?}");
+        // One Delete's tries: 50 ms, then 100 ms.
+        let one = Duration::from_millis(150);
+        assert!(
+            took >= 3 * one,
+            "6 Deletes through a window of 2 took {took:?}"
+        );
     }
 
     /// Two peers against linerate's responder on the loopback: one

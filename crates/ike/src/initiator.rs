@@ -744,12 +744,12 @@ impl Initiator {
         }
     }
 
-    /// Whether a Delete is under way or awaits IKE_AUTH's answer: the
+    /// Whether a Delete waits for its answer, or for IKE_AUTH's: the
     /// initiator still has something to end at the gateway.
     pub(crate) fn deleting(&self) -> bool {
         match &self.phase {
             Phase::Auth(..) => self.delete_when_up,
-            Phase::Up(t) => t.ike_up(),
+            Phase::Up(t) => t.deleting(),
             _ => false,
         }
     }

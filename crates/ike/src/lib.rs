@@ -49,7 +49,7 @@ pub mod wire;
 
 pub use crypto::{DhGroup, Encr, Integ, Prf};
 pub use error::{ConfigError, IkeError};
-pub use fleet::{Fleet, FleetConfig, Peer, PeerEvent, Setup};
+pub use fleet::{Deletes, Fleet, FleetConfig, Peer, PeerEvent, Setup};
 pub use linerate_esp::{EspSuite, SaKeys};
 pub use proposal::{IkeProposal, IkeProposals, IkeSuite, ProposalError};
 pub use responder::{Responder, ResponderConfig, ResponderEvent, ResponderMachine};

@@ -474,6 +474,11 @@ impl Tunnel {
         self.child_up
     }
 
+    /// Whether its Delete of the IKE SA waits for the answer.
+    pub(crate) fn deleting(&self) -> bool {
+        matches!(self.request, Some((_, Purpose::Delete { .. })))
+    }
+
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         let r = self.request.as_ref().map(|(r, _)| r.deadline);
         match (r, self.keepalive_at.filter(|_| self.ike_up)) {

@@ -269,6 +269,10 @@ pub struct TunnelsReport {
     pub rekeys: Option<HoldRekeys>,
     /// Stopped by a signal before the hold ended.
     pub interrupted: bool,
+    /// The peers (outer addresses) whose Delete no answer ended after the
+    /// retries: their tunnels may still be up at the gateway.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deletes_unanswered: Vec<String>,
     /// Every tunnel in peer order (with `--capacity`, those attempted).
     pub tunnels: Vec<TunnelOutcome>,
 }
@@ -294,6 +298,7 @@ impl TunnelsReport {
             setup_ms: SetupTimes::of(&setup),
             hold: None,
             gateway_checks: Vec::new(),
+            deletes_unanswered: Vec::new(),
             gateway_note: None,
             cpu: None,
             ttfp_ms: None,
@@ -1019,6 +1024,13 @@ pub fn tunnels_table(r: &TunnelsReport) -> String {
     }
     for check in &r.gateway_checks {
         let _ = writeln!(out, "  Gateway: {check}");
+    }
+    if let Some(first) = r.deletes_unanswered.first() {
+        let _ = writeln!(
+            out,
+            "  Deletes unanswered: {} (the first: {first}) after the retries: those tunnels may still be up at the gateway",
+            r.deletes_unanswered.len()
+        );
     }
     if let Some(note) = &r.gateway_note {
         let _ = writeln!(out, "  Note: {note}");

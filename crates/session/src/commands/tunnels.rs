@@ -313,7 +313,12 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         report.rekeys = Some(run.record(None));
     }
     let was_up = fleet.established();
-    fleet.delete_all();
+    let deletes = fleet.delete_all();
+    report.deletes_unanswered = deletes
+        .unanswered
+        .iter()
+        .filter_map(|&i| plan.peers.get(i).map(ToString::to_string))
+        .collect();
     drop(fleet);
     if let Some(applied) = &bed.applied {
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -327,9 +332,15 @@ pub fn run(plan: TunnelsPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     recorder.result_event(&report);
     if report.interrupted {
         recorder.finish_as(true)?;
-        return Ok(Outcome::Interrupted(
-            "the tunnels were deleted; what was set up is reported above".into(),
-        ));
+        let deleted = match report.deletes_unanswered.len() {
+            0 => "the tunnels were deleted".to_string(),
+            n => format!(
+                "the tunnels were deleted but {n}, whose Deletes went unanswered (see above)"
+            ),
+        };
+        return Ok(Outcome::Interrupted(format!(
+            "{deleted}; what was set up is reported above"
+        )));
     }
     recorder.finish(linerate_store::RunStatus::Complete)?;
     drop(bed);
