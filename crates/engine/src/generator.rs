@@ -435,7 +435,7 @@ mod tests {
         assert_eq!(sent.frames, slow.taken);
         assert!(sent.paused > Duration::ZERO);
         assert!(
-            sent.send_time >= give_up && sent.send_time < Duration::from_millis(340),
+            sent.send_time >= give_up && sent.send_time < Duration::from_millis(400),
             "sent for {:?}, limit {:?}",
             sent.send_time,
             crate::pacer::sending_limit(give_up)
