@@ -160,11 +160,16 @@ impl Bed {
     }
 
     fn trial_with_key(&self, psk: &str, extra: &[&str]) -> Run {
+        linerate_in(&self.t, &Bed::trial_args(psk, extra))
+    }
+
+    /// The arguments of [`Bed::trial_with_key`].
+    fn trial_args<'a>(psk: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         let mut args = vec!["trial", "--no-db"];
         args.extend_from_slice(&HOSTS);
         args.extend_from_slice(&["--ipsec", "--psk-file", psk, "--remote-net", REMOTE_NET]);
         args.extend_from_slice(extra);
-        linerate_in(&self.t, &args)
+        args
     }
 
     /// Port B's IPv4 addresses (`ip -4 addr show dev tb`).
@@ -752,16 +757,7 @@ fn a_signal_while_the_tunnels_are_negotiated_stops_the_run_at_once() {
     }
     let bed = Bed::new("is", None);
     for tunnels in ["1", "5"] {
-        let mut args = vec!["trial", "--no-db"];
-        args.extend_from_slice(&HOSTS);
-        args.extend_from_slice(&[
-            "--ipsec",
-            "--psk-file",
-            bed.psk.arg(),
-            "--remote-net",
-            REMOTE_NET,
-        ]);
-        args.extend_from_slice(&[
+        let extra = [
             "--tunnels",
             tunnels,
             "--rate",
@@ -770,7 +766,8 @@ fn a_signal_while_the_tunnels_are_negotiated_stops_the_run_at_once() {
             "1s",
             "--frame-size",
             "128",
-        ]);
+        ];
+        let args = Bed::trial_args(bed.psk.arg(), &extra);
         let spawned = Spawned::start_in(&bed.t, &args);
         // IKE_SA_INIT is retransmitted by then (after 1 s of silence).
         std::thread::sleep(Duration::from_millis(1500));
