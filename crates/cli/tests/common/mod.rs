@@ -292,6 +292,8 @@ pub fn f(v: &Value, key: &str) -> f64 {
 pub struct Run {
     /// The exit code, or 128 + signal when a signal ended it.
     pub code: i32,
+    /// The signal that ended it, when one did (the process never exited).
+    pub killed_by: Option<i32>,
     pub stdout: String,
     pub stderr: String,
     /// The process id linerate ran with.
@@ -307,6 +309,12 @@ impl Run {
             self.code, self.elapsed, self.stdout, self.stderr
         )
     }
+}
+
+/// The signal that ended a process, when it did not exit on its own.
+pub fn killed_by(status: ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal()
 }
 
 pub fn exit_code(status: ExitStatus) -> i32 {
@@ -357,6 +365,7 @@ pub fn run_program(program: &str, args: &[&str], limit: Duration) -> Run {
     let status = wait_limited(&mut child, limit, &format!("{program} {args:?}"));
     let run = Run {
         code: exit_code(status),
+        killed_by: killed_by(status),
         stdout: out.join().unwrap(),
         stderr: err.join().unwrap(),
         pid,
@@ -669,6 +678,7 @@ impl Spawned {
         self.stderr_thread.take().unwrap().join().unwrap();
         let run = Run {
             code: exit_code(status),
+            killed_by: killed_by(status),
             stdout,
             stderr: self.stderr_now(),
             pid: self.pid,
