@@ -223,6 +223,7 @@ fn with_vpn_peer(
         );
     }
     let mut plan = bed_plan.ipsec.clone().unwrap_or_default();
+    plan.ranges = bed_plan.flows.ranges.clone();
     if let Some(esp) = plan.esp.filter(|&e| e != peer.suite) {
         bail!(BadInput, "--esp {esp} is not the lab gateway's suite ({}): choose it with --scenario vpn-gateway:{esp}", peer.suite);
     }

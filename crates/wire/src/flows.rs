@@ -130,7 +130,8 @@ impl Field {
         }
     }
 
-    fn name(self) -> &'static str {
+    /// The field as `--range` names it (`src-ip`).
+    pub fn name(self) -> &'static str {
         match self {
             Field::SrcMac => "src-mac",
             Field::DstMac => "dst-mac",

@@ -154,6 +154,8 @@ impl IpsecArgs {
                 .as_deref()
                 .map(ipsec_timeout)
                 .transpose()?,
+            // The frames' ranges: the bed's plan adds them.
+            ranges: Vec::new(),
         })
     }
 

@@ -142,6 +142,11 @@ impl PortArgs {
                 "--ipsec tests untagged IPv4 through the tunnel: leave out --ipv6 and --vlan"
             );
         }
+        // Every address the ranges reach must lie within the selectors the
+        // gateway answers (checked once it has answered).
+        if let Some(p) = ipsec.as_mut() {
+            p.ranges = flows.ranges.clone();
+        }
         // Port B is an IPsec peer with --ipsec, and in the lab of a
         // vpn-gateway scenario: linerate encrypts and decrypts in user space.
         let peer = if ipsec.is_some() {

@@ -286,7 +286,8 @@ impl IpsecPeer {
         let lan_ip = lan.ip;
         let narrowed = (0..layout.peers.len()).find_map(|i| {
             let child = fleet.child(i)?;
-            super::check_selectors(child, layout.slices.host(i), lan_ip, Some(i)).err()
+            let frames = plan.frame_addresses(layout.slices.host(i), lan_ip);
+            super::check_selectors(&child.local_ts, &child.remote_ts, &frames, Some(i)).err()
         });
         if let Some(refused) = narrowed {
             fleet.delete_all();
