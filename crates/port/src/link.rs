@@ -133,6 +133,59 @@ fn link_speed(fd: &OwnedFd, ifname: &str) -> Option<u64> {
     (mbps != 0 && mbps != u32::MAX && mbps != 0xFFFF).then_some(mbps as u64 * 1_000_000)
 }
 
+/// The ethtool_channels of ETHTOOL_GCHANNELS.
+#[repr(C)]
+#[derive(Default)]
+struct EthtoolChannels {
+    cmd: u32,
+    max_rx: u32,
+    max_tx: u32,
+    max_other: u32,
+    max_combined: u32,
+    rx_count: u32,
+    tx_count: u32,
+    other_count: u32,
+    combined_count: u32,
+}
+
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
+
+/// How many receive and transmit queues a device has in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueCounts {
+    pub rx: u32,
+    pub tx: u32,
+}
+
+/// The queues `ifname` uses (`ethtool -l`: combined channels plus those
+/// of one direction), or None when the driver does not say (it then has
+/// one queue each way, or does not tell which).
+pub fn queue_counts(fd: &OwnedFd, ifname: &str) -> Option<QueueCounts> {
+    let mut ch = EthtoolChannels {
+        cmd: ETHTOOL_GCHANNELS,
+        ..Default::default()
+    };
+    let mut req = ifreq_for(ifname).ok()?;
+    req.ifr_ifru.ifru_data = (&mut ch as *mut EthtoolChannels).cast();
+    // SAFETY: SIOCETHTOOL with ETHTOOL_GCHANNELS writes an ethtool_channels
+    // into ifru_data, which points at `ch`.
+    let rc = unsafe {
+        libc::ioctl(
+            fd.as_raw_fd(),
+            libc::SIOCETHTOOL as _,
+            &mut req as *mut libc::ifreq,
+        )
+    };
+    if rc < 0 {
+        return None;
+    }
+    let counts = QueueCounts {
+        rx: ch.combined_count.saturating_add(ch.rx_count),
+        tx: ch.combined_count.saturating_add(ch.tx_count),
+    };
+    (counts.rx > 0 && counts.tx > 0).then_some(counts)
+}
+
 /// The interface index of `ifname` in the calling thread's network namespace.
 pub fn ifindex(ifname: &str) -> Result<u32, PortError> {
     nix::net::if_::if_nametoindex(ifname)

@@ -200,7 +200,7 @@ pub fn engine_message(e: &linerate_engine::EngineError) -> String {
         En::FrameTooLargeForEngine { frame, engine, max } => format!(
             "the {engine} engine carries frames up to {max} bytes (with FCS), not {frame}: use --engine af_packet for larger frames"
         ),
-        En::TxThreads => "--tx-threads above 1 needs --engine xdp or af_packet, with clear frames (one thread encrypts an SA's frames)".to_string(),
+        En::TxThreads => "--tx-threads above 1 sends clear frames only (one thread encrypts an SA's frames): leave --tx-threads out with --ipsec".to_string(),
         En::TooManyTxThreads { asked, max } => format!(
             "--tx-threads {asked} is more than the {max} streams the receiver counts per trial: use at most {max}"
         ),
@@ -400,7 +400,7 @@ mod tests {
             ),
             (
                 En::TxThreads,
-                "--tx-threads above 1 needs --engine xdp or af_packet, with clear frames (one thread encrypts an SA's frames)",
+                "--tx-threads above 1 sends clear frames only (one thread encrypts an SA's frames): leave --tx-threads out with --ipsec",
             ),
             (
                 En::TooManyTxThreads { asked: 9, max: 8 },

@@ -249,19 +249,6 @@ pub type PortName = (String, Option<String>);
 /// Ports A and B as an engine drives them, and the engine's name.
 pub type Ports = (TesterPort, TesterPort, &'static str);
 
-/// `--tx-threads` above 1 is for the xdp engine (or `auto`, which then
-/// means xdp) and af_packet (a socket per thread); af_xdp sends from one
-/// thread on one queue.
-pub fn check_tx_threads(engine: EngineChoice, tx_threads: u16) -> Result<()> {
-    if tx_threads > 1 && engine == EngineChoice::AfXdp {
-        bail!(
-            BadInput,
-            "--tx-threads above 1 needs --engine xdp or af_packet"
-        );
-    }
-    Ok(())
-}
-
 /// `--engine`: which packet I/O engine sends and receives the test frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EngineChoice {
@@ -313,7 +300,7 @@ impl ReceiverChoice {
 /// Port B counts as `receiver` says. Returns the ports, the engine's name
 /// and notes on the choices (why `auto` took the engine, how an af_xdp
 /// socket is bound, why the counter did not attach).
-/// With `tx_threads` above 1 only the xdp engine will do. `ike_on_b`:
+/// `tx_threads` generator threads on port A (`auto` then means xdp). `ike_on_b`:
 /// port B is an IPsec peer, whose IKE the kernel must still receive
 /// while the engine takes the ESP.
 pub fn open_engine(
@@ -325,7 +312,6 @@ pub fn open_engine(
     receiver: ReceiverChoice,
     ike_on_b: bool,
 ) -> Result<(Ports, Option<String>)> {
-    check_tx_threads(choice, tx_threads)?;
     let socket = receiver == ReceiverChoice::Socket;
     if socket && (choice == EngineChoice::Xdp || (tx_threads > 1 && choice == EngineChoice::Auto)) {
         bail!(BadInput, "the xdp engine counts test frames in the kernel and hands none up: for --receiver socket (or --pcap) use --engine af_xdp or af_packet");
@@ -351,7 +337,7 @@ pub fn open_engine(
         ),
         EngineChoice::Xdp => return open_xdp(a, b, opts, receiver),
         EngineChoice::AfXdp => {
-            let (port, note) = open_af_xdp(a, opts, false)?;
+            let (port, note) = open_af_xdp(a, opts, false, tx_threads)?;
             (port, "af_xdp", Some(note))
         }
         EngineChoice::Auto => {
@@ -422,7 +408,7 @@ fn with_receiver(
     }
     // (The xdp engine never gets here: see open_engine.)
     let port_b = match engine {
-        "af_xdp" => match open_af_xdp(b, opts, ike_on_b) {
+        "af_xdp" => match open_af_xdp(b, opts, ike_on_b, 1) {
             Ok((port, mode)) => {
                 note = join_notes(Some(mode), note);
                 port
@@ -455,7 +441,7 @@ fn auto_socket(
     opts: &AfPacketOptions,
     mut passed_over: Vec<String>,
 ) -> Result<(TesterPort, &'static str, String)> {
-    match open_af_xdp(a, opts, false) {
+    match open_af_xdp(a, opts, false, 1) {
         Ok((port, note)) => {
             passed_over.push(note);
             return Ok((port, "af_xdp", passed_over.join("; ")));
@@ -469,28 +455,42 @@ fn auto_socket(
     ))
 }
 
-/// An AF_XDP socket on a port (copy mode on veth, zero-copy where the
-/// driver offers it), and a note on how it is bound.
+/// AF_XDP sockets on a port, one per receive queue (copy mode on veth,
+/// zero-copy where the driver offers it), `tx_threads` of them sending (a
+/// generator thread each), and a note on how they are bound.
 /// `pass_ike`: IKE goes on to the kernel (an IPsec peer's port B).
 fn open_af_xdp(
     p: &PortName,
     opts: &AfPacketOptions,
     pass_ike: bool,
+    tx_threads: u16,
 ) -> Result<(TesterPort, String)> {
     let xdp_opts = AfXdpOptions {
         max_frame_len: opts.max_frame_len,
         generic_xdp: opts.generic_xdp,
         pass_ike,
+        tx_queues: tx_threads.max(1) as u32,
         ..AfXdpOptions::default()
     };
     let port = AfXdpPort::open(&p.0, p.1.as_deref(), &xdp_opts)?;
+    let queues = match port.rx_queues() {
+        1 => String::new(),
+        n => format!(", {n} queues"),
+    };
     let note = format!(
-        "{} {} mode, XDP {}",
+        "{} {} mode, XDP {}{queues}",
         port.info().ifname,
         port.mode().as_str(),
         port.attach_mode().as_str()
     );
-    Ok((TesterPort::from_port(port), note))
+    let (tx, rx, info) = port.split_queues();
+    let max = info.max_frame_len;
+    let port = TesterPort {
+        tx: Box::new(QueueTx::with_queues(tx, max)),
+        rx: Box::new(QueueRx::new(rx, max)),
+        info,
+    };
+    Ok((port, note))
 }
 
 /// Streams the in-kernel counter keeps per trial.

@@ -61,7 +61,6 @@ impl PortArgs {
     pub fn plan_counts(&self, scenarios: &[Scenario]) -> Result<(BedPlan, Vec<usize>)> {
         let scenario = !scenarios.is_empty();
         unused::refuse(&self.rules(scenarios))?;
-        ports::check_tx_threads(self.engine.into(), self.tx_threads)?;
         let straggler_wait = ports::parse_duration(&self.straggler_wait, "--straggler-wait")?;
         let encap = self.encap.encap()?;
         let flows = Flows::parse(&self.ranges)
@@ -433,7 +432,6 @@ mod tests {
             (&format!("{EXTERNAL} --straggler-wait soon"), "--straggler-wait"),
             (&format!("{EXTERNAL} --gw-mac-a ff:ff:ff:ff:ff:ff"), "broadcast"),
             (&format!("{EXTERNAL} --range nonsense"), "--range"),
-            ("--lab --tx-threads 2 --engine af_xdp", "--tx-threads"),
             ("--lab --vlan 5000", "5000"),
             // Options out of their mode.
             ("--lab --gw-mac-a 02:00:00:00:00:01", "--gw-mac-a is for ports you name"),

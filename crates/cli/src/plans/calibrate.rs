@@ -14,11 +14,6 @@ impl CalibrateArgs {
     /// touched.
     pub fn plan(&self) -> Result<CalibratePlan> {
         let args = self;
-        for name in &args.engine {
-            if args.tx_threads > 1 && *name == crate::args::EngineName::AfXdp {
-                bail!(BadInput, "--tx-threads above 1 needs --engine xdp or af_packet (calibrate only those: --engine xdp,af_packet)");
-            }
-        }
         let only_xdp = args
             .engine
             .iter()
@@ -141,7 +136,6 @@ mod tests {
         assert_eq!(p.stored, Calibration::default());
         assert!(plan("").unwrap().ports.is_none());
         for (args, says) in [
-            ("--engine af_xdp --tx-threads 2", "--tx-threads"),
             (
                 "--engine xdp --receiver socket",
                 "--receiver socket hands every frame",

@@ -1,6 +1,7 @@
-//! The receive half: the RX ring, the fill ring, its own half of the UMEM
-//! frames, the XDP program that steers the queue's frames to the socket,
-//! and a small AF_PACKET socket for control frames.
+//! The receive half: for each bound queue the RX ring, the fill ring and
+//! its own half of that socket's UMEM frames; the XDP program that steers
+//! each queue's frames to its socket; and a small AF_PACKET socket for
+//! control frames.
 //!
 //! A frame is on the fill ring (waiting for a received frame), on the RX
 //! ring (holding one), or briefly in [`XskRx::recv`]'s hands, which gives it
@@ -19,11 +20,8 @@ use std::time::Duration;
 /// that one arrival time stands for frames that arrived close together.
 const BATCH: u32 = 64;
 
-pub struct XskRx {
-    /// Keeps the program attached while frames are received. Declared first
-    /// so it is detached before the socket closes: no frame is steered to a
-    /// socket on its way out.
-    _redirect: XskRedirect,
+/// The receive rings of one queue's socket and the UMEM frames they own.
+pub(crate) struct QueueRings {
     fd: Arc<OwnedFd>,
     umem: Arc<Umem>,
     rx: ConsRing<libc::xdp_desc>,
@@ -35,25 +33,19 @@ pub struct XskRx {
     chunk_mask: u64,
     /// How many UMEM frames this half owns.
     frames: u32,
-    control: OwnedFd,
-    ifname: String,
     /// rx_dropped + rx_ring_full at the last `take_drops`.
     drops_seen: u64,
 }
 
-impl XskRx {
-    #[allow(clippy::too_many_arguments)]
+impl QueueRings {
     pub(crate) fn new(
         fd: Arc<OwnedFd>,
         umem: Arc<Umem>,
         rx: ConsRing<libc::xdp_desc>,
         fill: ProdRing<u64>,
         frames: u32,
-        control: OwnedFd,
-        redirect: XskRedirect,
-        ifname: &str,
-    ) -> XskRx {
-        XskRx {
+    ) -> QueueRings {
+        QueueRings {
             chunk_mask: !(umem.chunk_size() as u64 - 1),
             frames,
             fd,
@@ -61,16 +53,18 @@ impl XskRx {
             rx,
             fill,
             refill: Vec::with_capacity(frames as usize),
-            control,
-            ifname: ifname.to_string(),
             drops_seen: 0,
-            _redirect: redirect,
         }
+    }
+
+    /// The queue's socket.
+    pub(crate) fn fd(&self) -> &OwnedFd {
+        &self.fd
     }
 
     /// Puts received frames (and any left over) back on the fill ring.
     /// Returns false if some did not fit (they stay on `refill`).
-    fn refill(&mut self) -> Result<bool, PortError> {
+    fn refill(&mut self, ifname: &str) -> Result<bool, PortError> {
         if self.refill.is_empty() {
             return Ok(true);
         }
@@ -83,7 +77,7 @@ impl XskRx {
         self.fill.submit(n);
         if n > 0 && self.fill.needs_wakeup() {
             // A zero-copy driver that ran out of buffers sleeps until told.
-            kick_rx(&self.fd, &self.ifname)?;
+            kick_rx(&self.fd, ifname)?;
         }
         Ok(self.refill.is_empty())
     }
@@ -112,6 +106,95 @@ impl XskRx {
         self.rx.release(n);
         n
     }
+
+    /// Hands over what the queue holds: batches while frames are ready, at
+    /// most one ring's worth, so the caller gets to its own work (ARP
+    /// replies, the stop flag, the other queues).
+    #[inline]
+    fn drain<F: FnMut(&[u8], usize, u64)>(
+        &mut self,
+        f: &mut F,
+        ifname: &str,
+    ) -> Result<u32, PortError> {
+        let mut total = 0;
+        while total < self.frames {
+            let n = self.batch(f);
+            if n == 0 {
+                break;
+            }
+            total += n;
+            self.refill(ifname)?;
+        }
+        Ok(total)
+    }
+
+    /// rx_dropped + rx_ring_full since the last call.
+    fn take_drops(&mut self, ifname: &str) -> Result<u64, PortError> {
+        let stats = statistics(&self.fd, ifname)?;
+        let total = stats.rx_dropped + stats.rx_ring_full;
+        let delta = total.saturating_sub(self.drops_seen);
+        self.drops_seen = total;
+        Ok(delta)
+    }
+}
+
+/// The port's receive side: one socket per bound queue, read in turn by
+/// one thread, so frames the device spreads over its queues (RSS, or a
+/// veth's per-CPU queues) all reach the receiver.
+pub struct XskRx {
+    /// Keeps the program attached while frames are received. Declared first
+    /// so it is detached before the sockets close: no frame is steered to a
+    /// socket on its way out.
+    _redirect: XskRedirect,
+    queues: Vec<QueueRings>,
+    /// The sockets to wait on, in `queues`' order.
+    pollfds: Vec<libc::pollfd>,
+    control: OwnedFd,
+    ifname: String,
+}
+
+impl XskRx {
+    /// # Panics
+    ///
+    /// If `queues` is empty.
+    pub(crate) fn new(
+        queues: Vec<QueueRings>,
+        control: OwnedFd,
+        redirect: XskRedirect,
+        ifname: &str,
+    ) -> XskRx {
+        assert!(!queues.is_empty(), "a receiver needs a queue");
+        let pollfds = queues
+            .iter()
+            .map(|q| libc::pollfd {
+                fd: q.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        XskRx {
+            queues,
+            pollfds,
+            control,
+            ifname: ifname.to_string(),
+            _redirect: redirect,
+        }
+    }
+
+    /// How many queues it receives on.
+    pub fn queues(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// Every queue's frames that are ready.
+    #[inline]
+    fn drain_all<F: FnMut(&[u8], usize, u64)>(&mut self, f: &mut F) -> Result<u32, PortError> {
+        let mut total = 0;
+        for q in &mut self.queues {
+            total += q.drain(f, &self.ifname)?;
+        }
+        Ok(total)
+    }
 }
 
 impl RxQueue for XskRx {
@@ -121,9 +204,13 @@ impl RxQueue for XskRx {
         timeout: Duration,
         mut f: F,
     ) -> Result<usize, PortError> {
-        let mut total = self.batch(&mut f);
+        let mut total = self.drain_all(&mut f)?;
         if total == 0 {
-            if !self.refill()? {
+            let mut starved = false;
+            for q in &mut self.queues {
+                starved |= !q.refill(&self.ifname)?;
+            }
+            if starved {
                 // Buffers are short: do not sleep on a queue starved of them.
                 std::thread::yield_now();
                 return Ok(0);
@@ -131,21 +218,9 @@ impl RxQueue for XskRx {
             // poll also wakes a zero-copy driver that waits for the fill
             // ring; in copy mode it also sends what the TX ring holds (the
             // kernel serialises that with the generator's sendto).
-            wait_readable(&self.fd, timeout, &self.ifname)?;
-            total = self.batch(&mut f);
+            wait_readable(&mut self.pollfds, timeout, &self.ifname)?;
+            total = self.drain_all(&mut f)?;
         }
-        // Keep going while frames are ready, at most one ring's worth per
-        // call so the caller gets to its own work (ARP replies, stop flag).
-        let limit = self.frames;
-        while total > 0 && total < limit {
-            self.refill()?;
-            let n = self.batch(&mut f);
-            if n == 0 {
-                break;
-            }
-            total += n;
-        }
-        self.refill()?;
         Ok(total as usize)
     }
 
@@ -178,18 +253,19 @@ impl RxQueue for XskRx {
         Ok(())
     }
 
-    /// Frames the socket dropped since the last call: `rx_dropped` (no fill
-    /// buffer available, or a frame longer than a UMEM frame) plus
-    /// `rx_ring_full` (the RX ring was full: the receiver fell behind).
-    /// `rx_fill_ring_empty_descs` is not added: in copy mode the same
-    /// events are already in `rx_dropped`, and in zero-copy mode it counts
-    /// the driver's failed attempts to take a buffer, not frames (the frames
-    /// a NIC then drops show in its own counters).
+    /// Frames the sockets dropped since the last call: `rx_dropped` (no
+    /// fill buffer available, or a frame longer than a UMEM frame) plus
+    /// `rx_ring_full` (the RX ring was full: the receiver fell behind),
+    /// summed over the queues. `rx_fill_ring_empty_descs` is not added: in
+    /// copy mode the same events are already in `rx_dropped`, and in
+    /// zero-copy mode it counts the driver's failed attempts to take a
+    /// buffer, not frames (the frames a NIC then drops show in its own
+    /// counters).
     fn take_drops(&mut self) -> Result<u64, PortError> {
-        let stats = statistics(&self.fd, &self.ifname)?;
-        let total = stats.rx_dropped + stats.rx_ring_full;
-        let delta = total.saturating_sub(self.drops_seen);
-        self.drops_seen = total;
-        Ok(delta)
+        let mut drops = 0;
+        for q in &mut self.queues {
+            drops += q.take_drops(&self.ifname)?;
+        }
+        Ok(drops)
     }
 }

@@ -375,23 +375,27 @@ pub(crate) fn kick_rx(fd: &OwnedFd, ifname: &str) -> Result<(), PortError> {
     Ok(())
 }
 
-/// Waits up to `timeout` for the socket to become readable.
+/// Waits up to `timeout` for any of the sockets in `pollfds` to become
+/// readable.
 pub(crate) fn wait_readable(
-    fd: &OwnedFd,
+    pollfds: &mut [libc::pollfd],
     timeout: std::time::Duration,
     ifname: &str,
 ) -> Result<(), PortError> {
-    let mut pfd = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
     let ts = libc::timespec {
         tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
-    // SAFETY: one valid pollfd, a valid timespec, no signal mask change.
-    let rc = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+    // SAFETY: `pollfds` is a valid array of its length, the timespec is
+    // valid, no signal mask change.
+    let rc = unsafe {
+        libc::ppoll(
+            pollfds.as_mut_ptr(),
+            pollfds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
     if rc < 0 {
         let err = std::io::Error::last_os_error();
         if err.raw_os_error() != Some(libc::EINTR) {
