@@ -8,25 +8,34 @@
 use crypto_bigint::modular::runtime_mod::{DynResidue, DynResidueParams};
 use crypto_bigint::{Encoding, U2048};
 use hmac::{Hmac, Mac};
-use rand_core::{OsRng, RngCore};
+use rand_core::CryptoRngCore;
 use zeroize::Zeroizing;
 
 /// Key material: wiped when dropped.
 pub(crate) type Secret = Zeroizing<Vec<u8>>;
 
-/// `n` random bytes from the operating system.
-pub(crate) fn random_bytes(n: usize) -> Vec<u8> {
+/// Where the protocol's randomness comes from (SPIs, nonces, IVs,
+/// Diffie-Hellman private values): given to the state machines by their
+/// drivers, which pass `rand_core::OsRng`; a test passes a seeded one and
+/// gets the same bytes every time.
+pub(crate) type Rng<'a> = &'a mut dyn CryptoRngCore;
+
+/// A random source a state machine keeps for its own life.
+pub(crate) type BoxedRng = Box<dyn CryptoRngCore + Send>;
+
+/// `n` random bytes from `rng`.
+pub(crate) fn random_bytes(rng: Rng<'_>, n: usize) -> Vec<u8> {
     let mut v = vec![0u8; n];
-    OsRng.fill_bytes(&mut v);
+    rng.fill_bytes(&mut v);
     v
 }
 
-pub(crate) fn random_u64() -> u64 {
-    OsRng.next_u64()
+pub(crate) fn random_u64(rng: Rng<'_>) -> u64 {
+    rng.next_u64()
 }
 
-pub(crate) fn random_u32() -> u32 {
-    OsRng.next_u32()
+pub(crate) fn random_u32(rng: Rng<'_>) -> u32 {
+    rng.next_u32()
 }
 
 macro_rules! hmac {
@@ -323,12 +332,12 @@ pub(crate) enum DhPrivate {
 impl DhPrivate {
     /// A new private value of `group` and its public value as the KE
     /// payload carries it.
-    pub(crate) fn generate(group: DhGroup) -> (DhPrivate, Vec<u8>) {
+    pub(crate) fn generate(group: DhGroup, rng: Rng<'_>) -> (DhPrivate, Vec<u8>) {
         match group {
             DhGroup::Modp2048 => {
                 let (_, params) = modp2048();
                 let mut bytes = Zeroizing::new([0u8; 256]);
-                OsRng.fill_bytes(bytes.as_mut());
+                rng.fill_bytes(bytes.as_mut());
                 let x = Zeroizing::new(U2048::from_be_slice(bytes.as_ref()));
                 let g = DynResidue::new(&U2048::from_u8(2), params);
                 let public = g.pow(&x).retrieve().to_be_bytes().to_vec();
@@ -336,14 +345,14 @@ impl DhPrivate {
             }
             DhGroup::Ecp256 => {
                 use p256::elliptic_curve::sec1::ToEncodedPoint;
-                let secret = p256::ecdh::EphemeralSecret::random(&mut OsRng);
+                let secret = p256::ecdh::EphemeralSecret::random(&mut &mut *rng);
                 let point = secret.public_key().to_encoded_point(false);
                 // RFC 5903 §7: x | y, without SEC1's 0x04 prefix.
                 let public = point.as_bytes()[1..].to_vec();
                 (DhPrivate::Ecp(Box::new(secret)), public)
             }
             DhGroup::Curve25519 => {
-                let secret = x25519_dalek::StaticSecret::random_from_rng(OsRng);
+                let secret = x25519_dalek::StaticSecret::random_from_rng(rng);
                 let public = x25519_dalek::PublicKey::from(&secret).as_bytes().to_vec();
                 (DhPrivate::X25519(Box::new(secret)), public)
             }
@@ -566,6 +575,46 @@ pub(crate) fn nat_hash(spi_i: u64, spi_r: u64, addr: std::net::Ipv4Addr, port: u
     h.finalize().to_vec()
 }
 
+/// A deterministic random source for tests (SplitMix64): the same seed,
+/// the same bytes. Never for keys outside tests.
+#[cfg(test)]
+pub(crate) struct SeededRng(u64);
+
+#[cfg(test)]
+impl SeededRng {
+    pub(crate) fn new(seed: u64) -> SeededRng {
+        SeededRng(seed)
+    }
+}
+
+#[cfg(test)]
+impl rand_core::RngCore for SeededRng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn next_u32(&mut self) -> u32 {
+        self.next_u64() as u32
+    }
+
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        rand_core::impls::fill_bytes_via_next(self, dest)
+    }
+
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+        self.fill_bytes(dest);
+        Ok(())
+    }
+}
+
+/// For the tests only: the protocol asks for a cryptographic source.
+#[cfg(test)]
+impl rand_core::CryptoRng for SeededRng {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -713,8 +762,9 @@ mod tests {
     }
 
     fn agree(group: DhGroup) {
-        let (a, a_pub) = DhPrivate::generate(group);
-        let (b, b_pub) = DhPrivate::generate(group);
+        let mut rng = SeededRng::new(1);
+        let (a, a_pub) = DhPrivate::generate(group, &mut rng);
+        let (b, b_pub) = DhPrivate::generate(group, &mut rng);
         assert_eq!(a_pub.len(), group.public_len());
         let s1 = a.shared(&b_pub).unwrap();
         let s2 = b.shared(&a_pub).unwrap();
@@ -732,14 +782,15 @@ mod tests {
 
     #[test]
     fn bad_public_values_are_refused() {
-        let (modp, _) = DhPrivate::generate(DhGroup::Modp2048);
+        let mut rng = SeededRng::new(2);
+        let (modp, _) = DhPrivate::generate(DhGroup::Modp2048, &mut rng);
         let mut one = vec![0u8; 256];
         one[255] = 1;
         assert!(modp.shared(&one).is_err());
         assert!(modp.shared(&[0xff; 256]).is_err());
-        let (ecp, _) = DhPrivate::generate(DhGroup::Ecp256);
+        let (ecp, _) = DhPrivate::generate(DhGroup::Ecp256, &mut rng);
         assert!(ecp.shared(&[1; 64]).is_err());
-        let (x, _) = DhPrivate::generate(DhGroup::Curve25519);
+        let (x, _) = DhPrivate::generate(DhGroup::Curve25519, &mut rng);
         assert!(x.shared(&[0; 32]).is_err());
     }
 

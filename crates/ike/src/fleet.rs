@@ -38,7 +38,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linerate_esp::EspSuite;
+use rand_core::OsRng;
+
 use nix::errno::Errno;
 use nix::libc;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
@@ -47,55 +48,18 @@ use nix::sys::socket::{
     SockaddrIn,
 };
 
+use crate::config::Ports;
+pub use crate::config::{FleetConfig, Peer};
 use crate::crypto::DhGroup;
 use crate::error::IkeError;
+use crate::event::Event;
 use crate::initiator::{Initiator, Local, Shared};
-use crate::proposal::IkeProposals;
 use crate::sa::{ChildInstaller, ChildSa};
-use crate::session::{Event, Ports, Psk, Retransmit};
 use crate::tunnel::{receiver_spi, Outbox, Output, NON_ESP_MARKER};
-use crate::wire::{Header, Identity, TrafficSelector};
+use crate::wire::Header;
 
 /// How often a setup loop looks at its stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(100);
-
-/// One emulated peer.
-#[derive(Debug, Clone)]
-pub struct Peer {
-    /// Its outer address: the source of its IKE and ESP in UDP.
-    pub local: Ipv4Addr,
-    /// IDi; `None` sends `local` as an IPv4 address identity.
-    pub local_id: Option<Identity>,
-    /// The network this peer protects (its TSi): its share of the test
-    /// network behind linerate.
-    pub local_ts: TrafficSelector,
-}
-
-/// What every peer negotiates with the one gateway, and how fast.
-#[derive(Debug, Clone)]
-pub struct FleetConfig {
-    pub gateway: Ipv4Addr,
-    pub gateway_ports: Ports,
-    /// The ports the fleet binds (on every peer address, or on the
-    /// wildcard address with the source chosen per datagram).
-    pub local_ports: Ports,
-    /// IDr: when set, sent, and the gateway must identify as it.
-    pub remote_id: Option<Identity>,
-    pub psk: Psk,
-    pub ike: IkeProposals,
-    pub esp: EspSuite,
-    /// The gateway's protected network (TSr), the same for every peer.
-    pub remote_ts: TrafficSelector,
-    pub retransmit: Retransmit,
-    /// As `Config::force_encap`: ESP in UDP even without a NAT.
-    pub force_encap: bool,
-    pub peers: Vec<Peer>,
-    /// New handshakes (IKE_SA_INIT sent) per second; `None`: as fast as
-    /// `window` allows.
-    pub attempt_rate: Option<f64>,
-    /// Handshakes in flight at most (at least 1).
-    pub window: usize,
-}
 
 /// How one peer's setup ended.
 #[derive(Debug)]
@@ -547,9 +511,9 @@ impl Fleet {
             id: p.local_id.clone(),
             ts: p.local_ts,
         };
-        let mut machine = Initiator::new(Arc::clone(&self.shared), local.clone());
+        let mut machine = Initiator::new(Arc::clone(&self.shared), local.clone(), Box::new(OsRng));
         while self.by_spi.contains_key(&machine.spi_i()) {
-            machine = Initiator::new(Arc::clone(&self.shared), local.clone());
+            machine = Initiator::new(Arc::clone(&self.shared), local.clone(), Box::new(OsRng));
         }
         self.by_spi.insert(machine.spi_i(), peer);
         // The key pair first: the setup's clock starts as the request goes.
@@ -879,7 +843,9 @@ impl Drop for Fleet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Retransmit;
     use crate::loopback::LoopbackGateway;
+    use linerate_esp::EspSuite;
     use std::sync::Mutex;
 
     /// linerate's own CHILD_SA rekey: the new SA is installed before the

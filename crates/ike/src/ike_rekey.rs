@@ -10,7 +10,7 @@
 //! [`crate::tunnel::Tunnel`] decides when, moves the CHILD_SA under the
 //! new SA and deletes the old one.
 
-use crate::crypto::{random_bytes, random_u64, rekeyed_ike_keys, DhPrivate};
+use crate::crypto::{random_bytes, random_u64, rekeyed_ike_keys, DhPrivate, Rng};
 use crate::proposal::{IkeProposals, IkeSuite};
 use crate::tunnel::IkeSa;
 use crate::wire::{notify, protocol, Message, Notify, Payload, Proposal};
@@ -26,11 +26,11 @@ pub(crate) struct IkeRekeyState {
 
 impl IkeRekeyState {
     /// A new SPI, nonce and key pair of the current SA's group.
-    pub(crate) fn new(suite: IkeSuite) -> IkeRekeyState {
-        let (dh, public) = DhPrivate::generate(suite.group);
+    pub(crate) fn new(suite: IkeSuite, rng: Rng<'_>) -> IkeRekeyState {
+        let (dh, public) = DhPrivate::generate(suite.group, rng);
         IkeRekeyState {
-            spi: new_ike_spi(),
-            nonce: random_bytes(32),
+            spi: new_ike_spi(rng),
+            nonce: random_bytes(rng, 32),
             dh,
             public,
         }
@@ -51,9 +51,9 @@ impl IkeRekeyState {
 }
 
 /// A new IKE SPI (never zero).
-fn new_ike_spi() -> u64 {
+fn new_ike_spi(rng: Rng<'_>) -> u64 {
     loop {
-        let spi = random_u64();
+        let spi = random_u64(rng);
         if spi != 0 {
             break spi;
         }
@@ -144,7 +144,11 @@ fn new_sa(
 /// new SPI, Nr, KEr) and the new IKE SA, or the error notify to send
 /// (NO_PROPOSAL_CHOSEN when it does not offer the current suite,
 /// INVALID_KE_PAYLOAD naming the group when its KE is of another).
-pub(crate) fn answer(old: &IkeSa, request: &Message) -> Result<(Vec<Payload>, IkeSa), Notify> {
+pub(crate) fn answer(
+    old: &IkeSa,
+    request: &Message,
+    rng: Rng<'_>,
+) -> Result<(Vec<Payload>, IkeSa), Notify> {
     let syntax = || Notify::new(notify::INVALID_SYNTAX, Vec::new());
     let (Some(offered), Some(ni), Some((group, public))) = parts(request) else {
         return Err(syntax());
@@ -178,10 +182,10 @@ pub(crate) fn answer(old: &IkeSa, request: &Message) -> Result<(Vec<Payload>, Ik
         .find(|p| p.number == chosen.number && p.protocol == protocol::IKE)
         .and_then(spi_of)
         .ok_or_else(syntax)?;
-    let (dh, our_public) = DhPrivate::generate(suite.group);
+    let (dh, our_public) = DhPrivate::generate(suite.group, rng);
     let shared = dh.shared(public).map_err(|_| syntax())?;
-    let spi_r = new_ike_spi();
-    let nr = random_bytes(32);
+    let spi_r = new_ike_spi(rng);
+    let nr = random_bytes(rng, 32);
     let mut answer_proposal = chosen;
     answer_proposal.spi = spi_r.to_be_bytes().to_vec();
     let payloads = vec![
@@ -246,9 +250,10 @@ pub(crate) fn answered(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crypto::{ike_keys, DhGroup, Encr, Integ, Prf};
+    use crate::config::Retransmit;
+    use crate::crypto::{ike_keys, DhGroup, Encr, Integ, Prf, SeededRng};
+    use crate::event::Event;
     use crate::sa::ChildSa;
-    use crate::session::{Event, Retransmit};
     use crate::tunnel::{Outbox, Output, Tunnel};
     use linerate_esp::{EspSuite, SaKeys};
     use std::net::{Ipv4Addr, SocketAddrV4};
@@ -325,6 +330,7 @@ mod tests {
     fn exchange(a: &mut Tunnel, b: &mut Tunnel, first: Outbox) -> [Vec<Event>; 2] {
         let mut events = [Vec::new(), Vec::new()];
         let mut boxes = [first, Outbox::default()];
+        let mut rng = SeededRng::new(100);
         for _ in 0..20 {
             for side in 0..2 {
                 let datagrams: Vec<_> = boxes[side].transmits.drain(..).collect();
@@ -342,7 +348,10 @@ mod tests {
                     (&mut *a, &mut boxes[0])
                 };
                 for d in datagrams {
-                    assert!(to.handle(&d.data, Instant::now(), out), "unhandled");
+                    assert!(
+                        to.handle(&d.data, Instant::now(), &mut rng, out),
+                        "unhandled"
+                    );
                 }
             }
         }
@@ -364,7 +373,8 @@ mod tests {
         let (mut a, mut b) = (tunnel(true), tunnel(false));
         let old_sk_d = a.ike.keys.sk_d.clone();
         let mut out = Outbox::default();
-        a.rekey_ike(Instant::now(), &mut out).unwrap();
+        a.rekey_ike(Instant::now(), &mut SeededRng::new(11), &mut out)
+            .unwrap();
         let events = exchange(&mut a, &mut b, out);
         assert_eq!(events, [vec![Event::IkeRekeyed], vec![Event::IkeRekeyed]]);
         same_sa(&a, &b);
@@ -376,7 +386,8 @@ mod tests {
 
         // The other side rekeys: it becomes the new SA's initiator.
         let mut out = Outbox::default();
-        b.rekey_ike(Instant::now(), &mut out).unwrap();
+        b.rekey_ike(Instant::now(), &mut SeededRng::new(12), &mut out)
+            .unwrap();
         let events = exchange(&mut b, &mut a, out);
         assert_eq!(events, [vec![Event::IkeRekeyed], vec![Event::IkeRekeyed]]);
         same_sa(&a, &b);
@@ -384,7 +395,8 @@ mod tests {
 
         // The new SK_d makes the CHILD_SA rekey's keys on both sides.
         let mut out = Outbox::default();
-        a.rekey_child(Instant::now(), &mut out).unwrap();
+        a.rekey_child(Instant::now(), &mut SeededRng::new(13), &mut out)
+            .unwrap();
         let events = exchange(&mut a, &mut b, out);
         assert_eq!(events[0], [Event::ChildRekeyed]);
         assert_eq!(events[1], [Event::ChildRekeyed, Event::RekeyedChildDeleted]);
@@ -406,12 +418,14 @@ mod tests {
     fn simultaneous_ike_rekeys_fail_cleanly_and_the_next_one_works() {
         let (mut a, mut b) = (tunnel(true), tunnel(false));
         let mut out = Outbox::default();
-        a.rekey_ike(Instant::now(), &mut out).unwrap();
+        a.rekey_ike(Instant::now(), &mut SeededRng::new(14), &mut out)
+            .unwrap();
         let mut theirs = Outbox::default();
-        b.rekey_ike(Instant::now(), &mut theirs).unwrap();
+        b.rekey_ike(Instant::now(), &mut SeededRng::new(15), &mut theirs)
+            .unwrap();
         // b's request reaches a while a's is in flight, and the reverse.
         for d in theirs.transmits.drain(..) {
-            assert!(a.handle(&d.data, Instant::now(), &mut out));
+            assert!(a.handle(&d.data, Instant::now(), &mut SeededRng::new(20), &mut out));
         }
         let events = exchange(&mut a, &mut b, out);
         assert!(events[0].contains(&Event::RekeyFailed), "{events:?}");
@@ -419,7 +433,8 @@ mod tests {
         assert!(a.ike_up() && b.ike_up());
         assert_eq!(a.ike.spi_i, 0x1111);
         let mut out = Outbox::default();
-        a.rekey_ike(Instant::now(), &mut out).unwrap();
+        a.rekey_ike(Instant::now(), &mut SeededRng::new(16), &mut out)
+            .unwrap();
         let events = exchange(&mut a, &mut b, out);
         assert_eq!(events, [vec![Event::IkeRekeyed], vec![Event::IkeRekeyed]]);
         same_sa(&a, &b);

@@ -12,11 +12,13 @@ use std::time::Instant;
 
 use linerate_esp::{EspSuite, SaKeys};
 
-use crate::crypto::{ike_keys, nat_hash, psk_auth, random_bytes, random_u64, DhGroup, DhPrivate};
+use crate::config::{Ports, Psk, Retransmit};
+use crate::crypto::{
+    ike_keys, nat_hash, psk_auth, random_bytes, random_u64, BoxedRng, DhGroup, DhPrivate,
+};
 use crate::error::IkeError;
 use crate::proposal::{IkeProposals, IkeSuite};
 use crate::sa::ChildSa;
-use crate::session::{Ports, Psk, Retransmit};
 use crate::tunnel::{
     accepted_esp, child_sa_keys_ordered, esp_proposal, new_esp_spi, IkeSa, Outbox, Output, Request,
     Transmit, Tunnel,
@@ -104,12 +106,16 @@ pub(crate) struct Initiator {
     /// the tunnel when it answers, so the answer is awaited and the IKE SA
     /// deleted then (never left up at the gateway).
     delete_when_up: bool,
+    /// Its SPIs, nonces, IVs and Diffie-Hellman values come from here.
+    rng: BoxedRng,
 }
 
 impl Initiator {
-    pub(crate) fn new(shared: Arc<Shared>, local: Local) -> Initiator {
+    /// An initiator whose randomness comes from `rng` (the drivers give
+    /// `rand_core::OsRng`).
+    pub(crate) fn new(shared: Arc<Shared>, local: Local, mut rng: BoxedRng) -> Initiator {
         let spi_i = loop {
-            let spi = random_u64();
+            let spi = random_u64(&mut *rng);
             if spi != 0 {
                 break spi;
             }
@@ -123,6 +129,7 @@ impl Initiator {
             started: None,
             prepared: None,
             delete_when_up: false,
+            rng,
         }
     }
 
@@ -134,7 +141,7 @@ impl Initiator {
     pub(crate) fn prepare(&mut self) {
         let offered = self.shared.ike.groups();
         let first = offered.first().copied().unwrap_or(DhGroup::Modp2048);
-        self.prepared = Some(DhPrivate::generate(first));
+        self.prepared = Some(DhPrivate::generate(first, &mut *self.rng));
     }
 
     pub(crate) fn spi_i(&self) -> u64 {
@@ -209,19 +216,19 @@ impl Initiator {
         let (dh, public) = self
             .prepared
             .take()
-            .unwrap_or_else(|| DhPrivate::generate(first));
+            .unwrap_or_else(|| DhPrivate::generate(first, &mut *self.rng));
         // Faked as strongSwan's encap=yes does: a hash of nothing the
         // gateway can compute, so it sees linerate behind a NAT and
         // encapsulates.
         let nat_source = if self.shared.force_encap {
-            random_bytes(20)
+            random_bytes(&mut *self.rng, 20)
         } else {
             nat_hash(self.spi_i, 0, self.local.addr, self.local.ports.ike)
         };
         let mut state = Box::new(InitState {
             dh,
             public,
-            ni: random_bytes(32),
+            ni: random_bytes(&mut *self.rng, 32),
             nat_source,
             cookie: None,
             tried: vec![first],
@@ -282,7 +289,7 @@ impl Initiator {
                 }
             }
             Phase::Up(t) => {
-                t.handle_timeout(now, out);
+                t.handle_timeout(now, &mut *self.rng, out);
                 None
             }
             _ => None,
@@ -331,7 +338,7 @@ impl Initiator {
                 self.auth_answered(state, message, now, out);
                 true
             }
-            Phase::Up(t) => t.handle(data, now, out),
+            Phase::Up(t) => t.handle(data, now, &mut *self.rng, out),
             _ => false,
         }
     }
@@ -373,7 +380,7 @@ impl Initiator {
                 return self.fail(IkeError::InvalidKe { detail }, out);
             };
             state.tried.push(group);
-            (state.dh, state.public) = DhPrivate::generate(group);
+            (state.dh, state.public) = DhPrivate::generate(group, &mut *self.rng);
             let request = self.send_init(&mut state, now, out);
             self.phase = Phase::Init(state, request);
             return;
@@ -508,7 +515,7 @@ impl Initiator {
         out: &mut Outbox,
     ) {
         let shared = Arc::clone(&self.shared);
-        let spi_in = new_esp_spi();
+        let spi_in = new_esp_spi(&mut *self.rng);
         let idi = self.local.identity();
         let auth = psk_auth(
             ike.suite.prf,
@@ -537,7 +544,7 @@ impl Initiator {
         ]);
         let id = ike.next_id;
         ike.next_id += 1;
-        let bytes = ike.seal(exchange::IKE_AUTH, false, id, &payloads);
+        let bytes = ike.seal(exchange::IKE_AUTH, false, id, &payloads, &mut *self.rng);
         let request = Request::send(
             exchange::IKE_AUTH,
             id,
@@ -714,7 +721,7 @@ impl Initiator {
                 if self.delete_when_up {
                     // Deleted while IKE_AUTH was on its way: up at the
                     // gateway now, so deleted at once (Output::Deleted).
-                    tunnel.delete(None, now, out);
+                    tunnel.delete(None, now, &mut *self.rng, out);
                     self.phase = Phase::Up(tunnel);
                     return;
                 }
@@ -722,7 +729,7 @@ impl Initiator {
                 out.outputs.push_back(Output::Established);
             }
             Err(e) => {
-                tunnel.delete(Some(e), now, out);
+                tunnel.delete(Some(e), now, &mut *self.rng, out);
                 self.phase = Phase::Up(tunnel);
             }
         }
@@ -733,7 +740,7 @@ impl Initiator {
     /// IKE_AUTH's is deleted once answered (`Output::Failed` if it fails).
     pub(crate) fn delete(&mut self, now: Instant, out: &mut Outbox) {
         match &mut self.phase {
-            Phase::Up(t) if t.ike_up() => t.delete(None, now, out),
+            Phase::Up(t) if t.ike_up() => t.delete(None, now, &mut *self.rng, out),
             // The gateway has only a half-open IKE SA, which it times out.
             Phase::Init(..) => self.phase = Phase::Closed,
             // IKE_AUTH is on its way: its answer (or its end without
@@ -757,13 +764,13 @@ impl Initiator {
     /// The Delete once, without waiting (when dropped).
     pub(crate) fn delete_once(&mut self, out: &mut Outbox) {
         if let Phase::Up(t) = &mut self.phase {
-            t.delete_once(out);
+            t.delete_once(&mut *self.rng, out);
         }
     }
 
     pub(crate) fn rekey_ike(&mut self, now: Instant, out: &mut Outbox) -> Result<(), IkeError> {
         match &mut self.phase {
-            Phase::Up(t) => t.rekey_ike(now, out),
+            Phase::Up(t) => t.rekey_ike(now, &mut *self.rng, out),
             _ => Err(IkeError::Deleted {
                 gateway: self.shared.gateway,
             }),
@@ -772,7 +779,7 @@ impl Initiator {
 
     pub(crate) fn rekey_child(&mut self, now: Instant, out: &mut Outbox) -> Result<(), IkeError> {
         match &mut self.phase {
-            Phase::Up(t) => t.rekey_child(now, out),
+            Phase::Up(t) => t.rekey_child(now, &mut *self.rng, out),
             _ => Err(IkeError::Deleted {
                 gateway: self.shared.gateway,
             }),
@@ -815,8 +822,9 @@ fn invalid_ke_detail(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::responder::{ResponderConfig, ResponderMachine};
-    use crate::session::{Ports, Psk, Retransmit};
+    use crate::config::ResponderConfig;
+    use crate::crypto::SeededRng;
+    use crate::responder::ResponderMachine;
     use crate::tunnel::Output;
     use std::net::SocketAddrV4;
 
@@ -850,20 +858,23 @@ mod tests {
         let psk = "test key";
         let ike = IkeProposals::parse("aes128-sha256-x25519").unwrap();
         let gateway = Ipv4Addr::new(192, 0, 2, 1);
-        let mut responder = ResponderMachine::new(ResponderConfig {
-            local: gateway,
-            ports: Ports {
-                ike: 500,
-                natt: 4500,
+        let mut responder = ResponderMachine::new(
+            ResponderConfig {
+                local: gateway,
+                ports: Ports {
+                    ike: 500,
+                    natt: 4500,
+                },
+                local_id: None,
+                psk: Psk::new(psk),
+                ike: ike.clone(),
+                esp: EspSuite::Aes128Gcm16,
+                local_ts: net("198.19.0.0/24"),
+                remote_ts: net("198.18.0.0/16"),
+                retransmit: Retransmit::default(),
             },
-            local_id: None,
-            psk: Psk::new(psk),
-            ike: ike.clone(),
-            esp: EspSuite::Aes128Gcm16,
-            local_ts: net("198.19.0.0/24"),
-            remote_ts: net("198.18.0.0/16"),
-            retransmit: Retransmit::default(),
-        });
+            Box::new(SeededRng::new(2)),
+        );
         let peer = Ipv4Addr::new(192, 0, 2, 2);
         let shared = Arc::new(Shared {
             gateway,
@@ -888,7 +899,7 @@ mod tests {
             id: None,
             ts: net("198.18.1.0/24"),
         };
-        let mut initiator = Initiator::new(shared, local);
+        let mut initiator = Initiator::new(shared, local, Box::new(SeededRng::new(1)));
         let mut out = Outbox::default();
         let now = Instant::now();
         initiator.start(now, &mut out);
@@ -923,6 +934,54 @@ mod tests {
         );
         assert!(!outputs.iter().any(|o| matches!(o, Output::Established)));
         assert!(!initiator.deleting());
+    }
+
+    /// An initiator of `group` whose randomness is `SeededRng::new(seed)`.
+    fn seeded(group: &str, seed: u64) -> Initiator {
+        let net = |t: &str| TrafficSelector::parse(t).unwrap();
+        let shared = Arc::new(Shared {
+            gateway: Ipv4Addr::new(192, 0, 2, 1),
+            gateway_ports: Ports::default(),
+            remote_id: None,
+            psk: Psk::new("test key"),
+            ike: IkeProposals::parse(&format!("aes128-sha256-{group}")).unwrap(),
+            esp: EspSuite::Aes128Gcm16,
+            remote_ts: net("198.19.0.0/24"),
+            retransmit: Retransmit::default(),
+            force_encap: true,
+        });
+        let local = Local {
+            addr: Ipv4Addr::new(192, 0, 2, 2),
+            ports: Ports::default(),
+            id: None,
+            ts: net("198.18.1.0/24"),
+        };
+        Initiator::new(shared, local, Box::new(SeededRng::new(seed)))
+    }
+
+    /// The initiator takes its randomness from its caller: two initiators
+    /// given the same seeded source send byte-identical IKE_SA_INITs (SPI,
+    /// KE, nonce, the faked NAT hash), in every group; another seed, another
+    /// message.
+    #[test]
+    fn a_seeded_random_source_gives_a_byte_identical_ike_sa_init() {
+        let now = Instant::now();
+        let first = |group: &str, seed: u64| {
+            let mut i = seeded(group, seed);
+            let mut out = Outbox::default();
+            i.start(now, &mut out);
+            let sent: Vec<_> = out.transmits.drain(..).collect();
+            assert_eq!(sent.len(), 1);
+            assert!(!sent[0].natt);
+            sent[0].data.clone()
+        };
+        for group in ["modp2048", "ecp256", "x25519"] {
+            let a = first(group, 42);
+            assert_eq!(a, first(group, 42), "{group}");
+            assert_ne!(a, first(group, 43), "{group}");
+            let m = Message::parse(&a).unwrap();
+            assert_eq!(m.header.exchange, exchange::IKE_SA_INIT);
+        }
     }
 
     /// An INVALID_KE_PAYLOAD linerate cannot follow says what happened:

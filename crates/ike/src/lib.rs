@@ -30,9 +30,11 @@
 //!   (`aes256-sha256-modp2048`); ESP suites are `linerate_esp::EspSuite`.
 //! - [`wire`]: the message format, whose parser takes any bytes.
 
+pub mod config;
 mod crypto;
 pub mod error;
 mod esp_filter;
+pub mod event;
 pub mod fleet;
 mod ike_rekey;
 mod initiator;
@@ -47,12 +49,16 @@ pub mod session;
 mod tunnel;
 pub mod wire;
 
+pub use config::{Config, FleetConfig, Peer, Ports, Psk, ResponderConfig, Retransmit};
 pub use crypto::{DhGroup, Encr, Integ, Prf};
 pub use error::{ConfigError, IkeError};
-pub use fleet::{Deletes, Fleet, FleetConfig, Peer, PeerEvent, Setup};
+pub use event::Event;
+pub use fleet::{Deletes, Fleet, PeerEvent, Setup};
 pub use linerate_esp::{EspSuite, SaKeys};
 pub use proposal::{IkeProposal, IkeProposals, IkeSuite, ProposalError};
-pub use responder::{Responder, ResponderConfig, ResponderEvent, ResponderMachine};
+/// The random sources the state machines take (`rand_core::OsRng`).
+pub use rand_core;
+pub use responder::{Responder, ResponderEvent, ResponderMachine};
 pub use sa::{ChildInstaller, ChildSa};
-pub use session::{Config, Event, Ports, Psk, Retransmit, Session, Sockets};
+pub use session::{Session, Sockets};
 pub use wire::{Identity, ParseError, TrafficSelector};

@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 
 use linerate_esp::EspSuite;
 
+use crate::config::{Ports, Psk, Retransmit};
+use crate::event::Event;
 use crate::fleet::{Fleet, FleetConfig, Peer};
 use crate::proposal::IkeProposals;
 use crate::responder::{Responder, ResponderConfig, ResponderEvent};
-use crate::session::{Event, Ports, Psk, Retransmit};
 use crate::wire::TrafficSelector;
 
 /// The ESP suite both ends offer.

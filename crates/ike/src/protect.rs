@@ -5,7 +5,7 @@
 //! before anything in it is decrypted or decoded (§2.21.2 says to ignore
 //! it).
 
-use crate::crypto::{random_bytes, Encr, Integ};
+use crate::crypto::{random_bytes, Encr, Integ, Rng};
 use crate::wire::{encode_payloads, parse_payloads, payload, Header, Message, Payload};
 
 /// One direction's keys: SK_ei/SK_ai to send (initiator), SK_er/SK_ar to
@@ -27,7 +27,8 @@ pub(crate) enum OpenError {
 }
 
 /// Encodes `header` and the Encrypted payload holding `inner`.
-pub(crate) fn seal(keys: &Keys<'_>, header: Header, inner: &[Payload]) -> Vec<u8> {
+/// The IV comes from `rng`.
+pub(crate) fn seal(keys: &Keys<'_>, header: Header, inner: &[Payload], rng: Rng<'_>) -> Vec<u8> {
     let mut plain = Vec::with_capacity(256);
     encode_payloads(inner, &mut plain);
     // Pad to the block, the last byte the pad length (§3.14; the padding
@@ -36,13 +37,19 @@ pub(crate) fn seal(keys: &Keys<'_>, header: Header, inner: &[Payload]) -> Vec<u8
     plain.resize(plain.len() + pad, 0);
     plain.push(pad as u8);
     let first = inner.first().map_or(payload::NONE, Payload::kind);
-    seal_padded(keys, header, first, plain)
+    seal_padded(keys, header, first, plain, rng)
 }
 
 /// Encrypts `plain` (whole blocks, padding included) into an Encrypted
 /// payload whose first inner payload is of type `first`, and adds the ICV.
-fn seal_padded(keys: &Keys<'_>, header: Header, first: u8, mut plain: Vec<u8>) -> Vec<u8> {
-    let iv = random_bytes(Encr::BLOCK);
+fn seal_padded(
+    keys: &Keys<'_>,
+    header: Header,
+    first: u8,
+    mut plain: Vec<u8>,
+    rng: Rng<'_>,
+) -> Vec<u8> {
+    let iv = random_bytes(rng, Encr::BLOCK);
     keys.encr.encrypt(keys.encryption_key, &iv, &mut plain);
     let icv_len = keys.integ.icv_len();
     let mut data = iv;
@@ -111,6 +118,7 @@ pub(crate) fn open(keys: &Keys<'_>, bytes: &[u8]) -> Result<Message, OpenError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crypto::SeededRng;
     use crate::wire::{exchange, flags, tests::sample_auth_payloads};
     use proptest::prelude::*;
 
@@ -126,7 +134,7 @@ mod tests {
             let (e, a) = ([1u8; 32], [2u8; 32]);
             let header = Header::new(7, 8, exchange::INFORMATIONAL, 0, 3);
             let plain = fill[..blocks * Encr::BLOCK].to_vec();
-            let bytes = seal_padded(&keys(&e, &a), header, first, plain);
+            let bytes = seal_padded(&keys(&e, &a), header, first, plain, &mut SeededRng::new(1));
             let _ = open(&keys(&e, &a), &bytes);
         }
 
@@ -142,7 +150,7 @@ mod tests {
             let (e, a) = ([1u8; 32], [2u8; 32]);
             let _ = open(&keys(&e, &a), &data);
             let header = Header::new(7, 8, exchange::IKE_AUTH, flags::INITIATOR, 1);
-            let mut bytes = seal(&keys(&e, &a), header, &sample_auth_payloads());
+            let mut bytes = seal(&keys(&e, &a), header, &sample_auth_payloads(), &mut SeededRng::new(2));
             let i = at % bytes.len();
             bytes[i] = value;
             let _ = open(&keys(&e, &a), &bytes);
@@ -165,7 +173,7 @@ mod tests {
         let (e, a) = ([1u8; 32], [2u8; 32]);
         let header = Header::new(7, 8, exchange::IKE_AUTH, flags::INITIATOR, 1);
         let inner = sample_auth_payloads();
-        let bytes = seal(&keys(&e, &a), header, &inner);
+        let bytes = seal(&keys(&e, &a), header, &inner, &mut SeededRng::new(3));
         assert_eq!(bytes[16], payload::SK);
         let opened = open(&keys(&e, &a), &bytes).unwrap();
         assert_eq!(opened.payloads, inner);
@@ -181,7 +189,7 @@ mod tests {
             assert!(open(&keys(&e, &a), &bad).is_err());
         }
         // An empty INFORMATIONAL (a liveness check) is one padded block.
-        let empty = seal(&keys(&e, &a), header, &[]);
+        let empty = seal(&keys(&e, &a), header, &[], &mut SeededRng::new(4));
         assert_eq!(empty.len(), 28 + 4 + 16 + 16 + 16);
         assert!(open(&keys(&e, &a), &empty).unwrap().payloads.is_empty());
     }

@@ -13,19 +13,22 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linerate_esp::EspSuite;
+use rand_core::OsRng;
 
-use crate::crypto::{ike_keys, nat_hash, psk_auth, random_bytes, random_u64, DhPrivate};
+use crate::config::Ports;
+pub use crate::config::ResponderConfig;
+use crate::crypto::{
+    ike_keys, nat_hash, psk_auth, random_bytes, random_u64, BoxedRng, DhPrivate, Rng,
+};
 use crate::error::IkeError;
+use crate::event::Event;
 use crate::fleet::{recv_to, wait_readable};
-use crate::proposal::IkeProposals;
 use crate::protect::open;
 use crate::sa::ChildSa;
-use crate::session::{Event, Ports, Psk, Retransmit};
 use crate::tunnel::{
     child_sa_keys_ordered, choose_esp, esp_proposal, new_esp_spi, receiver_spi, IkeSa, Outbox,
     Output, Tunnel, NON_ESP_MARKER,
@@ -34,27 +37,6 @@ use crate::wire::{
     auth_method, exchange, flags, notify, Header, Identity, Message, Notify, Payload,
     TrafficSelector,
 };
-
-/// What the responder accepts.
-#[derive(Debug, Clone)]
-pub struct ResponderConfig {
-    /// The responder's address (bound on `ports`) and default identity.
-    pub local: Ipv4Addr,
-    pub ports: Ports,
-    /// IDr; `None` sends `local` as an IPv4 address identity.
-    pub local_id: Option<Identity>,
-    /// One key for every initiator, whatever its identity.
-    pub psk: Psk,
-    /// The IKE algorithms accepted, in strongSwan's syntax.
-    pub ike: IkeProposals,
-    /// The ESP suite accepted (in IKE_AUTH; rekeys may add PFS).
-    pub esp: EspSuite,
-    /// The responder's protected network (TSr is narrowed to it).
-    pub local_ts: TrafficSelector,
-    /// What initiators may protect (TSi is narrowed to it).
-    pub remote_ts: TrafficSelector,
-    pub retransmit: Retransmit,
-}
 
 /// Something that happened to one initiator's tunnel.
 #[derive(Debug)]
@@ -123,10 +105,17 @@ pub struct ResponderMachine {
     /// ESP in UDP that arrived, kept for checks when asked.
     keep_esp: bool,
     esp: Vec<(SocketAddrV4, Vec<u8>)>,
+    /// Its SPIs, nonces, IVs and Diffie-Hellman values come from here.
+    rng: BoxedRng,
 }
 
 impl ResponderMachine {
-    pub fn new(config: ResponderConfig) -> ResponderMachine {
+    /// A responder whose randomness comes from `rng`: `rand_core::OsRng`
+    /// outside tests (re-exported as `linerate_ike::rand_core`).
+    pub fn new(
+        config: ResponderConfig,
+        rng: Box<dyn rand_core::CryptoRngCore + Send>,
+    ) -> ResponderMachine {
         ResponderMachine {
             config: Arc::new(config),
             sas: HashMap::new(),
@@ -138,6 +127,7 @@ impl ResponderMachine {
             last_sweep: Instant::now(),
             keep_esp: false,
             esp: Vec::new(),
+            rng,
         }
     }
 
@@ -232,7 +222,7 @@ impl ResponderMachine {
                     } else {
                         *peer_ike = from;
                     }
-                    tunnel.handle(data, now, &mut self.out);
+                    tunnel.handle(data, now, &mut *self.rng, &mut self.out);
                     self.flush(spi_r);
                 }
             }
@@ -373,17 +363,17 @@ impl ResponderMachine {
                 suite.group.id().to_be_bytes().to_vec(),
             );
         }
-        let (dh, our_public) = DhPrivate::generate(suite.group);
+        let (dh, our_public) = DhPrivate::generate(suite.group, &mut *self.rng);
         let Ok(shared) = dh.shared(public) else {
             return refuse(self, notify::INVALID_SYNTAX, Vec::new());
         };
         let spi_r = loop {
-            let spi = random_u64();
+            let spi = random_u64(&mut *self.rng);
             if spi != 0 && !self.sas.contains_key(&spi) {
                 break spi;
             }
         };
-        let nr = random_bytes(32);
+        let nr = random_bytes(&mut *self.rng, 32);
         let keys = ike_keys(
             suite.prf,
             suite.integrity,
@@ -494,8 +484,9 @@ impl ResponderMachine {
                 _ => {}
             }
         }
-        let reply =
-            |ike: &IkeSa, payloads: &[Payload]| ike.seal(exchange::IKE_AUTH, true, 1, payloads);
+        let reply = |ike: &IkeSa, payloads: &[Payload], rng: Rng<'_>| {
+            ike.seal(exchange::IKE_AUTH, true, 1, payloads, rng)
+        };
         let (Some(idi), Some((method, auth))) = (idi, auth) else {
             let bytes = reply(
                 &ike,
@@ -503,6 +494,7 @@ impl ResponderMachine {
                     notify::INVALID_SYNTAX,
                     Vec::new(),
                 ))],
+                &mut *self.rng,
             );
             self.send(natt, from, &bytes);
             return;
@@ -524,6 +516,7 @@ impl ResponderMachine {
                     notify::AUTHENTICATION_FAILED,
                     Vec::new(),
                 ))],
+                &mut *self.rng,
             );
             self.send(natt, from, &bytes);
             self.events.push(ResponderEvent::Failed {
@@ -591,7 +584,7 @@ impl ResponderMachine {
         };
         let mut tunnel = match (refused, esp) {
             (None, Some((number, spi_out, _))) => {
-                let spi_in = new_esp_spi();
+                let spi_in = new_esp_spi(&mut *self.rng);
                 let ni = ike.ni.clone();
                 let nr = ike.nr.clone();
                 let (outbound, inbound) =
@@ -606,7 +599,7 @@ impl ResponderMachine {
                 let mut child = child;
                 child.outbound = outbound;
                 child.inbound = inbound;
-                let bytes = reply(&ike, &payloads);
+                let bytes = reply(&ike, &payloads, &mut *self.rng);
                 ike.last_answer = Some((1, bytes.clone()));
                 ike.peer_id = 2;
                 self.send(natt, from, &bytes);
@@ -627,7 +620,7 @@ impl ResponderMachine {
                 // The IKE SA stands without a CHILD_SA (RFC 7296 §1.2).
                 let kind = kind.unwrap_or(notify::NO_PROPOSAL_CHOSEN);
                 payloads.push(Payload::Notify(Notify::new(kind, Vec::new())));
-                let bytes = reply(&ike, &payloads);
+                let bytes = reply(&ike, &payloads, &mut *self.rng);
                 ike.last_answer = Some((1, bytes.clone()));
                 ike.peer_id = 2;
                 self.send(natt, from, &bytes);
@@ -714,7 +707,7 @@ impl Responder {
             natt: port(&natt, config.ports.natt),
         };
         Ok(Responder {
-            machine: ResponderMachine::new(config),
+            machine: ResponderMachine::new(config, Box::new(OsRng)),
             ike,
             natt,
             buf: vec![0; 65536],
@@ -779,7 +772,11 @@ impl Responder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::{Config, Session};
+    use crate::config::{Config, Psk, Retransmit};
+    use crate::proposal::IkeProposals;
+    use crate::session::Session;
+    use linerate_esp::EspSuite;
+    use std::net::Ipv4Addr;
     use std::sync::atomic::{AtomicBool, Ordering};
 
     fn responder_config(psk: &str) -> ResponderConfig {

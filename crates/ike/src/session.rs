@@ -9,171 +9,23 @@
 //! UDP datagrams on port 4500, whatever the gateway's kernel does.
 
 use std::collections::VecDeque;
-use std::fs;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linerate_esp::EspSuite;
-use zeroize::Zeroizing;
+use rand_core::OsRng;
 
-use crate::error::{ConfigError, IkeError};
+// The configuration types, at their old paths too.
+pub use crate::config::{Config, Ports, Psk, Retransmit};
+pub use crate::event::Event;
+
+use crate::error::IkeError;
 use crate::initiator::{Initiator, Local, Shared};
-use crate::proposal::{IkeProposals, IkeSuite};
+use crate::proposal::IkeSuite;
 use crate::sa::{ChildInstaller, ChildSa};
 use crate::tunnel::{Outbox, Output, NON_ESP_MARKER};
-use crate::wire::{Identity, TrafficSelector};
-
-/// A pre-shared key. Never printed (`Debug` shows `<redacted>`), wiped
-/// when dropped.
-#[derive(Clone)]
-pub struct Psk(Zeroizing<Vec<u8>>);
-
-impl Psk {
-    /// The key's bytes as they are (strongSwan's `secret = "..."` is the
-    /// string's bytes).
-    pub fn new(secret: impl Into<Vec<u8>>) -> Psk {
-        Psk(Zeroizing::new(secret.into()))
-    }
-
-    /// Reads the key from a file that only its owner may read (mode 0600 or
-    /// stricter), as a key should not be on a command line where `ps` shows
-    /// it. One trailing newline is not part of the key.
-    pub fn read_file(path: &Path) -> Result<Psk, ConfigError> {
-        let name = path.display();
-        let meta = fs::metadata(path)
-            .map_err(|e| ConfigError(format!("cannot read the pre-shared key file {name}: {e}")))?;
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(ConfigError(format!(
-                "the pre-shared key file {name} is readable by others (mode {mode:04o}): chmod 600 {name}"
-            )));
-        }
-        let mut bytes = Zeroizing::new(fs::read(path).map_err(|e| {
-            ConfigError(format!("cannot read the pre-shared key file {name}: {e}"))
-        })?);
-        if bytes.ends_with(b"\n") {
-            bytes.pop();
-            if bytes.ends_with(b"\r") {
-                bytes.pop();
-            }
-        }
-        if bytes.is_empty() {
-            return Err(ConfigError(format!(
-                "the pre-shared key file {name} is empty: write the key into it"
-            )));
-        }
-        Ok(Psk(Zeroizing::new(bytes.to_vec())))
-    }
-
-    pub(crate) fn bytes(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Psk {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Psk(<redacted>)")
-    }
-}
-
-/// UDP ports of IKE (500) and of IKE and ESP after NAT traversal (4500).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ports {
-    pub ike: u16,
-    pub natt: u16,
-}
-
-impl Default for Ports {
-    fn default() -> Ports {
-        Ports {
-            ike: 500,
-            natt: 4500,
-        }
-    }
-}
-
-/// How often a request is sent before giving up (RFC 7296 §2.1): the
-/// first wait, doubled after every try.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retransmit {
-    pub timeout: Duration,
-    pub tries: u32,
-}
-
-impl Default for Retransmit {
-    /// 0.5 s doubling, 5 tries: 15.5 s until "no answer".
-    fn default() -> Retransmit {
-        Retransmit {
-            timeout: Duration::from_millis(500),
-            tries: 5,
-        }
-    }
-}
-
-/// What to negotiate with which gateway.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// linerate's address: the source of IKE and ESP, the default
-    /// identity.
-    pub local: Ipv4Addr,
-    pub gateway: Ipv4Addr,
-    /// The ports [`Session::connect`] binds on `local` (500, 4500; 0 for
-    /// any).
-    pub local_ports: Ports,
-    /// The gateway's ports (500, 4500).
-    pub gateway_ports: Ports,
-    /// IDi; `None` sends `local` as an IPv4 address identity, strongSwan's
-    /// default.
-    pub local_id: Option<Identity>,
-    /// IDr: when set, it is sent and the gateway must identify as it.
-    pub remote_id: Option<Identity>,
-    pub psk: Psk,
-    pub ike: IkeProposals,
-    pub esp: EspSuite,
-    /// The traffic selectors proposed: linerate's test network and the one
-    /// behind the gateway.
-    pub local_ts: TrafficSelector,
-    pub remote_ts: TrafficSelector,
-    pub retransmit: Retransmit,
-    /// Fakes NAT_DETECTION_SOURCE_IP so that the gateway encapsulates ESP
-    /// in UDP even without a NAT (RFC 3948; strongSwan's `encap = yes`).
-    /// On by default: linerate's data path sends and receives ESP in UDP.
-    pub force_encap: bool,
-}
-
-impl Config {
-    /// A configuration with the defaults: IKE `aes256-sha256-modp2048`,
-    /// ESP `aes256gcm16`, ports 500/4500, identities by address, 0.5 s
-    /// doubling over 5 tries, ESP in UDP forced.
-    pub fn new(
-        local: Ipv4Addr,
-        gateway: Ipv4Addr,
-        psk: Psk,
-        local_ts: TrafficSelector,
-        remote_ts: TrafficSelector,
-    ) -> Config {
-        Config {
-            local,
-            gateway,
-            local_ports: Ports::default(),
-            gateway_ports: Ports::default(),
-            local_id: None,
-            remote_id: None,
-            psk,
-            ike: IkeProposals::default(),
-            esp: EspSuite::Aes256Gcm16,
-            local_ts,
-            remote_ts,
-            retransmit: Retransmit::default(),
-            force_encap: true,
-        }
-    }
-}
 
 /// The two UDP sockets of a session, bound to linerate's address: IKE
 /// starts on the first (500) and moves to the second (4500), where ESP in
@@ -206,50 +58,6 @@ const STOP_CHECK: Duration = Duration::from_millis(50);
 /// How long a stopped negotiation waits for the answers that end what the
 /// gateway had set up (IKE_AUTH's, then the Delete's).
 const STOP_WAIT: Duration = Duration::from_secs(1);
-
-/// Something the gateway did while the tunnel was up; each request is
-/// answered before it is reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Event {
-    /// An empty INFORMATIONAL: the gateway checked that linerate is alive
-    /// (dead peer detection).
-    LivenessCheck,
-    /// An INFORMATIONAL with notifications only.
-    Informational,
-    /// The gateway deleted the CHILD_SA: its keys are void, the IKE SA is
-    /// still up.
-    ChildDeleted,
-    /// The gateway deleted the IKE SA, and with it the CHILD_SA.
-    IkeDeleted,
-    /// A CREATE_CHILD_SA rekeyed the CHILD_SA (linerate's
-    /// [`Session::rekey_child`], or the gateway's request, answered): the
-    /// new keys are in [`Session::child`], the old CHILD_SA is deleted.
-    ChildRekeyed,
-    /// The gateway asked for an exchange linerate does not do (a new
-    /// CHILD_SA beside the first), or one it cannot do now (an IKE SA
-    /// rekey while a request of linerate's is in flight, or of another
-    /// suite); it was answered with an error notify (NO_ADDITIONAL_SAS,
-    /// TEMPORARY_FAILURE, NO_PROPOSAL_CHOSEN). The tunnel stays up.
-    Refused { exchange: u8 },
-    /// A rekey that linerate started failed (no answer, or refused); the
-    /// old CHILD_SA (or IKE SA) stays. [`Session::poll`] returns the
-    /// error itself.
-    RekeyFailed,
-    /// A CREATE_CHILD_SA rekeyed the IKE SA (RFC 7296 §2.18; linerate's
-    /// [`Session::rekey_ike`], or the gateway's request, answered): new
-    /// SPIs ([`Session::ike_spis`]) and keys, message IDs from 0, the
-    /// CHILD_SA moved under it with its keys unchanged (the data path
-    /// goes on as it was). The old IKE SA is deleted by the side that
-    /// started the rekey.
-    IkeRekeyed,
-    /// The gateway deleted the CHILD_SA a rekey replaced: it has the new
-    /// one installed both ways. After a rekey the gateway started, this is
-    /// when linerate may send on the new SA (RFC 7296 §2.8: until then the
-    /// gateway, which installs its new inbound SA only once it has
-    /// linerate's answer, may not know the new SPI yet).
-    RekeyedChildDeleted,
-}
 
 /// The socket side of a session: which socket IKE is on, and what
 /// arrives.
@@ -441,7 +249,7 @@ impl Session {
             retransmit: config.retransmit,
             force_encap: config.force_encap,
         });
-        let mut machine = Initiator::new(shared, local);
+        let mut machine = Initiator::new(shared, local, Box::new(OsRng));
         let mut out = Outbox::default();
         machine.start(Instant::now(), &mut out);
         let mut transport = Transport {
@@ -819,8 +627,8 @@ impl Drop for Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::TrafficSelector;
     use crate::wire::{exchange, Message};
-    use linerate_esp::SaKeys;
 
     /// A session is kept alive from a thread of its own.
     #[test]
@@ -829,46 +637,6 @@ mod tests {
         send::<Session>();
         send::<ChildSa>();
         send::<IkeError>();
-    }
-
-    #[test]
-    fn the_psk_is_never_printed() {
-        let psk = Psk::new("hunter2-secret");
-        let config = Config::new(
-            Ipv4Addr::new(10, 0, 0, 2),
-            Ipv4Addr::new(10, 0, 0, 1),
-            psk,
-            TrafficSelector::parse("198.18.0.0/24").unwrap(),
-            TrafficSelector::parse("198.19.0.0/24").unwrap(),
-        );
-        let text = format!("{config:?} {config:#?}");
-        assert!(!text.contains("hunter2"), "{text}");
-        assert!(text.contains("<redacted>"), "{text}");
-        let keys = SaKeys {
-            suite: EspSuite::Aes128Sha256,
-            spi: 0xc0ffee01,
-            encryption_key: vec![0xab; 16],
-            integrity_key: vec![0xcd; 32],
-        };
-        let text = format!("{keys:?}");
-        assert!(text.contains("0xc0ffee01"), "{text}");
-        assert!(!text.contains("171") && !text.contains("ab,"), "{text}");
-    }
-
-    #[test]
-    fn psk_files_must_be_private() {
-        let dir = std::env::temp_dir().join(format!("linerate-ike-psk-{}", std::process::id()));
-        let _ = fs::create_dir(&dir);
-        let path = dir.join("psk");
-        fs::write(&path, "s3cret\n").unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
-        let e = Psk::read_file(&path).unwrap_err().0;
-        assert!(e.contains("mode 0644") && e.contains("chmod 600"), "{e}");
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
-        assert_eq!(Psk::read_file(&path).unwrap().bytes(), b"s3cret");
-        fs::write(&path, "\n").unwrap();
-        assert!(Psk::read_file(&path).unwrap_err().0.contains("empty"));
-        let _ = fs::remove_dir_all(&dir);
     }
 
     /// A silent address: every try is sent, the error names the address

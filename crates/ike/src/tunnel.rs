@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 
 use linerate_esp::{EspSuite, SaKeys};
 
-use crate::crypto::{child_keys, random_bytes, random_u32, DhGroup, DhPrivate, IkeKeys};
+use crate::config::Retransmit;
+use crate::crypto::{child_keys, random_bytes, random_u32, DhGroup, DhPrivate, IkeKeys, Rng};
 use crate::error::IkeError;
+use crate::event::Event;
 use crate::ike_rekey::{self, IkeRekeyState};
 use crate::proposal::IkeSuite;
 use crate::protect::{open, seal, Keys};
 use crate::sa::ChildSa;
-use crate::session::{Event, Retransmit};
 use crate::wire::{
     exchange, flags, notify, protocol, transform, Delete, Header, Message, Notify, Payload,
     Proposal, Transform,
@@ -127,11 +128,18 @@ impl IkeSa {
         }
     }
 
-    pub(crate) fn seal(&self, kind: u8, response: bool, id: u32, payloads: &[Payload]) -> Vec<u8> {
+    pub(crate) fn seal(
+        &self,
+        kind: u8,
+        response: bool,
+        id: u32,
+        payloads: &[Payload],
+        rng: Rng<'_>,
+    ) -> Vec<u8> {
         let f = if self.initiator { flags::INITIATOR } else { 0 }
             | if response { flags::RESPONSE } else { 0 };
         let header = Header::new(self.spi_i, self.spi_r, kind, f, id);
-        seal(&self.out_keys(), header, payloads)
+        seal(&self.out_keys(), header, payloads, rng)
     }
 
     /// Opens `data` if it is the answer to our request `id` of `kind`.
@@ -250,9 +258,9 @@ impl Request {
 }
 
 /// A new inbound ESP SPI (1-255 are reserved, RFC 4303 §2.1).
-pub(crate) fn new_esp_spi() -> u32 {
+pub(crate) fn new_esp_spi(rng: Rng<'_>) -> u32 {
     loop {
-        let spi = random_u32();
+        let spi = random_u32(rng);
         if spi > 255 {
             break spi;
         }
@@ -487,7 +495,7 @@ impl Tunnel {
         }
     }
 
-    fn send_request(&mut self, purpose: Purpose, now: Instant, out: &mut Outbox) {
+    fn send_request(&mut self, purpose: Purpose, now: Instant, rng: Rng<'_>, out: &mut Outbox) {
         if self.request.is_some() {
             self.queued.push_back(purpose);
             return;
@@ -554,7 +562,7 @@ impl Tunnel {
         };
         let id = sa.next_id;
         sa.next_id = sa.next_id.wrapping_add(1);
-        let bytes = sa.seal(kind, false, id, &payloads);
+        let bytes = sa.seal(kind, false, id, &payloads, rng);
         let request = Request::send(
             kind,
             id,
@@ -568,7 +576,13 @@ impl Tunnel {
 
     /// Deletes the IKE SA: `Output::Deleted` when answered (or
     /// `Output::Failed(then)` when `then` is given).
-    pub(crate) fn delete(&mut self, then: Option<IkeError>, now: Instant, out: &mut Outbox) {
+    pub(crate) fn delete(
+        &mut self,
+        then: Option<IkeError>,
+        now: Instant,
+        rng: Rng<'_>,
+        out: &mut Outbox,
+    ) {
         if !self.ike_up {
             return;
         }
@@ -577,11 +591,11 @@ impl Tunnel {
         // Whatever was in flight is moot.
         self.request = None;
         self.queued.clear();
-        self.send_request(Purpose::Delete { then }, now, out);
+        self.send_request(Purpose::Delete { then }, now, rng, out);
     }
 
     /// The Delete once, without waiting for its answer (when dropped).
-    pub(crate) fn delete_once(&mut self, out: &mut Outbox) {
+    pub(crate) fn delete_once(&mut self, rng: Rng<'_>, out: &mut Outbox) {
         if !self.ike_up {
             return;
         }
@@ -594,13 +608,20 @@ impl Tunnel {
             spi_size: 0,
             spis: Vec::new(),
         });
-        let bytes = self.ike.seal(exchange::INFORMATIONAL, false, id, &[delete]);
+        let bytes = self
+            .ike
+            .seal(exchange::INFORMATIONAL, false, id, &[delete], rng);
         out.transmits.push_back(Transmit::ike(self.floated, &bytes));
     }
 
     /// Starts a CREATE_CHILD_SA rekey of the CHILD_SA (RFC 7296 §1.3.3):
     /// its end is `Event::ChildRekeyed` or `Output::RekeyFailed`.
-    pub(crate) fn rekey_child(&mut self, now: Instant, out: &mut Outbox) -> Result<(), IkeError> {
+    pub(crate) fn rekey_child(
+        &mut self,
+        now: Instant,
+        rng: Rng<'_>,
+        out: &mut Outbox,
+    ) -> Result<(), IkeError> {
         if !self.ike_up {
             return Err(IkeError::Deleted {
                 gateway: match self.peer {
@@ -624,15 +645,15 @@ impl Tunnel {
             return Ok(());
         }
         let state = RekeyState {
-            spi_in: new_esp_spi(),
-            nonce: random_bytes(32),
-            dh: self.pfs.map(DhPrivate::generate),
+            spi_in: new_esp_spi(rng),
+            nonce: random_bytes(rng, 32),
+            dh: self.pfs.map(|group| DhPrivate::generate(group, rng)),
         };
-        self.send_request(Purpose::Rekey(Box::new(state)), now, out);
+        self.send_request(Purpose::Rekey(Box::new(state)), now, rng, out);
         Ok(())
     }
 
-    pub(crate) fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
+    pub(crate) fn handle_timeout(&mut self, now: Instant, rng: Rng<'_>, out: &mut Outbox) {
         if let Some(at) = self.keepalive_at {
             if now >= at && self.ike_up {
                 out.transmits.push_back(Transmit {
@@ -662,21 +683,27 @@ impl Tunnel {
                 Purpose::DeleteChild => self.old_child = None,
                 Purpose::DeleteOldIke => self.old_ike = None,
             }
-            self.next_request(now, out);
+            self.next_request(now, rng, out);
         }
     }
 
-    fn next_request(&mut self, now: Instant, out: &mut Outbox) {
+    fn next_request(&mut self, now: Instant, rng: Rng<'_>, out: &mut Outbox) {
         if self.request.is_none() {
             if let Some(p) = self.queued.pop_front() {
-                self.send_request(p, now, out);
+                self.send_request(p, now, rng, out);
             }
         }
     }
 
     /// Takes an IKE message from the peer: the answer to our request, or
     /// a request of the peer (answered). False if it was neither.
-    pub(crate) fn handle(&mut self, data: &[u8], now: Instant, out: &mut Outbox) -> bool {
+    pub(crate) fn handle(
+        &mut self,
+        data: &[u8],
+        now: Instant,
+        rng: Rng<'_>,
+        out: &mut Outbox,
+    ) -> bool {
         if let Some((r, purpose)) = &self.request {
             let sa = match purpose {
                 Purpose::DeleteOldIke => self.old_ike.as_deref(),
@@ -687,11 +714,12 @@ impl Tunnel {
                     return true;
                 };
                 self.on_answer(purpose, message, out);
-                self.next_request(now, out);
+                self.next_request(now, rng, out);
                 return true;
             }
         }
-        let handled = self.answer(data, now, out) || self.answer_on_old_ike(data, now, out);
+        let handled =
+            self.answer(data, now, rng, out) || self.answer_on_old_ike(data, now, rng, out);
         if !handled {
             if let Some((r, _)) = &mut self.request {
                 r.not_answers += 1;
@@ -746,7 +774,12 @@ impl Tunnel {
     /// Starts a CREATE_CHILD_SA rekey of the IKE SA (RFC 7296 §1.3.2):
     /// its end is `Event::IkeRekeyed` (then the old IKE SA is deleted) or
     /// `Output::RekeyFailed`.
-    pub(crate) fn rekey_ike(&mut self, now: Instant, out: &mut Outbox) -> Result<(), IkeError> {
+    pub(crate) fn rekey_ike(
+        &mut self,
+        now: Instant,
+        rng: Rng<'_>,
+        out: &mut Outbox,
+    ) -> Result<(), IkeError> {
         if !self.ike_up {
             return Err(IkeError::Deleted {
                 gateway: match self.peer {
@@ -763,8 +796,8 @@ impl Tunnel {
         if busy {
             return Ok(());
         }
-        let state = IkeRekeyState::new(self.ike.suite);
-        self.send_request(Purpose::RekeyIke(Box::new(state)), now, out);
+        let state = IkeRekeyState::new(self.ike.suite, rng);
+        self.send_request(Purpose::RekeyIke(Box::new(state)), now, rng, out);
         Ok(())
     }
 
@@ -780,7 +813,13 @@ impl Tunnel {
     /// A request of the peer on the IKE SA a rekey replaced: its Delete
     /// (§2.18) and liveness checks are answered, anything else with
     /// TEMPORARY_FAILURE. False if it was none.
-    fn answer_on_old_ike(&mut self, data: &[u8], now: Instant, out: &mut Outbox) -> bool {
+    fn answer_on_old_ike(
+        &mut self,
+        data: &[u8],
+        now: Instant,
+        rng: Rng<'_>,
+        out: &mut Outbox,
+    ) -> bool {
         let Some(old) = self.old_ike.as_deref_mut() else {
             return false;
         };
@@ -815,7 +854,7 @@ impl Tunnel {
                 Vec::new(),
             ))]
         };
-        let bytes = old.seal(h.exchange, true, h.message_id, &reply);
+        let bytes = old.seal(h.exchange, true, h.message_id, &reply, rng);
         out.transmits.push_back(Transmit::ike(self.floated, &bytes));
         old.last_answer = Some((h.message_id, bytes));
         old.peer_id = old.peer_id.wrapping_add(1);
@@ -824,7 +863,7 @@ impl Tunnel {
             // Our own Delete of it crossed the peer's: nothing to wait for.
             if matches!(self.request, Some((_, Purpose::DeleteOldIke))) {
                 self.request = None;
-                self.next_request(now, out);
+                self.next_request(now, rng, out);
             }
         }
         true
@@ -917,7 +956,7 @@ impl Tunnel {
     /// Answers a request of the peer; false for anything that is not the
     /// peer's next request on this IKE SA (after resending our answer if
     /// it was the last one again).
-    fn answer(&mut self, data: &[u8], now: Instant, out: &mut Outbox) -> bool {
+    fn answer(&mut self, data: &[u8], now: Instant, rng: Rng<'_>, out: &mut Outbox) -> bool {
         let _ = now;
         let Ok(h) = Header::parse(data) else {
             return false;
@@ -941,7 +980,7 @@ impl Tunnel {
         let event = match h.exchange {
             exchange::INFORMATIONAL => self.answer_informational(&request, &mut reply),
             exchange::CREATE_CHILD_SA if ike_rekey::is_ike_rekey(&request) => {
-                match self.answer_ike_rekey(&request) {
+                match self.answer_ike_rekey(&request, rng) {
                     Ok((payloads, new)) => {
                         reply = payloads;
                         switch_to = Some(new);
@@ -955,7 +994,7 @@ impl Tunnel {
                     }
                 }
             }
-            exchange::CREATE_CHILD_SA => match self.answer_rekey(&request) {
+            exchange::CREATE_CHILD_SA => match self.answer_rekey(&request, rng) {
                 Ok((payloads, new)) => {
                     reply = payloads;
                     let old = std::mem::replace(&mut self.child, *new);
@@ -972,7 +1011,7 @@ impl Tunnel {
             },
             _ => return false,
         };
-        let bytes = self.ike.seal(h.exchange, true, h.message_id, &reply);
+        let bytes = self.ike.seal(h.exchange, true, h.message_id, &reply, rng);
         out.transmits.push_back(Transmit::ike(self.floated, &bytes));
         self.ike.last_answer = Some((h.message_id, bytes));
         self.ike.peer_id = self.ike.peer_id.wrapping_add(1);
@@ -1055,18 +1094,26 @@ impl Tunnel {
     /// new SAs): then TEMPORARY_FAILURE, which RFC 7296 §2.25 lets a
     /// responder send while it is itself rekeying, and the peer tries
     /// again a little later.
-    fn answer_ike_rekey(&self, request: &Message) -> Result<(Vec<Payload>, IkeSa), Notify> {
+    fn answer_ike_rekey(
+        &self,
+        request: &Message,
+        rng: Rng<'_>,
+    ) -> Result<(Vec<Payload>, IkeSa), Notify> {
         if self.request.is_some() {
             return Err(Notify::new(notify::TEMPORARY_FAILURE, Vec::new()));
         }
-        ike_rekey::answer(&self.ike, request)
+        ike_rekey::answer(&self.ike, request, rng)
     }
 
     /// The peer's CREATE_CHILD_SA: a rekey of our CHILD_SA (REKEY_SA with
     /// one of its SPIs) is answered with a new one; anything else (a new
     /// CHILD_SA, an IKE SA rekey) with NO_ADDITIONAL_SAS.
     #[allow(clippy::type_complexity)]
-    fn answer_rekey(&self, request: &Message) -> Result<(Vec<Payload>, Box<ChildSa>), u16> {
+    fn answer_rekey(
+        &self,
+        request: &Message,
+        rng: Rng<'_>,
+    ) -> Result<(Vec<Payload>, Box<ChildSa>), u16> {
         let rekeyed = request.notifies().find(|n| n.kind == notify::REKEY_SA);
         let Some(rekeyed) = rekeyed else {
             return Err(notify::NO_ADDITIONAL_SAS);
@@ -1105,12 +1152,12 @@ impl Tunnel {
             if g != group.id() {
                 return Err(notify::INVALID_KE_PAYLOAD);
             }
-            let (dh, ours) = DhPrivate::generate(group);
+            let (dh, ours) = DhPrivate::generate(group, rng);
             shared = Some(dh.shared(public).map_err(|_| notify::INVALID_SYNTAX)?);
             ke_reply = Some((group, ours));
         }
-        let spi_in = new_esp_spi();
-        let nr = random_bytes(32);
+        let spi_in = new_esp_spi(rng);
+        let nr = random_bytes(rng, 32);
         // The peer started this exchange: its nonce is Ni, and KEYMAT's
         // first keys are for the direction from the exchange's initiator.
         let (outbound, inbound) = child_sa_keys_ordered(

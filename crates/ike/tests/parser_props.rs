@@ -197,17 +197,20 @@ fn init_request(spi_i: u64, nonce: Vec<u8>, ke: [u8; 32]) -> Message {
 }
 
 fn responder() -> ResponderMachine {
-    ResponderMachine::new(ResponderConfig {
-        local: Ipv4Addr::new(10, 0, 0, 1),
-        ports: Ports::default(),
-        local_id: None,
-        psk: Psk::new("fuzz"),
-        ike: IkeProposals::parse("aes128-sha256-x25519").unwrap(),
-        esp: EspSuite::Aes128Gcm16,
-        local_ts: TrafficSelector::parse("198.19.0.0/24").unwrap(),
-        remote_ts: TrafficSelector::parse("198.18.0.0/16").unwrap(),
-        retransmit: Retransmit::default(),
-    })
+    ResponderMachine::new(
+        ResponderConfig {
+            local: Ipv4Addr::new(10, 0, 0, 1),
+            ports: Ports::default(),
+            local_id: None,
+            psk: Psk::new("fuzz"),
+            ike: IkeProposals::parse("aes128-sha256-x25519").unwrap(),
+            esp: EspSuite::Aes128Gcm16,
+            local_ts: TrafficSelector::parse("198.19.0.0/24").unwrap(),
+            remote_ts: TrafficSelector::parse("198.18.0.0/16").unwrap(),
+            retransmit: Retransmit::default(),
+        },
+        Box::new(linerate_ike::rand_core::OsRng),
+    )
 }
 
 const INITIATOR: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 500);
