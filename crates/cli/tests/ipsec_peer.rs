@@ -15,6 +15,9 @@
 //!   that never answers or answers garbage, a key file others may read,
 //!   options that do not go together): one line on stderr, exit 2,
 //!   nothing left behind.
+//! - Foreign traffic at port B's UDP 4500 during a trial (IPv4 fragments,
+//!   datagrams too short for ESP) is stray: counted apart, never a damaged
+//!   test frame nor one in clear, and the test frames all cross.
 //!
 //! Root only; needs strongSwan (charon with kernel-libipsec, kdf and vici;
 //! swanctl): scripts/setup.sh installs it, and a missing charon fails the
@@ -1380,4 +1383,218 @@ fn ike_rekeys_under_load(bed: &Bed, direction: &str) {
         "charon reported {seen} ike-rekey events, linerate {done}+1"
     );
     bed.assert_nothing_left(&run);
+}
+
+/// A counter of the `Ip:` lines of namespace `ns`'s /proc/net/snmp.
+fn ip_snmp(ns: &str, name: &str) -> u64 {
+    let snmp = sh("ip", &["netns", "exec", ns, "cat", "/proc/net/snmp"]);
+    let ip: Vec<&str> = snmp.lines().filter(|l| l.starts_with("Ip:")).collect();
+    ip[0]
+        .split_whitespace()
+        .zip(ip[1].split_whitespace())
+        .find(|(n, _)| *n == name)
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or_else(|| panic!("no Ip {name} in:\n{snmp}"))
+}
+
+/// Stray datagrams of [`foreign_traffic_at_port_b_is_stray_not_damaged_nor_in_clear`]:
+/// so many of each size, and what each is on the wire.
+const STRAY_EACH: usize = 100;
+/// 3,000 bytes of UDP payload: an IPv4 packet of 3,028 bytes, which the
+/// router's kernel cuts into 3 fragments at rb's MTU of 1,500 (1,480 +
+/// 1,480 + 48 bytes of the UDP datagram).
+const STRAY_LARGE: usize = 3000;
+const FRAGMENTS_EACH: u64 = 3;
+/// Too short for ESP (SPI and sequence number are 8 bytes).
+const STRAY_SHORT: usize = 2;
+
+/// Foreign traffic at linerate's tunnel end (issue 41, item 2: during
+/// `--direction encrypt`, 100 UDP datagrams of 3,000 bytes and 100 of 2
+/// bytes to port B's UDP 4500 came out as errored_frames 100, a negative
+/// loss_where.rest, and esp.not_esp 300, "300 test frames in clear": the
+/// fragments). The gateway's namespace sends them to 198.19.0.2:4500
+/// while an encrypt trial runs (5 s at 2,000 frames/s, after the
+/// `trial_started` event of `--events` and a second more, one datagram
+/// every 2 ms so that no ring on the way overflows), with the af_xdp and
+/// the af_packet engine:
+/// - the router's kernel sent them all, the large ones as 3 fragments each
+///   (its Ip FragOKs and FragCreates);
+/// - linerate counted every frame of them as stray, exactly: esp.stray =
+///   100 × 3 fragments + 100 short datagrams = 400, and says so on its
+///   own line;
+/// - none is a test frame in clear (esp.not_esp 0), a damaged test frame
+///   (errored_frames 0, esp.malformed 0) or a test frame of no stream
+///   (stray_frames 0); no loss term is negative and none overcounted;
+/// - the test frames all crossed: lost 0, but for frames the gateway's
+///   kernel dropped (then the loss is exactly those), and ipsec0 agrees;
+/// - the tunnel is deleted at the end and nothing is left.
+#[test]
+fn foreign_traffic_at_port_b_is_stray_not_damaged_nor_in_clear() {
+    if !root_or_skip("foreign_traffic_at_port_b_is_stray_not_damaged_nor_in_clear") {
+        return;
+    }
+    let bed = Bed::new("sy", Some(&[gw_conn()]));
+    let charon = bed.charon();
+    // The sender's socket, made in the gateway's namespace (it sends from
+    // there whichever thread uses it).
+    let socket: std::net::UdpSocket =
+        in_netns(&bed.r, || std::net::UdpSocket::bind((GATEWAY, 0)).unwrap());
+    let target = (PEER, 4500);
+    let strays = STRAY_EACH as u64 * (FRAGMENTS_EACH + 1);
+    for engine in ["af_xdp", "af_packet"] {
+        let what = format!("--direction encrypt --engine {engine}, stray traffic at port B");
+        let gw_drops0 = gateway_drops(&bed.r);
+        let (_, tun_tx0) = link_packets(&bed.r, "ipsec0");
+        // The tester namespace's kernel: with af_packet it gets the frames
+        // too (and reassembles the fragments); said, not judged.
+        let reasm0 = ip_snmp(&bed.t, "ReasmOKs");
+        let (frag_oks0, frag_creates0) =
+            (ip_snmp(&bed.r, "FragOKs"), ip_snmp(&bed.r, "FragCreates"));
+        let json = TempFile::new("ipsec-stray");
+        let events = TempFile::new("ipsec-stray-events");
+        let extra = [
+            "--direction",
+            "encrypt",
+            "--engine",
+            engine,
+            "--frame-size",
+            "128",
+            "--rate",
+            "2000fps",
+            "--duration",
+            "5s",
+            "--json",
+            json.arg(),
+            "--events",
+            events.arg(),
+        ];
+        let args = Bed::trial_args(bed.psk.arg(), &extra);
+        let spawned = Spawned::start_in(&bed.t, &args);
+        let has = |event: &str| {
+            std::fs::read_to_string(&events.0)
+                .unwrap_or_default()
+                .contains(&format!("\"event\":\"{event}\""))
+        };
+        let started = poll(Duration::from_secs(30), || {
+            has("trial_started").then_some(())
+        });
+        assert!(
+            started.is_some(),
+            "{what}: no trial_started event: {}",
+            spawned.stderr_now()
+        );
+        // Well inside the trial: it reads its ESP counts right after the
+        // event and sends for 5 s.
+        std::thread::sleep(Duration::from_secs(1));
+        let (mut sent, mut short_sent) = (0u64, 0u64);
+        // Not zeros: the af_xdp engine's XDP program hands UDP 4500 whose
+        // payload starts with 4 zero bytes (the non-ESP marker of IKE) to
+        // the kernel, and the first fragments would go there.
+        let large = [0xabu8; STRAY_LARGE];
+        let short = [0xcdu8; STRAY_SHORT];
+        for _ in 0..STRAY_EACH {
+            for (datagram, count) in [(&large[..], &mut sent), (&short[..], &mut short_sent)] {
+                let n = socket
+                    .send_to(datagram, target)
+                    .unwrap_or_else(|e| panic!("{what}: sending a stray datagram: {e}"));
+                assert_eq!(n, datagram.len(), "{what}");
+                *count += 1;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        // The datagrams left while the trial still ran: it had not ended.
+        let inside = !has("trial_done");
+        let run = spawned.finish(Duration::from_secs(60));
+        assert!(
+            inside,
+            "{what}: the trial ended before the stray datagrams were sent: {}",
+            run.dump()
+        );
+        assert_eq!(
+            (sent, short_sent),
+            (STRAY_EACH as u64, STRAY_EACH as u64),
+            "{what}"
+        );
+        // The router's kernel cut each large datagram into 3 fragments,
+        // and nothing else of its traffic (IKE, ESP of 128-byte frames).
+        assert_eq!(
+            (
+                ip_snmp(&bed.r, "FragOKs") - frag_oks0,
+                ip_snmp(&bed.r, "FragCreates") - frag_creates0
+            ),
+            (STRAY_EACH as u64, STRAY_EACH as u64 * FRAGMENTS_EACH),
+            "{what}: the router's Ip FragOKs, FragCreates"
+        );
+
+        let gw_drops = gateway_drops(&bed.r) - gw_drops0;
+        let v = json.json();
+        let lost = u(&v, "lost_frames");
+        eprintln!(
+            "{what}: esp {}, errored_frames {}, lost {lost}, gateway drops {gw_drops}, loss_where {}; port B's kernel reassembled {}",
+            v["esp"],
+            v["errored_frames"],
+            v["loss_where"],
+            ip_snmp(&bed.t, "ReasmOKs") - reasm0
+        );
+        assert_trial_consistent(&v);
+        assert_eq!(u(&v, "tx_frames"), 10_000, "{what}: {}", run.dump());
+        let esp = &v["esp"];
+        assert!(esp.is_object(), "{what}: no esp record: {v}");
+        // Every fragment and every short datagram, counted apart.
+        assert_eq!(
+            u(esp, "stray"),
+            strays,
+            "{what}: {STRAY_EACH} datagrams of {STRAY_LARGE} bytes ({FRAGMENTS_EACH} fragments each) and {STRAY_EACH} of {STRAY_SHORT}: {esp}\n{}",
+            run.dump()
+        );
+        assert!(
+            run.stdout.contains(&format!(
+                "{strays} stray datagrams at linerate's tunnel end"
+            )),
+            "{what}: no stray line: {}",
+            run.dump()
+        );
+        // Not test frames in clear, not damaged ones.
+        for key in [
+            "not_esp",
+            "malformed",
+            "icv_failures",
+            "unknown_spi",
+            "replays",
+        ] {
+            assert_eq!(u(esp, key), 0, "{what}: esp.{key}: {esp}");
+        }
+        for key in ["errored_frames", "stray_frames", "duplicated"] {
+            assert_eq!(u(&v, key), 0, "{what}: {key}: {v}");
+        }
+        let w = &v["loss_where"];
+        if let Some(terms) = w.as_object() {
+            for (k, t) in terms {
+                if let Some(n) = t.as_i64() {
+                    assert!(n >= 0, "{what}: loss_where.{k} {n}: {w}");
+                }
+            }
+            assert_eq!(
+                w["overcounted"].as_u64().unwrap_or(0),
+                0,
+                "{what}: counted beyond the loss: {w}"
+            );
+        }
+        // The test frames crossed: any loss is frames the gateway's kernel
+        // dropped, exactly.
+        assert_eq!(
+            (run.code, lost),
+            (if gw_drops > 0 { 1 } else { 0 }, gw_drops),
+            "{what}: every lost frame is one the gateway's kernel dropped ({gw_drops}): {}\ncharon's log:\n{}",
+            run.dump(),
+            charon.log()
+        );
+        let (_, tun_tx1) = link_packets(&bed.r, "ipsec0");
+        assert_eq!(
+            tun_tx1 - tun_tx0 - gw_drops,
+            u(&v, "rx_frames"),
+            "{what}: routed into ipsec0, less the gateway's drops, against linerate's rx"
+        );
+        bed.assert_nothing_left(&run);
+    }
 }
