@@ -873,6 +873,7 @@ mod tests {
                 remote_ts: net("198.18.0.0/16"),
                 retransmit: Retransmit::default(),
             },
+            Instant::now(),
             Box::new(SeededRng::new(2)),
         );
         let peer = Ipv4Addr::new(192, 0, 2, 2);

@@ -110,10 +110,12 @@ pub struct ResponderMachine {
 }
 
 impl ResponderMachine {
-    /// A responder whose randomness comes from `rng`: `rand_core::OsRng`
+    /// A responder started at `now` (the clock its half-open SAs are
+    /// swept by), whose randomness comes from `rng`: `rand_core::OsRng`
     /// outside tests (re-exported as `linerate_ike::rand_core`).
     pub fn new(
         config: ResponderConfig,
+        now: Instant,
         rng: Box<dyn rand_core::CryptoRngCore + Send>,
     ) -> ResponderMachine {
         ResponderMachine {
@@ -124,7 +126,7 @@ impl ResponderMachine {
             out: Outbox::default(),
             events: Vec::new(),
             sent: Vec::new(),
-            last_sweep: Instant::now(),
+            last_sweep: now,
             keep_esp: false,
             esp: Vec::new(),
             rng,
@@ -707,7 +709,7 @@ impl Responder {
             natt: port(&natt, config.ports.natt),
         };
         Ok(Responder {
-            machine: ResponderMachine::new(config, Box::new(OsRng)),
+            machine: ResponderMachine::new(config, Instant::now(), Box::new(OsRng)),
             ike,
             natt,
             buf: vec![0; 65536],

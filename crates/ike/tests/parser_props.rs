@@ -209,6 +209,7 @@ fn responder() -> ResponderMachine {
             remote_ts: TrafficSelector::parse("198.18.0.0/16").unwrap(),
             retransmit: Retransmit::default(),
         },
+        std::time::Instant::now(),
         Box::new(linerate_ike::rand_core::OsRng),
     )
 }
