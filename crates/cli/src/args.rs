@@ -167,7 +167,7 @@ pub struct PortArgs {
     /// Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic).
     #[arg(long, allow_hyphen_values = true, default_value = "30s")]
     pub recovery_limit: String,
-    /// Generator threads, each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate: xdp, each its own copy of the generator program; af_packet, each its own socket, whose frames the kernel puts on the transmit queue of its CPU; af_xdp, each its own AF_XDP socket on queue k of port A (which needs N queues). Clear frames only (with --ipsec one thread encrypts an SA's frames).
+    /// Generator threads, each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate: xdp, each its own copy of the generator program; af_packet, each its own socket, whose frames the kernel puts on the transmit queue of its CPU; af_xdp, each its own AF_XDP socket on queue k of port A (which needs N queues). With --ipsec --tunnels N (N at least the threads) the tunnels are dealt out to the threads, each encrypting its own.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
     pub tx_threads: u16,
     /// Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way.
@@ -442,7 +442,7 @@ pub struct CalibrateArgs {
     /// Where to store the ceilings (entries for the same set-up, engine and size are replaced).
     #[arg(long)]
     pub calibration: Option<PathBuf>,
-    /// Generator threads, each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate: xdp, each its own copy of the generator program; af_packet, each its own socket, whose frames the kernel puts on the transmit queue of its CPU; af_xdp, each its own AF_XDP socket on queue k of port A (which needs N queues). Clear frames only (with --ipsec one thread encrypts an SA's frames).
+    /// Generator threads, each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate: xdp, each its own copy of the generator program; af_packet, each its own socket, whose frames the kernel puts on the transmit queue of its CPU; af_xdp, each its own AF_XDP socket on queue k of port A (which needs N queues). With --ipsec --tunnels N (N at least the threads) the tunnels are dealt out to the threads, each encrypting its own.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
     pub tx_threads: u16,
 }

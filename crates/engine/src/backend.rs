@@ -101,9 +101,10 @@ pub trait Transmitter: Send {
     ) -> Result<(), Box<dyn SendTransform>> {
         Err(transform)
     }
-    /// The transform frames pass, if any.
-    fn transform(&self) -> Option<&dyn SendTransform> {
-        None
+    /// The transforms frames pass: none, one, or one share per generator
+    /// thread (see [`SendTransform::split`]).
+    fn transforms(&self) -> Vec<&dyn SendTransform> {
+        Vec::new()
     }
 }
 
@@ -189,7 +190,8 @@ pub struct QueueTx<T> {
     /// Queue k is generator thread k's; at least one.
     queues: Vec<T>,
     max_frame_len: usize,
-    transform: Option<Box<dyn SendTransform>>,
+    /// None, one (on one thread), or thread k's share in `transforms[k]`.
+    transforms: Vec<Box<dyn SendTransform>>,
 }
 
 impl<T> QueueTx<T> {
@@ -208,18 +210,18 @@ impl<T> QueueTx<T> {
         QueueTx {
             queues,
             max_frame_len,
-            transform: None,
+            transforms: Vec::new(),
         }
     }
 }
 
 /// Generator thread k's schedule of a job sent by `n` threads: its own
-/// stream (`stream + k`), its share of the pacer's frames at 1/n of the
-/// rate, started now.
-fn thread_schedule<'a>(job: &'a SendJob, n: u16, k: u16) -> Schedule<'a> {
+/// stream (`stream + k`) of `flows`, its share of the pacer's frames at
+/// 1/n of the rate, started now.
+fn thread_schedule<'a>(job: &'a SendJob, flows: &'a Flows, n: u16, k: u16) -> Schedule<'a> {
     Schedule {
         frames: job.frames,
-        flows: job.flows,
+        flows,
         stream: job.stream.wrapping_add(k),
         class_stride: n,
         pacer: job.pacer.share(n, k),
@@ -247,42 +249,63 @@ impl<T: TxQueue + Send> Transmitter for QueueTx<T> {
             // On the engine's generator thread, pinned by the engine. One
             // loop per transform, each compiled for it: clear frames pay
             // nothing for the stage.
-            let schedule = thread_schedule(job, 1, 0);
+            let schedule = thread_schedule(job, job.flows, 1, 0);
             let queue = &mut self.queues[0];
-            return Ok(match self.transform.as_deref_mut() {
+            return Ok(match self.transforms.first_mut() {
                 None => generate(queue, &schedule, stop, &mut Unchanged)?,
-                Some(transform) => generate(queue, &schedule, stop, transform)?,
+                Some(transform) => generate(queue, &schedule, stop, transform.as_mut())?,
             });
         }
-        // A thread per queue, each pinned to one CPU of its own.
+        // A thread per queue, each pinned to one CPU of its own, with its
+        // share of the transform and the flows that share can carry.
         let queues = self.queues[..n as usize].iter_mut();
-        let parts = crate::cpu::on_pinned_threads(queues, job.cpus, |k, queue| {
-            let schedule = thread_schedule(job, n, k as u16);
-            Ok(generate(queue, &schedule, stop, &mut Unchanged)?)
+        if self.transforms.is_empty() {
+            let parts = crate::cpu::on_pinned_threads(queues, job.cpus, |k, queue| {
+                let schedule = thread_schedule(job, job.flows, n, k as u16);
+                Ok(generate(queue, &schedule, stop, &mut Unchanged)?)
+            })?;
+            return Ok(Sent::of_threads(parts));
+        }
+        let flows = self
+            .transforms
+            .iter()
+            .map(|t| t.thread_flows(job.flows))
+            .collect::<Option<Vec<Flows>>>()
+            .ok_or(EngineError::TunnelsNotDealt { threads: n })?;
+        let shares = queues.zip(self.transforms.iter_mut()).zip(&flows);
+        let parts = crate::cpu::on_pinned_threads(shares, job.cpus, |k, ((queue, t), flows)| {
+            let schedule = thread_schedule(job, flows, n, k as u16);
+            Ok(generate(queue, &schedule, stop, t.as_mut())?)
         })?;
         Ok(Sent::of_threads(parts))
     }
-    /// One stream per queue; one only with a transform (its state, an
-    /// ESP SA's sequence numbers, belongs to one thread).
+    /// One stream per queue; with a transform, one per share of it (one
+    /// when it could not be split: an ESP SA's sequence numbers belong to
+    /// one thread).
     fn max_streams(&self) -> u16 {
-        if self.transform.is_some() {
-            1
-        } else {
-            self.queues.len().min(u16::MAX as usize) as u16
-        }
+        let streams = match self.transforms.len() {
+            0 => self.queues.len(),
+            n => n,
+        };
+        streams.min(u16::MAX as usize) as u16
     }
     fn max_frame_len(&self) -> usize {
         self.max_frame_len
     }
+    /// With several queues the transform is dealt out to them, one share
+    /// per generator thread, where it can be.
     fn set_transform(
         &mut self,
-        transform: Box<dyn SendTransform>,
+        mut transform: Box<dyn SendTransform>,
     ) -> Result<(), Box<dyn SendTransform>> {
-        self.transform = Some(transform);
+        self.transforms = match self.queues.len() {
+            1 => vec![transform],
+            n => transform.split(n).unwrap_or_else(|| vec![transform]),
+        };
         Ok(())
     }
-    fn transform(&self) -> Option<&dyn SendTransform> {
-        self.transform.as_deref()
+    fn transforms(&self) -> Vec<&dyn SendTransform> {
+        self.transforms.iter().map(|t| t.as_ref()).collect()
     }
 }
 
@@ -392,7 +415,13 @@ impl TesterPort {
     /// How much longer than the test frame of `len` bytes the longest frame
     /// this port carries is (what its transforms add).
     pub fn growth(&self, len: usize) -> usize {
-        let send = self.tx.transform().map_or(0, |t| t.growth(len));
+        let send = self
+            .tx
+            .transforms()
+            .iter()
+            .map(|t| t.growth(len))
+            .max()
+            .unwrap_or(0);
         let receive = self.rx.transform().map_or(0, |t| t.growth(len));
         send.max(receive)
     }

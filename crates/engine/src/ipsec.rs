@@ -19,7 +19,7 @@ use linerate_esp::{
     OutboundCounters, OuterHeaders, Payload, NEXT_HEADER_IPV4,
 };
 use linerate_wire::flows::Field;
-use linerate_wire::MacAddr;
+use linerate_wire::{Flows, MacAddr};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -94,6 +94,35 @@ impl TunnelMap {
     }
 }
 
+/// A transform's share among `n` generator threads: the `k`-th.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Share {
+    k: usize,
+    n: usize,
+}
+
+impl Share {
+    /// The whole transform, on one thread.
+    const WHOLE: Share = Share { k: 0, n: 1 };
+
+    /// Whether tunnel `i` is this share's.
+    #[inline]
+    fn holds(self, i: usize) -> bool {
+        i % self.n == self.k
+    }
+
+    /// Where tunnel `i` (one this share holds) is among its tunnels.
+    #[inline]
+    fn local(self, i: usize) -> usize {
+        i / self.n
+    }
+
+    /// The tunnel at place `j` among this share's.
+    fn global(self, j: usize) -> usize {
+        j * self.n + self.k
+    }
+}
+
 /// New SAs the IKE side hands to a running transform (a CHILD_SA rekey):
 /// the transform takes them at its next frame. Checking costs one relaxed
 /// atomic load per frame; pushing takes a mutex (rare).
@@ -139,9 +168,20 @@ impl<T> SaInbox<T> {
 
     /// The SAs pushed so far, oldest first; the inbox is empty after.
     fn take(&self) -> Vec<(usize, T)> {
+        self.take_where(|_| true)
+    }
+
+    /// The SAs pushed so far for the tunnels `mine` says are the caller's,
+    /// oldest first; the others stay (and the flag with them) for the
+    /// shares they belong to.
+    fn take_where(&self, mine: impl Fn(usize) -> bool) -> Vec<(usize, T)> {
         let mut sas = self.sas.lock().unwrap_or_else(|e| e.into_inner());
-        self.pending.store(false, Ordering::Relaxed);
-        std::mem::take(&mut *sas)
+        let (taken, left): (Vec<_>, Vec<_>) = std::mem::take(&mut *sas)
+            .into_iter()
+            .partition(|(i, _)| mine(*i));
+        *sas = left;
+        self.pending.store(!sas.is_empty(), Ordering::Relaxed);
+        taken
     }
 }
 
@@ -227,6 +267,10 @@ pub struct EspSend {
     tunnels: Vec<SendTunnel>,
     /// Which tunnel a frame's inner source is in; None: one tunnel.
     map: Option<TunnelMap>,
+    /// This share's place among the shares of a split (see
+    /// [`SendTransform::split`]): it holds the tunnels `share.k + j *
+    /// share.n`, tunnel `k + j * n` at `tunnels[j]`. (0, 1) unsplit.
+    share: Share,
     outer_dst: Ipv4Addr,
     /// ESP in UDP 4500 or raw ESP.
     encapsulation: Encapsulation,
@@ -258,6 +302,7 @@ impl EspSend {
                 framer: None,
             }],
             map: None,
+            share: Share::WHOLE,
             outer_dst,
             encapsulation: ESP_IN_UDP,
             counts,
@@ -288,6 +333,7 @@ impl EspSend {
                 })
                 .collect(),
             map: Some(map),
+            share: Share::WHOLE,
             outer_dst: gateway,
             encapsulation: ESP_IN_UDP,
             counts,
@@ -327,8 +373,9 @@ impl EspSend {
             return;
         };
         let mut taken = 0;
-        for (i, sa) in inbox.take() {
-            let Some(t) = self.tunnels.get_mut(i) else {
+        let share = self.share;
+        for (i, sa) in inbox.take_where(|i| share.holds(i)) {
+            let Some(t) = self.tunnels.get_mut(share.local(i)) else {
                 continue;
             };
             let old = std::mem::replace(&mut t.sa, sa);
@@ -352,7 +399,8 @@ impl EspSend {
         };
         let src = crate::receiver::ipv4_field(buf.get(..len)?, Field::SrcIp)?;
         let i = map.index_of(src)?;
-        (i < self.tunnels.len()).then_some(i)
+        let local = self.share.local(i);
+        (self.share.holds(i) && local < self.tunnels.len()).then_some(local)
     }
 
     /// Seals the frame `buf[..len]` with tunnel `i`'s SA.
@@ -393,21 +441,48 @@ impl EspSend {
         framer.encapsulate(buf, esp_len)
     }
 
-    /// Copies the SAs' counters where reports read them.
+    /// Copies the SAs' counters where reports read them (this share's
+    /// tunnels; the total over every tunnel, the other shares' as they
+    /// last published them).
     fn publish(&self) {
         if let Ok(mut c) = self.counts.lock() {
-            let mut total = OutboundCounters::default();
-            if c.per_tunnel.len() < self.tunnels.len() {
-                c.per_tunnel
-                    .resize(self.tunnels.len(), TunnelEspCounts::default());
+            let all = self.share.global(self.tunnels.len().saturating_sub(1)) + 1;
+            if c.per_tunnel.len() < all {
+                c.per_tunnel.resize(all, TunnelEspCounts::default());
             }
-            for (t, out) in self.tunnels.iter().zip(c.per_tunnel.iter_mut()) {
+            for (j, t) in self.tunnels.iter().enumerate() {
+                let out = &mut c.per_tunnel[self.share.global(j)];
                 out.sent = t.retired;
                 add_outbound(&mut out.sent, t.sa.counters());
-                add_outbound(&mut total, &out.sent);
+            }
+            let mut total = OutboundCounters::default();
+            for t in &c.per_tunnel {
+                add_outbound(&mut total, &t.sent);
             }
             c.sent = total;
             c.raw_esp = self.encapsulation == Encapsulation::Raw;
+        }
+    }
+
+    /// Thread `k` of `n`'s share: tunnels `k, k + n, ...` taken out of
+    /// `tunnels` (`None` where taken). The shares publish into the same
+    /// counts and take new SAs from the same inbox, each its own tunnels'.
+    fn share_of(&self, tunnels: &mut [Option<SendTunnel>], share: Share) -> EspSend {
+        EspSend {
+            tunnels: tunnels
+                .iter_mut()
+                .skip(share.k)
+                .step_by(share.n)
+                .map(|t| t.take().expect("each tunnel dealt once"))
+                .collect(),
+            map: self.map,
+            share,
+            outer_dst: self.outer_dst,
+            encapsulation: self.encapsulation,
+            counts: self.counts.clone(),
+            inbox: self.inbox.clone(),
+            sealed: 0,
+            failed: 0,
         }
     }
 }
@@ -452,6 +527,57 @@ impl SendTransform for EspSend {
     }
     fn trial_ends(&mut self) {
         self.publish();
+    }
+    /// The tunnels dealt out, tunnel i to share i mod n: each SA's
+    /// sequence numbers stay with one thread. Needs as many tunnels as
+    /// shares (one tunnel's SA cannot be split).
+    fn split(&mut self, n: usize) -> Option<Vec<Box<dyn SendTransform>>> {
+        if self.map.is_none() || n < 2 || self.tunnels.len() < n || self.share != Share::WHOLE {
+            return None;
+        }
+        self.publish();
+        let mut tunnels: Vec<Option<SendTunnel>> = std::mem::take(&mut self.tunnels)
+            .into_iter()
+            .map(Some)
+            .collect();
+        Some(
+            (0..n)
+                .map(|k| {
+                    let share = self.share_of(&mut tunnels, Share { k, n });
+                    Box::new(share) as Box<dyn SendTransform>
+                })
+                .collect(),
+        )
+    }
+    /// Thread k's flows: the trial's spread of the inner source over the
+    /// tunnels (frame m to tunnel m mod count, `TunnelMap::spread`), taken
+    /// every n-th tunnel from tunnel k, so its frames are all its own.
+    fn thread_flows(&self, flows: &Flows) -> Option<Flows> {
+        if self.share == Share::WHOLE {
+            return Some(flows.clone());
+        }
+        let map = self.map?;
+        let spread = flows.range(Field::SrcIp)?;
+        let block = u64::from(map.block.max(1));
+        let count = u64::from(map.count);
+        let whole = spread.mode == linerate_wire::flows::Mode::Inc
+            && spread.start == spread.min
+            && spread.step == block
+            && spread.max - spread.min + 1 == count * block
+            && map.index_of(u32::try_from(spread.min).ok()?) == Some(0);
+        if !whole {
+            return None;
+        }
+        let (k, n) = (self.share.k as u64, self.share.n as u64);
+        let mine = (count.checked_sub(k)?).div_ceil(n);
+        let min = spread.min + k * block;
+        let mut thread = flows.clone();
+        let range = thread.ranges.iter_mut().find(|r| r.field == Field::SrcIp)?;
+        range.min = min;
+        range.start = min;
+        range.step = block * n;
+        range.max = min + mine * block * n - 1;
+        Some(thread)
     }
     fn describe(&self) -> String {
         match (&self.tunnels[..], &self.map) {
@@ -1131,6 +1257,101 @@ mod tests {
             assert_eq!(c.sent.packets, 29);
             assert_eq!(c.received.packets, 28);
         }
+    }
+
+    /// Dealt out to 3 threads, 7 tunnels: share k holds tunnels k, k + 3,
+    /// ...; its thread's flows reach only those, every frame of them is
+    /// sealed with its tunnel's SA, a frame of another share's tunnel is
+    /// never sent in clear, and the counts are the tunnels' as if unsplit.
+    /// A single SA, or flows that do not spread over the tunnels as
+    /// `TunnelMap::spread` does, are not dealt out.
+    #[test]
+    fn tunnels_dealt_out_to_threads_keep_their_sas_and_counts() {
+        let suite = EspSuite::Aes128Gcm16;
+        let counts = SharedCounts::default();
+        let n = MAP.count as usize;
+        let outbound = (0..n)
+            .map(|i| (Outbound::new(keys_spi(suite, spi(i))).unwrap(), peer(i)))
+            .collect();
+        let gateway = Ipv4Addr::new(198, 19, 0, 1);
+        let inbox = SaInbox::new();
+        let mut send =
+            EspSend::many(outbound, gateway, MAP, counts.clone()).take_new_sas(inbox.clone());
+        let inbound = (0..n)
+            .map(|i| Inbound::new(keys_spi(suite, spi(i))).unwrap())
+            .collect();
+        let mut receive = EspReceive::many(inbound, counts.clone());
+        let flows = Flows {
+            ranges: vec![MAP.spread(Field::SrcIp, 2)],
+            ..Flows::default()
+        };
+        let mut shares = send.split(3).expect("7 tunnels deal out to 3 threads");
+        drop(send);
+        assert_eq!(shares.len(), 3);
+        // Tunnel 4 (share 1's) is rekeyed: only share 1 takes its SA.
+        inbox.push(4, Outbound::new(keys_spi(suite, spi(40))).unwrap());
+        let mut buf = vec![0u8; 2048];
+        let mut scratch = vec![0u8; 4096];
+        let mut seen = vec![0u64; n];
+        for (k, share) in shares.iter_mut().enumerate() {
+            let mine = share.thread_flows(&flows).expect("spread flows");
+            let r = mine.range(Field::SrcIp).unwrap();
+            // 10 frames of the thread's flows: its tunnels in turn.
+            for m in 0..10u64 {
+                let src = Ipv4Addr::from(r.value(m) as u32);
+                let i = MAP.index(src).expect("in a tunnel");
+                assert_eq!(i % 3, k, "thread {k} frame {m}: tunnel {i}");
+                assert_eq!(src, host(i));
+                let len = frame_from(&mut buf, src, m as u32 + 1);
+                let built = buf[..len].to_vec();
+                let sent = share.apply(&mut buf, len);
+                let want = if i == 4 { spi(40) } else { spi(i) };
+                assert_eq!(&buf[42..46], &want.to_be_bytes(), "tunnel {i}");
+                if i != 4 {
+                    match receive.apply(&buf[..sent], &mut scratch) {
+                        Arrived::Inner(inner) => assert_eq!(inner, &built[..]),
+                        _ => panic!("tunnel {i}: not opened"),
+                    }
+                }
+                seen[i] += 1;
+            }
+            // Another share's tunnel: never in clear.
+            let other = host((k + 1) % 3);
+            let len = frame_from(&mut buf, other, 99);
+            assert_eq!(share.apply(&mut buf, len), 60);
+            assert!(buf[..60].iter().all(|&b| b == 0));
+        }
+        for share in &mut shares {
+            share.trial_ends();
+        }
+        let c = counts.lock().unwrap();
+        assert_eq!(c.per_tunnel.len(), n);
+        for (i, t) in c.per_tunnel.iter().enumerate() {
+            assert_eq!(t.sent.packets, seen[i], "tunnel {i}");
+        }
+        assert_eq!(c.sent.packets, 30);
+        assert_eq!(c.new_sas_taken, 1);
+        drop(c);
+
+        // One SA is not dealt out; nor are flows that do not follow the
+        // tunnels (a range of its own on the source).
+        let mut one = EspSend::new(
+            Outbound::new(keys_spi(suite, 1)).unwrap(),
+            peer(0),
+            gateway,
+            SharedCounts::default(),
+        );
+        assert!(one.split(2).is_none());
+        assert!(one.describe().contains("SPI"), "left whole");
+        let odd = Flows {
+            ranges: vec![FieldRange {
+                step: 1,
+                ..MAP.spread(Field::SrcIp, 2)
+            }],
+            ..Flows::default()
+        };
+        assert!(shares[0].thread_flows(&odd).is_none());
+        assert!(shares[0].thread_flows(&Flows::default()).is_none());
     }
 
     /// Raw ESP: IPv4 protocol 50 straight after the outer header, 8 bytes

@@ -74,10 +74,10 @@ pub enum EngineError {
     },
     #[error("a trial of {duration_s} s at {fps} frames/s holds no frame: use a longer duration or a higher rate")]
     EmptyTrial { duration_s: f64, fps: f64 },
-    #[error(
-        "more than one generator thread needs the xdp or af_packet engine, sending clear frames"
-    )]
+    #[error("more than one generator thread sends clear frames, or frames of several tunnels (one thread encrypts an SA's frames)")]
     TxThreads,
+    #[error("the tunnels cannot be dealt out to {threads} generator threads: the flows do not spread the frames over the tunnels as linerate does")]
+    TunnelsNotDealt { threads: u16 },
     #[error("{asked} generator threads are more than the {max} streams the receiver counts per trial: use at most {max}")]
     TooManyTxThreads { asked: u16, max: u16 },
     #[error("a drop test sends from port A only, not in both directions")]

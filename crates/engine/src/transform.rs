@@ -7,6 +7,8 @@
 //! in-kernel `xdp` engine builds and counts frames inside the kernel,
 //! where no transform can run: it refuses one.
 
+use linerate_wire::Flows;
+
 /// Rewrites every test frame before the port sends it.
 pub trait SendTransform: Send {
     /// Rewrites the frame `buf[..len]` in place, using the room after it
@@ -27,6 +29,22 @@ pub trait SendTransform: Send {
     /// The trial's last frame was sent: counts kept for reports are
     /// brought up to date.
     fn trial_ends(&mut self) {}
+    /// Deals the transform out to `n` generator threads, one share each,
+    /// whose states are disjoint (an ESP SA's sequence numbers belong to
+    /// one thread: the tunnels are dealt out, tunnel i to thread i mod n).
+    /// None: it cannot be split (one SA), and is left as it was; else
+    /// the shares, and `self` is left with nothing to send with.
+    fn split(&mut self, _n: usize) -> Option<Vec<Box<dyn SendTransform>>> {
+        None
+    }
+    /// The flows a share's thread sends, from the trial's `flows`: only
+    /// frames its share can transform (its tunnels' addresses). None: the
+    /// trial's flows do not follow the tunnels, so no thread can be given
+    /// only its own. A transform that was not split sends `flows` as they
+    /// are.
+    fn thread_flows(&self, flows: &Flows) -> Option<Flows> {
+        Some(flows.clone())
+    }
 }
 
 /// What a receive transform made of one arriving frame.

@@ -390,10 +390,13 @@ impl Engine {
     fn check_transforms(&self, spec: &TrialSpec) -> Result<(), EngineError> {
         let frames = Pacer::new(spec.intended_fps, spec.duration).total();
         for side in [&self.a, &self.b] {
-            let Some(t) = side.port.tx.transform() else {
-                continue;
-            };
-            if let Some(left) = t.frames_left().filter(|&left| left < frames) {
+            let shares = side.port.tx.transforms();
+            // Each share sends 1/n of the frames (the pacer's share).
+            let frames = frames.div_ceil(shares.len().max(1) as u64);
+            for t in shares {
+                let Some(left) = t.frames_left().filter(|&left| left < frames) else {
+                    continue;
+                };
                 return Err(EngineError::TransformExhausted {
                     port: side.port.info.ifname.clone(),
                     transform: t.describe(),

@@ -146,6 +146,7 @@ impl Error {
                 | En::EmptyTrial { .. }
                 | En::TxThreads
                 | En::TooManyTxThreads { .. }
+                | En::TunnelsNotDealt { .. }
                 | En::DropTestBidirectional
                 | En::DropTestSourceRange
                 | En::DropTestFamily(_)
@@ -200,7 +201,10 @@ pub fn engine_message(e: &linerate_engine::EngineError) -> String {
         En::FrameTooLargeForEngine { frame, engine, max } => format!(
             "the {engine} engine carries frames up to {max} bytes (with FCS), not {frame}: use --engine af_packet for larger frames"
         ),
-        En::TxThreads => "--tx-threads above 1 sends clear frames only (one thread encrypts an SA's frames): leave --tx-threads out with --ipsec".to_string(),
+        En::TxThreads => "--tx-threads above 1 with --ipsec deals the tunnels out to the threads (one thread encrypts an SA's frames): give --tunnels at least as many, or leave --tx-threads out".to_string(),
+        En::TunnelsNotDealt { threads } => format!(
+            "--tx-threads {threads} with --ipsec deals the tunnels out to the threads, and the flows do not spread the frames over the tunnels as linerate does: leave out --range on the address behind linerate, or --tx-threads"
+        ),
         En::TooManyTxThreads { asked, max } => format!(
             "--tx-threads {asked} is more than the {max} streams the receiver counts per trial: use at most {max}"
         ),
@@ -400,7 +404,7 @@ mod tests {
             ),
             (
                 En::TxThreads,
-                "--tx-threads above 1 sends clear frames only (one thread encrypts an SA's frames): leave --tx-threads out with --ipsec",
+                "--tx-threads above 1 with --ipsec deals the tunnels out to the threads (one thread encrypts an SA's frames): give --tunnels at least as many, or leave --tx-threads out",
             ),
             (
                 En::TooManyTxThreads { asked: 9, max: 8 },

@@ -3,6 +3,7 @@
 //! the engine ready on them.
 
 use crate::error::{bail, err, Result, ResultExt};
+use crate::ipsec::Direction;
 use crate::plan::BedPlan;
 use linerate_bpf::generator::MAX_FRAME_LEN as XDP_MAX_FRAME_LEN;
 use linerate_engine::backend::{NotDelivered, QueueRx, QueueTx};
@@ -157,16 +158,22 @@ pub fn open_with(
         .as_ref()
         .is_some_and(|p| p.ring.is_some_and(|r| r > linerate_lab::VETH_RING));
     opts.generic_xdp = deep;
+    let direction = ipsec.as_ref().map(|p| p.record.direction);
+    // Port B sends too when it encrypts (decrypt, both): with a queue per
+    // generator thread, each encrypting its own tunnels.
+    let b_sends = matches!(direction, Some(Direction::Decrypt | Direction::Both));
     let ((a, mut b, engine_name), engine_reason) = open_engine(
         plan.engine,
         &a,
         &b,
         &opts,
-        plan.tx_threads,
+        Threads {
+            a: plan.tx_threads,
+            b: if b_sends { plan.tx_threads } else { 1 },
+        },
         receiver,
         ipsec.is_some(),
     )?;
-    let direction = ipsec.as_ref().map(|p| p.record.direction);
     bed::install_transforms(ipsec.as_mut(), &mut b, engine_name)?;
     if let Some(p) = placement.as_ref().filter(|p| !p.shared_core && !deep) {
         bed::move_tester_receive(p, [&a, &b]);
@@ -184,7 +191,7 @@ pub fn open_with(
         errln!("linerate: note: {note}");
     }
     // Decryption: linerate's port B encrypts, the frames go B -> A.
-    let engine = if direction == Some(crate::ipsec::Direction::Decrypt) {
+    let engine = if direction == Some(Direction::Decrypt) {
         Engine::new(b, host_b, a, host_a, cfg)
     } else {
         Engine::new(a, host_a, b, host_b, cfg)
@@ -300,7 +307,8 @@ impl ReceiverChoice {
 /// Port B counts as `receiver` says. Returns the ports, the engine's name
 /// and notes on the choices (why `auto` took the engine, how an af_xdp
 /// socket is bound, why the counter did not attach).
-/// `tx_threads` generator threads on port A (`auto` then means xdp). `ike_on_b`:
+/// `threads`: generator threads on each port (above 1 on port A, `auto`
+/// means xdp, unless port B is an IPsec peer). `ike_on_b`:
 /// port B is an IPsec peer, whose IKE the kernel must still receive
 /// while the engine takes the ESP.
 pub fn open_engine(
@@ -308,15 +316,17 @@ pub fn open_engine(
     a: &PortName,
     b: &PortName,
     opts: &AfPacketOptions,
-    tx_threads: u16,
+    threads: Threads,
     receiver: ReceiverChoice,
     ike_on_b: bool,
 ) -> Result<(Ports, Option<String>)> {
+    let tx_threads = threads.a;
     let socket = receiver == ReceiverChoice::Socket;
-    if socket && (choice == EngineChoice::Xdp || (tx_threads > 1 && choice == EngineChoice::Auto)) {
+    let threads_mean_xdp = tx_threads > 1 && choice == EngineChoice::Auto && !ike_on_b;
+    if socket && (choice == EngineChoice::Xdp || threads_mean_xdp) {
         bail!(BadInput, "the xdp engine counts test frames in the kernel and hands none up: for --receiver socket (or --pcap) use --engine af_xdp or af_packet");
     }
-    if tx_threads > 1 && choice == EngineChoice::Auto {
+    if threads_mean_xdp {
         return match open_xdp(a, b, opts, receiver) {
             Ok((ports, note)) => {
                 let why = Some("--tx-threads above 1 needs xdp".to_string());
@@ -364,8 +374,23 @@ pub fn open_engine(
             (port, name, Some(why))
         }
     };
-    let (ports, note) = with_receiver(port_a, name, b, opts, receiver, auto, ike_on_b)?;
+    let (ports, note) = with_receiver(port_a, name, b, opts, receiver, auto, ike_on_b, threads.b)?;
     Ok((ports, join_notes(why, note)))
+}
+
+/// Generator threads on each port: port A's test frames, and port B's
+/// when it sends (the reverse direction, or an IPsec peer's ESP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Threads {
+    pub a: u16,
+    pub b: u16,
+}
+
+impl Threads {
+    /// `n` on port A, one on port B.
+    pub fn on_a(n: u16) -> Threads {
+        Threads { a: n, b: 1 }
+    }
 }
 
 /// "first; second", either, or none.
@@ -380,7 +405,9 @@ fn join_notes(first: Option<String>, second: Option<String>) -> Option<String> {
 /// in-kernel counter, or by the engine's own socket. With `auto` (the
 /// engine was `auto`'s choice), a port B that takes no AF_XDP socket
 /// (another XDP program on it) receives through a packet socket instead,
-/// and the note says why.
+/// and the note says why. `tx_threads`: port B's generator threads (an
+/// IPsec peer's encrypting ones).
+#[allow(clippy::too_many_arguments)]
 fn with_receiver(
     port_a: TesterPort,
     engine: &'static str,
@@ -389,6 +416,7 @@ fn with_receiver(
     receiver: ReceiverChoice,
     auto: bool,
     ike_on_b: bool,
+    tx_threads: u16,
 ) -> Result<(Ports, Option<String>)> {
     let mut note = None;
     if receiver != ReceiverChoice::Socket {
@@ -408,13 +436,13 @@ fn with_receiver(
     }
     // (The xdp engine never gets here: see open_engine.)
     let port_b = match engine {
-        "af_xdp" => match open_af_xdp(b, opts, ike_on_b, 1) {
+        "af_xdp" => match open_af_xdp(b, opts, ike_on_b, tx_threads) {
             Ok((port, mode)) => {
                 note = join_notes(Some(mode), note);
                 port
             }
             Err(e) if auto => {
-                let port = TesterPort::from_port(AfPacketPort::open(&b.0, b.1.as_deref(), opts)?);
+                let port = open_af_packet_threads(b, opts, tx_threads)?;
                 note = join_notes(
                     note,
                     Some(format!(
@@ -427,7 +455,7 @@ fn with_receiver(
             }
             Err(e) => return Err(e),
         },
-        _ => TesterPort::from_port(AfPacketPort::open(&b.0, b.1.as_deref(), opts)?),
+        _ => open_af_packet_threads(b, opts, tx_threads)?,
     };
     Ok(((port_a, port_b, engine), note))
 }
@@ -557,7 +585,7 @@ fn open_xdp(
         rx: Box::new(QueueRx::new(rx_a, info_a.max_frame_len)),
         info: info_a,
     };
-    let (mut ports, note) = with_receiver(port_a, "xdp", b, opts, receiver, false, false)?;
+    let (mut ports, note) = with_receiver(port_a, "xdp", b, opts, receiver, false, false, 1)?;
     let attached = ports
         .0
         .tx

@@ -156,6 +156,8 @@ impl PortArgs {
                 .find(|s| s.vpn_gateway().is_some())
                 .map(|s| format!("--scenario {s} (port B the gateway's IPsec peer)"))
         };
+        // Each generator thread encrypts the frames of its own tunnels.
+        let fewest_tunnels = counts.iter().copied().min().unwrap_or(1);
         if let Some(peer) = peer {
             unused::refuse(&[
                 Rule::new(
@@ -166,9 +168,9 @@ impl PortArgs {
                 ),
                 Rule::new(
                     "--tx-threads",
-                    self.tx_threads > 1,
+                    self.tx_threads as usize > fewest_tunnels,
                     false,
-                    format!("above 1 sends clear frames only, and {peer} encrypts and decrypts every frame in user space, each SA's on one thread: leave --tx-threads out"),
+                    format!("{} with {peer} deals the tunnels out to the generator threads, each SA's frames encrypted on one thread: give --tunnels {} or more, or fewer threads", self.tx_threads, self.tx_threads),
                 ),
                 Rule::new(
                     "--bidirectional",

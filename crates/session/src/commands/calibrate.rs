@@ -188,7 +188,7 @@ fn open_calibrated(
         &bed.a,
         &bed.b,
         opts,
-        plan.tx_threads,
+        ports::Threads::on_a(plan.tx_threads),
         plan.receiver,
         false,
     );

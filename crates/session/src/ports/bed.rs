@@ -173,6 +173,12 @@ pub(super) fn install_transforms(
             _ => (Some(send), Some(receive)),
         };
         b.set_transforms(send, receive, engine_name)?;
+        let shares = b.tx.transforms().len();
+        if shares > 1 {
+            errln!(
+                "linerate: the tunnels are dealt out to {shares} generator threads (tunnel i to thread i mod {shares}), each encrypting its own tunnels' frames"
+            );
+        }
     }
     Ok(())
 }
