@@ -154,14 +154,19 @@ fn two_runs_at_once_capture_only_their_own_frames() {
             (TRIALS * LIMIT..=TRIALS * LIMIT + around).contains(&written),
             "{size}: {written} frames written, {lost} lost"
         );
-        if lost == 0 {
+        // Frames the generator did not send leave no gap in what arrived
+        // (they are the trial's last): only frames lost on the way do, and
+        // only they are captured around.
+        let lost_on_the_way: u64 = trials
+            .iter()
+            .map(|r| r.tx_frames.saturating_sub(r.rx_frames))
+            .sum();
+        if lost_on_the_way == 0 {
             assert_eq!(
                 written,
                 TRIALS * LIMIT,
-                "{size}: no loss, first frames only"
+                "{size}: nothing lost on the way, first frames only"
             );
-        } else {
-            assert!(written > TRIALS * LIMIT, "{size}: the frames around losses");
         }
         // Every test frame in the file is this run's size (as received:
         // without the 4-byte FCS), none the other run's.
