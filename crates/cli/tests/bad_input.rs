@@ -1893,7 +1893,11 @@ fn options_out_of_their_mode_are_refused_by_every_command() {
     // Its encrypting threads each take tunnels of their own.
     cases.push((
         vec!["rfc2544", "--scenario", "vpn-gateway", "--tx-threads", "2"],
-        vec!["--tx-threads 2", "--scenario vpn-gateway", "give --tunnels 2"],
+        vec![
+            "--tx-threads 2",
+            "--scenario vpn-gateway",
+            "give --tunnels 2",
+        ],
     ));
     for (args, words) in [
         (

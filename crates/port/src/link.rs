@@ -109,15 +109,17 @@ struct EthtoolCmd {
 
 const ETHTOOL_GSET: u32 = 0x1;
 
-/// Link speed in bits/s, or None when the driver does not say.
-fn link_speed(fd: &OwnedFd, ifname: &str) -> Option<u64> {
-    let mut cmd = EthtoolCmd {
-        cmd: ETHTOOL_GSET,
-        ..Default::default()
-    };
+/// Asks the driver of `ifname` the ethtool command in `data` (whose first
+/// field is the command number); None when it does not answer.
+///
+/// # Safety
+///
+/// `T` must be the structure the command writes, laid out as the kernel's.
+unsafe fn ethtool<T>(fd: &OwnedFd, ifname: &str, data: &mut T) -> Option<()> {
     let mut req = ifreq_for(ifname).ok()?;
-    req.ifr_ifru.ifru_data = (&mut cmd as *mut EthtoolCmd).cast();
-    // SAFETY: SIOCETHTOOL with ETHTOOL_GSET writes an ethtool_cmd into ifru_data, which points at `cmd`.
+    req.ifr_ifru.ifru_data = (data as *mut T).cast();
+    // SAFETY: SIOCETHTOOL writes at most a `T` into ifru_data, which
+    // points at `data` (the caller's promise).
     let rc = unsafe {
         libc::ioctl(
             fd.as_raw_fd(),
@@ -125,9 +127,17 @@ fn link_speed(fd: &OwnedFd, ifname: &str) -> Option<u64> {
             &mut req as *mut libc::ifreq,
         )
     };
-    if rc < 0 {
-        return None;
-    }
+    (rc >= 0).then_some(())
+}
+
+/// Link speed in bits/s, or None when the driver does not say.
+fn link_speed(fd: &OwnedFd, ifname: &str) -> Option<u64> {
+    let mut cmd = EthtoolCmd {
+        cmd: ETHTOOL_GSET,
+        ..Default::default()
+    };
+    // SAFETY: ETHTOOL_GSET writes an ethtool_cmd, which EthtoolCmd is.
+    unsafe { ethtool(fd, ifname, &mut cmd) }?;
     let mbps = ((cmd.speed_hi as u32) << 16) | cmd.speed as u32;
     // 0 and 0xFFFFFFFF (SPEED_UNKNOWN) both mean "don't know".
     (mbps != 0 && mbps != u32::MAX && mbps != 0xFFFF).then_some(mbps as u64 * 1_000_000)
@@ -165,20 +175,9 @@ pub fn queue_counts(fd: &OwnedFd, ifname: &str) -> Option<QueueCounts> {
         cmd: ETHTOOL_GCHANNELS,
         ..Default::default()
     };
-    let mut req = ifreq_for(ifname).ok()?;
-    req.ifr_ifru.ifru_data = (&mut ch as *mut EthtoolChannels).cast();
-    // SAFETY: SIOCETHTOOL with ETHTOOL_GCHANNELS writes an ethtool_channels
-    // into ifru_data, which points at `ch`.
-    let rc = unsafe {
-        libc::ioctl(
-            fd.as_raw_fd(),
-            libc::SIOCETHTOOL as _,
-            &mut req as *mut libc::ifreq,
-        )
-    };
-    if rc < 0 {
-        return None;
-    }
+    // SAFETY: ETHTOOL_GCHANNELS writes an ethtool_channels, which
+    // EthtoolChannels is.
+    unsafe { ethtool(fd, ifname, &mut ch) }?;
     let counts = QueueCounts {
         rx: ch.combined_count.saturating_add(ch.rx_count),
         tx: ch.combined_count.saturating_add(ch.tx_count),
