@@ -258,14 +258,6 @@ pub struct Decapsulated<'a> {
     pub payload: Payload<'a>,
 }
 
-/// Takes a received Ethernet frame apart: ESP in UDP to `esp_port`
-/// (normally 4500) or raw ESP, bounded by the IPv4 and UDP lengths so
-/// Ethernet padding and FCS are left out.
-///
-/// The IPv4 header checksum is verified; the UDP checksum is not (RFC 3948
-/// §2.1 has senders put 0 there): ESP's ICV covers the ESP packet, and IKE
-/// protects its own messages. Frames that are something else (ARP, other
-/// ports, fragments) are `NotEsp`, cut-short ones malformed.
 /// [`EspError::NotEsp`]'s reason for UDP to another port than ESP's: the
 /// one kind of frame that can be a test frame the gateway forwarded in
 /// clear (the others are fragments, other protocols, datagrams too short
@@ -275,6 +267,14 @@ pub const UDP_TO_ANOTHER_PORT: &str = "UDP to another port than ESP's";
 /// The shortest ESP packet that can be one: SPI and sequence number.
 const ESP_HEADER_LEN: usize = 8;
 
+/// Takes a received Ethernet frame apart: ESP in UDP to `esp_port`
+/// (normally 4500) or raw ESP, bounded by the IPv4 and UDP lengths so
+/// Ethernet padding and FCS are left out.
+///
+/// The IPv4 header checksum is verified; the UDP checksum is not (RFC 3948
+/// §2.1 has senders put 0 there): ESP's ICV covers the ESP packet, and IKE
+/// protects its own messages. Frames that are something else (ARP, other
+/// ports, fragments) are `NotEsp`, cut-short ones malformed.
 pub fn decapsulate(frame: &mut [u8], esp_port: u16) -> Result<Decapsulated<'_>, EspError> {
     let bad = |why| EspError::Malformed(Malformed::Frame(why));
     if frame.len() < ETH_LEN {
