@@ -257,25 +257,28 @@ impl<T: TxQueue + Send> Transmitter for QueueTx<T> {
             });
         }
         // A thread per queue, each pinned to one CPU of its own, with its
-        // share of the transform and the flows that share can carry.
-        let queues = self.queues[..n as usize].iter_mut();
-        if self.transforms.is_empty() {
-            let parts = crate::cpu::on_pinned_threads(queues, job.cpus, |k, queue| {
-                let schedule = thread_schedule(job, job.flows, n, k as u16);
-                Ok(generate(queue, &schedule, stop, &mut Unchanged)?)
-            })?;
-            return Ok(Sent::of_threads(parts));
+        // share of the transform (if any) and the flows that share can
+        // carry: every share a thread, or no thread a tunnel would miss.
+        if !self.transforms.is_empty() && self.transforms.len() != n as usize {
+            return Err(EngineError::TunnelsNotDealt { threads: n });
         }
-        let flows = self
+        let own_flows = self
             .transforms
             .iter()
             .map(|t| t.thread_flows(job.flows))
             .collect::<Option<Vec<Flows>>>()
             .ok_or(EngineError::TunnelsNotDealt { threads: n })?;
-        let shares = queues.zip(self.transforms.iter_mut()).zip(&flows);
-        let parts = crate::cpu::on_pinned_threads(shares, job.cpus, |k, ((queue, t), flows)| {
+        let mut shares: Vec<Option<&mut Box<dyn SendTransform>>> =
+            self.transforms.iter_mut().map(Some).collect();
+        shares.resize_with(n as usize, || None);
+        let threads = self.queues[..n as usize].iter_mut().zip(shares);
+        let parts = crate::cpu::on_pinned_threads(threads, job.cpus, |k, (queue, share)| {
+            let flows = own_flows.get(k).unwrap_or(job.flows);
             let schedule = thread_schedule(job, flows, n, k as u16);
-            Ok(generate(queue, &schedule, stop, t.as_mut())?)
+            Ok(match share {
+                None => generate(queue, &schedule, stop, &mut Unchanged)?,
+                Some(t) => generate(queue, &schedule, stop, t.as_mut())?,
+            })
         })?;
         Ok(Sent::of_threads(parts))
     }
@@ -382,9 +385,19 @@ impl TesterPort {
         P::Rx: 'static,
     {
         let (tx, rx, info) = port.split();
+        TesterPort::from_queues(vec![tx], rx, info)
+    }
+
+    /// A socket port whose generator threads send on `tx`, one queue each
+    /// (`--tx-threads`), and whose receiver reads `rx`.
+    pub fn from_queues<T, R>(tx: Vec<T>, rx: R, info: PortInfo) -> TesterPort
+    where
+        T: TxQueue + Send + 'static,
+        R: RxQueue + 'static,
+    {
         let max = info.max_frame_len;
         TesterPort {
-            tx: Box::new(QueueTx::new(tx, max)),
+            tx: Box::new(QueueTx::with_queues(tx, max)),
             rx: Box::new(QueueRx::new(rx, max)),
             info,
         }

@@ -106,15 +106,19 @@ impl Share {
     const WHOLE: Share = Share { k: 0, n: 1 };
 
     /// Whether tunnel `i` is this share's.
-    #[inline]
     fn holds(self, i: usize) -> bool {
         i % self.n == self.k
     }
 
-    /// Where tunnel `i` (one this share holds) is among its tunnels.
+    /// Where tunnel `i` is among this share's tunnels; None: another
+    /// share's. Per frame: the whole transform divides nothing.
     #[inline]
-    fn local(self, i: usize) -> usize {
-        i / self.n
+    fn local(self, i: usize) -> Option<usize> {
+        if self.n == 1 {
+            Some(i)
+        } else {
+            self.holds(i).then(|| i / self.n)
+        }
     }
 
     /// The tunnel at place `j` among this share's.
@@ -375,7 +379,7 @@ impl EspSend {
         let mut taken = 0;
         let share = self.share;
         for (i, sa) in inbox.take_where(|i| share.holds(i)) {
-            let Some(t) = self.tunnels.get_mut(share.local(i)) else {
+            let Some(t) = share.local(i).and_then(|j| self.tunnels.get_mut(j)) else {
                 continue;
             };
             let old = std::mem::replace(&mut t.sa, sa);
@@ -399,8 +403,7 @@ impl EspSend {
         };
         let src = crate::receiver::ipv4_field(buf.get(..len)?, Field::SrcIp)?;
         let i = map.index_of(src)?;
-        let local = self.share.local(i);
-        (self.share.holds(i) && local < self.tunnels.len()).then_some(local)
+        self.share.local(i).filter(|&j| j < self.tunnels.len())
     }
 
     /// Seals the frame `buf[..len]` with tunnel `i`'s SA.
@@ -446,7 +449,12 @@ impl EspSend {
     /// last published them).
     fn publish(&self) {
         if let Ok(mut c) = self.counts.lock() {
-            let all = self.share.global(self.tunnels.len().saturating_sub(1)) + 1;
+            // A split-up transform has no tunnels left: the totals only.
+            let all = self
+                .tunnels
+                .len()
+                .checked_sub(1)
+                .map_or(0, |j| self.share.global(j) + 1);
             if c.per_tunnel.len() < all {
                 c.per_tunnel.resize(all, TunnelEspCounts::default());
             }
@@ -1184,20 +1192,31 @@ mod tests {
         assert_eq!(v, vec![1, 2, 3, 1]);
     }
 
+    /// The gateway of the many-tunnel tests.
+    const GATEWAY: Ipv4Addr = Ipv4Addr::new(198, 19, 0, 1);
+
+    /// Both ends of MAP's tunnels in `suite`, tunnel i with SPI `spi(i)`
+    /// from `peer(i)` to GATEWAY, counting into `counts`.
+    fn many_tunnels(suite: EspSuite, counts: &SharedCounts) -> (EspSend, EspReceive) {
+        let n = MAP.count as usize;
+        let outbound = (0..n)
+            .map(|i| (Outbound::new(keys_spi(suite, spi(i))).unwrap(), peer(i)))
+            .collect();
+        let inbound = (0..n)
+            .map(|i| Inbound::new(keys_spi(suite, spi(i))).unwrap())
+            .collect();
+        (
+            EspSend::many(outbound, GATEWAY, MAP, counts.clone()),
+            EspReceive::many(inbound, counts.clone()),
+        )
+    }
+
     #[test]
     fn many_tunnels_seal_each_frame_with_its_tunnels_sa_and_open_it_by_spi() {
         for suite in [EspSuite::Aes128Gcm16, EspSuite::Aes256Sha256] {
             let counts = SharedCounts::default();
             let n = MAP.count as usize;
-            let outbound = (0..n)
-                .map(|i| (Outbound::new(keys_spi(suite, spi(i))).unwrap(), peer(i)))
-                .collect();
-            let gateway = Ipv4Addr::new(198, 19, 0, 1);
-            let mut send = EspSend::many(outbound, gateway, MAP, counts.clone());
-            let inbound = (0..n)
-                .map(|i| Inbound::new(keys_spi(suite, spi(i))).unwrap())
-                .collect();
-            let mut receive = EspReceive::many(inbound, counts.clone());
+            let (mut send, mut receive) = many_tunnels(suite, &counts);
             assert!(send.describe().contains("7 tunnel"), "{}", send.describe());
             assert!(
                 receive.describe().contains("7 SPIs"),
@@ -1217,7 +1236,7 @@ mod tests {
                     assert_eq!(sent, len + send.growth(len));
                     // From tunnel i's outer address to the gateway, its SPI.
                     assert_eq!(&buf[26..30], &peer(i).octets());
-                    assert_eq!(&buf[30..34], &gateway.octets());
+                    assert_eq!(&buf[30..34], &GATEWAY.octets());
                     assert_eq!(&buf[42..46], &spi(i).to_be_bytes(), "{suite} tunnel {i}");
                     match receive.apply(&buf[..sent], &mut scratch) {
                         Arrived::Inner(inner) => assert_eq!(inner, &built[..]),
@@ -1270,17 +1289,9 @@ mod tests {
         let suite = EspSuite::Aes128Gcm16;
         let counts = SharedCounts::default();
         let n = MAP.count as usize;
-        let outbound = (0..n)
-            .map(|i| (Outbound::new(keys_spi(suite, spi(i))).unwrap(), peer(i)))
-            .collect();
-        let gateway = Ipv4Addr::new(198, 19, 0, 1);
         let inbox = SaInbox::new();
-        let mut send =
-            EspSend::many(outbound, gateway, MAP, counts.clone()).take_new_sas(inbox.clone());
-        let inbound = (0..n)
-            .map(|i| Inbound::new(keys_spi(suite, spi(i))).unwrap())
-            .collect();
-        let mut receive = EspReceive::many(inbound, counts.clone());
+        let (send, mut receive) = many_tunnels(suite, &counts);
+        let mut send = send.take_new_sas(inbox.clone());
         let flows = Flows {
             ranges: vec![MAP.spread(Field::SrcIp, 2)],
             ..Flows::default()
@@ -1338,7 +1349,7 @@ mod tests {
         let mut one = EspSend::new(
             Outbound::new(keys_spi(suite, 1)).unwrap(),
             peer(0),
-            gateway,
+            GATEWAY,
             SharedCounts::default(),
         );
         assert!(one.split(2).is_none());

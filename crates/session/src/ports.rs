@@ -512,13 +512,7 @@ fn open_af_xdp(
         port.attach_mode().as_str()
     );
     let (tx, rx, info) = port.split_queues();
-    let max = info.max_frame_len;
-    let port = TesterPort {
-        tx: Box::new(QueueTx::with_queues(tx, max)),
-        rx: Box::new(QueueRx::new(rx, max)),
-        info,
-    };
-    Ok((port, note))
+    Ok((TesterPort::from_queues(tx, rx, info), note))
 }
 
 /// Streams the in-kernel counter keeps per trial.
@@ -550,12 +544,7 @@ fn open_af_packet_threads(
         opts,
         threads as usize - 1,
     )?);
-    let max = info.max_frame_len;
-    Ok(TesterPort {
-        tx: Box::new(QueueTx::with_queues(queues, max)),
-        rx: Box::new(QueueRx::new(rx, max)),
-        info,
-    })
+    Ok(TesterPort::from_queues(queues, rx, info))
 }
 
 /// The xdp engine on both ports: port A's in-kernel generator with a
