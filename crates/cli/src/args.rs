@@ -170,6 +170,9 @@ pub struct PortArgs {
     /// Generator threads, each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate: xdp, each its own copy of the generator program; af_packet, each its own socket, whose frames the kernel puts on the transmit queue of its CPU; af_xdp, each its own AF_XDP socket on queue k of port A (which needs N queues). With --ipsec --tunnels N (N at least the threads) the tunnels are dealt out to the threads, each encrypting its own.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
     pub tx_threads: u16,
+    /// Receiving threads on each port that receives test frames (--engine af_packet): the port's packet socket becomes a fanout group of N sockets, one per thread, and the kernel steers each test frame by its stream number (stream i to thread i mod N), so every stream's sequence, duplicates and latency are judged whole on one thread. Each generator thread sends a stream of its own: give --tx-threads N or more. The threads' counts are added; the JSON lists what each counted (rx_threads).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub rx_threads: u16,
     /// Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way.
     #[arg(long, default_value = "auto", value_name = "auto|N", value_parser = linerate_engine::LatencySampling::parse)]
     pub latency_every: linerate_engine::LatencySampling,

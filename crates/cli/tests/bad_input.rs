@@ -1899,6 +1899,58 @@ fn options_out_of_their_mode_are_refused_by_every_command() {
             "give --tunnels 2",
         ],
     ));
+    // Receiving threads: packet sockets in a fanout group, a stream each.
+    let rx = ["trial", "--lab", "--rate", "10%", "--rx-threads", "2"];
+    for (extra, words) in [
+        (
+            &["--tx-threads", "2"][..],
+            &["--rx-threads", "--engine af_packet"][..],
+        ),
+        (
+            &[
+                "--engine",
+                "af_packet",
+                "--tx-threads",
+                "2",
+                "--receiver",
+                "kernel",
+            ],
+            &["--rx-threads", "--receiver kernel"],
+        ),
+        (
+            &["--engine", "af_packet"],
+            &["--rx-threads", "give --tx-threads 2"],
+        ),
+        (
+            &[
+                "--engine",
+                "af_packet",
+                "--tx-threads",
+                "2",
+                "--pcap",
+                "/tmp/x.pcap",
+            ],
+            &["--pcap", "--rx-threads"],
+        ),
+    ] {
+        cases.push(([&rx[..], extra].concat(), words.to_vec()));
+    }
+    cases.push((
+        vec![
+            "rfc2544",
+            "--scenario",
+            "vpn-gateway",
+            "--engine",
+            "af_packet",
+            "--tunnels",
+            "2",
+            "--tx-threads",
+            "2",
+            "--rx-threads",
+            "2",
+        ],
+        vec!["--rx-threads", "decrypts on one receiving thread"],
+    ));
     for (args, words) in [
         (
             &[

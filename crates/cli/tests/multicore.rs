@@ -197,6 +197,86 @@ fn af_xdp_two_threads_use_both_queues_and_are_exact() {
     assert_both_queues_carried_the_trial(&per_queue, &t);
 }
 
+/// `--rx-threads 2` with af_packet: port B's packet socket is a fanout
+/// group of two, and the kernel steers each test frame to the socket of
+/// its stream (stream i to thread i mod 2). Two generator threads send a
+/// stream each, so each receiving thread counts exactly one thread's
+/// frames, and the counts add up exactly. Steering that broke (every frame
+/// to one socket, or a stream split between both) fails the per-thread
+/// counts, and a thread that missed the trial the total.
+#[test]
+fn af_packet_two_receiving_threads_each_count_whole_streams_exactly() {
+    if !root_or_skip("af_packet_two_receiving_threads_each_count_whole_streams_exactly") {
+        return;
+    }
+    let (ns, _guard) = back_to_back_multiqueue("rt", 2);
+    let extra = [
+        "--engine",
+        "af_packet",
+        "--tx-threads",
+        "2",
+        "--rx-threads",
+        "2",
+        "--frame-size",
+        "64",
+    ];
+    let (run, t) = b2b_trial(&ns, &extra, PER_QUEUE_TEST_FPS);
+    assert_exact(&t, PER_QUEUE_TEST_FPS);
+    assert_eq!(t["receiver"], "socket", "{}", run.dump());
+    let per_thread: Vec<u64> = t["rx_threads"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no rx_threads: {t}"))
+        .iter()
+        .map(|v| v.as_u64().expect("a count"))
+        .collect();
+    let half = PER_QUEUE_TEST_FPS / 2;
+    assert_eq!(per_thread, vec![half, half], "{t}");
+    // Each stream judged whole: frames dealt round robin would give the
+    // same halves, and every other number missing in each thread's view.
+    for kind in ["small", "big", "reverse"] {
+        assert_eq!(t["sequence_errors"][kind], 0, "{kind}: {t}");
+    }
+}
+
+/// Both directions at once, each port receiving on two threads: each
+/// direction's record lists its own threads' counts, exact.
+#[test]
+fn bidirectional_receiving_threads_are_exact_both_ways() {
+    if !root_or_skip("bidirectional_receiving_threads_are_exact_both_ways") {
+        return;
+    }
+    let (ns, _guard) = back_to_back_multiqueue("rb", 2);
+    let extra = [
+        "--engine",
+        "af_packet",
+        "--tx-threads",
+        "2",
+        "--rx-threads",
+        "2",
+        "--bidirectional",
+        "--frame-size",
+        "64",
+    ];
+    let (run, t) = b2b_trial(&ns, &extra, PER_QUEUE_TEST_FPS);
+    let dirs = t["directions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", run.dump()));
+    assert_eq!(dirs.len(), 2, "{t}");
+    let quarter = PER_QUEUE_TEST_FPS / 4;
+    for d in dirs {
+        assert_exact(d, PER_QUEUE_TEST_FPS / 2);
+        assert_eq!(
+            d["rx_threads"],
+            serde_json::json!([quarter, quarter]),
+            "{d}"
+        );
+    }
+    assert!(
+        t.get("rx_threads").is_none(),
+        "the sum lists no threads: {t}"
+    );
+}
+
 /// af_xdp sends each thread's frames on a queue of its own: a port with
 /// fewer queues than threads is refused in one line that names the fix.
 #[test]

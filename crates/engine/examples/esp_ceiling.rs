@@ -873,7 +873,7 @@ where
     T: TxQueue + Send + 'static,
     R: RxQueue + 'static,
 {
-    TesterPort::from_queues(tx, rx, info)
+    TesterPort::from_queues(tx, vec![rx], info)
 }
 
 /// Opens both ends with `engine`, port A encrypting and port B decrypting

@@ -142,6 +142,10 @@ pub trait Receiver: Send {
     fn kind(&self) -> ReceiverKind {
         ReceiverKind::Socket
     }
+    /// How many threads receive ([`crate::SplitRx`] has several).
+    fn threads(&self) -> usize {
+        1
+    }
     /// Passes every arriving frame through `transform` before it is
     /// counted. Err: this receiver counts where no transform can run (in
     /// the kernel); the transform is handed back.
@@ -280,7 +284,11 @@ impl<T: TxQueue + Send> Transmitter for QueueTx<T> {
                 Some(t) => generate(queue, &schedule, stop, t.as_mut())?,
             })
         })?;
-        Ok(Sent::of_threads(parts))
+        let mut sent = Sent::of_threads(parts);
+        if !self.transforms.is_empty() {
+            sent.thread_flows = own_flows;
+        }
+        Ok(sent)
     }
     /// One stream per queue; with a transform, one per share of it (one
     /// when it could not be split: an ESP SA's sequence numbers belong to
@@ -385,20 +393,31 @@ impl TesterPort {
         P::Rx: 'static,
     {
         let (tx, rx, info) = port.split();
-        TesterPort::from_queues(vec![tx], rx, info)
+        TesterPort::from_queues(vec![tx], vec![rx], info)
     }
 
     /// A socket port whose generator threads send on `tx`, one queue each
-    /// (`--tx-threads`), and whose receiver reads `rx`.
-    pub fn from_queues<T, R>(tx: Vec<T>, rx: R, info: PortInfo) -> TesterPort
+    /// (`--tx-threads`), and whose receiving threads read `rx`, one queue
+    /// each (`--rx-threads`: the queues must give each thread whole
+    /// streams, see [`crate::SplitRx`]).
+    pub fn from_queues<T, R>(tx: Vec<T>, rx: Vec<R>, info: PortInfo) -> TesterPort
     where
         T: TxQueue + Send + 'static,
         R: RxQueue + 'static,
     {
         let max = info.max_frame_len;
+        let mut parts: Vec<Box<dyn Receiver>> = rx
+            .into_iter()
+            .map(|q| Box::new(QueueRx::new(q, max)) as Box<dyn Receiver>)
+            .collect();
+        let rx = if parts.len() == 1 {
+            parts.pop().expect("one receiver")
+        } else {
+            Box::new(crate::SplitRx::new(parts))
+        };
         TesterPort {
             tx: Box::new(QueueTx::with_queues(tx, max)),
-            rx: Box::new(QueueRx::new(rx, max)),
+            rx,
             info,
         }
     }

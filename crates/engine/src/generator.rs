@@ -36,6 +36,10 @@ pub struct Sent {
     /// The same per generator thread (stream), in order: thread k sent
     /// frames `0 .. per_thread[k]` of its own sequence.
     pub per_thread: Vec<u64>,
+    /// The flows each thread sent when they were its own (ESP on several
+    /// threads: each its tunnels' slice of the spread); empty when every
+    /// thread sent the job's flows.
+    pub thread_flows: Vec<linerate_wire::Flows>,
     /// From the first frame's scheduled time to when the last left.
     pub send_time: Duration,
     /// Furthest the generator fell behind its schedule (it did not run, or
@@ -62,6 +66,7 @@ impl Sent {
             ring_full: parts.iter().map(|p| p.ring_full).sum(),
             refusal: parts.iter().find_map(|p| p.refusal.clone()),
             per_thread: parts.iter().flat_map(|p| p.per_thread.clone()).collect(),
+            thread_flows: Vec::new(),
             send_time: max(|p| p.send_time),
             max_stall: max(|p| p.max_stall),
             paused: max(|p| p.paused),
@@ -182,6 +187,7 @@ pub fn generate<T: TxQueue, X: SendTransform + ?Sized>(
         ring_full: 0,
         refusal: None,
         per_thread: vec![seq - refused],
+        thread_flows: Vec::new(),
         send_time: s.start.elapsed(),
         max_stall,
         paused,

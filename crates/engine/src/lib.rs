@@ -16,6 +16,7 @@ pub mod latency_sampling;
 pub mod pacer;
 pub mod receiver;
 pub mod recovery;
+pub mod split_rx;
 pub mod stats;
 mod summary;
 pub mod transform;
@@ -29,6 +30,7 @@ use linerate_port::{PortError, PortInfo};
 use linerate_results::{TrialResult, TrialSpec};
 use linerate_wire::MacAddr;
 use pacer::Pacer;
+pub use split_rx::SplitRx;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 

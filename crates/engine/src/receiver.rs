@@ -143,6 +143,9 @@ pub struct Counted {
     /// With [`StreamRange::tunnels`]: the distinct test frames counted as
     /// received, tunnel by tunnel (index = tunnel); else empty.
     pub tunnels: Vec<u64>,
+    /// Received on several threads ([`crate::SplitRx`]): the distinct test
+    /// frames each thread counted; else empty.
+    pub per_thread: Vec<u64>,
 }
 
 /// The receive transform of clear test frames: none.
@@ -192,6 +195,10 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
     let mut scratch = vec![0u8; 1 << 16];
 
     while !signals.stop.load(Ordering::Relaxed) {
+        if gateway.learned.is_none() {
+            // Another thread of the port may have heard the answer.
+            gateway.learned = signals.gateway_mac();
+        }
         if gateway.learned.is_none() && gateway.retry_due(Instant::now()) {
             rx.send_control(&host.gateway_request(mac))?;
             gateway.asked(Instant::now());
@@ -241,6 +248,7 @@ pub fn receive<R: RxQueue, X: ReceiveTransform + ?Sized>(
         latency_every: 1,
         receiver: crate::ReceiverKind::Socket,
         tunnels: tally.tunnels,
+        per_thread: Vec::new(),
     })
 }
 

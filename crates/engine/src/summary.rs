@@ -90,6 +90,7 @@ pub(crate) fn both_directions(spec: &TrialSpec, ab: TrialResult, ba: TrialResult
         policy_drops: None,
         tunnels: sum_tunnels(&ab.tunnels, &ba.tunnels),
         recovery: None,
+        rx_threads: Vec::new(),
         loss_where: match (ab.loss_where, ba.loss_where) {
             (Some(x), Some(y)) => Some(x.combine(y)),
             _ => None,
@@ -135,23 +136,24 @@ pub(crate) struct Direction<'a> {
 const MAX_PERIOD: u64 = 1 << 20;
 
 /// Frames sent per tunnel (index = tunnel): of generator threads that each
-/// sent frames `0 .. per_thread[k]` of their own sequence, the frames of
-/// class 0 whose address `field` is in tunnel `i`'s slice, replaying the
-/// value each frame was given (its flow range's, else its template's). Of
-/// those, the last `not_left` frames of class 0 (the last thread's first)
-/// did not leave the port and are not counted, as the trial's `tx_frames`
-/// does not count them. Exact: the sum over the tunnels is the frames of
-/// class 0 sent less `not_left`, when every frame is in a tunnel.
+/// sent frames `0 .. sent` of their own sequence over their own flows
+/// (`threads`: (sent, flows) per thread, in order; with ESP on several
+/// threads each thread carries its own tunnels' slice of the spread), the
+/// frames of class 0 whose address `field` is in tunnel `i`'s slice,
+/// replaying the value each frame was given (its flow range's, else its
+/// template's). Of those, the last `not_left` frames of class 0 (the last
+/// thread's first) did not leave the port and are not counted, as the
+/// trial's `tx_frames` does not count them. Exact: the sum over the
+/// tunnels is the frames of class 0 sent less `not_left`, when every frame
+/// is in a tunnel.
 pub(crate) fn tunnel_tx(
     map: &TunnelMap,
     field: Field,
-    flows: &linerate_wire::Flows,
+    threads: &[(u64, &linerate_wire::Flows)],
     frames: &FrameSet,
-    per_thread: &[u64],
     not_left: u64,
 ) -> Vec<u64> {
     let mut out = vec![0u64; map.count as usize];
-    let range = flows.range(field).copied();
     // Without a range on the field, every frame of a template carries its
     // template's address.
     let fixed: Vec<Option<usize>> = frames
@@ -160,41 +162,42 @@ pub(crate) fn tunnel_tx(
         .map(|t| ipv4_field(t.bytes(), field).and_then(|a| map.index_of(a)))
         .collect();
     let classes = frames.template_classes();
-    let tunnel = |n: u64| -> Option<usize> {
-        let k = frames.template_index(n);
-        if classes[k] != 0 {
-            return None;
-        }
-        match &range {
-            Some(r) => map.index_of(r.value(n) as u32),
-            None => fixed[k],
-        }
-    };
-    let count = |from: u64, to: u64, out: &mut [u64], by: u64| {
-        for n in from..to {
-            if let Some(i) = tunnel(n) {
-                out[i] += by;
+    let tunnel_of = |flows: &linerate_wire::Flows| {
+        let range = flows.range(field).copied();
+        let (fixed, classes) = (&fixed, &classes);
+        move |n: u64| -> Option<usize> {
+            let k = frames.template_index(n);
+            if classes[k] != 0 {
+                return None;
+            }
+            match &range {
+                Some(r) => map.index_of(r.value(n) as u32),
+                None => fixed[k],
             }
         }
     };
-    // The values repeat: an inc/dec range every span / gcd(step, span)
-    // frames, the sizes every sequence's length.
-    let flow_period = match range {
-        None => Some(1),
-        Some(r) => r.period(),
-    };
-    let period = flow_period
-        .and_then(|p| lcm(p, frames.sequence().len() as u64))
-        .filter(|&p| p <= MAX_PERIOD);
-    let mut one_period: Option<Vec<u64>> = None;
-    for &sent in per_thread {
+    for &(sent, flows) in threads {
+        let tunnel = tunnel_of(flows);
+        let count = |from: u64, to: u64, out: &mut [u64], by: u64| {
+            for n in from..to {
+                if let Some(i) = tunnel(n) {
+                    out[i] += by;
+                }
+            }
+        };
+        // The values repeat: an inc/dec range every span / gcd(step, span)
+        // frames, the sizes every sequence's length.
+        let flow_period = match flows.range(field) {
+            None => Some(1),
+            Some(r) => r.period(),
+        };
+        let period = flow_period
+            .and_then(|p| lcm(p, frames.sequence().len() as u64))
+            .filter(|&p| p <= MAX_PERIOD);
         match period {
             Some(p) if sent >= p => {
-                let per = one_period.get_or_insert_with(|| {
-                    let mut v = vec![0u64; out.len()];
-                    count(0, p, &mut v, 1);
-                    v
-                });
+                let mut per = vec![0u64; out.len()];
+                count(0, p, &mut per, 1);
                 for (o, x) in out.iter_mut().zip(per.iter()) {
                     *o += x * (sent / p);
                 }
@@ -205,7 +208,8 @@ pub(crate) fn tunnel_tx(
     }
     // The frames that did not leave: the last of class 0, from the end.
     let mut left = not_left;
-    for &sent in per_thread.iter().rev() {
+    for &(sent, flows) in threads.iter().rev() {
+        let tunnel = tunnel_of(flows);
         let mut n = sent;
         while left > 0 && n > 0 {
             n -= 1;
@@ -296,6 +300,7 @@ pub(crate) fn summarize(
         loss_where: Some(loss_where),
         tunnels,
         recovery: None,
+        rx_threads: counted.per_thread.clone(),
     }
 }
 
@@ -384,7 +389,14 @@ fn tunnel_frames(
     let Some((map, field)) = dir.tunnels else {
         return Vec::new();
     };
-    let tx = tunnel_tx(&map, field, dir.flows, frames, &sent.per_thread, not_left);
+    // With ESP on several threads each thread sent its own tunnels' flows.
+    let threads: Vec<(u64, &linerate_wire::Flows)> = sent
+        .per_thread
+        .iter()
+        .enumerate()
+        .map(|(k, &n)| (n, sent.thread_flows.get(k).unwrap_or(dir.flows)))
+        .collect();
+    let tx = tunnel_tx(&map, field, &threads, frames, not_left);
     tx.iter()
         .enumerate()
         .map(|(i, &tx)| TunnelFrames {
@@ -502,8 +514,8 @@ mod tests {
                         if not_left > class0 {
                             continue;
                         }
-                        let got =
-                            tunnel_tx(&MAP, Field::DstIp, flows, frames, &per_thread, not_left);
+                        let threads: Vec<_> = per_thread.iter().map(|&n| (n, flows)).collect();
+                        let got = tunnel_tx(&MAP, Field::DstIp, &threads, frames, not_left);
                         let want = built(Field::DstIp, flows, frames, &per_thread, not_left);
                         assert_eq!(got, want, "{what}, {set}, {per_thread:?}, {not_left}");
                     }
@@ -512,14 +524,58 @@ mod tests {
         }
         // The spread: every tunnel its share, exactly, summing to the frames.
         let spread = flows(vec![MAP.spread(Field::SrcIp, 2)]);
-        let got = tunnel_tx(&MAP, Field::SrcIp, &spread, &single, &[10_000], 3);
+        let got = tunnel_tx(&MAP, Field::SrcIp, &[(10_000, &spread)], &single, 3);
         // 10,000 = 7 x 1,428 + 4: frames 9,996 .. 9,999 go to tunnels 0 .. 3,
         // and of those the last 3 (tunnels 1 .. 3) did not leave.
         assert_eq!(got, vec![1429, 1428, 1428, 1428, 1428, 1428, 1428]);
         assert_eq!(got.iter().sum::<u64>(), 10_000 - 3);
         // The template's address in tunnel 3: all of them there.
-        let got = tunnel_tx(&MAP, Field::DstIp, &flows(vec![]), &single, &[500], 0);
+        let got = tunnel_tx(&MAP, Field::DstIp, &[(500, &flows(vec![]))], &single, 0);
         assert_eq!(got, vec![0, 0, 0, 500, 0, 0, 0]);
+    }
+
+    /// ESP on two threads: thread 0 carries tunnels 0, 2, 4, 6 and thread
+    /// 1 tunnels 1, 3, 5 (each its slice of the spread). When the threads
+    /// send unequal shares (an overloaded trial), each tunnel's count
+    /// follows its own thread's, not the trial's spread replayed over the
+    /// threads' sums (which gave a tunnel more received than sent).
+    #[test]
+    fn threads_with_their_own_tunnels_count_their_own_frames() {
+        let single = FrameSet::single(FrameTemplate::new(
+            &flow(Ipv4Addr::new(10, 1, 0, 1), Ipv4Addr::new(198, 19, 0, 2)),
+            FrameSize::from_frame(128).unwrap(),
+        ));
+        let block = MAP.block as u64;
+        let first = u32::from(MAP.first) as u64;
+        let slice = |k: u64, tunnels: u64| {
+            let min = first + k * block;
+            let text = format!(
+                "src-ip={}..{}/step={}",
+                Ipv4Addr::from(min as u32),
+                Ipv4Addr::from((min + tunnels * block * 2 - 1) as u32),
+                block * 2
+            );
+            flows(vec![FieldRange::parse(&text).unwrap()])
+        };
+        let (even, odd) = (slice(0, 4), slice(1, 3));
+        // 4,000 frames over tunnels 0, 2, 4, 6; 900 over 1, 3, 5.
+        let got = tunnel_tx(
+            &MAP,
+            Field::SrcIp,
+            &[(4_000, &even), (900, &odd)],
+            &single,
+            0,
+        );
+        assert_eq!(got, vec![1000, 300, 1000, 300, 1000, 300, 1000]);
+        // The last 2 frames of the last thread did not leave: tunnels 5 and 3.
+        let got = tunnel_tx(
+            &MAP,
+            Field::SrcIp,
+            &[(4_000, &even), (900, &odd)],
+            &single,
+            2,
+        );
+        assert_eq!(got, vec![1000, 300, 1000, 299, 1000, 299, 1000]);
     }
 
     #[test]

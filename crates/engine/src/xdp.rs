@@ -177,6 +177,7 @@ impl Transmitter for XdpTransmitter {
         Ok(Sent {
             frames: progress.iter().map(taken).sum(),
             per_thread: progress.iter().map(taken).collect(),
+            thread_flows: Vec::new(),
             handed: progress.iter().map(|(p, _)| p.sent).sum(),
             refused: progress.iter().map(|pt| pt.0.sent - taken(pt)).sum(),
             ring_full: progress.iter().map(|(_, t)| t.ring_full).sum(),

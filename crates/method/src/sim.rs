@@ -190,6 +190,7 @@ impl SimulatedDut {
             loss_where: None,
             tunnels: Vec::new(),
             recovery: None,
+            rx_threads: Vec::new(),
             frame_size: spec.frame.frame(),
             mix: spec.mix.as_ref().map(linerate_results::MixInfo::of),
             flows: Vec::new(),

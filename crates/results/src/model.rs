@@ -287,6 +287,13 @@ pub struct TrialResult {
     /// check turned off, records from before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<Recovery>,
+    /// Received on several threads (`--rx-threads`): the distinct test
+    /// frames each receiving thread counted, thread k counting the streams
+    /// whose number is k modulo the threads; they add up to `rx_frames`.
+    /// Empty with one receiving thread (and in a bidirectional trial's
+    /// sum: each direction has its own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rx_threads: Vec<u64>,
 }
 
 /// The wait before a trial for the DUT to go quiet (see

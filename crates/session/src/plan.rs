@@ -46,8 +46,12 @@ pub struct BedPlan {
     /// The longest wait before a trial for the DUT to stop forwarding
     /// earlier frames (`linerate_engine::recovery`); zero: no check.
     pub recovery_limit: Duration,
-    /// Generator threads (xdp engine only).
+    /// Generator threads on the sending port, each its own stream.
     pub tx_threads: u16,
+    /// Receiving threads on each port that receives test frames (af_packet
+    /// only: a fanout group of packet sockets, stream i counted on thread
+    /// i mod N).
+    pub rx_threads: u16,
     pub latency_every: LatencySampling,
     /// How deep each received test frame is checked.
     pub frame_check: linerate_wire::FrameCheck,

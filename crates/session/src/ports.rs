@@ -145,6 +145,7 @@ pub fn open_with(
     // ESP frames are counted after they are decrypted in user space (the
     // plan refused --receiver kernel and --engine xdp with --ipsec).
     let receiver = match &ipsec {
+        None if plan.rx_threads > 1 => ReceiverChoice::Socket,
         None => plan.receiver,
         Some(_) => ReceiverChoice::Socket,
     };
@@ -159,9 +160,11 @@ pub fn open_with(
         .is_some_and(|p| p.ring.is_some_and(|r| r > linerate_lab::VETH_RING));
     opts.generic_xdp = deep;
     let direction = ipsec.as_ref().map(|p| p.record.direction);
-    // Port B sends too when it encrypts (decrypt, both): with a queue per
-    // generator thread, each encrypting its own tunnels.
-    let b_sends = matches!(direction, Some(Direction::Decrypt | Direction::Both));
+    // Port B sends too when it encrypts (decrypt, both), each generator
+    // thread encrypting its own tunnels, and in a bidirectional trial:
+    // with a queue per generator thread.
+    let b_sends =
+        plan.bidirectional || matches!(direction, Some(Direction::Decrypt | Direction::Both));
     let ((a, mut b, engine_name), engine_reason) = open_engine(
         plan.engine,
         &a,
@@ -170,6 +173,13 @@ pub fn open_with(
         Threads {
             a: plan.tx_threads,
             b: if b_sends { plan.tx_threads } else { 1 },
+            // Port A receives test frames only when port B sends them too.
+            rx_a: if plan.bidirectional {
+                plan.rx_threads
+            } else {
+                1
+            },
+            rx_b: plan.rx_threads,
         },
         receiver,
         ipsec.is_some(),
@@ -341,7 +351,7 @@ pub fn open_engine(
     let auto = choice == EngineChoice::Auto;
     let (port_a, name, why) = match choice {
         EngineChoice::AfPacket => (
-            open_af_packet_threads(a, opts, tx_threads)?,
+            open_af_packet_threads(a, opts, tx_threads, threads.rx_a)?,
             "af_packet",
             None,
         ),
@@ -374,22 +384,31 @@ pub fn open_engine(
             (port, name, Some(why))
         }
     };
-    let (ports, note) = with_receiver(port_a, name, b, opts, receiver, auto, ike_on_b, threads.b)?;
+    let (ports, note) = with_receiver(port_a, name, b, opts, receiver, auto, ike_on_b, threads)?;
     Ok((ports, join_notes(why, note)))
 }
 
 /// Generator threads on each port: port A's test frames, and port B's
-/// when it sends (the reverse direction, or an IPsec peer's ESP).
+/// when it sends (the reverse direction, or an IPsec peer's ESP); and
+/// receiving threads on each (`--rx-threads`, af_packet: a fanout group
+/// of packet sockets, one per thread).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Threads {
     pub a: u16,
     pub b: u16,
+    pub rx_a: u16,
+    pub rx_b: u16,
 }
 
 impl Threads {
-    /// `n` on port A, one on port B.
+    /// `n` generator threads on port A; one thread for everything else.
     pub fn on_a(n: u16) -> Threads {
-        Threads { a: n, b: 1 }
+        Threads {
+            a: n,
+            b: 1,
+            rx_a: 1,
+            rx_b: 1,
+        }
     }
 }
 
@@ -405,8 +424,8 @@ fn join_notes(first: Option<String>, second: Option<String>) -> Option<String> {
 /// in-kernel counter, or by the engine's own socket. With `auto` (the
 /// engine was `auto`'s choice), a port B that takes no AF_XDP socket
 /// (another XDP program on it) receives through a packet socket instead,
-/// and the note says why. `tx_threads`: port B's generator threads (an
-/// IPsec peer's encrypting ones).
+/// and the note says why. `threads.b`: port B's generator threads (an
+/// IPsec peer's encrypting ones); `threads.rx_b` its receiving ones.
 #[allow(clippy::too_many_arguments)]
 fn with_receiver(
     port_a: TesterPort,
@@ -416,8 +435,9 @@ fn with_receiver(
     receiver: ReceiverChoice,
     auto: bool,
     ike_on_b: bool,
-    tx_threads: u16,
+    threads: Threads,
 ) -> Result<(Ports, Option<String>)> {
+    let (tx_threads, rx_threads) = (threads.b, threads.rx_b);
     let mut note = None;
     if receiver != ReceiverChoice::Socket {
         // A port that does not open (a wrong name) is that error, whatever
@@ -442,7 +462,7 @@ fn with_receiver(
                 port
             }
             Err(e) if auto => {
-                let port = open_af_packet_threads(b, opts, tx_threads)?;
+                let port = open_af_packet_threads(b, opts, tx_threads, rx_threads)?;
                 note = join_notes(
                     note,
                     Some(format!(
@@ -455,7 +475,7 @@ fn with_receiver(
             }
             Err(e) => return Err(e),
         },
-        _ => open_af_packet_threads(b, opts, tx_threads)?,
+        _ => open_af_packet_threads(b, opts, tx_threads, rx_threads)?,
     };
     Ok(((port_a, port_b, engine), note))
 }
@@ -512,7 +532,7 @@ fn open_af_xdp(
         port.attach_mode().as_str()
     );
     let (tx, rx, info) = port.split_queues();
-    Ok((TesterPort::from_queues(tx, rx, info), note))
+    Ok((TesterPort::from_queues(tx, vec![rx], info), note))
 }
 
 /// Streams the in-kernel counter keeps per trial.
@@ -526,23 +546,26 @@ fn open_af_packet(p: &PortName, opts: &AfPacketOptions) -> Result<TesterPort> {
     )?))
 }
 
-/// The af_packet engine on port A with `threads` generator threads, each
-/// with a transmit ring (socket) of its own.
+/// The af_packet engine on a port with `threads` generator threads, each
+/// with a transmit ring (socket) of its own, and `rx_threads` receiving
+/// threads, each with a receive ring in the port's fanout group.
 fn open_af_packet_threads(
     p: &PortName,
     opts: &AfPacketOptions,
     threads: u16,
+    rx_threads: u16,
 ) -> Result<TesterPort> {
-    if threads <= 1 {
+    if threads <= 1 && rx_threads <= 1 {
         return open_af_packet(p, opts);
     }
-    let (tx, rx, info) = AfPacketPort::open(&p.0, p.1.as_deref(), opts)?.split();
+    let port = AfPacketPort::open(&p.0, p.1.as_deref(), opts)?;
+    let (tx, rx, info) = port.split_receivers(rx_threads.max(1) as usize, opts)?;
     let mut queues = vec![tx];
     queues.extend(AfPacketPort::open_tx_rings(
         &p.0,
         p.1.as_deref(),
         opts,
-        threads as usize - 1,
+        threads.max(1) as usize - 1,
     )?);
     Ok(TesterPort::from_queues(queues, rx, info))
 }
@@ -574,7 +597,16 @@ fn open_xdp(
         rx: Box::new(QueueRx::new(rx_a, info_a.max_frame_len)),
         info: info_a,
     };
-    let (mut ports, note) = with_receiver(port_a, "xdp", b, opts, receiver, false, false, 1)?;
+    let (mut ports, note) = with_receiver(
+        port_a,
+        "xdp",
+        b,
+        opts,
+        receiver,
+        false,
+        false,
+        Threads::on_a(1),
+    )?;
     let attached = ports
         .0
         .tx

@@ -14,6 +14,7 @@ pub fn trial(size: u16, fps: f64, loss_ratio: f64) -> TrialResult {
         loss_where: None,
         tunnels: Vec::new(),
         recovery: None,
+        rx_threads: Vec::new(),
         frame_size: size,
         mix: None,
         flows: Vec::new(),

@@ -200,6 +200,7 @@ impl PortArgs {
                 straggler_wait,
                 recovery_limit,
                 tx_threads: self.tx_threads,
+                rx_threads: self.rx_threads,
                 latency_every: self.latency_every,
                 frame_check: self.frame_check,
                 flows,
@@ -286,6 +287,34 @@ impl PortArgs {
             self.engine != crate::args::EngineName::Xdp,
             "hands every frame up to linerate, and the xdp engine counts test frames in the kernel and hands none up: use --engine af_xdp or af_packet with --receiver socket",
         ));
+        let rx_threads = self.rx_threads > 1;
+        rules.push(Rule::new(
+            "--rx-threads",
+            rx_threads,
+            self.engine == crate::args::EngineName::AfPacket,
+            "makes the receiving port's packet socket a fanout group, one socket per thread: use it with --engine af_packet (xdp and --receiver kernel count in the kernel, on the CPUs that take the frames; af_xdp reads every queue of the port from one thread)",
+        ));
+        rules.push(Rule::new(
+            "--rx-threads",
+            rx_threads,
+            self.receiver != crate::args::Receiver::Kernel,
+            "counts through packet sockets, and --receiver kernel counts in the kernel: leave one of them out",
+        ));
+        rules.push(Rule::new(
+            "--rx-threads",
+            rx_threads,
+            self.rx_threads <= self.tx_threads,
+            format!(
+                "{n} counts each stream on one receiving thread, and each generator thread sends one stream: give --tx-threads {n} or more, or fewer receiving threads",
+                n = self.rx_threads
+            ),
+        ));
+        rules.push(Rule::new(
+            "--rx-threads",
+            rx_threads,
+            !self.ipsec.ipsec && !scenarios.iter().any(|s| s.vpn_gateway().is_some()),
+            "with an IPsec peer: port B decrypts on one receiving thread; leave --rx-threads out",
+        ));
         rules.push(Rule::new(
             "--latency-every",
             self.latency_every != linerate_engine::LatencySampling::Auto,
@@ -315,6 +344,12 @@ pub(crate) fn with_capture(bed: BedPlan, pcap: bool) -> Result<BedPlan> {
             pcap,
             bed.receiver != ReceiverChoice::Kernel,
             "needs port B's frames in user space, and --receiver kernel counts them in the kernel and hands none up: use --receiver socket (or auto), or leave --pcap out",
+        ),
+        Rule::new(
+            "--pcap",
+            pcap,
+            bed.rx_threads <= 1,
+            "samples port B's frames in the order one receiving thread sees them: leave out --rx-threads",
         ),
         Rule::new(
             "--latency-every",

@@ -9,6 +9,7 @@ fn trial(duration_s: f64, loss_ratio: f64) -> TrialResult {
         loss_where: None,
         tunnels: Vec::new(),
         recovery: None,
+        rx_threads: Vec::new(),
         mix: None,
         flows: Vec::new(),
         directions: Vec::new(),

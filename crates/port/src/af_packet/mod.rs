@@ -3,6 +3,7 @@
 //! the receiver, so that frames move in batches through shared memory rather
 //! than one system call per frame.
 
+mod fanout;
 mod mmap;
 mod rx_ring;
 pub(crate) mod socket;
@@ -104,6 +105,35 @@ impl AfPacketPort {
                 .map(|_| TxRing::open(ifname, ifindex, opts))
                 .collect()
         })
+    }
+}
+
+impl AfPacketPort {
+    /// The port split as [`Port::split`] does, its receive side on `count`
+    /// rings (at least one), one per receiving thread: the port's own ring
+    /// and `count - 1` more, all in one fanout group that gives each ring
+    /// whole streams and whole SAs ([`fanout`]'s steering). The rings take
+    /// `opts`' sizes each.
+    pub fn split_receivers(
+        self,
+        count: usize,
+        opts: &AfPacketOptions,
+    ) -> Result<(TxRing, Vec<RxRing>, PortInfo), PortError> {
+        let AfPacketPort { info, tx, rx } = self;
+        if count <= 1 {
+            return Ok((tx, vec![rx], info));
+        }
+        let mut rings = vec![rx];
+        netns::maybe_in_netns(info.netns.as_deref(), || {
+            let ifindex = link::ifindex(&info.ifname)? as i32;
+            for _ in 1..count {
+                rings.push(RxRing::open(&info.ifname, opts)?.bind(ifindex)?);
+            }
+            Ok(())
+        })?;
+        let fds: Vec<_> = rings.iter().map(RxRing::fd).collect();
+        fanout::join(&fds, &info.ifname)?;
+        Ok((tx, rings, info))
     }
 }
 

@@ -35,6 +35,7 @@ def trial(
     straggler_wait: Optional[Value] = None,
     recovery_limit: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
+    rx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
     frame_check: Optional[Value] = None,
     range: Optional[Sequence[Value]] = None,
@@ -100,6 +101,7 @@ def trial(
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
         recovery_limit: Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic)
         tx_threads: Generator threads, each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate: xdp, each its own copy of the generator program; af_packet, each its own socket, whose frames the kernel puts on the transmit queue of its CPU; af_xdp, each its own AF_XDP socket on queue k of port A (which needs N queues). With --ipsec --tunnels N (N at least the threads) the tunnels are dealt out to the threads, each encrypting its own
+        rx_threads: Receiving threads on each port that receives test frames (--engine af_packet): the port's packet socket becomes a fanout group of N sockets, one per thread, and the kernel steers each test frame by its stream number (stream i to thread i mod N), so every stream's sequence, duplicates and latency are judged whole on one thread. Each generator thread sends a stream of its own: give --tx-threads N or more. The threads' counts are added; the JSON lists what each counted (rx_threads)
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
         frame_check: How deep every received test frame is checked before it counts: payload (the frame's length against its IP length, the UDP length, the IPv4 header checksum, and the UDP checksum over the whole frame, which finds any damaged byte) or headers (all but the UDP checksum: a damaged payload goes unseen; for the last few percent of a receiver's rate). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
         range: A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random
@@ -165,6 +167,7 @@ def rfc2544(
     straggler_wait: Optional[Value] = None,
     recovery_limit: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
+    rx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
     frame_check: Optional[Value] = None,
     range: Optional[Sequence[Value]] = None,
@@ -237,6 +240,7 @@ def rfc2544(
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
         recovery_limit: Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic)
         tx_threads: Generator threads, each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate: xdp, each its own copy of the generator program; af_packet, each its own socket, whose frames the kernel puts on the transmit queue of its CPU; af_xdp, each its own AF_XDP socket on queue k of port A (which needs N queues). With --ipsec --tunnels N (N at least the threads) the tunnels are dealt out to the threads, each encrypting its own
+        rx_threads: Receiving threads on each port that receives test frames (--engine af_packet): the port's packet socket becomes a fanout group of N sockets, one per thread, and the kernel steers each test frame by its stream number (stream i to thread i mod N), so every stream's sequence, duplicates and latency are judged whole on one thread. Each generator thread sends a stream of its own: give --tx-threads N or more. The threads' counts are added; the JSON lists what each counted (rx_threads)
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
         frame_check: How deep every received test frame is checked before it counts: payload (the frame's length against its IP length, the UDP length, the IPv4 header checksum, and the UDP checksum over the whole frame, which finds any damaged byte) or headers (all but the UDP checksum: a damaged payload goes unseen; for the last few percent of a receiver's rate). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
         range: A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random
@@ -309,6 +313,7 @@ def mlrsearch(
     straggler_wait: Optional[Value] = None,
     recovery_limit: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
+    rx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
     frame_check: Optional[Value] = None,
     range: Optional[Sequence[Value]] = None,
@@ -378,6 +383,7 @@ def mlrsearch(
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
         recovery_limit: Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic)
         tx_threads: Generator threads, each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate: xdp, each its own copy of the generator program; af_packet, each its own socket, whose frames the kernel puts on the transmit queue of its CPU; af_xdp, each its own AF_XDP socket on queue k of port A (which needs N queues). With --ipsec --tunnels N (N at least the threads) the tunnels are dealt out to the threads, each encrypting its own
+        rx_threads: Receiving threads on each port that receives test frames (--engine af_packet): the port's packet socket becomes a fanout group of N sockets, one per thread, and the kernel steers each test frame by its stream number (stream i to thread i mod N), so every stream's sequence, duplicates and latency are judged whole on one thread. Each generator thread sends a stream of its own: give --tx-threads N or more. The threads' counts are added; the JSON lists what each counted (rx_threads)
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
         frame_check: How deep every received test frame is checked before it counts: payload (the frame's length against its IP length, the UDP length, the IPv4 header checksum, and the UDP checksum over the whole frame, which finds any damaged byte) or headers (all but the UDP checksum: a damaged payload goes unseen; for the last few percent of a receiver's rate). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
         range: A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random
@@ -447,6 +453,7 @@ def loss(
     straggler_wait: Optional[Value] = None,
     recovery_limit: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
+    rx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
     frame_check: Optional[Value] = None,
     range: Optional[Sequence[Value]] = None,
@@ -519,6 +526,7 @@ def loss(
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
         recovery_limit: Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic)
         tx_threads: Generator threads, each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate: xdp, each its own copy of the generator program; af_packet, each its own socket, whose frames the kernel puts on the transmit queue of its CPU; af_xdp, each its own AF_XDP socket on queue k of port A (which needs N queues). With --ipsec --tunnels N (N at least the threads) the tunnels are dealt out to the threads, each encrypting its own
+        rx_threads: Receiving threads on each port that receives test frames (--engine af_packet): the port's packet socket becomes a fanout group of N sockets, one per thread, and the kernel steers each test frame by its stream number (stream i to thread i mod N), so every stream's sequence, duplicates and latency are judged whole on one thread. Each generator thread sends a stream of its own: give --tx-threads N or more. The threads' counts are added; the JSON lists what each counted (rx_threads)
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
         frame_check: How deep every received test frame is checked before it counts: payload (the frame's length against its IP length, the UDP length, the IPv4 header checksum, and the UDP checksum over the whole frame, which finds any damaged byte) or headers (all but the UDP checksum: a damaged payload goes unseen; for the last few percent of a receiver's rate). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
         range: A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random
@@ -591,6 +599,7 @@ def latency(
     straggler_wait: Optional[Value] = None,
     recovery_limit: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
+    rx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
     frame_check: Optional[Value] = None,
     range: Optional[Sequence[Value]] = None,
@@ -661,6 +670,7 @@ def latency(
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
         recovery_limit: Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic)
         tx_threads: Generator threads, each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate: xdp, each its own copy of the generator program; af_packet, each its own socket, whose frames the kernel puts on the transmit queue of its CPU; af_xdp, each its own AF_XDP socket on queue k of port A (which needs N queues). With --ipsec --tunnels N (N at least the threads) the tunnels are dealt out to the threads, each encrypting its own
+        rx_threads: Receiving threads on each port that receives test frames (--engine af_packet): the port's packet socket becomes a fanout group of N sockets, one per thread, and the kernel steers each test frame by its stream number (stream i to thread i mod N), so every stream's sequence, duplicates and latency are judged whole on one thread. Each generator thread sends a stream of its own: give --tx-threads N or more. The threads' counts are added; the JSON lists what each counted (rx_threads)
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
         frame_check: How deep every received test frame is checked before it counts: payload (the frame's length against its IP length, the UDP length, the IPv4 header checksum, and the UDP checksum over the whole frame, which finds any damaged byte) or headers (all but the UDP checksum: a damaged payload goes unseen; for the last few percent of a receiver's rate). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
         range: A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random
@@ -731,6 +741,7 @@ def back_to_back(
     straggler_wait: Optional[Value] = None,
     recovery_limit: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
+    rx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
     frame_check: Optional[Value] = None,
     range: Optional[Sequence[Value]] = None,
@@ -799,6 +810,7 @@ def back_to_back(
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
         recovery_limit: Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic)
         tx_threads: Generator threads, each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate: xdp, each its own copy of the generator program; af_packet, each its own socket, whose frames the kernel puts on the transmit queue of its CPU; af_xdp, each its own AF_XDP socket on queue k of port A (which needs N queues). With --ipsec --tunnels N (N at least the threads) the tunnels are dealt out to the threads, each encrypting its own
+        rx_threads: Receiving threads on each port that receives test frames (--engine af_packet): the port's packet socket becomes a fanout group of N sockets, one per thread, and the kernel steers each test frame by its stream number (stream i to thread i mod N), so every stream's sequence, duplicates and latency are judged whole on one thread. Each generator thread sends a stream of its own: give --tx-threads N or more. The threads' counts are added; the JSON lists what each counted (rx_threads)
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
         frame_check: How deep every received test frame is checked before it counts: payload (the frame's length against its IP length, the UDP length, the IPv4 header checksum, and the UDP checksum over the whole frame, which finds any damaged byte) or headers (all but the UDP checksum: a damaged payload goes unseen; for the last few percent of a receiver's rate). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
         range: A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random
@@ -867,6 +879,7 @@ def cpu_target(
     straggler_wait: Optional[Value] = None,
     recovery_limit: Optional[Value] = None,
     tx_threads: Optional[Value] = None,
+    rx_threads: Optional[Value] = None,
     latency_every: Optional[Value] = None,
     frame_check: Optional[Value] = None,
     range: Optional[Sequence[Value]] = None,
@@ -935,6 +948,7 @@ def cpu_target(
         straggler_wait: After sending, wait this long for frames still in flight (RFC 2544: 2 s)
         recovery_limit: Before each trial, wait until the DUT has stopped forwarding earlier frames (the previous trial's backlog: each tester port receives at most 10 frames in 100 ms), at most this long; then the trial starts anyway, marked as possibly poisoned. 0 turns the check off (a port that sees steady foreign traffic)
         tx_threads: Generator threads, each pinned to a CPU of its own and sending a stream of its own at 1/N of the rate: xdp, each its own copy of the generator program; af_packet, each its own socket, whose frames the kernel puts on the transmit queue of its CPU; af_xdp, each its own AF_XDP socket on queue k of port A (which needs N queues). With --ipsec --tunnels N (N at least the threads) the tunnels are dealt out to the threads, each encrypting its own
+        rx_threads: Receiving threads on each port that receives test frames (--engine af_packet): the port's packet socket becomes a fanout group of N sockets, one per thread, and the kernel steers each test frame by its stream number (stream i to thread i mod N), so every stream's sequence, duplicates and latency are judged whole on one thread. Each generator thread sends a stream of its own: give --tx-threads N or more. The threads' counts are added; the JSON lists what each counted (rx_threads)
         latency_every: Measure latency on every N-th frame of each stream (N a power of two, 1: every frame). auto: every frame up to 1 Mpps per receiving port, above that 0.5-1 million frames a second. Only the in-kernel counter (--receiver kernel) samples, for which reading the clock is a third of a frame's cost; a socket receiver measures every frame. Every frame is counted either way
         frame_check: How deep every received test frame is checked before it counts: payload (the frame's length against its IP length, the UDP length, the IPv4 header checksum, and the UDP checksum over the whole frame, which finds any damaged byte) or headers (all but the UDP checksum: a damaged payload goes unseen; for the last few percent of a receiver's rate). A damaged frame, or one whose timestamp is in the future, counts as errored: lost, never received
         range: A header field that varies per frame, like pktgen's range: FIELD=MIN..MAX[/inc|/dec|/random][/step=N][/start=V], FIELD one of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port; repeat for several fields. E.g. dst-ip=198.19.0.2..198.19.0.254 (253 destinations), src-port=53..1000/random

@@ -198,6 +198,7 @@ mod tests {
             loss_where: None,
             tunnels: Vec::new(),
             recovery: None,
+            rx_threads: Vec::new(),
             frame_size: 64,
             mix: None,
             flows: Vec::new(),

@@ -16,6 +16,7 @@ fn trial(frame: u16, intended_fps: f64, rx_frames: u64, short: bool) -> TrialRes
         loss_where: None,
         tunnels: Vec::new(),
         recovery: None,
+        rx_threads: Vec::new(),
         frame_size: frame,
         mix: None,
         flows: Vec::new(),
