@@ -4,7 +4,7 @@
 
 use crate::driver::{describe_port, EngineRunner};
 use crate::dut_cpu::DutCpuMeter;
-use crate::error::{bail, Result};
+use crate::error::Result;
 use crate::exit::Outcome;
 use crate::plan::{BedPlan, DutPlan};
 use crate::ports;
@@ -163,16 +163,16 @@ fn search_bounds<'p>(plan: &'p Rfc2544Plan, bed: &ports::TestBed) -> Result<Vec<
     let mut searches = Vec::new();
     for frames in &plan.frames {
         let line_fps = bed.line_rate_fps(frames);
-        let max_fps = plan.max_rate.map_or(line_fps, |r| bed.fps(frames, r));
-        if max_fps > line_fps * 1.000_001 {
-            bail!(BadInput,
-                "--max-rate {} is above the line rate for {} ({:.0} frames/s at {}): lower it or set --line-speed",
+        let max_fps = match plan.max_rate {
+            None => line_fps,
+            Some(r) => crate::driver::fps_within_line(
+                bed,
+                r,
                 plan.max_rate_text.as_deref().unwrap_or_default(),
-                frames.describe(),
-                line_fps,
-                report::line_speed(bed.line_bps)
-            );
-        }
+                "--max-rate",
+                frames,
+            )?,
+        };
         let mut cfg = ThroughputConfig::new(max_fps, plan.trial_duration);
         cfg.resolution = plan.resolution;
         cfg.allowed_loss_ratio = plan.allowed_loss;

@@ -5,7 +5,7 @@
 
 use crate::driver::EngineRunner;
 use crate::dut_cpu::DutCpuMeter;
-use crate::error::{bail, err, Result};
+use crate::error::{err, Result};
 use crate::exit::Outcome;
 use crate::plan::BedPlan;
 use crate::plan::DutPlan;
@@ -94,19 +94,11 @@ pub fn run(plan: CpuTargetPlan, interrupt: &AtomicBool) -> Result<Outcome> {
 /// for each: checked before the first trial, so a bad value stops the
 /// run before anything is measured.
 fn check_rates(plan: &CpuTargetPlan, bed: &ports::TestBed) -> Result<()> {
-    let line_bps = bed.line_bps;
     for f in &plan.frames {
         bed.engine.check_frame(*f)?;
-        let line_fps = f.line_rate_fps(line_bps);
         if let (Some(rate), Some(text)) = (plan.max_rate, &plan.max_rate_text) {
-            let fps = rate.to_fps(*f, line_bps);
-            if fps > line_fps * 1.000_001 {
-                bail!(BadInput,
-                    "--max-rate {text} is {fps:.0} frames/s, above the line rate for {}-byte frames ({line_fps:.0} frames/s at {}): lower it or set --line-speed",
-                    f.frame(),
-                    linerate_results::report::line_speed(line_bps)
-                );
-            }
+            let frames = linerate_wire::Frames::Size(*f);
+            crate::driver::fps_within_line(bed, rate, text, "--max-rate", &frames)?;
         }
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! `linerate trial`: one fixed-rate trial from port A to port B.
 
 use crate::dut_cpu::DutCpuPlan;
-use crate::error::{bail, Result};
+use crate::error::Result;
 use crate::exit::Outcome;
 use crate::outputs::write_json;
 use crate::plan::BedPlan;
@@ -51,17 +51,7 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     let mut bed = ports::open(&bed_plan, frame.buffer_len(), interrupt)?;
     bed.engine.check_frame(frame)?;
     let line_fps = bed.line_rate_fps(&frames);
-    let fps = bed.fps(&frames, rate);
-    if fps > line_fps * 1.000_001 {
-        bail!(BadInput,
-            "--rate {} is {:.0} frames/s, above the line rate for {} ({:.0} frames/s at {}): lower the rate or set --line-speed",
-            rate_text,
-            fps,
-            frames.describe(),
-            line_fps,
-            report::line_speed(bed.line_bps)
-        );
-    }
+    let fps = crate::driver::fps_within_line(&bed, rate, &rate_text, "--rate", &frames)?;
     // ARP, and learning frames when the destination varies.
     bed.engine.resolve()?;
     // Why this engine, and how the ports count (auto's choice, a port
