@@ -171,7 +171,12 @@ pub fn open_with(
         &b,
         &opts,
         Threads {
-            a: plan.tx_threads,
+            // Decryption: port B alone sends (port A only receives).
+            a: if direction == Some(Direction::Decrypt) {
+                1
+            } else {
+                plan.tx_threads
+            },
             b: if b_sends { plan.tx_threads } else { 1 },
             // Port A receives test frames only when port B sends them too.
             rx_a: if plan.bidirectional {
