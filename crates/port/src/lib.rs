@@ -75,6 +75,26 @@ pub struct PortInfo {
     pub max_frame_len: usize,
 }
 
+impl PortInfo {
+    /// A port on `ifname` (in `netns`) as its link reports it, whose
+    /// buffers hold frames up to `max_frame_len`.
+    pub(crate) fn of_link(
+        ifname: &str,
+        netns: Option<&str>,
+        facts: &link::LinkFacts,
+        max_frame_len: usize,
+    ) -> PortInfo {
+        PortInfo {
+            ifname: ifname.to_string(),
+            netns: netns.map(str::to_string),
+            mac: facts.mac,
+            mtu: facts.mtu,
+            speed_bps: facts.speed_bps,
+            max_frame_len,
+        }
+    }
+}
+
 /// The transmit half of a port.
 pub trait TxQueue: Send {
     /// Fills up to `n` free transmit buffers: `fill(i, buf)` writes frame `i`

@@ -73,14 +73,7 @@ impl AfPacketPort {
             }
             let rx = rx.bind(facts.ifindex)?;
             let tx = TxRing::open(ifname, facts.ifindex, opts)?;
-            let info = PortInfo {
-                ifname: ifname.to_string(),
-                netns: netns.map(str::to_string),
-                mac: facts.mac,
-                mtu: facts.mtu,
-                speed_bps: facts.speed_bps,
-                max_frame_len: tx.max_frame_len(),
-            };
+            let info = PortInfo::of_link(ifname, netns, &facts, tx.max_frame_len());
             Ok(AfPacketPort { info, tx, rx })
         })
     }

@@ -343,14 +343,7 @@ fn open_here(
     socket::bind_control(&control, facts.ifindex, ifname)?;
     let rx = XskRx::new(rx, control, redirect, ifname);
 
-    let info = PortInfo {
-        ifname: ifname.to_string(),
-        netns: netns.map(str::to_string),
-        mac: facts.mac,
-        mtu: facts.mtu,
-        speed_bps: facts.speed_bps,
-        max_frame_len,
-    };
+    let info = PortInfo::of_link(ifname, netns, &facts, max_frame_len);
     Ok(AfXdpPort {
         info,
         mode,
