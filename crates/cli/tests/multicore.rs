@@ -197,6 +197,21 @@ fn af_xdp_two_threads_use_both_queues_and_are_exact() {
     assert_both_queues_carried_the_trial(&per_queue, &t);
 }
 
+/// A back-to-back af_packet trial on the pair in `ns` with 2 generator
+/// and 2 receiving threads, 64-byte frames, and `extra`.
+fn two_receiving_threads_trial(ns: &str, extra: &[&str]) -> (Run, serde_json::Value) {
+    let threads = [
+        "--engine",
+        "af_packet",
+        "--tx-threads",
+        "2",
+        "--rx-threads",
+        "2",
+    ];
+    let args = [&threads[..], &["--frame-size", "64"], extra].concat();
+    b2b_trial(ns, &args, PER_QUEUE_TEST_FPS)
+}
+
 /// `--rx-threads 2` with af_packet: port B's packet socket is a fanout
 /// group of two, and the kernel steers each test frame to the socket of
 /// its stream (stream i to thread i mod 2). Two generator threads send a
@@ -210,17 +225,7 @@ fn af_packet_two_receiving_threads_each_count_whole_streams_exactly() {
         return;
     }
     let (ns, _guard) = back_to_back_multiqueue("rt", 2);
-    let extra = [
-        "--engine",
-        "af_packet",
-        "--tx-threads",
-        "2",
-        "--rx-threads",
-        "2",
-        "--frame-size",
-        "64",
-    ];
-    let (run, t) = b2b_trial(&ns, &extra, PER_QUEUE_TEST_FPS);
+    let (run, t) = two_receiving_threads_trial(&ns, &[]);
     assert_exact(&t, PER_QUEUE_TEST_FPS);
     assert_eq!(t["receiver"], "socket", "{}", run.dump());
     let per_thread: Vec<u64> = t["rx_threads"]
@@ -246,18 +251,7 @@ fn bidirectional_receiving_threads_are_exact_both_ways() {
         return;
     }
     let (ns, _guard) = back_to_back_multiqueue("rb", 2);
-    let extra = [
-        "--engine",
-        "af_packet",
-        "--tx-threads",
-        "2",
-        "--rx-threads",
-        "2",
-        "--bidirectional",
-        "--frame-size",
-        "64",
-    ];
-    let (run, t) = b2b_trial(&ns, &extra, PER_QUEUE_TEST_FPS);
+    let (run, t) = two_receiving_threads_trial(&ns, &["--bidirectional"]);
     let dirs = t["directions"]
         .as_array()
         .unwrap_or_else(|| panic!("{}", run.dump()));

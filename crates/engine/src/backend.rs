@@ -142,10 +142,6 @@ pub trait Receiver: Send {
     fn kind(&self) -> ReceiverKind {
         ReceiverKind::Socket
     }
-    /// How many threads receive ([`crate::SplitRx`] has several).
-    fn threads(&self) -> usize {
-        1
-    }
     /// Passes every arriving frame through `transform` before it is
     /// counted. Err: this receiver counts where no transform can run (in
     /// the kernel); the transform is handed back.

@@ -40,11 +40,6 @@ impl SplitRx {
         assert!(!parts.is_empty(), "a port receives on one thread at least");
         SplitRx { parts }
     }
-
-    /// How many threads receive.
-    pub fn threads(&self) -> usize {
-        self.parts.len()
-    }
 }
 
 impl Receiver for SplitRx {
@@ -132,10 +127,6 @@ impl Receiver for SplitRx {
 
     fn kind(&self) -> crate::ReceiverKind {
         self.parts[0].kind()
-    }
-
-    fn threads(&self) -> usize {
-        self.parts.len()
     }
 }
 

@@ -99,9 +99,7 @@ impl AfPacketPort {
                 .collect()
         })
     }
-}
 
-impl AfPacketPort {
     /// The port split as [`Port::split`] does, its receive side on `count`
     /// rings (at least one), one per receiving thread: the port's own ring
     /// and `count - 1` more, all in one fanout group that gives each ring
