@@ -14,7 +14,7 @@
 //! (`initiator`), the responder's (`responder::ResponderMachine`) and the
 //! established IKE SA of either role (`tunnel`) take datagrams and the time
 //! and produce datagrams and outcomes, with no socket inside. Three small
-//! drivers put them on sockets:
+//! drivers in [`io`] put them on sockets:
 //!
 //! - [`Session::connect`]: one tunnel, blocking through IKE_SA_INIT and
 //!   IKE_AUTH; the result holds the [`ChildSa`]: two [`SaKeys`] for the
@@ -33,32 +33,34 @@
 pub mod config;
 mod crypto;
 pub mod error;
-mod esp_filter;
 pub mod event;
-pub mod fleet;
 mod ike_rekey;
 mod initiator;
-#[cfg(any(test, feature = "test-support"))]
-#[doc(hidden)]
-pub mod loopback;
+pub mod io;
 mod proposal;
 mod protect;
 pub mod responder;
 pub mod sa;
-pub mod session;
 mod tunnel;
 pub mod wire;
+
+// The drivers at their paths from before `io`.
+#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
+pub use io::loopback;
+pub use io::{fleet, session};
 
 pub use config::{Config, FleetConfig, Peer, Ports, Psk, ResponderConfig, Retransmit};
 pub use crypto::{DhGroup, Encr, Integ, Prf};
 pub use error::{ConfigError, IkeError};
 pub use event::Event;
-pub use fleet::{Deletes, Fleet, PeerEvent, Setup};
+pub use io::fleet::{Deletes, Fleet, PeerEvent, Setup};
+pub use io::responder::Responder;
+pub use io::session::{Session, Sockets};
 pub use linerate_esp::{EspSuite, SaKeys};
 pub use proposal::{IkeProposal, IkeProposals, IkeSuite, ProposalError};
 /// The random sources the state machines take (`rand_core::OsRng`).
 pub use rand_core;
-pub use responder::{Responder, ResponderEvent, ResponderMachine};
+pub use responder::{ResponderEvent, ResponderMachine};
 pub use sa::{ChildInstaller, ChildSa};
-pub use session::{Session, Sockets};
 pub use wire::{Identity, ParseError, TrafficSelector};

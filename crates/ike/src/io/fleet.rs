@@ -31,22 +31,16 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
-use std::io::{self, IoSlice, IoSliceMut};
+use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand_core::OsRng;
 
-use nix::errno::Errno;
 use nix::libc;
-use nix::poll::{PollFd, PollFlags, PollTimeout};
-use nix::sys::socket::{
-    recvmsg, sendmsg, setsockopt, sockopt, ControlMessage, ControlMessageOwned, MsgFlags,
-    SockaddrIn,
-};
+use nix::sys::socket::{setsockopt, sockopt};
 
 use crate::config::Ports;
 pub use crate::config::{FleetConfig, Peer};
@@ -54,6 +48,7 @@ use crate::crypto::DhGroup;
 use crate::error::IkeError;
 use crate::event::Event;
 use crate::initiator::{Initiator, Local, Shared};
+use crate::io::udp::{recv_to, send_from, wait_readable};
 use crate::sa::{ChildInstaller, ChildSa};
 use crate::tunnel::{receiver_spi, Outbox, Output, NON_ESP_MARKER};
 use crate::wire::Header;
@@ -194,85 +189,6 @@ fn wildcard_socket(port: u16) -> Result<UdpSocket, IkeError> {
     Ok(socket)
 }
 
-/// Sends `data` from `from` to `to` (the source chosen by IP_PKTINFO).
-pub(crate) fn send_from(
-    socket: &UdpSocket,
-    data: &[u8],
-    from: Ipv4Addr,
-    to: SocketAddrV4,
-) -> io::Result<()> {
-    let info = libc::in_pktinfo {
-        ipi_ifindex: 0,
-        ipi_spec_dst: libc::in_addr {
-            s_addr: u32::from(from).to_be(),
-        },
-        ipi_addr: libc::in_addr { s_addr: 0 },
-    };
-    let dst = SockaddrIn::from(to);
-    sendmsg(
-        socket.as_raw_fd(),
-        &[IoSlice::new(data)],
-        &[ControlMessage::Ipv4PacketInfo(&info)],
-        MsgFlags::empty(),
-        Some(&dst),
-    )
-    .map(|_| ())
-    .map_err(io::Error::from)
-}
-
-/// One datagram without waiting: its length, source and destination
-/// address; `None` when there is none.
-pub(crate) fn recv_to(
-    socket: &UdpSocket,
-    buf: &mut [u8],
-    cmsg: &mut Vec<u8>,
-) -> io::Result<Option<(usize, SocketAddrV4, Option<Ipv4Addr>)>> {
-    let mut iov = [IoSliceMut::new(buf)];
-    loop {
-        let msg = match recvmsg::<SockaddrIn>(
-            socket.as_raw_fd(),
-            &mut iov,
-            Some(cmsg),
-            MsgFlags::MSG_DONTWAIT,
-        ) {
-            Ok(m) => m,
-            Err(Errno::EAGAIN) => return Ok(None),
-            Err(Errno::EINTR | Errno::ECONNREFUSED) => continue,
-            Err(e) => return Err(e.into()),
-        };
-        let Some(from) = msg.address.map(SocketAddrV4::from) else {
-            continue;
-        };
-        let mut to = None;
-        if let Ok(list) = msg.cmsgs() {
-            for c in list {
-                if let ControlMessageOwned::Ipv4PacketInfo(info) = c {
-                    to = Some(Ipv4Addr::from(u32::from_be(info.ipi_addr.s_addr)));
-                }
-            }
-        }
-        return Ok(Some((msg.bytes, from, to)));
-    }
-}
-
-/// Waits until one of `sockets` is readable or `until`.
-pub(crate) fn wait_readable(sockets: [&UdpSocket; 2], until: Option<Instant>) {
-    let timeout = match until {
-        None => PollTimeout::NONE,
-        Some(t) => {
-            let left = t.saturating_duration_since(Instant::now());
-            // Round up to the millisecond poll counts in.
-            let ms = left.as_micros().div_ceil(1000).min(60_000) as u16;
-            PollTimeout::from(ms)
-        }
-    };
-    let mut fds = [
-        PollFd::new(sockets[0].as_fd(), PollFlags::POLLIN),
-        PollFd::new(sockets[1].as_fd(), PollFlags::POLLIN),
-    ];
-    let _ = nix::poll::poll(&mut fds, timeout);
-}
-
 impl Fleet {
     /// Binds the fleet's sockets in the calling thread's network namespace
     /// (the peers' addresses must be local there, or routed to it with
@@ -299,7 +215,7 @@ impl Fleet {
         let natt = wildcard_socket(config.local_ports.natt)?;
         // The fleet never reads ESP: the peers' ESP is the data path's,
         // and dropped in the kernel rather than queued here.
-        crate::esp_filter::ignore_esp(&natt).map_err(|e| {
+        crate::io::esp_filter::ignore_esp(&natt).map_err(|e| {
             IkeError::io(
                 format!("cannot filter ESP off UDP port {}", config.local_ports.natt),
                 e,
@@ -840,154 +756,16 @@ impl Drop for Fleet {
     }
 }
 
+/// For the tests in `fleet_tests.rs`.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::Retransmit;
-    use crate::loopback::LoopbackGateway;
-    use linerate_esp::EspSuite;
-    use std::sync::Mutex;
-
-    /// linerate's own CHILD_SA rekey: the new SA is installed before the
-    /// Delete of the old one leaves, so the gateway (which sends on the
-    /// new SA once the old one is deleted, as charon does) never sends a
-    /// frame linerate has no SA for. The installer takes 100 ms here: had
-    /// the Delete left before it, the gateway would have answered it
-    /// during those 100 ms.
-    #[test]
-    fn a_rekeys_new_child_sa_is_installed_before_the_delete_of_the_old_one_leaves() {
-        let gateway = LoopbackGateway::start();
-        let (mut fleet, addresses) = gateway.fleet_up(1, true, Retransmit::default());
-        let installed: Arc<Mutex<Vec<(usize, u32, Instant)>>> = Arc::default();
-        let log = Arc::clone(&installed);
-        fleet.install_new_children(Box::new(move |peer, child| {
-            std::thread::sleep(Duration::from_millis(100));
-            let mut log = log.lock().unwrap();
-            log.push((peer, child.inbound.spi, Instant::now()));
-        }));
-        let old_spi = fleet.child(0).expect("up").inbound.spi;
-        fleet.rekey_child(0).expect("the rekey starts");
-        let rekeyed = PeerEvent {
-            peer: 0,
-            event: Event::ChildRekeyed,
-        };
-        let start = Instant::now();
-        let mut events = Vec::new();
-        while !events.contains(&rekeyed) && start.elapsed() < Duration::from_secs(5) {
-            events.extend(fleet.poll(Duration::from_millis(50)));
-        }
-        assert!(events.contains(&rekeyed), "{events:?}");
-        let new_spi = fleet.child(0).expect("up").inbound.spi;
-        assert_ne!(new_spi, old_spi);
-        let installed = installed.lock().unwrap().clone();
-        assert_eq!(installed.len(), 1, "installed once: {installed:?}");
-        let (peer, spi, installed_at) = installed[0];
-        assert_eq!((peer, spi), (0, new_spi), "the new SA, for peer 0");
-        // The gateway's answer to the Delete of the old CHILD_SA.
-        let deleted = |a: &crate::loopback::Answered| {
-            a.event == Event::RekeyedChildDeleted && *a.peer.ip() == addresses[0]
-        };
-        while !gateway.answered().iter().any(deleted) && start.elapsed() < Duration::from_secs(5) {
-            fleet.poll(Duration::from_millis(50));
-        }
-        let answered = gateway.answered();
-        let delete = answered.iter().find(|a| deleted(a));
-        let delete =
-            delete.unwrap_or_else(|| panic!("no Delete reached the gateway: {answered:?}"));
-        assert!(
-            delete.at > installed_at,
-            "the gateway had the Delete {:?} before the new SA was installed",
-            installed_at.saturating_duration_since(delete.at)
-        );
+impl Fleet {
+    /// At most `window` attempts (and Deletes) in flight.
+    pub(crate) fn set_window(&mut self, window: usize) {
+        self.window = window;
     }
 
-    /// Polls until `peer` reports `Event::RekeyFailed`; its reason.
-    fn rekey_failure(fleet: &mut Fleet, peer: usize) -> Option<IkeError> {
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(5) {
-            let events = fleet.poll(Duration::from_millis(50));
-            let failed = PeerEvent {
-                peer,
-                event: Event::RekeyFailed,
-            };
-            if events.contains(&failed) {
-                return fleet.rekey_error(peer);
-            }
-        }
-        None
-    }
-
-    /// Deletes go through the set-up window and those no answer ended are
-    /// reported (issue 41: 2,000 Deletes at once overflowed the gateway's
-    /// receive buffer, and 27 tunnels stayed up, unreported). Answered:
-    /// every one, none unanswered. With the gateway gone: every one
-    /// unanswered, and 6 Deletes through a window of 2 take 3 rounds of
-    /// tries at least, where all at once would take one.
-    #[test]
-    fn deletes_are_paced_by_the_window_and_the_unanswered_reported() {
-        let mut gateway = LoopbackGateway::start();
-        let retransmit = Retransmit {
-            timeout: Duration::from_millis(50),
-            tries: 2,
-        };
-        let (mut fleet, _) = gateway.fleet_up(6, false, retransmit);
-        fleet.window = 2;
-        let deletes = fleet.delete_all();
-        assert_eq!(
-            (deletes.asked, deletes.unanswered.len()),
-            (6, 0),
-            "{deletes:?}"
-        );
-        assert_eq!(fleet.established(), 0);
-
-        let (mut fleet, _) = gateway.fleet_up(6, false, retransmit);
-        fleet.window = 2;
-        gateway.stop();
-        let start = Instant::now();
-        let deletes = fleet.delete_all();
-        let took = start.elapsed();
-        assert_eq!(deletes.asked, 6);
-        assert_eq!(deletes.unanswered, [0, 1, 2, 3, 4, 5], "took {took:?}");
-        // One Delete's tries: 50 ms, then 100 ms.
-        let one = Duration::from_millis(150);
-        assert!(
-            took >= 3 * one,
-            "6 Deletes through a window of 2 took {took:?}"
-        );
-    }
-
-    /// Two peers against linerate's responder on the loopback: one
-    /// offers another ESP suite in its CHILD_SA rekey (the responder
-    /// answers NO_PROPOSAL_CHOSEN), the other rekeys once the responder is
-    /// gone (no answer after the tries): each failure's reason reaches the
-    /// caller, once.
-    #[test]
-    fn a_failed_rekey_says_why() {
-        let mut gateway = LoopbackGateway::start();
-        let retransmit = Retransmit {
-            timeout: Duration::from_millis(100),
-            tries: 2,
-        };
-        let (mut fleet, _) = gateway.fleet_up(2, false, retransmit);
-
-        // Peer 0 offers a suite the responder does not take.
-        let machine = fleet.slots[0].machine.as_mut().unwrap();
-        machine.tunnel_mut().unwrap().esp = EspSuite::Aes256Sha256;
-        fleet.rekey_child(0).unwrap();
-        let why = rekey_failure(&mut fleet, 0);
-        assert!(
-            matches!(why, Some(IkeError::NoProposalChosen { .. })),
-            "{why:?}"
-        );
-        assert!(fleet.rekey_error(0).is_none(), "given once");
-        assert!(fleet.child(0).is_some(), "the old CHILD_SA stays");
-
-        gateway.stop();
-        fleet.rekey_child(1).unwrap();
-        let why = rekey_failure(&mut fleet, 1);
-        assert!(
-            matches!(why, Some(IkeError::NoAnswer { tries: 2, .. })),
-            "{why:?}"
-        );
+    /// The tunnel of `peer`, once its IKE SA is up.
+    pub(crate) fn tunnel_mut(&mut self, peer: usize) -> Option<&mut crate::tunnel::Tunnel> {
+        self.slots[peer].machine.as_mut()?.tunnel_mut()
     }
 }

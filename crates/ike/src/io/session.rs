@@ -21,6 +21,7 @@ use rand_core::OsRng;
 pub use crate::config::{Config, Ports, Psk, Retransmit};
 pub use crate::event::Event;
 
+use crate::crypto::DhGroup;
 use crate::error::IkeError;
 use crate::initiator::{Initiator, Local, Shared};
 use crate::proposal::IkeSuite;
@@ -465,7 +466,7 @@ impl Session {
     /// it (strongSwan's `esp_proposals = aes256gcm16-x25519`); `None`
     /// (the default): no PFS. Rekeys the gateway starts are answered with
     /// the group it asks for.
-    pub fn set_rekey_pfs(&mut self, group: Option<crate::DhGroup>) {
+    pub fn set_rekey_pfs(&mut self, group: Option<DhGroup>) {
         if let Some(t) = self.machine.tunnel_mut() {
             t.pfs = group;
         }
@@ -544,7 +545,7 @@ impl Session {
     /// carries the ESP, the thread that answers the gateway's IKE requests
     /// is not woken by it. [`Session::recv_esp`] then receives nothing.
     pub fn ignore_esp(&self) -> Result<(), IkeError> {
-        crate::esp_filter::ignore_esp(&self.transport.sockets.natt).map_err(|e| {
+        crate::io::esp_filter::ignore_esp(&self.transport.sockets.natt).map_err(|e| {
             IkeError::io(
                 "cannot filter ESP off the IKE socket on port 4500".to_string(),
                 e,

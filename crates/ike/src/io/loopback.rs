@@ -16,11 +16,12 @@ use std::time::{Duration, Instant};
 
 use linerate_esp::EspSuite;
 
-use crate::config::{Ports, Psk, Retransmit};
+use crate::config::{FleetConfig, Peer, Ports, Psk, ResponderConfig, Retransmit};
 use crate::event::Event;
-use crate::fleet::{Fleet, FleetConfig, Peer};
+use crate::io::fleet::Fleet;
+use crate::io::responder::Responder;
 use crate::proposal::IkeProposals;
-use crate::responder::{Responder, ResponderConfig, ResponderEvent};
+use crate::responder::ResponderEvent;
 use crate::wire::TrafficSelector;
 
 /// The ESP suite both ends offer.
