@@ -17,10 +17,11 @@ use crate::crypto::{
     ike_keys, nat_hash, psk_auth, random_bytes, random_u64, BoxedRng, DhGroup, DhPrivate,
 };
 use crate::error::IkeError;
+use crate::ike_sa::IkeSa;
 use crate::proposal::{IkeProposals, IkeSuite};
 use crate::sa::ChildSa;
 use crate::tunnel::{
-    accepted_esp, child_sa_keys_ordered, esp_proposal, new_esp_spi, IkeSa, Outbox, Output, Request,
+    accepted_esp, child_sa_keys_ordered, esp_proposal, new_esp_spi, Outbox, Output, Request,
     Transmit, Tunnel,
 };
 use crate::wire::{
@@ -111,8 +112,8 @@ pub(crate) struct Initiator {
 }
 
 impl Initiator {
-    /// An initiator whose randomness comes from `rng` (the drivers give
-    /// `rand_core::OsRng`).
+    /// An initiator whose randomness comes from `rng` (the drivers in
+    /// `io` give the operating system's source).
     pub(crate) fn new(shared: Arc<Shared>, local: Local, mut rng: BoxedRng) -> Initiator {
         let spi_i = loop {
             let spi = random_u64(&mut *rng);
@@ -825,13 +826,14 @@ mod tests {
     use crate::config::ResponderConfig;
     use crate::crypto::SeededRng;
     use crate::responder::ResponderMachine;
+    use crate::test_clock::t0;
     use crate::tunnel::Output;
     use std::net::SocketAddrV4;
 
     /// Carries the initiator's datagrams to the responder and its answers
     /// back (without the non-ESP marker on 4500), until both are quiet.
     fn shuttle(i: &mut Initiator, r: &mut ResponderMachine, out: &mut Outbox, from: SocketAddrV4) {
-        let now = Instant::now();
+        let now = t0();
         for _ in 0..10 {
             let sent: Vec<_> = out.transmits.drain(..).collect();
             if sent.is_empty() {
@@ -873,7 +875,7 @@ mod tests {
                 remote_ts: net("198.18.0.0/16"),
                 retransmit: Retransmit::default(),
             },
-            Instant::now(),
+            t0(),
             Box::new(SeededRng::new(2)),
         );
         let peer = Ipv4Addr::new(192, 0, 2, 2);
@@ -902,7 +904,7 @@ mod tests {
         };
         let mut initiator = Initiator::new(shared, local, Box::new(SeededRng::new(1)));
         let mut out = Outbox::default();
-        let now = Instant::now();
+        let now = t0();
         initiator.start(now, &mut out);
         // IKE_SA_INIT there and back; IKE_AUTH is sent, not yet delivered.
         let init: Vec<_> = out.transmits.drain(..).collect();
@@ -966,7 +968,7 @@ mod tests {
     /// message.
     #[test]
     fn a_seeded_random_source_gives_a_byte_identical_ike_sa_init() {
-        let now = Instant::now();
+        let now = t0();
         let first = |group: &str, seed: u64| {
             let mut i = seeded(group, seed);
             let mut out = Outbox::default();

@@ -35,12 +35,15 @@ mod crypto;
 pub mod error;
 pub mod event;
 mod ike_rekey;
+mod ike_sa;
 mod initiator;
 pub mod io;
 mod proposal;
 mod protect;
 pub mod responder;
 pub mod sa;
+#[cfg(test)]
+mod test_clock;
 mod tunnel;
 pub mod wire;
 

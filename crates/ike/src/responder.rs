@@ -21,11 +21,12 @@ use crate::crypto::{
 };
 use crate::error::IkeError;
 use crate::event::Event;
+use crate::ike_sa::{receiver_spi, IkeSa};
 use crate::protect::open;
 use crate::sa::ChildSa;
 use crate::tunnel::{
-    child_sa_keys_ordered, choose_esp, esp_proposal, new_esp_spi, receiver_spi, IkeSa, Outbox,
-    Output, Tunnel, NON_ESP_MARKER,
+    child_sa_keys_ordered, choose_esp, esp_proposal, new_esp_spi, Outbox, Output, Tunnel,
+    NON_ESP_MARKER,
 };
 use crate::wire::{
     auth_method, exchange, flags, notify, Header, Identity, Message, Notify, Payload,
@@ -105,8 +106,9 @@ pub struct ResponderMachine {
 
 impl ResponderMachine {
     /// A responder started at `now` (the clock its half-open SAs are
-    /// swept by), whose randomness comes from `rng`: `rand_core::OsRng`
-    /// outside tests (re-exported as `linerate_ike::rand_core`).
+    /// swept by), whose randomness comes from `rng`: the operating
+    /// system's source outside tests (`rand_core`'s, re-exported as
+    /// `linerate_ike::rand_core`).
     pub fn new(
         config: ResponderConfig,
         now: Instant,

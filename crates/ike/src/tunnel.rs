@@ -12,16 +12,16 @@ use std::time::{Duration, Instant};
 use linerate_esp::{EspSuite, SaKeys};
 
 use crate::config::Retransmit;
-use crate::crypto::{child_keys, random_bytes, random_u32, DhGroup, DhPrivate, IkeKeys, Rng};
+use crate::crypto::{child_keys, random_bytes, random_u32, DhGroup, DhPrivate, Rng};
 use crate::error::IkeError;
 use crate::event::Event;
 use crate::ike_rekey::{self, IkeRekeyState};
-use crate::proposal::IkeSuite;
-use crate::protect::{open, seal, Keys};
+use crate::ike_sa::IkeSa;
+use crate::protect::open;
 use crate::sa::ChildSa;
 use crate::wire::{
-    exchange, flags, notify, protocol, transform, Delete, Header, Message, Notify, Payload,
-    Proposal, Transform,
+    exchange, notify, protocol, transform, Delete, Header, Message, Notify, Payload, Proposal,
+    Transform,
 };
 
 /// The four zero bytes before an IKE message on port 4500, where an ESP
@@ -77,113 +77,6 @@ pub(crate) enum Output {
 pub(crate) struct Outbox {
     pub transmits: VecDeque<Transmit>,
     pub outputs: VecDeque<Output>,
-}
-
-/// The state of an IKE SA: keys, nonces, message IDs.
-pub(crate) struct IkeSa {
-    /// Whether linerate is the original initiator (flags, key directions).
-    pub initiator: bool,
-    pub spi_i: u64,
-    pub spi_r: u64,
-    pub suite: IkeSuite,
-    pub keys: IkeKeys,
-    pub ni: Vec<u8>,
-    pub nr: Vec<u8>,
-    /// The message ID of our next request.
-    pub next_id: u32,
-    /// The message ID the peer's next request must have.
-    pub peer_id: u32,
-    /// Our answer to the peer's last request, sent again when the request
-    /// comes again (RFC 7296 §2.1: responses are retransmitted, not
-    /// recomputed).
-    pub last_answer: Option<(u32, Vec<u8>)>,
-}
-
-impl IkeSa {
-    pub(crate) fn out_keys(&self) -> Keys<'_> {
-        let (e, a) = if self.initiator {
-            (&self.keys.sk_ei, &self.keys.sk_ai)
-        } else {
-            (&self.keys.sk_er, &self.keys.sk_ar)
-        };
-        Keys {
-            encr: self.suite.encryption,
-            integ: self.suite.integrity,
-            encryption_key: e,
-            integrity_key: a,
-        }
-    }
-
-    pub(crate) fn in_keys(&self) -> Keys<'_> {
-        let (e, a) = if self.initiator {
-            (&self.keys.sk_er, &self.keys.sk_ar)
-        } else {
-            (&self.keys.sk_ei, &self.keys.sk_ai)
-        };
-        Keys {
-            encr: self.suite.encryption,
-            integ: self.suite.integrity,
-            encryption_key: e,
-            integrity_key: a,
-        }
-    }
-
-    pub(crate) fn seal(
-        &self,
-        kind: u8,
-        response: bool,
-        id: u32,
-        payloads: &[Payload],
-        rng: Rng<'_>,
-    ) -> Vec<u8> {
-        let f = if self.initiator { flags::INITIATOR } else { 0 }
-            | if response { flags::RESPONSE } else { 0 };
-        let header = Header::new(self.spi_i, self.spi_r, kind, f, id);
-        seal(&self.out_keys(), header, payloads, rng)
-    }
-
-    /// Opens `data` if it is the answer to our request `id` of `kind`.
-    pub(crate) fn open_response(&self, data: &[u8], kind: u8, id: u32) -> Option<Message> {
-        let h = Header::parse(data).ok()?;
-        if h.spi_i != self.spi_i
-            || h.spi_r != self.spi_r
-            || !h.is_response()
-            || h.from_initiator() == self.initiator
-            || h.exchange != kind
-            || h.message_id != id
-        {
-            return None;
-        }
-        open(&self.in_keys(), data).ok()
-    }
-
-    /// Our SPI of this IKE SA: SPIi when we are its original initiator.
-    pub(crate) fn own_spi(&self) -> u64 {
-        if self.initiator {
-            self.spi_i
-        } else {
-            self.spi_r
-        }
-    }
-
-    /// Whether `h` is a request of the peer on this IKE SA.
-    fn is_peer_request(&self, h: &Header) -> bool {
-        h.spi_i == self.spi_i
-            && h.spi_r == self.spi_r
-            && !h.is_response()
-            && h.from_initiator() != self.initiator
-    }
-}
-
-/// The receiver's SPI in a message's header: SPIr when the sender is the
-/// SA's original initiator, else SPIi. After an IKE SA rekey the peer
-/// that started it is the new SA's initiator, so either can be ours.
-pub(crate) fn receiver_spi(h: &Header) -> u64 {
-    if h.from_initiator() {
-        h.spi_r
-    } else {
-        h.spi_i
-    }
 }
 
 /// A request of ours, sent until answered: after `retransmit.timeout`,
@@ -1288,5 +1181,196 @@ mod tests {
                 Some((1, 0xc100_0002, Some(DhGroup::Modp2048)))
             );
         }
+    }
+}
+
+/// Two tunnels, linerate's initiator and responder sides of one IKE SA,
+/// rekey it both ways in memory (`ike_rekey.rs` through `Tunnel`): the derivation (§2.18) is checked by
+/// both sides arriving at the same keys, and by the CHILD_SA rekey and
+/// the Delete that the new keys then carry.
+#[cfg(test)]
+mod ike_rekey_tests {
+    use super::*;
+    use crate::crypto::{ike_keys, Encr, Integ, Prf, SeededRng};
+    use crate::proposal::IkeSuite;
+    use crate::test_clock::t0;
+    use std::net::{Ipv4Addr, SocketAddrV4};
+
+    fn suite() -> IkeSuite {
+        IkeSuite {
+            encryption: Encr::AesCbc128,
+            integrity: Integ::HmacSha256_128,
+            prf: Prf::HmacSha256,
+            group: DhGroup::Curve25519,
+        }
+    }
+
+    fn sa(initiator: bool) -> IkeSa {
+        let (ni, nr) = (vec![1u8; 32], vec![2u8; 32]);
+        let keys = ike_keys(
+            Prf::HmacSha256,
+            Integ::HmacSha256_128,
+            Encr::AesCbc128,
+            &[7u8; 32],
+            &ni,
+            &nr,
+            0x1111,
+            0x2222,
+        );
+        IkeSa {
+            initiator,
+            spi_i: 0x1111,
+            spi_r: 0x2222,
+            suite: suite(),
+            keys,
+            ni,
+            nr,
+            next_id: 2,
+            peer_id: 2,
+            last_answer: None,
+        }
+    }
+
+    fn tunnel(initiator: bool) -> Tunnel {
+        let keys = |spi| SaKeys {
+            suite: EspSuite::Aes256Gcm16,
+            spi,
+            encryption_key: vec![0; 36],
+            integrity_key: Vec::new(),
+        };
+        let (a, b) = (SocketAddrV4::new(Ipv4Addr::LOCALHOST, 4500), 0x1000);
+        let child = ChildSa {
+            outbound: keys(if initiator { b } else { b + 1 }),
+            inbound: keys(if initiator { b + 1 } else { b }),
+            local_ts: Vec::new(),
+            remote_ts: Vec::new(),
+            local: a,
+            remote: a,
+            udp_encap: true,
+        };
+        let mut t = Tunnel::new(
+            sa(initiator),
+            child,
+            EspSuite::Aes256Gcm16,
+            None,
+            Retransmit::default(),
+            false,
+            std::net::SocketAddr::V4(a),
+            t0(),
+        );
+        t.set_child_up();
+        t
+    }
+
+    /// Carries every datagram between the two until both are quiet; the
+    /// events each reported, and the rekeys that failed.
+    fn exchange(a: &mut Tunnel, b: &mut Tunnel, first: Outbox) -> [Vec<Event>; 2] {
+        let mut events = [Vec::new(), Vec::new()];
+        let mut boxes = [first, Outbox::default()];
+        let mut rng = SeededRng::new(100);
+        for _ in 0..20 {
+            for side in 0..2 {
+                let datagrams: Vec<_> = boxes[side].transmits.drain(..).collect();
+                let outputs: Vec<_> = boxes[side].outputs.drain(..).collect();
+                for o in outputs {
+                    match o {
+                        Output::Event(e) => events[side].push(e),
+                        Output::RekeyFailed(_) => events[side].push(Event::RekeyFailed),
+                        other => panic!("{other:?}"),
+                    }
+                }
+                let (to, out) = if side == 0 {
+                    (&mut *b, &mut boxes[1])
+                } else {
+                    (&mut *a, &mut boxes[0])
+                };
+                for d in datagrams {
+                    assert!(to.handle(&d.data, t0(), &mut rng, out), "unhandled");
+                }
+            }
+        }
+        events
+    }
+
+    fn same_sa(a: &Tunnel, b: &Tunnel) {
+        assert_eq!((a.ike.spi_i, a.ike.spi_r), (b.ike.spi_i, b.ike.spi_r));
+        assert_ne!(a.ike.initiator, b.ike.initiator);
+        assert_eq!(*a.ike.keys.sk_d, *b.ike.keys.sk_d);
+        assert_eq!(*a.ike.keys.sk_ei, *b.ike.keys.sk_ei);
+        assert_eq!(*a.ike.keys.sk_ar, *b.ike.keys.sk_ar);
+        assert_eq!(a.own_spis().1, None, "the old SA is deleted");
+        assert_eq!(b.own_spis().1, None, "the old SA is deleted");
+    }
+
+    #[test]
+    fn both_sides_of_an_ike_rekey_derive_the_same_new_sa() {
+        let (mut a, mut b) = (tunnel(true), tunnel(false));
+        let old_sk_d = a.ike.keys.sk_d.clone();
+        let mut out = Outbox::default();
+        a.rekey_ike(t0(), &mut SeededRng::new(11), &mut out)
+            .unwrap();
+        let events = exchange(&mut a, &mut b, out);
+        assert_eq!(events, [vec![Event::IkeRekeyed], vec![Event::IkeRekeyed]]);
+        same_sa(&a, &b);
+        assert!(a.ike.initiator, "the rekey's initiator is the new SA's");
+        assert_ne!(a.ike.spi_i, 0x1111);
+        assert_ne!(*a.ike.keys.sk_d, *old_sk_d);
+        // Message IDs restarted at 0; the Delete of the old SA went on it.
+        assert_eq!((a.ike.next_id, b.ike.peer_id), (0, 0));
+
+        // The other side rekeys: it becomes the new SA's initiator.
+        let mut out = Outbox::default();
+        b.rekey_ike(t0(), &mut SeededRng::new(12), &mut out)
+            .unwrap();
+        let events = exchange(&mut b, &mut a, out);
+        assert_eq!(events, [vec![Event::IkeRekeyed], vec![Event::IkeRekeyed]]);
+        same_sa(&a, &b);
+        assert!(b.ike.initiator && !a.ike.initiator);
+
+        // The new SK_d makes the CHILD_SA rekey's keys on both sides.
+        let mut out = Outbox::default();
+        a.rekey_child(t0(), &mut SeededRng::new(13), &mut out)
+            .unwrap();
+        let events = exchange(&mut a, &mut b, out);
+        assert_eq!(events[0], [Event::ChildRekeyed]);
+        assert_eq!(events[1], [Event::ChildRekeyed, Event::RekeyedChildDeleted]);
+        assert_eq!(a.child.outbound.spi, b.child.inbound.spi);
+        assert_eq!(
+            a.child.outbound.encryption_key,
+            b.child.inbound.encryption_key
+        );
+        assert_eq!(
+            a.child.inbound.encryption_key,
+            b.child.outbound.encryption_key
+        );
+    }
+
+    /// Both sides start an IKE SA rekey at once: each answers the other's
+    /// with TEMPORARY_FAILURE, both report the failure, nothing is
+    /// wedged: the next rekey goes through.
+    #[test]
+    fn simultaneous_ike_rekeys_fail_cleanly_and_the_next_one_works() {
+        let (mut a, mut b) = (tunnel(true), tunnel(false));
+        let mut out = Outbox::default();
+        a.rekey_ike(t0(), &mut SeededRng::new(14), &mut out)
+            .unwrap();
+        let mut theirs = Outbox::default();
+        b.rekey_ike(t0(), &mut SeededRng::new(15), &mut theirs)
+            .unwrap();
+        // b's request reaches a while a's is in flight, and the reverse.
+        for d in theirs.transmits.drain(..) {
+            assert!(a.handle(&d.data, t0(), &mut SeededRng::new(20), &mut out));
+        }
+        let events = exchange(&mut a, &mut b, out);
+        assert!(events[0].contains(&Event::RekeyFailed), "{events:?}");
+        assert!(events[1].contains(&Event::RekeyFailed), "{events:?}");
+        assert!(a.ike_up() && b.ike_up());
+        assert_eq!(a.ike.spi_i, 0x1111);
+        let mut out = Outbox::default();
+        a.rekey_ike(t0(), &mut SeededRng::new(16), &mut out)
+            .unwrap();
+        let events = exchange(&mut a, &mut b, out);
+        assert_eq!(events, [vec![Event::IkeRekeyed], vec![Event::IkeRekeyed]]);
+        same_sa(&a, &b);
     }
 }

@@ -47,10 +47,11 @@ pub use crate::config::{FleetConfig, Peer};
 use crate::crypto::DhGroup;
 use crate::error::IkeError;
 use crate::event::Event;
+use crate::ike_sa::receiver_spi;
 use crate::initiator::{Initiator, Local, Shared};
 use crate::io::udp::{recv_to, send_from, wait_readable};
 use crate::sa::{ChildInstaller, ChildSa};
-use crate::tunnel::{receiver_spi, Outbox, Output, NON_ESP_MARKER};
+use crate::tunnel::{Outbox, Output, NON_ESP_MARKER};
 use crate::wire::Header;
 
 /// How often a setup loop looks at its stop flag.
