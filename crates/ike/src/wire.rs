@@ -370,10 +370,10 @@ impl Identity {
     /// plain host name for an FQDN; `user@host` for an e-mail address;
     /// `keyid:#0a0b..` (hex) or `keyid:text` for a key ID. A gateway's
     /// administrator writes the same text in its `remote { id = ... }`.
-    pub fn parse(text: &str) -> Result<Identity, crate::ConfigError> {
+    pub fn parse(text: &str) -> Result<Identity, crate::error::ConfigError> {
         let text = text.trim();
         let bad = |why: &str| {
-            crate::ConfigError(format!(
+            crate::error::ConfigError(format!(
                 "identity '{text}' {why}: use an IPv4 address, @host.name, user@host or keyid:#hex"
             ))
         };
@@ -553,10 +553,10 @@ impl TrafficSelector {
 
     /// Reads `198.18.0.0/24`, `10.0.0.1` or `10.0.0.1-10.0.0.9`, as
     /// swanctl.conf's `local_ts`/`remote_ts` do (IPv4).
-    pub fn parse(text: &str) -> Result<TrafficSelector, crate::ConfigError> {
+    pub fn parse(text: &str) -> Result<TrafficSelector, crate::error::ConfigError> {
         let text = text.trim();
         let bad = || {
-            crate::ConfigError(format!(
+            crate::error::ConfigError(format!(
                 "traffic selector '{text}' is not an IPv4 subnet, address or range: write 198.18.0.0/24, 10.0.0.1 or 10.0.0.1-10.0.0.9"
             ))
         };
