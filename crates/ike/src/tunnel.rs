@@ -306,6 +306,22 @@ struct RekeyState {
     dh: Option<(DhPrivate, Vec<u8>)>,
 }
 
+/// Where a tunnel's IKE SA and CHILD_SA are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// The IKE SA is up, its CHILD_SA is not: before the handshake
+    /// installs it (`set_child_up`), or after the peer deleted it.
+    IkeUp,
+    /// The IKE SA and its CHILD_SA are up.
+    ChildUp,
+    /// We deleted the IKE SA; our Delete (the request in flight,
+    /// `Purpose::Delete`) waits for its answer.
+    Deleting,
+    /// The IKE SA is gone: the peer deleted it, or our Delete was
+    /// answered, got no answer, or was sent once without waiting.
+    Down,
+}
+
 /// An established IKE SA and its CHILD_SA.
 pub(crate) struct Tunnel {
     pub ike: IkeSa,
@@ -319,8 +335,9 @@ pub(crate) struct Tunnel {
     pub floated: bool,
     /// Where the peer is, for errors.
     pub peer: std::net::SocketAddr,
-    ike_up: bool,
-    child_up: bool,
+    state: State,
+    /// Our request in flight: a Delete (while `Deleting`), a rekey, the
+    /// Delete of what a rekey replaced.
     request: Option<(Request, Purpose)>,
     /// Our requests waiting for the one in flight (window size 1).
     queued: VecDeque<Purpose>,
@@ -353,8 +370,7 @@ impl Tunnel {
             retransmit,
             floated,
             peer,
-            ike_up: true,
-            child_up: false,
+            state: State::IkeUp,
             request: None,
             queued: VecDeque::new(),
             old_child: None,
@@ -363,26 +379,30 @@ impl Tunnel {
         }
     }
 
+    /// The CHILD_SA is up: installed by the handshake, or replaced by a
+    /// rekey; not once the IKE SA is deleted.
     pub(crate) fn set_child_up(&mut self) {
-        self.child_up = true;
+        if self.state == State::IkeUp {
+            self.state = State::ChildUp;
+        }
     }
 
     pub(crate) fn ike_up(&self) -> bool {
-        self.ike_up
+        matches!(self.state, State::IkeUp | State::ChildUp)
     }
 
     pub(crate) fn child_up(&self) -> bool {
-        self.child_up
+        self.state == State::ChildUp
     }
 
     /// Whether its Delete of the IKE SA waits for the answer.
     pub(crate) fn deleting(&self) -> bool {
-        matches!(self.request, Some((_, Purpose::Delete { .. })))
+        self.state == State::Deleting
     }
 
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         let r = self.request.as_ref().map(|(r, _)| r.deadline);
-        match (r, self.keepalive_at.filter(|_| self.ike_up)) {
+        match (r, self.keepalive_at.filter(|_| self.ike_up())) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -476,11 +496,10 @@ impl Tunnel {
         rng: Rng<'_>,
         out: &mut Outbox,
     ) {
-        if !self.ike_up {
+        if !self.ike_up() {
             return;
         }
-        self.ike_up = false;
-        self.child_up = false;
+        self.state = State::Deleting;
         // Whatever was in flight is moot.
         self.request = None;
         self.queued.clear();
@@ -489,11 +508,10 @@ impl Tunnel {
 
     /// The Delete once, without waiting for its answer (when dropped).
     pub(crate) fn delete_once(&mut self, rng: Rng<'_>, out: &mut Outbox) {
-        if !self.ike_up {
+        if !self.ike_up() {
             return;
         }
-        self.ike_up = false;
-        self.child_up = false;
+        self.state = State::Down;
         let id = self.ike.next_id;
         self.ike.next_id = self.ike.next_id.wrapping_add(1);
         let delete = Payload::Delete(Delete {
@@ -515,7 +533,7 @@ impl Tunnel {
         rng: Rng<'_>,
         out: &mut Outbox,
     ) -> Result<(), IkeError> {
-        if !self.ike_up {
+        if !self.ike_up() {
             return Err(IkeError::Deleted {
                 gateway: match self.peer {
                     std::net::SocketAddr::V4(a) => *a.ip(),
@@ -523,7 +541,7 @@ impl Tunnel {
                 },
             });
         }
-        if !self.child_up {
+        if !self.child_up() {
             return Err(IkeError::Protocol {
                 addr: self.peer,
                 detail: "there is no CHILD_SA to rekey (the peer deleted it)".into(),
@@ -548,7 +566,7 @@ impl Tunnel {
 
     pub(crate) fn handle_timeout(&mut self, now: Instant, rng: Rng<'_>, out: &mut Outbox) {
         if let Some(at) = self.keepalive_at {
-            if now >= at && self.ike_up {
+            if now >= at && self.ike_up() {
                 out.transmits.push_back(Transmit {
                     natt: true,
                     data: KEEPALIVE.to_vec(),
@@ -566,10 +584,13 @@ impl Tunnel {
             };
             let e = r.no_answer(self.peer);
             match purpose {
-                Purpose::Delete { then: Some(first) } => {
-                    out.outputs.push_back(Output::Failed(first))
+                Purpose::Delete { then } => {
+                    self.state = State::Down;
+                    out.outputs.push_back(match then {
+                        Some(first) => Output::Failed(first),
+                        None => Output::Deleted(Err(e)),
+                    })
                 }
-                Purpose::Delete { then: None } => out.outputs.push_back(Output::Deleted(Err(e))),
                 Purpose::Rekey(_) | Purpose::RekeyIke(_) => {
                     out.outputs.push_back(Output::RekeyFailed(e))
                 }
@@ -623,10 +644,13 @@ impl Tunnel {
 
     fn on_answer(&mut self, purpose: Purpose, message: Message, out: &mut Outbox) {
         match purpose {
-            Purpose::Delete { then } => out.outputs.push_back(match then {
-                Some(e) => Output::Failed(e),
-                None => Output::Deleted(Ok(())),
-            }),
+            Purpose::Delete { then } => {
+                self.state = State::Down;
+                out.outputs.push_back(match then {
+                    Some(e) => Output::Failed(e),
+                    None => Output::Deleted(Ok(())),
+                })
+            }
             Purpose::DeleteChild => self.old_child = None,
             Purpose::Rekey(state) => match self.rekeyed(*state, &message) {
                 Ok(()) => {
@@ -673,7 +697,7 @@ impl Tunnel {
         rng: Rng<'_>,
         out: &mut Outbox,
     ) -> Result<(), IkeError> {
-        if !self.ike_up {
+        if !self.ike_up() {
             return Err(IkeError::Deleted {
                 gateway: match self.peer {
                     std::net::SocketAddr::V4(a) => *a.ip(),
@@ -842,7 +866,7 @@ impl Tunnel {
         }
         let old = std::mem::replace(&mut self.child, new);
         self.old_child = Some(Box::new(old));
-        self.child_up = true;
+        self.set_child_up();
         Ok(())
     }
 
@@ -892,7 +916,7 @@ impl Tunnel {
                     reply = payloads;
                     let old = std::mem::replace(&mut self.child, *new);
                     self.old_child = Some(Box::new(old));
-                    self.child_up = true;
+                    self.set_child_up();
                     Event::ChildRekeyed
                 }
                 Err(kind) => {
@@ -915,8 +939,7 @@ impl Tunnel {
         }
         match event {
             Event::IkeDeleted => {
-                self.ike_up = false;
-                self.child_up = false;
+                self.state = State::Down;
                 // Both Deletes crossed: the end §1.4.1 expects.
                 if let Some((_, Purpose::Delete { then })) = self.request.take() {
                     out.outputs.push_back(match then {
@@ -925,7 +948,7 @@ impl Tunnel {
                     });
                 }
             }
-            Event::ChildDeleted => self.child_up = false,
+            Event::ChildDeleted if self.state == State::ChildUp => self.state = State::IkeUp,
             _ => {}
         }
         out.outputs.push_back(Output::Event(event));
@@ -1014,7 +1037,7 @@ impl Tunnel {
         if rekeyed.protocol != protocol::ESP
             // The sender names the SA by its inbound SPI: our outbound.
             || rekeyed.spi[..] != self.child.outbound.spi.to_be_bytes()[..]
-            || !self.child_up
+            || !self.child_up()
         {
             return Err(notify::CHILD_SA_NOT_FOUND);
         }
