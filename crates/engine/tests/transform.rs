@@ -82,6 +82,9 @@ fn engine(send: Wrap, receive: Option<Unwrap>) -> Engine {
     let cfg = EngineConfig {
         straggler_wait: Duration::from_millis(300),
         name: "loopback".into(),
+        // A held-up generator catches up instead of losing its last frames
+        // (these tests count, they do not time: see loopback.rs).
+        catch_up_frames: 1_000_000_000,
         ..EngineConfig::default()
     };
     engine_with(Some(send), receive, Impairment::default(), cfg)
@@ -250,6 +253,9 @@ fn esp_frames_are_counted_exactly_through_the_engine() {
         let cfg = EngineConfig {
             straggler_wait: Duration::from_millis(300),
             name: "loopback".into(),
+            // A held-up generator catches up instead of losing its last frames
+            // (these tests count, they do not time: see loopback.rs).
+            catch_up_frames: 1_000_000_000,
             ..EngineConfig::default()
         };
         let mut e = Engine::new(
@@ -348,6 +354,9 @@ fn each_tunnel_carries_its_exact_share_through_the_engine() {
     let cfg = EngineConfig {
         straggler_wait: Duration::from_millis(300),
         name: "loopback".into(),
+        // A held-up generator catches up instead of losing its last frames
+        // (these tests count, they do not time: see loopback.rs).
+        catch_up_frames: 1_000_000_000,
         flows: linerate_wire::Flows {
             ranges: vec![MAP.spread(Field::SrcIp, 2)],
             ..Default::default()
@@ -415,6 +424,9 @@ fn tunnel_counts_leave_out_damaged_frames_and_cover_both_directions() {
     let cfg = EngineConfig {
         straggler_wait: Duration::from_millis(300),
         name: "loopback".into(),
+        // A held-up generator catches up instead of losing its last frames
+        // (these tests count, they do not time: see loopback.rs).
+        catch_up_frames: 1_000_000_000,
         flows: linerate_wire::Flows {
             ranges: vec![MAP.spread(Field::DstIp, 2)],
             ..Default::default()
