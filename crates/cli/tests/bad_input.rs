@@ -1949,7 +1949,46 @@ fn options_out_of_their_mode_are_refused_by_every_command() {
             "--rx-threads",
             "2",
         ],
-        vec!["--rx-threads", "decrypts on one receiving thread"],
+        vec![
+            "--rx-threads",
+            "decrypts the gateway's ESP on one receiving thread",
+        ],
+    ));
+    cases.push((
+        [
+            &rx[..],
+            &[
+                "--engine",
+                "af_packet",
+                "--tx-threads",
+                "2",
+                "--ipsec",
+                "--tunnels",
+                "2",
+                "--direction",
+                "both",
+            ],
+        ]
+        .concat(),
+        vec!["--rx-threads", "--direction both"],
+    ));
+    cases.push((
+        [
+            &rx[..],
+            &[
+                "--engine",
+                "af_packet",
+                "--tx-threads",
+                "3",
+                "--ipsec",
+                "--tunnels",
+                "3",
+                "--direction",
+                "encrypt",
+            ],
+        ]
+        .concat(),
+        vec!["--rx-threads", "give --tx-threads a multiple of 2"],
     ));
     for (args, words) in [
         (

@@ -174,7 +174,7 @@ fn tunnel_of(child: &Vici, slice_bits: u32) -> usize {
 
 /// One `trial --tunnels TUNNELS` in `direction`, checked tunnel by tunnel
 /// against charon.
-fn carry(bed: &Bed, direction: &str, extra: &[&str]) -> Run {
+fn carry(bed: &Bed, direction: &str, extra: &[&str]) -> (Run, serde_json::Value) {
     let what = format!("--tunnels {TUNNELS} --direction {direction} {extra:?}");
     let monitor = bed.charon.monitor();
     let drops0 = gateway_drops(&bed.r);
@@ -224,6 +224,15 @@ fn carry(bed: &Bed, direction: &str, extra: &[&str]) -> Run {
         assert_eq!(u(t, "tx"), FRAMES / TUNNELS, "{what}: tunnel {i}: {t}");
     }
     assert_eq!(rx.iter().sum::<u64>(), u(&v, "rx_frames"), "{what}");
+    // Receiving threads (--rx-threads n): thread k counted stream k, the
+    // frames of the generator thread that sent tunnels k, k + n, ...
+    if let Some(threads) = v.get("rx_threads").and_then(|t| t.as_array()) {
+        let n = threads.len();
+        for (k, t) in threads.iter().enumerate() {
+            let mine: u64 = rx.iter().skip(k).step_by(n).sum();
+            assert_eq!(t.as_u64(), Some(mine), "{what}: receiving thread {k}");
+        }
+    }
     let esp = v["esp"]["per_tunnel"]
         .as_array()
         .unwrap_or_else(|| panic!("{what}: no per-tunnel ESP counts: {}", v["esp"]));
@@ -335,7 +344,7 @@ fn carry(bed: &Bed, direction: &str, extra: &[&str]) -> Run {
         }
     }
     bed.assert_nothing_left(&run);
-    run
+    (run, v)
 }
 
 #[test]
@@ -364,7 +373,7 @@ fn tunnels_dealt_out_to_two_encrypting_threads_keep_exact_counts() {
     let bed = Bed::new("t2", "198.19.0.0/24");
     // Port B's veth has one queue: af_packet's threads share it (af_xdp
     // needs a queue per thread).
-    let run = carry(
+    let (run, _) = carry(
         &bed,
         "decrypt",
         &["--tx-threads", "2", "--engine", "af_packet"],
@@ -375,6 +384,55 @@ fn tunnels_dealt_out_to_two_encrypting_threads_keep_exact_counts() {
         "{}",
         run.dump()
     );
+    // Port A counts the gateway's clear frames on two threads too, each
+    // the stream of one encrypting thread (its tunnels' frames, exactly).
+    let run = carry(
+        &bed,
+        "decrypt",
+        &[
+            "--tx-threads",
+            "2",
+            "--rx-threads",
+            "2",
+            "--engine",
+            "af_packet",
+        ],
+    );
+    let (run, v) = run;
+    assert_eq!(
+        v["rx_threads"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        run.dump()
+    );
+    // The other way: port B decrypts on two threads, tunnel i's ESP on
+    // thread i mod 2 (steered by its peer address), each thread counting
+    // the stream of the generator thread that sends its tunnels.
+    let (run, v) = carry(
+        &bed,
+        "encrypt",
+        &[
+            "--tx-threads",
+            "2",
+            "--rx-threads",
+            "2",
+            "--engine",
+            "af_packet",
+        ],
+    );
+    assert_eq!(
+        v["rx_threads"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        run.dump()
+    );
+    assert!(
+        run.stderr
+            .contains("port B decrypts on 2 receiving threads"),
+        "{}",
+        run.dump()
+    );
+    assert_eq!(v["esp"]["unknown_spi"], 0, "{}", run.dump());
     let run = bed.trial(&["--tunnels", "1", "--tx-threads", "2", "--rate", "1000fps"]);
     assert_eq!(run.code, 2, "{}", run.dump());
     assert!(

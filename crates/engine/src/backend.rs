@@ -151,9 +151,14 @@ pub trait Receiver: Send {
     ) -> Result<(), Box<dyn ReceiveTransform>> {
         Err(transform)
     }
-    /// The transform arriving frames pass, if any.
+    /// The transform arriving frames pass, if any (with several
+    /// receiving threads, the first thread's share).
     fn transform(&self) -> Option<&dyn ReceiveTransform> {
         None
+    }
+    /// On how many threads it receives ([`crate::SplitRx`]).
+    fn receiving_threads(&self) -> usize {
+        1
     }
 }
 

@@ -127,6 +127,90 @@ impl Share {
     }
 }
 
+/// A share's thread's flows: the trial's spread of `field` over the
+/// tunnels (frame m to tunnel m mod count, [`TunnelMap::spread`]), taken
+/// every n-th tunnel from tunnel k, so that all its frames are its own
+/// tunnels'. None: `flows` do not spread `field` so.
+fn share_of_spread(flows: &Flows, field: Field, map: TunnelMap, share: Share) -> Option<Flows> {
+    let spread = flows.range(field)?;
+    let block = u64::from(map.block.max(1));
+    let count = u64::from(map.count);
+    let whole = spread.mode == linerate_wire::flows::Mode::Inc
+        && spread.start == spread.min
+        && spread.step == block
+        && spread.max - spread.min + 1 == count * block
+        && map.index_of(u32::try_from(spread.min).ok()?) == Some(0);
+    if !whole {
+        return None;
+    }
+    let (k, n) = (share.k as u64, share.n as u64);
+    let mine = (count.checked_sub(k)?).div_ceil(n);
+    let min = spread.min + k * block;
+    let mut thread = flows.clone();
+    let range = thread.ranges.iter_mut().find(|r| r.field == field)?;
+    range.min = min;
+    range.start = min;
+    range.step = block * n;
+    range.max = min + mine * block * n - 1;
+    Some(thread)
+}
+
+/// The clear side of an encrypting gateway when linerate decrypts on
+/// several threads (port A, `--direction encrypt --rx-threads N`): the
+/// frames leave unchanged, but each generator thread sends only the
+/// tunnels of one receiving thread (tunnel i to thread i mod N, as port
+/// B's fanout steers their ESP), so that each stream is decrypted and
+/// counted whole on one thread. The spread is on the inner destination.
+pub struct TunnelSpread {
+    map: TunnelMap,
+    share: Share,
+}
+
+impl TunnelSpread {
+    /// The frames spread over `map`'s tunnels on their destination.
+    pub fn new(map: TunnelMap) -> TunnelSpread {
+        TunnelSpread {
+            map,
+            share: Share::WHOLE,
+        }
+    }
+}
+
+impl SendTransform for TunnelSpread {
+    #[inline(always)]
+    fn apply(&mut self, _buf: &mut [u8], len: usize) -> usize {
+        len
+    }
+    fn growth(&self, _len: usize) -> usize {
+        0
+    }
+    fn describe(&self) -> String {
+        "clear frames, each generator thread its tunnels' destinations".into()
+    }
+    fn split(&mut self, n: usize) -> Option<Vec<Box<dyn SendTransform>>> {
+        if n < 2 || (self.map.count as usize) < n || self.share != Share::WHOLE {
+            return None;
+        }
+        let map = self.map;
+        Some(
+            (0..n)
+                .map(|k| {
+                    Box::new(TunnelSpread {
+                        map,
+                        share: Share { k, n },
+                    }) as Box<dyn SendTransform>
+                })
+                .collect(),
+        )
+    }
+    fn thread_flows(&self, flows: &Flows) -> Option<Flows> {
+        if self.share == Share::WHOLE {
+            return Some(flows.clone());
+        }
+        share_of_spread(flows, Field::DstIp, self.map, self.share)
+    }
+}
+
 /// New SAs the IKE side hands to a running transform (a CHILD_SA rekey):
 /// the transform takes them at its next frame. Checking costs one relaxed
 /// atomic load per frame; pushing takes a mutex (rare).
@@ -168,11 +252,6 @@ impl<T> SaInbox<T> {
     #[inline(always)]
     fn pending(&self) -> bool {
         self.pending.load(Ordering::Acquire)
-    }
-
-    /// The SAs pushed so far, oldest first; the inbox is empty after.
-    fn take(&self) -> Vec<(usize, T)> {
-        self.take_where(|_| true)
     }
 
     /// The SAs pushed so far for the tunnels `mine` says are the caller's,
@@ -564,28 +643,7 @@ impl SendTransform for EspSend {
         if self.share == Share::WHOLE {
             return Some(flows.clone());
         }
-        let map = self.map?;
-        let spread = flows.range(Field::SrcIp)?;
-        let block = u64::from(map.block.max(1));
-        let count = u64::from(map.count);
-        let whole = spread.mode == linerate_wire::flows::Mode::Inc
-            && spread.start == spread.min
-            && spread.step == block
-            && spread.max - spread.min + 1 == count * block
-            && map.index_of(u32::try_from(spread.min).ok()?) == Some(0);
-        if !whole {
-            return None;
-        }
-        let (k, n) = (self.share.k as u64, self.share.n as u64);
-        let mine = (count.checked_sub(k)?).div_ceil(n);
-        let min = spread.min + k * block;
-        let mut thread = flows.clone();
-        let range = thread.ranges.iter_mut().find(|r| r.field == Field::SrcIp)?;
-        range.min = min;
-        range.start = min;
-        range.step = block * n;
-        range.max = min + mine * block * n - 1;
-        Some(thread)
+        share_of_spread(flows, Field::SrcIp, self.map?, self.share)
     }
     fn describe(&self) -> String {
         match (&self.tunnels[..], &self.map) {
@@ -671,8 +729,13 @@ pub struct EspReceive {
     sas: Vec<Inbound>,
     /// The tunnel of each SA in `sas`.
     tunnel_of: Vec<u32>,
-    /// How many tunnels (per_tunnel's length).
+    /// How many tunnels (per_tunnel's length); 0 once split up (the
+    /// shares have them).
     tunnels: usize,
+    /// This share's place among the shares of a split (see
+    /// [`ReceiveTransform::split`]): it holds the SAs of the tunnels
+    /// `share.k + j * share.n`. (0, 1) unsplit.
+    share: Share,
     /// SPI -> index in `sas`; empty with one SA (it checks its SPI itself).
     by_spi: SpiIndex,
     /// Where new SAs come from (a rekey), if anywhere.
@@ -685,6 +748,9 @@ pub struct EspReceive {
     _holds: Option<Box<dyn Send>>,
     counts: SharedCounts,
     own: EspCounts,
+    /// What of `own`'s frames outside any SA (unknown SPIs, IKE, ...) is
+    /// in `counts` already: shares add theirs to the same counts.
+    published: EspCounts,
     seen: u64,
     /// Frames of each unknown SPI (the first [`UNKNOWN_SPIS_KEPT`]
     /// SPIs): moved to `before_install` when an SA of that SPI comes.
@@ -702,12 +768,14 @@ impl EspReceive {
             sas: vec![sa],
             tunnel_of: vec![0],
             tunnels: 1,
+            share: Share::WHOLE,
             by_spi: SpiIndex::default(),
             inbox: None,
             encapsulation: ESP_IN_UDP,
             _holds: None,
             counts,
             own: EspCounts::default(),
+            published: EspCounts::default(),
             seen: 0,
             unknown: SpiIndex::default(),
         }
@@ -724,6 +792,7 @@ impl EspReceive {
         EspReceive {
             tunnel_of: (0..sas.len() as u32).collect(),
             tunnels: sas.len(),
+            share: Share::WHOLE,
             sas,
             by_spi,
             inbox: None,
@@ -731,6 +800,7 @@ impl EspReceive {
             _holds: None,
             counts,
             own: EspCounts::default(),
+            published: EspCounts::default(),
             seen: 0,
             unknown: SpiIndex::default(),
         }
@@ -773,7 +843,8 @@ impl EspReceive {
             return;
         };
         let mut taken = 0;
-        for (tunnel, sa) in inbox.take() {
+        let share = self.share;
+        for (tunnel, sa) in inbox.take_where(|i| share.holds(i)) {
             if tunnel >= self.tunnels {
                 continue;
             }
@@ -810,21 +881,61 @@ impl EspReceive {
                 c.per_tunnel
                     .resize(self.tunnels, TunnelEspCounts::default());
             }
-            for out in c.per_tunnel.iter_mut().take(self.tunnels) {
-                out.received = InboundCounters::default();
+            // This share's tunnels (every tunnel, unsplit).
+            let share = self.share;
+            for (i, out) in c.per_tunnel.iter_mut().enumerate().take(self.tunnels) {
+                if share.holds(i) {
+                    out.received = InboundCounters::default();
+                }
             }
             for (sa, &t) in self.sas.iter().zip(&self.tunnel_of) {
                 if let Some(out) = c.per_tunnel.get_mut(t as usize) {
                     add_inbound(&mut out.received, sa.counters());
                 }
             }
-            c.received = self.own.received;
+            let mut received = InboundCounters::default();
+            for t in &c.per_tunnel {
+                add_inbound(&mut received, &t.received);
+            }
+            c.received = received;
             c.raw_esp = self.encapsulation == Encapsulation::Raw;
-            c.unknown_spi = self.own.unknown_spi;
-            c.before_install = self.own.before_install;
-            c.ike = self.own.ike;
-            c.not_esp = self.own.not_esp;
-            c.stray = self.own.stray;
+            let (own, old) = (&self.own, &self.published);
+            c.unknown_spi += own.unknown_spi - old.unknown_spi;
+            c.before_install += own.before_install - old.before_install;
+            c.ike += own.ike - old.ike;
+            c.not_esp += own.not_esp - old.not_esp;
+            c.stray += own.stray - old.stray;
+            self.published = self.own.clone();
+        }
+    }
+
+    /// Thread `k` of `n`'s share: the SAs of tunnels `k, k + n, ...`
+    /// taken out of `sas` (`None` where taken), each with its tunnel.
+    fn share_of(&self, sas: &mut [Option<(Inbound, u32)>], share: Share) -> EspReceive {
+        let (sas, tunnel_of): (Vec<Inbound>, Vec<u32>) = sas
+            .iter_mut()
+            .filter(|s| s.as_ref().is_some_and(|(_, t)| share.holds(*t as usize)))
+            .map(|s| s.take().expect("filtered on being there"))
+            .unzip();
+        let by_spi = sas
+            .iter()
+            .enumerate()
+            .map(|(i, sa)| (sa.spi(), i as u32))
+            .collect();
+        EspReceive {
+            sas,
+            tunnel_of,
+            tunnels: self.tunnels,
+            share,
+            by_spi,
+            inbox: self.inbox.clone(),
+            encapsulation: self.encapsulation,
+            _holds: None,
+            counts: self.counts.clone(),
+            own: EspCounts::default(),
+            published: EspCounts::default(),
+            seen: 0,
+            unknown: SpiIndex::default(),
         }
     }
 
@@ -942,6 +1053,29 @@ impl ReceiveTransform for EspReceive {
     }
     fn trial_ends(&mut self) {
         self.publish();
+    }
+    /// The tunnels' SAs dealt out, tunnel i's to share i mod n (each
+    /// SA's replay window and counters on one thread; the port must give
+    /// each share its tunnels' ESP). Needs as many tunnels as shares. The
+    /// shares publish into the same counts and take new SAs from the same
+    /// inbox, each its own tunnels'; `self` keeps what it must hold (the
+    /// claim on raw ESP) and counts nothing more.
+    fn split(&mut self, n: usize) -> Option<Vec<Box<dyn ReceiveTransform>>> {
+        if n < 2 || self.tunnels < n || self.share != Share::WHOLE {
+            return None;
+        }
+        self.publish();
+        let mut sas: Vec<Option<(Inbound, u32)>> = std::mem::take(&mut self.sas)
+            .into_iter()
+            .zip(std::mem::take(&mut self.tunnel_of))
+            .map(Some)
+            .collect();
+        let shares = (0..n)
+            .map(|k| Box::new(self.share_of(&mut sas, Share { k, n })) as Box<dyn ReceiveTransform>)
+            .collect();
+        self.by_spi.clear();
+        self.tunnels = 0;
+        Some(shares)
     }
 }
 
@@ -1365,6 +1499,87 @@ mod tests {
         assert!(shares[0].thread_flows(&Flows::default()).is_none());
     }
 
+    /// Decryption on 3 threads: tunnel i's SAs on thread i mod 3 (port
+    /// B's fanout steers tunnel i's ESP there), port A's generator thread
+    /// k sending only those tunnels' destinations. Each share opens its own
+    /// tunnels' frames and not another's, takes only its tunnels' new SAs,
+    /// and the shares' counts add up in the one place reports read.
+    #[test]
+    fn tunnels_decrypted_on_threads_keep_their_sas_and_counts() {
+        let suite = EspSuite::Aes128Gcm16;
+        let counts = SharedCounts::default();
+        let n = MAP.count as usize;
+        let inbox = SaInbox::new();
+        let (mut send, receive) = many_tunnels(suite, &counts);
+        let mut receive = receive.take_new_sas(inbox.clone());
+        let mut shares = receive.split(3).expect("7 tunnels deal out to 3 threads");
+        assert_eq!(shares.len(), 3);
+        assert!(receive.split(2).is_none(), "split once");
+        drop(receive);
+        // Port A: thread k's destinations are its receiving thread's tunnels.
+        let flows = Flows {
+            ranges: vec![MAP.spread(Field::DstIp, 2)],
+            ..Flows::default()
+        };
+        let senders = TunnelSpread::new(MAP)
+            .split(3)
+            .expect("7 tunnels, 3 threads");
+        for (k, t) in senders.iter().enumerate() {
+            let r = t.thread_flows(&flows).expect("spread flows");
+            let r = r.range(Field::DstIp).unwrap();
+            let tunnels: Vec<usize> = (0..5)
+                .map(|m| MAP.index(Ipv4Addr::from(r.value(m) as u32)).unwrap())
+                .collect();
+            assert!(
+                tunnels.iter().all(|i| i % 3 == k),
+                "thread {k}: {tunnels:?}"
+            );
+            assert_eq!(tunnels[0], k);
+        }
+        assert!(
+            TunnelSpread::new(MAP).split(8).is_none(),
+            "more threads than tunnels"
+        );
+        // Tunnel 4 (share 1's) gets a new SA: only share 1 takes it.
+        inbox.push(4, Inbound::new(keys_spi(suite, spi(40))).unwrap());
+        let mut buf = vec![0u8; 2048];
+        let mut scratch = vec![0u8; 4096];
+        for i in 0..n {
+            for m in 0..3u32 {
+                let len = frame_from(&mut buf, host(i), m + 1);
+                let built = buf[..len].to_vec();
+                let sent = send.apply(&mut buf, len);
+                match shares[i % 3].apply(&buf[..sent], &mut scratch) {
+                    Arrived::Inner(inner) => assert_eq!(inner, &built[..], "tunnel {i}"),
+                    _ => panic!("tunnel {i}: not opened by share {}", i % 3),
+                }
+                if m == 0 {
+                    // Another share knows no SA of the tunnel.
+                    let other = &mut shares[(i + 1) % 3];
+                    assert!(matches!(
+                        other.apply(&buf[..sent], &mut scratch),
+                        Arrived::Consumed
+                    ));
+                }
+            }
+        }
+        for share in &mut shares {
+            share.trial_ends();
+        }
+        let c = counts.lock().unwrap();
+        assert_eq!(c.per_tunnel.len(), n);
+        for (i, t) in c.per_tunnel.iter().enumerate() {
+            assert_eq!(t.received.packets, 3, "tunnel {i}");
+        }
+        assert_eq!(c.received.packets, 3 * n as u64);
+        assert_eq!(
+            c.unknown_spi, n as u64,
+            "each tunnel's frame at another share"
+        );
+        assert_eq!(c.new_sas_taken, 1);
+        assert!(!inbox.pending());
+    }
+
     /// Raw ESP: IPv4 protocol 50 straight after the outer header, 8 bytes
     /// shorter than ESP in UDP, opened the same; the counts say raw.
     #[test]
@@ -1449,9 +1664,9 @@ mod tests {
         inbox.push(1, 10);
         inbox.push(0, 20);
         assert!(inbox.pending());
-        assert_eq!(inbox.take(), vec![(1, 10), (0, 20)]);
+        assert_eq!(inbox.take_where(|_| true), vec![(1, 10), (0, 20)]);
         assert!(!inbox.pending());
-        assert!(inbox.take().is_empty());
+        assert!(inbox.take_where(|_| true).is_empty());
     }
 
     /// Seals a frame from `src` numbered `seq`; returns the ESP frame and

@@ -31,6 +31,8 @@ const RELAY: Duration = Duration::from_millis(1);
 /// A receiver made of several, each on its own thread.
 pub struct SplitRx {
     parts: Vec<Box<dyn Receiver>>,
+    /// A transform dealt out to the parts, kept (emptied) while they run.
+    _holds: Option<Box<dyn crate::transform::ReceiveTransform>>,
 }
 
 impl SplitRx {
@@ -38,7 +40,10 @@ impl SplitRx {
     /// of the streams; at least one.
     pub fn new(parts: Vec<Box<dyn Receiver>>) -> SplitRx {
         assert!(!parts.is_empty(), "a port receives on one thread at least");
-        SplitRx { parts }
+        SplitRx {
+            parts,
+            _holds: None,
+        }
     }
 }
 
@@ -127,6 +132,33 @@ impl Receiver for SplitRx {
 
     fn kind(&self) -> crate::ReceiverKind {
         self.parts[0].kind()
+    }
+
+    /// The transform dealt out to the threads, a share each (ESP: tunnel
+    /// i's SAs to thread i mod n, as the port's fanout steers tunnel i's
+    /// frames). One that cannot be split is handed back.
+    fn set_transform(
+        &mut self,
+        mut transform: Box<dyn crate::transform::ReceiveTransform>,
+    ) -> Result<(), Box<dyn crate::transform::ReceiveTransform>> {
+        let Some(shares) = transform.split(self.parts.len()) else {
+            return Err(transform);
+        };
+        for (part, share) in self.parts.iter_mut().zip(shares) {
+            part.set_transform(share)?;
+        }
+        // The emptied original keeps what it holds (the claim on raw ESP)
+        // as long as the shares run.
+        self._holds = Some(transform);
+        Ok(())
+    }
+
+    fn transform(&self) -> Option<&dyn crate::transform::ReceiveTransform> {
+        self.parts[0].transform()
+    }
+
+    fn receiving_threads(&self) -> usize {
+        self.parts.len()
     }
 }
 

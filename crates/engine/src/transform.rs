@@ -75,4 +75,13 @@ pub trait ReceiveTransform: Send {
     /// The trial's receiving ended: counts kept for reports are brought up
     /// to date.
     fn trial_ends(&mut self) {}
+    /// Deals the transform out to `n` receiving threads, one share each,
+    /// whose states are disjoint (an ESP SA's replay window belongs to one
+    /// thread: tunnel i's SAs to thread i mod n, and the port must steer
+    /// each tunnel's frames to its thread). None: it cannot be split, and
+    /// is left as it was; else the shares, and `self` is left with nothing
+    /// to count.
+    fn split(&mut self, _n: usize) -> Option<Vec<Box<dyn ReceiveTransform>>> {
+        None
+    }
 }

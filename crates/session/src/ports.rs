@@ -165,7 +165,7 @@ pub fn open_with(
     // with a queue per generator thread.
     let b_sends =
         plan.bidirectional || matches!(direction, Some(Direction::Decrypt | Direction::Both));
-    let ((a, mut b, engine_name), engine_reason) = open_engine(
+    let ((mut a, mut b, engine_name), engine_reason) = open_engine(
         plan.engine,
         &a,
         &b,
@@ -178,18 +178,27 @@ pub fn open_with(
                 plan.tx_threads
             },
             b: if b_sends { plan.tx_threads } else { 1 },
-            // Port A receives test frames only when port B sends them too.
-            rx_a: if plan.bidirectional {
+            // Port A receives test frames only when port B sends them
+            // too (both ways, or through the gateway that decrypts them);
+            // port B then only when port A sends them.
+            rx_a: if plan.bidirectional || direction == Some(Direction::Decrypt) {
                 plan.rx_threads
             } else {
                 1
             },
-            rx_b: plan.rx_threads,
+            rx_b: if direction == Some(Direction::Decrypt) {
+                1
+            } else {
+                plan.rx_threads
+            },
+            esp_from: ipsec
+                .as_ref()
+                .map_or(Ipv4Addr::UNSPECIFIED, |p| p.record.peer),
         },
         receiver,
         ipsec.is_some(),
     )?;
-    bed::install_transforms(ipsec.as_mut(), &mut b, engine_name)?;
+    bed::install_transforms(ipsec.as_mut(), &mut a, &mut b, engine_name)?;
     if let Some(p) = placement.as_ref().filter(|p| !p.shared_core && !deep) {
         bed::move_tester_receive(p, [&a, &b]);
     }
@@ -356,7 +365,7 @@ pub fn open_engine(
     let auto = choice == EngineChoice::Auto;
     let (port_a, name, why) = match choice {
         EngineChoice::AfPacket => (
-            open_af_packet_threads(a, opts, tx_threads, threads.rx_a)?,
+            open_af_packet_threads(a, opts, tx_threads, threads.rx_a, Ipv4Addr::UNSPECIFIED)?,
             "af_packet",
             None,
         ),
@@ -403,6 +412,10 @@ pub struct Threads {
     pub b: u16,
     pub rx_a: u16,
     pub rx_b: u16,
+    /// Port B's receiving threads take the ESP of linerate's emulated
+    /// IPsec peers by its destination: the peer at this address and up,
+    /// tunnel i to thread i mod `rx_b` (UNSPECIFIED: no peers).
+    pub esp_from: Ipv4Addr,
 }
 
 impl Threads {
@@ -413,6 +426,7 @@ impl Threads {
             b: 1,
             rx_a: 1,
             rx_b: 1,
+            esp_from: Ipv4Addr::UNSPECIFIED,
         }
     }
 }
@@ -467,7 +481,8 @@ fn with_receiver(
                 port
             }
             Err(e) if auto => {
-                let port = open_af_packet_threads(b, opts, tx_threads, rx_threads)?;
+                let port =
+                    open_af_packet_threads(b, opts, tx_threads, rx_threads, threads.esp_from)?;
                 note = join_notes(
                     note,
                     Some(format!(
@@ -480,7 +495,7 @@ fn with_receiver(
             }
             Err(e) => return Err(e),
         },
-        _ => open_af_packet_threads(b, opts, tx_threads, rx_threads)?,
+        _ => open_af_packet_threads(b, opts, tx_threads, rx_threads, threads.esp_from)?,
     };
     Ok(((port_a, port_b, engine), note))
 }
@@ -553,18 +568,20 @@ fn open_af_packet(p: &PortName, opts: &AfPacketOptions) -> Result<TesterPort> {
 
 /// The af_packet engine on a port with `threads` generator threads, each
 /// with a transmit ring (socket) of its own, and `rx_threads` receiving
-/// threads, each with a receive ring in the port's fanout group.
+/// threads, each with a receive ring in the port's fanout group (ESP
+/// steered from `esp_from`, see [`Threads::esp_from`]).
 fn open_af_packet_threads(
     p: &PortName,
     opts: &AfPacketOptions,
     threads: u16,
     rx_threads: u16,
+    esp_from: Ipv4Addr,
 ) -> Result<TesterPort> {
     if threads <= 1 && rx_threads <= 1 {
         return open_af_packet(p, opts);
     }
     let port = AfPacketPort::open(&p.0, p.1.as_deref(), opts)?;
-    let (tx, rx, info) = port.split_receivers(rx_threads.max(1) as usize, opts)?;
+    let (tx, rx, info) = port.split_receivers(rx_threads.max(1) as usize, esp_from, opts)?;
     let mut queues = vec![tx];
     queues.extend(AfPacketPort::open_tx_rings(
         &p.0,

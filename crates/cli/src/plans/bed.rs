@@ -312,8 +312,23 @@ impl PortArgs {
         rules.push(Rule::new(
             "--rx-threads",
             rx_threads,
-            !self.ipsec.ipsec && !scenarios.iter().any(|s| s.vpn_gateway().is_some()),
-            "with an IPsec peer: port B decrypts on one receiving thread; leave --rx-threads out",
+            !self.ipsec.ipsec || self.ipsec.direction.as_deref() != Some("both"),
+            "with --ipsec --direction both: the receiving threads count one direction at a time; use --direction encrypt (port B decrypts on N threads) or decrypt (port A counts on N threads)",
+        ));
+        rules.push(Rule::new(
+            "--rx-threads",
+            rx_threads && self.ipsec.ipsec && self.ipsec.direction.as_deref() == Some("encrypt"),
+            self.tx_threads % self.rx_threads.max(1) == 0,
+            format!(
+                "{n} with --direction encrypt decrypts tunnel i on thread i mod {n}, and each generator thread sends the tunnels of one receiving thread: give --tx-threads a multiple of {n}",
+                n = self.rx_threads
+            ),
+        ));
+        rules.push(Rule::new(
+            "--rx-threads",
+            rx_threads,
+            !scenarios.iter().any(|s| s.vpn_gateway().is_some()),
+            "with the vpn-gateway scenario: port B decrypts the gateway's ESP on one receiving thread; leave --rx-threads out (or measure decryption with --ipsec --direction decrypt against the lab's gateway)",
         ));
         rules.push(Rule::new(
             "--latency-every",

@@ -6,8 +6,12 @@
 //! * a test frame goes to socket `stream mod n` (the stream number of its
 //!   signature): a stream's sequence numbers, duplicates and reordering are
 //!   judged by one thread, which sees all of them;
-//! * an ESP packet (raw, or in UDP 4500) goes to socket `SPI mod n`: an
-//!   SA's replay window and counters live on one thread;
+//! * an ESP packet (raw, or in UDP 4500) goes to socket `(destination
+//!   address - esp_base) mod n` (IPv6: the address's last 32 bits): each
+//!   of linerate's emulated IPsec peers has an address of its own, the
+//!   first at `esp_base`, so tunnel i's ESP goes to socket `i mod n`
+//!   whatever SPIs its rekeys bring, and its SAs' replay windows and
+//!   counters live on one thread;
 //! * anything else (ARP, IKE, other traffic) goes to socket 0.
 //!
 //! The program runs where the kernel hands a received frame to packet
@@ -22,6 +26,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 
 /// Classic BPF opcodes the program uses (linux/bpf_common.h).
 mod op {
+    pub const LDW_ABS: u16 = 0x20;
     pub const LDH_ABS: u16 = 0x28;
     pub const LDB_ABS: u16 = 0x30;
     pub const LDW_IND: u16 = 0x40;
@@ -32,6 +37,9 @@ mod op {
     pub const JSET: u16 = 0x45;
     pub const RET_A: u16 = 0x16;
     pub const RET_K: u16 = 0x06;
+    pub const ST: u16 = 0x02;
+    pub const LD_MEM: u16 = 0x60;
+    pub const SUB_K: u16 = 0x14;
 }
 
 /// One instruction before its jumps are resolved: a jump names the
@@ -60,9 +68,10 @@ const IPPROTO_UDP: u32 = 17;
 const IPPROTO_ESP: u32 = 50;
 const UDP_ENCAP_PORT: u32 = 4500;
 
-/// The steering program (see the module's documentation). The kernel
-/// takes its return value modulo the group's sockets.
-pub(crate) fn steering_program() -> Vec<libc::sock_filter> {
+/// The steering program (see the module's documentation), ESP steered
+/// from `esp_base`. The kernel takes its return value modulo the group's
+/// sockets.
+pub(crate) fn steering_program(esp_base: u32) -> Vec<libc::sock_filter> {
     use Ins::*;
     use Label::*;
     let proto = (libc::SKF_AD_OFF + libc::SKF_AD_PROTOCOL) as u32;
@@ -73,6 +82,9 @@ pub(crate) fn steering_program() -> Vec<libc::sock_filter> {
         Jump(op::JEQ, ETHERTYPE_IPV4, V4, Next),
         Jump(op::JEQ, ETHERTYPE_IPV6, V6, Other),
         Mark(V4),
+        // The destination address, kept in M[0] for ESP.
+        Stmt(op::LDW_ABS, 16),
+        Stmt(op::ST, 0),
         // A later fragment carries no transport header.
         Stmt(op::LDH_ABS, 6),
         Jump(op::JSET, 0x1fff, Other, Next),
@@ -81,6 +93,8 @@ pub(crate) fn steering_program() -> Vec<libc::sock_filter> {
         Jump(op::JEQ, IPPROTO_UDP, Udp, Next),
         Jump(op::JEQ, IPPROTO_ESP, Esp, Other),
         Mark(V6),
+        Stmt(op::LDW_ABS, 36), // the destination's last 32 bits
+        Stmt(op::ST, 0),
         Stmt(op::LDX_IMM, 40),
         Stmt(op::LDB_ABS, 6),
         Jump(op::JEQ, IPPROTO_UDP, Udp, Next),
@@ -95,10 +109,10 @@ pub(crate) fn steering_program() -> Vec<libc::sock_filter> {
         Mark(NatT),
         // ESP in UDP: the SPI; an IKE message starts with four zero bytes.
         Stmt(op::LDW_IND, udp_len),
-        Jump(op::JEQ, 0, Other, Next),
-        Stmt(op::RET_A, 0),
+        Jump(op::JEQ, 0, Other, Esp),
         Mark(Esp),
-        Stmt(op::LDW_IND, 0),
+        Stmt(op::LD_MEM, 0),
+        Stmt(op::SUB_K, esp_base),
         Stmt(op::RET_A, 0),
         Mark(Other),
         Stmt(op::RET_K, 0),
@@ -154,11 +168,11 @@ fn assemble(program: &[Ins]) -> Vec<libc::sock_filter> {
 static NEXT_GROUP: AtomicU16 = AtomicU16::new(0);
 
 /// Puts the bound sockets `fds` into one new fanout group steered by
-/// [`steering_program`]. Frames the port sends itself are left out
+/// [`steering_program`] (ESP from `esp_base`). Frames the port sends itself are left out
 /// (`PACKET_FANOUT_FLAG_IGNORE_OUTGOING`), as each ring's own
 /// `PACKET_IGNORE_OUTGOING` does for one socket.
-pub(crate) fn join(fds: &[&OwnedFd], ifname: &str) -> Result<(), PortError> {
-    let mut code = steering_program();
+pub(crate) fn join(fds: &[&OwnedFd], esp_base: u32, ifname: &str) -> Result<(), PortError> {
+    let mut code = steering_program(esp_base);
     let prog = libc::sock_fprog {
         len: code.len() as u16,
         filter: code.as_mut_ptr(),
@@ -217,7 +231,7 @@ mod tests {
 
     #[test]
     fn every_jump_lands_inside_the_program_and_it_ends_in_returns() {
-        let p = steering_program();
+        let p = steering_program(0x0a00_0001);
         for (i, ins) in p.iter().enumerate() {
             if ins.code & 0x07 == 0x05 {
                 assert!(i + 1 + (ins.jt as usize) < p.len(), "{i}: {}", ins.jt);
@@ -228,5 +242,17 @@ mod tests {
         // Where the test frames' stream is read: 2 bytes into the signature.
         let stream = p.iter().position(|i| i.code == op::LDH_IND && i.k == 10);
         assert_eq!(p[stream.unwrap() + 1].code, op::RET_A);
+        // ESP: the destination address kept for it, less the first peer's.
+        let sub = p.iter().position(|i| i.code == op::SUB_K).unwrap();
+        assert_eq!(p[sub].k, 0x0a00_0001);
+        assert_eq!((p[sub - 1].code, p[sub - 1].k), (op::LD_MEM, 0));
+        assert_eq!(p[sub + 1].code, op::RET_A);
+        let kept: Vec<u32> = p
+            .iter()
+            .zip(&p[1..])
+            .filter(|(_, st)| st.code == op::ST)
+            .map(|(ld, _)| ld.k)
+            .collect();
+        assert_eq!(kept, vec![16, 36], "IPv4 and IPv6 destinations");
     }
 }

@@ -103,13 +103,17 @@ impl AfPacketPort {
     /// The port split as [`Port::split`] does, its receive side on `count`
     /// rings (at least one), one per receiving thread: the port's own ring
     /// and `count - 1` more, all in one fanout group that gives each ring
-    /// whole streams and whole SAs ([`fanout`]'s steering). The rings take
-    /// `opts`' sizes each.
+    /// whole streams and whole tunnels ([`fanout`]'s steering: ESP to ring
+    /// `(destination - esp_base) mod count`, `esp_base` the first address
+    /// of linerate's emulated IPsec peers, or 0). The rings take `opts`'
+    /// sizes each.
     pub fn split_receivers(
         self,
         count: usize,
+        esp_base: std::net::Ipv4Addr,
         opts: &AfPacketOptions,
     ) -> Result<(TxRing, Vec<RxRing>, PortInfo), PortError> {
+        let esp_base = u32::from(esp_base);
         let AfPacketPort { info, tx, rx } = self;
         if count <= 1 {
             return Ok((tx, vec![rx], info));
@@ -123,7 +127,7 @@ impl AfPacketPort {
             Ok(())
         })?;
         let fds: Vec<_> = rings.iter().map(RxRing::fd).collect();
-        fanout::join(&fds, &info.ifname)?;
+        fanout::join(&fds, esp_base, &info.ifname)?;
         Ok((tx, rings, info))
     }
 }

@@ -156,9 +156,12 @@ fn lab_placement(lab: &Lab) -> Placement {
 }
 
 /// Hands port B the ESP transforms, each direction only where linerate
-/// does that side's crypto (it encrypts what the gateway decrypts).
+/// does that side's crypto (it encrypts what the gateway decrypts). When
+/// port B decrypts on several threads (its ESP steered by tunnel), port
+/// A's generator threads each send the tunnels of one of them.
 pub(super) fn install_transforms(
     ipsec: Option<&mut IpsecPeer>,
+    a: &mut TesterPort,
     b: &mut TesterPort,
     engine_name: &'static str,
 ) -> Result<()> {
@@ -177,6 +180,16 @@ pub(super) fn install_transforms(
         if shares > 1 {
             errln!(
                 "linerate: the tunnels are dealt out to {shares} generator threads (tunnel i to thread i mod {shares}), each encrypting its own tunnels' frames"
+            );
+        }
+        let receivers = b.rx.receiving_threads();
+        if receivers > 1 && b.rx.transform().is_some() {
+            if let (Direction::Encrypt, Some(slices)) = (direction, peer.slices) {
+                let spread = linerate_engine::ipsec::TunnelSpread::new(slices.map());
+                a.set_transforms(Some(Box::new(spread)), None, engine_name)?;
+            }
+            errln!(
+                "linerate: port B decrypts on {receivers} receiving threads (tunnel i's ESP to thread i mod {receivers}); each generator thread sends the tunnels of one of them"
             );
         }
     }
