@@ -20,7 +20,13 @@
 //!   removes the unlocked ones. [`sweep_files`] does the same for the lock
 //!   files of labs and ports (linerate-lab's `lock`).
 //!
-//! Helper processes die with linerate: [`DieWithParent`].
+//! Helper processes die with linerate: [`DieWithParent`]. The single
+//! commands linerate waits for (`ip [-n NS] ...`, `nft`, `ethtool`) run
+//! through [`ip`], [`run`] and [`run_until`], found with [`find_tool`]
+//! (PATH, then the sbin directories), killed with linerate, their output
+//! captured and their stderr in the error ([`RunError`]). [`in_netns`]
+//! runs a function with the calling thread in a network namespace and
+//! switches back.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -28,6 +34,14 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+mod netns;
+mod tool;
+
+pub use netns::{in_netns, in_netns_file, maybe_in_netns, NetnsError, NetnsStep};
+pub use tool::{
+    command_line, find_tool, first_line, ip, ip_path, ip_with_input, run, run_until, RunError,
+};
 
 /// The root-only directory that holds linerate's private directories (and
 /// the labs' lock files).
@@ -364,7 +378,7 @@ mod tests {
 
     /// Root only (/run/linerate is root's). As every skip: a failure under
     /// LINERATE_REQUIRE_ALL=1 (scripts/test.sh).
-    fn root(test: &str) -> bool {
+    pub(crate) fn root(test: &str) -> bool {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             return true;
