@@ -47,6 +47,20 @@ pub enum PortError {
     Unsupported(String),
 }
 
+/// A namespace that could not be entered, in the words
+/// `netns::in_netns` always used.
+impl From<linerate_helper::NetnsError> for PortError {
+    fn from(e: linerate_helper::NetnsError) -> PortError {
+        use linerate_helper::NetnsStep;
+        let name = e.name_or_what().to_string();
+        match e.step {
+            NetnsStep::Open => PortError::NoSuchNetns(name),
+            NetnsStep::Home => PortError::io("opening own namespace", &name, e.error),
+            NetnsStep::Enter => PortError::io("entering namespace", &name, e.error),
+        }
+    }
+}
+
 impl PortError {
     pub fn io(what: &'static str, ifname: &str, source: std::io::Error) -> PortError {
         if source.raw_os_error() == Some(libc::EPERM) {
