@@ -507,19 +507,12 @@ pub fn mtu(ns: Option<&str>, ifname: &str) -> Result<u64, GoodputError> {
 /// Link speed `ifname` in `ns` reports, from /sys/class/net/<if>/speed
 /// read under `ip netns exec` (which mounts the namespace's own /sys).
 pub fn speed_bps(ns: Option<&str>, ifname: &str) -> Option<u64> {
-    use linerate_helper::DieWithParent;
     let path = format!("/sys/class/net/{ifname}/speed");
     let text = match ns {
-        Some(ns) => {
-            let ip = crate::netns::find_tool("ip")?;
-            let out = std::process::Command::new(ip)
-                .args(["netns", "exec", ns, "cat", &path])
-                .stderr(std::process::Stdio::null())
-                .die_with_parent()
-                .output()
-                .ok()?;
-            String::from_utf8_lossy(&out.stdout).trim().to_string()
-        }
+        Some(ns) => linerate_helper::ip(None, &["netns", "exec", ns, "cat", &path])
+            .ok()?
+            .trim()
+            .to_string(),
         None => std::fs::read_to_string(&path).ok()?.trim().to_string(),
     };
     let mbps: i64 = text.parse().ok()?;

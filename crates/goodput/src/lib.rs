@@ -56,6 +56,22 @@ pub enum GoodputError {
     Io { what: String, error: std::io::Error },
 }
 
+/// A namespace that could not be entered, in the words goodput's
+/// `in_netns` always used.
+impl From<linerate_helper::NetnsError> for GoodputError {
+    fn from(e: linerate_helper::NetnsError) -> GoodputError {
+        use linerate_helper::NetnsStep;
+        match e.step {
+            NetnsStep::Open => GoodputError::Setup(format!(
+                "network namespace {} does not exist: is the lab up ('linerate lab status')?",
+                e.name_or_what()
+            )),
+            NetnsStep::Home => GoodputError::io("opening linerate's own namespace", e.error),
+            NetnsStep::Enter => GoodputError::io(format!("entering {}", e.what), e.error),
+        }
+    }
+}
+
 impl GoodputError {
     pub(crate) fn io(what: impl Into<String>, error: std::io::Error) -> GoodputError {
         GoodputError::Io {

@@ -22,8 +22,9 @@
 //! is a link or not root's is refused when read.
 
 use crate::hosts::PortState;
-use crate::netns::{in_netns_file, ip_in};
+use crate::netns::ip_in;
 use crate::GoodputError;
+use linerate_helper::in_netns_file;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;

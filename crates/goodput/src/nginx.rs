@@ -12,9 +12,8 @@
 //! (`unshare --pid --fork --kill-child`), and when the first process of a
 //! PID namespace ends, the kernel kills every other process in it.
 
-use crate::netns::find_tool;
 use crate::GoodputError;
-use linerate_helper::{DieWithParent, PrivateDir};
+use linerate_helper::{find_tool, ip_path, DieWithParent, PrivateDir};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -115,7 +114,7 @@ impl Nginx {
         ];
         let mut cmd = match netns {
             Some(ns) => {
-                let ip = find_tool("ip").ok_or_else(|| {
+                let ip = ip_path().ok_or_else(|| {
                     GoodputError::Setup("iproute2 not found: apt-get install iproute2".into())
                 })?;
                 let mut c = Command::new(ip);

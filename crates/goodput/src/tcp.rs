@@ -8,9 +8,9 @@
 //! included, as iperf3 counts), and goodput is the bytes the receivers read
 //! in it. Polling with a short timeout lets each thread notice the end.
 
-use crate::netns::in_netns;
 use crate::record::{StreamRecord, TcpRun};
 use crate::{Direction, Endpoint, GoodputError};
+use linerate_helper::maybe_in_netns;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -71,7 +71,7 @@ pub fn listen(
     backlog: i32,
 ) -> Result<TcpListener, GoodputError> {
     let addr = SocketAddr::new(server.ip, port);
-    in_netns(server.netns.as_deref(), || {
+    maybe_in_netns(server.netns.as_deref(), || {
         let socket = socket_for(&addr, window)?;
         socket.set_reuse_address(true).ok();
         socket.bind(&SockAddr::from(addr)).map_err(|e| {
@@ -98,7 +98,7 @@ pub fn connect(
     window: Option<usize>,
     timeout: Duration,
 ) -> Result<TcpStream, GoodputError> {
-    in_netns(client.netns.as_deref(), || {
+    maybe_in_netns(client.netns.as_deref(), || {
         let socket = socket_for(&to, window)?;
         socket
             .connect_timeout(&SockAddr::from(to), timeout)

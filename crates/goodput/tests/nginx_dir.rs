@@ -87,7 +87,7 @@ fn nginx_never_uses_a_planted_directory_and_keeps_its_own_private() {
         skip("(needs root): nginx_never_uses_a_planted_directory_and_keeps_its_own_private");
         return;
     }
-    if linerate_goodput::netns::find_tool("nginx").is_none() {
+    if linerate_helper::find_tool("nginx").is_none() {
         skip("(nginx not installed; scripts/setup.sh installs it): nginx_never_uses_a_planted_directory_and_keeps_its_own_private");
         return;
     }
