@@ -1,43 +1,23 @@
-//! Running commands and managing named network namespaces.
+//! Running commands (through linerate-helper: killed with linerate, errors
+//! worded as [`LabError`]s) and managing named network namespaces.
 //!
 //! Configuration goes through iproute2's `ip` (its documented, stable
 //! interface) rather than raw netlink: every step is a command a person can
 //! rerun by hand, and an error names that command and its stderr.
 
 use crate::LabError;
-use linerate_helper::DieWithParent;
+pub(crate) use linerate_helper::{command_line, find_tool};
+use linerate_helper::{first_line, RunError};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 /// Where iproute2 keeps named namespaces (bind-mounted nsfs files); listing
 /// it is what `ip netns list` does.
 pub(crate) const NETNS_RUN_DIR: &str = "/run/netns";
 
-/// Finds program `name` in PATH, then in the sbin directories: `ip` and
-/// `ethtool` live in /usr/sbin, which a non-login PATH (cargo test, sudo
-/// with a kept environment) may lack.
-pub(crate) fn find_tool(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
-        .map(|dir| dir.join(name))
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    p.metadata()
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
-
 /// The `ip` program, looked up once.
 pub(crate) fn ip_path() -> Result<&'static Path, LabError> {
-    static IP: OnceLock<Option<PathBuf>> = OnceLock::new();
-    IP.get_or_init(|| find_tool("ip"))
-        .as_deref()
-        .ok_or(LabError::IprouteMissing)
+    linerate_helper::ip_path().ok_or(LabError::IprouteMissing)
 }
 
 /// The `ethtool` program, looked up once; optional (only CPU placement uses it).
@@ -46,62 +26,36 @@ pub(crate) fn ethtool_path() -> Option<&'static Path> {
     ETHTOOL.get_or_init(|| find_tool("ethtool")).as_deref()
 }
 
-/// A command as a person would type it, for error messages: program base
-/// name, arguments quoted when they hold spaces or shell characters.
-pub(crate) fn command_line(program: &Path, args: &[&str]) -> String {
-    let name = program
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| program.display().to_string());
-    let mut line = name;
-    for arg in args {
-        line.push(' ');
-        let plain = !arg.is_empty()
-            && arg
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
-        if plain {
-            line.push_str(arg);
-        } else {
-            line.push('\'');
-            line.push_str(&arg.replace('\'', r"'\''"));
-            line.push('\'');
+/// A command that failed, in the lab's words: the command as a person
+/// would type it and its first stderr line.
+impl From<RunError> for LabError {
+    fn from(e: RunError) -> LabError {
+        match e {
+            RunError::Missing { .. } => LabError::IprouteMissing,
+            RunError::Spawn { command, error } => LabError::Spawn {
+                command,
+                error: error.to_string(),
+            },
+            RunError::Failed {
+                command,
+                status,
+                stderr,
+            } => LabError::Command {
+                command,
+                stderr: first_line(stderr.as_bytes(), status),
+            },
+            RunError::Stopped { command } => LabError::Command {
+                command,
+                stderr: "stopped: the run was asked to stop".to_string(),
+            },
         }
     }
-    line
 }
 
-/// First non-empty line of a failed command's stderr, or its exit status
-/// when it printed nothing: error messages stay one line.
-pub(crate) fn first_line(stderr: &[u8], status: std::process::ExitStatus) -> String {
-    String::from_utf8_lossy(stderr)
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("exited with {status} and printed nothing"))
-}
-
-/// Runs `program args...`, returns its stdout; errors name the command.
+/// Runs `program args...` (linerate-helper's `run`: killed with linerate),
+/// returns its stdout; errors name the command.
 pub(crate) fn run(program: &Path, args: &[&str]) -> Result<String, LabError> {
-    let out = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        // A command linerate waits for ends with it too (e.g. a long `nft -f`).
-        .die_with_parent()
-        .output()
-        .map_err(|e| LabError::Spawn {
-            command: command_line(program, args),
-            error: e.to_string(),
-        })?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(LabError::Command {
-            command: command_line(program, args),
-            stderr: first_line(&out.stderr, out.status),
-        })
-    }
+    Ok(linerate_helper::run(program, args)?)
 }
 
 /// [`run`] that ends the command early once `stop` returns true, asked
@@ -113,76 +67,12 @@ pub(crate) fn run_until(
     args: &[&str],
     stop: &dyn Fn() -> bool,
 ) -> Result<String, LabError> {
-    use std::time::Duration;
-    let command = || command_line(program, args);
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .die_with_parent()
-        .spawn()
-        .map_err(|e| LabError::Spawn {
-            command: command(),
-            error: e.to_string(),
-        })?;
-    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-    std::thread::scope(|s| {
-        // Read while it runs: a full pipe would block the command.
-        let out = s.spawn(move || read_all(stdout));
-        let err = s.spawn(move || read_all(stderr));
-        // Short commands end within the first polls; long ones are asked
-        // about the stop every 20 ms.
-        let mut pause = Duration::from_millis(1);
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break Ok(status),
-                Ok(None) if stop() => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break Err(LabError::Command {
-                        command: command(),
-                        stderr: "stopped: the run was asked to stop".to_string(),
-                    });
-                }
-                Ok(None) => std::thread::sleep(pause),
-                Err(e) => {
-                    break Err(LabError::Spawn {
-                        command: command(),
-                        error: e.to_string(),
-                    })
-                }
-            }
-            pause = (pause * 2).min(Duration::from_millis(20));
-        };
-        let (out, err) = (
-            out.join().unwrap_or_default(),
-            err.join().unwrap_or_default(),
-        );
-        let status = status?;
-        if status.success() {
-            Ok(String::from_utf8_lossy(&out).into_owned())
-        } else {
-            Err(LabError::Command {
-                command: command(),
-                stderr: first_line(&err, status),
-            })
-        }
-    })
-}
-
-/// All a pipe gives until it closes (nothing for no pipe).
-fn read_all(pipe: Option<impl std::io::Read>) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    if let Some(mut pipe) = pipe {
-        let _ = pipe.read_to_end(&mut bytes);
-    }
-    bytes
+    Ok(linerate_helper::run_until(program, args, stop)?)
 }
 
 /// Runs `ip args...`.
 pub(crate) fn ip(args: &[&str]) -> Result<String, LabError> {
-    run(ip_path()?, args)
+    Ok(linerate_helper::ip(None, args)?)
 }
 
 /// Runs `ip -j args...` and parses its JSON output.
@@ -389,54 +279,6 @@ pub(crate) fn ifindex_here(ifname: &str) -> Result<i32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::process::ExitStatusExt;
-
-    #[test]
-    fn command_line_quotes_only_when_needed() {
-        let line = command_line(
-            Path::new("/usr/sbin/ip"),
-            &["netns", "exec", "lr-x-dut", "sh", "-c", "echo 'a b'", ""],
-        );
-        assert_eq!(
-            line,
-            r#"ip netns exec lr-x-dut sh -c 'echo '\''a b'\''' ''"#
-        );
-    }
-
-    #[test]
-    fn first_line_skips_blank_lines_and_falls_back_to_status() {
-        let status = std::process::ExitStatus::from_raw(2 << 8);
-        assert_eq!(
-            first_line(b"\n  Cannot find device \"x\"\nmore\n", status),
-            "Cannot find device \"x\""
-        );
-        assert!(first_line(b"  \n", status).contains("exited with"));
-    }
-
-    #[test]
-    fn find_tool_finds_sh_and_not_nonsense() {
-        assert!(find_tool("sh").is_some());
-        assert!(find_tool("no-such-program-linerate").is_none());
-    }
-
-    #[test]
-    fn run_until_returns_the_output_or_ends_the_command_when_asked() {
-        let sh = find_tool("sh").unwrap();
-        let out = run_until(&sh, &["-c", "echo out; echo err >&2"], &|| false).unwrap();
-        assert_eq!(out, "out\n");
-        let failed = run_until(&sh, &["-c", "echo why >&2; exit 3"], &|| false).unwrap_err();
-        assert!(failed.to_string().contains("why"), "{failed}");
-        // Much output does not block it on a full pipe.
-        let big = run_until(&sh, &["-c", "head -c 1000000 /dev/zero"], &|| false).unwrap();
-        assert_eq!(big.len(), 1_000_000);
-        let started = std::time::Instant::now();
-        let stopped = run_until(&sh, &["-c", "exec sleep 30"], &|| {
-            started.elapsed() > std::time::Duration::from_millis(50)
-        })
-        .unwrap_err();
-        assert!(stopped.to_string().contains("stopped"), "{stopped}");
-        assert!(started.elapsed() < std::time::Duration::from_secs(5));
-    }
 
     #[test]
     fn delete_of_missing_namespace_is_ok() {
