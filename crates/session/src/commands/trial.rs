@@ -9,6 +9,7 @@ use crate::ports::{self};
 use crate::recorder::RecordPlan;
 use crate::recorder::{Recorder, RunInfo};
 use linerate_engine::EngineError;
+use linerate_method::TrialRunner;
 use linerate_results::{report, TrialSpec};
 use linerate_store::RunStatus;
 use linerate_wire::{Frames, Rate};
@@ -68,7 +69,6 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     };
     // The DUT's CPU load over the trial (the idle baseline first).
     let cpu = crate::dut_cpu::meter_for(&bed, &dut_cpu, &[], interrupt)?;
-    let sample = cpu.as_ref().map(|m| m.begin(duration));
     recorder.begin(RunInfo {
         command: "trial",
         engine: &bed.engine.config().name,
@@ -82,8 +82,10 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         capture_at: bed.engine.capture_slot(),
     })?;
     recorder.single_trial_started(&frames, fps, line_fps);
-    let esp_before = bed.ipsec.as_ref().map(|p| p.counts());
-    let result = match bed.engine.run_trial(&spec, interrupt) {
+    // The trial as every method runs one: the DUT's CPU sampled over it,
+    // the tunnels' ESP counts accounted.
+    let mut runner = crate::driver::EngineRunner::on(&mut bed, interrupt, cpu.as_ref());
+    let result = match runner.run(&spec) {
         Err(EngineError::Interrupted) => {
             recorder.finish_as(true)?;
             return Ok(Outcome::Interrupted(
@@ -92,11 +94,6 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         }
         other => other?,
     };
-    let mut result = result;
-    result.dut_cpu = sample.and_then(|s| s.finish());
-    if let (Some(peer), Some(before)) = (&bed.ipsec, esp_before) {
-        peer.account_trial(&before, &mut result)?;
-    }
     // The share of line rate counts every sending link.
     let line_bps = if bed.bidirectional {
         2 * bed.line_bps
