@@ -107,7 +107,8 @@ pub(crate) fn steering_program(esp_base: u32) -> Vec<libc::sock_filter> {
         Stmt(op::LDH_IND, udp_len + 2), // the stream
         Stmt(op::RET_A, 0),
         Mark(NatT),
-        // ESP in UDP: the SPI; an IKE message starts with four zero bytes.
+        // ESP in UDP, unless the four zero bytes of an IKE message (RFC
+        // 3948's non-ESP marker) stand where an SPI would.
         Stmt(op::LDW_IND, udp_len),
         Jump(op::JEQ, 0, Other, Esp),
         Mark(Esp),
@@ -168,9 +169,9 @@ fn assemble(program: &[Ins]) -> Vec<libc::sock_filter> {
 static NEXT_GROUP: AtomicU16 = AtomicU16::new(0);
 
 /// Puts the bound sockets `fds` into one new fanout group steered by
-/// [`steering_program`] (ESP from `esp_base`). Frames the port sends itself are left out
-/// (`PACKET_FANOUT_FLAG_IGNORE_OUTGOING`), as each ring's own
-/// `PACKET_IGNORE_OUTGOING` does for one socket.
+/// [`steering_program`] (ESP from `esp_base`). Frames the port sends
+/// itself are left out (`PACKET_FANOUT_FLAG_IGNORE_OUTGOING`), as each
+/// ring's own `PACKET_IGNORE_OUTGOING` does for one socket.
 pub(crate) fn join(fds: &[&OwnedFd], esp_base: u32, ifname: &str) -> Result<(), PortError> {
     let mut code = steering_program(esp_base);
     let prog = libc::sock_fprog {
