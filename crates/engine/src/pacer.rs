@@ -66,7 +66,10 @@ impl Pacer {
     /// Frames due by `elapsed` since the start (frame 0 is due at once).
     #[inline]
     pub fn due(&self, elapsed: Duration) -> u64 {
-        let due = (elapsed.as_nanos() as f64 / self.interval_ns) as u64 + 1;
+        // Through u64 (585 years of nanoseconds): a u128 to f64 conversion
+        // is a library call, and the generator asks this on every turn of
+        // its loop. The value is the same.
+        let due = (elapsed.as_nanos() as u64 as f64 / self.interval_ns) as u64 + 1;
         due.min(self.total)
     }
 
