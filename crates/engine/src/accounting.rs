@@ -32,7 +32,6 @@ use linerate_port::netns::maybe_in_netns;
 use linerate_port::PortError;
 use linerate_results::LossWhere;
 use linerate_wire::MacAddr;
-use std::process::Command;
 
 /// A few counters of one interface.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -105,16 +104,12 @@ impl LinkKind {
     }
 }
 
+/// `ip [-n netns] -j args...`'s JSON; None when it fails.
 fn ip_json(netns: Option<&str>, args: &[&str]) -> Option<serde_json::Value> {
-    let mut cmd = Command::new("ip");
-    if let Some(ns) = netns {
-        cmd.args(["-n", ns]);
-    }
-    let out = cmd.arg("-j").args(args).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    serde_json::from_slice(&out.stdout).ok()
+    let mut full = vec!["-j"];
+    full.extend_from_slice(args);
+    let out = linerate_helper::ip(netns, &full).ok()?;
+    serde_json::from_str(&out).ok()
 }
 
 /// What is wrong with tester port `ifname` in `netns` for sending test
@@ -521,13 +516,14 @@ pub fn snmp6_value(text: &str, key: &str) -> Option<u64> {
 /// The drops of every qdisc on `dev` (root, children, ingress/clsact),
 /// as `tc -s` reports them; 0 when tc cannot tell.
 fn qdisc_drops(netns: &str, dev: &str) -> u64 {
-    let out = Command::new("ip")
-        .args([
+    let out = linerate_helper::ip(
+        None,
+        &[
             "netns", "exec", netns, "tc", "-s", "-j", "qdisc", "show", "dev", dev,
-        ])
-        .output();
+        ],
+    );
     let Ok(out) = out else { return 0 };
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&out) else {
         return 0;
     };
     v.as_array()

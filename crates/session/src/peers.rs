@@ -7,10 +7,10 @@
 
 use crate::error::{bail, err, Result};
 use crate::ipsec::Net;
+use linerate_helper::RunError;
 use linerate_ike::{Identity, IkeError, TrafficSelector};
 use linerate_results::report::thousands;
 use std::net::Ipv4Addr;
-use std::process::{Command, Stdio};
 
 /// The most tunnels one run brings up.
 pub const MAX_TUNNELS: usize = 10_000;
@@ -288,52 +288,36 @@ impl Drop for PeerAddresses {
     }
 }
 
-/// `ip [-n NS] args`' output, or its error.
+/// `ip [-n NS] args`' output, or its error (its stderr).
 pub fn ip_out(netns: Option<&str>, args: &[&str]) -> std::result::Result<String, String> {
-    let mut cmd = Command::new("ip");
-    if let Some(ns) = netns {
-        cmd.args(["-n", ns]);
-    }
-    let out = cmd.args(args).output().map_err(|e| format!("ip: {e}"))?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    linerate_helper::ip(netns, args).map_err(|e| match e {
+        RunError::Failed { stderr, .. } => stderr.trim().to_string(),
+        RunError::Spawn { error, .. } => format!("ip: {error}"),
+        other => other.to_string(),
+    })
 }
 
 /// `ip -batch -` with `lines`; `force`: go on past errors.
 pub fn ip_batch(netns: Option<&str>, lines: &str, force: bool) -> std::result::Result<(), String> {
-    use std::io::Write;
     if lines.is_empty() {
         return Ok(());
     }
-    let mut cmd = Command::new("ip");
-    if let Some(ns) = netns {
-        cmd.args(["-n", ns]);
-    }
-    if force {
-        cmd.arg("-force");
-    }
-    let mut child = cmd
-        .args(["-batch", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("ip: {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(lines.as_bytes())
-            .map_err(|e| format!("ip -batch: {e}"))?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("ip -batch: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(err.lines().next().unwrap_or("ip -batch failed").to_string());
-    }
-    Ok(())
+    let args: &[&str] = if force {
+        &["-force", "-batch", "-"]
+    } else {
+        &["-batch", "-"]
+    };
+    linerate_helper::ip_with_input(netns, args, Some(lines.as_bytes()))
+        .map(|_| ())
+        .map_err(|e| match e {
+            RunError::Failed { stderr, .. } => stderr
+                .lines()
+                .next()
+                .unwrap_or("ip -batch failed")
+                .to_string(),
+            RunError::Spawn { error, .. } => format!("ip: {error}"),
+            other => other.to_string(),
+        })
 }
 
 #[cfg(test)]

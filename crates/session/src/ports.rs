@@ -714,16 +714,9 @@ fn counter_refused(b: &PortName, engine: &str, e: crate::error::Error) -> crate:
 /// The XDP program attached to port `p`, as `'NAME' (id N)`, from
 /// `ip -d -j link show`; None when there is none or `ip` cannot tell.
 fn attached_xdp(p: &PortName) -> Option<String> {
-    let mut cmd = std::process::Command::new("ip");
-    if let Some(ns) = &p.1 {
-        cmd.args(["-n", ns]);
-    }
-    let out = cmd
-        .args(["-d", "-j", "link", "show", "dev", &p.0])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let out =
+        linerate_helper::ip(p.1.as_deref(), &["-d", "-j", "link", "show", "dev", &p.0]).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&out).ok()?;
     xdp_program_of(&v)
 }
 
