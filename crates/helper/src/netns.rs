@@ -193,8 +193,8 @@ mod tests {
     }
 
     #[test]
-    fn in_netns_and_in_netns_file_enter_and_come_back() {
-        if !crate::tests::root("in_netns_and_in_netns_file_enter_and_come_back") {
+    fn entering_by_name_or_file_comes_back() {
+        if !crate::tests::root("entering_by_name_or_file_comes_back") {
             return;
         }
         let name = format!("lr-helper-test-{}", std::process::id());

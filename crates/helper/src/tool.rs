@@ -288,7 +288,7 @@ mod tests {
     }
 
     #[test]
-    fn find_tool_finds_sh_and_not_nonsense() {
+    fn finds_sh_and_not_nonsense() {
         assert!(find_tool("sh").is_some());
         assert!(find_tool("no-such-program-linerate").is_none());
     }
