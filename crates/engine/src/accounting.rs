@@ -108,7 +108,7 @@ impl LinkKind {
 fn ip_json(netns: Option<&str>, args: &[&str]) -> Option<serde_json::Value> {
     let mut full = vec!["-j"];
     full.extend_from_slice(args);
-    let out = linerate_helper::ip(netns, &full).ok()?;
+    let out = linerate_helper::ip_query(netns, &full).ok()?;
     serde_json::from_str(&out).ok()
 }
 
@@ -516,7 +516,7 @@ pub fn snmp6_value(text: &str, key: &str) -> Option<u64> {
 /// The drops of every qdisc on `dev` (root, children, ingress/clsact),
 /// as `tc -s` reports them; 0 when tc cannot tell.
 fn qdisc_drops(netns: &str, dev: &str) -> u64 {
-    let out = linerate_helper::ip(
+    let out = linerate_helper::ip_query(
         None,
         &[
             "netns", "exec", netns, "tc", "-s", "-j", "qdisc", "show", "dev", dev,

@@ -40,7 +40,8 @@ mod tool;
 
 pub use netns::{in_netns, in_netns_file, maybe_in_netns, NetnsError, NetnsStep};
 pub use tool::{
-    command_line, find_tool, first_line, ip, ip_path, ip_with_input, run, run_until, RunError,
+    command_line, find_tool, first_line, ip, ip_path, ip_query, ip_with_input, run, run_until,
+    RunError,
 };
 
 /// The root-only directory that holds linerate's private directories (and

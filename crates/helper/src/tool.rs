@@ -140,7 +140,7 @@ pub fn first_line(stderr: &[u8], status: ExitStatus) -> String {
 
 /// Runs `program args...` and returns its stdout.
 pub fn run(program: &Path, args: &[&str]) -> Result<String, RunError> {
-    execute(program, args, None, None)
+    execute(program, args, None, None, Death::WithParent)
 }
 
 /// [`run`] that ends the command early once `stop` returns true, asked
@@ -151,12 +151,39 @@ pub fn run_until(
     args: &[&str],
     stop: &dyn Fn() -> bool,
 ) -> Result<String, RunError> {
-    execute(program, args, None, Some(stop))
+    execute(program, args, None, Some(stop), Death::WithParent)
 }
 
 /// Runs `ip [-n netns] args...` and returns its stdout.
 pub fn ip(netns: Option<&str>, args: &[&str]) -> Result<String, RunError> {
     ip_with_input(netns, args, None)
+}
+
+/// [`ip`] for a read of the kernel's state (`ip -j -s link show ...`, `ip
+/// netns exec NS tc -s -j qdisc show ...`) while the engine runs: spawned
+/// without the death signal. Setting it needs a hook in the child, which
+/// makes the spawn a fork that copies the page tables of every mapping,
+/// the engine's packet rings and UMEM included: tens of milliseconds per
+/// read between trials, during which frames a DUT still forwards went
+/// uncounted (crates/cli/tests/recovery.rs). Without the hook the spawn is
+/// a vfork. A read ends in milliseconds and is waited for: it outlives
+/// linerate by no more than that.
+pub fn ip_query(netns: Option<&str>, args: &[&str]) -> Result<String, RunError> {
+    let program = ip_path().ok_or(RunError::Missing { program: "ip" })?;
+    let mut full = Vec::with_capacity(args.len() + 2);
+    if let Some(ns) = netns {
+        full.extend(["-n", ns]);
+    }
+    full.extend_from_slice(args);
+    execute(program, &full, None, None, Death::Alone)
+}
+
+/// Whether a command gets the death signal ([`DieWithParent`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Death {
+    WithParent,
+    /// A short read: see [`ip_query`].
+    Alone,
 }
 
 /// [`ip`] with `input` on its stdin (`ip -batch -`); stdin is empty for
@@ -172,7 +199,7 @@ pub fn ip_with_input(
         full.extend(["-n", ns]);
     }
     full.extend_from_slice(args);
-    execute(program, &full, input, None)
+    execute(program, &full, input, None, Death::WithParent)
 }
 
 /// Runs the command (stdin `input`, or empty), reading its stdout and
@@ -183,13 +210,19 @@ fn execute(
     args: &[&str],
     input: Option<&[u8]>,
     stop: Option<&dyn Fn() -> bool>,
+    death: Death,
 ) -> Result<String, RunError> {
     let command = || command_line(program, args);
     let spawn_error = |error| RunError::Spawn {
         command: command(),
         error,
     };
-    let mut child = Command::new(program)
+    let mut cmd = Command::new(program);
+    if death == Death::WithParent {
+        // A command linerate waits for ends with it too (e.g. a long `nft -f`).
+        cmd.die_with_parent();
+    }
+    let mut child = cmd
         .args(args)
         .stdin(if input.is_some() {
             Stdio::piped()
@@ -198,8 +231,6 @@ fn execute(
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        // A command linerate waits for ends with it too (e.g. a long `nft -f`).
-        .die_with_parent()
         .spawn()
         .map_err(spawn_error)?;
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
