@@ -384,55 +384,38 @@ fn tunnels_dealt_out_to_two_encrypting_threads_keep_exact_counts() {
         "{}",
         run.dump()
     );
-    // Port A counts the gateway's clear frames on two threads too, each
-    // the stream of one encrypting thread (its tunnels' frames, exactly).
-    let run = carry(
-        &bed,
-        "decrypt",
-        &[
-            "--tx-threads",
-            "2",
-            "--rx-threads",
-            "2",
-            "--engine",
-            "af_packet",
-        ],
-    );
-    let (run, v) = run;
-    assert_eq!(
-        v["rx_threads"].as_array().map(Vec::len),
-        Some(2),
-        "{}",
-        run.dump()
-    );
-    // The other way: port B decrypts on two threads, tunnel i's ESP on
-    // thread i mod 2 (steered by its peer address), each thread counting
-    // the stream of the generator thread that sends its tunnels.
-    let (run, v) = carry(
-        &bed,
-        "encrypt",
-        &[
-            "--tx-threads",
-            "2",
-            "--rx-threads",
-            "2",
-            "--engine",
-            "af_packet",
-        ],
-    );
-    assert_eq!(
-        v["rx_threads"].as_array().map(Vec::len),
-        Some(2),
-        "{}",
-        run.dump()
-    );
-    assert!(
-        run.stderr
-            .contains("port B decrypts on 2 receiving threads"),
-        "{}",
-        run.dump()
-    );
-    assert_eq!(v["esp"]["unknown_spi"], 0, "{}", run.dump());
+    // Receiving threads both ways. decrypt: port A counts the gateway's
+    // clear frames on two threads, each the stream of one encrypting
+    // thread. encrypt: port B decrypts on two threads, tunnel i's ESP on
+    // thread i mod 2 (steered by its peer address), each counting the
+    // stream of the generator thread that sends its tunnels. `carry`
+    // checks each thread's count against its tunnels' frames.
+    let threads = [
+        "--tx-threads",
+        "2",
+        "--rx-threads",
+        "2",
+        "--engine",
+        "af_packet",
+    ];
+    for direction in ["decrypt", "encrypt"] {
+        let (run, v) = carry(&bed, direction, &threads);
+        assert_eq!(
+            v["rx_threads"].as_array().map(Vec::len),
+            Some(2),
+            "{direction}: {}",
+            run.dump()
+        );
+        assert_eq!(v["esp"]["unknown_spi"], 0, "{direction}: {}", run.dump());
+        if direction == "encrypt" {
+            assert!(
+                run.stderr
+                    .contains("port B decrypts on 2 receiving threads"),
+                "{}",
+                run.dump()
+            );
+        }
+    }
     let run = bed.trial(&["--tunnels", "1", "--tx-threads", "2", "--rate", "1000fps"]);
     assert_eq!(run.code, 2, "{}", run.dump());
     assert!(

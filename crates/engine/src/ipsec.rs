@@ -720,6 +720,14 @@ impl std::hash::Hasher for SpiHasher {
 
 type SpiIndex = std::collections::HashMap<u32, u32, std::hash::BuildHasherDefault<SpiHasher>>;
 
+/// Each SA's SPI -> its index in `sas`.
+fn spi_index(sas: &[Inbound]) -> SpiIndex {
+    sas.iter()
+        .enumerate()
+        .map(|(i, sa)| (sa.spi(), i as u32))
+        .collect()
+}
+
 /// Decrypts the frames of one inbound SA, or of one per tunnel chosen by
 /// SPI, before they are counted. After a rekey a tunnel has several
 /// inbound SAs, all accepted.
@@ -784,11 +792,7 @@ impl EspReceive {
     /// Many tunnels: the inbound SA is chosen by SPI (`sas[i]` is tunnel
     /// i's); an SPI of none of them counts as unknown_spi.
     pub fn many(sas: Vec<Inbound>, counts: SharedCounts) -> Self {
-        let by_spi = sas
-            .iter()
-            .enumerate()
-            .map(|(i, sa)| (sa.spi(), i as u32))
-            .collect();
+        let by_spi = spi_index(&sas);
         EspReceive {
             tunnel_of: (0..sas.len() as u32).collect(),
             tunnels: sas.len(),
@@ -917,11 +921,7 @@ impl EspReceive {
             .filter(|s| s.as_ref().is_some_and(|(_, t)| share.holds(*t as usize)))
             .map(|s| s.take().expect("filtered on being there"))
             .unzip();
-        let by_spi = sas
-            .iter()
-            .enumerate()
-            .map(|(i, sa)| (sa.spi(), i as u32))
-            .collect();
+        let by_spi = spi_index(&sas);
         EspReceive {
             sas,
             tunnel_of,
