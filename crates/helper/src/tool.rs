@@ -169,13 +169,23 @@ pub fn ip(netns: Option<&str>, args: &[&str]) -> Result<String, RunError> {
 /// a vfork. A read ends in milliseconds and is waited for: it outlives
 /// linerate by no more than that.
 pub fn ip_query(netns: Option<&str>, args: &[&str]) -> Result<String, RunError> {
+    run_ip(netns, args, None, Death::Alone)
+}
+
+/// `ip [-n netns] args...`, run as `death` says.
+fn run_ip(
+    netns: Option<&str>,
+    args: &[&str],
+    input: Option<&[u8]>,
+    death: Death,
+) -> Result<String, RunError> {
     let program = ip_path().ok_or(RunError::Missing { program: "ip" })?;
     let mut full = Vec::with_capacity(args.len() + 2);
     if let Some(ns) = netns {
         full.extend(["-n", ns]);
     }
     full.extend_from_slice(args);
-    execute(program, &full, None, None, Death::Alone)
+    execute(program, &full, input, None, death)
 }
 
 /// Whether a command gets the death signal ([`DieWithParent`]).
@@ -193,13 +203,7 @@ pub fn ip_with_input(
     args: &[&str],
     input: Option<&[u8]>,
 ) -> Result<String, RunError> {
-    let program = ip_path().ok_or(RunError::Missing { program: "ip" })?;
-    let mut full = Vec::with_capacity(args.len() + 2);
-    if let Some(ns) = netns {
-        full.extend(["-n", ns]);
-    }
-    full.extend_from_slice(args);
-    execute(program, &full, input, None, Death::WithParent)
+    run_ip(netns, args, input, Death::WithParent)
 }
 
 /// Runs the command (stdin `input`, or empty), reading its stdout and
