@@ -15,9 +15,13 @@
 //! has UDP sockets on ports 500 and 4500 in the port's namespace): IPv4,
 //! untagged or behind one 802.1Q tag, UDP to port 500; UDP to port 4500
 //! whose first 4 payload bytes are zero (the non-ESP marker of RFC 3948);
-//! NAT keepalives (UDP 4500, one payload byte 0xff). ESP in UDP 4500 and
-//! everything else still go to the socket. The flag is read-only data set
-//! before the program is loaded: without it the verifier removes the check.
+//! NAT keepalives (UDP 4500, one payload byte 0xff), and the later IP
+//! fragments of such a datagram (an `ike_frags` map notes each first
+//! fragment's source, destination and IP id), so the kernel reassembles an
+//! IKE message larger than the MTU. ESP in UDP 4500 (fragments included)
+//! and everything else still go to the socket. The flag is read-only data
+//! set before the program is loaded: without it the verifier removes the
+//! check.
 
 use crate::{bpf_object, BpfError};
 use libbpf_rs::libbpf_sys;

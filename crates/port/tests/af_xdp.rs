@@ -440,11 +440,49 @@ fn udp_frame(
     f
 }
 
+/// `frame` (from [`udp_frame`], no IP options, unpadded) as two IP
+/// fragments with IP id `id`: the first carries the UDP header and
+/// `first_len` bytes of the IP payload (a multiple of 8), the second the
+/// rest; each padded to 60 bytes.
+fn ip_fragments(frame: &[u8], vlan: Option<u16>, id: u16, first_len: usize) -> [Vec<u8>; 2] {
+    let ip_at = if vlan.is_some() { 18 } else { 14 };
+    let data = &frame[ip_at + 20..];
+    assert!(first_len % 8 == 0 && first_len < data.len());
+    let piece = |part: &[u8], offset: usize, more: bool| {
+        let mut f = frame[..ip_at + 20].to_vec();
+        let ip = &mut f[ip_at..];
+        ip[2..4].copy_from_slice(&((20 + part.len()) as u16).to_be_bytes());
+        ip[4..6].copy_from_slice(&id.to_be_bytes());
+        let flags = if more { 0x2000 } else { 0 } | (offset / 8) as u16;
+        ip[6..8].copy_from_slice(&flags.to_be_bytes());
+        ip[10..12].copy_from_slice(&[0, 0]);
+        let mut sum = 0u32;
+        for w in ip[..20].chunks(2) {
+            sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
+        }
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+        f.extend_from_slice(part);
+        if f.len() < 60 {
+            f.resize(60, 0);
+        }
+        f
+    };
+    [
+        piece(&data[..first_len], 0, true),
+        piece(&data[first_len..], first_len, false),
+    ]
+}
+
 /// Where a frame should end up with pass_ike on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Goes {
     /// The kernel's UDP socket on this port.
     Kernel(u16),
+    /// The kernel, as a later IP fragment of the datagram before it.
+    KernelFragment,
     Xsk,
 }
 
@@ -464,7 +502,21 @@ fn ike_frames(macs: (MacAddr, MacAddr), vlan: Option<u16>) -> Vec<IkeCase> {
         let frame = udp_frame(macs, vlan, port, &payload, options);
         (name, frame, payload, goes)
     };
-    vec![
+    // A datagram of 200 payload bytes in two IP fragments (the first with
+    // the UDP header and 96 bytes): the second arrives with no UDP header.
+    let fragmented = |names: [&'static str; 2], id, port, payload: Vec<u8>, goes: [Goes; 2]| {
+        let frame = udp_frame(macs, vlan, port, &payload, false);
+        let [first, second] = ip_fragments(&frame, vlan, id, 104);
+        [
+            (names[0], first, payload, goes[0]),
+            (names[1], second, Vec::new(), goes[1]),
+        ]
+    };
+    let long = |mut p: Vec<u8>| {
+        p.resize(200, 0x5a);
+        p
+    };
+    let mut cases = vec![
         case("IKE on 500", 500, ike(1), false, Goes::Kernel(500)),
         case(
             "IKE on 4500 behind the non-ESP marker",
@@ -501,7 +553,38 @@ fn ike_frames(macs: (MacAddr, MacAddr), vlan: Option<u16>) -> Vec<IkeCase> {
         case("one byte 0xfe to 4500", 4500, vec![0xfe], false, Goes::Xsk),
         case("UDP to port 9", 9, ike(7), false, Goes::Xsk),
         case("UDP to port 501", 501, ike(8), false, Goes::Xsk),
-    ]
+    ];
+    cases.extend(fragmented(
+        [
+            "IKE on 500, first IP fragment",
+            "IKE on 500, second IP fragment",
+        ],
+        0x1f01,
+        500,
+        long(ike(9)),
+        [Goes::Kernel(500), Goes::KernelFragment],
+    ));
+    cases.extend(fragmented(
+        [
+            "IKE on 4500, first IP fragment",
+            "IKE on 4500, second IP fragment",
+        ],
+        0x1f02,
+        4500,
+        long(marked(10)),
+        [Goes::Kernel(4500), Goes::KernelFragment],
+    ));
+    cases.extend(fragmented(
+        [
+            "ESP in UDP 4500, first IP fragment",
+            "ESP in UDP 4500, second IP fragment",
+        ],
+        0x1f03,
+        4500,
+        long(esp(11)),
+        [Goes::Xsk, Goes::Xsk],
+    ));
+    cases
 }
 
 /// What one run saw: per frame, its name, whether it reached the AF_XDP
@@ -561,15 +644,18 @@ fn send_ike_frames(pair: &NetnsPair, pass_ike: bool, vlan: Option<u16>) -> IkeRu
             }
         }
     };
-    let want_xsk = if pass_ike {
-        frames.iter().filter(|f| f.3 == Goes::Xsk).count()
+    let (want_xsk, want_kernel) = if pass_ike {
+        let xsk = frames.iter().filter(|f| f.3 == Goes::Xsk).count();
+        let datagrams = frames
+            .iter()
+            .filter(|f| matches!(f.3, Goes::Kernel(_)))
+            .count();
+        (xsk, datagrams)
     } else {
-        frames.len()
+        (frames.len(), 0)
     };
     let until = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < until
-        && (at_xsk.len() < want_xsk || kernel.len() < frames.len() - want_xsk)
-    {
+    while Instant::now() < until && (at_xsk.len() < want_xsk || kernel.len() < want_kernel) {
         collect(&mut at_xsk, &mut kernel);
     }
     // A little longer: a frame in both places, or twice, would show.
@@ -612,7 +698,7 @@ fn check_pass_ike(tag: &str, vlan: Option<u16>) {
         .into_iter()
         .filter_map(|(_, _, payload, goes)| match goes {
             Goes::Kernel(port) => Some((port, payload)),
-            Goes::Xsk => None,
+            Goes::KernelFragment | Goes::Xsk => None,
         })
         .collect();
     let mut got = kernel;

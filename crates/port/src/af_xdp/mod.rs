@@ -29,8 +29,9 @@
 //!   `max_frame_len` needs it). Jumbo frames would need multi-buffer
 //!   AF_XDP; [`PortInfo::max_frame_len`] reports the limit.
 //! - With [`AfXdpOptions::pass_ike`], IKE (UDP 500, UDP 4500 with the
-//!   non-ESP marker, NAT keepalives) goes to the kernel stack instead of
-//!   the socket; ESP in UDP 4500 still comes to the socket.
+//!   non-ESP marker, NAT keepalives, and the later IP fragments of an IKE
+//!   datagram) goes to the kernel stack instead of the socket; ESP in UDP
+//!   4500 still comes to the socket.
 //! - Frames get no kernel timestamp: [`RxQueue::recv`](crate::RxQueue::recv)
 //!   stamps each batch (at most 64 frames) when it is picked up.
 
@@ -120,8 +121,9 @@ pub struct AfXdpOptions {
     /// Pass IKE to the kernel instead of the AF_XDP socket: IPv4 (also
     /// behind one 802.1Q tag) UDP to port 500, and UDP to port 4500 whose
     /// first 4 payload bytes are zero (the non-ESP marker of RFC 3948) and
-    /// NAT keepalives (one byte 0xff). ESP in UDP 4500 still goes to the
-    /// socket. For the port of an IPsec peer whose IKE daemon has UDP
+    /// NAT keepalives (one byte 0xff), with every IP fragment of such a
+    /// datagram (the kernel reassembles it). ESP in UDP 4500 still goes to
+    /// the socket. For the port of an IPsec peer whose IKE daemon has UDP
     /// sockets in the port's namespace: it goes on answering the gateway
     /// (rekeys, DPD) while the trial's ESP takes the fast path. Off: every
     /// frame of the queue goes to the socket.
