@@ -9,11 +9,13 @@ mod back_to_back;
 mod frame_loss;
 mod grid;
 mod mlrsearch;
+pub mod table;
 pub use back_to_back::back_to_back_table;
 pub use frame_loss::frame_loss_table;
 use linerate_wire::units::Layer;
 pub use mlrsearch::mlrsearch_table;
 use std::fmt::Write as _;
+use table::{Cell, Mark, Row, Table};
 
 mod latency;
 pub use latency::latency_table;
@@ -43,284 +45,26 @@ pub fn throughput_table(report: &Rfc2544Report) -> String {
 /// 1472-byte UDP payload, turn payload into frame bytes).
 pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> String {
     let results = &report.results;
-    let marked = |r: &ThroughputResult| if r.tester_limited { "*" } else { " " };
-    let plain = |_: &ThroughputResult| " ";
-
+    let any_mix = results.iter().any(|r| r.mix.is_some());
+    let grid = throughput_grid(report, all_layers);
     // Every cell carries a one-character mark slot so that digits align
     // whether or not the cell is marked.
-    let header: Vec<String> = results
+    let header: Vec<String> = grid.columns.iter().map(|c| format!("{c} ")).collect();
+    let rows: Vec<(&str, Vec<String>, &str)> = grid
+        .rows
         .iter()
-        .map(|r| match &r.mix {
-            Some(m) => format!("{} ", m.name),
-            None => format!("{} ", r.frame_size),
+        .map(|r| {
+            let cells = r
+                .cells
+                .iter()
+                .map(|c| match c.mark {
+                    Mark::None => format!("{} ", c.text),
+                    m => format!("{}{}", c.text, m.symbol()),
+                })
+                .collect();
+            (r.label.as_str(), cells, r.unit.as_str())
         })
         .collect();
-    let any_mix = results.iter().any(|r| r.mix.is_some());
-    let row = |value: &dyn Fn(&ThroughputResult) -> String,
-               mark: &dyn Fn(&ThroughputResult) -> &'static str| {
-        results
-            .iter()
-            .map(|r| format!("{}{}", value(r), mark(r)))
-            .collect::<Vec<String>>()
-    };
-    // `--repeat N`: each figure is its median over the rounds; how far
-    // the rounds disagreed is beneath it.
-    let repeated = results.iter().find_map(|r| r.over_rounds.as_ref());
-    let spread_unit = repeated.map_or(String::new(), |o| {
-        format!("highest / lowest of {} rounds", o.count)
-    });
-    let mut rows: Vec<(&str, Vec<String>, &str)> = vec![
-        (
-            "Throughput",
-            row(&|r| sig3(r.throughput_mbps_l2), &marked),
-            "Mbps (L2)",
-        ),
-        ("", row(&|r| sig3(r.throughput_fps), &marked), "Frames/s"),
-    ];
-    if repeated.is_some() {
-        rows.push((
-            "  spread",
-            row(
-                &|r| {
-                    r.over_rounds
-                        .as_ref()
-                        .map_or("-".into(), |o| spread_cell(&o.zero_loss))
-                },
-                &plain,
-            ),
-            &spread_unit,
-        ));
-    }
-    rows.extend([
-        (
-            "Line rate",
-            row(&|r| sig3(r.line_rate_mbps_l2), &plain),
-            "Mbps (L2)",
-        ),
-        ("", row(&|r| sig3(r.line_rate_fps), &plain), "Frames/s"),
-        ("Share of line", row(&|r| share_of_line(r), &plain), ""),
-    ]);
-    if all_layers {
-        let line_mbps = report.run.line_speed_bps as f64 / 1e6;
-        let extra: Vec<(&str, Vec<String>, &str)> = vec![
-            (
-                "",
-                row(&|r| sig3(r.throughput_mbps_l1), &marked),
-                "Mbps (L1)",
-            ),
-            (
-                "",
-                row(&|r| sig3(r.throughput_mbps_l3), &marked),
-                "Mbps (L3, IP)",
-            ),
-            (
-                "",
-                row(&|r| sig3(r.throughput_mbps_l4), &marked),
-                "Mbps (L4, UDP payload)",
-            ),
-            (
-                "Link usage",
-                row(
-                    &|r| {
-                        if line_mbps > 0.0 {
-                            format!("{:.1} %", r.throughput_mbps_l2 / line_mbps * 100.0)
-                        } else {
-                            "-".into()
-                        }
-                    },
-                    &plain,
-                ),
-                "L2 (LanTraffic)",
-            ),
-        ];
-        for (i, r) in extra.into_iter().enumerate() {
-            rows.insert(2 + i, r);
-        }
-    } else if any_mix {
-        // IMIX throughput is published at L1 too (LANCOM Tables 5, 10, 11
-        // count L2; hardware testers' "line rate %" counts L1).
-        rows.insert(
-            1,
-            (
-                "",
-                row(&|r| sig3(r.throughput_mbps_l1), &marked),
-                "Mbps (L1)",
-            ),
-        );
-    }
-    // Through a VPN peer: the frames above are the clear ones (as LANCOM
-    // labels its columns); beneath, the same throughput on the gateway's
-    // WAN side in the encrypted frames linerate really sent or received.
-    if results.iter().any(|r| r.wan.is_some()) {
-        let wan = |f: &dyn Fn(&crate::ipsec::WanRate) -> String| {
-            row(&|r| r.wan.as_ref().map_or("-".into(), f), &plain)
-        };
-        let at = rows
-            .iter()
-            .position(|(label, _, _)| *label == "Line rate")
-            .unwrap_or(rows.len());
-        rows.insert(
-            at,
-            (
-                "WAN (ESP)",
-                wan(&|w| format!("{:.0}", w.frame_size)),
-                "bytes per frame, encrypted",
-            ),
-        );
-        rows.insert(at + 1, ("", wan(&|w| sig3(w.mbps_l2)), "Mbps (L2)"));
-    }
-    // MLRsearch's NDR and PDR beside the zero-loss throughput, when run.
-    let goal_names: Vec<String> = results
-        .iter()
-        .find_map(|r| r.mlrsearch.as_ref())
-        .map(|m| m.goals.iter().map(|g| g.goal.name.clone()).collect())
-        .unwrap_or_default();
-    let at = rows
-        .iter()
-        .position(|(label, _, _)| *label == "Line rate")
-        .unwrap_or(rows.len());
-    let rows_per_goal = if repeated.is_some() { 3 } else { 2 };
-    for (i, name) in goal_names.iter().enumerate() {
-        // Over rounds: the goal's median round.
-        let round_goal = |r: &ThroughputResult| {
-            r.over_rounds
-                .as_ref()
-                .and_then(|o| o.goals.iter().find(|g| &g.name == name))
-                .cloned()
-        };
-        let goal_of = |r: &ThroughputResult| match &r.over_rounds {
-            Some(_) => round_goal(r).map(|g| g.median),
-            None => r
-                .mlrsearch
-                .as_ref()
-                .and_then(|m| m.goals.iter().find(|g| &g.goal.name == name))
-                .cloned(),
-        };
-        let mark = |r: &ThroughputResult| match goal_of(r) {
-            Some(g) if g.tester_limited => "*",
-            Some(g) if !g.regular => "~",
-            _ => " ",
-        };
-        let cell = |v: Option<f64>| v.map_or("-".to_string(), sig3);
-        let label: &'static str = if name == "NDR" {
-            "NDR (MLRsearch)"
-        } else if name == "PDR" {
-            "PDR (MLRsearch)"
-        } else {
-            "MLRsearch goal"
-        };
-        rows.insert(
-            at + rows_per_goal * i,
-            (
-                label,
-                row(
-                    &|r| cell(goal_of(r).and_then(|g| g.conditional_throughput_mbps_l2)),
-                    &mark,
-                ),
-                "Mbps (L2)",
-            ),
-        );
-        rows.insert(
-            at + rows_per_goal * i + 1,
-            (
-                "",
-                row(
-                    &|r| cell(goal_of(r).and_then(|g| g.conditional_throughput_fps)),
-                    &mark,
-                ),
-                "Frames/s",
-            ),
-        );
-        if repeated.is_some() {
-            rows.insert(
-                at + rows_per_goal * i + 2,
-                (
-                    "  spread",
-                    row(
-                        &|r| round_goal(r).map_or("-".into(), |g| spread_cell(&g.figure)),
-                        &plain,
-                    ),
-                    &spread_unit,
-                ),
-            );
-        }
-    }
-    // The Cisco report's columns: DUT CPU load beside the rate, when measured.
-    if results.iter().any(|r| r.dut_cpu.is_some()) {
-        rows.push((
-            "DUT CPU total",
-            row(&|r| cpu_cell(r.dut_cpu.map(|c| c.total_pct)), &plain),
-            "%",
-        ));
-        rows.push((
-            "  by traffic",
-            row(&|r| cpu_cell(r.dut_cpu.map(|c| c.traffic_pct)), &plain),
-            "%",
-        ));
-        // A lab on a virtual machine: the time the hypervisor took from
-        // the router's CPU, which explains a result that does not repeat.
-        let stolen = |r: &ThroughputResult| r.dut_cpu.and_then(|c| c.stolen_pct);
-        if results.iter().any(|r| stolen(r).is_some_and(|s| s >= 0.05)) {
-            rows.push((
-                "  stolen",
-                row(&|r| cpu_cell(stolen(r)), &plain),
-                "% taken by the hypervisor for other guests",
-            ));
-        }
-    }
-    // Over rounds: the stolen time of every round, which tells a round
-    // the machine slowed from one the router did.
-    fn round_stolen(r: &ThroughputResult) -> &[f64] {
-        r.over_rounds
-            .as_ref()
-            .map_or(&[][..], |o| o.stolen_pct.as_slice())
-    }
-    if results
-        .iter()
-        .any(|r| round_stolen(r).iter().any(|&s| s >= 0.05))
-    {
-        rows.push((
-            "Stolen by round",
-            row(
-                &|r| {
-                    let each: Vec<String> =
-                        round_stolen(r).iter().map(|&s| format!("{s:.1}")).collect();
-                    if each.is_empty() {
-                        "-".into()
-                    } else {
-                        each.join(" ")
-                    }
-                },
-                &plain,
-            ),
-            "% of the DUT's CPU, mean of each round's trials",
-        ));
-    }
-    // Tunnels: the same throughput as the WAN link carries it.
-    let outer = report
-        .scenario
-        .as_ref()
-        .map(|s| s.outer.as_slice())
-        .unwrap_or_default();
-    let outer_of = |r: &ThroughputResult| outer.iter().find(|o| o.frame_size == r.frame_size);
-    if !outer.is_empty() {
-        rows.push((
-            "Outer frame",
-            row(
-                &|r| outer_of(r).map_or("-".into(), |o| o.outer_frame_size.to_string()),
-                &plain,
-            ),
-            "bytes on the WAN link",
-        ));
-        rows.push((
-            "Outer rate",
-            row(
-                &|r| outer_of(r).map_or("-".into(), |o| sig3(o.outer_mbps_l2)),
-                &plain,
-            ),
-            "Mbps (L2, WAN link)",
-        ));
-    }
 
     let label_width = rows
         .iter()
@@ -500,6 +244,310 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
         }
     }
     out
+}
+
+/// The rows of the throughput table (see [`throughput_table_layers`] for
+/// `all_layers`), as the text report and the HTML page both draw them: the
+/// zero-loss throughput, MLRsearch's goals, the spread over rounds, the
+/// line rate, the WAN side through a VPN peer, the DUT's CPU, the outer
+/// frames of a tunnel scenario.
+pub fn throughput_grid(report: &Rfc2544Report, all_layers: bool) -> Table {
+    let results = &report.results;
+    let marked = |r: &ThroughputResult| {
+        if r.tester_limited {
+            Mark::TesterLimited
+        } else {
+            Mark::None
+        }
+    };
+    let plain = |_: &ThroughputResult| Mark::None;
+    let columns: Vec<String> = results
+        .iter()
+        .map(|r| match &r.mix {
+            Some(m) => m.name.clone(),
+            None => r.frame_size.to_string(),
+        })
+        .collect();
+    let any_mix = results.iter().any(|r| r.mix.is_some());
+    let row = |value: &dyn Fn(&ThroughputResult) -> String,
+               mark: &dyn Fn(&ThroughputResult) -> Mark| {
+        results
+            .iter()
+            .map(|r| Cell {
+                text: value(r),
+                mark: mark(r),
+            })
+            .collect::<Vec<Cell>>()
+    };
+    // `--repeat N`: each figure is its median over the rounds; how far
+    // the rounds disagreed is beneath it.
+    let repeated = results.iter().find_map(|r| r.over_rounds.as_ref());
+    let spread_unit = repeated.map_or(String::new(), |o| {
+        format!("highest / lowest of {} rounds", o.count)
+    });
+    let mut rows: Vec<(&str, Vec<Cell>, &str)> = vec![
+        (
+            "Throughput",
+            row(&|r| sig3(r.throughput_mbps_l2), &marked),
+            "Mbps (L2)",
+        ),
+        ("", row(&|r| sig3(r.throughput_fps), &marked), "Frames/s"),
+    ];
+    if repeated.is_some() {
+        rows.push((
+            "  spread",
+            row(
+                &|r| {
+                    r.over_rounds
+                        .as_ref()
+                        .map_or("-".into(), |o| spread_cell(&o.zero_loss))
+                },
+                &plain,
+            ),
+            &spread_unit,
+        ));
+    }
+    rows.extend([
+        (
+            "Line rate",
+            row(&|r| sig3(r.line_rate_mbps_l2), &plain),
+            "Mbps (L2)",
+        ),
+        ("", row(&|r| sig3(r.line_rate_fps), &plain), "Frames/s"),
+        ("Share of line", row(&|r| share_of_line(r), &plain), ""),
+    ]);
+    if all_layers {
+        let line_mbps = report.run.line_speed_bps as f64 / 1e6;
+        let extra: Vec<(&str, Vec<Cell>, &str)> = vec![
+            (
+                "",
+                row(&|r| sig3(r.throughput_mbps_l1), &marked),
+                "Mbps (L1)",
+            ),
+            (
+                "",
+                row(&|r| sig3(r.throughput_mbps_l3), &marked),
+                "Mbps (L3, IP)",
+            ),
+            (
+                "",
+                row(&|r| sig3(r.throughput_mbps_l4), &marked),
+                "Mbps (L4, UDP payload)",
+            ),
+            (
+                "Link usage",
+                row(
+                    &|r| {
+                        if line_mbps > 0.0 {
+                            format!("{:.1} %", r.throughput_mbps_l2 / line_mbps * 100.0)
+                        } else {
+                            "-".into()
+                        }
+                    },
+                    &plain,
+                ),
+                "L2 (LanTraffic)",
+            ),
+        ];
+        for (i, r) in extra.into_iter().enumerate() {
+            rows.insert(2 + i, r);
+        }
+    } else if any_mix {
+        // IMIX throughput is published at L1 too (LANCOM Tables 5, 10, 11
+        // count L2; hardware testers' "line rate %" counts L1).
+        rows.insert(
+            1,
+            (
+                "",
+                row(&|r| sig3(r.throughput_mbps_l1), &marked),
+                "Mbps (L1)",
+            ),
+        );
+    }
+    // Through a VPN peer: the frames above are the clear ones (as LANCOM
+    // labels its columns); beneath, the same throughput on the gateway's
+    // WAN side in the encrypted frames linerate really sent or received.
+    if results.iter().any(|r| r.wan.is_some()) {
+        let wan = |f: &dyn Fn(&crate::ipsec::WanRate) -> String| {
+            row(&|r| r.wan.as_ref().map_or("-".into(), f), &plain)
+        };
+        let at = rows
+            .iter()
+            .position(|(label, _, _)| *label == "Line rate")
+            .unwrap_or(rows.len());
+        rows.insert(
+            at,
+            (
+                "WAN (ESP)",
+                wan(&|w| format!("{:.0}", w.frame_size)),
+                "bytes per frame, encrypted",
+            ),
+        );
+        rows.insert(at + 1, ("", wan(&|w| sig3(w.mbps_l2)), "Mbps (L2)"));
+    }
+    // MLRsearch's NDR and PDR beside the zero-loss throughput, when run.
+    let goal_names: Vec<String> = results
+        .iter()
+        .find_map(|r| r.mlrsearch.as_ref())
+        .map(|m| m.goals.iter().map(|g| g.goal.name.clone()).collect())
+        .unwrap_or_default();
+    let at = rows
+        .iter()
+        .position(|(label, _, _)| *label == "Line rate")
+        .unwrap_or(rows.len());
+    let rows_per_goal = if repeated.is_some() { 3 } else { 2 };
+    for (i, name) in goal_names.iter().enumerate() {
+        // Over rounds: the goal's median round.
+        let round_goal = |r: &ThroughputResult| {
+            r.over_rounds
+                .as_ref()
+                .and_then(|o| o.goals.iter().find(|g| &g.name == name))
+                .cloned()
+        };
+        let goal_of = |r: &ThroughputResult| match &r.over_rounds {
+            Some(_) => round_goal(r).map(|g| g.median),
+            None => r
+                .mlrsearch
+                .as_ref()
+                .and_then(|m| m.goals.iter().find(|g| &g.goal.name == name))
+                .cloned(),
+        };
+        let mark = |r: &ThroughputResult| match goal_of(r) {
+            Some(g) if g.tester_limited => Mark::TesterLimited,
+            Some(g) if !g.regular => Mark::Irregular,
+            _ => Mark::None,
+        };
+        let cell = |v: Option<f64>| v.map_or("-".to_string(), sig3);
+        let label: &'static str = if name == "NDR" {
+            "NDR (MLRsearch)"
+        } else if name == "PDR" {
+            "PDR (MLRsearch)"
+        } else {
+            "MLRsearch goal"
+        };
+        rows.insert(
+            at + rows_per_goal * i,
+            (
+                label,
+                row(
+                    &|r| cell(goal_of(r).and_then(|g| g.conditional_throughput_mbps_l2)),
+                    &mark,
+                ),
+                "Mbps (L2)",
+            ),
+        );
+        rows.insert(
+            at + rows_per_goal * i + 1,
+            (
+                "",
+                row(
+                    &|r| cell(goal_of(r).and_then(|g| g.conditional_throughput_fps)),
+                    &mark,
+                ),
+                "Frames/s",
+            ),
+        );
+        if repeated.is_some() {
+            rows.insert(
+                at + rows_per_goal * i + 2,
+                (
+                    "  spread",
+                    row(
+                        &|r| round_goal(r).map_or("-".into(), |g| spread_cell(&g.figure)),
+                        &plain,
+                    ),
+                    &spread_unit,
+                ),
+            );
+        }
+    }
+    // The Cisco report's columns: DUT CPU load beside the rate, when measured.
+    if results.iter().any(|r| r.dut_cpu.is_some()) {
+        rows.push((
+            "DUT CPU total",
+            row(&|r| cpu_cell(r.dut_cpu.map(|c| c.total_pct)), &plain),
+            "%",
+        ));
+        rows.push((
+            "  by traffic",
+            row(&|r| cpu_cell(r.dut_cpu.map(|c| c.traffic_pct)), &plain),
+            "%",
+        ));
+        // A lab on a virtual machine: the time the hypervisor took from
+        // the router's CPU, which explains a result that does not repeat.
+        let stolen = |r: &ThroughputResult| r.dut_cpu.and_then(|c| c.stolen_pct);
+        if results.iter().any(|r| stolen(r).is_some_and(|s| s >= 0.05)) {
+            rows.push((
+                "  stolen",
+                row(&|r| cpu_cell(stolen(r)), &plain),
+                "% taken by the hypervisor for other guests",
+            ));
+        }
+    }
+    // Over rounds: the stolen time of every round, which tells a round
+    // the machine slowed from one the router did.
+    fn round_stolen(r: &ThroughputResult) -> &[f64] {
+        r.over_rounds
+            .as_ref()
+            .map_or(&[][..], |o| o.stolen_pct.as_slice())
+    }
+    if results
+        .iter()
+        .any(|r| round_stolen(r).iter().any(|&s| s >= 0.05))
+    {
+        rows.push((
+            "Stolen by round",
+            row(
+                &|r| {
+                    let each: Vec<String> =
+                        round_stolen(r).iter().map(|&s| format!("{s:.1}")).collect();
+                    if each.is_empty() {
+                        "-".into()
+                    } else {
+                        each.join(" ")
+                    }
+                },
+                &plain,
+            ),
+            "% of the DUT's CPU, mean of each round's trials",
+        ));
+    }
+    // Tunnels: the same throughput as the WAN link carries it.
+    let outer = report
+        .scenario
+        .as_ref()
+        .map(|s| s.outer.as_slice())
+        .unwrap_or_default();
+    let outer_of = |r: &ThroughputResult| outer.iter().find(|o| o.frame_size == r.frame_size);
+    if !outer.is_empty() {
+        rows.push((
+            "Outer frame",
+            row(
+                &|r| outer_of(r).map_or("-".into(), |o| o.outer_frame_size.to_string()),
+                &plain,
+            ),
+            "bytes on the WAN link",
+        ));
+        rows.push((
+            "Outer rate",
+            row(
+                &|r| outer_of(r).map_or("-".into(), |o| sig3(o.outer_mbps_l2)),
+                &plain,
+            ),
+            "Mbps (L2, WAN link)",
+        ));
+    }
+    Table {
+        columns,
+        rows: rows
+            .into_iter()
+            .map(|(label, cells, unit)| Row {
+                label: label.to_string(),
+                cells,
+                unit: unit.to_string(),
+            })
+            .collect(),
+    }
 }
 
 /// A figure's spread over the rounds, for a table cell: `1.18x`.

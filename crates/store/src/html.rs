@@ -7,8 +7,8 @@
 
 use crate::model::StoredRun;
 use crate::svg::{self, Chart, Mark, Series, PALETTE};
-use linerate_results::report::{line_speed, sig3, thousands, trial_summary};
-use linerate_results::{LatencySummary, Rfc2544Report, ThroughputResult, TrialResult};
+use linerate_results::report::{line_speed, thousands, trial_summary};
+use linerate_results::{LatencySummary, Rfc2544Report, TrialResult};
 use linerate_wire::units::PREAMBLE_AND_GAP;
 use std::fmt::Write as _;
 
@@ -166,111 +166,42 @@ fn rfc2544_sections(h: &mut String, run: &StoredRun, rep: &Rfc2544Report) {
     trials_table(h, run);
 }
 
-/// The LANCOM techpaper's table: frame sizes as columns; throughput and
-/// line rate as Mbps and frames/s; share of line rate.
+/// The LANCOM techpaper's table: frame sizes as columns; the rows the text
+/// report shows (throughput, MLRsearch's goals, spread over rounds, line
+/// rate, WAN side, DUT CPU, outer frames), from the same model.
 fn throughput_table(h: &mut String, rep: &Rfc2544Report) {
     if rep.results.is_empty() {
         h.push_str("<p>No frame size was measured to the end.</p>\n");
         return;
     }
-    fn mark(r: &ThroughputResult) -> &'static str {
-        if r.tester_limited {
-            "*"
-        } else {
-            ""
-        }
-    }
+    let table = linerate_results::report::throughput_grid(rep, false);
+    let caption = if rep.results.iter().any(|r| r.mix.is_some()) {
+        "Throughput [Mbps] @ frame size [bytes] or IMIX pattern and frame rate [fps]"
+    } else {
+        "Throughput [Mbps] @ frame size [bytes] and frame rate [fps]"
+    };
     let _ = write!(
         h,
-        "<table class=\"throughput\"><caption>Throughput [Mbps] @ frame size [bytes] and frame rate [fps]</caption>\n<tr><th></th>"
+        "<table class=\"throughput\"><caption>{caption}</caption>\n<tr><th></th>"
     );
-    for r in &rep.results {
-        let _ = write!(h, "<th>{}</th>", r.frame_size);
+    for c in &table.columns {
+        let _ = write!(h, "<th>{}</th>", esc(c));
     }
     h.push_str("<th></th></tr>\n");
-    type Cell<'a> = dyn Fn(&ThroughputResult) -> String + 'a;
-    let rows: [(&str, &Cell, &str); 5] = [
-        (
-            "Throughput",
-            &|r| format!("{}{}", sig3(r.throughput_mbps_l2), mark(r)),
-            "Mbps (L2)",
-        ),
-        (
-            "",
-            &|r| format!("{}{}", sig3(r.throughput_fps), mark(r)),
-            "Frames/s",
-        ),
-        ("Line rate", &|r| sig3(r.line_rate_mbps_l2), "Mbps (L2)"),
-        ("", &|r| sig3(r.line_rate_fps), "Frames/s"),
-        (
-            "Share of line",
-            &|r| {
-                if r.line_rate_fps > 0.0 {
-                    format!("{:.1} %", r.throughput_fps / r.line_rate_fps * 100.0)
-                } else {
-                    "-".into()
-                }
-            },
-            "",
-        ),
-    ];
-    for (label, cell, unit) in rows {
-        let _ = write!(h, "<tr><th>{label}</th>");
-        for r in &rep.results {
-            let _ = write!(h, "<td class=\"n\">{}</td>", cell(r));
-        }
-        let _ = writeln!(h, "<td>{unit}</td></tr>");
-    }
-    use linerate_results::methods::GoalResultRecord;
-    // `rfc2544 --mlrsearch`: each goal's conditional throughput (NDR,
-    // PDR), as the text table shows them ("*" tester-limited, "~" irregular).
-    let goals: Vec<String> = rep
-        .results
-        .iter()
-        .find_map(|r| r.mlrsearch.as_ref())
-        .map(|m| m.goals.iter().map(|g| g.goal.name.clone()).collect())
-        .unwrap_or_default();
-    for name in &goals {
-        fn goal_of<'r>(r: &'r ThroughputResult, name: &str) -> Option<&'r GoalResultRecord> {
-            r.mlrsearch
-                .as_ref()
-                .and_then(|m| m.goals.iter().find(|g| g.goal.name == name))
-        }
-        let cell = |r: &ThroughputResult, v: fn(&GoalResultRecord) -> Option<f64>| match goal_of(
-            r, name,
-        ) {
-            Some(g) => {
-                let mark = if g.tester_limited {
-                    "*"
-                } else if !g.regular {
-                    "~"
-                } else {
-                    ""
-                };
-                v(g).map_or("-".to_string(), |x| format!("{}{mark}", sig3(x)))
-            }
-            None => "-".to_string(),
-        };
-        let _ = write!(h, "<tr><th>{} (MLRsearch)</th>", esc(name));
-        for r in &rep.results {
+    for row in &table.rows {
+        let _ = write!(h, "<tr><th>{}</th>", esc(row.label.trim_start()));
+        for c in &row.cells {
             let _ = write!(
                 h,
-                "<td class=\"n\">{}</td>",
-                cell(r, |g| g.conditional_throughput_mbps_l2)
+                "<td class=\"n\">{}{}</td>",
+                esc(&c.text),
+                c.mark.symbol()
             );
         }
-        h.push_str("<td>Mbps (L2)</td></tr>\n<tr><th></th>");
-        for r in &rep.results {
-            let _ = write!(
-                h,
-                "<td class=\"n\">{}</td>",
-                cell(r, |g| g.conditional_throughput_fps)
-            );
-        }
-        h.push_str("<td>Frames/s</td></tr>\n");
+        let _ = writeln!(h, "<td>{}</td></tr>", esc(&row.unit));
     }
     h.push_str("</table>\n");
-    if rep.results.iter().any(|r| r.tester_limited) {
+    if table.has_mark(linerate_results::report::table::Mark::TesterLimited) {
         let _ = writeln!(
             h,
             "<p class=\"note\">{}</p>",
@@ -554,6 +485,7 @@ fn trials_table(h: &mut String, run: &StoredRun) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linerate_results::report::sig3;
 
     #[test]
     fn an_imix_trial_at_line_rate_is_100_percent_of_line() {
@@ -577,6 +509,51 @@ mod tests {
             first_row.contains("<td class=\"n\">100.0 %</td>"),
             "{first_row}"
         );
+    }
+
+    #[test]
+    fn the_throughput_table_has_every_row_of_the_text_report() {
+        let mut run = crate::testdata::run(5, "lab router", "6.1");
+        for (_, r) in &mut run.results {
+            r.dut_cpu = Some(linerate_results::DutCpu {
+                total_pct: 61.5,
+                traffic_pct: 58.25,
+                stolen_pct: Some(3.0),
+            });
+        }
+        let rep = run.report().expect("an rfc2544 run");
+        let grid = linerate_results::report::throughput_grid(&rep, false);
+        let text = linerate_results::report::throughput_table(&rep);
+        let html = render(&run);
+        for label in ["DUT CPU total", "by traffic", "stolen"] {
+            assert!(text.contains(label), "{label} in the text: {text}");
+            assert!(
+                html.contains(&format!("<tr><th>{label}</th>")),
+                "{label}: {html}"
+            );
+        }
+        assert!(html.contains("<td class=\"n\">61.5</td>"), "{html}");
+        // Row for row, the text's labels, cells and units.
+        let table = &html[html.find("<table class=\"throughput\"").unwrap()..];
+        let table = &table[..table.find("</table>").unwrap()];
+        assert_eq!(
+            table.matches("<tr>").count(),
+            grid.rows.len() + 1,
+            "{table}"
+        );
+        for row in &grid.rows {
+            let cells: String = row
+                .cells
+                .iter()
+                .map(|c| format!("<td class=\"n\">{}{}</td>", c.text, c.mark.symbol()))
+                .collect();
+            let want = format!(
+                "<tr><th>{}</th>{cells}<td>{}</td></tr>",
+                row.label.trim_start(),
+                row.unit
+            );
+            assert!(table.contains(&want), "{want} in {table}");
+        }
     }
 
     #[test]
