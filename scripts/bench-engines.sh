@@ -17,7 +17,13 @@
 #   columns  frames/s at 64 and 1518 bytes (frame size with the 4-byte FCS),
 #            counted at the receiving veth; Gbit/s L2 for 1518
 #   cores    every generator (all user space of every tool) on CPU 0, the
-#            receiving veth's threaded-NAPI kthread on CPU 1
+#            receiving veth's threaded-NAPI kthread on CPU 1. With
+#            --tx-threads N every generator sends with N threads on CPUs
+#            0..N-1 (linerate --tx-threads N, xdp-trafficgen --threads N,
+#            trafgen --cpus N; testpmd and iperf3 are n/a) over a veth with
+#            N queues, the NAPI kthreads still on CPU 1: on a 2-CPU machine
+#            thread 1 shares the receiver's CPU, and the rows show whose
+#            generator leaves the receiver more of it
 #
 # Tools: ip, ethtool, taskset, jq, timeout, setsid (required); trafgen
 # (Debian netsniff-ng), dpdk-testpmd (Debian dpdk-dev on bookworm) with the
@@ -90,9 +96,18 @@ fi
 if ! [[ $ROUNDS =~ ^[0-9]+$ ]] || [ "$ROUNDS" -lt 1 ]; then
     echo "$ME: --rounds must be a number >= 1, got '$ROUNDS'" >&2; exit 2
 fi
-if [ -n "$TX_THREADS" ] && ! [[ $TX_THREADS =~ ^[0-9]+$ ]]; then
-    echo "$ME: --tx-threads must be a number, got '$TX_THREADS'" >&2; exit 2
+if [ -n "$TX_THREADS" ] && { ! [[ $TX_THREADS =~ ^[0-9]+$ ]] || [ "$TX_THREADS" -lt 1 ]; }; then
+    echo "$ME: --tx-threads must be a number >= 1, got '$TX_THREADS'" >&2; exit 2
 fi
+# Every generator sends with THREADS threads on CPUs 0..THREADS-1 (linerate
+# --tx-threads, xdp-trafficgen --threads, trafgen --cpus: each pins thread k
+# to the k-th of those CPUs), through a veth with a queue per thread.
+THREADS=${TX_THREADS:-1}
+if [ "$THREADS" -gt "$(nproc)" ]; then
+    echo "$ME: --tx-threads $THREADS is more than the $(nproc) CPUs here: give at most $(nproc)" >&2; exit 2
+fi
+TX_CPUS=$TX_CPU
+[ "$THREADS" = 1 ] || TX_CPUS="$TX_CPU-$(( TX_CPU + THREADS - 1 ))"
 [ -n "$OUT" ] || OUT=/tmp/lrbench-$(date +%Y%m%d-%H%M%S)-$$.tsv
 
 if [ "$(id -u)" != 0 ]; then
@@ -299,7 +314,8 @@ mkns() {
 
 setup_pair() {
     mkns "$NS_TX"
-    ip -n "$NS_TX" link add "$IF_TX" mtu 1500 type veth peer name "$IF_RX" mtu 1500
+    local q=(numtxqueues "$THREADS" numrxqueues "$THREADS")
+    ip -n "$NS_TX" link add "$IF_TX" mtu 1500 "${q[@]}" type veth peer name "$IF_RX" mtu 1500 "${q[@]}"
     ip -n "$NS_TX" link set "$IF_TX" up
     # Without TSO/GSO off on the sender, veth hands frames over without the
     # receiver's NAPI thread (as the lab does it, crates/lab).
@@ -429,8 +445,8 @@ EOF
     while [ $(( frames * 2 * (len + 1024) )) -le "$sndbuf" ]; do frames=$(( frames * 2 )); done
     for try in 1 2 3; do
         measure_peer trafgen "$size" "$SCRATCH/trafgen-$size-r$ROUND.log" \
-            ip netns exec "$NS_TX" taskset -c "$TX_CPU" \
-            trafgen --dev "$IF_TX" --conf "$cfg" --cpus 1 --no-sock-mem -Q -S "$(( frames * 2 ))KiB"
+            ip netns exec "$NS_TX" taskset -c "$TX_CPUS" \
+            trafgen --dev "$IF_TX" --conf "$cfg" --cpus "$THREADS" --no-sock-mem -Q -S "$(( frames * 2 ))KiB"
         if [ -n "$PEER_FAIL" ] && grep -q "Flushing TX_RING failed" "$PEER_LOG" && [ "$frames" -gt 16 ]; then
             frames=$(( frames / 2 ))
             echo "$ME: trafgen hit EAGAIN; retrying with a ${frames}-frame ring" >&2
@@ -444,6 +460,7 @@ EOF
 row_testpmd() {
     local pmd=$1 size=$2 row="testpmd $1"
     if [ -n "${MISSING[testpmd]:-}" ]; then result "$row" "$size" na 0 0 0 0 0 "${MISSING[testpmd]}" ""; return 0; fi
+    if [ "$THREADS" != 1 ]; then result "$row" "$size" na 0 0 0 0 0 "one generator thread only in this script" ""; return 0; fi
     # Two lcores on the one generator CPU: lcore 0 (main: stats, signals)
     # mostly sleeps, lcore 1 forwards. --no-huge: no hugepage setup needed;
     # a small mbuf pool fits -m 256.
@@ -465,9 +482,9 @@ row_xdp_trafficgen() {
     len=$(( size - 4 < 64 ? 64 : size - 4 ))
     if [ -n "${MISSING[xdp-trafficgen]:-}" ]; then result xdp-trafficgen "$size" na 0 0 0 0 0 "${MISSING[xdp-trafficgen]}" ""; return 0; fi
     measure_peer xdp-trafficgen "$size" "$SCRATCH/xdp-trafficgen-$size-r$ROUND.log" \
-        ip netns exec "$NS_TX" taskset -c "$TX_CPU" \
+        ip netns exec "$NS_TX" taskset -c "$TX_CPUS" \
         "$XDP_TRAFFICGEN" udp --dst-mac "$(mac_of "$RX_NS" "$IF_RX")" --src-mac "$(mac_of "$NS_TX" "$IF_TX")" \
-        --pkt-size "$len" --threads 1 "$IF_TX"
+        --pkt-size "$len" --threads "$THREADS" "$IF_TX"
 }
 
 # xdp-trafficgen's frames into `xdp-bench drop -p read-data` on the
@@ -487,15 +504,16 @@ row_xdp_sink() {
         return 0
     fi
     measure_peer "$XDP_SINK_ROW" "$size" "$SCRATCH/xdp-sink-$size-r$ROUND.log" \
-        ip netns exec "$NS_TX" taskset -c "$TX_CPU" \
+        ip netns exec "$NS_TX" taskset -c "$TX_CPUS" \
         "$XDP_TRAFFICGEN" udp --dst-mac "$(mac_of "$RX_NS" "$IF_RX")" --src-mac "$(mac_of "$NS_TX" "$IF_TX")" \
-        --pkt-size "$len" --threads 1 "$IF_TX"
+        --pkt-size "$len" --threads "$THREADS" "$IF_TX"
     stop_group "$sink"
 }
 
 row_iperf3() {
     local size=$1 payload=$(( $1 - 46 )) srv
     if [ -n "${MISSING[iperf3]:-}" ]; then result "iperf3 -u" "$size" na 0 0 0 0 0 "${MISSING[iperf3]}" ""; return 0; fi
+    if [ "$THREADS" != 1 ]; then result "iperf3 -u" "$size" na 0 0 0 0 0 "one generator thread only in this script" ""; return 0; fi
     spawn "$SCRATCH/iperf3-server-$size-r$ROUND.log" ip netns exec "$NS_RX" taskset -c "$TX_CPU" \
         iperf3 -s -1 -B 198.18.0.3 -p 5201
     srv=$SPAWNED
@@ -521,13 +539,13 @@ row_linerate() {
     local json=$SCRATCH/linerate-$file-$size-r$ROUND.json log=$SCRATCH/linerate-$file-$size-r$ROUND.log
     local args pid rc c0 c1 n0 n1
     mapfile -t args < <(linerate_args "$size" "$engine" "$DURATION" "$json")
-    local cmd="ip netns exec $NS_TX taskset -c $TX_CPU $LINERATE ${args[*]}"
+    local cmd="ip netns exec $NS_TX taskset -c $TX_CPUS $LINERATE ${args[*]}"
     rm -f "$json"
     if ! prepare_row; then
         result "$row" "$size" na 0 0 0 0 0 "could not pin the receiver's NAPI kthread" "$cmd"; return 0
     fi
     c0=$(counters); n0=$(napi_ticks)
-    spawn "$log" timeout -k 5 "$(( DURATION + 60 ))" ip netns exec "$NS_TX" taskset -c "$TX_CPU" "$LINERATE" "${args[@]}"
+    spawn "$log" timeout -k 5 "$(( DURATION + 60 ))" ip netns exec "$NS_TX" taskset -c "$TX_CPUS" "$LINERATE" "${args[@]}"
     pid=$SPAWNED
     rc=0; wait "$pid" || rc=$?
     c1=$(counters); n1=$(napi_ticks)
@@ -565,13 +583,13 @@ max_rss() {
     if [ -n "$GNU_TIME" ]; then
         # GNU time waits for linerate itself (ip netns exec and taskset exec it).
         spawn "$log" timeout -k 5 "$(( secs + 60 ))" "$GNU_TIME" -v -o "$tfile" \
-            ip netns exec "$NS_TX" taskset -c "$TX_CPU" "$LINERATE" "${args[@]}"
+            ip netns exec "$NS_TX" taskset -c "$TX_CPUS" "$LINERATE" "${args[@]}"
         pid=$SPAWNED
         rc=0; wait "$pid" || rc=$?
         v=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$tfile" 2>/dev/null || true)
         hwm=${v:-0}
     else
-        spawn "$log" ip netns exec "$NS_TX" taskset -c "$TX_CPU" "$LINERATE" "${args[@]}"
+        spawn "$log" ip netns exec "$NS_TX" taskset -c "$TX_CPUS" "$LINERATE" "${args[@]}"
         pid=$SPAWNED
         while alive "$pid"; do
             v=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
@@ -611,7 +629,7 @@ echo "$ME: $($LINERATE --version 2>/dev/null || echo 'linerate ?'); trafgen $(tr
 echo "$ME: namespaces $NS_TX/$NS_RX, veth $IF_TX -> $IF_RX, MTU 1500, ${DURATION} s per row, raw results in $OUT"
 
 setup_pair
-echo "$ME: receiver NAPI kthread(s) $(ps -eo comm= | grep -E "^napi/$IF_RX(-|$)" | tr '\n' ' ')on CPU $(napi_cpus); generators on CPU $TX_CPU"
+echo "$ME: receiver NAPI kthread(s) $(ps -eo comm= | grep -E "^napi/$IF_RX(-|$)" | tr '\n' ' ')on CPU $(napi_cpus); generators on CPU(s) $TX_CPUS, $THREADS thread(s) each"
 printf '%s\n' "$RESULT_COLS" >"$OUT"
 
 for ROUND in $(seq "$ROUNDS"); do
@@ -680,7 +698,7 @@ for e in $ENGINES; do ROWS+=("linerate $e"); done
 
 echo
 best=; [ "$ROUNDS" = 1 ] || best=", best of $ROUNDS rounds"
-echo "Frames/s counted at the receiving veth, ${DURATION} s per row$best; generators on CPU $TX_CPU, receiver (threaded NAPI) on CPU $RX_CPU"
+echo "Frames/s counted at the receiving veth, ${DURATION} s per row$best; generators on CPU(s) $TX_CPUS ($THREADS thread(s) each), receiver (threaded NAPI) on CPU $RX_CPU"
 printf '%-25s %10s %12s %15s %18s %18s\n' "tool / engine" "64 B Mpps" "1518 B Mpps" "1518 B Gbps L2" "drops 64 B" "drops 1518 B"
 for r in "${ROWS[@]}"; do
     gbps=n/a

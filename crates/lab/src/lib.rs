@@ -35,7 +35,8 @@ pub use lab::{
     down_all, down_lab, down_matching, leftovers, temporary_name, DownAll, Lab, LabPort,
 };
 pub use placement::{
-    tester_cpus, tester_receive, NapiThread, Placement, PlacementState, DEFAULT_RING, VETH_RING,
+    raise_receive, tester_cpus, tester_receive, NapiThread, Placement, PlacementState,
+    RaisedReceive, DEFAULT_RING, TESTER_NAPI_PRIORITY, VETH_RING,
 };
 pub use status::{status, LabStatus, PortStatus};
 pub use wire::{Wire, WIRE_IP_A, WIRE_IP_B};

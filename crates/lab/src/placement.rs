@@ -696,6 +696,54 @@ pub fn tester_receive(ns: &str, ifname: &str, cpus: &[usize]) -> Result<bool, St
     Ok(true)
 }
 
+/// The threaded-NAPI threads of a tester port the user named (not a lab's),
+/// raised to [`TESTER_NAPI_PRIORITY`] for a run as a lab's tester ports
+/// are: a generator thread sharing their CPU (`--tx-threads` as many as
+/// the CPUs) would otherwise take the CPU from the port's receive, and the
+/// frames its ring then refuses would be the tester's own loss. Dropping
+/// it puts them back to normal scheduling.
+#[derive(Debug)]
+pub struct RaisedReceive {
+    threads: Vec<NapiThread>,
+}
+
+impl RaisedReceive {
+    /// The threads raised (`napi/<port>-<id>`).
+    pub fn threads(&self) -> &[NapiThread] {
+        &self.threads
+    }
+}
+
+impl Drop for RaisedReceive {
+    fn drop(&mut self) {
+        for t in &self.threads {
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: sched_setscheduler reads `param`, which lives across
+            // the call; a thread that has gone (its device removed) fails.
+            let _ = unsafe { libc::sched_setscheduler(t.pid, libc::SCHED_OTHER, &param) };
+        }
+    }
+}
+
+/// Raises port `ifname`'s receive threads (see [`RaisedReceive`]) when its
+/// NAPI is threaded (`/sys/class/net/IF/threaded` is 1, read in the calling
+/// thread's namespace); a port whose NAPI runs in softirq needs nothing
+/// (softirq already preempts threads). Threads a user gave a policy of
+/// their own (real-time) are left as they are. None: nothing was raised.
+pub fn raise_receive(ifname: &str) -> Option<RaisedReceive> {
+    let threaded = std::fs::read_to_string(threaded_path(ifname)).ok()?;
+    if threaded.trim() != "1" {
+        return None;
+    }
+    let threads: Vec<NapiThread> = napi_threads(&[ifname])
+        .into_iter()
+        // SAFETY: sched_getscheduler only reads the thread's policy.
+        .filter(|t| unsafe { libc::sched_getscheduler(t.pid) } == libc::SCHED_OTHER)
+        .filter(|t| set_fifo(t.pid, TESTER_NAPI_PRIORITY).is_ok())
+        .collect();
+    (!threads.is_empty()).then_some(RaisedReceive { threads })
+}
+
 /// Real-time priority of the DUT's NAPI threads (SCHED_FIFO).
 ///
 /// A router's forwarding core does nothing else; a NAPI thread of normal

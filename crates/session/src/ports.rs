@@ -52,6 +52,10 @@ pub struct TestBed {
     /// Held, not read: the locks of external ports (a lab has its own).
     #[allow(dead_code)]
     pub port_locks: Vec<linerate_lab::LabLock>,
+    /// Held, not read: external ports' threaded-NAPI receive threads,
+    /// raised above the generator until the bed drops.
+    #[allow(dead_code)]
+    pub raised_receive: Vec<linerate_lab::RaisedReceive>,
 }
 
 impl TestBed {
@@ -202,6 +206,11 @@ pub fn open_with(
     if let Some(p) = placement.as_ref().filter(|p| !p.shared_core && !deep) {
         bed::move_tester_receive(p, [&a, &b]);
     }
+    let raised_receive = if held.lab.is_none() {
+        bed::raise_receive([&a, &b])
+    } else {
+        Vec::new()
+    };
     let (line_bps, line_speed_source) = bed::line_speed(plan.line_speed_bps, &a.info);
     let flows = bed::tunnel_flows(plan, ipsec.as_ref(), &mut host_b)?;
     let cfg = bed::engine_config(plan, flows, placement.as_ref(), engine_name, direction);
@@ -241,6 +250,7 @@ pub fn open_with(
         setup_key,
         lab: held.lab,
         port_locks: held.port_locks,
+        raised_receive,
     })
 }
 

@@ -213,6 +213,30 @@ pub(super) fn move_tester_receive(placement: &Placement, ports: [&TesterPort; 2]
     }
 }
 
+/// Ports the user named (no lab): the receive threads of a port with
+/// threaded NAPI run above the generator for the run, as a lab's tester
+/// ports do (`linerate_lab::raise_receive`), said in one line. Only ports
+/// in linerate's own namespace: another's sysfs is not at hand here.
+pub(super) fn raise_receive(ports: [&TesterPort; 2]) -> Vec<linerate_lab::RaisedReceive> {
+    let mut raised = Vec::new();
+    for info in ports.map(|p| &p.info) {
+        if info.netns.is_some() || raised.iter().any(|r: &(String, _)| r.0 == info.ifname) {
+            continue;
+        }
+        if let Some(r) = linerate_lab::raise_receive(&info.ifname) {
+            let names: Vec<&str> = r.threads().iter().map(|t| t.comm.as_str()).collect();
+            errln!(
+                "linerate: {}'s receive threads ({}) run at real-time priority {} until the run ends, above the generator threads that may share their CPUs",
+                info.ifname,
+                names.join(", "),
+                linerate_lab::TESTER_NAPI_PRIORITY
+            );
+            raised.push((info.ifname.clone(), r));
+        }
+    }
+    raised.into_iter().map(|(_, r)| r).collect()
+}
+
 /// The line speed and where it came from: `--line-speed`, else what port
 /// A's link reports, else 10G (said so, for the report).
 pub(super) fn line_speed(given: Option<u64>, a: &linerate_port::PortInfo) -> (u64, String) {
