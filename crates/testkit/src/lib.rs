@@ -8,15 +8,21 @@
 //! panics. [`Netns::enter`] moves the test's thread inside for code that
 //! must run there.
 //!
-//! The binary's tests (crates/cli/tests/common) keep helpers of their own:
-//! they drive whole labs through the `linerate` command.
+//! Every test runs code inside a named namespace with [`in_netns`] (or
+//! [`spawn_in_netns`]) and iproute2's `ip` with [`ip`], [`try_ip`] or
+//! [`ip_command`]: thin wrappers over linerate-helper's, which linerate's
+//! own code uses.
+//!
+//! The binary's tests (crates/cli/tests/common) keep helpers of their own
+//! for the rest: they drive whole labs through the `linerate` command.
 
 mod command;
 mod netns;
 mod skip;
 mod veth;
 
-pub use command::run;
-pub use netns::{Entered, Netns};
+pub use command::{ip, ip_command, run, try_ip};
+pub use linerate_helper::RunError;
+pub use netns::{in_netns, spawn_in_netns, Entered, Netns};
 pub use skip::{is_root, skip};
 pub use veth::Veth;

@@ -1,11 +1,47 @@
 //! A network namespace a test owns: made with `ip netns add` under a name
-//! no other test uses, deleted when dropped.
+//! no other test uses, deleted when dropped; and code run inside any named
+//! namespace ([`in_netns`], [`spawn_in_netns`]).
 
-use crate::command::run;
+use crate::command::{ip, try_ip};
+use linerate_helper::NetnsError;
 use std::fs::File;
 use std::os::fd::AsFd;
-use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread::JoinHandle;
+
+/// Runs `f` on a thread of its own inside network namespace `ns` (a name
+/// under /run/netns) and returns what it returns: sockets it makes stay in
+/// that namespace, whichever thread uses them after. The entry is
+/// linerate-helper's [`in_netns`](linerate_helper::in_netns); the calling
+/// thread never moves, also when `f` panics (the panic goes on in the
+/// caller). Panics when the namespace cannot be entered.
+pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
+    let entered = std::thread::scope(|s| {
+        s.spawn(|| linerate_helper::in_netns(ns, || Ok::<T, NetnsError>(f())))
+            .join()
+    });
+    match entered {
+        Ok(Ok(value)) => value,
+        Ok(Err(e)) => panic!("running a test's code in {ns}: {e}"),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// [`in_netns`] in the background: `f` starts on a new thread inside `ns`
+/// (a server the test then talks to) and the thread is returned to join.
+/// Panics here, not on that thread, when the namespace does not exist.
+pub fn spawn_in_netns<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> JoinHandle<T> {
+    let path = format!("/run/netns/{ns}");
+    let target = File::open(&path).unwrap_or_else(|e| panic!("opening namespace {path}: {e}"));
+    let what = format!("namespace {ns}");
+    std::thread::spawn(move || {
+        linerate_helper::in_netns_file(&target, &what, || Ok::<T, NetnsError>(f()))
+            .unwrap_or_else(|e| panic!("running a test's code in {what}: {e}"))
+    })
+}
 
 /// A network namespace this test made; dropping it deletes it, and with it
 /// every interface inside (a veth pair goes when either end's namespace
@@ -28,7 +64,7 @@ impl Netns {
     /// Adds namespace `name`. The guard exists only once `ip netns add`
     /// succeeded, so a name that was somebody else's is never deleted.
     pub(crate) fn add(name: String) -> Netns {
-        run(&["ip", "netns", "add", &name]);
+        ip(None, &["netns", "add", &name]);
         Netns { name }
     }
 
@@ -40,13 +76,13 @@ impl Netns {
     /// Runs `ip -n NAME args..` (configuring links and addresses inside)
     /// and returns its output; panics when it fails.
     pub fn ip(&self, args: &[&str]) -> String {
-        run(&[&["ip", "-n", &self.name], args].concat())
+        ip(Some(&self.name), args)
     }
 
     /// Runs a program inside (`ip netns exec NAME args..`) and returns its
     /// output; panics when it fails.
     pub fn exec(&self, args: &[&str]) -> String {
-        run(&[&["ip", "netns", "exec", &self.name], args].concat())
+        ip(None, &[&["netns", "exec", &self.name], args].concat())
     }
 
     /// A file as seen from inside, trimmed: /sys/class/net and /proc/net
@@ -73,17 +109,8 @@ impl Drop for Netns {
     /// Never panics: the test may be unwinding already, and a second panic
     /// would abort the test binary and hide the first one's message.
     fn drop(&mut self) {
-        match Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .output()
-        {
-            Ok(out) if out.status.success() => {}
-            Ok(out) => eprintln!(
-                "warning: ip netns del {} failed: {}",
-                self.name,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-            Err(e) => eprintln!("warning: running ip netns del {}: {e}", self.name),
+        if let Err(e) = try_ip(None, &["netns", "del", &self.name]) {
+            eprintln!("warning: {e}");
         }
     }
 }
