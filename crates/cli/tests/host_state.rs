@@ -420,8 +420,7 @@ fn a_stopped_tcp_run_leaves_the_host_as_it_found_it() {
     let before = settled_snapshot(&b.t);
     let mut full = vec!["netns", "exec", &b.t, LINERATE];
     full.extend(args("tcp", &["--duration", "20s", "--direction", "upload"]));
-    let child = std::process::Command::new("ip")
-        .args(&full)
+    let child = linerate_testkit::ip_command(&full)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -530,12 +529,12 @@ fn kill_a_tcp_run(b: &Bed) -> Stranded {
         "the tcp run never moved the ports"
     );
     for (dev, ns) in ["ta", "tb"].iter().zip(left.netns()) {
-        let home = std::process::Command::new("ip")
-            .args(["-n", &b.t, "link", "show", "dev", dev])
-            .stderr(std::process::Stdio::null())
-            .status()
-            .unwrap();
-        assert!(!home.success(), "{dev} is still home after the kill");
+        // It ran and failed: no such device there.
+        let home = linerate_testkit::try_ip(Some(&b.t), &["link", "show", "dev", dev]);
+        assert!(
+            matches!(home, Err(linerate_testkit::RunError::Failed { .. })),
+            "{dev} is still home after the kill: {home:?}"
+        );
         sh("ip", &["-n", &ns, "link", "show", "dev", dev]);
     }
     for r in left.records() {

@@ -44,6 +44,7 @@ mod common;
 
 use common::strongswan::*;
 use common::*;
+use linerate_testkit::in_netns;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 

@@ -138,8 +138,7 @@ fn external_ports_in_use_are_refused_to_a_second_run() {
             "socket",
         ],
     );
-    let first = std::process::Command::new("ip")
-        .args(&first_args)
+    let first = linerate_testkit::ip_command(&first_args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

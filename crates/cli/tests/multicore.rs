@@ -20,10 +20,7 @@ fn back_to_back_multiqueue(tag: &str, queues: usize) -> (String, NetnsGuard) {
         "net.ipv6.conf.all.disable_ipv6=1",
         "net.ipv6.conf.default.disable_ipv6=1",
     ] {
-        let _ = std::process::Command::new("ip")
-            .args(["netns", "exec", &ns, "sysctl", "-qw", sysctl])
-            .stderr(std::process::Stdio::null())
-            .status();
+        let _ = linerate_testkit::try_ip(None, &["netns", "exec", &ns, "sysctl", "-qw", sysctl]);
     }
     let q = queues.to_string();
     sh(

@@ -4,9 +4,8 @@
 //! (scripts/test.sh) it fails instead.
 
 use linerate_lab::{check_environment, down_lab, down_matching, status, Lab, LabError};
-use std::fs::File;
+use linerate_testkit::in_netns;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
-use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -298,18 +297,6 @@ fn napi_runs(ifname: &str) -> u64 {
             stat.split_whitespace().nth(2)?.parse::<u64>().ok()
         })
         .sum()
-}
-
-/// Runs `f` on a fresh thread that has entered namespace `ns`, so the
-/// sockets it makes live there.
-fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let file = File::open(format!("/run/netns/{ns}")).unwrap();
-    std::thread::spawn(move || {
-        nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        f()
-    })
-    .join()
-    .unwrap()
 }
 
 #[test]

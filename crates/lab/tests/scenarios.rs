@@ -9,9 +9,8 @@
 
 use linerate_lab::scenario::Scenario;
 use linerate_lab::{check_environment, Lab, LabError};
-use std::fs::File;
+use linerate_testkit::in_netns;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
-use std::os::fd::AsFd;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -127,16 +126,6 @@ fn send_udp(lab: &Lab, count: usize, payload: usize) -> (usize, Option<SocketAdd
         }
     }
     (got, from)
-}
-
-fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let file = File::open(format!("/run/netns/{ns}")).unwrap();
-    std::thread::spawn(move || {
-        nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        f()
-    })
-    .join()
-    .unwrap()
 }
 
 /// Ip: ForwDatagrams of namespace `ns` (the kernel's forwarded packets).

@@ -10,6 +10,7 @@ use linerate_esp::EspSuite;
 use linerate_helper::{DieWithParent, PrivateDir};
 use linerate_lab::scenario::{Applied, Scenario, VPN_INNER_ADDRESS};
 use linerate_lab::{check_environment, Lab};
+use linerate_testkit::{ip_command, spawn_in_netns};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -272,24 +273,23 @@ impl Initiator {
         let file = dir.write("swanctl.conf", swanctl.as_bytes()).unwrap();
         let script = r#"mount --bind "$1" /run && STRONGSWAN_CONF=/run/strongswan.conf exec "$2""#;
         let dir_text = dir.path().to_string_lossy().into_owned();
-        let child = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                ns,
-                "sh",
-                "-c",
-                script,
-                "sh",
-                &dir_text,
-                charon(),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .die_with_parent()
-            .spawn()
-            .unwrap();
+        let child = ip_command([
+            "netns",
+            "exec",
+            ns,
+            "sh",
+            "-c",
+            script,
+            "sh",
+            &dir_text,
+            charon(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .die_with_parent()
+        .spawn()
+        .unwrap();
         let socket = dir.path().join("charon.vici");
         let start = Instant::now();
         while !socket.exists() {
@@ -321,19 +321,6 @@ impl Initiator {
     }
 }
 
-/// Runs `f` in a thread inside namespace `ns`.
-fn in_netns<T: Send + 'static>(
-    ns: &str,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> std::thread::JoinHandle<T> {
-    let file = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
-    std::thread::spawn(move || {
-        use std::os::fd::AsFd;
-        nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        f()
-    })
-}
-
 /// Sends `count` UDP datagrams of `payload` bytes with DF set (the kernel
 /// sockets' path MTU discovery: too big is refused, never fragmented)
 /// from `a_ip` in `a_ns` to an echo server on `target` in `b_ns`; returns
@@ -348,7 +335,7 @@ fn udp_echo(
 ) -> usize {
     const PORT: u16 = 7007;
     let (tx, rx) = std::sync::mpsc::channel();
-    let server = in_netns(b_ns, move || {
+    let server = spawn_in_netns(b_ns, move || {
         let s = UdpSocket::bind(SocketAddrV4::new(target, PORT)).unwrap();
         s.set_read_timeout(Some(Duration::from_millis(1500)))
             .unwrap();
@@ -359,7 +346,7 @@ fn udp_echo(
         }
     });
     rx.recv().unwrap();
-    let got = in_netns(a_ns, move || {
+    let got = spawn_in_netns(a_ns, move || {
         use std::os::fd::AsRawFd;
         let s = UdpSocket::bind(SocketAddrV4::new(a_ip, 0)).unwrap();
         let df: libc::c_int = libc::IP_PMTUDISC_DO;

@@ -12,6 +12,7 @@
 
 pub mod strongswan;
 
+use linerate_testkit::{ip_command, try_ip, RunError};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -141,15 +142,21 @@ pub fn sh_stdin(program: &str, args: &[&str], input: &str) -> String {
 
 /// Every network namespace present (`ip netns list`).
 pub fn netns_list() -> BTreeSet<String> {
-    let out = Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .expect("running ip netns list");
-    String::from_utf8_lossy(&out.stdout)
+    ip_output(&["netns", "list"])
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .map(str::to_string)
         .collect()
+}
+
+/// The stdout of `ip args`, nothing when it exits with a failure (`ip
+/// netns pids` of a namespace already gone); panics when it cannot run.
+fn ip_output(args: &[&str]) -> String {
+    match try_ip(None, args) {
+        Ok(out) => out,
+        Err(RunError::Failed { .. }) => String::new(),
+        Err(e) => panic!("{e}"),
+    }
 }
 
 /// Namespaces present whose names start with `prefix`.
@@ -186,10 +193,7 @@ pub struct NetnsGuard(pub Vec<String>);
 impl Drop for NetnsGuard {
     fn drop(&mut self) {
         for ns in &self.0 {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stderr(Stdio::null())
-                .status();
+            let _ = try_ip(None, &["netns", "del", ns]);
         }
     }
 }
@@ -424,10 +428,7 @@ pub fn back_to_back(tag: &str, mtu: u32) -> (String, NetnsGuard) {
         "net.ipv6.conf.default.disable_ipv6=1",
     ] {
         // Absent on kernels without IPv6: fine.
-        let _ = Command::new("ip")
-            .args(["netns", "exec", &ns, "sysctl", "-qw", sysctl])
-            .stderr(Stdio::null())
-            .status();
+        let _ = try_ip(None, &["netns", "exec", &ns, "sysctl", "-qw", sysctl]);
     }
     let mtu = mtu.to_string();
     sh(
@@ -610,11 +611,7 @@ impl Spawned {
     /// linerate started in network namespace `ns` (`ip netns exec`, which
     /// execs it: the pid is linerate's, for signals).
     pub fn start_in(ns: &str, args: &[&str]) -> Spawned {
-        Spawned::start_command(
-            Command::new("ip")
-                .args(["netns", "exec", ns, LINERATE])
-                .args(args),
-        )
+        Spawned::start_command(ip_command(["netns", "exec", ns, LINERATE]).args(args))
     }
 
     fn start_command(command: &mut Command) -> Spawned {
@@ -759,12 +756,7 @@ pub const EVERY_100TH: &str = "table ip t {
 /// The processes in namespace `ns` (`ip netns pids`), each with its name
 /// (/proc/PID/comm).
 pub fn netns_processes(ns: &str) -> Vec<(i32, String)> {
-    let out = Command::new("ip")
-        .args(["netns", "pids", ns])
-        .stderr(Stdio::null())
-        .output()
-        .expect("running ip netns pids");
-    String::from_utf8_lossy(&out.stdout)
+    ip_output(&["netns", "pids", ns])
         .split_whitespace()
         .filter_map(|p| p.parse().ok())
         .map(|pid: i32| {

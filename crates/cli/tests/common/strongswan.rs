@@ -13,7 +13,6 @@
 #![allow(dead_code)]
 
 use linerate_helper::{DieWithParent, PrivateDir};
-use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -33,22 +32,6 @@ kernel-libipsec kernel-netlink socket-default vici";
 
 fn first_existing(paths: &[&'static str]) -> Option<&'static str> {
     paths.iter().copied().find(|p| Path::new(p).exists())
-}
-
-/// Runs `f` on a thread inside network namespace `ns`: sockets it makes
-/// stay in that namespace, whichever thread uses them after.
-pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
-    let path = format!("/run/netns/{ns}");
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let file = File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-            nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET)
-                .unwrap_or_else(|e| panic!("setns {path}: {e}"));
-            f()
-        })
-        .join()
-        .unwrap()
-    })
 }
 
 /// One connection of the gateway (a `connections` entry of swanctl.conf)
@@ -134,8 +117,7 @@ impl Charon {
         // `ip netns exec` gives the command a mount namespace of its own:
         // there the private directory becomes /run, for this charon only.
         let script = r#"mount --bind "$1" /run && STRONGSWAN_CONF=/run/strongswan.conf exec "$2""#;
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns, "sh", "-c", script, "sh"])
+        let child = linerate_testkit::ip_command(["netns", "exec", ns, "sh", "-c", script, "sh"])
             .arg(dir.path())
             .arg(charon)
             .stdin(Stdio::null())

@@ -6,11 +6,12 @@
 use linerate_helper::{DieWithParent, PrivateDir};
 use linerate_ike::{ChildSa, Session};
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+pub use linerate_testkit::in_netns;
 
 pub const GW: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 pub const PEER: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
@@ -103,28 +104,9 @@ impl Lab {
 impl Drop for Lab {
     fn drop(&mut self) {
         for ns in [&self.gw, &self.peer] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stderr(Stdio::null())
-                .status();
+            let _ = linerate_testkit::try_ip(None, &["netns", "del", ns]);
         }
     }
-}
-
-/// Runs `f` on a thread inside the namespace `ns`: sockets it makes stay
-/// in that namespace, whichever thread uses them after.
-pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
-    let path = format!("/run/netns/{ns}");
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let file = File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-            nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET)
-                .unwrap_or_else(|e| panic!("setns {path}: {e}"));
-            f()
-        })
-        .join()
-        .unwrap()
-    })
 }
 
 /// charon in the gateway's namespace with a private /run (the directory
@@ -160,8 +142,7 @@ impl Charon {
         // `ip netns exec` gives the command a mount namespace of its own:
         // there the private directory becomes /run, for this charon only.
         let script = r#"mount --bind "$1" /run && STRONGSWAN_CONF=/run/strongswan.conf exec "$2""#;
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns, "sh", "-c", script, "sh"])
+        let child = linerate_testkit::ip_command(["netns", "exec", ns, "sh", "-c", script, "sh"])
             .arg(dir.path())
             .arg(charon)
             .stdin(Stdio::null())
