@@ -36,6 +36,12 @@ fn policy(pid: i32) -> (i32, i32) {
     }
 }
 
+/// Port B (p1 in `ns`) with threaded NAPI on or off, as a user sets it.
+fn set_threaded(ns: &str, on: bool) {
+    let write = format!("echo {} > /sys/class/net/p1/threaded", u8::from(on));
+    sh("ip", &["netns", "exec", ns, "sh", "-c", &write]);
+}
+
 #[test]
 fn a_named_ports_threaded_receive_runs_above_the_generator_and_is_put_back() {
     if !root_or_skip("a_named_ports_threaded_receive_runs_above_the_generator_and_is_put_back") {
@@ -48,17 +54,7 @@ fn a_named_ports_threaded_receive_runs_above_the_generator_and_is_put_back() {
         "ip",
         &["netns", "exec", &ns, "ethtool", "-K", "p1", "gro", "on"],
     );
-    sh(
-        "ip",
-        &[
-            "netns",
-            "exec",
-            &ns,
-            "sh",
-            "-c",
-            "echo 1 > /sys/class/net/p1/threaded",
-        ],
-    );
+    set_threaded(&ns, true);
     let threads = napi_threads_of("p1");
     assert!(!threads.is_empty(), "no napi/p1-* thread after threaded=1");
     for &pid in &threads {
@@ -111,17 +107,7 @@ fn a_named_ports_threaded_receive_runs_above_the_generator_and_is_put_back() {
         run.dump()
     );
     // A port without threaded NAPI is left alone, and says nothing.
-    sh(
-        "ip",
-        &[
-            "netns",
-            "exec",
-            &ns,
-            "sh",
-            "-c",
-            "echo 0 > /sys/class/net/p1/threaded",
-        ],
-    );
+    set_threaded(&ns, false);
     let (run, t) = b2b_trial(&ns, &["--engine", "xdp", "--frame-size", "64"], 2_000);
     assert_exact(&t, 2_000);
     assert!(!run.stderr.contains("real-time priority"), "{}", run.dump());
