@@ -138,10 +138,16 @@ fn af_packet_two_threads_use_both_queues_and_are_exact() {
     assert_both_queues_carried_the_trial(&per_queue, &t);
 }
 
+/// Two threads, each its stream, exact. At the rate of the 2-queue tests:
+/// at 100,000 frames/s, with a CPU hog beside the test, each thread was
+/// time-sliced with the hog (4 ms at a time at HZ=250), fell behind by more
+/// than the catch-up allows, paused 252 ms in all and sent 8 % too few
+/// frames in the trial: the tester's shortfall, reported as such, but not
+/// what this test checks.
 #[test]
 fn two_threads_back_to_back_are_exact() {
     if root_or_skip("two_threads_back_to_back_are_exact") {
-        threads_back_to_back_are_exact(2, 100_000);
+        threads_back_to_back_are_exact(2, PER_QUEUE_TEST_FPS);
     }
 }
 
