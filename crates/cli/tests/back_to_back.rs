@@ -102,7 +102,6 @@ fn rfc2544_on_a_wire_passes_at_max_rate_first() {
     let run = linerate_in(&ns, &args);
     assert_eq!(run.code, 0, "{}", run.dump());
     assert!(run.stdout.contains("Frames/s"), "{}", run.dump());
-    assert!(run.stdout.contains("100,000"), "{}", run.dump());
     let rep = json.json();
     assert_eq!(rep["setup"], "external", "{rep}");
     assert!(rep.get("interrupted").is_none(), "{rep}");
@@ -111,11 +110,25 @@ fn rfc2544_on_a_wire_passes_at_max_rate_first() {
     let r = &results[0];
     assert_eq!(u(r, "frame_size"), 64, "{r}");
     // A wire passes the highest rate tried: the search ends after one trial.
-    assert_eq!(f(r, "throughput_fps"), 100_000.0, "{r}");
-    assert_eq!(r["tester_limited"], false, "{r}");
     let trials = r["trials"].as_array().expect("trials");
     assert_eq!(trials.len(), 1, "{r}");
-    assert_clean_half_second(&trials[0], 100_000);
+    let t = &trials[0];
+    assert_clean_half_second(t, 100_000);
+    // Its figure is that rate when the generator held it. When a busy CPU
+    // paused the generator for more than the resolution (5 % of the
+    // trial), the device saw only the rate the frames really took
+    // (`offered_fps`): that is the figure, marked tester-limited.
+    let paused_s = t["generator_paused_ns"].as_u64().unwrap_or(0) as f64 / 1e9;
+    if paused_s > 0.05 * f(t, "duration_s") {
+        assert_eq!(r["tester_limited"], true, "{r}");
+        assert_eq!(f(r, "throughput_fps"), f(t, "offered_fps"), "{r}");
+        assert!(f(t, "offered_fps") < 100_000.0, "{r}");
+        assert!(run.stdout.contains("(*) tester-limited"), "{}", run.dump());
+    } else {
+        assert_eq!(r["tester_limited"], false, "{r}");
+        assert_eq!(f(r, "throughput_fps"), 100_000.0, "{r}");
+        assert!(run.stdout.contains("100,000"), "{}", run.dump());
+    }
 }
 
 /// A 0.5 s trial at `fps`: fps/2 frames, all received.
