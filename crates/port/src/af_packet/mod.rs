@@ -80,6 +80,26 @@ impl AfPacketPort {
 }
 
 impl AfPacketPort {
+    /// A port on `ifname` (in `netns` when given) that only sends: its
+    /// transmit ring, and no receive ring, so that the kernel's own
+    /// traffic on the interface (IKE, ARP) is not copied to linerate too.
+    pub fn open_sender(
+        ifname: &str,
+        netns: Option<&str>,
+        opts: &AfPacketOptions,
+    ) -> Result<(TxRing, PortInfo), PortError> {
+        netns::maybe_in_netns(netns, || {
+            let probe = socket::packet_socket(ifname)?;
+            let facts = link::link_facts(&probe, ifname)?;
+            if !facts.up {
+                return Err(PortError::InterfaceDown(ifname.to_string()));
+            }
+            let tx = TxRing::open(ifname, facts.ifindex, opts)?;
+            let info = PortInfo::of_link(ifname, netns, &facts, tx.max_frame_len());
+            Ok((tx, info))
+        })
+    }
+
     /// `count` more transmit rings on `ifname` (in `netns` when given),
     /// one per extra generator thread: each its own socket, so the threads
     /// share nothing. With qdisc bypass the kernel puts a frame on the

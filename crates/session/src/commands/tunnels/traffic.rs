@@ -22,18 +22,16 @@ use linerate_engine::host::{ArpAction, HostConfig};
 use linerate_engine::ipsec::{EspCounts, EspSend};
 use linerate_engine::transform::SendTransform;
 use linerate_esp::{Outbound, SaKeys};
-use linerate_port::af_packet::{AfPacketOptions, AfPacketPort};
-use linerate_port::{Port, RxQueue};
+use linerate_port::af_packet::{AfPacketOptions, AfPacketPort, TxRing};
+use linerate_port::{Port, RxQueue, TxQueue};
 use linerate_wire::integrity::intact;
 use linerate_wire::template::DEFAULT_UDP_PORT;
 use linerate_wire::{
     classify, FlowSpec, FrameCheck, FrameSize, FrameTemplate, MacAddr, Received, Signature,
 };
-use nix::libc;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::net::{IpAddr, Ipv4Addr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -187,7 +185,13 @@ impl Traffic {
         let port = AfPacketPort::open(&port_a.ifname, port_a.netns.as_deref(), &opts)
             .map_err(|e| err!(Environment, "port A {}: {e}", port_a.ifname))?;
         let (_tx, rx, info) = port.split();
-        let socket = PacketSocket::open(side.netns.as_deref(), &side.ifname)?;
+        // Port B's transmit ring only: IKE and ARP there stay the kernel's.
+        let (tx, port_b) = AfPacketPort::open_sender(
+            &side.ifname,
+            side.netns.as_deref(),
+            &AfPacketOptions::default(),
+        )
+        .map_err(|e| err!(Environment, "port B {}: {e}", side.ifname))?;
         let host = HostConfig {
             ip: port_a.host.address,
             prefix_len: port_a.host.prefix_len,
@@ -222,7 +226,7 @@ impl Traffic {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name("tunnels-tx".into())
-                .spawn(move || send(socket, side, dst, up_rx, stop, count, shared))
+                .spawn(move || send(tx, port_b.mac, side, dst, up_rx, stop, count, shared))
                 .map_err(|e| err!(Environment, "cannot start the sender thread: {e}"))?
         };
         Ok(Traffic {
@@ -335,77 +339,6 @@ impl Traffic {
     }
 }
 
-/// A packet socket bound to port B, sending only.
-struct PacketSocket {
-    fd: OwnedFd,
-    mac: MacAddr,
-}
-
-impl PacketSocket {
-    fn open(netns: Option<&str>, ifname: &str) -> Result<PacketSocket> {
-        linerate_port::netns::maybe_in_netns(netns, || {
-            let io = |what: &'static str| {
-                linerate_port::PortError::io(what, ifname, std::io::Error::last_os_error())
-            };
-            // SAFETY: plain socket(2); the descriptor is owned right away.
-            let raw =
-                unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-            if raw < 0 {
-                return Err(io("opening a packet socket"));
-            }
-            // SAFETY: a fresh descriptor nobody else owns.
-            let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-            let facts = linerate_port::link::link_facts(&fd, ifname)?;
-            // SAFETY: sockaddr_ll is plain old data; all zero is valid.
-            let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-            addr.sll_family = libc::AF_PACKET as u16;
-            addr.sll_ifindex = facts.ifindex;
-            // Protocol 0: receives nothing.
-            // SAFETY: addr is a valid sockaddr_ll of the size passed.
-            let rc = unsafe {
-                libc::bind(
-                    fd.as_raw_fd(),
-                    (&addr as *const libc::sockaddr_ll).cast(),
-                    std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-                )
-            };
-            if rc < 0 {
-                return Err(io("binding the packet socket"));
-            }
-            // Room for bursts of thousands of tunnels' frames (root may go
-            // past net.core.wmem_max).
-            let size: libc::c_int = 4 << 20;
-            // SAFETY: a valid c_int option value of the size passed.
-            let _ = unsafe {
-                libc::setsockopt(
-                    fd.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_SNDBUFFORCE,
-                    (&size as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            Ok(PacketSocket { fd, mac: facts.mac })
-        })
-        .map_err(|e| err!(Environment, "port B {ifname}: {e}"))
-    }
-
-    /// Whether the kernel took the frame.
-    fn send(&self, frame: &[u8]) -> bool {
-        // SAFETY: the buffer is valid for its length; no flags but
-        // MSG_DONTWAIT (a full queue refuses, never blocks the pacing).
-        let n = unsafe {
-            libc::send(
-                self.fd.as_raw_fd(),
-                frame.as_ptr().cast(),
-                frame.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
-        n == frame.len() as isize
-    }
-}
-
 /// The MAC of `next_hop` from the kernel's neighbour table of port B's
 /// namespace (IKE has just crossed to it), waiting up to 2 s for it.
 fn neighbour_mac(netns: Option<&str>, ifname: &str, next_hop: Ipv4Addr) -> Result<MacAddr> {
@@ -441,8 +374,10 @@ struct Stream {
 
 /// The sender: frames of every tunnel handed over, each at `rate`, until
 /// `stop`. Returns (taken, refused) per tunnel.
+#[allow(clippy::too_many_arguments)]
 fn send(
-    socket: PacketSocket,
+    tx: TxRing,
+    mac: MacAddr,
     side: SendSide,
     dst: Ipv4Addr,
     up: Receiver<UpTunnel>,
@@ -450,7 +385,7 @@ fn send(
     count: usize,
     shared: Arc<Shared>,
 ) -> Result<Vec<(u64, u64)>> {
-    let mut sender = Pacer::new(socket, side, dst, count, shared);
+    let mut sender = Pacer::new(tx, mac, side, dst, count, shared);
     while !stop.load(Ordering::Relaxed) {
         // Tunnels just up send their first frame now.
         let Some(arrived) = sender.arrivals(&up, Instant::now()) else {
@@ -461,16 +396,18 @@ fn send(
                 sender.due.push(Reverse((Instant::now(), i)));
             }
         }
-        sender.send_due(Instant::now(), &stop);
+        sender.send_due(Instant::now(), &stop)?;
     }
-    Ok(sender.totals())
+    sender.finish()
 }
 
 /// The sender thread's state: every tunnel's stream and frame, and when
 /// each sends next. Split from [`send`]'s loop so that each step (wait for
 /// tunnels, start one, send what is due) reads on its own.
 struct Pacer {
-    socket: PacketSocket,
+    tx: TxRing,
+    /// Port B's MAC: the frames' source.
+    mac: MacAddr,
     side: SendSide,
     dst: Ipv4Addr,
     count: usize,
@@ -481,14 +418,14 @@ struct Pacer {
     templates: Vec<Option<FrameTemplate>>,
     due: BinaryHeap<Reverse<(Instant, usize)>>,
     gateway_mac: Option<MacAddr>,
-    buf: Vec<u8>,
     counts: Arc<Mutex<EspCounts>>,
 }
 
 impl Pacer {
     /// Nothing sending yet: no tunnel is up.
     fn new(
-        socket: PacketSocket,
+        tx: TxRing,
+        mac: MacAddr,
         side: SendSide,
         dst: Ipv4Addr,
         count: usize,
@@ -501,9 +438,9 @@ impl Pacer {
             templates: (0..count).map(|_| None).collect(),
             due: BinaryHeap::new(),
             gateway_mac: None,
-            buf: vec![0u8; 2048],
             counts: Arc::default(),
-            socket,
+            tx,
+            mac,
             side,
             dst,
             count,
@@ -568,7 +505,7 @@ impl Pacer {
         let sa = Outbound::new(t.keys).map_err(|e| err!(Failed, "tunnel {}: {e}", t.index))?;
         self.templates[t.index] = Some(FrameTemplate::new(
             &FlowSpec {
-                src_mac: self.socket.mac,
+                src_mac: self.mac,
                 dst_mac: mac,
                 src_ip: IpAddr::V4(side.sources[t.index]),
                 dst_ip: IpAddr::V4(self.dst),
@@ -593,10 +530,12 @@ impl Pacer {
         Ok(Some(t.index))
     }
 
-    /// Sends every frame due by `now` (until `stop`), and schedules each
-    /// tunnel's next a period on; a sender that fell a period behind skips
-    /// the slots it missed rather than bursting.
-    fn send_due(&mut self, now: Instant, stop: &AtomicBool) {
+    /// Queues every frame due by `now` (until `stop`) on port B's ring
+    /// and hands them to the kernel, and schedules each tunnel's next a
+    /// period on; a sender that fell a period behind skips the slots it
+    /// missed rather than bursting. A frame the full ring cannot take is
+    /// refused, never counted as sent.
+    fn send_due(&mut self, now: Instant, stop: &AtomicBool) -> Result<()> {
         while let Some(&Reverse((at, i))) = self.due.peek() {
             if at > now || stop.load(Ordering::Relaxed) {
                 break;
@@ -611,10 +550,16 @@ impl Pacer {
                 seq: s.seq,
                 tx_ts: linerate_port::realtime_ns() as u32,
             };
-            let len = template.write(&mut self.buf, sig);
-            let len = s.esp.apply(&mut self.buf, len);
+            let esp = &mut s.esp;
+            let taken = self
+                .tx
+                .queue(1, |_, slot| {
+                    let len = template.write(slot, sig);
+                    esp.apply(slot, len)
+                })
+                .map_err(|e| err!(Environment, "port B: {e}"))?;
             s.seq = s.seq.wrapping_add(1);
-            if self.socket.send(&self.buf[..len]) {
+            if taken == 1 {
                 s.sent += 1;
             } else {
                 s.refused += 1;
@@ -627,14 +572,27 @@ impl Pacer {
             self.due
                 .push(Reverse((if next < now { now } else { next }, i)));
         }
+        self.tx
+            .flush()
+            .map_err(|e| err!(Environment, "port B: {e}"))
     }
 
-    /// Each tunnel's (taken, refused): what [`send`] returns.
-    fn totals(self) -> Vec<(u64, u64)> {
-        self.streams
+    /// Sends what the ring still holds, and returns each tunnel's (taken,
+    /// refused): what [`send`] returns.
+    fn finish(mut self) -> Result<Vec<(u64, u64)>> {
+        let malformed = self
+            .tx
+            .drain(Duration::from_secs(2))
+            .map_err(|e| err!(Environment, "port B: {e}"))?;
+        if malformed > 0 {
+            // The ring does not say whose: no tunnel's count can lose them.
+            errln!("linerate: port B's kernel refused {malformed} frames as malformed; they are counted as sent in their tunnels' figures");
+        }
+        Ok(self
+            .streams
             .into_iter()
             .map(|s| s.map_or((0, 0), |s| (s.sent, s.refused)))
-            .collect()
+            .collect())
     }
 }
 
