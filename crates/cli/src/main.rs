@@ -27,7 +27,7 @@ fn main() {
         linerate_cli::run(&cli, &stop)
     }) {
         Ok(result) => result,
-        Err(payload) if exit::is_closed_pipe_panic(&*payload) => exit::die_of_sigpipe(),
+        Err(payload) if exit::is_closed_pipe_panic(&*payload) => die_of_sigpipe(),
         Err(payload) => std::panic::resume_unwind(payload),
     };
     let mut err = std::io::stderr();
@@ -41,11 +41,24 @@ fn main() {
             let _ = writeln!(err, "linerate: interrupted; {what}");
             linerate_session::interrupted_exit_code()
         }
-        Err(e) if exit::is_closed_pipe(&e) => exit::die_of_sigpipe(),
+        Err(e) if exit::is_closed_pipe(&e) => die_of_sigpipe(),
         Err(e) => {
             let _ = writeln!(err, "linerate: error: {}", exit::one_line(&e));
             2
         }
     };
     std::process::exit(code);
+}
+
+/// Ends the process as a closed pipe ends a tool that does not catch
+/// SIGPIPE: killed by the signal (a shell reports 141), without a message.
+/// Rust ignores SIGPIPE from the start, so its default comes back first.
+fn die_of_sigpipe() -> ! {
+    use nix::sys::signal::{raise, signal, SigHandler, Signal};
+    // SAFETY: restoring the default disposition; no handler code runs.
+    unsafe {
+        let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
+    }
+    let _ = raise(Signal::SIGPIPE);
+    std::process::exit(128 + Signal::SIGPIPE as i32)
 }

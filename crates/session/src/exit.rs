@@ -70,18 +70,6 @@ pub fn quiet_on_closed_pipe() {
     }));
 }
 
-/// Ends the process as a closed pipe ends a tool that does not catch
-/// SIGPIPE: killed by the signal (a shell reports 141), without a message.
-pub fn die_of_sigpipe() -> ! {
-    use nix::sys::signal::{raise, signal, SigHandler, Signal};
-    // SAFETY: restoring the default disposition; no handler code runs.
-    unsafe {
-        let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
-    }
-    let _ = raise(Signal::SIGPIPE);
-    std::process::exit(128 + Signal::SIGPIPE as i32)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
