@@ -6,9 +6,12 @@
 //! named it.
 
 use crate::error::{bail, err, Result};
-use crate::ipsec::Net;
+use crate::ipsec::{IpsecPlan, Net};
+use linerate_esp::EspSuite;
 use linerate_helper::RunError;
-use linerate_ike::{Identity, IkeError, TrafficSelector};
+use linerate_ike::{
+    Fleet, FleetConfig, Identity, IkeError, IkeProposals, Peer, Ports, Psk, TrafficSelector,
+};
 use linerate_results::report::thousands;
 use std::net::Ipv4Addr;
 
@@ -139,6 +142,61 @@ pub fn slice(net: Net, prefix: u8, index: usize) -> Net {
 pub fn selector(net: Net) -> TrafficSelector {
     let (first, last) = net.range();
     TrafficSelector::range(first, last)
+}
+
+/// A fleet of emulated peers to bind: one per address of `peers`, each
+/// for its own slice of `slices`, all to `gateway` and its `local_net`.
+pub struct FleetSpec<'a> {
+    pub plan: &'a IpsecPlan,
+    /// Port B's namespace, where the peers' sockets are bound.
+    pub netns: Option<&'a str>,
+    pub gateway: Ipv4Addr,
+    pub ike: IkeProposals,
+    pub esp: EspSuite,
+    /// The gateway's protected network: each CHILD_SA's remote selector.
+    pub local_net: Net,
+    pub peers: &'a [Ipv4Addr],
+    pub slices: &'a [Net],
+    /// ESP in UDP whatever NAT detection finds.
+    pub force_encap: bool,
+    /// Setups begun per second (None: as fast as the gateway answers),
+    /// and how many may be under way at once.
+    pub attempt_rate: Option<f64>,
+    pub window: usize,
+}
+
+/// Binds the fleet in port B's namespace (the sockets keep it): the one
+/// place both `linerate tunnels` and `--tunnels` build it.
+pub fn bind_fleet(spec: FleetSpec, psk: Psk) -> Result<Fleet> {
+    let plan = spec.plan;
+    let config = FleetConfig {
+        gateway: spec.gateway,
+        gateway_ports: Ports::default(),
+        local_ports: Ports::default(),
+        remote_id: plan.remote_id.clone(),
+        psk,
+        ike: spec.ike,
+        esp: spec.esp,
+        remote_ts: selector(spec.local_net),
+        retransmit: plan.retransmit(),
+        force_encap: spec.force_encap,
+        peers: spec
+            .peers
+            .iter()
+            .zip(spec.slices)
+            .enumerate()
+            .map(|(i, (&local, &net))| Peer {
+                local,
+                local_id: peer_identity(plan.local_id.as_ref(), i, local),
+                local_ts: selector(net),
+            })
+            .collect(),
+        attempt_rate: spec.attempt_rate,
+        window: spec.window,
+    };
+    linerate_port::netns::maybe_in_netns(spec.netns, || Ok(Fleet::bind(config)))
+        .map_err(|e| err!(Environment, "{e}"))?
+        .map_err(|e| err!(Environment, "IPsec: {e}"))
 }
 
 /// A failure's group in the report: the gateway's notify, or what

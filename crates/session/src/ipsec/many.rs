@@ -4,11 +4,12 @@
 
 use super::{Checked, EspEncap, FirstTunnel, IpsecPeer, IpsecPlan, Keys, Net, Slices, TunnelsRun};
 use crate::error::{bail, err, Error, Result};
+use crate::peers::FleetSpec;
 use crate::peers::PeerAddresses;
 use linerate_engine::ipsec::ESP_IN_UDP;
 use linerate_engine::HostConfig;
 use linerate_esp::{Encapsulation, EspSuite, Inbound, Outbound};
-use linerate_ike::{Fleet, FleetConfig, IkeProposals, Peer, Ports, Psk, Setup};
+use linerate_ike::{Fleet, IkeProposals, Psk, Setup};
 use linerate_results::report::thousands;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -98,37 +99,23 @@ impl Layout {
         Ok((layout, psk))
     }
 
-    /// Binds the fleet of peers in port B's namespace (the sockets keep
-    /// it), one peer per address, each for its own slice.
+    /// Binds the fleet of peers in port B's namespace, one peer per
+    /// address, each for its own slice.
     fn bind_fleet(&self, plan: &IpsecPlan, netns: Option<&str>, psk: Psk) -> Result<Fleet> {
-        let config = FleetConfig {
+        let spec = FleetSpec {
+            plan,
+            netns,
             gateway: self.gateway,
-            gateway_ports: Ports::default(),
-            local_ports: Ports::default(),
-            remote_id: plan.remote_id.clone(),
-            psk,
             ike: self.ike.clone(),
             esp: self.esp,
-            remote_ts: self.local_net.selector(),
-            retransmit: plan.retransmit(),
+            local_net: self.local_net,
+            peers: &self.peers,
+            slices: &self.nets,
             force_encap: plan.esp_encap.forces_udp(),
-            peers: self
-                .peers
-                .iter()
-                .zip(&self.nets)
-                .enumerate()
-                .map(|(i, (&local, &net))| Peer {
-                    local,
-                    local_id: crate::peers::peer_identity(plan.local_id.as_ref(), i, local),
-                    local_ts: net.selector(),
-                })
-                .collect(),
             attempt_rate: None,
             window: 64,
         };
-        linerate_port::netns::maybe_in_netns(netns, || Ok(Fleet::bind(config)))
-            .map_err(|e| err!(Environment, "{e}"))?
-            .map_err(|e| err!(Environment, "IPsec: {e}"))
+        crate::peers::bind_fleet(spec, psk)
     }
 
     /// Why the measurement is refused when a tunnel did not come up: the

@@ -11,12 +11,12 @@ use super::{
     capacity_gateway_check, capacity_outcome, capacity_record, cpu_seconds, gateway_children,
     gateway_traffic_check, outcomes, traffic_record, Bed, TrafficPlan, TunnelsPlan, TRAFFIC_FRAME,
 };
-use crate::error::{bail, err, Result};
+use crate::error::{bail, Result};
 use crate::exit::Outcome;
 use crate::ipsec::Net;
-use crate::peers::{peer_identity, selector};
+use crate::peers::FleetSpec;
 use crate::recorder::{Recorder, RunInfo};
-use linerate_ike::{Fleet, FleetConfig, IkeProposals, Peer, Ports, Psk, Setup};
+use linerate_ike::{Fleet, IkeProposals, Psk, Setup};
 use linerate_lab::scenario::Applied;
 use linerate_results::report::thousands;
 use linerate_results::tunnels::{
@@ -52,34 +52,20 @@ pub(super) fn bind_fleet(
     psk: Psk,
     ike: IkeProposals,
 ) -> Result<Fleet> {
-    let config = FleetConfig {
+    let spec = FleetSpec {
+        plan: &plan.ipsec,
+        netns: bed.netns.as_deref(),
         gateway: bed.gateway,
-        gateway_ports: Ports::default(),
-        local_ports: Ports::default(),
-        remote_id: plan.ipsec.remote_id.clone(),
-        psk,
         ike,
         esp: bed.esp,
-        remote_ts: selector(plan.local_net),
-        retransmit: plan.ipsec.retransmit(),
+        local_net: plan.local_net,
+        peers: &plan.peers,
+        slices,
         force_encap: true,
-        peers: plan
-            .peers
-            .iter()
-            .zip(slices)
-            .enumerate()
-            .map(|(i, (&local, &net))| Peer {
-                local,
-                local_id: peer_identity(plan.ipsec.local_id.as_ref(), i, local),
-                local_ts: selector(net),
-            })
-            .collect(),
         attempt_rate: plan.rate,
         window: plan.window,
     };
-    linerate_port::netns::maybe_in_netns(bed.netns.as_deref(), || Ok(Fleet::bind(config)))
-        .map_err(|e| err!(Environment, "{e}"))?
-        .map_err(|e| err!(Environment, "IPsec: {e}"))
+    crate::peers::bind_fleet(spec, psk)
 }
 
 /// Begins the run's record, and says (verbose) what comes up.
