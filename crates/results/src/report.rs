@@ -109,7 +109,7 @@ pub fn throughput_table_layers(report: &Rfc2544Report, all_layers: bool) -> Stri
         trim_number(report.resolution * 100.0),
     );
     // The settings end flush with the unit column when there is room.
-    let room = (table_width + GAP.len() + "Mbps (L2)".len())
+    let room = (table_width + GAP.len() + table::mbps(Layer::L2).len())
         .saturating_sub(title.chars().count() + settings.chars().count());
     let _ = writeln!(out, "{title}{:room$}{settings}", "", room = room.max(3));
     out.push_str(if any_mix {
@@ -289,7 +289,7 @@ pub fn throughput_grid(report: &Rfc2544Report, all_layers: bool) -> Table {
         (
             "Throughput",
             row(&|r| sig3(r.throughput_mbps_l2), &marked),
-            "Mbps (L2)",
+            table::mbps(Layer::L2),
         ),
         ("", row(&|r| sig3(r.throughput_fps), &marked), "Frames/s"),
     ];
@@ -311,7 +311,7 @@ pub fn throughput_grid(report: &Rfc2544Report, all_layers: bool) -> Table {
         (
             "Line rate",
             row(&|r| sig3(r.line_rate_mbps_l2), &plain),
-            "Mbps (L2)",
+            table::mbps(Layer::L2),
         ),
         ("", row(&|r| sig3(r.line_rate_fps), &plain), "Frames/s"),
         ("Share of line", row(&|r| share_of_line(r), &plain), ""),
@@ -322,17 +322,17 @@ pub fn throughput_grid(report: &Rfc2544Report, all_layers: bool) -> Table {
             (
                 "",
                 row(&|r| sig3(r.throughput_mbps_l1), &marked),
-                "Mbps (L1)",
+                table::mbps(Layer::L1),
             ),
             (
                 "",
                 row(&|r| sig3(r.throughput_mbps_l3), &marked),
-                "Mbps (L3, IP)",
+                table::mbps(Layer::L3),
             ),
             (
                 "",
                 row(&|r| sig3(r.throughput_mbps_l4), &marked),
-                "Mbps (L4, UDP payload)",
+                table::mbps(Layer::L4),
             ),
             (
                 "Link usage",
@@ -360,7 +360,7 @@ pub fn throughput_grid(report: &Rfc2544Report, all_layers: bool) -> Table {
             (
                 "",
                 row(&|r| sig3(r.throughput_mbps_l1), &marked),
-                "Mbps (L1)",
+                table::mbps(Layer::L1),
             ),
         );
     }
@@ -383,7 +383,10 @@ pub fn throughput_grid(report: &Rfc2544Report, all_layers: bool) -> Table {
                 "bytes per frame, encrypted",
             ),
         );
-        rows.insert(at + 1, ("", wan(&|w| sig3(w.mbps_l2)), "Mbps (L2)"));
+        rows.insert(
+            at + 1,
+            ("", wan(&|w| sig3(w.mbps_l2)), table::mbps(Layer::L2)),
+        );
     }
     // MLRsearch's NDR and PDR beside the zero-loss throughput, when run.
     let goal_names: Vec<String> = results
@@ -433,7 +436,7 @@ pub fn throughput_grid(report: &Rfc2544Report, all_layers: bool) -> Table {
                     &|r| cell(goal_of(r).and_then(|g| g.conditional_throughput_mbps_l2)),
                     &mark,
                 ),
-                "Mbps (L2)",
+                table::mbps(Layer::L2),
             ),
         );
         rows.insert(

@@ -9,7 +9,7 @@ use crate::model::StoredRun;
 use crate::svg::{self, Chart, Mark, Series, PALETTE};
 use linerate_results::report::{line_speed, thousands, trial_summary};
 use linerate_results::{LatencySummary, Rfc2544Report, TrialResult};
-use linerate_wire::units::PREAMBLE_AND_GAP;
+use linerate_wire::units::{Layer, PREAMBLE_AND_GAP};
 use std::fmt::Write as _;
 
 const CSS: &str = "
@@ -258,13 +258,16 @@ fn throughput_chart(rep: &Rfc2544Report, mbps: bool) -> String {
     }
     svg::render(&Chart {
         title: if mbps {
-            "Throughput in Mbps (L2) against frame size".into()
+            format!(
+                "Throughput in {} against frame size",
+                linerate_results::report::table::mbps(Layer::L2)
+            )
         } else {
             "Throughput in frames/s against frame size".into()
         },
         x_label: "Frame size [bytes]".into(),
         y_label: if mbps {
-            "Mbps (L2)".into()
+            linerate_results::report::table::mbps(Layer::L2).into()
         } else {
             "Frames/s".into()
         },

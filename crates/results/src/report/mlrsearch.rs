@@ -5,6 +5,7 @@
 use super::grid::{column_name, footer, grid, title, Row};
 use super::{sig3, trim_number};
 use crate::methods::{GoalResultRecord, MlrSearchReport, MlrSearchResult};
+use linerate_wire::units::Layer;
 use std::fmt::Write as _;
 
 /// The table for `report`.
@@ -84,7 +85,7 @@ pub fn mlrsearch_table(report: &MlrSearchReport) -> String {
         rows.push((
             String::new(),
             cells(&|g| g.relevant_lower_bound_mbps_l2),
-            "Mbps (L2)".into(),
+            super::table::mbps(Layer::L2).into(),
         ));
         rows.push((
             format!("{name} upper bound"),
@@ -99,7 +100,7 @@ pub fn mlrsearch_table(report: &MlrSearchReport) -> String {
         rows.push((
             String::new(),
             cells(&|g| g.conditional_throughput_mbps_l2),
-            "Mbps (L2)".into(),
+            super::table::mbps(Layer::L2).into(),
         ));
     }
     let plain = |f: &dyn Fn(&MlrSearchResult) -> String| -> Vec<String> {

@@ -3,6 +3,19 @@
 //! The text report and the HTML page draw the same [`Table`], so they show
 //! the same rows; only the drawing differs.
 
+use linerate_wire::units::Layer;
+
+/// The unit of a rate in bits at `layer`, as every table writes it (the
+/// one place it is written).
+pub fn mbps(layer: Layer) -> &'static str {
+    match layer {
+        Layer::L1 => "Mbps (L1)",
+        Layer::L2 => "Mbps (L2)",
+        Layer::L3 => "Mbps (L3, IP)",
+        Layer::L4 => "Mbps (L4, UDP payload)",
+    }
+}
+
 /// What a figure's mark says about it (the legends are in the reports).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mark {

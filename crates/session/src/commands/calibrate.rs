@@ -17,6 +17,7 @@ use linerate_method::{find_throughput, Progress, ThroughputConfig};
 use linerate_port::af_packet::AfPacketOptions;
 use linerate_results::calibration::{Calibration, CalibrationEntry};
 use linerate_results::{report, ThroughputResult};
+use linerate_wire::units::Layer;
 use linerate_wire::FrameSize;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -278,9 +279,10 @@ fn calibration_entry(
 }
 
 fn calibration_table(rows: &[(CalibrationEntry, f64)]) -> String {
-    let mut out = String::from(
+    let mut out = format!(
         "Tester ceiling, back to back (zero loss, exact counts)\n\
-         engine      receiver  frame B        frames/s    Mbps (L2)   latency µs min / avg / p99\n",
+         engine      receiver  frame B        frames/s    {}   latency µs min / avg / p99\n",
+        report::table::mbps(Layer::L2)
     );
     for (e, mbps) in rows {
         let lat = e.latency_ns.as_ref().map_or("-".to_string(), |l| {

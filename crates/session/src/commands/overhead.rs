@@ -6,6 +6,7 @@ use crate::error::{err, Result};
 use crate::exit::Outcome;
 use linerate_results::report;
 use linerate_wire::overhead::{Auth, Encapsulation};
+use linerate_wire::units::Layer;
 use linerate_wire::FrameSize;
 use serde::Serialize;
 
@@ -75,7 +76,8 @@ pub fn run(plan: OverheadPlan) -> Result<Outcome> {
     }
     outln!("Encapsulation: {description}");
     outln!(
-        "inner frame  inner IP  outer frame  outer IP  added   Mbps (L2) inner -> outer at {} frames/s",
+        "inner frame  inner IP  outer frame  outer IP  added   {} inner -> outer at {} frames/s",
+        report::table::mbps(Layer::L2),
         report::thousands(fps.round() as u64)
     );
     for r in &rows {
