@@ -289,9 +289,10 @@ pin_napi() {
     for p in $pids; do taskset -pc "$RX_CPU" "$p" >/dev/null; done
 }
 
+# Each NAPI kthread's CPU list, comma-separated when there are several.
 napi_cpus() {
     local p out=
-    for p in $(napi_pids); do out+="$(taskset -pc "$p" 2>/dev/null | awk -F': ' '{print $2}')"; done
+    for p in $(napi_pids); do out+="${out:+,}$(taskset -pc "$p" 2>/dev/null | awk -F': ' '{print $2}')"; done
     echo "${out:-none}"
 }
 
