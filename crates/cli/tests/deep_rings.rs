@@ -187,11 +187,10 @@ fn deep_rings_absorb_stalls_of_either_cpu_and_veth_rings_do_not() {
         "deep lab, tester CPU stalls at {rate}: {v}"
     );
 
-    // The shallow lab only once the deep one is gone: the kernel names
-    // NAPI threads by interface name, and every lab's DUT has the same
-    // names, so with both up a run on one finds the other's threads
-    // pinned elsewhere, takes its placement for shared and leaves the
-    // generator free to run on the router's CPU, where the stalls stop it.
+    // The shallow lab once the deep one is gone: on a kernel before 6.9 a
+    // lab cannot tell its NAPI threads from another lab's (see
+    // `two_labs_up_each_reads_only_its_own_napi_threads`), and a generator
+    // left free to run on the router's CPU is stopped by the stalls too.
     drop(deep_guard);
     let (shallow, _guard) = lab("ds", "256");
     let stalls = Stalls::start(dut_cpu, Duration::from_millis(60), every);
@@ -203,4 +202,52 @@ fn deep_rings_absorb_stalls_of_either_cpu_and_veth_rings_do_not() {
         "the 256-frame ring lost nothing at the DUT's input at {rate}: {v}"
     );
     assert_eq!(term(&v, "rest"), 0, "{v}");
+}
+
+/// With two labs up, each one's status reads its own NAPI threads only
+/// (the kernel names them by interface, and both DUTs have the same
+/// names): the shallow lab's router stays on the DUT's CPU, and the two
+/// labs name no thread in common. Read by name alone, the shallow lab
+/// found the deep lab's threads, pinned to the tester's CPU, took its own
+/// placement for shared, and left the generator unpinned.
+#[test]
+fn two_labs_up_each_reads_only_its_own_napi_threads() {
+    if !root_or_skip("two_labs_up_each_reads_only_its_own_napi_threads") {
+        return;
+    }
+    let Some((_, dut_cpu)) = cpus() else {
+        skip("two_labs_up: the lab needs two CPUs");
+        return;
+    };
+    let (deep, _g1) = lab("nd", "4096");
+    let (shallow, _g2) = lab("ns", "256");
+    let status = linerate(&["lab", "status"]);
+    assert_eq!(status.code, 0, "{}", status.dump());
+    let block = |name: &str| -> String {
+        let start = status
+            .stdout
+            .find(&format!("lab {name} "))
+            .unwrap_or_else(|| panic!("no lab {name} in:\n{}", status.dump()));
+        let rest = &status.stdout[start..];
+        rest[..rest[1..].find("\nlab ").map_or(rest.len(), |e| e + 1)].to_string()
+    };
+    let napi_threads = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.trim_start().starts_with("napi:"))
+            .flat_map(|l| l.split(['(', ',', ' ']))
+            .filter(|w| w.starts_with("napi/"))
+            .map(str::to_string)
+            .collect()
+    };
+    let (d, s) = (block(&deep), block(&shallow));
+    assert!(
+        s.contains(&format!("placement: DUT forwarding on CPU {dut_cpu}")),
+        "the shallow lab's placement, with the deep lab up:\n{s}"
+    );
+    let (dt, st) = (napi_threads(&d), napi_threads(&s));
+    assert!(!dt.is_empty() && !st.is_empty(), "{d}\n{s}");
+    assert!(
+        st.iter().all(|t| !dt.contains(t)),
+        "threads named by both labs: {dt:?} and {st:?}"
+    );
 }

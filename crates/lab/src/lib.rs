@@ -24,6 +24,7 @@ pub mod backlog;
 mod lab;
 pub mod layout;
 mod lock;
+mod napi_owner;
 pub use lock::{lock_port, LabLock};
 mod netns;
 mod placement;

@@ -79,9 +79,11 @@ pub struct NapiState {
     pub sender_tso_off: Option<bool>,
     /// The interface's `threaded` flag; None when it could not be read.
     pub threaded: Option<bool>,
-    /// Threads named `napi/<ifname>-<id>`. The kernel names them by
-    /// interface name only and every lab's DUT uses the same names, so with
-    /// several labs up these include the other labs' threads.
+    /// The interface's NAPI threads (`napi/<ifname>-<id>`). The kernel
+    /// names them by interface name only and every lab's DUT uses the same
+    /// names, so they are the ones the kernel lists for this interface
+    /// (`napi_owner`); on a kernel before 6.9, which keeps no such list,
+    /// every thread of the name, the other labs' too.
     pub threads: Vec<NapiThread>,
     /// Whether linerate's NIC queue (a deep lab's input ring) is attached;
     /// None when it could not be read.
@@ -138,11 +140,23 @@ pub(crate) fn inspect(dut_ns: &str, links: &[Link]) -> PlacementState {
             threaded: netns::read_in(dut_ns, &threaded_path(l.dut_if))
                 .ok()
                 .map(|v| v == "1"),
-            threads: threads
-                .iter()
-                .filter(|t| is_napi_thread_of(&t.comm, l.dut_if))
-                .cloned()
-                .collect(),
+            threads: {
+                // The kernel's own list of the interface's NAPI threads,
+                // when it keeps one: the other labs' threads have the
+                // same names.
+                let owned = netns::run_in(dut_ns, || {
+                    let index = netns::ifindex_here(l.dut_if)?;
+                    Ok(crate::napi_owner::thread_pids(index as u32))
+                })
+                .ok()
+                .flatten();
+                threads
+                    .iter()
+                    .filter(|t| is_napi_thread_of(&t.comm, l.dut_if))
+                    .filter(|t| owned.as_ref().is_none_or(|pids| pids.contains(&t.pid)))
+                    .cloned()
+                    .collect()
+            },
             nic_queue: crate::lab::link_info_detailed(dut_ns, l.dut_if)
                 .ok()
                 .map(|_| has_nic_queue(dut_ns, l.dut_if)),
