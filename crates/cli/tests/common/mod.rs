@@ -716,17 +716,49 @@ pub fn b2b_trial(ns: &str, extra: &[&str], fps: u64) -> (Run, Value) {
         json.arg(),
     ]);
     let run = linerate_in(ns, &args);
-    assert_eq!(run.code, 0, "{extra:?}: {}", run.dump());
+    // Exit 1 (loss) only for the tester's own shortfall: see assert_exact.
+    assert!(
+        run.code == 0 || (run.code == 1 && only_the_testers_shortfall(&json.json())),
+        "{extra:?}: {}",
+        run.dump()
+    );
     let t = json.json();
     (run, t)
 }
 
-/// Asserts a lossless trial of `frames` intended frames: every count exact,
-/// as a wire (nothing between the ports) must give.
+/// Whether a trial's only loss is frames its generator did not send: a
+/// busy CPU paused it for longer than the trial's allowance (a tenth of
+/// its duration), and the trial says so (`generator_short`).
+fn only_the_testers_shortfall(t: &Value) -> bool {
+    let short = u(t, "intended_frames").saturating_sub(u(t, "tx_frames"));
+    short > 0
+        && t["generator_short"] == true
+        && u(t, "lost_frames") == short
+        && t["loss_where"]["not_sent"].as_u64() == Some(short)
+}
+
+/// Asserts a lossless trial of `frames` intended frames: every frame sent
+/// arrives once, in order, and nothing else, as a wire (nothing between
+/// the ports) must give. The one loss allowed is the tester's own, said
+/// as such: frames not sent because a busy CPU paused the generator
+/// beyond the trial's allowance (a verdict on the machine's load, not on
+/// the counts, which stay exact). Callers count on `tx_frames`.
 pub fn assert_exact(t: &Value, frames: u64) {
     assert_trial_consistent(t);
-    for key in ["intended_frames", "tx_frames", "rx_frames"] {
-        assert_eq!(u(t, key), frames, "{key}: {t}");
+    assert_eq!(u(t, "intended_frames"), frames, "intended_frames: {t}");
+    let tx = u(t, "tx_frames");
+    assert_eq!(u(t, "rx_frames"), tx, "rx_frames: {t}");
+    if tx < frames {
+        assert!(
+            only_the_testers_shortfall(t),
+            "{} frames not sent: {t}",
+            frames - tx
+        );
+        assert!(
+            t["generator_paused_ns"].as_u64().unwrap_or(0) > 0,
+            "frames not sent without a pause: {t}"
+        );
+        return;
     }
     for key in [
         "lost_frames",
