@@ -96,7 +96,8 @@ impl Net {
         u32::from(ip) & self.mask() == u32::from(self.address) & self.mask()
     }
 
-    fn selector(self) -> TrafficSelector {
+    /// The whole network as one traffic selector.
+    pub(crate) fn selector(self) -> TrafficSelector {
         let (first, last) = self.range();
         TrafficSelector::range(first, last)
     }

@@ -9,9 +9,7 @@ use crate::error::{bail, err, Result};
 use crate::ipsec::{IpsecPlan, Net};
 use linerate_esp::EspSuite;
 use linerate_helper::RunError;
-use linerate_ike::{
-    Fleet, FleetConfig, Identity, IkeError, IkeProposals, Peer, Ports, Psk, TrafficSelector,
-};
+use linerate_ike::{Fleet, FleetConfig, Identity, IkeError, IkeProposals, Peer, Ports, Psk};
 use linerate_results::report::thousands;
 use std::net::Ipv4Addr;
 
@@ -139,11 +137,6 @@ pub fn slice(net: Net, prefix: u8, index: usize) -> Net {
     }
 }
 
-pub fn selector(net: Net) -> TrafficSelector {
-    let (first, last) = net.range();
-    TrafficSelector::range(first, last)
-}
-
 /// A fleet of emulated peers to bind: one per address of `peers`, each
 /// for its own slice of `slices`, all to `gateway` and its `local_net`.
 pub struct FleetSpec<'a> {
@@ -177,7 +170,7 @@ pub fn bind_fleet(spec: FleetSpec, psk: Psk) -> Result<Fleet> {
         psk,
         ike: spec.ike,
         esp: spec.esp,
-        remote_ts: selector(spec.local_net),
+        remote_ts: spec.local_net.selector(),
         retransmit: plan.retransmit(),
         force_encap: spec.force_encap,
         peers: spec
@@ -188,7 +181,7 @@ pub fn bind_fleet(spec: FleetSpec, psk: Psk) -> Result<Fleet> {
             .map(|(i, (&local, &net))| Peer {
                 local,
                 local_id: peer_identity(plan.local_id.as_ref(), i, local),
-                local_ts: selector(net),
+                local_ts: net.selector(),
             })
             .collect(),
         attempt_rate: spec.attempt_rate,

@@ -748,6 +748,9 @@ pub fn assert_exact(t: &Value, frames: u64) {
     assert_eq!(u(t, "intended_frames"), frames, "intended_frames: {t}");
     let tx = u(t, "tx_frames");
     assert_eq!(u(t, "rx_frames"), tx, "rx_frames: {t}");
+    for key in ["reordered", "duplicated", "tester_rx_drops", "stray_frames"] {
+        assert_eq!(u(t, key), 0, "{key}: {t}");
+    }
     if tx < frames {
         assert!(
             only_the_testers_shortfall(t),
@@ -758,19 +761,11 @@ pub fn assert_exact(t: &Value, frames: u64) {
             t["generator_paused_ns"].as_u64().unwrap_or(0) > 0,
             "frames not sent without a pause: {t}"
         );
-        return;
+    } else {
+        assert_eq!(u(t, "lost_frames"), 0, "lost_frames: {t}");
+        assert_eq!(f(t, "loss_ratio"), 0.0, "{t}");
+        assert_eq!(t["generator_short"], false, "{t}");
     }
-    for key in [
-        "lost_frames",
-        "reordered",
-        "duplicated",
-        "tester_rx_drops",
-        "stray_frames",
-    ] {
-        assert_eq!(u(t, key), 0, "{key}: {t}");
-    }
-    assert_eq!(f(t, "loss_ratio"), 0.0, "{t}");
-    assert_eq!(t["generator_short"], false, "{t}");
 }
 
 /// An nftables ruleset for the lab DUT: the first rule counts every

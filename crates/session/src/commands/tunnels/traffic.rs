@@ -226,7 +226,13 @@ impl Traffic {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name("tunnels-tx".into())
-                .spawn(move || send(tx, port_b.mac, side, dst, up_rx, stop, count, shared))
+                .spawn(move || {
+                    send(
+                        Pacer::new(tx, port_b.mac, side, dst, count, shared),
+                        up_rx,
+                        stop,
+                    )
+                })
                 .map_err(|e| err!(Environment, "cannot start the sender thread: {e}"))?
         };
         Ok(Traffic {
@@ -374,18 +380,11 @@ struct Stream {
 
 /// The sender: frames of every tunnel handed over, each at `rate`, until
 /// `stop`. Returns (taken, refused) per tunnel.
-#[allow(clippy::too_many_arguments)]
 fn send(
-    tx: TxRing,
-    mac: MacAddr,
-    side: SendSide,
-    dst: Ipv4Addr,
+    mut sender: Pacer,
     up: Receiver<UpTunnel>,
     stop: Arc<AtomicBool>,
-    count: usize,
-    shared: Arc<Shared>,
 ) -> Result<Vec<(u64, u64)>> {
-    let mut sender = Pacer::new(tx, mac, side, dst, count, shared);
     while !stop.load(Ordering::Relaxed) {
         // Tunnels just up send their first frame now.
         let Some(arrived) = sender.arrivals(&up, Instant::now()) else {
