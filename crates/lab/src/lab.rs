@@ -1,71 +1,16 @@
 //! The lab topology: building, opening and removing a lab.
 
+use crate::link::{format_mac, link_info, read_mac};
+use crate::names::{
+    all_netns_names, boringtun_socket, dut_netns, netns_names, tester_netns, tester_netns_names,
+    validate_name, wire_netns, wireguard_ifnames, DUT_SUFFIX,
+};
 use crate::placement::{self, Placement};
+use crate::sides::{Side, MTU, SIDES};
+use crate::stop::StopCheck;
 use crate::{netns, LabError, PREFIX};
 use std::net::Ipv4Addr;
 use std::sync::Mutex;
-
-/// MTU of every lab interface: large enough for jumbo-frame trials (veth
-/// accepts up to 64 KiB).
-pub(crate) const MTU: u32 = 9000;
-
-/// One side of the lab: a tester namespace and its link to the DUT.
-pub(crate) struct Side {
-    /// Namespace suffix: lr-<name>-<suffix>.
-    pub suffix: &'static str,
-    pub tester_if: &'static str,
-    pub dut_if: &'static str,
-    /// The tester host's address, emulated by linerate in user space.
-    pub tester_ip: Ipv4Addr,
-    /// The DUT's address on this side: the tester's gateway.
-    pub dut_ip: Ipv4Addr,
-    pub prefix_len: u8,
-}
-
-/// RFC 2544 Appendix C: test networks come from 198.18.0.0/15, one /24 on
-/// each side of the DUT.
-pub(crate) const SIDES: [Side; 2] = [
-    Side {
-        suffix: "a",
-        tester_if: "a0",
-        dut_if: "dut-a",
-        tester_ip: Ipv4Addr::new(198, 18, 0, 2),
-        dut_ip: Ipv4Addr::new(198, 18, 0, 1),
-        prefix_len: 24,
-    },
-    Side {
-        suffix: "b",
-        tester_if: "b0",
-        dut_if: "dut-b",
-        tester_ip: Ipv4Addr::new(198, 19, 0, 2),
-        dut_ip: Ipv4Addr::new(198, 19, 0, 1),
-        prefix_len: 24,
-    },
-];
-
-pub(crate) const DUT_SUFFIX: &str = "dut";
-/// The second DUT of the two-DUT topologies (tunnel scenarios).
-pub(crate) const DUT2_SUFFIX: &str = "dut2";
-
-pub(crate) fn tester_netns(lab: &str, side: &Side) -> String {
-    format!("{PREFIX}{lab}-{}", side.suffix)
-}
-
-pub(crate) fn dut_netns(lab: &str) -> String {
-    format!("{PREFIX}{lab}-{DUT_SUFFIX}")
-}
-
-/// The second DUT's namespace: present only while a tunnel scenario runs.
-pub(crate) fn dut2_netns(lab: &str) -> String {
-    format!("{PREFIX}{lab}-{DUT2_SUFFIX}")
-}
-
-/// Every namespace lab `name` may have, for `exists` and removal.
-fn all_netns_names(lab: &str) -> Vec<String> {
-    let mut names = netns_names(lab).to_vec();
-    names.push(dut2_netns(lab));
-    names
-}
 
 /// The lab's veth links as placement sees them; `names` from [`tester_netns_names`].
 pub(crate) fn links(names: &[String; 2]) -> [placement::Link<'_>; 2] {
@@ -73,84 +18,6 @@ pub(crate) fn links(names: &[String; 2]) -> [placement::Link<'_>; 2] {
         tester_ns: &names[i],
         tester_if: SIDES[i].tester_if,
         dut_if: SIDES[i].dut_if,
-    })
-}
-
-pub(crate) fn tester_netns_names(lab: &str) -> [String; 2] {
-    [tester_netns(lab, &SIDES[0]), tester_netns(lab, &SIDES[1])]
-}
-
-/// The three namespaces of lab `name`: A, B, DUT.
-pub(crate) fn netns_names(lab: &str) -> [String; 3] {
-    [
-        tester_netns(lab, &SIDES[0]),
-        tester_netns(lab, &SIDES[1]),
-        dut_netns(lab),
-    ]
-}
-
-/// Lab names: `[a-z0-9_-]{1,12}`, short enough that every namespace name
-/// stays short and readable, and free of anything a shell or `ip` might
-/// read as syntax.
-pub(crate) fn validate_name(name: &str) -> Result<(), LabError> {
-    let ok = (1..=12).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-    if ok {
-        Ok(())
-    } else {
-        Err(LabError::InvalidName(name.to_string()))
-    }
-}
-
-/// "aa:bb:cc:dd:ee:ff" to bytes.
-pub(crate) fn parse_mac(text: &str) -> Option<[u8; 6]> {
-    let mut mac = [0u8; 6];
-    let mut parts = text.split(':');
-    for byte in &mut mac {
-        let part = parts.next()?;
-        if part.len() != 2 {
-            return None;
-        }
-        *byte = u8::from_str_radix(part, 16).ok()?;
-    }
-    parts.next().is_none().then_some(mac)
-}
-
-pub(crate) fn format_mac(mac: &[u8; 6]) -> String {
-    mac.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
-/// `ip -j link show dev <ifname>` inside `ns`: the interface's JSON object.
-pub(crate) fn link_info(ns: &str, ifname: &str) -> Result<serde_json::Value, LabError> {
-    let json = netns::ip_json(&["-n", ns, "link", "show", "dev", ifname])?;
-    json.as_array()
-        .and_then(|a| a.first())
-        .cloned()
-        .ok_or_else(|| LabError::Parse {
-            command: format!("ip -j -n {ns} link show dev {ifname}"),
-            detail: "no interface in the output".to_string(),
-        })
-}
-
-/// `ip -d -j link show dev <ifname>` inside `ns`: with the link's kind and
-/// its parameters (`linkinfo`).
-pub(crate) fn link_info_detailed(ns: &str, ifname: &str) -> Result<serde_json::Value, LabError> {
-    let json = netns::ip_json(&["-d", "-n", ns, "link", "show", "dev", ifname])?;
-    Ok(json[0].clone())
-}
-
-/// The MAC address of `ifname` inside `ns`.
-pub(crate) fn read_mac(ns: &str, ifname: &str) -> Result<[u8; 6], LabError> {
-    let info = link_info(ns, ifname)?;
-    let text = info["address"].as_str().unwrap_or_default();
-    parse_mac(text).ok_or_else(|| LabError::Parse {
-        command: format!("ip -j -n {ns} link show dev {ifname}"),
-        detail: format!("'{text}' is not a MAC address"),
     })
 }
 
@@ -221,43 +88,6 @@ impl Drop for Rollback {
             }
             // The placement of a deep lab may have raised it already.
             restore_backlog_unless_labs_left();
-        }
-    }
-}
-
-/// A caller's "stop requested" as a set-up sees it: checked between its
-/// steps, so a Ctrl-C ends a set-up at the next step instead of after the
-/// last (the caller owns the flag: the lab knows no signals).
-pub(crate) struct StopCheck<'a> {
-    /// The lab being set up, for the error.
-    pub lab: &'a str,
-    pub requested: &'a dyn Fn() -> bool,
-}
-
-impl StopCheck<'_> {
-    /// Err([`LabError::Interrupted`]) once a stop was asked for.
-    pub fn go_on(&self) -> Result<(), LabError> {
-        if (self.requested)() {
-            Err(self.interrupted())
-        } else {
-            Ok(())
-        }
-    }
-
-    /// A step's error, or [`LabError::Interrupted`] when a stop was asked
-    /// for meanwhile: a terminal's Ctrl-C reaches the whole process group
-    /// and kills the step's command too, whose failure is then the stop's.
-    pub fn or_interrupted(&self, e: LabError) -> LabError {
-        if (self.requested)() {
-            self.interrupted()
-        } else {
-            e
-        }
-    }
-
-    fn interrupted(&self) -> LabError {
-        LabError::Interrupted {
-            name: self.lab.to_string(),
         }
     }
 }
@@ -583,7 +413,7 @@ pub fn down_lab(name: &str) -> Result<Vec<String>, LabError> {
     // The second DUT first: its veths' peers live in the first.
     let mut names = all_netns_names(name);
     names.rotate_right(1);
-    names.push(crate::wire::netns_name(name));
+    names.push(wire_netns(name));
     let removed = delete_all(names);
     remove_leftover_files(&[name.to_string()]);
     removed
@@ -593,11 +423,26 @@ pub fn down_lab(name: &str) -> Result<Vec<String>, LabError> {
 /// private directory and lock file whose run has ended.
 fn remove_leftover_files(labs: &[String]) {
     for lab in labs {
-        crate::scenario::remove_leftover_sockets(lab);
+        remove_leftover_sockets(lab);
     }
     let _ = linerate_helper::sweep();
     let _ = crate::lock::sweep();
     restore_backlog_unless_labs_left();
+}
+
+/// Removes the control sockets boringtun left for lab `lab_name` when it was
+/// killed (it removes them itself when it ends normally; see
+/// `scenario/wireguard.rs`).
+fn remove_leftover_sockets(lab_name: &str) {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    for name in wireguard_ifnames(lab_name) {
+        let path = boringtun_socket(&name);
+        // Only a socket of root's, never through a link.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket() && m.uid() == 0)
+        {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 /// The backlog depth is the machine's: back to what it was once no lab is
@@ -710,7 +555,7 @@ pub fn down_all(keep: &[String]) -> Result<DownAll, LabError> {
             Err(LabError::InUse { holder, .. }) => {
                 in_use.push(format!("{lab} ({holder})"));
                 keep.extend(all_netns_names(&lab));
-                keep.push(crate::wire::netns_name(&lab));
+                keep.push(wire_netns(&lab));
             }
             Err(e) => return Err(e),
         }
@@ -735,78 +580,9 @@ pub fn down_all(keep: &[String]) -> Result<DownAll, LabError> {
     Ok(DownAll { removed, in_use })
 }
 
-/// A lab name for a one-shot run, unique per process.
-pub fn temporary_name() -> String {
-    // Several runs of one process at once (the Python package's threads)
-    // each get their own: run<PID>, then run<PID>b, run<PID>c, ... (a
-    // letter keeps the name within the 12 characters a lab name may have).
-    static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 26;
-    let suffix = match n {
-        0 => String::new(),
-        n => char::from(b'a' + n as u8).to_string(),
-    };
-    format!("run{}{suffix}", std::process::id())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_follow_the_rule() {
-        for ok in ["a", "lab1", "run4194304", "x_y-z", "abcdefghijkl"] {
-            assert!(validate_name(ok).is_ok(), "{ok}");
-        }
-        for bad in [
-            "",
-            "abcdefghijklm",
-            "Lab",
-            "a b",
-            "a.b",
-            "a/b",
-            "ä",
-            "lab;rm",
-        ] {
-            let err = validate_name(bad).unwrap_err();
-            assert!(matches!(err, LabError::InvalidName(_)), "{bad}");
-            assert!(err.to_string().contains("a-z, 0-9"), "{err}");
-        }
-    }
-
-    #[test]
-    fn temporary_names_are_valid() {
-        assert!(validate_name(&temporary_name()).is_ok());
-        // The next run of the process gets another name, also valid.
-        let (a, b) = (temporary_name(), temporary_name());
-        assert_ne!(a, b);
-        assert!(validate_name(&b).is_ok() && validate_name(&format!("run{}z", 4_194_304)).is_ok());
-        // The largest pid Linux hands out still fits.
-        assert!(validate_name(&format!("run{}", 4_194_304)).is_ok());
-    }
-
-    #[test]
-    fn namespace_names() {
-        assert_eq!(
-            netns_names("x"),
-            [
-                "lr-x-a".to_string(),
-                "lr-x-b".to_string(),
-                "lr-x-dut".to_string()
-            ]
-        );
-    }
-
-    #[test]
-    fn macs_round_trip() {
-        let mac = parse_mac("a2:4b:e2:89:97:35").unwrap();
-        assert_eq!(mac, [0xa2, 0x4b, 0xe2, 0x89, 0x97, 0x35]);
-        assert_eq!(format_mac(&mac), "a2:4b:e2:89:97:35");
-        assert_eq!(parse_mac("a2:4b:e2:89:97"), None);
-        assert_eq!(parse_mac("a2:4b:e2:89:97:35:00"), None);
-        assert_eq!(parse_mac("a2:4b:e2:89:97:zz"), None);
-        assert_eq!(parse_mac("a24:b:e2:89:97:35"), None);
-    }
 
     #[test]
     fn down_matching_refuses_foreign_prefixes() {
@@ -841,14 +617,5 @@ mod tests {
             assert!(netns::exists(&ns));
         } // dropped armed, as when build() returns an error or panics
         assert!(!netns::exists(&ns), "{ns} left behind");
-    }
-
-    #[test]
-    fn addressing_follows_rfc2544_appendix_c() {
-        for side in &SIDES {
-            let [a, b, _, _] = side.tester_ip.octets();
-            assert!(a == 198 && (b == 18 || b == 19));
-            assert_eq!(side.tester_ip.octets()[..3], side.dut_ip.octets()[..3]);
-        }
     }
 }

@@ -23,7 +23,8 @@
 //!   forwarding on. Duplicate address detection is off on these
 //!   interfaces so the addresses are usable at once.
 
-use crate::lab::{format_mac, link_info, SIDES};
+use crate::link::{format_mac, link_info};
+use crate::sides::{Side, SIDES};
 use crate::{netns, Lab, LabError};
 use linerate_bpf::vlan_port::VlanPort;
 use std::net::Ipv6Addr;
@@ -219,12 +220,7 @@ impl RoutedLayout {
     /// Makes `side`'s VLAN subinterface and moves the router's IPv4
     /// address onto it. False (nothing changed) when the kernel has no
     /// 802.1Q support.
-    fn vlan_subinterface(
-        &mut self,
-        side: &crate::lab::Side,
-        mac: &str,
-        id: u16,
-    ) -> Result<bool, LabError> {
+    fn vlan_subinterface(&mut self, side: &Side, mac: &str, id: u16) -> Result<bool, LabError> {
         let sub = format!("{}.{id}", side.dut_if);
         let id_text = id.to_string();
         let add = [

@@ -19,22 +19,31 @@
 //! the topology, `placement` keeps the DUT's forwarding on its own CPU,
 //! `status` reports the labs present, `scenario` configures the DUT as the
 //! reference reports' test cases (NAT, ACLs, routes, tunnels, XDP).
+//! Beneath them stand small leaves that several of them share, so none has
+//! to import another for a helper: `names` (what namespaces and interfaces
+//! are called), `sides` (the two sides' interfaces and addresses), `link`
+//! (reading an interface from the kernel), `stop` (a caller's stop request
+//! between set-up steps) and `text` (numbers as messages write them).
 
 pub mod backlog;
 mod lab;
 pub mod layout;
+mod link;
 mod lock;
+mod names;
 mod napi_owner;
 pub use lock::{lock_port, LabLock};
 mod netns;
 mod placement;
 pub mod scenario;
+mod sides;
 mod status;
+mod stop;
+mod text;
 mod wire;
 
-pub use lab::{
-    down_all, down_lab, down_matching, leftovers, temporary_name, DownAll, Lab, LabPort,
-};
+pub use lab::{down_all, down_lab, down_matching, leftovers, DownAll, Lab, LabPort};
+pub use names::temporary_name;
 pub use placement::{
     raise_receive, tester_cpus, tester_receive, NapiThread, Placement, PlacementState,
     RaisedReceive, DEFAULT_RING, TESTER_NAPI_PRIORITY, VETH_RING,

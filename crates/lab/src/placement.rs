@@ -23,7 +23,9 @@
 //! Any failure here leaves the lab usable: the placement then says the CPU
 //! is shared, and why, so reports can state it.
 
+use crate::link::link_info_detailed;
 use crate::netns;
+use crate::text::thousands;
 use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 use std::collections::HashSet;
@@ -157,7 +159,7 @@ pub(crate) fn inspect(dut_ns: &str, links: &[Link]) -> PlacementState {
                     .cloned()
                     .collect()
             },
-            nic_queue: crate::lab::link_info_detailed(dut_ns, l.dut_if)
+            nic_queue: link_info_detailed(dut_ns, l.dut_if)
                 .ok()
                 .map(|_| has_nic_queue(dut_ns, l.dut_if)),
             nic_queue_depth: netns::run_in(dut_ns, || {
@@ -318,7 +320,7 @@ fn deep(testers: Vec<usize>, dut_cpu: usize, ring: u32) -> Placement {
         note: format!(
             "DUT forwarding on CPU {dut_cpu}, tester on {}; NIC rings: {} frames deep on every crossing between them, drained on the receiving CPU (into the DUT: an XDP cpumap queue; into the tester: its RPS backlog)",
             cpu_list(&testers),
-            crate::scenario::thousands(ring)
+            thousands(ring)
         ),
         tester_cpus: testers,
         dut_cpus: vec![dut_cpu],
@@ -570,7 +572,7 @@ fn deep_queues(
 
 /// Whether `ifname` in `ns` has the NIC queue's program attached.
 fn has_nic_queue(ns: &str, ifname: &str) -> bool {
-    crate::lab::link_info_detailed(ns, ifname)
+    link_info_detailed(ns, ifname)
         .ok()
         .and_then(|info| {
             info.pointer("/xdp/prog/name")

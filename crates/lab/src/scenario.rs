@@ -36,23 +36,26 @@
 mod ipsec;
 mod nft;
 mod routes;
+mod tools;
 mod tunnel;
 mod vici;
 mod vpn;
 mod wireguard;
 mod xdp;
 
-use crate::{netns, Lab, LabError};
+use crate::stop::StopCheck;
+use crate::text::thousands;
+use crate::{Lab, LabError};
 use linerate_esp::EspSuite;
 use std::fmt;
 
+pub use crate::link::LinkCounters;
 pub use ipsec::IpsecSuite;
 pub use tunnel::TunnelKind;
 pub use vpn::{
     SaCounters, VpnPeer, VPN_FIRST_PEER, VPN_IKE_PROPOSALS, VPN_INNER_ADDRESS, VPN_LAN, VPN_PEERS,
     VPN_REMOTE_NET, VPN_TUNNEL_NETS,
 };
-pub(crate) use wireguard::remove_leftover_sockets;
 
 /// Most rules an ACL or firewall scenario may load.
 pub const MAX_RULES: u32 = 100_000;
@@ -314,7 +317,7 @@ impl Scenario {
     /// program) and it returns [`LabError::Interrupted`]; the lab's
     /// removal takes the rest (nftables, routes, the second DUT).
     pub fn apply_until(&self, lab: &Lab, stop: &dyn Fn() -> bool) -> Result<Applied, LabError> {
-        let stop = crate::lab::StopCheck {
+        let stop = StopCheck {
             lab: lab.name(),
             requested: stop,
         };
@@ -324,7 +327,7 @@ impl Scenario {
     }
 
     /// The topology first, then each part, asking `stop` before each.
-    fn apply_parts(&self, lab: &Lab, stop: &crate::lab::StopCheck) -> Result<Applied, LabError> {
+    fn apply_parts(&self, lab: &Lab, stop: &StopCheck) -> Result<Applied, LabError> {
         let mut applied = Applied {
             scenario: self.clone(),
             checks: Vec::new(),
@@ -485,15 +488,6 @@ pub struct Applied {
     vpn: Option<vpn::Gateway>,
 }
 
-/// Counters of one interface.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LinkCounters {
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-    pub rx_packets: u64,
-    pub rx_bytes: u64,
-}
-
 impl Applied {
     /// Checks, after traffic ran, that it went through the scenario:
     /// NAT translation in the conntrack table, the permit rule's counter
@@ -618,59 +612,12 @@ impl fmt::Debug for Applied {
     }
 }
 
-/// An interface's counters inside namespace `ns` (`ip -s -j link show`).
-pub(crate) fn link_counters(ns: &str, ifname: &str) -> Result<LinkCounters, LabError> {
-    let json = netns::ip_json(&["-s", "-n", ns, "link", "show", "dev", ifname])?;
-    let stats = &json[0]["stats64"];
-    let n = |dir: &str, key: &str| stats[dir][key].as_u64().unwrap_or(0);
-    Ok(LinkCounters {
-        tx_packets: n("tx", "packets"),
-        tx_bytes: n("tx", "bytes"),
-        rx_packets: n("rx", "packets"),
-        rx_bytes: n("rx", "bytes"),
-    })
-}
-
-/// Writes `text` to file `name` in a new private directory (see
-/// linerate-helper: 0700, the file 0600, never through a link) for a
-/// `-f`/`-batch` load or a key; the file is removed when the directory is
-/// dropped, which the caller does once the command has read it.
-pub(crate) fn private_file(
-    name: &str,
-    text: &str,
-) -> Result<(linerate_helper::PrivateDir, std::path::PathBuf), LabError> {
-    let error = |e: std::io::Error| LabError::Spawn {
-        command: format!("writing {name} in {}", linerate_helper::RUN_DIR),
-        error: e.to_string(),
-    };
-    let purpose: String = name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    let dir = linerate_helper::PrivateDir::new(&purpose).map_err(error)?;
-    let path = dir.write(name, text.as_bytes()).map_err(error)?;
-    Ok((dir, path))
-}
-
 fn plural<'a>(n: u32, one: &'a str, many: &'a str) -> &'a str {
     if n == 1 {
         one
     } else {
         many
     }
-}
-
-/// 4096 as "4,096".
-pub(crate) fn thousands(n: impl Into<u64>) -> String {
-    let digits = n.into().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -3,8 +3,11 @@
 //! Status reads, it never repairs: every value that cannot be read is shown
 //! as unknown and the reason goes into `problems`.
 
-use crate::lab::{self, SIDES};
+use crate::lab;
+use crate::link;
+use crate::names::{dut_netns, netns_names, tester_netns, tester_netns_names};
 use crate::placement::{self, PlacementState};
+use crate::sides::SIDES;
 use crate::{netns, LabError, PREFIX};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -95,16 +98,16 @@ pub fn status() -> Result<Vec<LabStatus>, LabError> {
 
 fn lab_status(name: String, namespaces: Vec<String>, allowed: &[usize]) -> LabStatus {
     let mut problems = Vec::new();
-    let missing: Vec<String> = lab::netns_names(&name)
+    let missing: Vec<String> = netns_names(&name)
         .into_iter()
         .filter(|ns| !namespaces.contains(ns))
         .collect();
-    let dut_ns = lab::dut_netns(&name);
+    let dut_ns = dut_netns(&name);
     let dut_present = namespaces.contains(&dut_ns);
 
     let mut ports = Vec::new();
     for side in &SIDES {
-        let ns = lab::tester_netns(&name, side);
+        let ns = tester_netns(&name, side);
         if namespaces.contains(&ns) {
             let mut port = port_status(&ns, side.tester_if, "tester", &mut problems);
             port.ip = Some(side.tester_ip);
@@ -143,7 +146,7 @@ fn lab_status(name: String, namespaces: Vec<String>, allowed: &[usize]) -> LabSt
             Ok(v) => permanent_neighbours = Some(v.as_array().map_or(0, |a| a.len())),
             Err(e) => problems.push(e.to_string()),
         }
-        let testers = lab::tester_netns_names(&name);
+        let testers = tester_netns_names(&name);
         let state = placement::inspect(&dut_ns, &lab::links(&testers));
         placement_note = Some(placement::from_state(&state, allowed).note);
         placement_state = Some(state);
@@ -166,11 +169,11 @@ fn lab_status(name: String, namespaces: Vec<String>, allowed: &[usize]) -> LabSt
 }
 
 /// The pid of the ended run lab `name` was made for (a `run<PID>` lab,
-/// [`lab::temporary_name`]), or None while that process lives or for a
+/// [`crate::temporary_name`]), or None while that process lives or for a
 /// lab made by `lab up`.
 fn orphan_of(name: &str) -> Option<u32> {
     let digits = name.strip_prefix("run")?;
-    // A second lab of one process ends in a letter (lab::temporary_name).
+    // A second lab of one process ends in a letter (crate::temporary_name).
     let digits = digits
         .strip_suffix(|c: char| c.is_ascii_lowercase())
         .unwrap_or(digits);
@@ -190,7 +193,7 @@ fn port_status(ns: &str, ifname: &str, role: &str, problems: &mut Vec<String>) -
         state: "missing".to_string(),
         mtu: None,
     };
-    match lab::link_info(ns, ifname) {
+    match link::link_info(ns, ifname) {
         Ok(info) => {
             port.mac = info["address"].as_str().map(str::to_string);
             port.state = info["operstate"].as_str().unwrap_or("UNKNOWN").to_string();

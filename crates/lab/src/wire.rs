@@ -11,6 +11,8 @@
 //! Offloads as on the lab's tester ports (TSO and GRO off), so frames cross
 //! one by one. Removed when dropped.
 
+use crate::names::{validate_name, wire_netns};
+use crate::sides::MTU;
 use crate::{netns, LabError};
 use std::net::Ipv4Addr;
 
@@ -22,16 +24,11 @@ pub struct Wire {
     netns: String,
 }
 
-/// The namespace of the wire named `name`.
-pub(crate) fn netns_name(name: &str) -> String {
-    format!("{}{name}-w", crate::PREFIX)
-}
-
 impl Wire {
     /// Builds `lr-<name>-w` with veth a0 <-> b0 (MTU 9000, up).
     pub fn up(name: &str) -> Result<Wire, LabError> {
-        crate::lab::validate_name(name)?;
-        let ns = netns_name(name);
+        validate_name(name)?;
+        let ns = wire_netns(name);
         if netns::list().contains(&ns) {
             return Err(LabError::Exists(name.to_string()));
         }
@@ -47,7 +44,7 @@ impl Wire {
                 ],
             )?;
         }
-        let mtu = crate::lab::MTU.to_string();
+        let mtu = MTU.to_string();
         netns::ip(&[
             "-n", &ns, "link", "add", "a0", "mtu", &mtu, "type", "veth", "peer", "name", "b0",
             "mtu", &mtu,

@@ -19,8 +19,7 @@
 //! directory does: when the scenario is dropped, or at `lab down` after a
 //! run that was killed. charon gets SIGKILL when linerate ends.
 
-use super::tunnel::unavailable;
-use super::wireguard::{pin, Daemons};
+use super::tools::{pin, unavailable, Daemons};
 use crate::{netns, LabError};
 use linerate_helper::{DieWithParent, PrivateDir};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,8 @@
 //! NAT, each loaded with `nft -f` in the DUT namespace and read back with
 //! `nft -j`.
 
-use crate::lab::StopCheck;
+use super::tools::private_file;
+use crate::stop::StopCheck;
 use crate::{netns, LabError};
 use serde_json::Value;
 use std::net::Ipv4Addr;
@@ -255,7 +256,7 @@ fn load(ns: &str, stem: &str, text: &str) -> Result<(), LabError> {
 /// [`load`] that ends `nft` early once `stop` returns true (nftables
 /// commits the file as one transaction: none of it is then loaded).
 fn load_until(ns: &str, stem: &str, text: &str, stop: &dyn Fn() -> bool) -> Result<(), LabError> {
-    let (dir, path) = super::private_file(stem, text)?;
+    let (dir, path) = private_file(stem, text)?;
     let path_text = path.to_string_lossy().into_owned();
     let result = netns::exec_in_until(ns, &["nft", "-f", &path_text], stop);
     drop(dir);

@@ -10,7 +10,8 @@
 //! kernel's FIB is a level-compressed trie, so the table's size shows in
 //! the lookup's depth and cache footprint, as on a router with a full table.
 
-use crate::lab::StopCheck;
+use super::tools::private_file;
+use crate::stop::StopCheck;
 use crate::{netns, LabError};
 use linerate_helper::DieWithParent;
 use std::io::{BufRead, BufReader};
@@ -41,7 +42,7 @@ pub(crate) fn batch(n: u32) -> String {
 /// Loads `n` routes into namespace `ns` and checks the count read back;
 /// `stop` ends the load or the count (seconds each for 900,000 routes).
 pub(crate) fn load(ns: &str, n: u32, stop: &StopCheck) -> Result<String, LabError> {
-    let (dir, path) = super::private_file("routes.batch", &batch(n))?;
+    let (dir, path) = private_file("routes.batch", &batch(n))?;
     let path_text = path.to_string_lossy().into_owned();
     let started = std::time::Instant::now();
     let args = ["-n", ns, "-batch", &path_text];

@@ -19,8 +19,10 @@
 //! DUTs' work stays on the DUT CPU, away from the tester's.
 
 use super::ipsec::IpsecSuite;
-use super::{link_counters, LinkCounters};
-use crate::lab::{self, format_mac, read_mac, SIDES};
+use super::tools::{unavailable, Daemons};
+use crate::link::{format_mac, link_counters, link_info_detailed, read_mac, LinkCounters};
+use crate::names::{dut2_netns, tester_netns};
+use crate::sides::SIDES;
 use crate::{netns, Lab, LabError};
 
 /// A tunnel type of `tunnel:<kind>`.
@@ -86,7 +88,7 @@ pub struct Tunnel {
     pub wan_ifname: String,
     before: LinkCounters,
     /// User-space tunnel processes (boringtun), stopped on drop.
-    _daemons: super::wireguard::Daemons,
+    _daemons: Daemons,
 }
 
 impl Tunnel {
@@ -123,7 +125,7 @@ impl Tunnel {
 /// Builds the two-DUT topology and the tunnel of `kind`.
 pub(crate) fn build(l: &Lab, kind: TunnelKind) -> Result<Tunnel, LabError> {
     let dut1 = l.dut_netns().to_string();
-    let dut2 = lab::dut2_netns(l.name());
+    let dut2 = dut2_netns(l.name());
     second_dut(l, &dut1, &dut2)?;
     let plain = || [TUNNEL_IF.to_string(), TUNNEL_IF.to_string()];
     let (data_path, check, names, daemons) = match kind {
@@ -186,13 +188,6 @@ pub(crate) fn build(l: &Lab, kind: TunnelKind) -> Result<Tunnel, LabError> {
     })
 }
 
-pub(crate) fn unavailable(reason: &str) -> LabError {
-    LabError::Unavailable {
-        scenario: String::new(),
-        reason: reason.to_string(),
-    }
-}
-
 /// The second DUT namespace, dut-b moved into it, and the WAN link.
 fn second_dut(l: &Lab, dut1: &str, dut2: &str) -> Result<(), LabError> {
     netns::add(dut2)?;
@@ -214,7 +209,7 @@ fn second_dut(l: &Lab, dut1: &str, dut2: &str) -> Result<(), LabError> {
     let addr = format!("{}/{}", b.dut_ip, b.prefix_len);
     netns::ip(&["-n", dut2, "addr", "add", &addr, "dev", b.dut_if])?;
     netns::ip(&["-n", dut2, "link", "set", b.dut_if, "up"])?;
-    let mac = read_mac(&lab::tester_netns(l.name(), b), b.tester_if)?;
+    let mac = read_mac(&tester_netns(l.name(), b), b.tester_if)?;
     netns::ip(&[
         "-n",
         dut2,
@@ -289,7 +284,7 @@ fn vxlan(dut1: &str, dut2: &str) -> Result<(String, String), LabError> {
     let mac2 = format_mac(&read_mac(dut2, TUNNEL_IF)?);
     neigh(dut1, INNER_2, &mac2, TUNNEL_IF)?;
     neigh(dut2, INNER_1, &mac1, TUNNEL_IF)?;
-    let info = lab::link_info_detailed(dut1, TUNNEL_IF)?;
+    let info = link_info_detailed(dut1, TUNNEL_IF)?;
     let kind = info["linkinfo"]["info_kind"].as_str().unwrap_or_default();
     let id = info["linkinfo"]["info_data"]["id"].as_u64();
     if kind != "vxlan" || id != Some(42) {

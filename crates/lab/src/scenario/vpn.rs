@@ -37,9 +37,11 @@
 //! the tester to read; it goes, with charon, when the scenario is dropped.
 
 use super::ipsec::{io_error, path_text, uri, Strongswan, TUN};
-use super::wireguard::Daemons;
-use super::{link_counters, nft, thousands, vici, LinkCounters};
-use crate::lab::{link_info, SIDES};
+use super::tools::Daemons;
+use super::{nft, vici};
+use crate::link::{link_counters, link_info, LinkCounters};
+use crate::sides::SIDES;
+use crate::text::thousands;
 use crate::{netns, Lab, LabError};
 use linerate_esp::EspSuite;
 use linerate_helper::PrivateDir;

@@ -6,82 +6,19 @@
 //! boringtun's control socket is /var/run/wireguard/<ifname>.sock, in the
 //! file system all namespaces share, so each DUT's interface gets a name
 //! unique to the lab (`w<lab>1`, `w<lab>2`); the kernel path uses the same.
+//! Both names are in `names.rs`, where `lab down` finds them to remove the
+//! sockets of a boringtun that was killed.
 
-use super::tunnel::unavailable;
+use super::tools::{pin, private_file, unavailable, Daemons};
+use crate::names::{boringtun_socket, wireguard_ifnames};
 use crate::{netns, LabError};
-use linerate_helper::{DieWithParent, PrivateDir};
+use linerate_helper::DieWithParent;
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const PORT: &str = "51820";
-
-/// User-space tunnel daemons (boringtun, charon); killed on drop, and the
-/// files and private directories they used removed.
-#[derive(Default)]
-pub(crate) struct Daemons {
-    children: Vec<Child>,
-    files: Vec<PathBuf>,
-    dirs: Vec<PrivateDir>,
-}
-
-impl Daemons {
-    /// A daemon and the file it makes (boringtun's control socket).
-    pub(crate) fn push(&mut self, child: Child, leftover: PathBuf) {
-        self.children.push(child);
-        self.files.push(leftover);
-    }
-
-    /// A daemon and the private directory it runs in (charon's).
-    pub(crate) fn push_with_dir(&mut self, child: Child, dir: PrivateDir) {
-        self.children.push(child);
-        self.dirs.push(dir);
-    }
-
-    /// The daemons' process ids.
-    pub(crate) fn pids(&self) -> Vec<u32> {
-        self.children.iter().map(Child::id).collect()
-    }
-}
-
-impl Drop for Daemons {
-    fn drop(&mut self) {
-        for child in &mut self.children {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        for file in &self.files {
-            let _ = std::fs::remove_file(file);
-        }
-        // The directories go with `self.dirs`.
-    }
-}
-
-/// boringtun's control socket for interface `ifname` (in the file system
-/// every namespace shares).
-fn socket_path(ifname: &str) -> PathBuf {
-    PathBuf::from(format!("/var/run/wireguard/{ifname}.sock"))
-}
-
-/// The WireGuard interface names of lab `lab_name`'s two DUTs.
-fn if_names(lab_name: &str) -> [String; 2] {
-    [format!("w{lab_name}1"), format!("w{lab_name}2")]
-}
-
-/// Removes the control sockets boringtun left for lab `lab_name` when it was
-/// killed (it removes them itself when it ends normally): for `lab down`.
-pub(crate) fn remove_leftover_sockets(lab_name: &str) {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    for name in if_names(lab_name) {
-        let path = socket_path(&name);
-        // Only a socket of root's, never through a link.
-        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket() && m.uid() == 0)
-        {
-            let _ = std::fs::remove_file(&path);
-        }
-    }
-}
 
 /// Where boringtun is: $LINERATE_BORINGTUN, else `boringtun-cli` on the
 /// PATH or in ~/.cargo/bin.
@@ -147,7 +84,7 @@ fn interface(
             "WireGuard cannot be built here: the kernel has no wireguard module and boringtun-cli (the user-space fallback) is not installed; install it with 'cargo install boringtun-cli' (see scripts/setup.sh)",
         ));
     };
-    let socket = socket_path(ifname);
+    let socket = boringtun_socket(ifname);
     let bin_text = bin.to_string_lossy().into_owned();
     let child = Command::new(netns::ip_path()?)
         .args([
@@ -202,7 +139,7 @@ pub(crate) fn build(
             "WireGuard needs the 'wg' tool: install it with 'apt-get install wireguard-tools'",
         )
     })?;
-    let names = if_names(lab_name);
+    let names = wireguard_ifnames(lab_name);
     let mut daemons = Daemons::default();
     let mut kernel = true;
     for (ns, name) in [(dut1, &names[0]), (dut2, &names[1])] {
@@ -213,7 +150,7 @@ pub(crate) fn build(
     for (i, ns) in [dut1, dut2].into_iter().enumerate() {
         let other = 1 - i;
         // The private key: in a private directory, 0600, gone once read.
-        let (key_dir, key_file) = super::private_file(&format!("wg{i}.key"), &keys[i].0)?;
+        let (key_dir, key_file) = private_file(&format!("wg{i}.key"), &keys[i].0)?;
         let key_text = key_file.to_string_lossy().into_owned();
         let endpoint = format!("{}:{PORT}", wan[other]);
         let result = netns::exec_in(
@@ -268,16 +205,4 @@ pub(crate) fn build(
         names,
         daemons,
     ))
-}
-
-/// Restricts process `pid` to `cpus` (nothing when the list is empty).
-pub(crate) fn pin(pid: u32, cpus: &[usize]) {
-    if cpus.is_empty() {
-        return;
-    }
-    let mut set = nix::sched::CpuSet::new();
-    for &c in cpus {
-        let _ = set.set(c);
-    }
-    let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(pid as i32), &set);
 }

@@ -8,7 +8,9 @@
 //! get GRO on. GRO merges only TCP (and UDP for sockets that ask), so the
 //! tester's UDP test frames still arrive one by one.
 
-use crate::lab::{self, SIDES};
+use crate::link::link_info;
+use crate::names::tester_netns;
+use crate::sides::SIDES;
 use crate::{netns, Lab, LabError};
 use linerate_bpf::router::XdpRouter;
 
@@ -31,7 +33,7 @@ pub(crate) fn attach(l: &Lab) -> Result<(Router, String), LabError> {
         )));
     }
     for side in &SIDES {
-        let tester = lab::tester_netns(l.name(), side);
+        let tester = tester_netns(l.name(), side);
         if let Some(ethtool) = netns::ethtool_path() {
             let ethtool = ethtool.to_string_lossy().into_owned();
             netns::exec_in(&tester, &[&ethtool, "-K", side.tester_if, "gro", "on"])?;
@@ -40,7 +42,7 @@ pub(crate) fn attach(l: &Lab) -> Result<(Router, String), LabError> {
     let mut router = XdpRouter::load().map_err(|e| fail(e.to_string()))?;
     let mut ifindexes = Vec::new();
     for side in &SIDES {
-        let info = lab::link_info(&dut, side.dut_if)?;
+        let info = link_info(&dut, side.dut_if)?;
         let index = info["ifindex"].as_i64().unwrap_or(0) as i32;
         ifindexes.push((index, side.dut_if));
     }
@@ -58,7 +60,7 @@ pub(crate) fn attach(l: &Lab) -> Result<(Router, String), LabError> {
     .map_err(fail)?;
     // Read back: the kernel lists the program on each interface.
     for side in &SIDES {
-        let info = lab::link_info(&dut, side.dut_if)?;
+        let info = link_info(&dut, side.dut_if)?;
         if info["xdp"]["prog"]["id"].as_u64().is_none() && info.get("xdp").is_none() {
             return Err(fail(format!(
                 "no XDP program on {} after attaching it",
