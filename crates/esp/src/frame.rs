@@ -19,8 +19,10 @@
 use std::net::Ipv4Addr;
 
 use linerate_wire::checksum::{fold, sum16};
-use linerate_wire::ethernet::{MacAddr, ETHERTYPE_IPV4};
-use linerate_wire::ipv4::{FLAG_DF, FLAG_MF, FRAG_OFFSET_MASK, IPPROTO_UDP};
+use linerate_wire::ethernet::{EthernetFrame, MacAddr, ETHERTYPE_IPV4};
+use linerate_wire::ipv4::{Ipv4Packet, FLAG_DF, IPPROTO_UDP};
+use linerate_wire::udp::UdpPacket;
+use linerate_wire::units::{ETH_HEADER_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN};
 
 use crate::error::{EspError, Malformed};
 use crate::sa::Outbound;
@@ -35,13 +37,10 @@ pub const NAT_KEEPALIVE: u8 = 0xFF;
 /// packet would have its SPI (never 0).
 pub const NON_ESP_MARKER: [u8; 4] = [0; 4];
 
-const ETH_LEN: usize = 14;
-const IPV4_LEN: usize = 20;
-const UDP_LEN: usize = 8;
 /// Frame bytes before the ESP packet with ESP in UDP.
-pub const UDP_ESP_HEADROOM: usize = ETH_LEN + IPV4_LEN + UDP_LEN;
+pub const UDP_ESP_HEADROOM: usize = ETH_HEADER_LEN + IPV4_HEADER_LEN + UDP_HEADER_LEN;
 /// Frame bytes before the ESP packet with raw ESP.
-pub const RAW_ESP_HEADROOM: usize = ETH_LEN + IPV4_LEN;
+pub const RAW_ESP_HEADROOM: usize = ETH_HEADER_LEN + IPV4_HEADER_LEN;
 
 /// How ESP packets travel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -137,10 +136,11 @@ pub struct Framer {
 impl Framer {
     pub fn new(headers: &OuterHeaders) -> Framer {
         let mut t = [0u8; UDP_ESP_HEADROOM];
-        t[0..6].copy_from_slice(&headers.dst_mac.0);
-        t[6..12].copy_from_slice(&headers.src_mac.0);
-        t[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-        let ip = &mut t[ETH_LEN..ETH_LEN + IPV4_LEN];
+        let mut eth = EthernetFrame::new_unchecked(&mut t[..]);
+        eth.set_dst_addr(headers.dst_mac);
+        eth.set_src_addr(headers.src_mac);
+        eth.set_ethertype(ETHERTYPE_IPV4);
+        let ip = &mut t[ETH_HEADER_LEN..ETH_HEADER_LEN + IPV4_HEADER_LEN];
         ip[0] = 0x45;
         ip[1] = headers.dscp_ecn;
         // 2..4 total length and 4..6 identification 0: set per frame / 0.
@@ -154,10 +154,10 @@ impl Framer {
         ip[16..20].copy_from_slice(&headers.dst_ip.octets());
         let partial_sum = sum16(ip);
         if let Encapsulation::Udp { src_port, dst_port } = headers.encapsulation {
-            let udp = &mut t[ETH_LEN + IPV4_LEN..];
-            udp[0..2].copy_from_slice(&src_port.to_be_bytes());
-            udp[2..4].copy_from_slice(&dst_port.to_be_bytes());
-            // 4..6 length per frame, 6..8 checksum 0.
+            let mut udp = UdpPacket::new_unchecked(&mut t[ETH_HEADER_LEN + IPV4_HEADER_LEN..]);
+            udp.set_src_port(src_port);
+            udp.set_dst_port(dst_port);
+            // The length per frame, the checksum 0.
         }
         Framer {
             template: t,
@@ -186,20 +186,19 @@ impl Framer {
                 have: frame.len(),
             });
         }
-        let ip_len = len - ETH_LEN;
+        let ip_len = len - ETH_HEADER_LEN;
         if ip_len > u16::MAX as usize {
             return Err(EspError::TooLong { len: esp_len });
         }
         let h = &mut frame[..self.headroom];
         h.copy_from_slice(&self.template[..self.headroom]);
         let ip_len = ip_len as u16;
-        h[ETH_LEN + 2..ETH_LEN + 4].copy_from_slice(&ip_len.to_be_bytes());
-        let checksum = fold(self.partial_sum + ip_len as u32);
-        h[ETH_LEN + 10..ETH_LEN + 12].copy_from_slice(&checksum.to_be_bytes());
+        let (ip, udp) = h[ETH_HEADER_LEN..].split_at_mut(IPV4_HEADER_LEN);
+        let mut ip = Ipv4Packet::new_unchecked(ip);
+        ip.set_total_len(ip_len);
+        ip.set_checksum(fold(self.partial_sum + ip_len as u32));
         if self.headroom == UDP_ESP_HEADROOM {
-            let udp_len = ip_len - IPV4_LEN as u16;
-            h[ETH_LEN + IPV4_LEN + 4..ETH_LEN + IPV4_LEN + 6]
-                .copy_from_slice(&udp_len.to_be_bytes());
+            UdpPacket::new_unchecked(udp).set_length(ip_len - IPV4_HEADER_LEN as u16);
         }
         Ok(len)
     }
@@ -277,30 +276,25 @@ const ESP_HEADER_LEN: usize = 8;
 /// ports, fragments) are `NotEsp`, cut-short ones malformed.
 pub fn decapsulate(frame: &mut [u8], esp_port: u16) -> Result<Decapsulated<'_>, EspError> {
     let bad = |why| EspError::Malformed(Malformed::Frame(why));
-    if frame.len() < ETH_LEN {
-        return Err(bad("shorter than an Ethernet header"));
-    }
-    if u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV4 {
+    let eth = EthernetFrame::new_checked(&*frame).ok_or(bad("shorter than an Ethernet header"))?;
+    if eth.ethertype() != ETHERTYPE_IPV4 {
         return Err(EspError::NotEsp("not IPv4"));
     }
-    let ip = &frame[ETH_LEN..];
-    let ihl = linerate_wire::ipv4::header_len(ip).ok_or(bad("IPv4 header cut short or invalid"))?;
-    if !linerate_wire::ipv4::header_checksum_ok(ip) {
+    let ip =
+        Ipv4Packet::new_checked(eth.payload()).ok_or(bad("IPv4 header cut short or invalid"))?;
+    if !ip.verify_checksum() {
         return Err(bad("IPv4 header checksum wrong"));
     }
-    let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
-    if total < ihl || total > ip.len() {
+    let (ihl, total) = (ip.header_len(), ip.total_len() as usize);
+    if total < ihl || total > eth.payload().len() {
         return Err(bad("IPv4 total length beyond the frame"));
     }
-    let flags = u16::from_be_bytes([ip[6], ip[7]]);
-    if flags & FLAG_MF != 0 || flags & FRAG_OFFSET_MASK != 0 {
+    if ip.is_fragment() {
         return Err(EspError::NotEsp("IPv4 fragment (not reassembled)"));
     }
-    let src_ip = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
-    let dst_ip = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
-    let protocol = ip[9];
-    let l4_start = ETH_LEN + ihl;
-    let l4_end = ETH_LEN + total;
+    let (src_ip, dst_ip, protocol) = (ip.src_addr(), ip.dst_addr(), ip.protocol());
+    let l4_start = ETH_HEADER_LEN + ihl;
+    let l4_end = ETH_HEADER_LEN + total;
     match protocol {
         IPPROTO_ESP => Ok(Decapsulated {
             src_ip,
@@ -309,20 +303,17 @@ pub fn decapsulate(frame: &mut [u8], esp_port: u16) -> Result<Decapsulated<'_>, 
             payload: Payload::Esp(&mut frame[l4_start..l4_end]),
         }),
         IPPROTO_UDP => {
-            let udp = &frame[l4_start..l4_end];
-            if udp.len() < UDP_LEN {
-                return Err(bad("UDP header cut short"));
-            }
-            let src_port = u16::from_be_bytes([udp[0], udp[1]]);
-            let dst_port = u16::from_be_bytes([udp[2], udp[3]]);
-            let udp_len = u16::from_be_bytes([udp[4], udp[5]]) as usize;
+            let udp = UdpPacket::new_checked(&frame[l4_start..l4_end])
+                .ok_or(bad("UDP header cut short"))?;
+            let (src_port, dst_port) = (udp.src_port(), udp.dst_port());
+            let udp_len = udp.length() as usize;
             if dst_port != esp_port {
                 return Err(EspError::NotEsp(UDP_TO_ANOTHER_PORT));
             }
-            if udp_len < UDP_LEN || udp_len > udp.len() {
+            if udp_len < UDP_HEADER_LEN || udp_len > l4_end - l4_start {
                 return Err(bad("UDP length beyond the IPv4 packet"));
             }
-            let payload = &mut frame[l4_start + UDP_LEN..l4_start + udp_len];
+            let payload = &mut frame[l4_start + UDP_HEADER_LEN..l4_start + udp_len];
             let payload = if payload == [NAT_KEEPALIVE] {
                 Payload::NatKeepalive
             } else if payload.len() >= 4 && payload[..4] == NON_ESP_MARKER {
@@ -354,6 +345,7 @@ mod tests {
     use crate::suite::EspSuite;
     use crate::testutil::keys;
     use linerate_wire::ipv4::Ipv4Repr;
+    use linerate_wire::udp::UdpRepr;
     use proptest::prelude::*;
 
     const TESTER: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x01]);
@@ -369,6 +361,11 @@ mod tests {
         OuterHeaders::raw_esp(TESTER, GATEWAY, TESTER_IP, GATEWAY_IP)
     }
 
+    /// The IPv4 header at the start of `ip` sums to zero.
+    fn checksum_ok(ip: &[u8]) -> bool {
+        Ipv4Packet::new_checked(ip).is_some_and(|p| p.verify_checksum())
+    }
+
     #[test]
     fn esp_in_udp_headers_field_by_field() {
         let mut frame = vec![0xAAu8; 200];
@@ -381,7 +378,7 @@ mod tests {
         let ip = &frame[14..34];
         // The same header as linerate-wire's own IPv4 writer makes.
         let mut want = [0u8; 20];
-        Ipv4Repr {
+        let repr = Ipv4Repr {
             src: TESTER_IP,
             dst: GATEWAY_IP,
             protocol: 17,
@@ -389,12 +386,21 @@ mod tests {
             ident: 0,
             ttl: 64,
             dont_frag: true,
-        }
-        .emit(&mut want);
+        };
+        repr.emit(&mut want);
         assert_eq!(ip, want);
-        assert!(linerate_wire::ipv4::header_checksum_ok(ip));
+        assert!(checksum_ok(ip));
+        assert_eq!(Ipv4Repr::parse(&frame[14..len]), Some(repr));
         let udp = &frame[34..42];
         assert_eq!(udp, [0x11, 0x94, 0x11, 0x94, 0, 108, 0, 0]);
+        assert_eq!(
+            UdpRepr::parse(&frame[34..len]),
+            Some(UdpRepr {
+                src_port: 4500,
+                dst_port: 4500,
+                len: 108
+            })
+        );
         // The ESP packet is not touched.
         assert!(frame[42..].iter().all(|&b| b == 0xAA));
     }
@@ -410,7 +416,7 @@ mod tests {
             let ip = &frame[14..34];
             assert_eq!(ip[9], 50);
             assert_eq!(u16::from_be_bytes([ip[2], ip[3]]) as usize, 20 + esp_len);
-            assert!(linerate_wire::ipv4::header_checksum_ok(ip), "{esp_len}");
+            assert!(checksum_ok(ip), "{esp_len}");
         }
         assert!(matches!(
             framer.encapsulate(&mut frame, 1967),
@@ -438,7 +444,7 @@ mod tests {
         encapsulate_frame(&mut frame, 50, &headers).unwrap();
         assert_eq!((frame[15], frame[22]), (0xb8, 7));
         assert_eq!(frame[34..36], 40000u16.to_be_bytes());
-        assert!(linerate_wire::ipv4::header_checksum_ok(&frame[14..]));
+        assert!(checksum_ok(&frame[14..]));
     }
 
     #[test]

@@ -11,14 +11,14 @@
 use crate::arp::ArpRepr;
 use crate::checksum::{fold, pseudo_header_ipv6, sum16};
 use crate::encap::ETHERTYPE_IPV6;
-use crate::ethernet::{read_u16, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_VLAN, VLAN_TAG_LEN};
-use crate::ipv4::{self, FLAG_MF, FRAG_OFFSET_MASK, IPPROTO_UDP};
+use crate::ethernet::{read_u16, EthernetFrame, ETHERTYPE_ARP, ETHERTYPE_IPV4};
+use crate::ipv4::{Ipv4Packet, IPPROTO_UDP};
 use crate::ipv6::{self, IPV6_HEADER_LEN};
 use crate::ndp::NdpRepr;
 use crate::signature::{Signature, SIGNATURE_LEN};
 use crate::udp;
-use crate::units::{ETH_HEADER_LEN, UDP_HEADER_LEN};
-use std::net::{Ipv4Addr, Ipv6Addr};
+use crate::units::UDP_HEADER_LEN;
+use std::net::Ipv6Addr;
 
 /// A `test_udp_port` that takes test frames to any UDP port (for trials
 /// whose destination port varies per frame); the magic and the stream id
@@ -60,7 +60,9 @@ pub fn classify(frame: &[u8], test_udp_port: u16) -> Received {
         ETHERTYPE_IPV6 => match test_signature_v6(payload, test_udp_port) {
             Some(sig) => Received::Test { sig },
             None => {
-                match crate::ethernet::src_mac(frame).and_then(|m| NdpRepr::parse(payload, m)) {
+                // l3_payload saw the whole header.
+                let src = EthernetFrame::new_unchecked(frame).src_addr();
+                match NdpRepr::parse(payload, src) {
                     Some(n) => Received::Ndp(n),
                     None => Received::Other,
                 }
@@ -77,27 +79,19 @@ pub fn classify(frame: &[u8], test_udp_port: u16) -> Received {
 /// The EtherType and what follows it, looking through one VLAN tag.
 #[inline]
 fn l3_payload(frame: &[u8]) -> Option<(u16, &[u8])> {
-    let et = read_u16(frame, 12)?;
-    if et == ETHERTYPE_VLAN {
-        let off = ETH_HEADER_LEN + VLAN_TAG_LEN;
-        Some((read_u16(frame, off - 2)?, frame.get(off..)?))
-    } else {
-        Some((et, frame.get(ETH_HEADER_LEN..)?))
-    }
+    let (et, at) = EthernetFrame::new_checked(frame)?.network()?;
+    Some((et, frame.get(at..)?))
 }
 
 /// Header length and total length of an IPv4 packet that is UDP and not a
 /// fragment (a fragment's payload has no signature to trust).
 #[inline]
 fn unfragmented_udp(packet: &[u8]) -> Option<(usize, usize)> {
-    let ihl = ipv4::header_len(packet)?;
-    let total = ipv4::total_len(packet)? as usize;
-    let flags = read_u16(packet, ipv4::FLAGS_OFFSET)?;
-    if *packet.get(ipv4::PROTO_OFFSET)? != IPPROTO_UDP || flags & (FLAG_MF | FRAG_OFFSET_MASK) != 0
-    {
+    let p = Ipv4Packet::new_checked(packet)?;
+    if p.protocol() != IPPROTO_UDP || p.is_fragment() {
         return None;
     }
-    Some((ihl, total))
+    Some((p.header_len(), p.total_len() as usize))
 }
 
 /// The IP header length and the UDP datagram of an unfragmented IPv4/UDP
@@ -186,21 +180,18 @@ pub fn checksums_ok(frame: &[u8]) -> bool {
         Some((ETHERTYPE_IPV6, packet)) => return checksums_ok_v6(packet),
         _ => return false,
     };
-    let Some((ihl, d)) = udp_datagram(packet) else {
+    let Some((_, d)) = udp_datagram(packet) else {
         return false;
     };
-    let Some(h) = packet.get(..ihl) else {
-        return false;
-    };
-    if fold(sum16(h)) != 0 {
-        return false;
-    }
-    let ip = |o: usize| Ipv4Addr::new(h[o], h[o + 1], h[o + 2], h[o + 3]);
-    udp::checksum_ok(ip(ipv4::SRC_OFFSET), ip(ipv4::DST_OFFSET), d)
+    // udp_datagram saw a plausible header.
+    let ip = Ipv4Packet::new_unchecked(packet);
+    ip.verify_checksum() && udp::checksum_ok(ip.src_addr(), ip.dst_addr(), d)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::net::Ipv4Addr;
+
     #[test]
     fn any_port_takes_test_frames_to_every_port() {
         let flow = crate::FlowSpec {

@@ -1,8 +1,8 @@
 //! Ethernet II addressing and header helpers.
 //!
 //! Only what a tester needs: MAC addresses that print and parse the way
-//! operators write them, and checked accessors into a raw frame so a
-//! receiver can look at any bytes without risking a panic.
+//! operators write them, and [`EthernetFrame`], a view of a raw frame's
+//! header that a receiver can put over any bytes without risking a panic.
 
 use std::fmt;
 use std::str::FromStr;
@@ -81,32 +81,131 @@ impl FromStr for MacAddr {
     }
 }
 
-/// Destination MAC of a frame, if the frame is long enough to have one.
-#[inline]
-pub fn dst_mac(frame: &[u8]) -> Option<MacAddr> {
-    MacAddr::from_bytes(frame.get(0..6)?)
+/// A zero-copy view of an Ethernet II frame: it borrows the bytes (`&[u8]`
+/// to read, `&mut [u8]` to write too) and reads each field where it lies.
+/// [`new_checked`](Self::new_checked) makes sure the 14-byte header is
+/// there, so the accessors need no check of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EthernetFrame<T: AsRef<[u8]>> {
+    buffer: T,
 }
 
-/// Source MAC of a frame.
-#[inline]
-pub fn src_mac(frame: &[u8]) -> Option<MacAddr> {
-    MacAddr::from_bytes(frame.get(6..12)?)
+/// Where the header's fields lie.
+mod field {
+    use std::ops::Range;
+    pub const DST: Range<usize> = 0..6;
+    pub const SRC: Range<usize> = 6..12;
+    pub const ETHERTYPE: Range<usize> = 12..14;
+    /// After an 802.1Q tag's TPID (at ETHERTYPE) and TCI: the real EtherType.
+    pub const TAGGED_ETHERTYPE: Range<usize> = 16..18;
 }
 
-/// The outer EtherType (or TPID, 0x8100, when the frame is VLAN-tagged).
-#[inline]
-pub fn ethertype(frame: &[u8]) -> Option<u16> {
-    read_u16(frame, 12)
+impl<T: AsRef<[u8]>> EthernetFrame<T> {
+    /// A view of `buffer` as it is, header or not: an accessor panics on
+    /// a buffer shorter than the 14-byte header.
+    #[inline]
+    pub fn new_unchecked(buffer: T) -> EthernetFrame<T> {
+        EthernetFrame { buffer }
+    }
+
+    /// A view of `buffer`, if it holds the 14-byte header.
+    #[inline]
+    pub fn new_checked(buffer: T) -> Option<EthernetFrame<T>> {
+        (buffer.as_ref().len() >= ETH_HEADER_LEN).then_some(EthernetFrame { buffer })
+    }
+
+    /// The bytes the view was made of.
+    #[inline]
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    #[inline]
+    pub fn dst_addr(&self) -> MacAddr {
+        MacAddr(
+            self.buffer.as_ref()[field::DST]
+                .try_into()
+                .expect("6 bytes"),
+        )
+    }
+
+    #[inline]
+    pub fn src_addr(&self) -> MacAddr {
+        MacAddr(
+            self.buffer.as_ref()[field::SRC]
+                .try_into()
+                .expect("6 bytes"),
+        )
+    }
+
+    /// Both addresses as they lie, destination then source: one compare
+    /// tells whether two frames go between the same two stations.
+    #[inline]
+    pub fn addresses(&self) -> [u8; 12] {
+        self.buffer.as_ref()[field::DST.start..field::SRC.end]
+            .try_into()
+            .expect("12 bytes")
+    }
+
+    /// The outer EtherType (or TPID, 0x8100, when the frame is VLAN-tagged).
+    #[inline]
+    pub fn ethertype(&self) -> u16 {
+        let b = self.buffer.as_ref();
+        u16::from_be_bytes([b[field::ETHERTYPE.start], b[field::ETHERTYPE.start + 1]])
+    }
+
+    /// What the frame carries, looking through one 802.1Q tag: its
+    /// EtherType and where it starts in the frame (14, or 18 behind a
+    /// tag). None: a tagged frame cut short in its tag.
+    #[inline]
+    pub fn network(&self) -> Option<(u16, usize)> {
+        match self.ethertype() {
+            ETHERTYPE_VLAN => Some((
+                read_u16(self.buffer.as_ref(), field::TAGGED_ETHERTYPE.start)?,
+                field::TAGGED_ETHERTYPE.end,
+            )),
+            et => Some((et, ETH_HEADER_LEN)),
+        }
+    }
+
+    /// What follows the 14-byte header (a tag, if there is one, included).
+    #[inline]
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[ETH_HEADER_LEN..]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
+    #[inline]
+    pub fn set_dst_addr(&mut self, a: MacAddr) {
+        self.buffer.as_mut()[field::DST].copy_from_slice(&a.0);
+    }
+
+    #[inline]
+    pub fn set_src_addr(&mut self, a: MacAddr) {
+        self.buffer.as_mut()[field::SRC].copy_from_slice(&a.0);
+    }
+
+    #[inline]
+    pub fn set_ethertype(&mut self, ethertype: u16) {
+        self.buffer.as_mut()[field::ETHERTYPE].copy_from_slice(&ethertype.to_be_bytes());
+    }
+
+    /// What follows the 14-byte header, to write.
+    #[inline]
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        &mut self.buffer.as_mut()[ETH_HEADER_LEN..]
+    }
 }
 
 /// Writes an untagged Ethernet II header into `buf[..14]`; false if `buf` is too short.
 pub fn emit_header(buf: &mut [u8], dst: MacAddr, src: MacAddr, ethertype: u16) -> bool {
-    let Some(h) = buf.get_mut(..ETH_HEADER_LEN) else {
+    let Some(mut f) = EthernetFrame::new_checked(buf) else {
         return false;
     };
-    h[0..6].copy_from_slice(&dst.0);
-    h[6..12].copy_from_slice(&src.0);
-    h[12..14].copy_from_slice(&ethertype.to_be_bytes());
+    f.set_dst_addr(dst);
+    f.set_src_addr(src);
+    f.set_ethertype(ethertype);
     true
 }
 
@@ -169,14 +268,34 @@ mod tests {
         let d = MacAddr([1, 2, 3, 4, 5, 6]);
         let s = MacAddr([7, 8, 9, 10, 11, 12]);
         assert!(emit_header(&mut f, d, s, ETHERTYPE_ARP));
-        assert_eq!(dst_mac(&f), Some(d));
-        assert_eq!(src_mac(&f), Some(s));
-        assert_eq!(ethertype(&f), Some(ETHERTYPE_ARP));
-        assert_eq!(ethertype(&f[..13]), None);
-        assert_eq!(src_mac(&f[..11]), None);
-        assert_eq!(dst_mac(&[]), None);
+        let e = EthernetFrame::new_checked(&f[..]).unwrap();
+        assert_eq!((e.dst_addr(), e.src_addr()), (d, s));
+        assert_eq!(e.addresses(), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+        assert_eq!(e.ethertype(), ETHERTYPE_ARP);
+        assert_eq!(e.network(), Some((ETHERTYPE_ARP, 14)));
+        assert!(e.payload().is_empty());
+        assert_eq!(EthernetFrame::new_checked(&f[..13]), None);
+        assert_eq!(EthernetFrame::new_checked(&[][..]), None);
         assert!(!emit_header(&mut f[..13], d, s, 0));
         assert_eq!(read_u16(&f, usize::MAX), None);
         assert_eq!(read_u32(&f, usize::MAX - 1), None);
+    }
+
+    #[test]
+    fn network_layer_is_found_behind_one_tag() {
+        let mut f = [0u8; 22];
+        f[12..18].copy_from_slice(&[0x81, 0x00, 0x00, 0x64, 0x08, 0x00]);
+        let e = EthernetFrame::new_checked(&f[..]).unwrap();
+        assert_eq!(e.ethertype(), ETHERTYPE_VLAN);
+        assert_eq!(e.network(), Some((ETHERTYPE_IPV4, 18)));
+        assert_eq!(e.payload().len(), 8);
+        // Cut short in the tag: no EtherType behind it.
+        let cut = EthernetFrame::new_checked(&f[..17]).unwrap();
+        assert_eq!(cut.network(), None);
+        let mut m = EthernetFrame::new_unchecked(&mut f[..]);
+        m.set_ethertype(ETHERTYPE_IPV4);
+        m.payload_mut()[0] = 0x45;
+        assert_eq!(m.network(), Some((ETHERTYPE_IPV4, 14)));
+        assert_eq!(f[14], 0x45);
     }
 }

@@ -31,6 +31,8 @@
 
 use crate::checksum::fold;
 use crate::encap::{Encap, IpVersion};
+use crate::ethernet::{read_u32, EthernetFrame, ETHERTYPE_IPV4};
+use crate::ipv4;
 use std::net::Ipv4Addr;
 
 /// Most ranges at once: one per field.
@@ -59,10 +61,26 @@ impl Field {
         match self {
             Field::DstMac => 0,
             Field::SrcMac => 6,
-            Field::SrcIp => encap.ip_offset() + 12,
-            Field::DstIp => encap.ip_offset() + 16,
+            Field::SrcIp => encap.ip_offset() + ipv4::SRC_OFFSET,
+            Field::DstIp => encap.ip_offset() + ipv4::DST_OFFSET,
             Field::SrcPort => encap.udp_offset(),
             Field::DstPort => encap.udp_offset() + 2,
+        }
+    }
+
+    /// The IPv4 address this field (SrcIp or DstIp) holds in an Ethernet
+    /// frame, with or without an 802.1Q tag, as a number; None for another
+    /// field, a frame that is not IPv4, or one cut short before it.
+    #[inline]
+    pub fn ipv4_in(self, frame: &[u8]) -> Option<u32> {
+        let at = match self {
+            Field::SrcIp => ipv4::SRC_OFFSET,
+            Field::DstIp => ipv4::DST_OFFSET,
+            _ => return None,
+        };
+        match EthernetFrame::new_checked(frame)?.network()? {
+            (ETHERTYPE_IPV4, ip) => read_u32(frame, ip + at),
+            _ => None,
         }
     }
 
@@ -573,6 +591,27 @@ mod tests {
                 assert_eq!(buf[11] as u64, 1 + n % 5, "src MAC low byte");
             }
         }
+    }
+
+    #[test]
+    fn ipv4_addresses_are_read_behind_a_tag_or_none() {
+        let mut f = [0u8; 34];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[26..34].copy_from_slice(&[10, 1, 2, 3, 198, 19, 0, 2]);
+        assert_eq!(Field::SrcIp.ipv4_in(&f), Some(0x0a01_0203));
+        assert_eq!(Field::DstIp.ipv4_in(&f), Some(0xc613_0002));
+        assert_eq!(Field::DstIp.ipv4_in(&f[..33]), None);
+        assert_eq!(Field::SrcIp.ipv4_in(&f[..30]), Some(0x0a01_0203));
+        assert_eq!(Field::SrcPort.ipv4_in(&f), None);
+        let mut t = f[..12].to_vec();
+        t.extend_from_slice(&[0x81, 0x00, 0x00, 0x64]);
+        t.extend_from_slice(&f[12..]);
+        assert_eq!(Field::DstIp.ipv4_in(&t), Some(0xc613_0002));
+        t[16] = 0x86;
+        assert_eq!(Field::DstIp.ipv4_in(&t), None);
+        assert_eq!(Field::DstIp.ipv4_in(&t[..17]), None);
+        f[12] = 0x86;
+        assert_eq!(Field::SrcIp.ipv4_in(&f), None);
     }
 
     #[test]

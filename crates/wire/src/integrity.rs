@@ -28,12 +28,11 @@
 
 use crate::checksum::{fold, pseudo_header_ipv4, pseudo_header_ipv6, sum16};
 use crate::encap::ETHERTYPE_IPV6;
-use crate::ethernet::{read_u16, ETHERTYPE_IPV4, ETHERTYPE_VLAN, VLAN_TAG_LEN};
-use crate::ipv4::{self, IPPROTO_UDP};
+use crate::ethernet::{read_u16, EthernetFrame, ETHERTYPE_IPV4};
+use crate::ipv4::{Ipv4Packet, IPPROTO_UDP};
 use crate::ipv6::{self, IPV6_HEADER_LEN};
 use crate::udp;
-use crate::units::ETH_HEADER_LEN;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::Ipv6Addr;
 
 /// How much of each test frame the receiver checks before counting it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -95,13 +94,8 @@ pub const MAX_CHECKED_DATAGRAM: usize = 18 * 512;
 /// needs the whole frame), `wire_len` its real length without FCS.
 /// Never panics; a frame too short to check is damaged.
 pub fn intact(frame: &[u8], wire_len: usize, check: FrameCheck) -> bool {
-    let (ethertype, l2) = match read_u16(frame, 12) {
-        Some(ETHERTYPE_VLAN) => match read_u16(frame, ETH_HEADER_LEN + 2) {
-            Some(et) => (et, ETH_HEADER_LEN + VLAN_TAG_LEN),
-            None => return false,
-        },
-        Some(et) => (et, ETH_HEADER_LEN),
-        None => return false,
+    let Some((ethertype, l2)) = EthernetFrame::new_checked(frame).and_then(|f| f.network()) else {
+        return false;
     };
     let Some(packet) = frame.get(l2..) else {
         return false;
@@ -121,18 +115,17 @@ fn length_ok(total: usize, on_wire: usize, wire_len: usize) -> bool {
 }
 
 fn intact_v4(packet: &[u8], on_wire: usize, wire_len: usize, check: FrameCheck) -> bool {
-    let (Some(ihl), Some(total)) = (ipv4::header_len(packet), ipv4::total_len(packet)) else {
+    let Some(ip) = Ipv4Packet::new_checked(packet) else {
         return false;
     };
-    let total = total as usize;
+    let (ihl, total) = (ip.header_len(), ip.total_len() as usize);
     let Some(udp_len) = read_u16(packet, ihl + udp::LEN_OFFSET) else {
         return false;
     };
     if !length_ok(total, on_wire, wire_len) || ihl + udp_len as usize != total {
         return false;
     }
-    let header = &packet[..ihl]; // header_len checked it is there
-    if fold(sum16(header)) != 0 {
+    if !ip.verify_checksum() {
         return false;
     }
     if check == FrameCheck::Headers {
@@ -144,16 +137,10 @@ fn intact_v4(packet: &[u8], on_wire: usize, wire_len: usize, check: FrameCheck) 
     if datagram.len() > MAX_CHECKED_DATAGRAM {
         return false;
     }
-    let ip = |o: usize| Ipv4Addr::new(header[o], header[o + 1], header[o + 2], header[o + 3]);
     match read_u16(datagram, udp::CHECKSUM_OFFSET) {
         Some(0) => true,
         Some(_) => {
-            let pseudo = pseudo_header_ipv4(
-                ip(ipv4::SRC_OFFSET),
-                ip(ipv4::DST_OFFSET),
-                IPPROTO_UDP,
-                udp_len,
-            );
+            let pseudo = pseudo_header_ipv4(ip.src_addr(), ip.dst_addr(), IPPROTO_UDP, udp_len);
             fold(pseudo + sum16(datagram)) == 0
         }
         None => false,
@@ -198,7 +185,7 @@ mod tests {
     use crate::template::{FlowSpec, FrameTemplate};
     use crate::units::FrameSize;
     use crate::{classify, MacAddr, Received, Signature, VlanTag};
-    use std::net::IpAddr;
+    use std::net::{IpAddr, Ipv4Addr};
 
     fn frame(v6: bool, vlan: bool, size: u64) -> Vec<u8> {
         let flow = FlowSpec {

@@ -303,7 +303,7 @@ mod tests {
         assert_eq!(&b[34..42], &[0x4C, 0x52, 0x4C, 0x52, 0, 26, 0, 0]);
         assert_eq!(&b[42..54], &[0x4C, 0x52, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(&b[54..60], &[0, 1, 2, 3, 4, 5]);
-        assert!(ipv4::header_checksum_ok(&b[14..]));
+        assert!(ipv4::Ipv4Packet::new_checked(&b[14..]).is_some_and(|p| p.verify_checksum()));
     }
 
     #[test]
@@ -551,7 +551,7 @@ mod tests {
         let b = t.bytes();
         assert_eq!(&b[12..20], &[0x81, 0x00, 0xA0, 0x64, 0x08, 0x00, 0x45, 0]);
         assert_eq!(&b[20..22], &[0, 42]);
-        assert!(ipv4::header_checksum_ok(&b[18..]));
+        assert!(ipv4::Ipv4Packet::new_checked(&b[18..]).is_some_and(|p| p.verify_checksum()));
         let mut buf = vec![0u8; t.len()];
         let sig = Signature {
             stream: 7,

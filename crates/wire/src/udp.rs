@@ -16,6 +16,90 @@ pub const DST_PORT_OFFSET: usize = 2;
 pub const LEN_OFFSET: usize = 4;
 pub const CHECKSUM_OFFSET: usize = 6;
 
+/// A zero-copy view of a UDP datagram: it borrows the bytes (`&[u8]` to
+/// read, `&mut [u8]` to write too) and reads each field where it lies.
+/// [`new_checked`](Self::new_checked) makes sure the 8-byte header is
+/// there, so the accessors need no check of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpPacket<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> UdpPacket<T> {
+    /// A view of `buffer` as it is: an accessor panics on a buffer shorter
+    /// than the 8-byte header.
+    #[inline]
+    pub fn new_unchecked(buffer: T) -> UdpPacket<T> {
+        UdpPacket { buffer }
+    }
+
+    /// A view of `buffer`, if it holds the 8-byte header.
+    #[inline]
+    pub fn new_checked(buffer: T) -> Option<UdpPacket<T>> {
+        (buffer.as_ref().len() >= UDP_HEADER_LEN).then_some(UdpPacket { buffer })
+    }
+
+    /// The bytes the view was made of.
+    #[inline]
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    #[inline]
+    fn u16_at(&self, at: usize) -> u16 {
+        let b = self.buffer.as_ref();
+        u16::from_be_bytes([b[at], b[at + 1]])
+    }
+
+    #[inline]
+    pub fn src_port(&self) -> u16 {
+        self.u16_at(SRC_PORT_OFFSET)
+    }
+
+    #[inline]
+    pub fn dst_port(&self) -> u16 {
+        self.u16_at(DST_PORT_OFFSET)
+    }
+
+    /// Header plus payload, in bytes, as the header says.
+    #[inline]
+    pub fn length(&self) -> u16 {
+        self.u16_at(LEN_OFFSET)
+    }
+
+    #[inline]
+    pub fn checksum(&self) -> u16 {
+        self.u16_at(CHECKSUM_OFFSET)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
+    #[inline]
+    fn set_u16_at(&mut self, at: usize, v: u16) {
+        self.buffer.as_mut()[at..at + 2].copy_from_slice(&v.to_be_bytes());
+    }
+
+    #[inline]
+    pub fn set_src_port(&mut self, port: u16) {
+        self.set_u16_at(SRC_PORT_OFFSET, port);
+    }
+
+    #[inline]
+    pub fn set_dst_port(&mut self, port: u16) {
+        self.set_u16_at(DST_PORT_OFFSET, port);
+    }
+
+    #[inline]
+    pub fn set_length(&mut self, len: u16) {
+        self.set_u16_at(LEN_OFFSET, len);
+    }
+
+    #[inline]
+    pub fn set_checksum(&mut self, checksum: u16) {
+        self.set_u16_at(CHECKSUM_OFFSET, checksum);
+    }
+}
+
 /// The UDP header fields a tester sets; the checksum is filled separately.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UdpRepr {
@@ -29,14 +113,31 @@ impl UdpRepr {
     /// Writes the 8-byte header with a zero checksum into `buf[..8]`;
     /// false, writing nothing, if `buf` is shorter.
     pub fn emit(&self, buf: &mut [u8]) -> bool {
-        let Some(h) = buf.get_mut(..UDP_HEADER_LEN) else {
+        let Some(mut u) = UdpPacket::new_checked(buf) else {
             return false;
         };
-        h[0..2].copy_from_slice(&self.src_port.to_be_bytes());
-        h[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
-        h[4..6].copy_from_slice(&self.len.to_be_bytes());
-        h[6..8].copy_from_slice(&[0, 0]);
+        u.set_src_port(self.src_port);
+        u.set_dst_port(self.dst_port);
+        u.set_length(self.len);
+        u.set_checksum(0);
         true
+    }
+
+    /// Reads the header of a whole datagram (the checksum, which needs the
+    /// IP addresses, is not checked: [`checksum_ok`]). None if `datagram`
+    /// is shorter than the header, or its length field is shorter than
+    /// the header or longer than `datagram` (cut short).
+    pub fn parse(datagram: &[u8]) -> Option<UdpRepr> {
+        let u = UdpPacket::new_checked(datagram)?;
+        let len = u.length();
+        if (len as usize) < UDP_HEADER_LEN || len as usize > datagram.len() {
+            return None;
+        }
+        Some(UdpRepr {
+            src_port: u.src_port(),
+            dst_port: u.dst_port(),
+            len,
+        })
     }
 }
 
@@ -105,6 +206,44 @@ mod tests {
             len: 0
         }
         .emit(&mut [0u8; 7]));
+    }
+
+    #[test]
+    fn emit_then_parse_gives_the_repr_back() {
+        let r = UdpRepr {
+            src_port: 4500,
+            dst_port: 0x4C52,
+            len: 13,
+        };
+        let mut d = [0xAAu8; 16];
+        assert!(r.emit(&mut d[..13]));
+        let u = UdpPacket::new_checked(&d[..]).unwrap();
+        assert_eq!(
+            (u.src_port(), u.dst_port(), u.length(), u.checksum()),
+            (4500, 0x4C52, 13, 0)
+        );
+        assert_eq!(UdpRepr::parse(&d[..13]), Some(r));
+        // Padding after the datagram is no matter.
+        assert_eq!(UdpRepr::parse(&d), Some(r));
+    }
+
+    #[test]
+    fn parse_refuses_truncated_and_bad_lengths() {
+        let r = UdpRepr {
+            src_port: 1,
+            dst_port: 2,
+            len: 12,
+        };
+        let mut d = [0u8; 12];
+        assert!(r.emit(&mut d));
+        assert_eq!(UdpRepr::parse(&d[..11]), None); // cut short in the payload
+        assert_eq!(UdpRepr::parse(&d[..7]), None); // in the header
+        assert_eq!(UdpPacket::new_checked(&d[..7]), None);
+        for bad in [0u16, 7] {
+            let mut u = UdpPacket::new_unchecked(&mut d[..]);
+            u.set_length(bad);
+            assert_eq!(UdpRepr::parse(&d), None, "length {bad}");
+        }
     }
 
     #[test]
