@@ -18,15 +18,15 @@ use linerate_esp::{
     decapsulate, Encapsulation, EspError, Framer, Inbound, InboundCounters, Outbound,
     OutboundCounters, OuterHeaders, Payload, NEXT_HEADER_IPV4,
 };
+// IPsec frames carry no VLAN tag: the inner packet follows the 14-byte
+// Ethernet header, and so does the outer one.
+use linerate_wire::ethernet::{EthernetFrame, ETHERTYPE_IPV4, ETH_HEADER_LEN};
 use linerate_wire::flows::Field;
-use linerate_wire::{Flows, MacAddr};
+use linerate_wire::Flows;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// The Ethernet header of the frames the engine builds (IPsec frames carry
-/// no VLAN tag).
-const ETH_LEN: usize = 14;
 /// The UDP port ESP travels on (RFC 3948).
 pub const ESP_IN_UDP_PORT: u16 = 4500;
 
@@ -340,7 +340,8 @@ struct SendTunnel {
     /// What the tunnel's SAs before `sa` sent (rekeyed away).
     retired: OutboundCounters,
     outer_src: Ipv4Addr,
-    /// The outer headers, laid out for the MACs of the frames seen last.
+    /// The outer headers, laid out for the MACs of the frames seen last
+    /// ([`EthernetFrame::addresses`]).
     framer: Option<([u8; 12], Framer)>,
 }
 
@@ -480,7 +481,7 @@ impl EspSend {
         let Some(map) = &self.map else {
             return Some(0);
         };
-        let src = crate::receiver::ipv4_field(buf.get(..len)?, Field::SrcIp)?;
+        let src = Field::SrcIp.ipv4_in(buf.get(..len)?)?;
         let i = map.index_of(src)?;
         self.share.local(i).filter(|&j| j < self.tunnels.len())
     }
@@ -489,27 +490,22 @@ impl EspSend {
     fn seal(&mut self, i: usize, buf: &mut [u8], len: usize) -> Result<usize, EspError> {
         let (outer_dst, encapsulation) = (self.outer_dst, self.encapsulation);
         let t = &mut self.tunnels[i];
-        let macs: [u8; 12] = buf[..12].try_into().expect("a frame has MACs");
+        let eth = EthernetFrame::new_unchecked(&*buf);
+        let macs = eth.addresses();
         // Lays the outer headers out again when the frames' Ethernet
         // addresses changed (the gateway's MAC is known only once the
         // trial resolved it): once per trial and tunnel, not per frame.
         if t.framer.as_ref().is_none_or(|(m, _)| *m != macs) {
-            let mac = |b: &[u8]| MacAddr([b[0], b[1], b[2], b[3], b[4], b[5]]);
             let headers = OuterHeaders {
                 encapsulation,
-                ..OuterHeaders::esp_in_udp(
-                    mac(&macs[6..12]),
-                    mac(&macs[0..6]),
-                    t.outer_src,
-                    outer_dst,
-                )
+                ..OuterHeaders::esp_in_udp(eth.src_addr(), eth.dst_addr(), t.outer_src, outer_dst)
             };
             t.framer = Some((macs, Framer::new(&headers)));
         }
         let (Some((_, framer)), sa) = (&t.framer, &mut t.sa) else {
             unreachable!("set above");
         };
-        let inner_len = len - ETH_LEN;
+        let inner_len = len - ETH_HEADER_LEN;
         let need = framer.frame_len(sa.sealed_len(inner_len));
         if buf.len() < need {
             return Err(EspError::BufferTooSmall {
@@ -517,7 +513,7 @@ impl EspSend {
                 have: buf.len(),
             });
         }
-        buf.copy_within(ETH_LEN..len, framer.headroom() + sa.payload_offset());
+        buf.copy_within(ETH_HEADER_LEN..len, framer.headroom() + sa.payload_offset());
         let esp_len =
             sa.seal_in_place(&mut buf[framer.headroom()..], inner_len, NEXT_HEADER_IPV4)?;
         framer.encapsulate(buf, esp_len)
@@ -602,10 +598,12 @@ impl SendTransform for EspSend {
         }
     }
     fn growth(&self, len: usize) -> usize {
-        let inner = len.saturating_sub(ETH_LEN);
+        let inner = len.saturating_sub(ETH_HEADER_LEN);
         self.tunnels
             .iter()
-            .map(|t| self.encapsulation.headroom() - ETH_LEN + t.sa.sealed_len(inner) - inner)
+            .map(|t| {
+                self.encapsulation.headroom() - ETH_HEADER_LEN + t.sa.sealed_len(inner) - inner
+            })
             .max()
             .unwrap_or(0)
     }
@@ -963,7 +961,7 @@ impl EspReceive {
 
     fn unwrap<'a>(&mut self, frame: &[u8], scratch: &'a mut [u8]) -> Arrived<'a> {
         // ARP and other non-IPv4 frames go to the host emulation as they are.
-        if frame.len() < ETH_LEN || frame[12..14] != [0x08, 0x00] {
+        if EthernetFrame::new_checked(frame).is_none_or(|f| f.ethertype() != ETHERTYPE_IPV4) {
             return Arrived::AsIs;
         }
         let len = frame.len().min(scratch.len());
@@ -1011,8 +1009,8 @@ impl EspReceive {
         };
         // The inner packet, behind the outer frame's Ethernet header, is
         // the frame the receiver counts.
-        scratch.copy_within(inner_at..inner_at + inner_len, ETH_LEN);
-        Arrived::Inner(&scratch[..ETH_LEN + inner_len])
+        scratch.copy_within(inner_at..inner_at + inner_len, ETH_HEADER_LEN);
+        Arrived::Inner(&scratch[..ETH_HEADER_LEN + inner_len])
     }
 }
 
@@ -1028,10 +1026,10 @@ impl ReceiveTransform for EspReceive {
         self.unwrap(frame, scratch)
     }
     fn growth(&self, len: usize) -> usize {
-        let inner = len.saturating_sub(ETH_LEN);
+        let inner = len.saturating_sub(ETH_HEADER_LEN);
         self.sas
             .iter()
-            .map(|sa| self.encapsulation.headroom() - ETH_LEN + sa.suite().overhead(inner))
+            .map(|sa| self.encapsulation.headroom() - ETH_HEADER_LEN + sa.suite().overhead(inner))
             .max()
             .unwrap_or(0)
     }
@@ -1090,7 +1088,7 @@ mod tests {
     use super::*;
     use linerate_esp::{EspSuite, SaKeys};
     use linerate_wire::flows::FieldRange;
-    use linerate_wire::{FlowSpec, FrameSize, FrameTemplate, Received, Signature};
+    use linerate_wire::{FlowSpec, FrameSize, FrameTemplate, MacAddr, Received, Signature};
 
     fn keys(suite: EspSuite) -> SaKeys {
         let enc = vec![0x11; suite.encryption_keymat_len()];
@@ -1868,7 +1866,7 @@ mod tests {
             let mut old = Outbound::new(keys_spi(suite, spi(i))).unwrap();
             let mut buf = vec![0u8; 2048];
             let len = frame_from(&mut buf, host(i), 9999);
-            let inner = buf[ETH_LEN..len].to_vec();
+            let inner = buf[ETH_HEADER_LEN..len].to_vec();
             let headers = OuterHeaders::esp_in_udp(
                 MacAddr([2, 0, 0, 0, 0, 2]),
                 MacAddr([2, 0, 0, 0, 0, 1]),

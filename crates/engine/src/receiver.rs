@@ -70,26 +70,8 @@ impl RxTally {
     /// tunnel's slice, or it is not IPv4).
     #[inline]
     pub fn tunnel_of(&self, frame: &[u8]) -> Option<usize> {
-        self.map.index_of(ipv4_field(frame, self.field)?)
+        self.map.index_of(self.field.ipv4_in(frame)?)
     }
-}
-
-/// The IPv4 address `field` (SrcIp or DstIp) of an Ethernet frame, with
-/// or without an 802.1Q tag; None for another field or another protocol.
-#[inline]
-pub fn ipv4_field(frame: &[u8], field: linerate_wire::flows::Field) -> Option<u32> {
-    use linerate_wire::flows::Field;
-    let ip = match frame.get(12..14)? {
-        [0x81, 0x00] if frame.get(16..18)? == [0x08, 0x00] => 18,
-        [0x08, 0x00] => 14,
-        _ => return None,
-    };
-    let at = match field {
-        Field::SrcIp => ip + 12,
-        Field::DstIp => ip + 16,
-        _ => return None,
-    };
-    Some(u32::from_be_bytes(frame.get(at..at + 4)?.try_into().ok()?))
 }
 
 impl StreamRange {

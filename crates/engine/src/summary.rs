@@ -5,7 +5,7 @@
 use crate::generator::Sent;
 use crate::ipsec::TunnelMap;
 use crate::pacer::Pacer;
-use crate::receiver::{ipv4_field, Counted};
+use crate::receiver::Counted;
 use crate::stats::StreamStats;
 use crate::{accounting, xdp, EngineConfig};
 use linerate_results::{TrialResult, TrialSpec, TunnelFrames};
@@ -159,7 +159,7 @@ pub(crate) fn tunnel_tx(
     let fixed: Vec<Option<usize>> = frames
         .templates()
         .iter()
-        .map(|t| ipv4_field(t.bytes(), field).and_then(|a| map.index_of(a)))
+        .map(|t| field.ipv4_in(t.bytes()).and_then(|a| map.index_of(a)))
         .collect();
     let classes = frames.template_classes();
     let tunnel_of = |flows: &linerate_wire::Flows| {
@@ -464,7 +464,7 @@ mod tests {
                 );
                 flows.apply(&mut buf[..len], n);
                 if frames.class_of(n) == 0 {
-                    taken.push((k, ipv4_field(&buf, field).and_then(|a| MAP.index_of(a))));
+                    taken.push((k, field.ipv4_in(&buf).and_then(|a| MAP.index_of(a))));
                 }
             }
         }

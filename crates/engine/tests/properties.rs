@@ -8,7 +8,7 @@
 
 use linerate_engine::host::{ArpAction, Ipv6Host};
 use linerate_engine::ipsec::TunnelMap;
-use linerate_engine::receiver::{ipv4_field, receive, ReceiverSignals, RxTally, StreamRange};
+use linerate_engine::receiver::{receive, ReceiverSignals, RxTally, StreamRange};
 use linerate_engine::stats::StreamStats;
 use linerate_engine::{HostConfig, LatencySampling};
 use linerate_port::{PortError, RxQueue};
@@ -470,7 +470,7 @@ proptest! {
             if let Received::Test { sig } = classify(f, PORT) {
                 let k = sig.stream.wrapping_sub(first);
                 if k < count && seen.insert((k, sig.seq)) && k < tallied {
-                    if let Some(i) = ipv4_field(f, Field::SrcIp).and_then(|a| MAP.index_of(a)) {
+                    if let Some(i) = Field::SrcIp.ipv4_in(f).and_then(|a| MAP.index_of(a)) {
                         want[i] += 1;
                     }
                 }
