@@ -17,6 +17,7 @@
 //! other, the CHILD_SA's first ([`crate::rekey_schedule`], shared with
 //! `linerate tunnels --rekey`).
 
+use crate::ipsec::plan::Every;
 use crate::peers::reason;
 use crate::rekey_schedule::{HeldKeys, RekeySchedule};
 use linerate_engine::ipsec::SaInbox;
@@ -310,14 +311,6 @@ impl Drop for Keeper {
     }
 }
 
-/// How often linerate rekeys each tunnel's SAs itself (`--rekey`,
-/// `--rekey-ike`); None: only when the gateway asks.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Every {
-    pub child: Option<Duration>,
-    pub ike: Option<Duration>,
-}
-
 /// The thread: answer, rekey on schedule, hand keys over, until `stop`.
 fn keep(
     peers: Peers,
@@ -519,7 +512,7 @@ fn hand_over(
         use std::io::Write;
         // Checked as when the file was first written (never through a
         // link, only the run's own file).
-        if let Ok(mut f) = crate::ipsec::open_private(path, true) {
+        if let Ok(mut f) = crate::secret_file::open_private(path, true) {
             let _ = f.write_all(lines.as_bytes());
         }
     }

@@ -31,6 +31,7 @@ mod progress;
 pub mod recorder;
 mod rekey_schedule;
 pub mod scenario_bed;
+mod secret_file;
 mod sizes;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;

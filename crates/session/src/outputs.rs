@@ -7,7 +7,7 @@
 //! A failed check is one line naming the option and the fix (exit 2).
 
 use crate::error::{bail, Result, ResultExt};
-use crate::recorder::RecordPlan;
+use crate::recorder::plan::RecordPlan;
 use linerate_results::calibration::{self, Calibration};
 use linerate_results::report;
 use nix::unistd::AccessFlags;

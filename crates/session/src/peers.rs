@@ -6,7 +6,7 @@
 //! named it.
 
 use crate::error::{bail, err, Result};
-use crate::ipsec::{IpsecPlan, Net};
+use crate::ipsec::plan::{IpsecPlan, Net, PeerAddrs};
 use linerate_esp::EspSuite;
 use linerate_helper::RunError;
 use linerate_ike::{Fleet, FleetConfig, Identity, IkeError, IkeProposals, Peer, Ports, Psk};
@@ -26,89 +26,6 @@ pub fn peer_addresses(text: &str, count: usize) -> Result<Vec<Ipv4Addr>> {
 /// [`peer_addresses`] for `count` tunnels, which `count_option` asked for.
 pub fn peer_range(text: &str, count: usize, count_option: &str) -> Result<Vec<Ipv4Addr>> {
     PeerAddrs::parse(text)?.take(count, count_option)
-}
-
-/// The range of outer addresses the emulated peers take (`--peer-addrs`),
-/// parsed once when the plan is made; how many of them a run takes is
-/// known only with its tunnel count ([`PeerAddrs::take`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PeerAddrs {
-    /// As the user wrote it, for messages.
-    text: String,
-    first: u32,
-    last: u32,
-}
-
-impl PeerAddrs {
-    /// `FIRST` (and upward), `FIRST-LAST`, or a network `ADDRESS/PREFIX`
-    /// (its own and its broadcast address skipped below /31).
-    pub fn parse(text: &str) -> Result<PeerAddrs> {
-        let bad = || {
-            err!(BadInput,
-                "--peer-addrs {text} is not an address range: write FIRST (and upward), FIRST-LAST or a network ADDRESS/PREFIX, e.g. 198.19.0.10-198.19.0.200")
-        };
-        let (first, last) = if let Some((a, b)) = text.split_once('-') {
-            let a: Ipv4Addr = a.trim().parse().map_err(|_| bad())?;
-            let b: Ipv4Addr = b.trim().parse().map_err(|_| bad())?;
-            if u32::from(b) < u32::from(a) {
-                bail!(
-                    BadInput,
-                    "--peer-addrs {text}: the last address is below the first: write FIRST-LAST"
-                );
-            }
-            (u32::from(a), u32::from(b))
-        } else if text.contains('/') {
-            let net = Net::parse(text, "--peer-addrs")?;
-            let (a, b) = net.range();
-            let (a, b) = (u32::from(a), u32::from(b));
-            if net.prefix_len < 31 {
-                (a + 1, b - 1)
-            } else {
-                (a, b)
-            }
-        } else {
-            let a: Ipv4Addr = text.trim().parse().map_err(|_| bad())?;
-            (u32::from(a), u32::MAX)
-        };
-        Ok(PeerAddrs {
-            text: text.to_string(),
-            first,
-            last,
-        })
-    }
-
-    /// From `first` upward (port B's own address, the lab gateway's peer
-    /// range).
-    pub fn from_first(first: Ipv4Addr) -> PeerAddrs {
-        PeerAddrs {
-            text: first.to_string(),
-            first: u32::from(first),
-            last: u32::MAX,
-        }
-    }
-
-    /// The first `count` addresses, or a one-line refusal naming
-    /// `count_option` (which asked for them) when the range is smaller.
-    pub fn take(&self, count: usize, count_option: &str) -> Result<Vec<Ipv4Addr>> {
-        let available = u64::from(self.last) - u64::from(self.first) + 1;
-        if available < count as u64 {
-            bail!(BadInput,
-                "--peer-addrs {} holds {} addresses, fewer than the {} tunnels of {count_option}: give a larger range or a smaller {count_option}",
-                self.text,
-                thousands(available),
-                thousands(count as u64)
-            );
-        }
-        Ok((0..count as u32)
-            .map(|i| Ipv4Addr::from(self.first + i))
-            .collect())
-    }
-}
-
-impl std::fmt::Display for PeerAddrs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.text)
-    }
 }
 
 /// The prefix length of `count` equal slices of `net` (a power of two of

@@ -241,7 +241,7 @@ fn with_vpn_peer(
             .remote_net
             .or(Some(net(linerate_lab::scenario::VPN_TUNNEL_NETS)));
         plan.peer_addrs = plan.peer_addrs.or_else(|| {
-            Some(crate::peers::PeerAddrs::from_first(
+            Some(crate::ipsec::PeerAddrs::from_first(
                 linerate_lab::scenario::VPN_FIRST_PEER,
             ))
         });

@@ -130,7 +130,7 @@ impl PortArgs {
                 peer_addrs: self
                     .peer_addrs
                     .as_deref()
-                    .map(linerate_session::peers::PeerAddrs::parse)
+                    .map(linerate_session::ipsec::PeerAddrs::parse)
                     .transpose()?,
                 ..p
             });

@@ -2,7 +2,10 @@
 //! and slices checked, the fleet bound and brought up, a tunnel that did
 //! not come up refused, every tunnel's first keys taken, the peer made.
 
-use super::{Checked, EspEncap, FirstTunnel, IpsecPeer, IpsecPlan, Keys, Net, Slices, TunnelsRun};
+use super::negotiate::{interrupted_negotiation, Checked};
+use super::plan::{EspEncap, IpsecPlan, Net, Slices};
+use super::selectors::check_selectors;
+use super::{FirstTunnel, IpsecPeer, Keys, TunnelsRun};
 use crate::error::{bail, err, Error, Result};
 use crate::peers::FleetSpec;
 use crate::peers::PeerAddresses;
@@ -63,7 +66,7 @@ impl Layout {
         let prefix = crate::peers::slice_prefix(remote_net, count, "--remote-net")?;
         let peers = match &plan.peer_addrs {
             Some(range) => range.take(count, "--tunnels")?,
-            None => crate::peers::PeerAddrs::from_first(host_b.ip).take(count, "--tunnels")?,
+            None => super::plan::PeerAddrs::from_first(host_b.ip).take(count, "--tunnels")?,
         };
         for p in [peers[0], peers[count - 1]] {
             if remote_net.contains(p) {
@@ -260,7 +263,7 @@ impl IpsecPeer {
             fleet.delete_all();
             drop(fleet);
             drop(addresses);
-            return Err(super::interrupted_negotiation(layout.gateway));
+            return Err(interrupted_negotiation(layout.gateway));
         }
         if let Some(refused) = layout.refusal(&setups, &fleet) {
             fleet.delete_all();
@@ -274,7 +277,7 @@ impl IpsecPeer {
         let narrowed = (0..layout.peers.len()).find_map(|i| {
             let child = fleet.child(i)?;
             let frames = plan.frame_addresses(layout.slices.host(i), lan_ip);
-            super::check_selectors(&child.local_ts, &child.remote_ts, &frames, Some(i)).err()
+            check_selectors(&child.local_ts, &child.remote_ts, &frames, Some(i)).err()
         });
         if let Some(refused) = narrowed {
             fleet.delete_all();
