@@ -2,7 +2,7 @@
 //! and to answer the DUT's requests for the tester's addresses.
 
 use crate::ethernet::{self, read_u16, MacAddr, ETHERTYPE_ARP, ETHERTYPE_IPV4};
-use crate::units::{ETH_HEADER_LEN, FCS_LEN, MIN_FRAME_SIZE};
+use crate::lengths::{ETH_HEADER_LEN, FCS_LEN, MIN_FRAME_SIZE};
 use std::net::Ipv4Addr;
 
 /// Ethernet/IPv4 ARP packet length.

@@ -14,10 +14,10 @@ use crate::encap::ETHERTYPE_IPV6;
 use crate::ethernet::{read_u16, EthernetFrame, ETHERTYPE_ARP, ETHERTYPE_IPV4};
 use crate::ipv4::{Ipv4Packet, IPPROTO_UDP};
 use crate::ipv6::{self, IPV6_HEADER_LEN};
+use crate::lengths::UDP_HEADER_LEN;
 use crate::ndp::NdpRepr;
 use crate::signature::{Signature, SIGNATURE_LEN};
 use crate::udp;
-use crate::units::UDP_HEADER_LEN;
 use std::net::Ipv6Addr;
 
 /// A `test_udp_port` that takes test frames to any UDP port (for trials

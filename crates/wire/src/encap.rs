@@ -15,10 +15,10 @@
 //! IPv6 test frame with a signature).
 
 use crate::ethernet::{MacAddr, ETHERTYPE_IPV4, ETHERTYPE_VLAN, VLAN_TAG_LEN};
-use crate::signature::SIGNATURE_LEN;
-use crate::units::{
+use crate::lengths::{
     ETH_HEADER_LEN, FCS_LEN, IPV4_HEADER_LEN, IPV6_HEADER_LEN, MIN_FRAME_SIZE, UDP_HEADER_LEN,
 };
+use crate::signature::SIGNATURE_LEN;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

@@ -7,7 +7,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-pub use crate::units::ETH_HEADER_LEN;
+pub use crate::lengths::ETH_HEADER_LEN;
 
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
 pub const ETHERTYPE_ARP: u16 = 0x0806;

@@ -7,7 +7,7 @@
 use crate::checksum::{fold, sum16};
 use std::net::Ipv4Addr;
 
-pub use crate::units::IPV4_HEADER_LEN;
+pub use crate::lengths::IPV4_HEADER_LEN;
 
 pub const IPPROTO_UDP: u8 = 17;
 pub const DEFAULT_TTL: u8 = 64;

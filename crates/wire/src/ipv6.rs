@@ -5,7 +5,7 @@
 use crate::ethernet::read_u16;
 use std::net::Ipv6Addr;
 
-pub use crate::units::IPV6_HEADER_LEN;
+pub use crate::lengths::IPV6_HEADER_LEN;
 
 pub const IPPROTO_ICMPV6: u8 = 58;
 

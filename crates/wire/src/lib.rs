@@ -48,6 +48,7 @@ pub mod flows;
 pub mod integrity;
 pub mod ipv4;
 pub mod ipv6;
+pub mod lengths;
 pub mod mix;
 pub mod ndp;
 pub mod overhead;

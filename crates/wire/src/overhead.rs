@@ -9,7 +9,7 @@
 //! 46-byte IP packet under ESP (AES-CBC, HMAC-SHA1-96, tunnel mode) grows to
 //! a 122-byte frame, and AH with HMAC-MD5 in tunnel mode adds 44 bytes.
 
-use crate::units::{ETH_HEADER_LEN, FCS_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN};
+use crate::lengths::{ETH_HEADER_LEN, FCS_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN};
 
 /// ESP encryption: block size (padding unit), IV length, built-in ICV.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

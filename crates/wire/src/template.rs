@@ -21,9 +21,10 @@ use crate::encap::{Encap, IpVersion, VlanTag};
 use crate::ethernet::MacAddr;
 use crate::ipv4::{self, Ipv4Repr, IPPROTO_UDP};
 use crate::ipv6::Ipv6Repr;
+use crate::lengths::{ETH_HEADER_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN};
 use crate::signature::{Signature, SIGNATURE_LEN};
 use crate::udp::{self, UdpRepr};
-use crate::units::{FrameSize, ETH_HEADER_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN};
+use crate::units::FrameSize;
 use std::net::IpAddr;
 
 /// Default UDP source and destination port of test traffic: 0x4C52 ("LR") = 19538.
@@ -238,7 +239,7 @@ impl FrameTemplate {
 // Keep the offsets honest against the ipv4 module's.
 const _: () = assert!(ipv4::CHECKSUM_OFFSET + IPV4_OFFSET == 24);
 const _: () = assert!(SIGNATURE_OFFSET == 42 && FILLER_OFFSET == 54 && STAMP_LEN == 14);
-const _: () = assert!(crate::units::IPV6_HEADER_LEN == 40);
+const _: () = assert!(crate::lengths::IPV6_HEADER_LEN == 40);
 
 #[cfg(test)]
 mod tests {

@@ -9,7 +9,7 @@ use crate::ethernet::read_u16;
 use crate::ipv4::IPPROTO_UDP;
 use std::net::Ipv4Addr;
 
-pub use crate::units::UDP_HEADER_LEN;
+pub use crate::lengths::UDP_HEADER_LEN;
 
 pub const SRC_PORT_OFFSET: usize = 0;
 pub const DST_PORT_OFFSET: usize = 2;

@@ -7,6 +7,10 @@
 //! `l3 + 18` bytes, padded up to the 64-byte Ethernet minimum.
 
 use crate::encap::Encap;
+pub use crate::lengths::{
+    ETH_HEADER_LEN, FCS_LEN, IPV4_HEADER_LEN, IPV6_HEADER_LEN, L2_OVERHEAD, MAX_FRAME_SIZE,
+    MAX_L3_LENGTH, MIN_FRAME_SIZE, MIN_L3_LENGTH, PREAMBLE_AND_GAP, UDP_HEADER_LEN,
+};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -24,26 +28,6 @@ fn layout_text(encap: &Encap) -> String {
         encap.ip.name()
     )
 }
-
-/// Ethernet II header: destination, source, EtherType.
-pub const ETH_HEADER_LEN: usize = 14;
-/// Frame check sequence, appended by the NIC.
-pub const FCS_LEN: usize = 4;
-/// Preamble + SFD (8) and inter-frame gap (12): what a frame costs on the wire beyond itself.
-pub const PREAMBLE_AND_GAP: usize = 20;
-pub const IPV4_HEADER_LEN: usize = 20;
-/// The fixed IPv6 header (test frames carry no extension headers).
-pub const IPV6_HEADER_LEN: usize = 40;
-pub const UDP_HEADER_LEN: usize = 8;
-/// Smallest Ethernet frame (FCS included); shorter frames are padded.
-pub const MIN_FRAME_SIZE: u16 = 64;
-/// Largest frame accepted: a 9000-byte jumbo MTU plus header and FCS.
-pub const MAX_FRAME_SIZE: u16 = 9018;
-/// Smallest IP packet accepted: IPv4 + UDP headers + a 12-byte signature.
-pub const MIN_L3_LENGTH: u16 = 40;
-pub const MAX_L3_LENGTH: u16 = 9000;
-/// Bytes around an IP packet in an untagged frame: Ethernet header + FCS.
-pub const L2_OVERHEAD: u16 = (ETH_HEADER_LEN + FCS_LEN) as u16;
 
 /// The protocol layer a byte or bit count refers to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
