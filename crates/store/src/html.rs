@@ -5,6 +5,7 @@
 //! 2544 section 26.1 asks for), loss against offered load, and latency
 //! per frame size.
 
+use crate::escape::esc;
 use crate::model::StoredRun;
 use crate::svg::{self, Chart, Mark, Series, PALETTE};
 use linerate_results::report::{line_speed, thousands, trial_summary};
@@ -26,13 +27,6 @@ table.meta th { text-align: left; }
 svg.chart { display: block; margin: 0.8em 0; border: 1px solid #ddd; }
 pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; }
 ";
-
-pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// The whole report as one HTML document.
 pub fn render(run: &StoredRun) -> String {

@@ -4,7 +4,7 @@
 //! setup-time histogram (and with `--traffic` the time-to-first-packet
 //! one), the failures and the tunnels one by one.
 
-use crate::html::esc;
+use crate::escape::esc;
 use crate::svg::{self, Chart, Mark, Series, PALETTE};
 use linerate_results::report::{sig3, thousands};
 use linerate_results::tunnels::{tunnels_table, SetupTimes, TunnelOutcome, TunnelsReport};

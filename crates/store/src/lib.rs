@@ -10,6 +10,7 @@
 
 pub mod compare;
 pub mod db;
+mod escape;
 pub mod export;
 pub mod html;
 mod html_tunnels;

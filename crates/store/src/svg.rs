@@ -2,6 +2,7 @@
 //! lines, dots and vertical spans. No script, no fonts or files fetched:
 //! the SVG is text inside the HTML.
 
+use crate::escape::esc;
 use std::fmt::Write as _;
 
 /// What a series draws.
@@ -92,13 +93,6 @@ pub fn short_number(x: f64) -> String {
     }
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// The chart as an `<svg>` element.
 pub fn render(chart: &Chart) -> String {
     let all = || chart.series.iter().flat_map(|s| s.points.iter());
@@ -128,13 +122,13 @@ pub fn render(chart: &Chart) -> String {
     let _ = write!(
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{t}">"#,
-        t = escape(&chart.title)
+        t = esc(&chart.title)
     );
     let _ = write!(
         s,
         r##"<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/><text x="{x}" y="22" text-anchor="middle" font-size="15" font-weight="bold">{t}</text>"##,
         x = WIDTH / 2.0,
-        t = escape(&chart.title)
+        t = esc(&chart.title)
     );
     // Grid and y ticks.
     for y in ticks(0.0, y_hi, 6) {
@@ -168,7 +162,7 @@ pub fn render(chart: &Chart) -> String {
             y1 = TOP + plot_h,
             y2 = TOP + plot_h + 5.0,
             ty = TOP + plot_h + 18.0,
-            l = escape(&label)
+            l = esc(&label)
         );
     }
     // Axes and their labels.
@@ -180,8 +174,8 @@ pub fn render(chart: &Chart) -> String {
         xm = LEFT + plot_w / 2.0,
         xl = TOP + plot_h + 36.0,
         ym = TOP + plot_h / 2.0,
-        xlab = escape(&chart.x_label),
-        ylab = escape(&chart.y_label)
+        xlab = esc(&chart.x_label),
+        ylab = esc(&chart.y_label)
     );
     for series in &chart.series {
         let c = series.color;
@@ -206,7 +200,7 @@ pub fn render(chart: &Chart) -> String {
                     r#"<circle cx="{:.1}" cy="{:.1}" r="4" fill="{c}"><title>{}: {} / {}</title></circle>"#,
                     sx(p.0),
                     sy(p.1),
-                    escape(&series.name),
+                    esc(&series.name),
                     short_number(p.0),
                     short_number(p.1)
                 );
@@ -231,7 +225,7 @@ pub fn render(chart: &Chart) -> String {
                     let _ = write!(
                         s,
                         r#"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{yb}" stroke="{c}" stroke-width="2" stroke-dasharray="6 4"><title>{}: {}</title></line>"#,
-                        escape(&series.name),
+                        esc(&series.name),
                         short_number(p.0),
                         x = sx(p.0),
                         yb = TOP + plot_h,
@@ -246,7 +240,7 @@ pub fn render(chart: &Chart) -> String {
                         r#"<rect x="{:.1}" y="{top:.1}" width="{width}" height="{:.1}" fill="{c}" fill-opacity="0.75"><title>{}</title></rect>"#,
                         sx(p.0) - width / 2.0,
                         (bottom - top).max(1.5),
-                        escape(&series.name)
+                        esc(&series.name)
                     );
                 }
             }
@@ -268,7 +262,7 @@ pub fn render(chart: &Chart) -> String {
             c = series.color,
             tx = lx + 18.0,
             ty = ly,
-            n = escape(&series.name)
+            n = esc(&series.name)
         );
         lx += 30.0 + 6.5 * series.name.chars().count() as f64;
     }
