@@ -14,17 +14,18 @@
 //! tasks (HTTP). No fork, and one process drives both sides.
 //!
 //! Modules: `netns` (entering a namespace, running `ip`), `hosts` (kernel
-//! addresses on the tester sides, IPv6 on the path), `moved_ports` (records
-//! that put back the ports of a killed run), `tcp` (parallel
-//! streams), `http` (built-in HTTP/1.1 server and clients), `nginx` (a real
-//! nginx as the server), `record` (the measurements, serde), `report` (the
-//! tables).
+//! addresses on the tester sides, IPv6 on the path), `port_state` (what a
+//! moved port had, to put back), `moved_ports` (records that put back the
+//! ports of a killed run), `tcp` (parallel streams), `http` (built-in
+//! HTTP/1.1 server and clients), `nginx` (a real nginx as the server),
+//! `record` (the measurements, serde), `report` (the tables).
 
 pub mod hosts;
 pub mod http;
 pub mod moved_ports;
 pub mod netns;
 pub mod nginx;
+pub mod port_state;
 pub mod record;
 pub mod report;
 pub mod tcp;

@@ -21,8 +21,8 @@
 //! linked into place whole), mode 0600, never through a link; a record that
 //! is a link or not root's is refused when read.
 
-use crate::hosts::PortState;
 use crate::netns::ip_in;
+use crate::port_state::PortState;
 use crate::GoodputError;
 use linerate_helper::in_netns_file;
 use serde::{Deserialize, Serialize};
