@@ -16,6 +16,7 @@ mod tcp;
 mod trial;
 mod tunnels;
 mod unused;
+pub(crate) mod values;
 
 /// The command `line` parses into; clap's rejection as bad input (the
 /// plans' unit tests).

@@ -492,7 +492,7 @@ mod tests {
 
     #[test]
     fn the_sessions_own_checks_say_bad_input() {
-        let e = crate::ports::parse_duration("soon", "--duration").unwrap_err();
+        let e = crate::ipsec::check_identity("", "--ipsec-id").unwrap_err();
         assert_eq!(e.kind(), Kind::BadInput, "{e}");
     }
 

@@ -186,7 +186,7 @@ impl IpsecArgs {
 /// `--rekey`, `--rekey-ike`: a period of 200 ms or more (a rekey is a
 /// round trip with the gateway; one period must leave room for it).
 fn rekey_period(text: &str, option: &str) -> Result<std::time::Duration> {
-    let d = linerate_session::ports::parse_duration(text, option)?;
+    let d = crate::plans::values::parse_duration(text, option)?;
     if d < std::time::Duration::from_millis(200) {
         bail!(
             BadInput,
@@ -198,7 +198,7 @@ fn rekey_period(text: &str, option: &str) -> Result<std::time::Duration> {
 
 /// `--ipsec-timeout`: above 0 (the first try needs time to be answered).
 fn ipsec_timeout(text: &str) -> Result<std::time::Duration> {
-    let d = linerate_session::ports::parse_duration(text, "--ipsec-timeout")?;
+    let d = crate::plans::values::parse_duration(text, "--ipsec-timeout")?;
     if d.is_zero() {
         bail!(
             BadInput,

@@ -1,12 +1,12 @@
 //! `BackToBackPlan` from the command line's options.
 
+use super::values::{parse_share, parse_trial_duration, Zero};
 use crate::args::methods::BackToBackArgs;
 use linerate_method::back_to_back::BackToBackConfig;
 use linerate_session::bail;
 use linerate_session::driver::parse_optional_rate;
 use linerate_session::error::Result;
 use linerate_session::plan::{BackToBackPlan, MaxBurst};
-use linerate_session::ports::{parse_share, parse_trial_duration, Zero};
 
 impl BackToBackArgs {
     /// Every value of `args` checked (output files included); nothing on

@@ -1,13 +1,13 @@
 //! The test bed ([`BedPlan`]) from the port options every packet command shares.
 
 use super::unused::{self, Rule};
+use super::values;
 use crate::args::PortArgs;
 use linerate_lab::scenario::Scenario;
 use linerate_results::report::thousands;
 use linerate_session::error::{bail, err, Result, ResultExt};
 use linerate_session::peers::MAX_TUNNELS;
 use linerate_session::plan::{tester_ports, BedPlan, ExternalPort, Target};
-use linerate_session::ports;
 use linerate_wire::flows::Field;
 use linerate_wire::{Flows, IpVersion};
 
@@ -61,7 +61,7 @@ impl PortArgs {
     pub fn plan_counts(&self, scenarios: &[Scenario]) -> Result<(BedPlan, Vec<usize>)> {
         let scenario = !scenarios.is_empty();
         unused::refuse(&self.rules(scenarios))?;
-        let straggler_wait = ports::parse_duration(&self.straggler_wait, "--straggler-wait")?;
+        let straggler_wait = values::parse_duration(&self.straggler_wait, "--straggler-wait")?;
         let encap = self.encap.encap()?;
         let flows = Flows::parse(&self.ranges)
             .and_then(|f| f.for_encap(encap))
@@ -85,11 +85,11 @@ impl PortArgs {
             Target::External {
                 a: ExternalPort {
                     ifname: name_a.to_string(),
-                    host: ports::host_config("a", &self.ip_a, &self.gw_a, &self.gw_mac_a, &encap)?,
+                    host: values::host_config("a", &self.ip_a, &self.gw_a, &self.gw_mac_a, &encap)?,
                 },
                 b: ExternalPort {
                     ifname: name_b.to_string(),
-                    host: ports::host_config("b", &self.ip_b, &self.gw_b, &self.gw_mac_b, &encap)?,
+                    host: values::host_config("b", &self.ip_b, &self.gw_b, &self.gw_mac_b, &encap)?,
                 },
             }
         };
@@ -186,7 +186,7 @@ impl PortArgs {
                 ),
             ])?;
         }
-        let recovery_limit = ports::parse_duration(&self.recovery_limit, "--recovery-limit")?;
+        let recovery_limit = values::parse_duration(&self.recovery_limit, "--recovery-limit")?;
         let line_speed_bps = self
             .line_speed
             .as_deref()

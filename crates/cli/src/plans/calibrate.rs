@@ -1,12 +1,12 @@
 //! `CalibratePlan` from the command line's options.
 
+use super::values::{parse_duration, parse_share, parse_trial_duration, Zero};
 use crate::args::CalibrateArgs;
 use linerate_results::calibration::{self, Calibration};
 use linerate_session::bail;
 use linerate_session::error::Result;
 use linerate_session::outputs::Kind;
 use linerate_session::plan::CalibratePlan;
-use linerate_session::ports::{parse_duration, parse_share, parse_trial_duration, Zero};
 
 impl CalibrateArgs {
     /// Every value of `args` checked (the calibration file included: it can

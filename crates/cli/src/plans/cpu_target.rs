@@ -1,13 +1,13 @@
 //! `CpuTargetPlan` from the command line's options.
 
+use super::values::parse_target;
+use super::values::parse_trial_duration;
 use crate::args::CpuTargetArgs;
 use linerate_lab::scenario::Scenario;
 use linerate_method::{CpuTargetConfig, CpuTargetConfigError};
 use linerate_session::bail;
-use linerate_session::commands::cpu_target::parse_target;
 use linerate_session::error::{Result, ResultExt};
 use linerate_session::plan::CpuTargetPlan;
-use linerate_session::ports::parse_trial_duration;
 use linerate_wire::Rate;
 
 impl CpuTargetArgs {

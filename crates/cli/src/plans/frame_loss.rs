@@ -1,6 +1,7 @@
 //! `LossPlan` from the command line's options.
 
 use super::unused::Rule;
+use super::values::{parse_share, parse_trial_duration, Zero};
 use crate::args::methods::LossArgs;
 use linerate_lab::scenario::Scenario;
 use linerate_method::frame_loss::RFC2544_MAX_STEP;
@@ -9,7 +10,6 @@ use linerate_session::commands::frame_loss::earlier_rows;
 use linerate_session::driver::{parse_optional_rate, parse_rate};
 use linerate_session::error::Result;
 use linerate_session::plan::LossPlan;
-use linerate_session::ports::{parse_share, parse_trial_duration, Zero};
 use linerate_wire::Rate;
 
 impl LossArgs {

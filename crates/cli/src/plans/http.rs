@@ -1,5 +1,6 @@
 //! `HttpPlan` from the command line's options.
 
+use super::values::parse_trial_duration;
 use crate::args::HttpArgs;
 use linerate_goodput::http::MAX_OBJECT;
 use linerate_goodput::record::HttpRecord;
@@ -7,7 +8,6 @@ use linerate_goodput::Direction;
 use linerate_session::commands::stack::{self, parse_size, read_records};
 use linerate_session::error::Result;
 use linerate_session::plan::{HttpMeasure, HttpPlan};
-use linerate_session::ports::parse_trial_duration;
 use linerate_session::{bail, err};
 
 impl HttpArgs {

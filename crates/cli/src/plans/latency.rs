@@ -1,12 +1,12 @@
 //! `LatencyPlan` from the command line's options.
 
 use super::unused::Rule;
+use super::values::{parse_share, parse_trial_duration, Zero};
 use crate::args::LatencyArgs;
 use linerate_method::latency::parse_loads;
 use linerate_session::driver::parse_optional_rate;
 use linerate_session::error::Result;
 use linerate_session::plan::LatencyPlan;
-use linerate_session::ports::{parse_share, parse_trial_duration, Zero};
 
 impl LatencyArgs {
     /// Every value of `args` checked (output files included, the

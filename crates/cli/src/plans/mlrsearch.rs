@@ -1,10 +1,10 @@
 //! `MlrsearchPlan` from the command line's options.
 
+use super::values::{parse_share, parse_trial_duration, Zero};
 use crate::args::methods::MlrsearchArgs;
 use linerate_session::driver::parse_optional_rate;
 use linerate_session::error::Result;
 use linerate_session::plan::MlrsearchPlan;
-use linerate_session::ports::{parse_share, parse_trial_duration, Zero};
 
 impl MlrsearchArgs {
     /// Every value of `args` checked (output files and the search goals

@@ -1,13 +1,13 @@
 //! `Rfc2544Plan` from the command line's options.
 
 use super::unused::Rule;
+use super::values::{parse_share, parse_trial_duration, Zero};
 use crate::args::Rfc2544Args;
 use linerate_lab::scenario::Scenario;
 use linerate_session::commands::rfc2544::STRICT_TRIAL;
 use linerate_session::error::{Result, ResultExt};
 use linerate_session::outputs::checked_outputs_and_calibration;
 use linerate_session::plan::Rfc2544Plan;
-use linerate_session::ports::{parse_share, parse_trial_duration, Zero};
 use linerate_wire::Rate;
 
 impl Rfc2544Args {

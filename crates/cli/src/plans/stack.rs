@@ -1,10 +1,10 @@
 //! `StackPlan` from the command line's options.
 
+use super::values::parse_duration;
 use crate::args::StackPortArgs;
 use linerate_session::commands::stack::{parse_cidr, parse_ip};
 use linerate_session::error::Result;
 use linerate_session::plan::{StackPlan, StackPort, StackTarget};
-use linerate_session::ports::parse_duration;
 use linerate_session::{bail, err};
 
 impl StackPortArgs {

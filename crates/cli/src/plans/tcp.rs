@@ -1,5 +1,6 @@
 //! `TcpPlan` from the command line's options.
 
+use super::values::parse_trial_duration;
 use crate::args::TcpArgs;
 use linerate_goodput::record::TcpRecord;
 use linerate_goodput::Direction;
@@ -7,7 +8,6 @@ use linerate_session::commands::stack::{self, parse_size, read_records};
 use linerate_session::err;
 use linerate_session::error::Result;
 use linerate_session::plan::{TcpMeasure, TcpPlan};
-use linerate_session::ports::parse_trial_duration;
 
 impl TcpArgs {
     /// Every value of `args` checked (output files included, the

@@ -1,10 +1,10 @@
 //! `TrialPlan` from the command line's options.
 
+use super::values::{parse_share, parse_trial_duration, Zero};
 use crate::args::TrialArgs;
 use linerate_session::error::{Result, ResultExt};
 use linerate_session::outputs::Outputs;
 use linerate_session::plan::TrialPlan;
-use linerate_session::ports::{parse_share, parse_trial_duration, Zero};
 use linerate_wire::Rate;
 
 impl TrialArgs {

@@ -2,6 +2,7 @@
 //! nothing on the machine touched.
 
 use super::unused::{self, Rule};
+use super::values;
 use crate::args::tunnels::TunnelsArgs;
 use linerate_lab::scenario::{
     Scenario, VPN_FIRST_PEER, VPN_LAN, VPN_PEERS, VPN_REMOTE_NET, VPN_TUNNEL_NETS,
@@ -13,7 +14,6 @@ use linerate_session::error::{bail, err, Result};
 use linerate_session::ipsec::Net;
 use linerate_session::outputs::Outputs;
 use linerate_session::peers::{check_id_template, peer_addresses, slice_prefix, MAX_TUNNELS};
-use linerate_session::ports;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
@@ -177,7 +177,7 @@ impl TunnelsArgs {
             );
         }
         let hold = match &self.hold {
-            Some(text) => ports::parse_duration(text, "--hold")?,
+            Some(text) => values::parse_duration(text, "--hold")?,
             None if self.traffic || self.capacity => std::time::Duration::from_secs(2),
             None => std::time::Duration::ZERO,
         };
@@ -248,7 +248,7 @@ impl TunnelsArgs {
                     "--lab-ring is for the lab this run builds: leave it out with --port-b"
                 );
             }
-            let host = ports::host_config(
+            let host = values::host_config(
                 "b",
                 &self.ip_b,
                 &self.gw_b,
@@ -309,7 +309,7 @@ impl TunnelsArgs {
             let (Some(port_a), Some(_), Some(_)) = (&self.port_a, &self.ip_a, &self.gw_a) else {
                 bail!(BadInput, "--traffic needs port A, where the gateway delivers the test frames: --port-a IF --ip-a ADDR/LEN --gw-a ADDR");
             };
-            let host = ports::host_config(
+            let host = values::host_config(
                 "a",
                 &self.ip_a,
                 &self.gw_a,

@@ -3,8 +3,8 @@
 //! which flows the tunnels spread), so the order they run in stays visible
 //! in `open_with` itself.
 
-use super::{destinations_to_answer, lab_for_run, lock_ports, PortName, DEFAULT_LINE_BPS};
-use crate::error::{Result, ResultExt};
+use super::{lab_for_run, lock_ports, PortName, DEFAULT_LINE_BPS};
+use crate::error::{bail, Result, ResultExt};
 use crate::ipsec::{Direction, IpsecPeer};
 use crate::plan::{BedPlan, Target};
 use linerate_engine::host::Ipv6Host;
@@ -14,6 +14,7 @@ use linerate_lab::Lab;
 use linerate_port::af_packet::AfPacketOptions;
 use linerate_results::Placement;
 use linerate_wire::{Encap, FrameCheck, IpVersion};
+use std::net::Ipv4Addr;
 use std::sync::atomic::AtomicBool;
 
 /// What the bed holds only to release it when it drops. Fields drop in
@@ -345,4 +346,52 @@ pub(super) fn engine_config(
         ),
         ..EngineConfig::default()
     }
+}
+
+/// The addresses port B must answer ARP for so the DUT delivers a
+/// `dst-ip` range: the range, when it lies in B's subnet (the DUT then
+/// delivers to each destination directly). A range in B's subnet that
+/// holds the gateway (the DUT's own address) or the subnet's broadcast
+/// address is refused: frames to those are not forwarded. A range outside
+/// the subnet needs routes on the DUT towards port B, and is only noted.
+fn destinations_to_answer(
+    flows: &linerate_wire::Flows,
+    host: &HostConfig,
+) -> Result<Option<(Ipv4Addr, Ipv4Addr)>> {
+    let Some(r) = flows.range(linerate_wire::flows::Field::DstIp) else {
+        return Ok(None);
+    };
+    let (lo, hi) = (r.min as u32, r.max as u32);
+    let mask = u32::MAX
+        .checked_shl(32 - host.prefix_len as u32)
+        .unwrap_or(0);
+    let net = u32::from(host.ip) & mask;
+    let in_subnet = |a: u32| a & mask == net;
+    if !in_subnet(lo) || !in_subnet(hi) {
+        errln!(
+            "linerate: note: the dst-ip range {}..{} is not inside port B's subnet {}/{}: the DUT needs routes for it towards port B",
+            Ipv4Addr::from(lo),
+            Ipv4Addr::from(hi),
+            Ipv4Addr::from(net),
+            host.prefix_len
+        );
+        return Ok(None);
+    }
+    let gateway = u32::from(host.gateway);
+    let broadcast = net | !mask;
+    for (what, a) in [
+        ("the DUT's own address", gateway),
+        ("the subnet's broadcast address", broadcast),
+        ("the network address", net),
+    ] {
+        if (lo..=hi).contains(&a) {
+            bail!(BadInput,
+                "--range dst-ip {}..{} includes {what} {}: frames to it are not forwarded; leave it out of the range",
+                Ipv4Addr::from(lo),
+                Ipv4Addr::from(hi),
+                Ipv4Addr::from(a)
+            );
+        }
+    }
+    Ok(Some((Ipv4Addr::from(lo), Ipv4Addr::from(hi))))
 }

@@ -1,8 +1,8 @@
-//! Properties of the option parsers in ports.rs: they never panic, what
+//! Properties of the option parsers in values.rs: they never panic, what
 //! they accept is in range, and what a formatter writes parses back.
 
 use super::*;
-use crate::test_support::{config, text};
+use linerate_session::test_support::{config, text};
 use proptest::prelude::*;
 
 proptest! {
@@ -60,4 +60,19 @@ proptest! {
             prop_assert_eq!(parsed.unwrap(), mac);
         }
     }
+
+        /// Any text: no panic; an accepted target is a load above 0 and below 100 %.
+        #[test]
+        fn targets_are_loads(t in text()) {
+            if let Ok(p) = parse_target(&t) {
+                prop_assert!(p.is_finite() && p > 0.0 && p < 100.0, "{t:?} -> {p}");
+            }
+        }
+
+        #[test]
+        fn targets_round_trip(p in 1u32..10_000) {
+            let pct = p as f64 / 100.0;
+            let got = parse_target(&format!("{pct}%")).unwrap();
+            prop_assert!((got - pct).abs() < 1e-9, "{pct} -> {got}");
+        }
 }
