@@ -31,7 +31,7 @@ pub struct CpuTargetResult {
 pub struct CpuTargetReport {
     /// Where and how the run was made.
     #[serde(flatten)]
-    pub run: crate::methods::RunInfo,
+    pub run: crate::run::RunInfo,
     pub target_pct: f64,
     /// How close counts as reached, in percentage points.
     pub tolerance_pct: f64,
@@ -137,7 +137,7 @@ mod tests {
             trials: Vec::new(),
         };
         let report = CpuTargetReport {
-            run: crate::methods::RunInfo {
+            run: crate::run::RunInfo {
                 linerate_version: "0".into(),
                 description: "LAN-LAN routing".into(),
                 started_at: String::new(),

@@ -5,6 +5,16 @@
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 
+/// One tunnel's test frames in a trial (see
+/// [`TrialResult::tunnels`](crate::model::TrialResult::tunnels)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TunnelFrames {
+    /// Test frames sent into the tunnel that the kernel took.
+    pub tx: u64,
+    /// Test frames of the tunnel counted as received.
+    pub rx: u64,
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -325,7 +335,7 @@ pub struct TunnelSpread {
 impl TunnelSpread {
     /// Of one trial's per-tunnel frames (`TrialResult::tunnels`); None when
     /// the trial has none.
-    pub fn of(tunnels: &[crate::model::TunnelFrames]) -> Option<TunnelSpread> {
+    pub fn of(tunnels: &[TunnelFrames]) -> Option<TunnelSpread> {
         if tunnels.is_empty() {
             return None;
         }
@@ -384,7 +394,6 @@ impl TunnelSpread {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::TunnelFrames;
 
     fn t(tx: u64, rx: u64) -> TunnelFrames {
         TunnelFrames { tx, rx }

@@ -1,6 +1,9 @@
 //! Records of the RFC 2544 latency test (section 26.2).
 
-use crate::model::{LatencySummary, MixInfo, ThroughputResult, TrialResult, UnfinishedTrials};
+use crate::model::{
+    DutCpu, KeepsUnfinished, LatencySummary, MixInfo, TrialResult, UnfinishedTrials,
+};
+use crate::throughput::ThroughputResult;
 use serde::{Deserialize, Serialize};
 
 /// Latency at one load.
@@ -20,7 +23,7 @@ pub struct LatencyPoint {
     pub lost_frames: u64,
     /// The DUT's CPU load over the load's trials (their mean), when measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dut_cpu: Option<crate::DutCpu>,
+    pub dut_cpu: Option<DutCpu>,
     pub trials: Vec<TrialResult>,
 }
 
@@ -49,7 +52,7 @@ pub struct LatencyResult {
 pub struct LatencyReport {
     /// Where and how the run was made.
     #[serde(flatten)]
-    pub run: crate::methods::RunInfo,
+    pub run: crate::run::RunInfo,
     pub trial_duration_s: f64,
     pub repeat: usize,
     pub results: Vec<LatencyResult>,
@@ -59,8 +62,8 @@ pub struct LatencyReport {
     pub interrupted: Option<UnfinishedTrials>,
 }
 
-impl crate::KeepsUnfinished for LatencyReport {
-    fn unfinished_mut(&mut self) -> &mut Option<crate::UnfinishedTrials> {
+impl KeepsUnfinished for LatencyReport {
+    fn unfinished_mut(&mut self) -> &mut Option<UnfinishedTrials> {
         &mut self.interrupted
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! `model` holds the plain data that flows from the engine (one
 //! [`TrialResult`] per trial) through the methods (one
-//! [`ThroughputResult`] per frame size) to the reporters. Reporters only
+//! [`ThroughputResult`] per frame size, in `throughput`) to the reporters. Reporters only
 //! format; they never compute a measurement.
 
 pub mod calibration;
@@ -10,11 +10,17 @@ pub mod cpu_target;
 pub mod ipsec;
 pub mod latency;
 pub mod methods;
+pub mod mlrsearch;
 pub mod model;
 pub mod report;
 pub mod rounds;
+pub mod run;
 pub mod scenario;
+pub mod throughput;
 pub mod tunnels;
 
+pub use ipsec::TunnelFrames;
 pub use latency::{LatencyPoint, LatencyReport, LatencyResult};
 pub use model::*;
+pub use run::Placement;
+pub use throughput::{Rfc2544Report, ThroughputResult};

@@ -2,61 +2,16 @@
 //! loss rate vs offered load (RFC 2544 section 26.3), MLRsearch
 //! (draft-ietf-bmwg-mlrsearch) and back-to-back frames (RFC 2544 section
 //! 26.4 as updated by RFC 9004). Every rate says its layer in its name;
-//! every trial run is kept, in the order run.
+//! every trial run is kept, in the order run. One search's MLRsearch
+//! records live in [`crate::mlrsearch`] and the run header in
+//! [`crate::run`]; both are re-exported here.
 
-use crate::model::{MixInfo, Placement, ThroughputResult, TrialResult, UnfinishedTrials};
+use crate::model::{KeepsUnfinished, MixInfo, TrialResult, UnfinishedTrials};
+use crate::throughput::ThroughputResult;
 use serde::{Deserialize, Serialize};
 
-/// Where and how a run was made: the header every report shares
-/// (flattened into it, so its keys stand at the report's top level).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct RunInfo {
-    pub linerate_version: String,
-    /// What was tested, in the report's words; the table's title.
-    #[serde(default)]
-    pub description: String,
-    /// RFC 3339 UTC time the run started.
-    pub started_at: String,
-    /// "lab" or "external". (Defaults: cpu-target reports stored before
-    /// they carried the whole header lack these four.)
-    #[serde(default)]
-    pub setup: String,
-    #[serde(default)]
-    pub port_a: String,
-    #[serde(default)]
-    pub port_b: String,
-    #[serde(default)]
-    pub line_speed_bps: u64,
-    pub engine: String,
-    #[serde(default)]
-    pub placement: Option<Placement>,
-    /// The test frames' IP version (RFC 5180 for IPv6).
-    #[serde(default)]
-    pub ip_version: linerate_wire::IpVersion,
-    /// The 802.1Q tag of the test frames, when they carried one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vlan: Option<linerate_wire::VlanTag>,
-    /// `--ipsec`: the tunnel to the gateway the run measured through.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ipsec: Option<crate::ipsec::IpsecRun>,
-}
-
-#[cfg(test)]
-impl RunInfo {
-    /// A lab run's header for the reporters' tests.
-    pub(crate) fn test_lab(description: &str, engine: &str) -> RunInfo {
-        RunInfo {
-            linerate_version: "0".into(),
-            description: description.into(),
-            setup: "lab".into(),
-            port_a: "a".into(),
-            port_b: "b".into(),
-            line_speed_bps: 10_000_000_000,
-            engine: engine.into(),
-            ..Default::default()
-        }
-    }
-}
+pub use crate::mlrsearch::{GoalResultRecord, MlrSearchResult, SearchGoalRecord};
+pub use crate::run::RunInfo;
 
 // ---------------------------------------------------------------- frame loss
 
@@ -124,86 +79,13 @@ pub struct FrameLossReport {
     pub interrupted: Option<UnfinishedTrials>,
 }
 
-impl crate::KeepsUnfinished for FrameLossReport {
-    fn unfinished_mut(&mut self) -> &mut Option<crate::UnfinishedTrials> {
+impl KeepsUnfinished for FrameLossReport {
+    fn unfinished_mut(&mut self) -> &mut Option<UnfinishedTrials> {
         &mut self.interrupted
     }
 }
 
 // ----------------------------------------------------------------- MLRsearch
-
-/// A search goal of draft-ietf-bmwg-mlrsearch, as applied.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SearchGoalRecord {
-    /// "NDR", "PDR", ...
-    pub name: String,
-    /// Goal Loss Ratio: a trial losing more is a high-loss trial.
-    pub loss_ratio: f64,
-    /// Goal Exceed Ratio: share of trial-seconds at a load that may be
-    /// high-loss with the load still a lower bound.
-    pub exceed_ratio: f64,
-    /// Goal Final Trial Duration, seconds.
-    pub final_trial_duration_s: f64,
-    /// Goal Duration Sum, seconds.
-    pub duration_sum_s: f64,
-    /// Goal Width, relative: (upper - lower) / upper.
-    pub width: f64,
-    /// Shortest trial the search uses for this goal, seconds.
-    pub initial_trial_duration_s: f64,
-}
-
-/// The result of one search goal.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GoalResultRecord {
-    pub goal: SearchGoalRecord,
-    /// Largest load classified as a lower bound below the relevant upper
-    /// bound, frames/s (L2); None when no load was.
-    pub relevant_lower_bound_fps: Option<f64>,
-    /// Smallest load classified as an upper bound, frames/s (L2); None when
-    /// none was (e.g. the maximum load is a lower bound).
-    pub relevant_upper_bound_fps: Option<f64>,
-    /// Appendix B of the draft, at the relevant lower bound, frames/s (L2).
-    pub conditional_throughput_fps: Option<f64>,
-    pub relevant_lower_bound_mbps_l2: Option<f64>,
-    pub conditional_throughput_mbps_l2: Option<f64>,
-    pub conditional_throughput_mbps_l1: Option<f64>,
-    /// Both bounds exist and are within the goal width (the draft's
-    /// Regular Goal Result); an irregular result's figures are marked.
-    pub regular: bool,
-    /// The relevant upper bound's trials include one the tester could not
-    /// offer in full: the device may do better.
-    pub tester_limited: bool,
-}
-
-/// MLRsearch for one frame size.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MlrSearchResult {
-    pub frame_size: u16,
-    pub l3_length: u16,
-    /// The frame-size mix sent (IMIX), when not one size: `frame_size`
-    /// is then its largest frame, and Mbps count its mean frame.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mix: Option<MixInfo>,
-    pub line_rate_fps: f64,
-    /// Max Load of the search, frames/s (L2).
-    pub max_fps: f64,
-    /// Min Load of the search, frames/s (L2).
-    pub min_fps: f64,
-    pub goals: Vec<GoalResultRecord>,
-    /// Sum of the sending durations of the search's own trials, seconds.
-    pub trial_seconds: f64,
-    /// Trials of an earlier search of the same frames that this one
-    /// counted as its own (`rfc2544 --mlrsearch`: the zero-loss search's
-    /// trials of the frame size, listed there); 0 for a search on its own.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub reused_trials: usize,
-    /// Every trial the search ran, in the order run.
-    pub trials: Vec<TrialResult>,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
 
 /// `linerate mlrsearch`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -215,8 +97,8 @@ pub struct MlrSearchReport {
     pub interrupted: Option<UnfinishedTrials>,
 }
 
-impl crate::KeepsUnfinished for MlrSearchReport {
-    fn unfinished_mut(&mut self) -> &mut Option<crate::UnfinishedTrials> {
+impl KeepsUnfinished for MlrSearchReport {
+    fn unfinished_mut(&mut self) -> &mut Option<UnfinishedTrials> {
         &mut self.interrupted
     }
 }
@@ -295,8 +177,8 @@ pub struct BackToBackReport {
     pub interrupted: Option<UnfinishedTrials>,
 }
 
-impl crate::KeepsUnfinished for BackToBackReport {
-    fn unfinished_mut(&mut self) -> &mut Option<crate::UnfinishedTrials> {
+impl KeepsUnfinished for BackToBackReport {
+    fn unfinished_mut(&mut self) -> &mut Option<UnfinishedTrials> {
         &mut self.interrupted
     }
 }

@@ -1,5 +1,10 @@
-//! Plain measurement records. Every rate says its layer in its name.
+//! Plain measurement records of a trial: what a method asks the engine to
+//! run and what one trial measured (with the trials of a size whose search
+//! did not finish). Every rate says its layer in its name. The records
+//! built from trials live above: a size's and a run's throughput in
+//! [`crate::throughput`], the other methods' in [`crate::methods`].
 
+use crate::ipsec::TunnelFrames;
 use linerate_wire::units::{FrameSize, Layer, PREAMBLE_AND_GAP, UDP_HEADER_LEN};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -326,15 +331,6 @@ impl Recovery {
     pub fn waited(&self) -> bool {
         self.waited_s > 0.0 || self.limit_reached
     }
-}
-
-/// One tunnel's test frames in a trial (see [`TrialResult::tunnels`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TunnelFrames {
-    /// Test frames sent into the tunnel that the kernel took.
-    pub tx: u64,
-    /// Test frames of the tunnel counted as received.
-    pub rx: u64,
 }
 
 /// Where a trial's lost frames were lost. Every term is a count of test
@@ -778,149 +774,6 @@ impl TrialResult {
     }
 }
 
-/// The RFC 2544 throughput found for one frame size (or one mix).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ThroughputResult {
-    /// Frame size with FCS (with a `mix`: its largest size).
-    pub frame_size: u16,
-    /// The frame-size mix searched, for IMIX throughput; Mbps figures then
-    /// count the mix's mean frame at each layer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mix: Option<MixInfo>,
-    pub l3_length: u16,
-    /// Highest rate that passed (0 when none did), frames/s.
-    pub throughput_fps: f64,
-    /// The same rate in Mbit/s counting the whole frame with FCS.
-    pub throughput_mbps_l2: f64,
-    /// The same rate in Mbit/s counting preamble and inter-frame gap too.
-    pub throughput_mbps_l1: f64,
-    /// The same rate in Mbit/s counting IP packets.
-    pub throughput_mbps_l3: f64,
-    /// The same rate in Mbit/s counting UDP payload.
-    pub throughput_mbps_l4: f64,
-    /// Theoretical maximum frames/s at the line speed.
-    pub line_rate_fps: f64,
-    /// Theoretical maximum Mbit/s (L2) at the line speed.
-    pub line_rate_mbps_l2: f64,
-    /// The search ended at the tester's own limit, not the device's:
-    /// the rate above the throughput could not be offered.
-    pub tester_limited: bool,
-    /// The tester's calibrated ceiling for this engine and frame size
-    /// (`linerate calibrate`), when one is stored; a throughput within 5 %
-    /// of it is marked `tester_limited` too.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub calibrated_ceiling_fps: Option<f64>,
-    /// Every trial of the search, in the order run.
-    pub trials: Vec<TrialResult>,
-    /// The DUT's CPU load in the trial at the throughput rate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dut_cpu: Option<DutCpu>,
-    /// `--ipsec`: the throughput on the gateway's WAN side, in encrypted
-    /// frames (from the trial at the throughput rate).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wan: Option<crate::ipsec::WanRate>,
-    /// MLRsearch (RFC 9971) for the same frame size, run after the
-    /// search when asked (`rfc2544 --mlrsearch`): its NDR and PDR
-    /// conditional throughputs beside the zero-loss throughput.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mlrsearch: Option<crate::methods::MlrSearchResult>,
-    /// `rfc2544 --repeat N`: the round (1 = the first) this search was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub round: Option<usize>,
-    /// `rfc2544 --repeat N`, in the report's `results`: this size's
-    /// figures over every round, of which this result is the round with
-    /// the median zero-loss throughput.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub over_rounds: Option<Box<crate::rounds::Rounds>>,
-}
-
-impl ThroughputResult {
-    /// The trial the throughput was shown by: the last one run at that
-    /// rate, or the lossless trial whose paused generator showed it (the
-    /// search credits such a trial at the rate the device really saw, its
-    /// `offered_fps`). None when the throughput is 0.
-    pub fn throughput_trial(&self) -> Option<&TrialResult> {
-        let fps = self.throughput_fps;
-        self.trials
-            .iter()
-            .rev()
-            .find(|t| fps > 0.0 && (t.intended_fps == fps || t.offered_fps == fps))
-    }
-}
-
-/// Where the tester and the device ran (lab only), so readers can judge the figures.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Placement {
-    pub tester_cpus: Vec<usize>,
-    pub dut_cpus: Vec<usize>,
-    /// True when tester and DUT packet processing shared a core.
-    pub shared_core: bool,
-    /// One sentence for the report.
-    pub note: String,
-    /// Frames each crossing between the tester's CPUs and the DUT's holds
-    /// (the queue that plays the NICs' receive rings); absent in records
-    /// made before the lab had deep queues.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ring: Option<u32>,
-}
-
-/// A whole RFC 2544 throughput run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Rfc2544Report {
-    /// Where and how the run was made; its description (e.g. "LAN-LAN
-    /// routing, lab Linux router") is the table's title when not empty.
-    #[serde(flatten)]
-    pub run: crate::methods::RunInfo,
-    pub trial_duration_s: f64,
-    pub resolution: f64,
-    pub allowed_loss_ratio: f64,
-    /// Both ports sent at once: rates are totals over both directions,
-    /// and each trial keeps its directions apart.
-    #[serde(default)]
-    pub bidirectional: bool,
-    pub results: Vec<ThroughputResult>,
-    /// The lab scenario the DUT was configured with (`--scenario`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scenario: Option<crate::scenario::ScenarioRecord>,
-    /// How the DUT's CPU load was measured, when it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dut_cpu_source: Option<String>,
-    /// The search that was running when the run was interrupted, with the
-    /// trials it had finished: no measured trial is lost.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interrupted: Option<UnfinishedTrials>,
-    /// `--repeat N`: how many rounds were asked for (1: one search per
-    /// size, `round_results` empty).
-    #[serde(default = "one_round", skip_serializing_if = "is_one_round")]
-    pub repeat: usize,
-    /// `--repeat N`: every round's result, in the order run; `results`
-    /// holds each size's median round.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub round_results: Vec<ThroughputResult>,
-}
-
-fn one_round() -> usize {
-    1
-}
-
-fn is_one_round(n: &usize) -> bool {
-    *n <= 1
-}
-
-impl Rfc2544Report {
-    /// A size's search finished: with one round, its result is the size's;
-    /// with several, it joins the rounds and every size's figure is its
-    /// median so far (so a run stopped early reports the rounds it made).
-    pub fn keep(&mut self, result: ThroughputResult) {
-        if self.repeat > 1 {
-            self.round_results.push(result);
-            self.results = crate::rounds::medians(&self.round_results);
-        } else {
-            self.results.push(result);
-        }
-    }
-}
-
 /// Trials of a frame size whose search or method did not finish
 /// (interrupted, or an engine error): no measured trial is lost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -934,12 +787,6 @@ pub struct UnfinishedTrials {
 /// what the per-size driver fills in as trials end and when a run stops.
 pub trait KeepsUnfinished {
     fn unfinished_mut(&mut self) -> &mut Option<UnfinishedTrials>;
-}
-
-impl KeepsUnfinished for Rfc2544Report {
-    fn unfinished_mut(&mut self) -> &mut Option<UnfinishedTrials> {
-        &mut self.interrupted
-    }
 }
 
 #[cfg(test)]

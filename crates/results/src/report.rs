@@ -3,7 +3,9 @@
 //! Reporters only format what was measured; they compute nothing but
 //! shares and unit conversions for display.
 
-use crate::model::{Placement, Rfc2544Report, ThroughputResult, TrialResult};
+use crate::model::TrialResult;
+use crate::run::Placement;
+use crate::throughput::{Rfc2544Report, ThroughputResult};
 
 mod back_to_back;
 mod frame_loss;

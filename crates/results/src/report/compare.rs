@@ -5,7 +5,7 @@
 //! the 100GE report's table of routers side by side.
 
 use super::{cpu_cell, sig3, trim_number, GAP};
-use crate::model::{Rfc2544Report, ThroughputResult};
+use crate::throughput::{Rfc2544Report, ThroughputResult};
 use std::fmt::Write as _;
 
 /// The comparison table: one row per frame size, one group of columns per

@@ -7,7 +7,7 @@
 
 use super::{sig3, thousands, trim_number, GAP};
 use crate::ipsec::TunnelSpread;
-use crate::model::{Rfc2544Report, ThroughputResult};
+use crate::throughput::{Rfc2544Report, ThroughputResult};
 use std::fmt::Write as _;
 
 /// `runs`: (tunnel count, its report), in the order run.

@@ -2,7 +2,7 @@
 //! right-aligned column per frame size (or load), and a unit column.
 
 use super::{line_speed, placement_sentence, GAP, SHARED_CORE_WARNING};
-use crate::methods::RunInfo;
+use crate::run::RunInfo;
 use std::fmt::Write as _;
 
 /// One row: label, cells, unit.

@@ -641,7 +641,7 @@ fn tunnel_run(fps: &[(u16, f64)], tunnels: usize, silent: Option<usize>) -> Rfc2
             let mut r = result(frame, f, false);
             if tunnels > 1 {
                 r.trials[1].tunnels = (0..tunnels)
-                    .map(|i| crate::model::TunnelFrames {
+                    .map(|i| crate::ipsec::TunnelFrames {
                         tx: 100,
                         rx: if Some(i) == silent { 0 } else { 100 },
                     })
