@@ -44,7 +44,7 @@ mod common;
 
 use common::strongswan::*;
 use common::*;
-use linerate_testkit::in_netns;
+use linerate_testkit::run_in_netns;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
@@ -868,7 +868,7 @@ fn a_gateway_that_answers_garbage_fails_in_one_line() {
         return;
     }
     let bed = Bed::new("ie", None);
-    let sockets: Vec<std::net::UdpSocket> = in_netns(&bed.r, || {
+    let sockets: Vec<std::net::UdpSocket> = run_in_netns(&bed.r, || {
         [500u16, 4500]
             .iter()
             .map(|port| std::net::UdpSocket::bind((GATEWAY, *port)).unwrap())
@@ -1439,7 +1439,7 @@ fn foreign_traffic_at_port_b_is_stray_not_damaged_nor_in_clear() {
     // The sender's socket, made in the gateway's namespace (it sends from
     // there whichever thread uses it).
     let socket: std::net::UdpSocket =
-        in_netns(&bed.r, || std::net::UdpSocket::bind((GATEWAY, 0)).unwrap());
+        run_in_netns(&bed.r, || std::net::UdpSocket::bind((GATEWAY, 0)).unwrap());
     let target = (PEER, 4500);
     let strays = STRAY_EACH as u64 * (FRAGMENTS_EACH + 1);
     for engine in ["af_xdp", "af_packet"] {

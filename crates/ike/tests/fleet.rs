@@ -202,7 +202,7 @@ fn a_fleet_of_20_comes_up_against_charon_and_is_deleted() {
         })
         .collect();
     let config = fleet_config(&key, peers, GW);
-    let mut fleet = in_netns(&lab.peer, || Fleet::bind(config)).unwrap();
+    let mut fleet = run_in_netns(&lab.peer, || Fleet::bind(config)).unwrap();
     let mut ended = 0;
     let setups = fleet.bring_up(&mut |_| ended += 1);
     assert_eq!(ended, N);
@@ -330,7 +330,7 @@ fn a_fleet_of_200_comes_up_against_linerates_responder() {
         ],
     );
     let key = linerate_helper::random_hex(16).unwrap();
-    let responder = in_netns(&lab.gw, || {
+    let responder = run_in_netns(&lab.gw, || {
         Responder::bind(ResponderConfig {
             local: GW,
             ports: Ports::default(),
@@ -365,7 +365,7 @@ fn a_fleet_of_200_comes_up_against_linerates_responder() {
         .collect();
     let mut config = fleet_config(&key, peers, GW);
     config.window = 64;
-    let mut fleet = in_netns(&lab.peer, || Fleet::bind(config)).unwrap();
+    let mut fleet = run_in_netns(&lab.peer, || Fleet::bind(config)).unwrap();
     let setups = fleet.bring_up(&mut |_| {});
     assert_eq!(setups.len(), N);
     for s in &setups {
@@ -475,7 +475,7 @@ fn fleet_failures_name_the_gateways_answer() {
             &PEER.to_string(),
         ],
     );
-    let responder = in_netns(&lab.gw, || {
+    let responder = run_in_netns(&lab.gw, || {
         Responder::bind(ResponderConfig {
             local: GW,
             ports: Ports::default(),
@@ -507,7 +507,7 @@ fn fleet_failures_name_the_gateways_answer() {
             .collect()
     };
     let config = fleet_config("another key", peers(0), GW);
-    let mut fleet = in_netns(&lab.peer, || Fleet::bind(config)).unwrap();
+    let mut fleet = run_in_netns(&lab.peer, || Fleet::bind(config)).unwrap();
     let setups = fleet.bring_up(&mut |_| {});
     assert_eq!(setups.len(), N);
     for (i, s) in setups.iter().enumerate() {
@@ -528,7 +528,7 @@ fn fleet_failures_name_the_gateways_answer() {
         timeout: Duration::from_millis(50),
         tries: 2,
     };
-    let mut fleet = in_netns(&lab.peer, || Fleet::bind(config)).unwrap();
+    let mut fleet = run_in_netns(&lab.peer, || Fleet::bind(config)).unwrap();
     let start = Instant::now();
     let setups = fleet.bring_up(&mut |_| {});
     for s in &setups {
@@ -555,7 +555,7 @@ fn fleet_failures_name_the_gateways_answer() {
         }],
         GW,
     );
-    let e = in_netns(&lab.peer, || Fleet::bind(config)).unwrap_err();
+    let e = run_in_netns(&lab.peer, || Fleet::bind(config)).unwrap_err();
     assert!(
         e.to_string()
             .starts_with("cannot use the peer address 192.0.2.7: "),

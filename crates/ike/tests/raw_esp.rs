@@ -33,7 +33,7 @@ fn responder(lab: &Lab, key: &str) -> (Arc<AtomicBool>, std::thread::JoinHandle<
         remote_ts: TrafficSelector::parse(PEER_NET).unwrap(),
         retransmit: Retransmit::default(),
     };
-    let responder = in_netns(&lab.gw, || Responder::bind(config)).unwrap();
+    let responder = run_in_netns(&lab.gw, || Responder::bind(config)).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = Arc::clone(&stop);
     let server = std::thread::spawn(move || {
@@ -62,7 +62,7 @@ fn negotiate(force_encap: bool) -> (bool, bool) {
     config.ike = IkeProposals::parse("aes128-sha256-x25519").unwrap();
     config.esp = EspSuite::Aes128Gcm16;
     config.force_encap = force_encap;
-    let session = in_netns(&lab.peer, || Session::connect(config));
+    let session = run_in_netns(&lab.peer, || Session::connect(config));
     let session = session.unwrap_or_else(|e| panic!("force_encap {force_encap}: {e}"));
     let ours = session.child().clone();
     // The responder has the tunnel once its IKE_AUTH answer left.

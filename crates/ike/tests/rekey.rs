@@ -106,7 +106,7 @@ fn the_child_sa_is_rekeyed_by_linerate_and_by_the_gateway() {
     let lab = Lab::new("r");
     let key = linerate_helper::random_hex(16).unwrap();
     let charon = Charon::start(&lab.gw, &conf(&key), "");
-    let sockets = in_netns(&lab.peer, || Sockets::bind(PEER, Ports::default())).unwrap();
+    let sockets = run_in_netns(&lab.peer, || Sockets::bind(PEER, Ports::default())).unwrap();
     let mut session = Session::connect_with(config(&key), sockets)
         .unwrap_or_else(|e| panic!("{e}\n{}", charon.log()));
     let first = session.child().clone();
@@ -250,7 +250,7 @@ fn the_gateways_ike_sa_rekey_is_answered() {
     let lab = Lab::new("i");
     let key = linerate_helper::random_hex(16).unwrap();
     let charon = Charon::start(&lab.gw, &conf(&key), "");
-    let sockets = in_netns(&lab.peer, || Sockets::bind(PEER, Ports::default())).unwrap();
+    let sockets = run_in_netns(&lab.peer, || Sockets::bind(PEER, Ports::default())).unwrap();
     let mut session = Session::connect_with(config(&key), sockets)
         .unwrap_or_else(|e| panic!("{e}\n{}", charon.log()));
     session.set_rekey_pfs(Some(DhGroup::Curve25519));
@@ -326,7 +326,7 @@ fn linerate_rekeys_the_ike_sa() {
     let lab = Lab::new("k");
     let key = linerate_helper::random_hex(16).unwrap();
     let charon = Charon::start(&lab.gw, &conf(&key), "");
-    let sockets = in_netns(&lab.peer, || Sockets::bind(PEER, Ports::default())).unwrap();
+    let sockets = run_in_netns(&lab.peer, || Sockets::bind(PEER, Ports::default())).unwrap();
     let mut session = Session::connect_with(config(&key), sockets)
         .unwrap_or_else(|e| panic!("{e}\n{}", charon.log()));
     session.set_rekey_pfs(Some(DhGroup::Curve25519));

@@ -58,7 +58,7 @@ fn charon_initiates_to_linerates_responder() {
         remote_ts: TrafficSelector::parse("198.18.0.0/16").unwrap(),
         retransmit: Retransmit::default(),
     };
-    let mut responder = in_netns(&lab.gw, || Responder::bind(config)).unwrap();
+    let mut responder = run_in_netns(&lab.gw, || Responder::bind(config)).unwrap();
     responder.machine_mut().keep_esp(true);
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = Arc::clone(&stop);
@@ -98,7 +98,7 @@ fn charon_initiates_to_linerates_responder() {
     // A datagram into the tunnel: charon encrypts it to linerate's port
     // 4500.
     const DATA: &[u8] = b"charon to linerate's responder";
-    in_netns(&lab.peer, || {
+    run_in_netns(&lab.peer, || {
         let s = std::net::UdpSocket::bind((PEER_HOST, 0)).unwrap();
         s.send_to(DATA, (Ipv4Addr::new(198, 19, 0, 1), 9)).unwrap();
     });

@@ -104,7 +104,7 @@ fn config(psk: &str, proposal: &str, esp: EspSuite, id: Option<Identity>) -> Con
 }
 
 fn connect(lab: &Lab, config: Config) -> Result<Session, IkeError> {
-    let sockets = in_netns(&lab.peer, || Sockets::bind(PEER, Ports::default()))?;
+    let sockets = run_in_netns(&lab.peer, || Sockets::bind(PEER, Ports::default()))?;
     Session::connect_with(config, sockets)
 }
 
@@ -349,7 +349,7 @@ fn failures_say_what_the_gateway_answered() {
         tries: 3,
     };
     let start = Instant::now();
-    let e = in_netns(&lab.peer, || Session::connect(silent)).expect_err("nobody answers");
+    let e = run_in_netns(&lab.peer, || Session::connect(silent)).expect_err("nobody answers");
     assert_eq!(
         e.to_string(),
         format!("no answer from {GW}:500 after 3 tries")
@@ -374,7 +374,7 @@ fn no_sas_but_half_open(charon: &Charon) -> Vec<Sa> {
 /// answer, without going on: charon keeps the SA half-open.
 fn half_open_init(lab: &Lab) {
     use linerate_ike::wire::*;
-    let socket = in_netns(&lab.peer, || std::net::UdpSocket::bind((PEER, 0))).unwrap();
+    let socket = run_in_netns(&lab.peer, || std::net::UdpSocket::bind((PEER, 0))).unwrap();
     let request = Message {
         header: Header::new(HALF_OPEN_SPI, 0, exchange::IKE_SA_INIT, flags::INITIATOR, 0),
         payloads: vec![

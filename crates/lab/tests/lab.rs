@@ -4,7 +4,7 @@
 //! (scripts/test.sh) it fails instead.
 
 use linerate_lab::{check_environment, down_lab, down_matching, status, Lab, LabError};
-use linerate_testkit::in_netns;
+use linerate_testkit::run_in_netns;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::path::Path;
 use std::process::Command;
@@ -330,7 +330,7 @@ fn dut_forwards_between_the_tester_subnets() {
         ]);
     }
     let b_ip = b.ip;
-    let receiver = in_netns(&b.netns, move || {
+    let receiver = run_in_netns(&b.netns, move || {
         UdpSocket::bind(SocketAddrV4::new(b_ip, 7000)).unwrap()
     });
     receiver
@@ -339,7 +339,7 @@ fn dut_forwards_between_the_tester_subnets() {
     let a_ip = a.ip;
     let napi_runs_before = napi_runs("dut-a");
     let tester_cpus = lab.placement().tester_cpus.clone();
-    let sent = in_netns(&a.netns, move || {
+    let sent = run_in_netns(&a.netns, move || {
         // Send from a tester CPU, as linerate does.
         let mut set = nix::sched::CpuSet::new();
         set.set(tester_cpus[0]).unwrap();
@@ -585,7 +585,7 @@ fn vlan_ports_refuse_untagged_frames_and_ipv6_vlan_layouts_are_undone() {
         // Untagged frames (the tester kernel's ARP and datagrams) do not
         // get through the router's VLAN 100 ports: nothing is forwarded.
         let before = tx_packets(&dut, &routing[1]);
-        in_netns(&a.netns, send);
+        run_in_netns(&a.netns, send);
         assert_eq!(
             tx_packets(&dut, &routing[1]),
             before,
@@ -599,13 +599,13 @@ fn vlan_ports_refuse_untagged_frames_and_ipv6_vlan_layouts_are_undone() {
         !addrs.contains("2001:2:") && !addrs.contains(".100"),
         "{addrs}"
     );
-    let receiver = in_netns(&b.netns, move || {
+    let receiver = run_in_netns(&b.netns, move || {
         UdpSocket::bind(SocketAddrV4::new(b_ip, 7000)).unwrap()
     });
     receiver
         .set_read_timeout(Some(Duration::from_secs(3)))
         .unwrap();
-    in_netns(&a.netns, send);
+    run_in_netns(&a.netns, send);
     let mut buf = [0u8; 64];
     let (n, _) = receiver.recv_from(&mut buf).expect("forwarded after undo");
     assert_eq!(&buf[..n], b"linerate");

@@ -9,7 +9,7 @@
 
 use linerate_lab::scenario::Scenario;
 use linerate_lab::{check_environment, Lab, LabError};
-use linerate_testkit::in_netns;
+use linerate_testkit::run_in_netns;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -101,14 +101,14 @@ fn send_udp(lab: &Lab, count: usize, payload: usize) -> (usize, Option<SocketAdd
         );
     }
     let b_ip = b.ip;
-    let receiver = in_netns(&b.netns, move || {
+    let receiver = run_in_netns(&b.netns, move || {
         UdpSocket::bind(SocketAddrV4::new(b_ip, 7000)).unwrap()
     });
     receiver
         .set_read_timeout(Some(Duration::from_millis(1500)))
         .unwrap();
     let a_ip = a.ip;
-    in_netns(&a.netns, move || {
+    run_in_netns(&a.netns, move || {
         let s = UdpSocket::bind(SocketAddrV4::new(a_ip, 0)).unwrap();
         let data = vec![0x5au8; payload];
         for _ in 0..count {

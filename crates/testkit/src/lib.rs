@@ -8,7 +8,7 @@
 //! panics. [`Netns::enter`] moves the test's thread inside for code that
 //! must run there.
 //!
-//! Every test runs code inside a named namespace with [`in_netns`] (or
+//! Every test runs code inside a named namespace with [`run_in_netns`] (or
 //! [`spawn_in_netns`]) and iproute2's `ip` with [`ip`], [`try_ip`] or
 //! [`ip_command`]: thin wrappers over linerate-helper's, which linerate's
 //! own code uses.
@@ -23,6 +23,6 @@ mod veth;
 
 pub use command::{ip, ip_command, run, try_ip};
 pub use linerate_helper::RunError;
-pub use netns::{in_netns, spawn_in_netns, Entered, Netns};
+pub use netns::{run_in_netns, spawn_in_netns, Entered, Netns};
 pub use skip::{is_root, skip};
 pub use veth::Veth;

@@ -1,6 +1,6 @@
 //! A network namespace a test owns: made with `ip netns add` under a name
 //! no other test uses, deleted when dropped; and code run inside any named
-//! namespace ([`in_netns`], [`spawn_in_netns`]).
+//! namespace ([`run_in_netns`], [`spawn_in_netns`]).
 
 use crate::command::{ip, try_ip};
 use linerate_helper::NetnsError;
@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 /// linerate-helper's [`in_netns`](linerate_helper::in_netns); the calling
 /// thread never moves, also when `f` panics (the panic goes on in the
 /// caller). Panics when the namespace cannot be entered.
-pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
+pub fn run_in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
     let entered = std::thread::scope(|s| {
         s.spawn(|| linerate_helper::in_netns(ns, || Ok::<T, NetnsError>(f())))
             .join()
@@ -27,7 +27,7 @@ pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
     }
 }
 
-/// [`in_netns`] in the background: `f` starts on a new thread inside `ns`
+/// [`run_in_netns`] in the background: `f` starts on a new thread inside `ns`
 /// (a server the test then talks to) and the thread is returned to join.
 /// Panics here, not on that thread, when the namespace does not exist.
 pub fn spawn_in_netns<T: Send + 'static>(

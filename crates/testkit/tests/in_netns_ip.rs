@@ -1,4 +1,4 @@
-//! The runners every test uses: `in_netns` runs code inside a namespace
+//! The runners every test uses: `run_in_netns` runs code inside a namespace
 //! and leaves the calling thread where it was, also when the code panics;
 //! `ip` panics with the command line and stderr, `try_ip` returns the
 //! failure. Needs root and iproute2 for the namespace parts; without root
@@ -6,7 +6,7 @@
 //! `LINERATE_REQUIRE_ALL=1` (scripts/test.sh) they fail.
 
 use linerate_testkit::{
-    in_netns, ip, ip_command, is_root, skip, spawn_in_netns, try_ip, RunError, Veth,
+    ip, ip_command, is_root, run_in_netns, skip, spawn_in_netns, try_ip, RunError, Veth,
 };
 
 /// The identity of this thread's network namespace.
@@ -41,7 +41,7 @@ fn ip_returns_stdout_or_names_the_failure() {
 }
 
 #[test]
-fn in_netns_runs_inside_and_leaves_the_caller_home() {
+fn code_run_in_a_namespace_runs_inside_and_leaves_the_caller_home() {
     if !is_root() {
         skip("(needs root): in_netns_runs_inside_and_leaves_the_caller_home");
         return;
@@ -52,18 +52,18 @@ fn in_netns_runs_inside_and_leaves_the_caller_home() {
         let _entered = ns.enter();
         own_netns()
     };
-    assert_eq!(in_netns(ns.name(), own_netns), inside);
+    assert_eq!(run_in_netns(ns.name(), own_netns), inside);
     assert_eq!(own_netns(), home);
     // Sockets made inside stay there: tk0 exists for it.
-    let index = in_netns(ns.name(), || nix::net::if_::if_nametoindex("tk0"));
+    let index = run_in_netns(ns.name(), || nix::net::if_::if_nametoindex("tk0"));
     assert!(index.is_ok(), "{index:?}");
     assert_eq!(spawn_in_netns(ns.name(), own_netns).join().unwrap(), inside);
     // The code's panic reaches the caller, which stays home.
-    let panic = std::panic::catch_unwind(|| in_netns(ns.name(), || panic!("inside")))
+    let panic = std::panic::catch_unwind(|| run_in_netns(ns.name(), || panic!("inside")))
         .expect_err("the panic goes on");
     assert_eq!(panic.downcast_ref::<&str>(), Some(&"inside"));
     assert_eq!(own_netns(), home);
-    let missing = std::panic::catch_unwind(|| in_netns("lr-never-created-ns", || ()))
+    let missing = std::panic::catch_unwind(|| run_in_netns("lr-never-created-ns", || ()))
         .expect_err("no such namespace");
     let message = missing.downcast_ref::<String>().unwrap();
     assert!(

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub use linerate_testkit::in_netns;
+pub use linerate_testkit::run_in_netns;
 
 pub const GW: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 pub const PEER: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
