@@ -5,12 +5,13 @@
 //! hold, the traffic's counts, the deletes checked, and the exit.
 
 use super::capacity;
+use super::records::{
+    capacity_gateway_check, capacity_outcome, capacity_record, gateway_traffic_check, outcomes,
+    traffic_record,
+};
 use super::rekey::RekeyRun;
 use super::traffic::{slice_host, SendSide, Traffic, UpTunnel};
-use super::{
-    capacity_gateway_check, capacity_outcome, capacity_record, cpu_seconds, gateway_children,
-    gateway_traffic_check, outcomes, traffic_record, Bed, TrafficPlan, TunnelsPlan, TRAFFIC_FRAME,
-};
+use super::{cpu_seconds, gateway_children, Bed, TrafficPlan, TunnelsPlan, TRAFFIC_FRAME};
 use crate::error::{bail, Result};
 use crate::exit::Outcome;
 use crate::ipsec::Net;
