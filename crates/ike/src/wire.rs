@@ -8,6 +8,7 @@
 //! `protect` module checks its integrity, decrypts it and decodes the inner
 //! payload chain with [`parse_payloads`].
 
+use linerate_wire::cidr::Cidr;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -560,13 +561,12 @@ impl TrafficSelector {
                 "traffic selector '{text}' is not an IPv4 subnet, address or range: write 198.18.0.0/24, 10.0.0.1 or 10.0.0.1-10.0.0.9"
             ))
         };
-        if let Some((net, prefix)) = text.split_once('/') {
-            let net: Ipv4Addr = net.parse().map_err(|_| bad())?;
-            let prefix: u8 = prefix.parse().map_err(|_| bad())?;
-            if prefix > 32 {
+        if text.contains('/') {
+            let cidr: Cidr = text.parse().map_err(|_| bad())?;
+            let IpAddr::V4(net) = cidr.addr else {
                 return Err(bad());
-            }
-            return Ok(TrafficSelector::subnet(net, prefix));
+            };
+            return Ok(TrafficSelector::subnet(net, cidr.prefix_len));
         }
         if let Some((a, b)) = text.split_once('-') {
             let a: Ipv4Addr = a.trim().parse().map_err(|_| bad())?;

@@ -41,6 +41,7 @@
 
 pub mod arp;
 pub mod checksum;
+pub mod cidr;
 pub mod classify;
 pub mod encap;
 pub mod ethernet;

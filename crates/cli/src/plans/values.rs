@@ -6,6 +6,7 @@
 use linerate_engine::host::Ipv6Host;
 use linerate_engine::HostConfig;
 use linerate_session::error::{bail, err, Result, ResultExt};
+use linerate_wire::cidr::{Cidr, CidrError};
 use linerate_wire::{Encap, IpVersion, MacAddr};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
@@ -55,23 +56,26 @@ pub fn host_config(
             "--gw-{side} is missing: give the DUT's {version} address on port {side}'s {net}"
         )
     })?;
-    let (addr, len) = ip.split_once('/').ok_or_else(|| {
-        err!(
+    let cidr = ip.parse::<Cidr>();
+    if cidr == Err(CidrError::NoPrefix) {
+        bail!(
             BadInput,
             "--ip-{side} '{ip}' has no prefix length: write it as ADDR/LEN, e.g. {example}"
-        )
-    })?;
+        );
+    }
     let of_version = |text: &str| text.parse::<IpAddr>().ok().filter(|a| a.is_ipv6() == v6);
-    let addr = of_version(addr).ok_or_else(|| {
+    let addr_text = ip.split_once('/').map_or(ip, |(a, _)| a);
+    let addr = of_version(addr_text).ok_or_else(|| {
         err!(
             BadInput,
-            "--ip-{side} '{ip}': '{addr}' is not an {version} address{set}"
+            "--ip-{side} '{ip}': '{addr_text}' is not an {version} address{set}"
         )
     })?;
-    let len: u8 = len
-        .parse()
+    // The address is of the version asked for: the parser's bound is `bits`.
+    let len = cidr
         .ok()
-        .filter(|&l| (1..=bits).contains(&u32::from(l)))
+        .map(|c| c.prefix_len)
+        .filter(|&l| l >= 1)
         .ok_or_else(|| {
             err!(
                 BadInput,

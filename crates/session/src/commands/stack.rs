@@ -9,6 +9,7 @@ use linerate_goodput::hosts::{self, HostSetup, Side, LAB_V6, LAB_V6_PREFIX};
 use linerate_goodput::record::{lantraffic_coefficient, PathInfo};
 use linerate_goodput::{Endpoint, GoodputError};
 use linerate_lab::Lab;
+use linerate_wire::cidr::{Cidr, CidrError};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -68,26 +69,21 @@ impl StackPath {
 }
 
 pub fn parse_cidr(text: &str, option: &str) -> Result<(IpAddr, u8)> {
-    let (ip, len) = text.split_once('/').ok_or_else(|| {
-        err!(
+    match text.parse::<Cidr>() {
+        Ok(cidr) => Ok((cidr.addr, cidr.prefix_len)),
+        Err(CidrError::NoPrefix) => Err(err!(
             BadInput,
             "{option} '{text}' needs a prefix length, e.g. 198.18.0.2/24"
-        )
-    })?;
-    let ip: IpAddr = ip.parse().map_err(|_| {
-        err!(
+        )),
+        Err(CidrError::BadAddress(_)) => Err(err!(
             BadInput,
             "{option} '{text}' is not an IP address with a prefix length"
-        )
-    })?;
-    let max = if ip.is_ipv6() { 128 } else { 32 };
-    let len: u8 = len.parse().ok().filter(|l| *l <= max).ok_or_else(|| {
-        err!(
+        )),
+        Err(CidrError::BadPrefix { max }) => Err(err!(
             BadInput,
             "{option} '{text}': the prefix length must be 0..{max}"
-        )
-    })?;
-    Ok((ip, len))
+        )),
+    }
 }
 
 pub fn parse_ip(text: &str, option: &str) -> Result<IpAddr> {

@@ -12,8 +12,9 @@ use linerate_esp::EspSuite;
 use linerate_ike::{Identity, IkeProposals, Retransmit, TrafficSelector};
 use linerate_results::ipsec::Direction;
 use linerate_results::report::thousands;
+use linerate_wire::cidr::Cidr;
 use linerate_wire::flows::{Field, FieldRange};
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -31,16 +32,16 @@ impl Net {
             err!(BadInput,
                 "{option} {text} is not an IPv4 network: write it as ADDRESS/PREFIX, e.g. 198.19.1.0/24")
         };
-        let (addr, prefix) = text.split_once('/').ok_or_else(bad)?;
-        let address: Ipv4Addr = addr.parse().map_err(|_| bad())?;
-        let prefix_len: u8 = prefix.parse().map_err(|_| bad())?;
-        if !(1..=32).contains(&prefix_len) {
-            return Err(bad());
+        match text.parse::<Cidr>() {
+            Ok(Cidr {
+                addr: IpAddr::V4(address),
+                prefix_len: prefix_len @ 1..,
+            }) => Ok(Net {
+                address,
+                prefix_len,
+            }),
+            _ => Err(bad()),
         }
-        Ok(Net {
-            address,
-            prefix_len,
-        })
     }
 
     pub(super) fn mask(self) -> u32 {
