@@ -1,19 +1,21 @@
 //! The ciphers behind an SA, keyed once when the SA is made: AES-GCM from
-//! ring, AES-CBC and HMAC from RustCrypto (ring has no CBC). Nothing here
-//! allocates; every call works in the caller's buffer.
+//! ring; AES-CBC, 3DES-CBC, DES-CBC and the HMACs from RustCrypto (ring
+//! has no CBC, DES or MD5). Nothing here allocates; every call works in
+//! the caller's buffer.
 
 use aes::cipher::{
     generic_array::GenericArray, inout::InOutBuf, BlockCipher, BlockDecrypt, BlockDecryptMut,
     BlockEncrypt, BlockEncryptMut, InnerIvInit, KeyInit,
 };
-use aes::{Aes128Dec, Aes128Enc, Aes256Dec, Aes256Enc};
+use aes::{Aes128Dec, Aes128Enc, Aes192Dec, Aes192Enc, Aes256Dec, Aes256Enc};
+use des::{Des, TdesEde3};
 use hmac::{Hmac, Mac};
 use ring::aead;
 use subtle::ConstantTimeEq;
 
 use crate::error::EspError;
 use crate::keys::SaKeys;
-use crate::suite::EspSuite;
+use crate::suite::{EspCipher, EspIntegrity, EspSuite};
 
 /// AES-GCM with the SA's key schedule and salt (RFC 4106).
 pub(crate) struct Gcm {
@@ -85,21 +87,28 @@ impl Drop for Gcm {
 /// and `finalize_reset` returns to that state, so a packet costs only the
 /// hashing of its own bytes.
 pub(crate) enum Integrity {
+    Md5(Hmac<md5::Md5>),
     Sha1(Hmac<sha1::Sha1>),
     Sha256(Hmac<sha2::Sha256>),
+    Sha384(Hmac<sha2::Sha384>),
     Sha512(Hmac<sha2::Sha512>),
 }
 
 impl Integrity {
-    /// For a CBC suite; `key` may be any length (HMAC takes any), the SA's
-    /// lengths are checked by `SaKeys::validate`.
+    /// For a suite with integrity of its own (not AEAD); `key` may be any
+    /// length (HMAC takes any), the SA's lengths are checked by
+    /// `SaKeys::validate`.
     pub(crate) fn new(suite: EspSuite, key: &[u8]) -> Integrity {
         // HMAC accepts keys of any length (longer ones are hashed first).
         const ANY: &str = "HMAC accepts keys of any length";
-        match suite {
-            EspSuite::Aes128Sha1 => Integrity::Sha1(KeyInit::new_from_slice(key).expect(ANY)),
-            EspSuite::Aes256Sha512 => Integrity::Sha512(KeyInit::new_from_slice(key).expect(ANY)),
-            _ => Integrity::Sha256(KeyInit::new_from_slice(key).expect(ANY)),
+        match suite.integrity {
+            EspIntegrity::Md5 => Integrity::Md5(KeyInit::new_from_slice(key).expect(ANY)),
+            EspIntegrity::Sha1 => Integrity::Sha1(KeyInit::new_from_slice(key).expect(ANY)),
+            EspIntegrity::Sha384 => Integrity::Sha384(KeyInit::new_from_slice(key).expect(ANY)),
+            EspIntegrity::Sha512 => Integrity::Sha512(KeyInit::new_from_slice(key).expect(ANY)),
+            EspIntegrity::Sha256 | EspIntegrity::Aead => {
+                Integrity::Sha256(KeyInit::new_from_slice(key).expect(ANY))
+            }
         }
     }
 
@@ -125,35 +134,29 @@ impl Integrity {
     /// The untruncated HMAC into `out`, returning its length.
     #[inline]
     fn full(&mut self, data: &[u8], out: &mut [u8; 64]) -> usize {
+        fn run<M: Mac + hmac::digest::FixedOutputReset>(
+            m: &mut M,
+            data: &[u8],
+            out: &mut [u8; 64],
+        ) -> usize {
+            Mac::update(m, data);
+            let t = Mac::finalize_reset(m).into_bytes();
+            out[..t.len()].copy_from_slice(&t);
+            t.len()
+        }
         match self {
-            Integrity::Sha1(m) => {
-                m.update(data);
-                let t = m.finalize_reset().into_bytes();
-                out[..t.len()].copy_from_slice(&t);
-                t.len()
-            }
-            Integrity::Sha256(m) => {
-                m.update(data);
-                let t = m.finalize_reset().into_bytes();
-                out[..t.len()].copy_from_slice(&t);
-                t.len()
-            }
-            Integrity::Sha512(m) => {
-                m.update(data);
-                let t = m.finalize_reset().into_bytes();
-                out[..t.len()].copy_from_slice(&t);
-                t.len()
-            }
+            Integrity::Md5(m) => run(m, data, out),
+            Integrity::Sha1(m) => run(m, data, out),
+            Integrity::Sha256(m) => run(m, data, out),
+            Integrity::Sha384(m) => run(m, data, out),
+            Integrity::Sha512(m) => run(m, data, out),
         }
     }
 }
 
 /// CBC encryption with the key schedule kept in the SA (cbc's modes take a
-/// reference to it, so nothing is copied per packet).
-fn cbc_encrypt<C>(cipher: &C, iv: &[u8; 16], buf: &mut [u8])
-where
-    C: BlockEncrypt + BlockCipher<BlockSize = aes::cipher::consts::U16>,
-{
+/// reference to it, so nothing is copied per packet); `iv` is one block.
+fn cbc_encrypt<C: BlockEncrypt + BlockCipher>(cipher: &C, iv: &[u8], buf: &mut [u8]) {
     let mut mode = cbc::Encryptor::<&C>::inner_iv_init(cipher, GenericArray::from_slice(iv));
     let (blocks, tail) = InOutBuf::from(buf).into_chunks();
     debug_assert!(tail.is_empty());
@@ -163,68 +166,98 @@ where
 /// CBC decryption; unlike encryption it runs several blocks in parallel
 /// through AES-NI, as each block needs only its own and the previous
 /// ciphertext.
-fn cbc_decrypt<C>(cipher: &C, iv: &[u8; 16], buf: &mut [u8])
-where
-    C: BlockDecrypt + BlockCipher<BlockSize = aes::cipher::consts::U16>,
-{
+fn cbc_decrypt<C: BlockDecrypt + BlockCipher>(cipher: &C, iv: &[u8], buf: &mut [u8]) {
     let mut mode = cbc::Decryptor::<&C>::inner_iv_init(cipher, GenericArray::from_slice(iv));
     let (blocks, tail) = InOutBuf::from(buf).into_chunks();
     debug_assert!(tail.is_empty());
     mode.decrypt_blocks_inout_mut(blocks);
 }
 
-/// AES encryption key schedule for CBC.
+const CHECKED: &str = "key length checked by SaKeys::validate";
+
+/// The encryption key schedule of a CBC suite (or none: NULL).
 // One per SA, made once and never moved on the hot path: keeping the key
 // schedules inline saves a pointer chase per packet; the size is no cost.
 #[allow(clippy::large_enum_variant)]
-pub(crate) enum AesEnc {
+pub(crate) enum CbcEnc {
     A128(Aes128Enc),
+    A192(Aes192Enc),
     A256(Aes256Enc),
+    Tdes(TdesEde3),
+    Des(Des),
+    Null,
 }
 
-impl AesEnc {
-    pub(crate) fn new(key: &[u8]) -> AesEnc {
-        const CHECKED: &str = "AES key length checked by SaKeys::validate";
-        match key.len() {
-            16 => AesEnc::A128(Aes128Enc::new_from_slice(key).expect(CHECKED)),
-            _ => AesEnc::A256(Aes256Enc::new_from_slice(key).expect(CHECKED)),
+impl CbcEnc {
+    pub(crate) fn new(cipher: EspCipher, key: &[u8]) -> CbcEnc {
+        match cipher {
+            EspCipher::AesCbc { key_len: 16 } => {
+                CbcEnc::A128(KeyInit::new_from_slice(key).expect(CHECKED))
+            }
+            EspCipher::AesCbc { key_len: 24 } => {
+                CbcEnc::A192(KeyInit::new_from_slice(key).expect(CHECKED))
+            }
+            EspCipher::AesCbc { .. } => CbcEnc::A256(KeyInit::new_from_slice(key).expect(CHECKED)),
+            EspCipher::TripleDesCbc => CbcEnc::Tdes(KeyInit::new_from_slice(key).expect(CHECKED)),
+            EspCipher::DesCbc => CbcEnc::Des(KeyInit::new_from_slice(key).expect(CHECKED)),
+            EspCipher::Null | EspCipher::AesGcm16 { .. } => CbcEnc::Null,
         }
     }
 
-    /// CBC-encrypts `buf` (a whole number of blocks) in place.
+    /// CBC-encrypts `buf` (a whole number of blocks) in place; `iv` is one
+    /// block of the cipher (none for NULL, which leaves `buf` as it is).
     #[inline]
-    pub(crate) fn cbc_encrypt(&self, iv: &[u8; 16], buf: &mut [u8]) {
+    pub(crate) fn cbc_encrypt(&self, iv: &[u8], buf: &mut [u8]) {
         match self {
-            AesEnc::A128(c) => cbc_encrypt(c, iv, buf),
-            AesEnc::A256(c) => cbc_encrypt(c, iv, buf),
+            CbcEnc::A128(c) => cbc_encrypt(c, iv, buf),
+            CbcEnc::A192(c) => cbc_encrypt(c, iv, buf),
+            CbcEnc::A256(c) => cbc_encrypt(c, iv, buf),
+            CbcEnc::Tdes(c) => cbc_encrypt(c, iv, buf),
+            CbcEnc::Des(c) => cbc_encrypt(c, iv, buf),
+            CbcEnc::Null => {}
         }
     }
 }
 
-/// AES decryption key schedule for CBC.
+/// The decryption key schedule of a CBC suite (or none: NULL).
 // One per SA, made once and never moved on the hot path: keeping the key
 // schedules inline saves a pointer chase per packet; the size is no cost.
 #[allow(clippy::large_enum_variant)]
-pub(crate) enum AesDec {
+pub(crate) enum CbcDec {
     A128(Aes128Dec),
+    A192(Aes192Dec),
     A256(Aes256Dec),
+    Tdes(TdesEde3),
+    Des(Des),
+    Null,
 }
 
-impl AesDec {
-    pub(crate) fn new(key: &[u8]) -> AesDec {
-        const CHECKED: &str = "AES key length checked by SaKeys::validate";
-        match key.len() {
-            16 => AesDec::A128(Aes128Dec::new_from_slice(key).expect(CHECKED)),
-            _ => AesDec::A256(Aes256Dec::new_from_slice(key).expect(CHECKED)),
+impl CbcDec {
+    pub(crate) fn new(cipher: EspCipher, key: &[u8]) -> CbcDec {
+        match cipher {
+            EspCipher::AesCbc { key_len: 16 } => {
+                CbcDec::A128(KeyInit::new_from_slice(key).expect(CHECKED))
+            }
+            EspCipher::AesCbc { key_len: 24 } => {
+                CbcDec::A192(KeyInit::new_from_slice(key).expect(CHECKED))
+            }
+            EspCipher::AesCbc { .. } => CbcDec::A256(KeyInit::new_from_slice(key).expect(CHECKED)),
+            EspCipher::TripleDesCbc => CbcDec::Tdes(KeyInit::new_from_slice(key).expect(CHECKED)),
+            EspCipher::DesCbc => CbcDec::Des(KeyInit::new_from_slice(key).expect(CHECKED)),
+            EspCipher::Null | EspCipher::AesGcm16 { .. } => CbcDec::Null,
         }
     }
 
     /// CBC-decrypts `buf` (a whole number of blocks) in place.
     #[inline]
-    pub(crate) fn cbc_decrypt(&self, iv: &[u8; 16], buf: &mut [u8]) {
+    pub(crate) fn cbc_decrypt(&self, iv: &[u8], buf: &mut [u8]) {
         match self {
-            AesDec::A128(c) => cbc_decrypt(c, iv, buf),
-            AesDec::A256(c) => cbc_decrypt(c, iv, buf),
+            CbcDec::A128(c) => cbc_decrypt(c, iv, buf),
+            CbcDec::A192(c) => cbc_decrypt(c, iv, buf),
+            CbcDec::A256(c) => cbc_decrypt(c, iv, buf),
+            CbcDec::Tdes(c) => cbc_decrypt(c, iv, buf),
+            CbcDec::Des(c) => cbc_decrypt(c, iv, buf),
+            CbcDec::Null => {}
         }
     }
 }
@@ -274,8 +307,9 @@ impl CbcIvs {
 
 #[cfg(test)]
 mod tests {
-    //! The HMACs of the CBC suites against RFC 2202 (SHA-1), RFC 4231 and
-    //! RFC 4868 (SHA-256/512), full and truncated as ESP sends them.
+    //! The HMACs of the CBC suites against RFC 2202 (MD5, SHA-1), RFC 4231
+    //! and RFC 4868 (SHA-256/384/512), full and truncated as ESP sends
+    //! them; DES and 3DES against FIPS 81 and NIST SP 800-67.
     use super::*;
     use crate::testutil::hex;
 
@@ -432,5 +466,83 @@ mod tests {
         }
         // Each SA draws its own key.
         assert!(!seen.contains(&other.next_iv()));
+    }
+
+    #[test]
+    fn hmac_md5_rfc_2202() {
+        let s = EspSuite::TripleDesMd5;
+        // Case 1.
+        assert_eq!(
+            mac(s, &[0x0b; 16], b"Hi There", 16),
+            hex("9294727a3638bb1c13f48ef8158bfc9d")
+        );
+        // Case 2.
+        assert_eq!(
+            mac(s, b"Jefe", b"what do ya want for nothing?", 16),
+            hex("750c783e6ab0b503eaa86e310a5db738")
+        );
+        // Case 5: digest-96, what HMAC-MD5-96 (RFC 2403) puts in the ICV.
+        assert_eq!(
+            mac(s, &[0x0c; 16], b"Test With Truncation", 12),
+            hex("56461ef2342edc00f9bab995")
+        );
+    }
+
+    #[test]
+    fn hmac_sha384_rfc_4231() {
+        let s = EspSuite::parse("aes128-sha384").unwrap();
+        // Test case 1, and its first 192 bits (RFC 4868's ICV).
+        assert_eq!(
+            mac(s, &[0x0b; 20], b"Hi There", 48),
+            hex(
+                "afd03944d84895626b0825f4ab46907f15f9dadbe4101ec682aa034c7cebc59c
+                 faea9ea9076ede7f4af152e8b2fa9cb6"
+            )
+        );
+        assert_eq!(
+            mac(s, b"Jefe", b"what do ya want for nothing?", 24),
+            hex("af45d2e376484031617f78d2b58a6b1b9c7ef464f5a01b47")
+        );
+    }
+
+    /// FIPS 81's CBC example: DES, key 0123456789abcdef, IV 1234567890abcdef.
+    #[test]
+    fn des_cbc_fips_81() {
+        let key = hex("0123456789abcdef");
+        let iv = hex("1234567890abcdef");
+        let plain = b"Now is the time for all ".to_vec();
+        let mut buf = plain.clone();
+        CbcEnc::new(EspCipher::DesCbc, &key).cbc_encrypt(&iv, &mut buf);
+        assert_eq!(buf, hex("e5c7cdde872bf27c43e934008c389c0f683788499a7c05f6"));
+        CbcDec::new(EspCipher::DesCbc, &key).cbc_decrypt(&iv, &mut buf);
+        assert_eq!(buf, plain);
+    }
+
+    /// NIST SP 800-67's example (three keys, ECB): each block alone is CBC
+    /// with a zero IV.
+    #[test]
+    fn triple_des_sp_800_67() {
+        let key = hex("0123456789abcdef23456789abcdef01456789abcdef0123");
+        let enc = CbcEnc::new(EspCipher::TripleDesCbc, &key);
+        let dec = CbcDec::new(EspCipher::TripleDesCbc, &key);
+        for (plain, cipher) in [
+            ("5468652071756663", "a826fd8ce53b855f"),
+            ("6b2062726f776e20", "cce21c8112256fe6"),
+            ("666f78206a756d70", "68d5c05dd9b6b900"),
+        ] {
+            let mut block = hex(plain);
+            enc.cbc_encrypt(&[0; 8], &mut block);
+            assert_eq!(block, hex(cipher), "{plain}");
+            dec.cbc_decrypt(&[0; 8], &mut block);
+            assert_eq!(block, hex(plain));
+        }
+    }
+
+    /// NULL encryption (RFC 2410) leaves the packet as it is.
+    #[test]
+    fn null_encryption_is_the_identity() {
+        let mut buf = b"clear text, 4-byte aligned".to_vec();
+        CbcEnc::new(EspCipher::Null, &[]).cbc_encrypt(&[], &mut buf);
+        assert_eq!(buf, b"clear text, 4-byte aligned");
     }
 }

@@ -3,7 +3,7 @@
 use zeroize::Zeroize;
 
 use crate::error::EspError;
-use crate::suite::EspSuite;
+use crate::suite::{EspCipher, EspIntegrity, EspSuite};
 
 /// The keys of one ESP SA (one direction), as IKEv2's KEYMAT gives them:
 /// the encryption key first, then the integrity key.
@@ -32,15 +32,20 @@ impl SaKeys {
     /// capture. The keys are in the line: it goes only to a file its
     /// owner alone can read.
     pub fn wireshark_esp_sa(&self, src: std::net::Ipv4Addr, dst: std::net::Ipv4Addr) -> String {
-        let (encryption, integrity) = match self.suite {
-            EspSuite::Aes128Gcm16 | EspSuite::Aes256Gcm16 => {
-                ("AES-GCM with 16 octet ICV [RFC4106]", "NULL")
-            }
-            EspSuite::Aes128Sha1 => ("AES-CBC [RFC3602]", "HMAC-SHA-1-96 [RFC2404]"),
-            EspSuite::Aes128Sha256 | EspSuite::Aes256Sha256 => {
-                ("AES-CBC [RFC3602]", "HMAC-SHA-256-128 [RFC4868]")
-            }
-            EspSuite::Aes256Sha512 => ("AES-CBC [RFC3602]", "HMAC-SHA-512-256 [RFC4868]"),
+        let encryption = match self.suite.cipher {
+            EspCipher::AesGcm16 { .. } => "AES-GCM with 16 octet ICV [RFC4106]",
+            EspCipher::AesCbc { .. } => "AES-CBC [RFC3602]",
+            EspCipher::TripleDesCbc => "TripleDES-CBC [RFC2451]",
+            EspCipher::DesCbc => "DES-CBC [RFC2405]",
+            EspCipher::Null => "NULL",
+        };
+        let integrity = match self.suite.integrity {
+            EspIntegrity::Aead => "NULL",
+            EspIntegrity::Md5 => "HMAC-MD5-96 [RFC2403]",
+            EspIntegrity::Sha1 => "HMAC-SHA-1-96 [RFC2404]",
+            EspIntegrity::Sha256 => "HMAC-SHA-256-128 [RFC4868]",
+            EspIntegrity::Sha384 => "HMAC-SHA-384-192 [RFC4868]",
+            EspIntegrity::Sha512 => "HMAC-SHA-512-256 [RFC4868]",
         };
         let hex = |bytes: &[u8]| -> String {
             if bytes.is_empty() {
@@ -151,7 +156,7 @@ mod tests {
         .unwrap();
         let text = format!("{keys:?} {keys:#?}");
         assert!(text.contains("0xc0ffee01"), "{text}");
-        assert!(text.contains("Aes128Sha256"), "{text}");
+        assert!(text.contains("aes128-sha256"), "{text}");
         for needle in ["171", "205", "ab", "AB", "cd", "CD", "[", "encryption_key"] {
             assert!(!text.contains(needle), "{needle} in {text}");
         }
@@ -167,12 +172,9 @@ mod tests {
                 vec![2; suite.integrity_key_len()],
             );
             assert!(ok.is_ok(), "{suite}");
-            let short = SaKeys::new(
-                suite,
-                1,
-                vec![1; suite.encryption_keymat_len() - 1],
-                vec![2; suite.integrity_key_len()],
-            );
+            // Shorter, or (NULL has no key) longer.
+            let wrong = suite.encryption_keymat_len().checked_sub(1).unwrap_or(1);
+            let short = SaKeys::new(suite, 1, vec![1; wrong], vec![2; suite.integrity_key_len()]);
             assert!(matches!(short, Err(EspError::KeyLength { .. })), "{suite}");
             let integ = SaKeys::new(
                 suite,

@@ -63,4 +63,4 @@ pub use sa::{
     spi_of, Inbound, InboundCounters, Opened, Outbound, OutboundCounters, NEXT_HEADER_IPV4,
     NEXT_HEADER_IPV6, NEXT_HEADER_NONE,
 };
-pub use suite::{EspSuite, SuiteError};
+pub use suite::{EspCipher, EspIntegrity, EspSuite, SuiteError};

@@ -15,7 +15,7 @@
 
 use serde::Serialize;
 
-use crate::crypto::{AesDec, AesEnc, CbcIvs, Gcm, Integrity};
+use crate::crypto::{CbcDec, CbcEnc, CbcIvs, Gcm, Integrity};
 use crate::error::{EspError, Malformed};
 use crate::keys::SaKeys;
 use crate::replay::{ReplayWindow, REPLAY_WINDOW};
@@ -91,7 +91,7 @@ pub struct Opened<'a> {
 enum SealKey {
     Gcm(Gcm),
     Cbc {
-        aes: AesEnc,
+        cipher: CbcEnc,
         ivs: CbcIvs,
         integrity: Integrity,
     },
@@ -102,7 +102,10 @@ enum SealKey {
 #[allow(clippy::large_enum_variant)]
 enum OpenKey {
     Gcm(Gcm),
-    Cbc { aes: AesDec, integrity: Integrity },
+    Cbc {
+        cipher: CbcDec,
+        integrity: Integrity,
+    },
 }
 
 /// Padded length of payload plus trailer (RFC 4303 §2.4): the smallest
@@ -137,7 +140,7 @@ impl Outbound {
             SealKey::Gcm(Gcm::new(&keys))
         } else {
             SealKey::Cbc {
-                aes: AesEnc::new(keys.cipher_key()),
+                cipher: CbcEnc::new(keys.suite.cipher, keys.cipher_key()),
                 ivs: CbcIvs::new()?,
                 integrity: Integrity::new(keys.suite, &keys.integrity_key),
             }
@@ -280,16 +283,19 @@ impl Outbound {
                 gcm.seal(iv, aad, body, icv)?;
             }
             SealKey::Cbc {
-                aes,
+                cipher,
                 ivs,
                 integrity,
             } => {
+                // One block of the cipher: 16 bytes for AES, 8 for DES and
+                // 3DES (the first 8 of a fresh block), none for NULL.
                 let mut iv = ivs.next_iv();
+                let iv = &mut iv[..iv_len];
                 if let Some(v) = iv_override {
                     iv.copy_from_slice(v);
                 }
-                esp[ESP_HEADER_LEN..hdr].copy_from_slice(&iv);
-                aes.cbc_encrypt(&iv, &mut esp[hdr..hdr + padded]);
+                esp[ESP_HEADER_LEN..hdr].copy_from_slice(iv);
+                cipher.cbc_encrypt(iv, &mut esp[hdr..hdr + padded]);
                 let (covered, icv) = esp.split_at_mut(hdr + padded);
                 integrity.sign(covered, icv);
             }
@@ -334,7 +340,7 @@ impl Inbound {
             OpenKey::Gcm(Gcm::new(&keys))
         } else {
             OpenKey::Cbc {
-                aes: AesDec::new(keys.cipher_key()),
+                cipher: CbcDec::new(keys.suite.cipher, keys.cipher_key()),
                 integrity: Integrity::new(keys.suite, &keys.integrity_key),
             }
         };
@@ -429,13 +435,14 @@ impl Inbound {
                 let (head, rest) = esp.split_at_mut(hdr);
                 gcm.open(&head[ESP_HEADER_LEN..], aad, rest)
             }
-            OpenKey::Cbc { aes, integrity } => {
+            OpenKey::Cbc { cipher, integrity } => {
                 let (covered, icv) = esp.split_at(len - icv_len);
                 let ok = integrity.verify(covered, icv);
                 if ok {
                     let mut iv = [0u8; 16];
+                    let iv = &mut iv[..hdr - ESP_HEADER_LEN];
                     iv.copy_from_slice(&esp[ESP_HEADER_LEN..hdr]);
-                    aes.cbc_decrypt(&iv, &mut esp[hdr..hdr + body_len]);
+                    cipher.cbc_decrypt(iv, &mut esp[hdr..hdr + body_len]);
                 }
                 ok
             }
@@ -480,6 +487,7 @@ impl std::fmt::Debug for Inbound {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::suite::EspCipher;
     use crate::testutil::keys;
     use proptest::prelude::*;
 
@@ -515,8 +523,8 @@ mod tests {
                 let n = out.seal(&packet, NEXT_HEADER_IPV4, &mut buf).unwrap();
                 assert_eq!(n, len + suite.overhead(len), "{suite} {len}");
                 assert_eq!(spi_of(&buf), Some(SPI));
-                // The inner packet is not in the clear.
-                if len >= 16 {
+                // The inner packet is not in the clear (but with NULL).
+                if len >= 16 && suite.cipher != EspCipher::Null {
                     let at = out.payload_offset();
                     assert_ne!(buf[at..at + 16], packet[..16], "{suite} {len}");
                 }
@@ -743,10 +751,12 @@ mod tests {
                 gcm.seal(&iv, aad, body_part, icv).unwrap();
             }
             false => {
-                let iv: [u8; 16] = buf[8..24].try_into().unwrap();
-                AesDec::new(keys.cipher_key()).cbc_decrypt(&iv, &mut buf[hdr..hdr + body]);
+                let iv = buf[8..hdr].to_vec();
+                CbcDec::new(suite.cipher, keys.cipher_key())
+                    .cbc_decrypt(&iv, &mut buf[hdr..hdr + body]);
                 spoil(&mut buf[hdr..hdr + body]);
-                AesEnc::new(keys.cipher_key()).cbc_encrypt(&iv, &mut buf[hdr..hdr + body]);
+                CbcEnc::new(suite.cipher, keys.cipher_key())
+                    .cbc_encrypt(&iv, &mut buf[hdr..hdr + body]);
                 let (covered, icv) = buf[..n].split_at_mut(hdr + body);
                 Integrity::new(suite, &keys.integrity_key).sign(covered, icv);
             }

@@ -60,7 +60,7 @@ pub use event::Event;
 pub use io::fleet::{Deletes, Fleet, PeerEvent, Setup};
 pub use io::responder::Responder;
 pub use io::session::{Session, Sockets};
-pub use linerate_esp::{EspSuite, SaKeys};
+pub use linerate_esp::{EspCipher, EspIntegrity, EspSuite, SaKeys};
 pub use proposal::{IkeProposal, IkeProposals, IkeSuite, ProposalError};
 /// The random sources the state machines take (`rand_core::OsRng`).
 pub use rand_core;

@@ -166,7 +166,12 @@ pub(crate) fn new_esp_spi(rng: Rng<'_>) -> u32 {
 /// numbers.
 pub(crate) fn esp_proposal(suite: EspSuite, spi: u32, pfs: Option<DhGroup>) -> Proposal {
     let (encr, bits) = suite.ikev2_encryption();
-    let mut transforms = vec![Transform::with_key_length(transform::ENCR, encr, bits)];
+    // A key length for AES only (RFC 7296 §3.3.5).
+    let mut transforms = vec![Transform {
+        kind: transform::ENCR,
+        id: encr,
+        key_length: bits,
+    }];
     if let Some(integ) = suite.ikev2_integrity() {
         transforms.push(Transform::new(transform::INTEG, integ));
     }
@@ -245,7 +250,7 @@ pub(crate) fn choose_esp(
                 .iter()
                 .any(|t| t.kind == kind && t.id == id && t.key_length == key)
         };
-        if !has(transform::ENCR, encr, Some(bits)) {
+        if !has(transform::ENCR, encr, bits) {
             continue;
         }
         if let Some(integ) = suite.ikev2_integrity() {
@@ -1160,7 +1165,14 @@ mod tests {
             assert_eq!(p.spi, [0x12, 0x34, 0x56, 0x78]);
             assert_eq!(p.protocol, protocol::ESP);
             let (id, bits) = suite.ikev2_encryption();
-            assert_eq!(p.transforms[0], Transform::with_key_length(1, id, bits));
+            assert_eq!(
+                p.transforms[0],
+                Transform {
+                    kind: 1,
+                    id,
+                    key_length: bits
+                }
+            );
             assert_eq!(
                 p.transforms.len(),
                 if suite.is_aead() { 2 } else { 3 },

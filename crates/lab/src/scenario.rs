@@ -97,7 +97,7 @@ pub enum ScenarioError {
     Empty,
     #[error("--scenario '{0}' is unknown: use lan-lan, wan-lan, acl:N, firewall:N, routes:N, tunnel:vxlan|wireguard|gre|ipsec[:aes-cbc-sha256|aes-gcm|null], vpn-gateway[:SUITE] or xdp-router, joined with '+', several separated by ','")]
     Unknown(String),
-    #[error("--scenario '{0}': unknown ESP suite: use vpn-gateway or vpn-gateway:SUITE with SUITE one of {suites}, aes-gcm (= aes128gcm16) or aes-cbc-sha256 (= aes128-sha256)", suites = EspSuite::NAMES.join(", "))]
+    #[error("--scenario '{0}': unknown ESP suite: use vpn-gateway or vpn-gateway:SUITE with SUITE one of {suites}, aes-gcm (= aes128gcm16) or aes-cbc-sha256 (= aes128-sha256)", suites = EspSuite::names().collect::<Vec<_>>().join(", "))]
     UnknownSuite(String),
     #[error(
         "--scenario '{part}': {what} must be a whole number from {min} to {max}, e.g. {example}"

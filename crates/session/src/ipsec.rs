@@ -411,7 +411,8 @@ impl IpsecPeer {
                 r.spi_out,
                 r.spi_in,
                 r.direction.gateway_does()
-            ) + &self.rekey_note();
+            ) + &self.rekey_note()
+                + &weak_note(&r.esp);
         }
         let travels = if r.encapsulation == encapsulation_label(Encapsulation::Raw) {
             "raw (IP protocol 50)"
@@ -429,6 +430,7 @@ impl IpsecPeer {
             r.remote_net,
             r.direction.gateway_does()
         ) + &self.rekey_note()
+            + &weak_note(&r.esp)
     }
 
     /// "; each CHILD_SA rekeyed every 2s (--rekey)", with `--rekey`, and
@@ -486,6 +488,18 @@ impl IpsecPeer {
     }
 }
 
+/// "; 3des-md5 is weak ...", once in the run's notes, for a suite of DES,
+/// 3DES, MD5 or NULL encryption: measured as asked (the point is to
+/// measure devices that still run them), said to protect nothing.
+fn weak_note(esp: &str) -> String {
+    match EspSuite::parse(esp) {
+        Ok(suite) if suite.is_weak() => format!(
+            "; ESP {esp} is weak (DES, 3DES, MD5 or no encryption): measured as the gateway runs it, not for traffic that needs protection"
+        ),
+        _ => String::new(),
+    }
+}
+
 impl Drop for IpsecPeer {
     /// Deletes the IKE SAs (and with them the CHILD_SAs) on the gateway,
     /// then takes linerate's addresses off port B.
@@ -509,5 +523,20 @@ impl Drop for IpsecPeer {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         self.address_off();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weak_suites_are_said_to_be_weak_and_only_they() {
+        for weak in ["3des-md5", "des-sha1", "null-sha256", "aes256-md5"] {
+            assert!(weak_note(weak).contains("is weak"), "{weak}");
+        }
+        for strong in ["aes128gcm16", "aes256-sha512", "aes192-sha384", "?"] {
+            assert_eq!(weak_note(strong), "", "{strong}");
+        }
     }
 }

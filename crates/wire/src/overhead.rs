@@ -74,6 +74,8 @@ pub enum Auth {
     Sha1,
     /// HMAC-SHA-256-128
     Sha256,
+    /// HMAC-SHA-384-192
+    Sha384,
     /// HMAC-SHA-512-256
     Sha512,
 }
@@ -85,6 +87,7 @@ impl Auth {
             "md5" => Auth::Md5,
             "sha1" => Auth::Sha1,
             "sha256" => Auth::Sha256,
+            "sha384" => Auth::Sha384,
             "sha512" => Auth::Sha512,
             _ => return None,
         })
@@ -94,6 +97,7 @@ impl Auth {
             Auth::None => 0,
             Auth::Md5 | Auth::Sha1 => 12,
             Auth::Sha256 => 16,
+            Auth::Sha384 => 24,
             Auth::Sha512 => 32,
         }
     }
@@ -365,6 +369,7 @@ mod tests {
         assert_eq!(Cipher::parse("AES-GCM"), Some(Cipher::AesGcm));
         assert_eq!(Cipher::parse("3des"), Some(Cipher::TripleDes));
         assert_eq!(Auth::parse("sha512"), Some(Auth::Sha512));
+        assert_eq!(Auth::parse("sha384").map(Auth::icv), Some(24));
         assert_eq!(Cipher::parse("rot13"), None);
     }
 

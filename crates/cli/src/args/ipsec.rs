@@ -26,7 +26,7 @@ pub struct IpsecArgs {
     /// IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions.
     #[arg(long, value_name = "PROPOSAL")]
     pub ike: Option<String>,
-    /// The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's).
+    /// The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, or CIPHER-INTEGRITY with CIPHER aes128, aes192, aes256, 3des, des or null and INTEGRITY md5, sha1, sha256, sha384 or sha512 (aes128-sha256, 3des-md5). Default: aes256gcm16 (in the lab: the scenario's).
     #[arg(long, value_name = "SUITE")]
     pub esp: Option<String>,
     /// linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain.

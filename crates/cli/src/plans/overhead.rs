@@ -159,13 +159,23 @@ fn mode_text(args: &OverheadArgs) -> &str {
 }
 
 fn suite_parts(suite: linerate_ike::EspSuite) -> (Cipher, Auth) {
-    use linerate_ike::EspSuite::*;
-    match suite {
-        Aes128Gcm16 | Aes256Gcm16 => (Cipher::AesGcm, Auth::None),
-        Aes128Sha1 => (Cipher::AesCbc, Auth::Sha1),
-        Aes128Sha256 | Aes256Sha256 => (Cipher::AesCbc, Auth::Sha256),
-        Aes256Sha512 => (Cipher::AesCbc, Auth::Sha512),
-    }
+    use linerate_ike::{EspCipher, EspIntegrity};
+    let cipher = match suite.cipher {
+        EspCipher::AesGcm16 { .. } => Cipher::AesGcm,
+        EspCipher::AesCbc { .. } => Cipher::AesCbc,
+        EspCipher::TripleDesCbc => Cipher::TripleDes,
+        EspCipher::DesCbc => Cipher::Des,
+        EspCipher::Null => Cipher::Null,
+    };
+    let auth = match suite.integrity {
+        EspIntegrity::Aead => Auth::None,
+        EspIntegrity::Md5 => Auth::Md5,
+        EspIntegrity::Sha1 => Auth::Sha1,
+        EspIntegrity::Sha256 => Auth::Sha256,
+        EspIntegrity::Sha384 => Auth::Sha384,
+        EspIntegrity::Sha512 => Auth::Sha512,
+    };
+    (cipher, auth)
 }
 
 fn describe(args: &OverheadArgs) -> String {

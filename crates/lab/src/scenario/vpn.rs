@@ -43,6 +43,7 @@ use crate::link::{link_counters, link_info, LinkCounters};
 use crate::sides::SIDES;
 use crate::text::thousands;
 use crate::{netns, Lab, LabError};
+use linerate_esp::suite::{EspCipher, EspIntegrity};
 use linerate_esp::EspSuite;
 use linerate_helper::PrivateDir;
 use std::net::Ipv4Addr;
@@ -176,18 +177,28 @@ impl SaCounters {
     }
 }
 
-/// The suite of a CHILD_SA from charon's algorithm names, if linerate has it.
+/// The suite of a CHILD_SA from charon's algorithm names (vici's
+/// `encr-alg`, `encr-keysize`, `integ-alg`), if linerate has it.
 fn suite_of(encr: &str, keysize: &str, integ: Option<&str>) -> Option<EspSuite> {
-    let suite = match (encr, keysize, integ) {
-        ("AES_GCM_16", "128", _) => EspSuite::Aes128Gcm16,
-        ("AES_GCM_16", "256", _) => EspSuite::Aes256Gcm16,
-        ("AES_CBC", "128", Some("HMAC_SHA1_96")) => EspSuite::Aes128Sha1,
-        ("AES_CBC", "128", Some("HMAC_SHA2_256_128")) => EspSuite::Aes128Sha256,
-        ("AES_CBC", "256", Some("HMAC_SHA2_256_128")) => EspSuite::Aes256Sha256,
-        ("AES_CBC", "256", Some("HMAC_SHA2_512_256")) => EspSuite::Aes256Sha512,
+    let key_len = keysize.parse::<u16>().ok().map(|bits| (bits / 8) as u8);
+    let cipher = match (encr, key_len) {
+        ("AES_GCM_16", Some(key_len @ (16 | 32))) => EspCipher::AesGcm16 { key_len },
+        ("AES_CBC", Some(key_len @ (16 | 24 | 32))) => EspCipher::AesCbc { key_len },
+        ("3DES_CBC", _) => EspCipher::TripleDesCbc,
+        ("DES_CBC", _) => EspCipher::DesCbc,
+        ("NULL", _) => EspCipher::Null,
         _ => return None,
     };
-    Some(suite)
+    let integrity = match (cipher, integ) {
+        (EspCipher::AesGcm16 { .. }, _) => EspIntegrity::Aead,
+        (_, Some("HMAC_MD5_96")) => EspIntegrity::Md5,
+        (_, Some("HMAC_SHA1_96")) => EspIntegrity::Sha1,
+        (_, Some("HMAC_SHA2_256_128")) => EspIntegrity::Sha256,
+        (_, Some("HMAC_SHA2_384_192")) => EspIntegrity::Sha384,
+        (_, Some("HMAC_SHA2_512_256")) => EspIntegrity::Sha512,
+        _ => return None,
+    };
+    Some(EspSuite { cipher, integrity })
 }
 
 /// The CHILD_SAs of one vici `list-sa` event.
@@ -606,7 +617,7 @@ mod tests {
         assert_eq!(parse_suite("aes-gcm"), Some(EspSuite::Aes128Gcm16));
         assert_eq!(parse_suite("aes-cbc-sha256"), Some(EspSuite::Aes128Sha256));
         assert_eq!(parse_suite("aes-sha256"), Some(EspSuite::Aes128Sha256));
-        for (name, suite) in EspSuite::NAMES.iter().zip(EspSuite::ALL) {
+        for (name, suite) in EspSuite::names().zip(EspSuite::ALL) {
             assert_eq!(parse_suite(name), Some(suite));
         }
         assert_eq!(parse_suite("null"), None);
@@ -690,6 +701,11 @@ mod tests {
             suite_of("AES_CBC", "256", Some("HMAC_SHA2_512_256")),
             Some(EspSuite::Aes256Sha512)
         );
-        assert_eq!(suite_of("AES_CBC", "128", Some("HMAC_MD5_96")), None);
+        assert_eq!(
+            suite_of("3DES_CBC", "", Some("HMAC_MD5_96")),
+            Some(EspSuite::TripleDesMd5)
+        );
+        assert_eq!(suite_of("AES_CBC", "128", Some("AES_XCBC_96")), None);
+        assert_eq!(suite_of("CAMELLIA_CBC", "128", Some("HMAC_SHA1_96")), None);
     }
 }
