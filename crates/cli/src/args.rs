@@ -371,10 +371,10 @@ pub struct OverheadArgs {
     /// ESP encryption: null, des, 3des, aes (CBC), aes-gcm; or a proposal as --ipsec takes it (aes256gcm16, aes128-sha256, ...), which names the integrity too.
     #[arg(long)]
     pub esp: Option<String>,
-    /// ESP integrity: none, md5, sha1, sha256, sha512 (HMAC, truncated as in RFC 2403/2404/4868).
+    /// ESP integrity: none, md5, sha1, sha256, sha384, sha512 (HMAC, truncated as in RFC 2403/2404/4868).
     #[arg(long, requires = "esp")]
     pub auth: Option<String>,
-    /// AH with this integrity algorithm: md5, sha1, sha256, sha512.
+    /// AH with this integrity algorithm: md5, sha1, sha256, sha384, sha512.
     #[arg(long)]
     pub ah: Option<String>,
     /// IPsec mode of --esp or --ah: tunnel (the default) or transport.

@@ -70,7 +70,7 @@ fn encapsulation(args: &OverheadArgs) -> Result<Encapsulation> {
                 (None, Cipher::AesGcm) => Auth::None,
                 (None, _) => bail!(
                     BadInput,
-                    "--esp {c} needs --auth (md5, sha1, sha256, sha512, or none)"
+                    "--esp {c} needs --auth (md5, sha1, sha256, sha384, sha512, or none)"
                 ),
             };
             if cipher.is_aead() && auth != Auth::None {

@@ -98,7 +98,7 @@ pub fn run(plan: OverheadPlan) -> Result<Outcome> {
 
 pub fn parse_auth(text: &str, option: &str) -> Result<Auth> {
     Auth::parse(text).ok_or_else(|| {
-        err!(BadInput, "{option} '{text}' is not an integrity algorithm linerate knows: use md5, sha1, sha256, sha512 or none")
+        err!(BadInput, "{option} '{text}' is not an integrity algorithm linerate knows: use md5, sha1, sha256, sha384, sha512 or none")
     })
 }
 
