@@ -52,6 +52,7 @@ pub mod suite;
 mod testutil;
 #[cfg(test)]
 mod vectors;
+pub mod xfrm;
 
 pub use error::{EspError, Malformed};
 pub use frame::{
