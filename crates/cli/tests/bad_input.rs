@@ -1739,8 +1739,8 @@ fn ipsec_options_outside_their_mode() {
         ),
         (
             "an unknown --esp",
-            trial(&["--ipsec", "--esp", "3des-md5"]),
-            &["3des-md5", "aes256gcm16"],
+            trial(&["--ipsec", "--esp", "camellia128-sha256"]),
+            &["camellia128-sha256", "aes256gcm16", "3des"],
         ),
         (
             "an unknown --ike",
