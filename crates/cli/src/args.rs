@@ -463,6 +463,9 @@ pub struct TrialArgs {
     /// How long to send.
     #[arg(long, allow_hyphen_values = true, default_value = "2s")]
     pub duration: String,
+    /// Send exactly N frames at the rate (per direction), instead of a duration: the trial lasts N / rate (pktgen's count).
+    #[arg(long = "frames", value_name = "N", conflicts_with = "duration")]
+    pub frame_count: Option<String>,
     /// Loss allowed before the trial counts as failed (exit 1): 0.1% or 0.001 (N% is percent, a bare number a ratio).
     #[arg(long, default_value = "0")]
     pub loss: String,

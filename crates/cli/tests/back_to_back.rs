@@ -64,6 +64,37 @@ fn trial_1518_bytes_is_exact() {
     );
 }
 
+/// `--frames N` sends exactly N frames at the rate (pktgen's count): the
+/// trial is N / rate long, and every count is exact over N.
+#[test]
+fn a_trial_of_a_frame_count_sends_exactly_that_many() {
+    if !root_or_skip("a_trial_of_a_frame_count_sends_exactly_that_many") {
+        return;
+    }
+    let (ns, _guard) = back_to_back("b", 9000);
+    let json = TempFile::new("b2b-frames");
+    let mut args = vec!["trial"];
+    args.extend_from_slice(&B2B_HOSTS);
+    args.extend_from_slice(&[
+        "--frame-size",
+        "64",
+        "--rate",
+        "20000fps",
+        "--frames",
+        "12345",
+        "--straggler-wait",
+        "500ms",
+        "--json",
+        json.arg(),
+    ]);
+    let run = linerate_in(&ns, &args);
+    let t = json.json();
+    assert!(run.code == 0 || run.code == 1, "{}", run.dump());
+    assert_exact(&t, 12_345);
+    // 12,345 frames at 20,000 frames/s: 0.61725 s asked for.
+    assert!((f(&t, "duration_s") - 0.617_25).abs() < 1e-6, "{t}");
+}
+
 #[test]
 fn trial_l3_length_40_is_padded_to_64() {
     if !root_or_skip("trial_l3_length_40_is_padded_to_64") {

@@ -23,7 +23,7 @@ pub use crate::commands::overhead::OverheadPlan;
 pub use crate::commands::rfc2544::Rfc2544Plan;
 pub use crate::commands::stack::{StackPlan, StackPort, StackTarget};
 pub use crate::commands::tcp::{TcpMeasure, TcpPlan};
-pub use crate::commands::trial::TrialPlan;
+pub use crate::commands::trial::{TrialLength, TrialPlan};
 
 pub use crate::dut_cpu::DutCpuPlan;
 use crate::error::{bail, err, Result};

@@ -2,9 +2,10 @@
 
 use super::values::{parse_share, parse_trial_duration, Zero};
 use crate::args::TrialArgs;
+use linerate_session::error::bail;
 use linerate_session::error::{Result, ResultExt};
 use linerate_session::outputs::Outputs;
-use linerate_session::plan::TrialPlan;
+use linerate_session::plan::{TrialLength, TrialPlan};
 use linerate_wire::Rate;
 
 impl TrialArgs {
@@ -15,7 +16,10 @@ impl TrialArgs {
         let bed = super::bed::with_capture(args.ports.plan()?, args.record.pcap.is_some())?;
         let frames = args.frames.single("trial", &bed.encap)?;
         let rate = Rate::parse(&args.rate).context("--rate")?;
-        let duration = parse_trial_duration(&args.duration, "--duration")?;
+        let length = match &args.frame_count {
+            Some(text) => TrialLength::Frames(parse_frame_count(text)?),
+            None => TrialLength::Duration(parse_trial_duration(&args.duration, "--duration")?),
+        };
         Outputs::new()
             .json(args.json.as_deref())
             .record(&args.record.plan())
@@ -26,12 +30,23 @@ impl TrialArgs {
             frames,
             rate,
             rate_text: args.rate.clone(),
-            duration,
+            length,
             allowed_loss,
             json: args.json.clone(),
             dut_cpu: args.dut_cpu.plan(),
             record: args.record.plan(),
         })
+    }
+}
+
+/// `--frames N`: a whole number of frames, at least one.
+fn parse_frame_count(text: &str) -> Result<u64> {
+    match text.trim().replace('_', "").parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => bail!(
+            BadInput,
+            "--frames {text} is not a number of frames: give a whole number from 1 up, e.g. 100000"
+        ),
     }
 }
 
@@ -53,7 +68,7 @@ mod tests {
     fn a_trial_plan_holds_every_value_checked() {
         let p = plan("--frame-size 128 --rate 20kfps --duration 3s --loss 0.1%").unwrap();
         assert_eq!(p.frames.largest().frame(), 128);
-        assert_eq!(p.duration, Duration::from_secs(3));
+        assert_eq!(p.length, TrialLength::Duration(Duration::from_secs(3)));
         assert!((p.allowed_loss - 0.001).abs() < 1e-12);
         assert_eq!(p.rate_text, "20kfps");
         assert!(p.bed.is_lab());
@@ -62,6 +77,12 @@ mod tests {
             ("--frame-size 128 --rate 1% --duration 1ms", "--duration"),
             ("--frame-size 128 --rate 1% --loss 2", "--loss"),
             ("--frame-size 20 --rate 1%", "20"),
+            ("--frame-size 128 --rate 1% --frames 0", "--frames 0"),
+            ("--frame-size 128 --rate 1% --frames 1.5", "--frames"),
+            (
+                "--frame-size 128 --rate 1% --frames 10 --duration 1s",
+                "--duration",
+            ),
         ] {
             let e = plan(args).unwrap_err();
             assert_eq!(e.kind(), linerate_session::Kind::BadInput, "{args}: {e:?}");
@@ -70,5 +91,11 @@ mod tests {
                 "{args}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn frames_give_a_trial_its_length() {
+        let p = plan("--frame-size 128 --rate 20kfps --frames 12_345").unwrap();
+        assert_eq!(p.length, TrialLength::Frames(12_345));
     }
 }

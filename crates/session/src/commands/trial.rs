@@ -26,12 +26,35 @@ pub struct TrialPlan {
     pub rate: Rate,
     /// The rate as the user wrote it, for messages.
     pub rate_text: String,
-    pub duration: Duration,
+    /// How long the trial sends: for a duration, or `--frames N`.
+    pub length: TrialLength,
     /// Loss the trial may have and still pass, as a ratio.
     pub allowed_loss: f64,
     pub json: Option<PathBuf>,
     pub dut_cpu: DutCpuPlan,
     pub record: RecordPlan,
+}
+
+/// How long a trial sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrialLength {
+    /// For this long.
+    Duration(Duration),
+    /// Exactly this many frames (per direction) at the rate: for as long as
+    /// they take (pktgen's count).
+    Frames(u64),
+}
+
+impl TrialLength {
+    /// The sending time at `fps`. For N frames: N / fps, which the pacer's
+    /// schedule (`fps` x duration, rounded) turns back into exactly N; a
+    /// nanosecond's rounding moves it by far less than one frame.
+    pub fn at(self, fps: f64) -> Duration {
+        match self {
+            TrialLength::Duration(d) => d,
+            TrialLength::Frames(n) => Duration::from_secs_f64(n as f64 / fps),
+        }
+    }
 }
 
 pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
@@ -40,7 +63,7 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         frames,
         rate,
         rate_text,
-        duration,
+        length,
         allowed_loss,
         json,
         dut_cpu,
@@ -53,6 +76,7 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
     bed.engine.check_frame(frame)?;
     let line_fps = bed.line_rate_fps(&frames);
     let fps = crate::driver::fps_within_line(&bed, rate, &rate_text, "--rate", &frames)?;
+    let duration = length.at(fps);
     // ARP, and learning frames when the destination varies.
     bed.engine.resolve()?;
     // Why this engine, and how the ports count (auto's choice, a port
@@ -115,4 +139,23 @@ pub fn run(plan: TrialPlan, interrupt: &AtomicBool) -> Result<Outcome> {
         )));
     }
     Ok(Outcome::Passed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// N frames at any rate: the pacer's schedule, fps x duration rounded,
+    /// gives back exactly N.
+    #[test]
+    fn a_frame_count_gives_back_exactly_its_frames() {
+        for fps in [1.0, 333.3, 14_880_952.38, 1e9 / 7.0, 81_274.0] {
+            for n in [1u64, 7, 12_345, 1_000_000, 123_456_789] {
+                let d = TrialLength::Frames(n).at(fps);
+                assert_eq!((fps * d.as_secs_f64()).round() as u64, n, "{n} at {fps}");
+            }
+        }
+        let d = Duration::from_millis(1500);
+        assert_eq!(TrialLength::Duration(d).at(1e6), d);
+    }
 }
