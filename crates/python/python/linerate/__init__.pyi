@@ -67,6 +67,7 @@ def trial(
     imix: Optional[Sequence[Value]] = None,
     rate: Optional[Value] = None,
     duration: Optional[Value] = None,
+    frames: Optional[Value] = None,
     loss: Optional[Value] = None,
     json: Optional[Value] = None,
     dut_cpu_cmd: Optional[Value] = None,
@@ -115,7 +116,7 @@ def trial(
         local_net: The gateway's protected LAN (default: port A's subnet)
         ipsec_gateway: The gateway's IKE address when it is not --gw-b
         ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
-        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, or CIPHER-INTEGRITY with CIPHER aes128, aes192, aes256, 3des, des or null and INTEGRITY md5, sha1, sha256, sha384 or sha512 (aes128-sha256, 3des-md5). Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
@@ -133,6 +134,7 @@ def trial(
         imix: Frame-size mixes instead: imix0, imix1, imix2 (LANCOM), simple (7:4:1 of 64/594/1518), genome:aaaaaaaddddg (RFC 6985) or SIZE:WEIGHT,... (e.g. 64:7,594:4,1518:1); several as imix0,imix1,imix2 or by repeating --imix
         rate: Rate: 50% (of line rate, L1), 100000fps, 1.5Mpps, 300Mbps (L2), 300Mbps@L1
         duration: How long to send
+        frames: Send exactly N frames at the rate (per direction), instead of a duration: the trial lasts N / rate (pktgen's count)
         loss: Loss allowed before the trial counts as failed (exit 1): 0.1% or 0.001 (N% is percent, a bare number a ratio)
         json: Write the trial as JSON to FILE
         dut_cpu_cmd: External DUT: a command printing its CPU load in percent (e.g. "ssh r1 ..."), run towards the end of each trial
@@ -254,7 +256,7 @@ def rfc2544(
         local_net: The gateway's protected LAN (default: port A's subnet)
         ipsec_gateway: The gateway's IKE address when it is not --gw-b
         ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
-        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, or CIPHER-INTEGRITY with CIPHER aes128, aes192, aes256, 3des, des or null and INTEGRITY md5, sha1, sha256, sha384 or sha512 (aes128-sha256, 3des-md5). Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
@@ -397,7 +399,7 @@ def mlrsearch(
         local_net: The gateway's protected LAN (default: port A's subnet)
         ipsec_gateway: The gateway's IKE address when it is not --gw-b
         ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
-        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, or CIPHER-INTEGRITY with CIPHER aes128, aes192, aes256, 3des, des or null and INTEGRITY md5, sha1, sha256, sha384 or sha512 (aes128-sha256, 3des-md5). Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
@@ -540,7 +542,7 @@ def loss(
         local_net: The gateway's protected LAN (default: port A's subnet)
         ipsec_gateway: The gateway's IKE address when it is not --gw-b
         ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
-        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, or CIPHER-INTEGRITY with CIPHER aes128, aes192, aes256, 3des, des or null and INTEGRITY md5, sha1, sha256, sha384 or sha512 (aes128-sha256, 3des-md5). Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
@@ -684,7 +686,7 @@ def latency(
         local_net: The gateway's protected LAN (default: port A's subnet)
         ipsec_gateway: The gateway's IKE address when it is not --gw-b
         ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
-        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, or CIPHER-INTEGRITY with CIPHER aes128, aes192, aes256, 3des, des or null and INTEGRITY md5, sha1, sha256, sha384 or sha512 (aes128-sha256, 3des-md5). Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
@@ -824,7 +826,7 @@ def back_to_back(
         local_net: The gateway's protected LAN (default: port A's subnet)
         ipsec_gateway: The gateway's IKE address when it is not --gw-b
         ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
-        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, or CIPHER-INTEGRITY with CIPHER aes128, aes192, aes256, 3des, des or null and INTEGRITY md5, sha1, sha256, sha384 or sha512 (aes128-sha256, 3des-md5). Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
@@ -962,7 +964,7 @@ def cpu_target(
         local_net: The gateway's protected LAN (default: port A's subnet)
         ipsec_gateway: The gateway's IKE address when it is not --gw-b
         ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
-        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, or CIPHER-INTEGRITY with CIPHER aes128, aes192, aes256, 3des, des or null and INTEGRITY md5, sha1, sha256, sha384 or sha512 (aes128-sha256, 3des-md5). Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_id: linerate's IKE identity when the gateway wants another than its address: an address, @fqdn or user@domain
         ipsec_remote_id: The identity the gateway must show
         esp_keys: Write the negotiated ESP keys to this file in Wireshark's esp_sa format (mode 0600, replaced if it exists), so a capture of the WAN side decrypts in Wireshark (Preferences > Protocols > ESP, or copy it to the profile's esp_sa file)
@@ -1189,7 +1191,7 @@ def tunnels(
         traffic_rate: With --traffic: test frames per second each tunnel sends (1 to 1000), e.g. 100/s. Default: 1/s, light enough that 1,000 tunnels' frames do not load the gateway's setups (the lab's charon fell behind at 10/s); each tunnel's first frame leaves as soon as it is up, whatever the rate
         ipsec_gateway: The gateway's IKE address when it is not --gw-b
         ike: IKE proposals in strongSwan's syntax, comma-separated: aes256-sha256-modp2048, aes128-sha256-x25519, aes256-sha512-ecp256 (aes128/aes256, sha1/sha256/sha512, modp2048/ecp256/x25519). Default: aes256-sha256-modp2048 and its strongSwan companions
-        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, aes128-sha1, aes128-sha256, aes256-sha256, aes256-sha512. Default: aes256gcm16 (in the lab: the scenario's)
+        esp: The ESP suite of the CHILD_SA: aes128gcm16, aes256gcm16, or CIPHER-INTEGRITY with CIPHER aes128, aes192, aes256, 3des, des or null and INTEGRITY md5, sha1, sha256, sha384 or sha512 (aes128-sha256, 3des-md5). Default: aes256gcm16 (in the lab: the scenario's)
         ipsec_remote_id: The identity the gateway must show
         esp_encap: How ESP travels to the gateway: udp (the default: ESP in UDP 4500, forced by faked NAT detection; works through a NAT), raw (IP protocol 50, as gateways use with no NAT between; refused if the gateway still negotiates UDP) or auto (whatever NAT detection finds)
         ipsec_timeout: How long to wait for the gateway's answer to an IKE request (retransmitted with back-off meanwhile) before failing with "no answer", e.g. 2s. Default: 15.5s (5 tries from 0.5s, doubling)
