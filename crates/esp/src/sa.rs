@@ -288,8 +288,9 @@ impl Outbound {
                 integrity,
             } => {
                 // One block of the cipher: 16 bytes for AES, 8 for DES and
-                // 3DES (the first 8 of a fresh block), none for NULL.
-                let mut iv = ivs.next_iv();
+                // 3DES (the first 8 of a fresh block), none for NULL (which
+                // spends no AES block on an IV it does not send).
+                let mut iv = if iv_len == 0 { [0; 16] } else { ivs.next_iv() };
                 let iv = &mut iv[..iv_len];
                 if let Some(v) = iv_override {
                     iv.copy_from_slice(v);

@@ -14,7 +14,9 @@
 //! (`cbc(aes)`, `cbc(des3_ede)`, `cbc(des)`, `ecb(cipher_null)` with the key
 //! `""`) with `auth-trunc ALG KEY BITS` or `auth ALG KEY` (`hmac(md5)`,
 //! `hmac(sha1)`, `hmac(sha256)`, `hmac(sha384)`, `hmac(sha512)`, truncated
-//! as RFC 2403/2404/4868 send them), and `encap espinudp SPORT DPORT OA`.
+//! as RFC 2403/2404/4868 send them), and `encap espinudp SPORT DPORT OA`;
+//! `replay-window N` and the flags that change nothing on the wire are
+//! taken and left (`flag esn` is refused: no extended sequence numbers).
 //! Anything else is refused by name, with its line: a static SA that is
 //! read wrong fails only later, as ICV failures at the gateway.
 
@@ -239,11 +241,29 @@ fn parse_state(line: usize, words: &[String]) -> Result<XfrmState, String> {
                 };
                 udp_encap = Some((port(sport)?, port(dport)?));
             }
-            // Kernel bookkeeping that changes nothing on the wire.
-            "replay-window" | "flag" | "sel" | "mark" | "if_id" | "output-mark" => {
+            // The receiver's own window: linerate keeps its own (REPLAY_WINDOW).
+            "replay-window" => {
+                number(value("a number")?, key)?;
+            }
+            // Flags that change nothing on the wire are taken as a gateway's
+            // file has them; extended sequence numbers would.
+            "flag" => loop {
+                match it.as_slice().first().copied() {
+                    Some(
+                        "noecn" | "decap-dscp" | "nopmtudisc" | "wildrecv" | "icmp" | "af-unspec"
+                        | "align4",
+                    ) => {
+                        it.next();
+                    }
+                    Some("esn") => {
+                        return Err("'flag esn': linerate's ESP has 32-bit sequence numbers: leave esn out on both ends".into())
+                    }
+                    _ => break,
+                }
+            },
+            "sel" | "mark" | "if_id" | "output-mark" => {
                 return Err(format!(
-                    "'{key}' is not read for a static SA: leave it out (linerate keeps its own {} window)",
-                    crate::REPLAY_WINDOW
+                    "'{key}' is not read for a static SA: leave it out (linerate's SAs are selected by address and SPI)"
                 ));
             }
             other => {
@@ -321,7 +341,7 @@ fn parse_state(line: usize, words: &[String]) -> Result<XfrmState, String> {
                     return Err("aead already protects the packet: leave enc and auth out".into())
                 }
                 (None, Some(_), None) => {
-                    return Err("an ESP SA without integrity is refused (RFC 4303 §3.2.2 lets no linerate peer do without): add auth-trunc ALG KEY BITS".into())
+                    return Err("an ESP SA without integrity is refused: linerate tells damaged frames by their ICV; add auth-trunc ALG KEY BITS".into())
                 }
                 (None, None, _) => {
                     return Err("an ESP SA needs enc ALG KEY and auth-trunc ALG KEY BITS, or aead 'rfc4106(gcm(aes))' KEY 128".into())
@@ -468,7 +488,7 @@ mod tests {
              ip xfrm state add src 198.18.1.1 dst 198.18.1.2 proto esp spi 8194 reqid 1 mode tunnel \\\n\
                  enc \"cbc(des3_ede)\" {k24} auth 'hmac(md5)' {k16} encap espinudp 4500 4500 0.0.0.0\n\
              src 198.18.1.2 dst 198.18.1.1 proto ah spi 0x3001 reqid 1 mode tunnel auth-trunc 'hmac(md5)' {k16} 96\n\
-             src 198.18.1.2 dst 198.18.1.1 proto esp spi 0x4001 mode tunnel enc 'ecb(cipher_null)' \"\" auth-trunc 'hmac(sha512)' {k64} 256\n\
+             src 198.18.1.2 dst 198.18.1.1 proto esp spi 0x4001 mode tunnel replay-window 32 flag noecn af-unspec enc 'ecb(cipher_null)' \"\" auth-trunc 'hmac(sha512)' {k64} 256\n\
              src 198.18.1.2 dst 198.18.1.1 proto esp spi 0x5001 mode tunnel aead 'rfc4106(gcm(aes))' {k36} 128\n",
             k24 = hex(24, 0x11),
             k16 = hex(16, 0x22),
@@ -552,7 +572,11 @@ mod tests {
                 "src 10.0.0.1 proto esp spi 0x1000 mode tunnel".to_string(),
                 "no 'dst'",
             ),
-            (format!("{base} replay-window 32"), "leave it out"),
+            (format!("{base} mark 7"), "leave it out"),
+            (
+                format!("{base} flag esn enc 'cbc(aes)' {k16} auth-trunc 'hmac(md5)' {k16} 96"),
+                "esn",
+            ),
             (format!("{base} enc 'cbc(aes)"), "quote is not closed"),
             (format!("{base} frobnicate 1"), "'frobnicate' is not"),
             (
